@@ -1,0 +1,337 @@
+//! The hardware and model catalog.
+//!
+//! Data lives in `data/*.yaml`, embedded in the binary with `include_str!` and parsed once.
+//! One record per item. Every numeric field of a record has an entry in the record's
+//! `sources` map (key = the field path, e.g. `dense_tflops.bf16`, or a prefix such as
+//! `efficiency` covering all its fields) saying where the number comes from: datasheet,
+//! reference architecture or paper, and which one was chosen where sources disagree.
+//! A test enforces that.
+//!
+//! Invariants:
+//! - No IO: the data is compiled in.
+//! - Ids are unique, lowercase, `[a-z0-9-]`.
+//! - Lookups of unknown ids return an error naming the closest ids.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use myriad_model::Transformer;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Where each number of a record comes from: field path (or prefix) -> source text.
+pub type Sources = BTreeMap<String, String>;
+
+/// Dense (no structured sparsity) peak throughput in TFLOP/s (or TOP/s for int8).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Precisions {
+    #[serde(default)]
+    pub fp64: Option<f64>,
+    #[serde(default)]
+    pub tf32: Option<f64>,
+    #[serde(default)]
+    pub bf16: Option<f64>,
+    #[serde(default)]
+    pub fp16: Option<f64>,
+    #[serde(default)]
+    pub fp8: Option<f64>,
+    #[serde(default)]
+    pub fp4: Option<f64>,
+    #[serde(default)]
+    pub int8: Option<f64>,
+}
+
+impl Precisions {
+    /// `(name, value)` for each precision the accelerator supports, in a fixed order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
+        [
+            ("fp64", self.fp64),
+            ("tf32", self.tf32),
+            ("bf16", self.bf16),
+            ("fp16", self.fp16),
+            ("fp8", self.fp8),
+            ("fp4", self.fp4),
+            ("int8", self.int8),
+        ]
+        .into_iter()
+        .filter_map(|(n, v)| v.map(|v| (n, v)))
+    }
+
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+}
+
+/// How close real kernels come to the datasheet peaks. These are the only compute-model
+/// knobs; they belong to the accelerator and carry their provenance (measurement or paper).
+///
+/// GEMM time = FLOPs / (peak × gemm_*) + gemm_overhead_us. On the measured H100 this form
+/// fits all 378 calibration GEMMs (M, N, K from 512 to 16384) with 4–6% rms error: the
+/// fixed term is the launch and tail cost that makes small and skinny GEMMs slow.
+/// Attention time = FLOPs / (peak × attention_* × s / (s + attention_*_seq_half)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ComputeEfficiency {
+    /// Fraction of the dense bf16/fp16 peak reached by large GEMMs.
+    pub gemm_bf16: f64,
+    /// Fraction of the dense fp8 peak reached by large GEMMs.
+    pub gemm_fp8: f64,
+    /// Fixed cost per GEMM kernel, microseconds.
+    pub gemm_overhead_us: f64,
+    /// Fraction of the dense bf16 peak reached by fused causal attention forward at long
+    /// sequences.
+    pub attention_fwd: f64,
+    /// Same for the backward pass.
+    pub attention_bwd: f64,
+    /// Sequence length at which forward attention efficiency is half of `attention_fwd`.
+    pub attention_fwd_seq_half: f64,
+    /// Same for backward.
+    pub attention_bwd_seq_half: f64,
+    /// Fraction of the HBM datasheet bandwidth reached by streaming kernels.
+    pub hbm: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Accelerator {
+    pub id: String,
+    pub name: String,
+    pub vendor: String,
+    pub dense_tflops: Precisions,
+    /// HBM capacity usable by the application, GiB.
+    pub hbm_gib: f64,
+    /// HBM bandwidth, TB/s (1e12 bytes/s).
+    pub hbm_tbps: f64,
+    /// Thermal design power of the accelerator (package), W.
+    pub tdp_w: f64,
+    /// Scale-up (NVLink, xGMI, UB, HCCS, ICI) bandwidth per accelerator per direction, GB/s.
+    pub scale_up_gbps: f64,
+    /// Scale-out fabric ids the accelerator is usually deployed with.
+    pub typical_fabrics: Vec<String>,
+    /// Street price of one accelerator, USD (used when a scale-up system does not price
+    /// whole nodes).
+    pub price_usd: f64,
+    pub efficiency: ComputeEfficiency,
+    pub sources: Sources,
+}
+
+/// How accelerators inside one scale-up domain are connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScaleUpTopology {
+    /// Every accelerator attaches to a layer of switches (NVSwitch): any pair at full bandwidth.
+    Switched,
+    /// Direct links between every pair (AMD xGMI, Huawei HCCS): bandwidth split across peers.
+    FullMesh,
+    /// Two-tier switched Clos (Huawei UB in CloudMatrix384).
+    Clos2Tier,
+    /// 3D torus (Google TPU ICI).
+    Torus3d,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleUpSystem {
+    pub id: String,
+    pub name: String,
+    pub vendor: String,
+    /// Accelerator ids this system is built with; the first is the default.
+    pub accelerators: Vec<String>,
+    /// Accelerators sharing one scale-up fabric (8 on HGX, 72 on NVL72, 384 on CloudMatrix384).
+    pub accelerators_per_domain: u32,
+    /// Accelerators per server or compute tray (a failure and power unit).
+    pub accelerators_per_node: u32,
+    pub cpus_per_node: u32,
+    pub topology: ScaleUpTopology,
+    /// Scale-up bandwidth per accelerator per direction inside the domain, GB/s.
+    pub bandwidth_gbps: f64,
+    /// One-way latency of a small message across the scale-up fabric, microseconds.
+    pub latency_us: f64,
+    /// In-network reduction in the scale-up switches (NVLink SHARP / NVLS).
+    pub in_network_reduction: bool,
+    /// Measured fraction of `bandwidth_gbps` that large all-reduce reaches as NCCL bus
+    /// bandwidth (protocol and kernel overheads).
+    pub collective_efficiency: f64,
+    /// Scale-up switch chips per domain (NVSwitch, UB switches); 0 for direct meshes.
+    pub switch_chips_per_domain: u32,
+    /// Scale-out NICs per node and their rate, Gb/s each (one per accelerator on DGX).
+    pub nics_per_node: u32,
+    pub nic_gbps: f64,
+    /// Rack positions one domain takes (0.25 for a 4-per-rack DGX H100; 1 for NVL72).
+    pub racks_per_domain: f64,
+    /// IT power of one node at full load, kW (accelerators, CPUs, memory, NICs, fans).
+    pub node_power_kw: f64,
+    /// Power of the scale-up fabric per domain not inside nodes (switch trays, optics), kW.
+    pub fabric_power_kw_per_domain: f64,
+    /// Price of one node with its accelerators, USD.
+    pub node_price_usd: f64,
+    /// Price of the scale-up fabric per domain not inside nodes (switch trays, cables), USD.
+    pub fabric_price_usd_per_domain: f64,
+    pub sources: Sources,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FabricKind {
+    Infiniband,
+    Roce,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Switch {
+    pub model: String,
+    /// Ports at the fabric's port rate.
+    pub radix: u32,
+    /// Port-to-port latency, nanoseconds.
+    pub latency_ns: f64,
+    pub power_w: f64,
+    pub price_usd: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Part {
+    pub model: String,
+    pub power_w: f64,
+    pub price_usd: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Fabric {
+    pub id: String,
+    pub name: String,
+    pub kind: FabricKind,
+    /// Line rate of one port / NIC, Gb/s.
+    pub port_gbps: f64,
+    pub switch: Switch,
+    pub nic: Part,
+    /// Optical transceiver (one per optical link end).
+    pub transceiver: Part,
+    /// Passive copper cable (DAC) for in-rack links.
+    pub copper_cable: Part,
+    /// Fraction of line rate that NCCL-style collectives reach per NIC for large messages.
+    pub link_efficiency: f64,
+    /// Per-hop latency added by NIC and transport, microseconds (end to end, one message).
+    pub base_latency_us: f64,
+    pub sources: Sources,
+}
+
+/// A built-in model preset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPreset {
+    pub id: String,
+    pub model: Transformer,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AcceleratorFile {
+    accelerators: Vec<Accelerator>,
+}
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScaleUpFile {
+    scale_up: Vec<ScaleUpSystem>,
+}
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FabricFile {
+    fabrics: Vec<Fabric>,
+}
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelFile {
+    models: Vec<ModelPreset>,
+}
+
+/// The whole catalog.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    pub accelerators: Vec<Accelerator>,
+    pub scale_up: Vec<ScaleUpSystem>,
+    pub fabrics: Vec<Fabric>,
+    pub models: Vec<ModelPreset>,
+}
+
+/// An id that is not in the catalog.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("unknown {kind} `{id}`; closest: {}", closest.join(", "))]
+pub struct UnknownId {
+    pub kind: &'static str,
+    pub id: String,
+    pub closest: Vec<String>,
+}
+
+pub const ACCELERATORS_YAML: &str = include_str!("../data/accelerators.yaml");
+pub const SCALE_UP_YAML: &str = include_str!("../data/scale_up.yaml");
+pub const FABRICS_YAML: &str = include_str!("../data/fabrics.yaml");
+pub const MODELS_YAML: &str = include_str!("../data/models.yaml");
+
+fn parse<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> T {
+    // The data is compiled in and checked by tests; a failure here is a build defect.
+    serde_saphyr::from_str(text).unwrap_or_else(|e| panic!("catalog data {name} is invalid: {e}"))
+}
+
+/// The built-in catalog, parsed once.
+pub fn catalog() -> &'static Catalog {
+    static CAT: OnceLock<Catalog> = OnceLock::new();
+    CAT.get_or_init(|| Catalog {
+        accelerators: parse::<AcceleratorFile>("accelerators.yaml", ACCELERATORS_YAML).accelerators,
+        scale_up: parse::<ScaleUpFile>("scale_up.yaml", SCALE_UP_YAML).scale_up,
+        fabrics: parse::<FabricFile>("fabrics.yaml", FABRICS_YAML).fabrics,
+        models: parse::<ModelFile>("models.yaml", MODELS_YAML).models,
+    })
+}
+
+/// Ids closest to `id` by edit distance (at most 3), best first.
+pub fn closest<'a>(id: &str, ids: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut scored: Vec<(f64, &str)> = ids
+        .map(|c| (strsim::normalized_damerau_levenshtein(id, c), c))
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, c)| c.to_string())
+        .collect()
+}
+
+macro_rules! lookup {
+    ($fn:ident, $field:ident, $ty:ty, $kind:literal) => {
+        pub fn $fn(&self, id: &str) -> Result<&$ty, UnknownId> {
+            self.$field
+                .iter()
+                .find(|x| x.id == id)
+                .ok_or_else(|| UnknownId {
+                    kind: $kind,
+                    id: id.to_string(),
+                    closest: closest(id, self.$field.iter().map(|x| x.id.as_str())),
+                })
+        }
+    };
+}
+
+impl Catalog {
+    lookup!(accelerator, accelerators, Accelerator, "accelerator");
+    lookup!(scale_up_system, scale_up, ScaleUpSystem, "scale-up system");
+    lookup!(fabric, fabrics, Fabric, "scale-out fabric");
+    lookup!(model, models, ModelPreset, "model preset");
+
+    /// The scale-up system to use for an accelerator when none is named: the first whose
+    /// accelerator list starts with it, else the first that lists it.
+    pub fn default_scale_up_for(&self, accelerator: &str) -> Option<&ScaleUpSystem> {
+        self.scale_up
+            .iter()
+            .find(|s| s.accelerators.first().map(String::as_str) == Some(accelerator))
+            .or_else(|| {
+                self.scale_up
+                    .iter()
+                    .find(|s| s.accelerators.iter().any(|a| a == accelerator))
+            })
+    }
+}

@@ -1,0 +1,1 @@
+//! Collective algorithms timed on the cluster hierarchy.

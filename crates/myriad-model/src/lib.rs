@@ -1,0 +1,162 @@
+//! Transformer architectures and their arithmetic: parameters, FLOPs, GEMM shapes and
+//! activation memory, layer by layer.
+//!
+//! Invariants:
+//! - Pure arithmetic: no IO, no allocation on the per-layer paths except the op lists.
+//! - Counts are exact for the architecture described (GQA/MQA, MLA, SwiGLU, MoE with
+//!   shared experts and dense-first layers), not the 6·N·D rule of thumb; `6·N·D` appears
+//!   only as a cross-check in tests.
+//! - FLOPs count a multiply-add as 2 FLOPs.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub mod flops;
+pub mod memory;
+pub mod ops;
+pub mod params;
+
+/// A decoder-only transformer, as the `model` block of `myriad/1` and `myriad-validation/1`
+/// describes it (all fields resolved).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Transformer {
+    pub name: String,
+    pub layers: u32,
+    pub hidden: u32,
+    /// MLP inner size of dense layers (per expert: `moe.expert_ffn_hidden`).
+    pub ffn_hidden: u32,
+    pub heads: u32,
+    pub kv_heads: u32,
+    /// Per-head dimension; `hidden / heads` when absent (Qwen3 and gpt-oss differ).
+    #[serde(default)]
+    pub head_dim: Option<u32>,
+    pub vocab: u32,
+    pub seq_len: u32,
+    /// SwiGLU-style MLP with three weight matrices.
+    pub gated_mlp: bool,
+    /// Input embedding and output layer share weights.
+    #[serde(default)]
+    pub tied_embeddings: bool,
+    #[serde(default)]
+    pub moe: Option<Moe>,
+    #[serde(default)]
+    pub mla: Option<Mla>,
+}
+
+/// Mixture of experts (applies to every layer after the first `dense_layers`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Moe {
+    pub experts: u32,
+    pub top_k: u32,
+    pub expert_ffn_hidden: u32,
+    #[serde(default)]
+    pub shared_experts: u32,
+    /// The first layers that keep a dense MLP (DeepSeek-V3: 3).
+    #[serde(default)]
+    pub dense_layers: u32,
+    /// MLP inner size of those dense layers; `ffn_hidden` when absent.
+    #[serde(default)]
+    pub dense_ffn_hidden: Option<u32>,
+}
+
+/// Multi-head latent attention (DeepSeek-V2/V3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Mla {
+    /// Low-rank query compression; `None` projects queries directly.
+    #[serde(default)]
+    pub q_lora_rank: Option<u32>,
+    pub kv_lora_rank: u32,
+    pub qk_nope_head_dim: u32,
+    pub qk_rope_head_dim: u32,
+    pub v_head_dim: u32,
+}
+
+/// Activation recomputation (Korthikanti et al. 2022).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Recompute {
+    None,
+    /// Recompute only the attention core (softmax, dropout, QK^T, attention over V).
+    Selective,
+    /// Store only each layer's input; recompute the whole forward in backward.
+    Full,
+}
+
+impl Transformer {
+    /// Per-head dimension of queries and keys (without MLA).
+    pub fn head_dim(&self) -> u32 {
+        self.head_dim.unwrap_or(self.hidden / self.heads.max(1))
+    }
+
+    /// Whether layer `i` (0-based) has a MoE MLP.
+    pub fn is_moe_layer(&self, i: u32) -> bool {
+        match &self.moe {
+            Some(m) => i >= m.dense_layers,
+            None => false,
+        }
+    }
+
+    /// MLP inner size of a dense layer.
+    pub fn dense_ffn(&self) -> u32 {
+        match &self.moe {
+            Some(m) => m.dense_ffn_hidden.unwrap_or(self.ffn_hidden),
+            None => self.ffn_hidden,
+        }
+    }
+
+    /// Number of MoE layers.
+    pub fn moe_layers(&self) -> u32 {
+        match &self.moe {
+            Some(m) => self.layers.saturating_sub(m.dense_layers),
+            None => 0,
+        }
+    }
+
+    /// Checks the architecture is self-consistent; returns a message naming the field.
+    pub fn check(&self) -> Result<(), String> {
+        let positive = [
+            ("layers", self.layers),
+            ("hidden", self.hidden),
+            ("ffn_hidden", self.ffn_hidden),
+            ("heads", self.heads),
+            ("kv_heads", self.kv_heads),
+            ("vocab", self.vocab),
+            ("seq_len", self.seq_len),
+        ];
+        for (name, v) in positive {
+            if v == 0 {
+                return Err(format!("{name}: must be positive, got 0"));
+            }
+        }
+        if self.heads % self.kv_heads != 0 {
+            return Err(format!(
+                "kv_heads: {} does not divide heads {}",
+                self.kv_heads, self.heads
+            ));
+        }
+        if self.head_dim.is_none() && self.hidden % self.heads != 0 {
+            return Err(format!(
+                "heads: {} does not divide hidden {} (give head_dim)",
+                self.heads, self.hidden
+            ));
+        }
+        if let Some(m) = &self.moe {
+            if m.experts == 0 || m.top_k == 0 || m.top_k > m.experts {
+                return Err(format!(
+                    "moe.top_k: {} must be between 1 and experts {}",
+                    m.top_k, m.experts
+                ));
+            }
+            if m.dense_layers > self.layers {
+                return Err(format!(
+                    "moe.dense_layers: {} is more than layers {}",
+                    m.dense_layers, self.layers
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,729 @@
+//! The `myriad/1` scenario format and the `myriad-validation/1` format.
+//!
+//! Parsing goes text -> `serde_json::Value` (YAML or JSON) -> typed structs through
+//! `serde_path_to_error`, so every error names the field path. Unknown keys are errors
+//! with the nearest valid key. Semantic checks (`Scenario::check`) follow parsing and also
+//! name field paths. Pure: callers pass the file name and text; nothing here reads files.
+//!
+//! Invariants:
+//! - Every key of `../shared/scenario-format.md` is accepted with its documented default.
+//! - `schema()` is generated from these types; `schema/myriad-1.schema.json` is a checked-in
+//!   copy and a test fails when it is stale.
+
+use myriad_catalog::Catalog;
+use myriad_model::{Mla, Moe, Recompute, Transformer};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub mod validation;
+
+pub const FORMAT: &str = "myriad/1";
+
+/// A scenario error: the file, the field path, and what was expected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}: {path}: {message}")]
+pub struct ScenarioError {
+    pub file: String,
+    /// Dotted field path (`cluster.scale_out.tiers`), or `(document)` for syntax errors.
+    pub path: String,
+    pub message: String,
+}
+
+impl ScenarioError {
+    pub fn new(file: &str, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            file: file.to_string(),
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// One scenario file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Must be `myriad/1`.
+    pub format: String,
+    /// Free text, echoed in reports.
+    #[serde(default)]
+    pub name: String,
+    pub cluster: ClusterSpec,
+    #[serde(default)]
+    pub model: Option<ModelSpec>,
+    #[serde(default)]
+    pub training: Option<TrainingSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    /// Catalog id of the accelerator.
+    pub accelerator: String,
+    /// Accelerators in the cluster.
+    pub count: u64,
+    /// Catalog id of the scale-up system (server or supernode); default: the catalog's
+    /// system for the accelerator.
+    #[serde(default)]
+    pub scale_up: Option<String>,
+    #[serde(default)]
+    pub scale_out: ScaleOutSpec,
+    /// Data centers; accelerators split evenly across them.
+    #[serde(default = "one_u32")]
+    pub sites: u32,
+    /// Link between sites.
+    #[serde(default)]
+    pub dci: Option<DciSpec>,
+    #[serde(default)]
+    pub datacenter: DatacenterSpec,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+fn one_f64() -> f64 {
+    1.0
+}
+
+/// Scale-out network topology.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum TopologyKind {
+    /// Folded Clos: every NIC port on a leaf, leaves and spines by radix, as many tiers as needed.
+    #[default]
+    FatTree,
+    /// Fat-tree whose leaves are rails: NIC i of every server in a group meets on leaf i.
+    RailOptimized,
+    /// Rails only, no spine: NIC i of every server on rail switch i; cross-rail goes
+    /// over the scale-up fabric (Wang et al. 2023).
+    RailOnly,
+    /// Two-tier leaf-spine with the given oversubscription at the leaves.
+    SpineLeaf,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleOutSpec {
+    /// Catalog id of the NIC/port generation; default: the accelerator's first typical fabric.
+    #[serde(default)]
+    pub fabric: Option<String>,
+    #[serde(default)]
+    pub topology: TopologyKind,
+    /// Ports per switch at the fabric's port rate (default: the fabric's switch).
+    #[serde(default)]
+    pub switch_radix: Option<u32>,
+    /// Switch tiers; null = the fewest that reach `count`.
+    #[serde(default)]
+    pub tiers: Option<u32>,
+    /// Down:up bandwidth ratio above an island (1.0 = full bisection).
+    #[serde(default = "one_f64")]
+    pub oversubscription: f64,
+    /// Accelerators per full-bisection island; null = the whole cluster.
+    #[serde(default)]
+    pub island: Option<u64>,
+    /// Independent parallel network planes (Alibaba HPN dual-plane: 2). Each NIC port
+    /// splits across planes; switches are counted per plane.
+    #[serde(default = "one_u32")]
+    pub planes: u32,
+}
+
+impl Default for ScaleOutSpec {
+    fn default() -> Self {
+        Self {
+            fabric: None,
+            topology: TopologyKind::FatTree,
+            switch_radix: None,
+            tiers: None,
+            oversubscription: 1.0,
+            island: None,
+            planes: 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DciSpec {
+    /// DCI bandwidth leaving each site, Gb/s.
+    pub gbps_per_site: f64,
+    /// Fibre distance between sites, km (latency 5 µs/km).
+    pub distance_km: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DatacenterSpec {
+    /// Power usage effectiveness (facility power / IT power).
+    #[serde(default = "default_pue")]
+    pub pue: f64,
+    /// Electricity price, USD per kWh.
+    #[serde(default = "default_usd_per_kwh")]
+    pub usd_per_kwh: f64,
+}
+
+fn default_pue() -> f64 {
+    1.2
+}
+fn default_usd_per_kwh() -> f64 {
+    0.08
+}
+
+impl Default for DatacenterSpec {
+    fn default() -> Self {
+        Self {
+            pue: default_pue(),
+            usd_per_kwh: default_usd_per_kwh(),
+        }
+    }
+}
+
+/// The `model` block: a preset and/or explicit fields (fields given beside a preset
+/// override it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    #[serde(default)]
+    pub preset: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub layers: Option<u32>,
+    #[serde(default)]
+    pub hidden: Option<u32>,
+    #[serde(default)]
+    pub ffn_hidden: Option<u32>,
+    #[serde(default)]
+    pub heads: Option<u32>,
+    #[serde(default)]
+    pub kv_heads: Option<u32>,
+    #[serde(default)]
+    pub head_dim: Option<u32>,
+    #[serde(default)]
+    pub vocab: Option<u32>,
+    #[serde(default)]
+    pub seq_len: Option<u32>,
+    #[serde(default)]
+    pub gated_mlp: Option<bool>,
+    #[serde(default)]
+    pub tied_embeddings: Option<bool>,
+    #[serde(default)]
+    pub moe: Option<Moe>,
+    #[serde(default)]
+    pub mla: Option<Mla>,
+}
+
+/// Numeric precision of the training GEMMs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    Fp32,
+    Tf32,
+    Fp16,
+    Bf16,
+    Fp8,
+    Fp4,
+}
+
+impl Precision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Tf32 => "tf32",
+            Precision::Fp16 => "fp16",
+            Precision::Bf16 => "bf16",
+            Precision::Fp8 => "fp8",
+            Precision::Fp4 => "fp4",
+        }
+    }
+}
+
+/// Pipeline schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PipelineSchedule {
+    /// GPipe: all forwards then all backwards.
+    Gpipe,
+    /// One-forward-one-backward (PipeDream-flush); interleaved when `vpp > 1`.
+    #[serde(rename = "1f1b")]
+    OneFOneB,
+    /// Zero-bubble (Qi et al. 2023, ZB-H1): backward split into input and weight gradients.
+    ZeroBubble,
+    /// DeepSeek-V3 DualPipe: bidirectional, forward/backward of two micro-batches overlapped.
+    Dualpipe,
+}
+
+/// The `training` block (the `training` block of `myriad-validation/1`, plus extensions).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrainingSpec {
+    /// Sequences per optimizer step.
+    #[serde(default)]
+    pub global_batch: Option<u64>,
+    #[serde(default)]
+    pub micro_batch: Option<u64>,
+    #[serde(default)]
+    pub tp: Option<u32>,
+    #[serde(default)]
+    pub pp: Option<u32>,
+    #[serde(default)]
+    pub dp: Option<u32>,
+    #[serde(default)]
+    pub cp: Option<u32>,
+    /// Expert parallelism, carved out of the data-parallel ranks (Megatron-LM).
+    #[serde(default)]
+    pub ep: Option<u32>,
+    /// Tensor parallelism of the expert layers (Megatron `expert_tensor_parallel_size`);
+    /// default 1 when `ep > 1`, else `tp`.
+    #[serde(default)]
+    pub etp: Option<u32>,
+    /// Virtual pipeline stages per rank (interleaving).
+    #[serde(default)]
+    pub vpp: Option<u32>,
+    #[serde(default)]
+    pub sequence_parallel: Option<bool>,
+    #[serde(default)]
+    pub recompute: Option<Recompute>,
+    #[serde(default)]
+    pub precision: Option<Precision>,
+    /// Megatron distributed optimizer (ZeRO-1-like sharding of optimizer state over DP).
+    #[serde(default)]
+    pub distributed_optimizer: Option<bool>,
+    /// ZeRO stage 0-3 (3 = parameters sharded too, gathered per layer).
+    #[serde(default)]
+    pub zero_stage: Option<u8>,
+    #[serde(default)]
+    pub pipeline_schedule: Option<PipelineSchedule>,
+    /// Order in which parallel dimensions are laid onto the hierarchy, innermost first
+    /// (default `tp-cp-ep-dp-pp`).
+    #[serde(default)]
+    pub placement: Option<String>,
+    /// Accelerators the job uses; default: `cluster.count`.
+    #[serde(default)]
+    pub accelerators: Option<u64>,
+    /// Tokens to train on (time to train, energy, cost).
+    #[serde(default)]
+    pub tokens: Option<f64>,
+}
+
+/// Parses a YAML or JSON text into a `serde_json::Value`, mapping syntax errors.
+pub fn parse_value(file: &str, text: &str) -> Result<serde_json::Value, ScenarioError> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') {
+        serde_json::from_str(text).map_err(|e| {
+            ScenarioError::new(
+                file,
+                "(document)",
+                format!(
+                    "invalid JSON at line {} column {}: {e}",
+                    e.line(),
+                    e.column()
+                ),
+            )
+        })
+    } else {
+        serde_saphyr::from_str(text).map_err(|e| {
+            let msg = e.to_string();
+            let first = msg
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ");
+            ScenarioError::new(file, "(document)", format!("invalid YAML: {first}"))
+        })
+    }
+}
+
+/// Deserializes a typed value, turning serde errors into field-path errors with a
+/// "did you mean" for unknown keys. `prefix` is prepended to paths.
+pub fn from_value<T: serde::de::DeserializeOwned>(
+    file: &str,
+    prefix: &str,
+    value: serde_json::Value,
+) -> Result<T, ScenarioError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let mut path = e.path().to_string();
+        if path == "." {
+            path.clear();
+        }
+        let inner = e.inner().to_string();
+        let full = |p: &str| match (prefix.is_empty(), p.is_empty()) {
+            (true, _) => p.to_string(),
+            (false, true) => prefix.to_string(),
+            (false, false) => format!("{prefix}.{p}"),
+        };
+        if let Some(rest) = inner.strip_prefix("unknown field `") {
+            let key = rest.split('`').next().unwrap_or("");
+            let expected: Vec<&str> = rest
+                .split("expected ")
+                .nth(1)
+                .map(|s| s.split('`').skip(1).step_by(2).collect())
+                .unwrap_or_default();
+            let hint = myriad_catalog::closest(key, expected.iter().copied());
+            let p = if path.ends_with(key) {
+                path.clone()
+            } else if path.is_empty() {
+                key.to_string()
+            } else {
+                format!("{path}.{key}")
+            };
+            let msg = match hint.first() {
+                Some(h) if strsim::normalized_damerau_levenshtein(key, h) >= 0.5 => {
+                    format!("unknown key; did you mean {h}?")
+                }
+                _ => format!("unknown key; expected one of {}", expected.join(", ")),
+            };
+            return ScenarioError::new(file, full(&p), msg);
+        }
+        if let Some(rest) = inner.strip_prefix("missing field `") {
+            let key = rest.split('`').next().unwrap_or("");
+            let p = if path.is_empty() {
+                key.to_string()
+            } else {
+                format!("{path}.{key}")
+            };
+            return ScenarioError::new(file, full(&p), "missing required key");
+        }
+        let p = if path.is_empty() {
+            "(document)".to_string()
+        } else {
+            full(&path)
+        };
+        ScenarioError::new(file, p, inner)
+    })
+}
+
+/// Parses and checks a scenario file's text.
+pub fn parse_scenario(file: &str, text: &str, cat: &Catalog) -> Result<Scenario, ScenarioError> {
+    let value = parse_value(file, text)?;
+    let s: Scenario = from_value(file, "", value)?;
+    s.check(file, cat)?;
+    Ok(s)
+}
+
+fn err(file: &str, path: &str, msg: impl Into<String>) -> ScenarioError {
+    ScenarioError::new(file, path, msg)
+}
+
+fn unknown(file: &str, path: &str, e: myriad_catalog::UnknownId) -> ScenarioError {
+    err(
+        file,
+        path,
+        format!(
+            "`{}` is not a known {}; closest: {}",
+            e.id,
+            e.kind,
+            e.closest.join(", ")
+        ),
+    )
+}
+
+/// Most switch tiers a fabric may have.
+pub const MAX_TIERS: u32 = 4;
+
+impl Scenario {
+    /// Semantic checks that need no built cluster: ids exist, numbers are in range.
+    pub fn check(&self, file: &str, cat: &Catalog) -> Result<(), ScenarioError> {
+        if self.format != FORMAT {
+            return Err(err(
+                file,
+                "format",
+                format!("`{}` is not supported; expected `{FORMAT}`", self.format),
+            ));
+        }
+        let c = &self.cluster;
+        let acc = cat
+            .accelerator(&c.accelerator)
+            .map_err(|e| unknown(file, "cluster.accelerator", e))?;
+        if c.count == 0 {
+            return Err(err(file, "cluster.count", "must be at least 1"));
+        }
+        if let Some(id) = &c.scale_up {
+            let su = cat
+                .scale_up_system(id)
+                .map_err(|e| unknown(file, "cluster.scale_up", e))?;
+            if !su.accelerators.iter().any(|a| a == &acc.id) {
+                return Err(err(
+                    file,
+                    "cluster.scale_up",
+                    format!(
+                        "`{}` is built with {}, not `{}`",
+                        su.id,
+                        su.accelerators.join(", "),
+                        acc.id
+                    ),
+                ));
+            }
+        } else if cat.default_scale_up_for(&acc.id).is_none() {
+            return Err(err(
+                file,
+                "cluster.scale_up",
+                format!(
+                    "no scale-up system in the catalog holds `{}`; name one",
+                    acc.id
+                ),
+            ));
+        }
+        let so = &c.scale_out;
+        if let Some(f) = &so.fabric {
+            cat.fabric(f)
+                .map_err(|e| unknown(file, "cluster.scale_out.fabric", e))?;
+        }
+        if let Some(r) = so.switch_radix {
+            if !(4..=1024).contains(&r) || r % 2 != 0 {
+                return Err(err(
+                    file,
+                    "cluster.scale_out.switch_radix",
+                    format!("{r} is not an even port count between 4 and 1024"),
+                ));
+            }
+        }
+        if let Some(t) = so.tiers {
+            if t == 0 {
+                return Err(err(file, "cluster.scale_out.tiers", "0: at least 1 tier"));
+            }
+            if t > MAX_TIERS {
+                return Err(err(
+                    file,
+                    "cluster.scale_out.tiers",
+                    format!("{t} is more than the {MAX_TIERS} supported"),
+                ));
+            }
+        }
+        if !(so.oversubscription >= 1.0 && so.oversubscription <= 64.0) {
+            return Err(err(
+                file,
+                "cluster.scale_out.oversubscription",
+                format!("{} is not a ratio between 1.0 and 64", so.oversubscription),
+            ));
+        }
+        if let Some(i) = so.island {
+            if i == 0 || i > c.count {
+                return Err(err(
+                    file,
+                    "cluster.scale_out.island",
+                    format!("{i} must be between 1 and cluster.count {}", c.count),
+                ));
+            }
+        }
+        if so.planes == 0 || so.planes > 8 {
+            return Err(err(
+                file,
+                "cluster.scale_out.planes",
+                format!("{} is not between 1 and 8", so.planes),
+            ));
+        }
+        if c.sites == 0 {
+            return Err(err(file, "cluster.sites", "must be at least 1"));
+        }
+        if c.sites > 1 && c.dci.is_none() {
+            return Err(err(
+                file,
+                "cluster.dci",
+                format!(
+                    "{} sites need a DCI link: {{gbps_per_site, distance_km}}",
+                    c.sites
+                ),
+            ));
+        }
+        if c.count % c.sites as u64 != 0 {
+            return Err(err(
+                file,
+                "cluster.sites",
+                format!(
+                    "{} sites do not split cluster.count {} evenly",
+                    c.sites, c.count
+                ),
+            ));
+        }
+        if let Some(d) = &c.dci {
+            if !(d.gbps_per_site > 0.0) {
+                return Err(err(file, "cluster.dci.gbps_per_site", "must be positive"));
+            }
+            if !(d.distance_km >= 0.0) {
+                return Err(err(file, "cluster.dci.distance_km", "must not be negative"));
+            }
+        }
+        let dc = &c.datacenter;
+        if !(dc.pue >= 1.0 && dc.pue <= 3.0) {
+            return Err(err(
+                file,
+                "cluster.datacenter.pue",
+                format!("{} is not between 1.0 and 3.0", dc.pue),
+            ));
+        }
+        if !(dc.usd_per_kwh >= 0.0) {
+            return Err(err(
+                file,
+                "cluster.datacenter.usd_per_kwh",
+                "must not be negative",
+            ));
+        }
+        if let Some(m) = &self.model {
+            m.resolve(cat)
+                .map_err(|(p, msg)| err(file, &format!("model.{p}"), msg))?;
+        }
+        if let Some(t) = &self.training {
+            t.check()
+                .map_err(|(p, msg)| err(file, &format!("training.{p}"), msg))?;
+        }
+        Ok(())
+    }
+}
+
+impl ModelSpec {
+    /// The resolved architecture; errors are `(field, message)`.
+    pub fn resolve(&self, cat: &Catalog) -> Result<Transformer, (String, String)> {
+        let base = match &self.preset {
+            Some(p) => Some(
+                cat.model(p)
+                    .map_err(|e| {
+                        (
+                            "preset".to_string(),
+                            format!(
+                                "`{}` is not a built-in model; closest: {}",
+                                e.id,
+                                e.closest.join(", ")
+                            ),
+                        )
+                    })?
+                    .model
+                    .clone(),
+            ),
+            None => None,
+        };
+        macro_rules! field {
+            ($f:ident) => {
+                match (self.$f.clone(), base.as_ref()) {
+                    (Some(v), _) => v,
+                    (None, Some(b)) => b.$f.clone(),
+                    (None, None) => {
+                        return Err((
+                            stringify!($f).to_string(),
+                            "missing: give it or a `preset`".to_string(),
+                        ))
+                    }
+                }
+            };
+        }
+        let t = Transformer {
+            name: self
+                .name
+                .clone()
+                .or_else(|| base.as_ref().map(|b| b.name.clone()))
+                .unwrap_or_else(|| "custom".to_string()),
+            layers: field!(layers),
+            hidden: field!(hidden),
+            ffn_hidden: field!(ffn_hidden),
+            heads: field!(heads),
+            kv_heads: field!(kv_heads),
+            head_dim: self.head_dim.or(base.as_ref().and_then(|b| b.head_dim)),
+            vocab: field!(vocab),
+            seq_len: field!(seq_len),
+            gated_mlp: field!(gated_mlp),
+            tied_embeddings: self
+                .tied_embeddings
+                .or(base.as_ref().map(|b| b.tied_embeddings))
+                .unwrap_or(false),
+            moe: self
+                .moe
+                .clone()
+                .or(base.as_ref().and_then(|b| b.moe.clone())),
+            mla: self
+                .mla
+                .clone()
+                .or(base.as_ref().and_then(|b| b.mla.clone())),
+        };
+        t.check().map_err(|m| {
+            let (p, rest) = m.split_once(": ").unwrap_or(("", &m));
+            (p.to_string(), rest.to_string())
+        })?;
+        Ok(t)
+    }
+}
+
+impl TrainingSpec {
+    /// Range checks on the training block; errors are `(field, message)`.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        let pos32 = [
+            ("tp", self.tp),
+            ("pp", self.pp),
+            ("dp", self.dp),
+            ("cp", self.cp),
+            ("ep", self.ep),
+            ("etp", self.etp),
+            ("vpp", self.vpp),
+        ];
+        for (n, v) in pos32 {
+            if v == Some(0) {
+                return Err((n.to_string(), "must be at least 1, got 0".to_string()));
+            }
+        }
+        for (n, v) in [
+            ("global_batch", self.global_batch),
+            ("micro_batch", self.micro_batch),
+            ("accelerators", self.accelerators),
+        ] {
+            if v == Some(0) {
+                return Err((n.to_string(), "must be at least 1, got 0".to_string()));
+            }
+        }
+        if let Some(z) = self.zero_stage {
+            if z > 3 {
+                return Err(("zero_stage".into(), format!("{z} is not 0, 1, 2 or 3")));
+            }
+        }
+        if let Some(t) = self.tokens {
+            if !(t > 0.0 && t.is_finite()) {
+                return Err(("tokens".into(), format!("{t} must be a positive number")));
+            }
+        }
+        if let Some(p) = &self.placement {
+            parse_placement(p).map_err(|m| ("placement".to_string(), m))?;
+        }
+        Ok(())
+    }
+}
+
+/// A parallel dimension in a placement order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Dim {
+    Tp,
+    Cp,
+    Ep,
+    Dp,
+    Pp,
+}
+
+pub const DEFAULT_PLACEMENT: [Dim; 5] = [Dim::Tp, Dim::Cp, Dim::Ep, Dim::Dp, Dim::Pp];
+
+/// Parses `tp-cp-ep-dp-pp` (innermost first); every dimension exactly once.
+pub fn parse_placement(s: &str) -> Result<[Dim; 5], String> {
+    let parts: Vec<&str> = s.split(['-', ',', ' ']).filter(|p| !p.is_empty()).collect();
+    let mut out = Vec::with_capacity(5);
+    for p in &parts {
+        let d = match p.to_ascii_lowercase().as_str() {
+            "tp" => Dim::Tp,
+            "cp" => Dim::Cp,
+            "ep" => Dim::Ep,
+            "dp" => Dim::Dp,
+            "pp" => Dim::Pp,
+            other => return Err(format!("`{other}` is not one of tp, cp, ep, dp, pp")),
+        };
+        if out.contains(&d) {
+            return Err(format!("`{p}` appears twice in `{s}`"));
+        }
+        out.push(d);
+    }
+    if out.len() != 5 {
+        return Err(format!(
+            "`{s}` must name all of tp, cp, ep, dp, pp once (e.g. tp-cp-ep-dp-pp)"
+        ));
+    }
+    Ok([out[0], out[1], out[2], out[3], out[4]])
+}
+
+/// The JSON Schema of `myriad/1`, generated from the types.
+pub fn schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Scenario)).expect("schema serializes")
+}

@@ -1,0 +1,1 @@
+//! Training step time and memory.
