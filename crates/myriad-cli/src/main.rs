@@ -1,1 +1,54 @@
-fn main() {}
+//! `myriad`: a thin command line over the Myriad libraries. Reads files, prints tables or
+//! JSON; all computation lives in the library crates.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+#[derive(Parser)]
+#[command(
+    name = "myriad",
+    version,
+    about = "Simulator and planner for AI clusters of 10,000 to 100,000+ accelerators"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the scenario's cluster and print its hierarchy, network tiers, bill of materials, power and cost.
+    Cluster {
+        scenario: PathBuf,
+        /// Print one JSON object instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the JSON Schema of the myriad/1 scenario format.
+    Schema,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Cluster { scenario, json } => cmd::cluster::run(&scenario, json),
+        Command::Schema => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&myriad_scenario::schema()).expect("schema")
+            );
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -29,6 +29,10 @@ pub struct Level {
     pub gbps_per_accelerator: f64,
     /// One-way latency of a small message between two members, microseconds.
     pub latency_us: f64,
+    /// Fraction of `gbps_per_accelerator` that NCCL-style collectives reach for large
+    /// messages at this level (scale-up: the system's `collective_efficiency`; scale-out:
+    /// the fabric's `link_efficiency`).
+    pub efficiency: f64,
     /// In-network reduction available at this level (NVLS, SHARP).
     pub in_network_reduction: bool,
 }

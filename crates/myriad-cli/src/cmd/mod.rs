@@ -1,0 +1,12 @@
+//! One module per subcommand.
+pub mod cluster;
+
+use std::path::Path;
+
+/// Reads and parses a scenario file, mapping IO errors to a message naming the file.
+pub fn load_scenario(path: &Path) -> Result<myriad_scenario::Scenario, String> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
+    myriad_scenario::parse_scenario(&name, &text, myriad_catalog::catalog())
+        .map_err(|e| e.to_string())
+}
