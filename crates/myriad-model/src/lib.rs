@@ -16,6 +16,11 @@ pub mod memory;
 pub mod ops;
 pub mod params;
 
+pub use flops::ModelFlops;
+pub use memory::ActivationMemory;
+pub use ops::{LayerKind, Op, OpKind, Shard};
+pub use params::ParamCount;
+
 /// A decoder-only transformer, as the `model` block of `myriad/1` and `myriad-validation/1`
 /// describes it (all fields resolved).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

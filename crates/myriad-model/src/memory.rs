@@ -1,1 +1,90 @@
-//! memory
+//! Activation memory per layer and micro-batch on one rank (Korthikanti et al. 2022,
+//! Table 2, generalised to GQA/MLA, gated MLPs and MoE, with fused attention kernels that
+//! keep no score matrix).
+//!
+//! Stored per token (bf16, 2 bytes each), "/t" = divided by TP:
+//! - attention block: norm input (2h, /t with SP), QKV GEMM input (2h, /t with SP),
+//!   Q, K, V (2·(heads + 2·kv)·d/t, or MLA's latent and per-head tensors), attention
+//!   output (2·heads·d_v/t), and the softmax statistics (4·heads/t, fp32);
+//! - MLP block: norm input and GEMM input (2h each, /t with SP), the up-projection output
+//!   (2·g·ffn/t) and the activation output (2·ffn/t); MoE stores these per routed copy
+//!   of a token (top_k), plus the router logits and the permuted input.
+//! Korthikanti's GPT figure is 34·s·b·h/t with SP: this gives 32·s·b·h/t for a GPT layer
+//! (no dropout masks: modern runs train without dropout, and the masks are 2·s·b·h).
+//! Full recompute stores only the layer input; selective recompute equals none with fused
+//! attention (the s² terms it removes do not exist).
+
+use serde::Serialize;
+
+use crate::{Recompute, Shard, Transformer};
+
+/// Activation bytes of one micro-batch on one rank.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct ActivationMemory {
+    /// Per dense layer.
+    pub dense_layer: f64,
+    /// Per MoE layer.
+    pub moe_layer: f64,
+    /// Output head: logits in fp32 for the loss (last pipeline stage).
+    pub head: f64,
+}
+
+impl Transformer {
+    pub fn activation_memory(&self, s: &Shard, recompute: Recompute) -> ActivationMemory {
+        let tp = s.tp as f64;
+        let tokens = s.micro_batch as f64 * self.seq_len as f64 / s.cp as f64;
+        let h = self.hidden as f64;
+        let sp_div = if s.sp { tp } else { 1.0 };
+        let heads = self.heads as f64;
+        let g = if self.gated_mlp { 2.0 } else { 1.0 };
+        let by = 2.0;
+        let attn = {
+            let (qkv, o) = match &self.mla {
+                Some(m) => {
+                    let qk = (m.qk_nope_head_dim + m.qk_rope_head_dim) as f64;
+                    let q_latent = m.q_lora_rank.unwrap_or(0) as f64;
+                    let kv_latent = (m.kv_lora_rank + m.qk_rope_head_dim) as f64;
+                    (
+                        q_latent + kv_latent + heads * (qk + qk + m.v_head_dim as f64) / tp,
+                        heads * m.v_head_dim as f64 / tp,
+                    )
+                }
+                None => {
+                    let d = self.head_dim() as f64;
+                    (
+                        (heads + 2.0 * self.kv_heads as f64) * d / tp,
+                        heads * d / tp,
+                    )
+                }
+            };
+            by * (2.0 * h / sp_div + qkv + o) + 4.0 * heads / tp
+        };
+        let mlp_dense = by * (2.0 * h / sp_div + (g + 1.0) * self.dense_ffn() as f64 / tp);
+        let mlp_moe = match &self.moe {
+            Some(m) => {
+                let per_copy = (g + 1.0) * m.expert_ffn_hidden as f64 / s.etp as f64 + h;
+                let routed = m.top_k as f64 / tp * s.etp as f64;
+                let shared = (g + 1.0) * (m.expert_ffn_hidden * m.shared_experts) as f64 / tp;
+                by * (2.0 * h / sp_div + routed * per_copy + shared)
+                    + 4.0 * m.experts as f64 / sp_div
+            }
+            None => 0.0,
+        };
+        let (dense_layer, moe_layer) = match recompute {
+            Recompute::Full => {
+                let input = by * h / sp_div * tokens;
+                (input, input)
+            }
+            Recompute::None | Recompute::Selective => {
+                (tokens * (attn + mlp_dense), tokens * (attn + mlp_moe))
+            }
+        };
+        // Logits in fp32 and their gradient buffer, vocab sharded over TP.
+        let head = tokens * self.vocab as f64 / tp * 4.0 * 2.0;
+        ActivationMemory {
+            dense_layer,
+            moe_layer,
+            head,
+        }
+    }
+}

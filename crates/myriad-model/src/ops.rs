@@ -1,1 +1,400 @@
-//! ops
+//! The forward operations one rank runs for one micro-batch, layer by layer, after
+//! tensor, context, sequence and expert parallel sharding (Megatron-LM layout).
+//!
+//! Backward is derived by the caller: each GEMM becomes two GEMMs of the same size
+//! (input gradient and weight gradient), attention backward costs 2.5× its forward FLOPs
+//! (FlashAttention recomputes the scores), memory-bound ops move twice their bytes.
+
+use serde::Serialize;
+
+use crate::Transformer;
+
+/// How one rank's share of a layer is cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shard {
+    pub tp: u32,
+    pub cp: u32,
+    pub ep: u32,
+    /// Tensor parallelism inside each expert.
+    pub etp: u32,
+    /// Sequence parallelism (norms and dropout sharded over TP).
+    pub sp: bool,
+    /// Sequences per micro-batch.
+    pub micro_batch: u32,
+}
+
+impl Shard {
+    pub fn single(micro_batch: u32) -> Self {
+        Self {
+            tp: 1,
+            cp: 1,
+            ep: 1,
+            etp: 1,
+            sp: false,
+            micro_batch,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LayerKind {
+    Dense,
+    Moe,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub enum OpKind {
+    /// `count` GEMMs of C[m,n] = A[m,k] · B[k,n] (a grouped GEMM when count > 1).
+    Gemm { m: f64, n: f64, k: f64, count: f64 },
+    /// Fused attention over `batch_heads` independent heads, queries `sq`, keys `skv`.
+    /// `causal_fraction` is the share of the score matrix computed (1/2 for causal).
+    Attention {
+        batch_heads: f64,
+        sq: f64,
+        skv: f64,
+        d_qk: f64,
+        d_v: f64,
+        causal_fraction: f64,
+    },
+    /// Memory-bound op: bytes read plus written in HBM.
+    Memory { bytes: f64 },
+}
+
+/// One forward operation on one rank.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Op {
+    pub name: &'static str,
+    pub kind: OpKind,
+}
+
+impl Op {
+    /// Forward FLOPs of the op (0 for memory-bound ops).
+    pub fn flops(&self) -> f64 {
+        match self.kind {
+            OpKind::Gemm { m, n, k, count } => 2.0 * m * n * k * count,
+            OpKind::Attention {
+                batch_heads,
+                sq,
+                skv,
+                d_qk,
+                d_v,
+                causal_fraction,
+            } => 2.0 * batch_heads * sq * skv * (d_qk + d_v) * causal_fraction,
+            OpKind::Memory { .. } => 0.0,
+        }
+    }
+}
+
+/// Bytes per element of activations (bf16).
+pub const ACT_BYTES: f64 = 2.0;
+
+impl Transformer {
+    /// Tokens of one micro-batch on one rank for TP-sharded GEMMs.
+    fn rank_tokens(&self, s: &Shard) -> f64 {
+        s.micro_batch as f64 * self.seq_len as f64 / s.cp as f64
+    }
+
+    /// Tokens each rank owns in sequence-parallel regions (norms, residuals).
+    fn sp_tokens(&self, s: &Shard) -> f64 {
+        let t = self.rank_tokens(s);
+        if s.sp {
+            t / s.tp as f64
+        } else {
+            t
+        }
+    }
+
+    /// Forward ops of the attention block of one layer.
+    pub fn attention_ops(&self, s: &Shard, out: &mut Vec<Op>) {
+        let tp = s.tp as f64;
+        let t = self.rank_tokens(s);
+        let ts = self.sp_tokens(s);
+        let h = self.hidden as f64;
+        let heads = self.heads as f64;
+        let b = s.micro_batch as f64;
+        let seq = self.seq_len as f64;
+        // Pre-attention norm: read and write the hidden state.
+        out.push(Op {
+            name: "attn_norm",
+            kind: OpKind::Memory {
+                bytes: 2.0 * ts * h * ACT_BYTES,
+            },
+        });
+        let (d_qk, d_v) = match &self.mla {
+            Some(m) => {
+                let qk = (m.qk_nope_head_dim + m.qk_rope_head_dim) as f64;
+                let r = m.kv_lora_rank as f64;
+                match m.q_lora_rank {
+                    Some(q) => {
+                        out.push(Op {
+                            name: "q_down",
+                            kind: OpKind::Gemm {
+                                m: t,
+                                n: q as f64,
+                                k: h,
+                                count: 1.0,
+                            },
+                        });
+                        out.push(Op {
+                            name: "q_up",
+                            kind: OpKind::Gemm {
+                                m: t,
+                                n: heads * qk / tp,
+                                k: q as f64,
+                                count: 1.0,
+                            },
+                        });
+                    }
+                    None => out.push(Op {
+                        name: "q_proj",
+                        kind: OpKind::Gemm {
+                            m: t,
+                            n: heads * qk / tp,
+                            k: h,
+                            count: 1.0,
+                        },
+                    }),
+                }
+                out.push(Op {
+                    name: "kv_down",
+                    kind: OpKind::Gemm {
+                        m: t,
+                        n: r + m.qk_rope_head_dim as f64,
+                        k: h,
+                        count: 1.0,
+                    },
+                });
+                out.push(Op {
+                    name: "kv_up",
+                    kind: OpKind::Gemm {
+                        m: t,
+                        n: heads * (m.qk_nope_head_dim + m.v_head_dim) as f64 / tp,
+                        k: r,
+                        count: 1.0,
+                    },
+                });
+                (qk, m.v_head_dim as f64)
+            }
+            None => {
+                let d = self.head_dim() as f64;
+                let kv = self.kv_heads as f64;
+                out.push(Op {
+                    name: "qkv_proj",
+                    kind: OpKind::Gemm {
+                        m: t,
+                        n: (heads + 2.0 * kv) * d / tp,
+                        k: h,
+                        count: 1.0,
+                    },
+                });
+                (d, d)
+            }
+        };
+        // Rotary embedding and layout: read and write q and k.
+        out.push(Op {
+            name: "rope",
+            kind: OpKind::Memory {
+                bytes: 2.0 * t * heads * d_qk / tp * ACT_BYTES,
+            },
+        });
+        // Context parallelism: each rank holds seq/cp queries and, after the ring of KV
+        // exchanges, attends over the whole sequence; with causal load balancing each rank
+        // computes 1/cp of the causal score matrix.
+        out.push(Op {
+            name: "attention",
+            kind: OpKind::Attention {
+                batch_heads: b * heads / tp,
+                sq: seq / s.cp as f64,
+                skv: seq,
+                d_qk,
+                d_v,
+                causal_fraction: 0.5,
+            },
+        });
+        out.push(Op {
+            name: "out_proj",
+            kind: OpKind::Gemm {
+                m: t,
+                n: h,
+                k: heads * d_v / tp,
+                count: 1.0,
+            },
+        });
+        // Residual add (read two, write one).
+        out.push(Op {
+            name: "attn_residual",
+            kind: OpKind::Memory {
+                bytes: 3.0 * ts * h * ACT_BYTES,
+            },
+        });
+    }
+
+    /// Forward ops of the MLP block of layer `layer`.
+    pub fn mlp_ops(&self, layer: u32, s: &Shard, out: &mut Vec<Op>) {
+        let tp = s.tp as f64;
+        let t = self.rank_tokens(s);
+        let ts = self.sp_tokens(s);
+        let h = self.hidden as f64;
+        let g = if self.gated_mlp { 2.0 } else { 1.0 };
+        out.push(Op {
+            name: "mlp_norm",
+            kind: OpKind::Memory {
+                bytes: 2.0 * ts * h * ACT_BYTES,
+            },
+        });
+        let dense = |ffn: f64,
+                     tp: f64,
+                     out: &mut Vec<Op>,
+                     up: &'static str,
+                     act: &'static str,
+                     down: &'static str| {
+            out.push(Op {
+                name: up,
+                kind: OpKind::Gemm {
+                    m: t,
+                    n: g * ffn / tp,
+                    k: h,
+                    count: 1.0,
+                },
+            });
+            out.push(Op {
+                name: act,
+                kind: OpKind::Memory {
+                    bytes: (g + 1.0) * t * ffn / tp * ACT_BYTES,
+                },
+            });
+            out.push(Op {
+                name: down,
+                kind: OpKind::Gemm {
+                    m: t,
+                    n: h,
+                    k: ffn / tp,
+                    count: 1.0,
+                },
+            });
+        };
+        match (&self.moe, self.is_moe_layer(layer)) {
+            (Some(m), true) => {
+                let experts = m.experts as f64;
+                out.push(Op {
+                    name: "router",
+                    kind: OpKind::Gemm {
+                        m: ts,
+                        n: experts,
+                        k: h,
+                        count: 1.0,
+                    },
+                });
+                // Token-expert assignments this rank computes: the TP×CP×DP ranks of a stage
+                // share the routed work evenly; expert TP splits each expert's weights.
+                let etp = s.etp as f64;
+                let assignments = t * m.top_k as f64 / tp * etp;
+                let local = (experts / s.ep as f64).max(1.0);
+                let ffn = m.expert_ffn_hidden as f64;
+                // Permute tokens to experts and back (read + write each routed token twice).
+                out.push(Op {
+                    name: "moe_permute",
+                    kind: OpKind::Memory {
+                        bytes: 4.0 * assignments * h * ACT_BYTES,
+                    },
+                });
+                out.push(Op {
+                    name: "expert_up",
+                    kind: OpKind::Gemm {
+                        m: assignments / local,
+                        n: g * ffn / etp,
+                        k: h,
+                        count: local,
+                    },
+                });
+                out.push(Op {
+                    name: "expert_act",
+                    kind: OpKind::Memory {
+                        bytes: (g + 1.0) * assignments * ffn / etp * ACT_BYTES,
+                    },
+                });
+                out.push(Op {
+                    name: "expert_down",
+                    kind: OpKind::Gemm {
+                        m: assignments / local,
+                        n: h,
+                        k: ffn / etp,
+                        count: local,
+                    },
+                });
+                if m.shared_experts > 0 {
+                    dense(
+                        ffn * m.shared_experts as f64,
+                        tp,
+                        out,
+                        "shared_up",
+                        "shared_act",
+                        "shared_down",
+                    );
+                }
+            }
+            _ => dense(
+                self.dense_ffn() as f64,
+                tp,
+                out,
+                "mlp_up",
+                "mlp_act",
+                "mlp_down",
+            ),
+        }
+        out.push(Op {
+            name: "mlp_residual",
+            kind: OpKind::Memory {
+                bytes: 3.0 * ts * h * ACT_BYTES,
+            },
+        });
+    }
+
+    /// All forward ops of layer `layer` (0-based).
+    pub fn layer_ops(&self, layer: u32, s: &Shard, out: &mut Vec<Op>) {
+        self.attention_ops(s, out);
+        self.mlp_ops(layer, s, out);
+    }
+
+    /// Forward ops of the output head: final norm, output projection (vocab sharded over TP),
+    /// and the fused cross-entropy over the logits (fp32).
+    pub fn head_ops(&self, s: &Shard, out: &mut Vec<Op>) {
+        let t = self.rank_tokens(s);
+        let ts = self.sp_tokens(s);
+        let h = self.hidden as f64;
+        let v = self.vocab as f64 / s.tp as f64;
+        out.push(Op {
+            name: "final_norm",
+            kind: OpKind::Memory {
+                bytes: 2.0 * ts * h * ACT_BYTES,
+            },
+        });
+        out.push(Op {
+            name: "output_proj",
+            kind: OpKind::Gemm {
+                m: t,
+                n: v,
+                k: h,
+                count: 1.0,
+            },
+        });
+        out.push(Op {
+            name: "cross_entropy",
+            kind: OpKind::Memory {
+                bytes: 2.0 * t * v * 4.0,
+            },
+        });
+    }
+
+    /// Forward ops of the input embedding (a gather: read rows, write the hidden state).
+    pub fn embedding_ops(&self, s: &Shard, out: &mut Vec<Op>) {
+        let ts = self.sp_tokens(s);
+        out.push(Op {
+            name: "embedding",
+            kind: OpKind::Memory {
+                bytes: 2.0 * ts * self.hidden as f64 * ACT_BYTES,
+            },
+        });
+    }
+}

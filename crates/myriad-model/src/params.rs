@@ -1,1 +1,103 @@
-//! params
+//! Exact parameter counts.
+
+use serde::Serialize;
+
+use crate::Transformer;
+
+/// Parameters of a model, by part. Biases are not counted (modern LLMs have none; GPT-3's
+/// biases are < 0.01% of its weights). Norm weights are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct ParamCount {
+    /// Input embedding (vocab × hidden).
+    pub embedding: f64,
+    /// Output layer (0 when tied to the embedding).
+    pub output: f64,
+    /// Attention weights of one layer (QKV or MLA projections, output projection).
+    pub attention_per_layer: f64,
+    /// Dense MLP weights of one dense layer.
+    pub dense_mlp_per_layer: f64,
+    /// Routed-expert weights of one MoE layer (all experts).
+    pub experts_per_moe_layer: f64,
+    /// Shared-expert and router weights of one MoE layer.
+    pub moe_shared_per_layer: f64,
+    /// Norm weights of one layer.
+    pub norms_per_layer: f64,
+    /// All parameters.
+    pub total: f64,
+    /// Parameters touched per token (routed experts counted top_k of experts).
+    pub active: f64,
+}
+
+impl Transformer {
+    /// Weights of one attention block.
+    pub fn attention_params(&self) -> f64 {
+        let h = self.hidden as f64;
+        let heads = self.heads as f64;
+        match &self.mla {
+            Some(m) => {
+                let qk = (m.qk_nope_head_dim + m.qk_rope_head_dim) as f64;
+                let q = match m.q_lora_rank {
+                    // down h->r, norm r, up r->heads*qk
+                    Some(r) => h * r as f64 + r as f64 + r as f64 * heads * qk,
+                    None => h * heads * qk,
+                };
+                let r = m.kv_lora_rank as f64;
+                // down h -> (kv_lora + rope), norm, up kv_lora -> heads*(nope + v)
+                let kv = h * (r + m.qk_rope_head_dim as f64)
+                    + r
+                    + r * heads * (m.qk_nope_head_dim + m.v_head_dim) as f64;
+                let o = heads * m.v_head_dim as f64 * h;
+                q + kv + o
+            }
+            None => {
+                let d = self.head_dim() as f64;
+                let kv = self.kv_heads as f64;
+                h * (heads + 2.0 * kv) * d + heads * d * h
+            }
+        }
+    }
+
+    /// Weights of an MLP with inner size `ffn`.
+    pub fn mlp_params(&self, ffn: u32) -> f64 {
+        let mats = if self.gated_mlp { 3.0 } else { 2.0 };
+        mats * self.hidden as f64 * ffn as f64
+    }
+
+    pub fn params(&self) -> ParamCount {
+        let h = self.hidden as f64;
+        let embedding = self.vocab as f64 * h;
+        let output = if self.tied_embeddings { 0.0 } else { embedding };
+        let attention_per_layer = self.attention_params();
+        let norms_per_layer = 2.0 * h;
+        let dense_mlp_per_layer = self.mlp_params(self.dense_ffn());
+        let (experts, shared, active_experts) = match &self.moe {
+            Some(m) => {
+                let one = self.mlp_params(m.expert_ffn_hidden);
+                (
+                    m.experts as f64 * one,
+                    m.shared_experts as f64 * one + h * m.experts as f64,
+                    m.top_k as f64 * one,
+                )
+            }
+            None => (0.0, 0.0, 0.0),
+        };
+        let moe_layers = self.moe_layers() as f64;
+        let dense_layers = self.layers as f64 - moe_layers;
+        let common =
+            self.layers as f64 * (attention_per_layer + norms_per_layer) + embedding + output + h;
+        let total = common + dense_layers * dense_mlp_per_layer + moe_layers * (experts + shared);
+        let active =
+            common + dense_layers * dense_mlp_per_layer + moe_layers * (active_experts + shared);
+        ParamCount {
+            embedding,
+            output,
+            attention_per_layer,
+            dense_mlp_per_layer,
+            experts_per_moe_layer: experts,
+            moe_shared_per_layer: shared,
+            norms_per_layer,
+            total,
+            active,
+        }
+    }
+}
