@@ -2,15 +2,53 @@
 //! analytically on the cluster hierarchy (`myriad_cluster::Level`).
 //!
 //! Conventions follow nccl-tests PERFORMANCE.md: `bytes` is the per-rank buffer size as
-//! nccl-tests counts it; algbw = bytes / time; busbw = algbw × the op's factor
-//! (all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n, all-to-all (n-1)/n,
-//! broadcast and send-recv 1).
+//! nccl-tests counts it (all-reduce: the buffer; all-gather: the output; reduce-scatter:
+//! the input; all-to-all: the per-rank send buffer in total; broadcast and send-recv: the
+//! message); algbw = bytes / time; busbw = algbw × [`bus_factor`] (all-reduce 2(n-1)/n,
+//! all-gather, reduce-scatter and all-to-all (n-1)/n, broadcast and send-recv 1).
+//!
+//! # The model
+//!
+//! Every algorithm reduces to three numbers computed from the group's placement:
+//!
+//! - `Λ`, the latency-weighted step count: Σ over the algorithm's sequential steps of the
+//!   one-way latency (`Level::latency_us`) of the level the step crosses;
+//! - `W`, the bandwidth term: the bytes that cross the busiest link class per rank divided
+//!   by that link's effective bandwidth (`gbps_per_accelerator × efficiency`), maximised
+//!   over the levels the group crosses (levels work concurrently, so the slowest wins);
+//! - a fixed setup cost (only the in-network-reduction algorithms have one).
+//!
+//! A protocol (NCCL's LL, LL128, Simple; see [`Protocol`]) turns them into a time:
+//!
+//! ```text
+//! time = LAUNCH_US + fixed + hop(p) · Λ + W / bw(p)
+//! ```
+//!
+//! and, as NCCL's tuner does, the protocol with the smallest predicted time is used. This
+//! is a latency term plus a bandwidth term with a protocol switch: LL wins for small
+//! messages (cheap steps, a third of the bandwidth), Simple for large ones.
+//!
+//! ## Where traffic goes (level accounting)
+//!
+//! Level 0 is the scale-up domain (NVLink); levels ≥ 1 are scale-out, reached through the
+//! accelerator's NIC, so traffic that leaves the level-(i-1) unit uses the links of every
+//! level from 1 up to where it meets its peer. `spans` give `P_i = Π_{j≥i} spans[j]`, the
+//! number of level-(i-1) units the group touches (`P_0 = n`), and `m_i = n / P_i`, the
+//! group members inside one level-(i-1) unit. NCCL builds one ring (channel) per NIC and
+//! rotates which member leaves the unit, so the members of a unit share the crossings: a
+//! ring crosses out of each level-(i-1) unit once, i.e. a fraction `P_i / n = 1/m_i` of a
+//! rank's ring traffic uses level-i links, with `m_i` NICs of the unit carrying it. This is
+//! why the all-reduce bus bandwidth of DGX nodes (8 GPUs, 8 NICs) across nodes is 8 × the
+//! per-NIC figure — the NCCL maintainers' "46-48 GB/s per NDR NIC", and DGX-1's 48 GB/s
+//! with 4 × 100G NICs (4 × 12.2 GB/s).
 //!
 //! Invariants: pure functions, no allocation on the timing path; time is monotone
-//! non-decreasing in bytes and in group size for a fixed placement shape.
+//! non-decreasing in bytes, and for ring, tree, direct and broadcast in the span of the
+//! outermost level (more units of the same shape); busbw never exceeds [`busbw_bound`].
 
 use myriad_cluster::Level;
 use serde::Serialize;
+use std::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -23,16 +61,135 @@ pub enum Op {
     SendRecv,
 }
 
+/// Collective algorithms. Each variant's doc gives its cost, in the notation of the crate
+/// docs (`S` = bytes, `n` = group size, `bw_i` = effective bandwidth of level i, `lat_i` =
+/// its latency, `P_i`, `m_i` as above).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Algorithm {
+    /// Pick what NCCL's tuner would: the cheapest valid algorithm and protocol for this op,
+    /// size and placement (NVLS inside an NVLS domain for large all-reduces, ring vs tree by
+    /// size and node count, hierarchical for multi-level groups when it wins). The result
+    /// names the algorithm chosen.
     Auto,
+    /// Ring (all-reduce, all-gather, reduce-scatter, broadcast). All-reduce is a
+    /// reduce-scatter then an all-gather: 2(n-1) steps of S/n each, so each rank sends
+    /// `2(n-1)/n · S`; all-gather and reduce-scatter n-1 steps, `(n-1)/n · S`; broadcast is
+    /// a pipelined chain, n-1 steps, `S` per rank.
+    ///
+    /// `Λ = phases · Σ_i (P_i − P_{i+1}) · lat_i` (the ring's steps at each level; phases =
+    /// 2 for all-reduce), `W = sent · max_i(f_i / bw_i)` with `f_0 = 1 − P_1/n` (or 1 in a
+    /// single domain) and `f_i = P_i / n` for scale-out levels: the slowest level crossed
+    /// limits the ring, with each unit's `m_i` NICs sharing its crossings.
     Ring,
+    /// NCCL's double binary tree (all-reduce only): a chain inside the domain, two
+    /// complementary binary trees across domains, reduce up then broadcast down, pipelined.
+    /// Each rank sends about `2S`; `Λ = 2 · ((spans[0] − 1) · lat_0 + Σ_{i≥1} log2(spans[i])
+    /// · lat_i)` — logarithmic in the number of nodes, which is why NCCL uses it for small
+    /// and medium all-reduces at large node counts. `W = 2S · max_i(g_i / bw_i) /
+    /// TREE_BANDWIDTH_FACTOR`, `g_0 = 1` (the chain), `g_i = P_i / n`. For large n its
+    /// bus bandwidth is within `TREE_BANDWIDTH_FACTOR` of the ring's.
     Tree,
+    /// In-switch reduction (NVLink SHARP) inside one scale-up domain whose level has
+    /// `in_network_reduction` (all-reduce, all-gather, reduce-scatter). All-reduce is a
+    /// multimem load-reduce of each rank's shard (each rank's whole buffer goes up once,
+    /// its reduced S/n shard comes down) then a multicast store of the shard (S/n up, the
+    /// whole buffer S down): `S · (1 + 1/n)` per direction per rank instead of the ring's
+    /// `2S(n-1)/n`, so bus bandwidth can exceed the per-direction link rate (physical
+    /// limit `2(n-1)/(n+1) · link`). All-gather and reduce-scatter move `S` in their busy
+    /// direction. `W = S·(1+1/n) / (bw_0 · NVLS_BANDWIDTH_FACTOR)`, `Λ = 2 · lat_0`, plus
+    /// `NVLS_FIXED_US`; Simple protocol only.
     Nvls,
+    /// Two-level (all-reduce, all-gather, reduce-scatter) for groups with several members
+    /// per domain spanning several domains: reduce-scatter inside the domain, all-reduce of
+    /// the `S / spans[0]` shard across domains (one sub-group per local rank, each on its
+    /// own NIC), all-gather inside the domain. The inner phases use a ring or, with
+    /// in-network reduction, NVLS (NCCL's NVLSTree); the outer phase a ring, a tree or, when
+    /// every outer level crossed has in-network reduction, a SHARP-style in-network
+    /// all-reduce (NCCL's CollNet). NCCL pipelines the phases (they use different links),
+    /// so `W = max(W_inner, W_outer)`, `Λ = Λ_inner + Λ_outer`.
     Hierarchical,
+    /// Point-to-point (all-to-all, send-recv). All-to-all: each rank sends S/n to every
+    /// rank; the time of level i is the data that leaves each rank's level-(i-1) unit over
+    /// its bandwidth — level 0 carries `S·(spans[0]−1)/n`, scale-out level i carries
+    /// `S·(1 − 1/P_i)` — maximised over levels; an oversubscribed level (lower
+    /// `gbps_per_accelerator`) pays the oversubscription in full. Latency: the farthest
+    /// peer's one-way latency plus `Σ_peers lat / P2P_CONCURRENCY` (NCCL keeps several
+    /// peers in flight). Send-recv: each rank sends S to its successor (nccl-tests
+    /// sendrecv); the pair meets at the outermost level crossed, `W = S / min(bw_i)` over
+    /// the levels on its path, `Λ = lat` of that level.
     Direct,
 }
+
+/// NCCL's wire protocols. `hop` multiplies `Level::latency_us` per sequential step; `bw`
+/// multiplies the effective bandwidth. See [`PROTOCOLS`] for the values and their basis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// 8-byte stores carrying 4 bytes of data and a 4-byte flag: no fences, lowest latency,
+    /// at most half the link rate.
+    Ll,
+    /// 128-byte lines with 120 bytes of data: near-full bandwidth, moderate latency.
+    Ll128,
+    /// Bulk copies with a fence and flag handshake per chunk: full bandwidth, the highest
+    /// per-step latency.
+    Simple,
+}
+
+/// One protocol's latency and bandwidth multipliers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProtocolCost {
+    pub protocol: Protocol,
+    /// Per-step latency as a multiple of the level's `latency_us`.
+    pub hop: f64,
+    /// Bandwidth as a fraction of the level's effective bandwidth (Simple = 1).
+    pub bw: f64,
+}
+
+/// Kernel launch plus NCCL's per-collective setup, µs. Calibration, with [`PROTOCOLS`],
+/// against the DGX H100 `all_reduce_perf` curve (collective-public.json): the smallest
+/// all-reduce (8 B) takes 13.0-13.7 µs = launch + 14 ring steps of LL.
+pub const LAUNCH_US: f64 = 5.0;
+
+/// LL, LL128, Simple. Basis: payload fractions (LL 4/8, LL128 120/128, Simple 1) times the
+/// throughput each reaches, and step latencies in NCCL's proportions (LL ≪ LL128 < Simple),
+/// scaled so that — with hgx-h100's catalog `latency_us` = 2.0, `collective_efficiency` =
+/// 0.80 — the DGX H100 all-reduce curve is reproduced: ≤ 512 KiB on LL (≈ 14.8 µs + S/74
+/// GB/s), 2-8 MiB on LL128, 16 MiB on Simple, ≥ 32 MiB on NVLS (tests/dgx_h100.rs prints
+/// the table).
+pub const PROTOCOLS: [ProtocolCost; 3] = [
+    ProtocolCost { protocol: Protocol::Ll, hop: 0.35, bw: 0.36 },
+    ProtocolCost { protocol: Protocol::Ll128, hop: 0.9, bw: 0.89 },
+    ProtocolCost { protocol: Protocol::Simple, hop: 1.25, bw: 1.0 },
+];
+
+const SIMPLE: ProtocolCost = PROTOCOLS[2];
+
+/// NVLS (in-switch reduction) bandwidth as a fraction of the level's ring-effective
+/// bandwidth (`gbps_per_accelerator × efficiency`). Hardware calibration for hgx-h100
+/// (450 GB/s, efficiency 0.80): the measured DGX H100 all-reduce plateau is 274.3 GB/s
+/// algbw (480 GB/s busbw) at 8-16 GiB; with `S·(1 + 1/8)` bytes per direction that is
+/// 274.3 × 1.125 / (450 × 0.80) = 0.857 of the ring-effective bandwidth (0.686 of line
+/// rate) — the NVSwitch reduction/multicast engines, not the links, set it. Proposed
+/// catalog field: `scale_up.nvls_efficiency` (fraction of line rate, 0.686 for hgx-h100).
+pub const NVLS_BANDWIDTH_FACTOR: f64 = 0.858;
+
+/// Fixed cost of an in-network-reduction collective (multicast object synchronisation
+/// across the domain and the fill of NVLS's deep Simple pipeline), µs. Hardware
+/// calibration: the DGX H100 curve reaches only 400 GB/s busbw at 128 MiB and 437 at 512
+/// MiB ("256 MB is too small to reach peak"), i.e. ≈ 70 µs of fixed time in total at
+/// 32 MiB - 512 MiB, of which LAUNCH_US and 2 Simple steps are 10 µs. Proposed catalog
+/// field: `scale_up.nvls_latency_us` (60 for hgx-h100). Also used, uncalibrated, for
+/// scale-out in-network reduction (SHARP).
+pub const NVLS_FIXED_US: f64 = 60.0;
+
+/// Tree bandwidth relative to the ideal `2S` per rank (NCCL's tuning model applies 0.9 to
+/// tree bandwidth; trees pipeline less evenly than rings).
+pub const TREE_BANDWIDTH_FACTOR: f64 = 0.9;
+
+/// Peers NCCL keeps in flight in an all-to-all (its p2p schedule runs up to 8 peers per
+/// round across channels). Uncalibrated.
+pub const P2P_CONCURRENCY: f64 = 8.0;
 
 /// How a group of ranks lies on the hierarchy. `spans[i]` is the number of distinct
 /// level-(i-1) units (accelerators for i = 0) that the group touches inside one level-i
@@ -45,6 +202,10 @@ pub struct GroupSpan {
 }
 
 impl GroupSpan {
+    pub fn new(spans: Vec<u64>) -> Self {
+        Self { spans }
+    }
+
     pub fn size(&self) -> u64 {
         self.spans.iter().product()
     }
@@ -56,7 +217,618 @@ pub struct CollectiveTime {
     pub time_s: f64,
     /// The algorithm used (resolved when `Auto`).
     pub algorithm: Algorithm,
-    /// GB/s (1e9 bytes/s).
+    /// The wire protocol the model picked (the cheapest for this size).
+    pub protocol: Protocol,
+    /// GB/s (1e9 bytes/s). 0 when nothing moves (empty message or a group of one).
     pub algbw_gbps: f64,
     pub busbw_gbps: f64,
+    /// Bytes each rank sends under the algorithm (ring all-reduce: 2(n-1)/n × bytes).
+    pub bytes_per_rank: f64,
+}
+
+/// Why a collective cannot be timed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CollectiveError {
+    NoLevels,
+    SpanCount { spans: usize, levels: usize },
+    ZeroSpan { level: usize },
+    SpanTooLarge { level: usize, span: u64, max: u64 },
+    InvalidBytes { bytes: f64 },
+    InvalidLevel { level: usize, reason: &'static str },
+    Unsupported { op: Op, algorithm: Algorithm, reason: &'static str },
+}
+
+impl fmt::Display for CollectiveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            CollectiveError::NoLevels => write!(f, "no hierarchy levels given"),
+            CollectiveError::SpanCount { spans, levels } => write!(
+                f,
+                "group span has {spans} entries but the hierarchy has {levels} levels \
+                 (one span per level is required)"
+            ),
+            CollectiveError::ZeroSpan { level } => {
+                write!(f, "group span at level {level} is 0 (each span must be at least 1)")
+            }
+            CollectiveError::SpanTooLarge { level, span, max } => write!(
+                f,
+                "group span {span} at level {level} does not fit: a level-{level} unit holds \
+                 only {max} level-{} units",
+                level as i64 - 1
+            ),
+            CollectiveError::InvalidBytes { bytes } => {
+                write!(f, "message size must be a finite number >= 0 bytes, got {bytes}")
+            }
+            CollectiveError::InvalidLevel { level, reason } => {
+                write!(f, "hierarchy level {level} is invalid: {reason}")
+            }
+            CollectiveError::Unsupported { op, algorithm, reason } => {
+                write!(f, "{algorithm:?} cannot run {op:?}: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CollectiveError {}
+
+/// nccl-tests bus-bandwidth factor for `op` on `n` ranks: all-reduce 2(n-1)/n; all-gather,
+/// reduce-scatter and all-to-all (n-1)/n; broadcast and send-recv 1 (0 for n = 0).
+pub fn bus_factor(op: Op, n: u64) -> f64 {
+    if n == 0 {
+        return 0.0;
+    }
+    let nf = n as f64;
+    match op {
+        Op::AllReduce => 2.0 * (nf - 1.0) / nf,
+        Op::AllGather | Op::ReduceScatter | Op::AllToAll => (nf - 1.0) / nf,
+        Op::Broadcast | Op::SendRecv => 1.0,
+    }
+}
+
+/// Physical upper bound on bus bandwidth (GB/s) that [`time`] never exceeds: each rank's
+/// line rate out of it summed over the link classes the group uses (`gbps_per_accelerator`
+/// of level 0 if `spans[0] > 1`, plus that of level 1 — the NIC — if the group leaves the
+/// domain), since any non-reducing-network algorithm must send at least busbw × time bytes
+/// per rank; doubled for all-reduce where some crossed level has in-network reduction
+/// (data need go up once and down once: busbw ≤ 2(n-1)/n × line rate).
+pub fn busbw_bound(op: Op, group: &GroupSpan, levels: &[Level]) -> Result<f64, CollectiveError> {
+    let sh = validate(group, levels)?;
+    let mut line = 0.0;
+    if group.spans[0] > 1 {
+        line += levels[0].gbps_per_accelerator;
+    }
+    if sh.p1 > 1.0 {
+        line += levels[1].gbps_per_accelerator;
+    }
+    let inr = (group.spans[0] > 1 && levels[0].in_network_reduction)
+        || (sh.p1 > 1.0 && levels[1..].iter().any(|l| l.in_network_reduction));
+    Ok(if op == Op::AllReduce && inr { 2.0 * line } else { line })
+}
+
+/// Time one collective. See the crate docs for the model and [`Algorithm`] for each
+/// algorithm's cost. Pure and allocation-free.
+pub fn time(
+    op: Op,
+    algorithm: Algorithm,
+    bytes: f64,
+    group: &GroupSpan,
+    levels: &[Level],
+) -> Result<CollectiveTime, CollectiveError> {
+    if !bytes.is_finite() || bytes < 0.0 {
+        return Err(CollectiveError::InvalidBytes { bytes });
+    }
+    let sh = validate(group, levels)?;
+    let ctx = Ctx { spans: &group.spans, levels, sh, bytes };
+    let (alg, ev) = if algorithm == Algorithm::Auto {
+        auto(op, &ctx)?
+    } else {
+        (algorithm, eval(op, algorithm, &ctx)?)
+    };
+    let time_s = ev.time_us * 1e-6;
+    let algbw = if time_s > 0.0 { bytes / time_s * 1e-9 } else { 0.0 };
+    Ok(CollectiveTime {
+        time_s,
+        algorithm: alg,
+        protocol: ev.protocol,
+        algbw_gbps: algbw,
+        busbw_gbps: algbw * bus_factor(op, sh.n as u64),
+        bytes_per_rank: ev.bytes_per_rank,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Internals. Units: µs, bytes, bytes/µs (= GB/s × 1e3).
+
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    /// Group size.
+    n: f64,
+    /// spans[0].
+    s0: f64,
+    /// P_1: level-0 units (domains) the group touches.
+    p1: f64,
+    /// Outermost level the group crosses (0 if it stays in one domain).
+    top: usize,
+}
+
+struct Ctx<'a> {
+    spans: &'a [u64],
+    levels: &'a [Level],
+    sh: Shape,
+    bytes: f64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Eval {
+    time_us: f64,
+    protocol: Protocol,
+    bytes_per_rank: f64,
+}
+
+/// An algorithm's cost before the protocol is chosen.
+#[derive(Debug, Clone, Copy)]
+struct Cost {
+    /// Λ: Σ steps × level latency, µs.
+    steps_us: f64,
+    /// Fixed extra setup, µs.
+    fixed_us: f64,
+    /// W: bandwidth term at the Simple protocol, µs.
+    wire_us: f64,
+    bytes_per_rank: f64,
+    /// Only the Simple protocol exists (NVLS, SHARP).
+    simple_only: bool,
+}
+
+impl Cost {
+    /// Two pipelined phases on different links: latencies add, the slower link sets the
+    /// bandwidth term.
+    fn pipeline(self, o: Cost) -> Cost {
+        Cost {
+            steps_us: self.steps_us + o.steps_us,
+            fixed_us: self.fixed_us.max(o.fixed_us),
+            wire_us: self.wire_us.max(o.wire_us),
+            bytes_per_rank: self.bytes_per_rank + o.bytes_per_rank,
+            simple_only: self.simple_only || o.simple_only,
+        }
+    }
+
+    fn resolve(self) -> Eval {
+        let base = LAUNCH_US + self.fixed_us;
+        let mut best = Eval {
+            time_us: base + SIMPLE.hop * self.steps_us + self.wire_us / SIMPLE.bw,
+            protocol: Protocol::Simple,
+            bytes_per_rank: self.bytes_per_rank,
+        };
+        if !self.simple_only {
+            for p in &PROTOCOLS[..2] {
+                let t = base + p.hop * self.steps_us + self.wire_us / p.bw;
+                if t < best.time_us {
+                    best.time_us = t;
+                    best.protocol = p.protocol;
+                }
+            }
+        }
+        best
+    }
+}
+
+#[inline]
+fn bw(l: &Level) -> f64 {
+    l.gbps_per_accelerator * l.efficiency * 1e3
+}
+
+fn validate(group: &GroupSpan, levels: &[Level]) -> Result<Shape, CollectiveError> {
+    let spans = &group.spans;
+    if levels.is_empty() {
+        return Err(CollectiveError::NoLevels);
+    }
+    if spans.len() != levels.len() {
+        return Err(CollectiveError::SpanCount { spans: spans.len(), levels: levels.len() });
+    }
+    let mut prev_size = 1u64;
+    let mut n = 1.0f64;
+    let mut top = 0usize;
+    for (i, (l, &s)) in levels.iter().zip(spans.iter()).enumerate() {
+        let bad = |reason| Err(CollectiveError::InvalidLevel { level: i, reason });
+        if l.size == 0 {
+            return bad("size is 0");
+        }
+        if l.size % prev_size != 0 {
+            return bad("size is not a multiple of the level below");
+        }
+        if !(l.gbps_per_accelerator.is_finite() && l.gbps_per_accelerator > 0.0) {
+            return bad("gbps_per_accelerator must be a finite number > 0");
+        }
+        if !(l.efficiency.is_finite() && l.efficiency > 0.0 && l.efficiency <= 1.0) {
+            return bad("efficiency must be in (0, 1]");
+        }
+        if !(l.latency_us.is_finite() && l.latency_us >= 0.0) {
+            return bad("latency_us must be a finite number >= 0");
+        }
+        let max = l.size / prev_size;
+        if s == 0 {
+            return Err(CollectiveError::ZeroSpan { level: i });
+        }
+        if s > max {
+            return Err(CollectiveError::SpanTooLarge { level: i, span: s, max });
+        }
+        if s > 1 {
+            top = i;
+        }
+        n *= s as f64;
+        prev_size = l.size;
+    }
+    let s0 = spans[0] as f64;
+    Ok(Shape { n, s0, p1: n / s0, top })
+}
+
+fn unsupported(op: Op, algorithm: Algorithm, reason: &'static str) -> CollectiveError {
+    CollectiveError::Unsupported { op, algorithm, reason }
+}
+
+/// The candidate algorithms `Auto` considers for each op.
+fn candidates(op: Op) -> &'static [Algorithm] {
+    use Algorithm::*;
+    match op {
+        Op::AllReduce => &[Ring, Tree, Nvls, Hierarchical],
+        Op::AllGather | Op::ReduceScatter => &[Ring, Nvls, Hierarchical],
+        Op::Broadcast => &[Ring],
+        Op::AllToAll | Op::SendRecv => &[Direct],
+    }
+}
+
+fn auto(op: Op, c: &Ctx) -> Result<(Algorithm, Eval), CollectiveError> {
+    let mut best: Option<(Algorithm, Eval)> = None;
+    let mut first_err = None;
+    for &a in candidates(op) {
+        match eval(op, a, c) {
+            Ok(e) => {
+                if best.is_none_or(|(_, b)| e.time_us < b.time_us) {
+                    best = Some((a, e));
+                }
+            }
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match (best, first_err) {
+        (Some(b), _) => Ok(b),
+        (None, Some(e)) => Err(e),
+        (None, None) => unreachable!("every op has at least one candidate"),
+    }
+}
+
+fn eval(op: Op, alg: Algorithm, c: &Ctx) -> Result<Eval, CollectiveError> {
+    let cost = match alg {
+        Algorithm::Auto => return auto(op, c).map(|(_, e)| e),
+        Algorithm::Ring => match op {
+            Op::AllReduce | Op::AllGather | Op::ReduceScatter | Op::Broadcast => {
+                ring_cost(op, c)
+            }
+            _ => {
+                return Err(unsupported(
+                    op,
+                    alg,
+                    "rings run all-reduce, all-gather, reduce-scatter and broadcast; use \
+                     Direct for point-to-point ops",
+                ))
+            }
+        },
+        Algorithm::Tree => {
+            if op != Op::AllReduce {
+                return Err(unsupported(op, alg, "NCCL's trees run all-reduce only"));
+            }
+            tree_cost(c)
+        }
+        Algorithm::Nvls => {
+            if !matches!(op, Op::AllReduce | Op::AllGather | Op::ReduceScatter) {
+                return Err(unsupported(
+                    op,
+                    alg,
+                    "NVLS runs all-reduce, all-gather and reduce-scatter",
+                ));
+            }
+            if !c.levels[0].in_network_reduction {
+                return Err(unsupported(
+                    op,
+                    alg,
+                    "the scale-up level (0) has no in-network reduction",
+                ));
+            }
+            if c.sh.p1 > 1.0 {
+                return Err(unsupported(
+                    op,
+                    alg,
+                    "NVLS works inside one scale-up domain; the group spans several (use \
+                     Hierarchical, which runs NVLS inside each domain)",
+                ));
+            }
+            nvls_cost(op, c.bytes, c.sh.s0, &c.levels[0])
+        }
+        Algorithm::Hierarchical => {
+            if !matches!(op, Op::AllReduce | Op::AllGather | Op::ReduceScatter) {
+                return Err(unsupported(
+                    op,
+                    alg,
+                    "hierarchical runs all-reduce, all-gather and reduce-scatter",
+                ));
+            }
+            if c.sh.s0 < 2.0 || c.sh.p1 < 2.0 {
+                return Err(unsupported(
+                    op,
+                    alg,
+                    "hierarchical needs several members per scale-up domain (spans[0] > 1) \
+                     and several domains (an outer span > 1)",
+                ));
+            }
+            return Ok(hierarchical(op, c));
+        }
+        Algorithm::Direct => match op {
+            Op::AllToAll => alltoall_cost(c),
+            Op::SendRecv => sendrecv_cost(c),
+            _ => {
+                return Err(unsupported(
+                    op,
+                    alg,
+                    "direct (point-to-point) runs all-to-all and send-recv",
+                ))
+            }
+        },
+    };
+    if c.sh.n <= 1.0 || c.bytes == 0.0 {
+        // Nothing moves: NCCL returns at once for a single rank or an empty message.
+        return Ok(Eval { time_us: 0.0, protocol: Protocol::Simple, bytes_per_rank: 0.0 });
+    }
+    Ok(cost.resolve())
+}
+
+/// Ring steps and bottleneck over `spans[from..]` with one member per level-(from-1) unit
+/// (from = 0: the whole group; from = 1: the cross-domain sub-group of the hierarchical
+/// algorithm). Returns (Λ per phase, max_i f_i / bw_i in µs per byte, sub-group size).
+fn ring_terms(spans: &[u64], levels: &[Level], from: usize) -> (f64, f64, f64) {
+    let mut steps = 0.0;
+    let mut worst = 0.0f64; // max_i c_i / bw_i, with f_i = c_i / n_sub
+    let mut p_next = 1.0; // P_{i+1}
+    for i in (from..spans.len()).rev() {
+        let p = p_next * spans[i] as f64; // P_i
+        let l = &levels[i];
+        steps += (p - p_next) * l.latency_us;
+        if i == 0 {
+            if spans[0] > 1 {
+                let c0 = if p_next == 1.0 { p } else { p - p_next };
+                worst = worst.max(c0 / bw(l));
+            }
+        } else if p > 1.0 {
+            worst = worst.max(p / bw(l));
+        }
+        p_next = p;
+    }
+    let n_sub = p_next;
+    (steps, worst / n_sub, n_sub)
+}
+
+/// Tree steps (one direction) and bottleneck over `spans[from..]`.
+/// Returns (Λ one direction, max_i g_i / bw_i in µs per byte).
+fn tree_terms(spans: &[u64], levels: &[Level], from: usize) -> (f64, f64) {
+    let mut steps = 0.0;
+    let mut worst = 0.0f64;
+    let mut p_next = 1.0;
+    let n_sub: f64 = spans[from..].iter().map(|&s| s as f64).product();
+    for i in (from..spans.len()).rev() {
+        let s = spans[i] as f64;
+        let p = p_next * s;
+        let l = &levels[i];
+        if i == 0 {
+            if spans[0] > 1 {
+                steps += (s - 1.0) * l.latency_us;
+                worst = worst.max(1.0 / bw(l));
+            }
+        } else {
+            if spans[i] > 1 {
+                steps += s.log2() * l.latency_us;
+            }
+            if p > 1.0 {
+                worst = worst.max(p / n_sub / bw(l));
+            }
+        }
+        p_next = p;
+    }
+    (steps, worst)
+}
+
+fn ring_cost(op: Op, c: &Ctx) -> Cost {
+    let (steps, x, n) = ring_terms(c.spans, c.levels, 0);
+    let s = c.bytes;
+    let (phases, sent) = match op {
+        Op::AllReduce => (2.0, 2.0 * (n - 1.0) / n * s),
+        Op::AllGather | Op::ReduceScatter => (1.0, (n - 1.0) / n * s),
+        // Broadcast: a pipelined chain, every rank but the root receives and forwards S.
+        _ => (1.0, s),
+    };
+    Cost { steps_us: phases * steps, fixed_us: 0.0, wire_us: sent * x, bytes_per_rank: sent, simple_only: false }
+}
+
+fn tree_cost(c: &Ctx) -> Cost {
+    let (steps, x) = tree_terms(c.spans, c.levels, 0);
+    let sent = 2.0 * c.bytes;
+    Cost {
+        steps_us: 2.0 * steps,
+        fixed_us: 0.0,
+        wire_us: sent * x / TREE_BANDWIDTH_FACTOR,
+        bytes_per_rank: sent,
+        simple_only: false,
+    }
+}
+
+/// NVLS inside one domain of `n` members (level `l`).
+fn nvls_cost(op: Op, s: f64, n: f64, l: &Level) -> Cost {
+    let (busy, sent) = match op {
+        // Up: the whole buffer (load-reduce of every shard) + the reduced shard (multicast
+        // store); down: the reduced shard + the whole result.
+        Op::AllReduce => (s * (1.0 + 1.0 / n), s * (1.0 + 1.0 / n)),
+        // Up S/n, down S (multicast delivers every shard, own included).
+        Op::AllGather => (s, s / n),
+        // Up S (every shard is read by the switch), down S/n.
+        _ => (s, s),
+    };
+    Cost {
+        steps_us: 2.0 * l.latency_us,
+        fixed_us: NVLS_FIXED_US,
+        wire_us: busy / (bw(l) * NVLS_BANDWIDTH_FACTOR),
+        bytes_per_rank: sent,
+        simple_only: true,
+    }
+}
+
+fn hierarchical(op: Op, c: &Ctx) -> Eval {
+    let l0 = &c.levels[0];
+    let s = c.bytes;
+    let (s0, p1) = (c.sh.s0, c.sh.p1);
+    let shard = s / s0;
+    let (ring_steps, ring_x, _) = ring_terms(c.spans, c.levels, 1);
+    let zero = c.sh.n <= 1.0 || s == 0.0;
+    if zero {
+        return Eval { time_us: 0.0, protocol: Protocol::Simple, bytes_per_rank: 0.0 };
+    }
+    if op != Op::AllReduce {
+        // All-gather: outer all-gather of the S/s0 shard across domains, then inner
+        // all-gather of S; reduce-scatter is the mirror image. Same cost.
+        let inner_sent = (s0 - 1.0) / s0 * s;
+        let inner = Cost {
+            steps_us: (s0 - 1.0) * l0.latency_us,
+            fixed_us: 0.0,
+            wire_us: inner_sent / bw(l0),
+            bytes_per_rank: inner_sent,
+            simple_only: false,
+        };
+        let outer_sent = (p1 - 1.0) / p1 * shard;
+        let outer = Cost {
+            steps_us: ring_steps,
+            fixed_us: 0.0,
+            wire_us: outer_sent * ring_x,
+            bytes_per_rank: outer_sent,
+            simple_only: false,
+        };
+        return inner.pipeline(outer).resolve();
+    }
+    // Inner reduce-scatter + all-gather of S among s0 members.
+    let inner_sent = 2.0 * (s0 - 1.0) / s0 * s;
+    let inner_ring = Cost {
+        steps_us: 2.0 * (s0 - 1.0) * l0.latency_us,
+        fixed_us: 0.0,
+        wire_us: inner_sent / bw(l0),
+        bytes_per_rank: inner_sent,
+        simple_only: false,
+    };
+    let inner_nvls = l0.in_network_reduction.then(|| nvls_cost(Op::AllReduce, s, s0, l0));
+    // Outer all-reduce of the shard among p1 members, one per domain.
+    let outer_sent = 2.0 * (p1 - 1.0) / p1 * shard;
+    let outer_ring = Cost {
+        steps_us: 2.0 * ring_steps,
+        fixed_us: 0.0,
+        wire_us: outer_sent * ring_x,
+        bytes_per_rank: outer_sent,
+        simple_only: false,
+    };
+    let (tree_steps, tree_x) = tree_terms(c.spans, c.levels, 1);
+    let outer_tree = Cost {
+        steps_us: 2.0 * tree_steps,
+        fixed_us: 0.0,
+        wire_us: 2.0 * shard * tree_x / TREE_BANDWIDTH_FACTOR,
+        bytes_per_rank: 2.0 * shard,
+        simple_only: false,
+    };
+    // In-network (SHARP) all-reduce across domains: each member sends its shard up once
+    // and receives the result once; aggregation in the switches means a level-i link
+    // carries one stream per unit, as in the ring's accounting.
+    let outer_inr = {
+        let mut all = true;
+        let mut p_next = 1.0;
+        for i in (1..c.spans.len()).rev() {
+            let p = p_next * c.spans[i] as f64;
+            if p > 1.0 && !c.levels[i].in_network_reduction {
+                all = false;
+            }
+            p_next = p;
+        }
+        all.then(|| Cost {
+            steps_us: 2.0 * c.levels[c.sh.top].latency_us,
+            fixed_us: NVLS_FIXED_US,
+            wire_us: shard * ring_x / NVLS_BANDWIDTH_FACTOR,
+            bytes_per_rank: shard,
+            simple_only: true,
+        })
+    };
+    let mut best = inner_ring.pipeline(outer_ring).resolve();
+    let mut consider = |a: Cost, b: Cost| {
+        let e = a.pipeline(b).resolve();
+        if e.time_us < best.time_us {
+            best = e;
+        }
+    };
+    consider(inner_ring, outer_tree);
+    if let Some(o) = outer_inr {
+        consider(inner_ring, o);
+    }
+    if let Some(i) = inner_nvls {
+        consider(i, outer_ring);
+        consider(i, outer_tree);
+        if let Some(o) = outer_inr {
+            consider(i, o);
+        }
+    }
+    best
+}
+
+fn alltoall_cost(c: &Ctx) -> Cost {
+    let n = c.sh.n;
+    let s = c.bytes;
+    let mut worst = 0.0f64; // max over levels of (traffic fraction / bw)
+    let mut peer_lat = 0.0; // Σ over peers of their one-way latency
+    let mut p_next = 1.0;
+    for i in (0..c.spans.len()).rev() {
+        let p = p_next * c.spans[i] as f64;
+        let l = &c.levels[i];
+        // Peers meeting this rank exactly at level i: n/P_{i+1} − n/P_i.
+        peer_lat += (n / p_next - n / p) * l.latency_us;
+        if i == 0 {
+            if c.spans[0] > 1 {
+                worst = worst.max((c.sh.s0 - 1.0) / n / bw(l));
+            }
+        } else if p > 1.0 {
+            worst = worst.max((1.0 - 1.0 / p) / bw(l));
+        }
+        p_next = p;
+    }
+    let sent = (n - 1.0) / n * s;
+    Cost {
+        steps_us: c.levels[c.sh.top].latency_us + peer_lat / P2P_CONCURRENCY,
+        fixed_us: 0.0,
+        wire_us: s * worst,
+        bytes_per_rank: sent,
+        simple_only: false,
+    }
+}
+
+fn sendrecv_cost(c: &Ctx) -> Cost {
+    // Each rank sends S to its ring successor; the slowest pair crosses the outermost level
+    // and every scale-out level below it (its NIC first).
+    let mut worst = 0.0f64;
+    let mut p_next = 1.0;
+    for i in (0..c.spans.len()).rev() {
+        let p = p_next * c.spans[i] as f64;
+        let crossed = if i == 0 { c.spans[0] > 1 } else { p > 1.0 };
+        if crossed {
+            worst = worst.max(1.0 / bw(&c.levels[i]));
+        }
+        p_next = p;
+    }
+    Cost {
+        steps_us: c.levels[c.sh.top].latency_us,
+        fixed_us: 0.0,
+        wire_us: c.bytes * worst,
+        bytes_per_rank: c.bytes,
+        simple_only: false,
+    }
 }
