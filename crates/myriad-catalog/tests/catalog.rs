@@ -102,7 +102,10 @@ fn required_ids_exist() {
 fn hgx_h100_also_serves_hopper_variants() {
     let s = cat().scale_up_system("hgx-h100").unwrap();
     for a in ["h100-sxm", "h800", "h20", "h200"] {
-        assert!(s.accelerators.iter().any(|x| x == a), "hgx-h100 does not list {a}");
+        assert!(
+            s.accelerators.iter().any(|x| x == a),
+            "hgx-h100 does not list {a}"
+        );
     }
 }
 
@@ -117,7 +120,11 @@ fn numeric_leaves(v: &Value, prefix: &str, out: &mut Vec<(String, f64)>) {
                 if prefix.is_empty() && k == "sources" {
                     continue;
                 }
-                let path = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
                 numeric_leaves(child, &path, out);
             }
         }
@@ -138,7 +145,11 @@ fn all_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
             if prefix.is_empty() && k == "sources" {
                 continue;
             }
-            let path = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+            let path = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
             out.insert(path.clone());
             all_paths(child, &path, out);
         }
@@ -150,12 +161,20 @@ fn covers(key: &str, path: &str) -> bool {
     path == key || (path.starts_with(key) && path.as_bytes().get(key.len()) == Some(&b'.'))
 }
 
-fn check_sources(kind: &str, id: &str, record: Value, sources: &Sources, problems: &mut Vec<String>) {
+fn check_sources(
+    kind: &str,
+    id: &str,
+    record: Value,
+    sources: &Sources,
+    problems: &mut Vec<String>,
+) {
     let mut leaves = Vec::new();
     numeric_leaves(&record, "", &mut leaves);
     for (path, _) in &leaves {
         if !sources.keys().any(|k| covers(k, path)) {
-            problems.push(format!("{kind} {id}: numeric field `{path}` has no sources entry"));
+            problems.push(format!(
+                "{kind} {id}: numeric field `{path}` has no sources entry"
+            ));
         }
     }
     let mut paths = BTreeSet::new();
@@ -165,7 +184,9 @@ fn check_sources(kind: &str, id: &str, record: Value, sources: &Sources, problem
             problems.push(format!("{kind} {id}: sources key `{k}` names no field"));
         }
         if text.trim().len() < 5 {
-            problems.push(format!("{kind} {id}: sources entry `{k}` is too short to name a source"));
+            problems.push(format!(
+                "{kind} {id}: sources entry `{k}` is too short to name a source"
+            ));
         }
     }
 }
@@ -196,10 +217,17 @@ fn every_number_has_a_source() {
     }
     for m in &c.models {
         if m.source.trim().len() < 20 {
-            problems.push(format!("model preset {}: `source` is empty or too short", m.id));
+            problems.push(format!(
+                "model preset {}: `source` is empty or too short",
+                m.id
+            ));
         }
     }
-    assert!(problems.is_empty(), "provenance problems:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "provenance problems:\n{}",
+        problems.join("\n")
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -207,7 +235,9 @@ fn every_number_has_a_source() {
 
 fn valid_id(id: &str) -> bool {
     !id.is_empty()
-        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 fn check_ids<'a>(kind: &str, ids: impl Iterator<Item = &'a str>, problems: &mut Vec<String>) {
@@ -226,10 +256,26 @@ fn check_ids<'a>(kind: &str, ids: impl Iterator<Item = &'a str>, problems: &mut 
 fn ids_are_unique_and_well_formed() {
     let c = cat();
     let mut problems = Vec::new();
-    check_ids("accelerator", c.accelerators.iter().map(|x| x.id.as_str()), &mut problems);
-    check_ids("scale-up system", c.scale_up.iter().map(|x| x.id.as_str()), &mut problems);
-    check_ids("fabric", c.fabrics.iter().map(|x| x.id.as_str()), &mut problems);
-    check_ids("model preset", c.models.iter().map(|x| x.id.as_str()), &mut problems);
+    check_ids(
+        "accelerator",
+        c.accelerators.iter().map(|x| x.id.as_str()),
+        &mut problems,
+    );
+    check_ids(
+        "scale-up system",
+        c.scale_up.iter().map(|x| x.id.as_str()),
+        &mut problems,
+    );
+    check_ids(
+        "fabric",
+        c.fabrics.iter().map(|x| x.id.as_str()),
+        &mut problems,
+    );
+    check_ids(
+        "model preset",
+        c.models.iter().map(|x| x.id.as_str()),
+        &mut problems,
+    );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert!(!valid_id("H100"));
     assert!(!valid_id("h100_sxm"));
@@ -278,7 +324,10 @@ fn precision_ratios() {
         let order = [p.fp64, p.tf32, p.bf16, p.fp8, p.fp4];
         let present: Vec<f64> = order.iter().flatten().copied().collect();
         if present.windows(2).any(|w| w[1] < w[0]) {
-            problems.push(format!("{}: peaks not increasing as precision drops: {p:?}", a.id));
+            problems.push(format!(
+                "{}: peaks not increasing as precision drops: {p:?}",
+                a.id
+            ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
@@ -307,7 +356,10 @@ fn accelerator_ranges() {
             ("attention_bwd_seq_half", e.attention_bwd_seq_half),
         ] {
             if !(v > 0.0 && v.is_finite()) {
-                problems.push(format!("{}: efficiency.{name} = {v} must be positive", a.id));
+                problems.push(format!(
+                    "{}: efficiency.{name} = {v} must be positive",
+                    a.id
+                ));
             }
         }
         for (name, v, lo, hi) in [
@@ -318,7 +370,10 @@ fn accelerator_ranges() {
             ("price_usd", a.price_usd, 1000.0, 200_000.0),
         ] {
             if !(v >= lo && v <= hi) {
-                problems.push(format!("{}: {name} = {v} outside plausible [{lo}, {hi}]", a.id));
+                problems.push(format!(
+                    "{}: {name} = {v} outside plausible [{lo}, {hi}]",
+                    a.id
+                ));
             }
         }
         if a.typical_fabrics.is_empty() {
@@ -326,7 +381,10 @@ fn accelerator_ranges() {
         }
         for f in &a.typical_fabrics {
             if c.fabric(f).is_err() {
-                problems.push(format!("{}: typical fabric `{f}` is not in the catalog", a.id));
+                problems.push(format!(
+                    "{}: typical fabric `{f}` is not in the catalog",
+                    a.id
+                ));
             }
         }
         // Every accelerator can be deployed: some scale-up system lists it.
@@ -350,14 +408,18 @@ fn scale_up_invariants() {
                 problems.push(format!("{}: accelerator `{a}` is not in the catalog", s.id));
             }
         }
-        if s.accelerators_per_node == 0 || s.accelerators_per_domain % s.accelerators_per_node != 0 {
+        if s.accelerators_per_node == 0 || s.accelerators_per_domain % s.accelerators_per_node != 0
+        {
             problems.push(format!(
                 "{}: accelerators_per_domain {} is not a multiple of accelerators_per_node {}",
                 s.id, s.accelerators_per_domain, s.accelerators_per_node
             ));
         }
         if !(s.collective_efficiency > 0.0 && s.collective_efficiency <= 1.0) {
-            problems.push(format!("{}: collective_efficiency {} outside (0, 1]", s.id, s.collective_efficiency));
+            problems.push(format!(
+                "{}: collective_efficiency {} outside (0, 1]",
+                s.id, s.collective_efficiency
+            ));
         }
         // The system's per-accelerator bandwidth is that of its default accelerator.
         if let Some(Ok(first)) = s.accelerators.first().map(|a| c.accelerator(a)) {
@@ -389,7 +451,10 @@ fn scale_up_invariants() {
             }
         }
         if s.cpus_per_node == 0 || s.nics_per_node == 0 {
-            problems.push(format!("{}: cpus_per_node and nics_per_node must be positive", s.id));
+            problems.push(format!(
+                "{}: cpus_per_node and nics_per_node must be positive",
+                s.id
+            ));
         }
         // Switched and Clos fabrics need switch chips; meshes and tori have none.
         use myriad_catalog::ScaleUpTopology::*;
@@ -424,9 +489,15 @@ fn named_system_shapes() {
     assert_eq!(nvl72.accelerators_per_domain, 72);
     assert_eq!(nvl72.accelerators_per_node, 4);
     assert!(nvl72.in_network_reduction);
-    assert_eq!(nvl72.accelerators_per_domain / nvl72.accelerators_per_node, 18);
+    assert_eq!(
+        nvl72.accelerators_per_domain / nvl72.accelerators_per_node,
+        18
+    );
     let rack_kw = nvl72.node_power_kw * 18.0 + nvl72.fabric_power_kw_per_domain;
-    assert!((115.0..=135.0).contains(&rack_kw), "GB200 NVL72 rack power {rack_kw} kW");
+    assert!(
+        (115.0..=135.0).contains(&rack_kw),
+        "GB200 NVL72 rack power {rack_kw} kW"
+    );
 
     let cm = c.scale_up_system("cloudmatrix384").unwrap();
     assert_eq!(cm.accelerators_per_domain, 384);
@@ -435,12 +506,22 @@ fn named_system_shapes() {
 
     let tpu = c.scale_up_system("tpu-v5p-pod").unwrap();
     assert_eq!(tpu.topology, myriad_catalog::ScaleUpTopology::Torus3d);
-    assert_eq!(tpu.accelerators_per_domain % 64, 0, "v5p domains are built from 4x4x4 cubes");
+    assert_eq!(
+        tpu.accelerators_per_domain % 64,
+        0,
+        "v5p domains are built from 4x4x4 cubes"
+    );
 
     for id in ["atlas-800-910b", "mi300x-oam-8", "mi355x-oam-8"] {
-        assert_eq!(c.scale_up_system(id).unwrap().topology, myriad_catalog::ScaleUpTopology::FullMesh);
+        assert_eq!(
+            c.scale_up_system(id).unwrap().topology,
+            myriad_catalog::ScaleUpTopology::FullMesh
+        );
     }
-    assert_eq!(c.default_scale_up_for("h800").unwrap().bandwidth_gbps, 200.0);
+    assert_eq!(
+        c.default_scale_up_for("h800").unwrap().bandwidth_gbps,
+        200.0
+    );
     assert_eq!(c.default_scale_up_for("gb300").unwrap().id, "gb300-nvl72");
 }
 
@@ -449,7 +530,10 @@ fn fabric_invariants() {
     let mut problems = Vec::new();
     for f in &cat().fabrics {
         if !(f.link_efficiency > 0.0 && f.link_efficiency <= 1.0) {
-            problems.push(format!("{}: link_efficiency {} outside (0, 1]", f.id, f.link_efficiency));
+            problems.push(format!(
+                "{}: link_efficiency {} outside (0, 1]",
+                f.id, f.link_efficiency
+            ));
         }
         for (name, v) in [
             ("port_gbps", f.port_gbps),
@@ -468,7 +552,10 @@ fn fabric_invariants() {
             }
         }
         if f.switch.radix < 8 {
-            problems.push(format!("{}: switch radix {} too small", f.id, f.switch.radix));
+            problems.push(format!(
+                "{}: switch radix {} too small",
+                f.id, f.switch.radix
+            ));
         }
         if f.copper_cable.power_w != 0.0 {
             problems.push(format!("{}: passive copper should draw no power", f.id));
@@ -476,7 +563,10 @@ fn fabric_invariants() {
         // The id names the port rate (e.g. roce-400g).
         if let Some(rate) = f.id.strip_prefix("roce-").and_then(|r| r.strip_suffix('g')) {
             if rate.parse::<f64>().ok() != Some(f.port_gbps) {
-                problems.push(format!("{}: port_gbps {} does not match the id", f.id, f.port_gbps));
+                problems.push(format!(
+                    "{}: port_gbps {} does not match the id",
+                    f.id, f.port_gbps
+                ));
             }
         }
     }
@@ -592,7 +682,9 @@ fn model_presets_check_and_match_published_sizes() {
         let (total, active) = param_count(&p.model);
         let total = total / 1e9;
         if (total / total_b - 1.0).abs() > 0.03 {
-            problems.push(format!("{id}: {total:.2}B parameters vs published {total_b}B"));
+            problems.push(format!(
+                "{id}: {total:.2}B parameters vs published {total_b}B"
+            ));
         }
         if let Some(a) = active_b {
             let embed = p.model.vocab as f64 * p.model.hidden as f64 / 1e9;
@@ -608,10 +700,18 @@ fn model_presets_check_and_match_published_sizes() {
 #[test]
 fn presets_with_unusual_head_dims() {
     let c = cat();
-    for (id, d) in [("qwen3-235b-a22b", 128), ("qwen3-30b-a3b", 128), ("gpt-oss-120b", 64)] {
+    for (id, d) in [
+        ("qwen3-235b-a22b", 128),
+        ("qwen3-30b-a3b", 128),
+        ("gpt-oss-120b", 64),
+    ] {
         let m = &c.model(id).unwrap().model;
         assert_eq!(m.head_dim(), d, "{id}");
-        assert_ne!(m.hidden / m.heads, d, "{id}: head_dim should differ from hidden/heads");
+        assert_ne!(
+            m.hidden / m.heads,
+            d,
+            "{id}: head_dim should differ from hidden/heads"
+        );
     }
 }
 
@@ -620,7 +720,8 @@ fn param_count_matches_hand_count_for_llama3_70b() {
     // Hand count: embeddings 2 x 128256 x 8192; per layer q,o 2 x 8192^2, k,v 2 x 8192 x 1024,
     // MLP 3 x 8192 x 28672, two norms; final norm.
     let m = &cat().model("llama3-70b").unwrap().model;
-    let per_layer = 2.0 * 8192f64 * 8192.0 + 2.0 * 8192.0 * 1024.0 + 3.0 * 8192.0 * 28672.0 + 2.0 * 8192.0;
+    let per_layer =
+        2.0 * 8192f64 * 8192.0 + 2.0 * 8192.0 * 1024.0 + 3.0 * 8192.0 * 28672.0 + 2.0 * 8192.0;
     let expected = 2.0 * 128256.0 * 8192.0 + 80.0 * per_layer + 8192.0;
     let (total, active) = param_count(m);
     assert_eq!(total, expected);
@@ -629,12 +730,17 @@ fn param_count_matches_hand_count_for_llama3_70b() {
 
 /// Path of `../shared/validation/training-public.json` (beside the repository).
 fn validation_file() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/validation/training-public.json")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/validation/training-public.json")
 }
 
 /// The preset a validation `model.name` refers to.
 fn preset_for(name: &str) -> Option<&'static str> {
-    let key: String = name.to_lowercase().chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    let key: String = name
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
     Some(match key.as_str() {
         "gpt3175b" | "gpt175b" => "gpt3-175b",
         "llama270b" => "llama2-70b",
@@ -665,7 +771,9 @@ fn presets_agree_with_validation_model_blocks() {
     let mut problems = Vec::new();
     for case in data["cases"].as_array().unwrap() {
         let block = &case["model"];
-        let Some(id) = block["name"].as_str().and_then(preset_for) else { continue };
+        let Some(id) = block["name"].as_str().and_then(preset_for) else {
+            continue;
+        };
         let preset = serde_json::to_value(&c.model(id).unwrap().model).unwrap();
         // Proxy runs that keep only a few layers of a model are not the model.
         if block["layers"] != preset["layers"] {
@@ -678,13 +786,26 @@ fn presets_agree_with_validation_model_blocks() {
             }
             let mine = preset.get(k).unwrap_or(&Value::Null);
             if mine != v {
-                problems.push(format!("{} ({}): {k} = {v} in validation, {mine} in preset", case["id"], id));
+                problems.push(format!(
+                    "{} ({}): {k} = {v} in validation, {mine} in preset",
+                    case["id"], id
+                ));
             }
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    for id in ["llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "nemotron4-340b", "gpt-oss-120b"] {
-        assert!(compared.contains_key(id), "no validation case compared for {id}");
+    for id in [
+        "llama2-70b",
+        "llama3-8b",
+        "llama3-70b",
+        "llama3-405b",
+        "nemotron4-340b",
+        "gpt-oss-120b",
+    ] {
+        assert!(
+            compared.contains_key(id),
+            "no validation case compared for {id}"
+        );
     }
 }
 
@@ -704,19 +825,38 @@ fn catalog_parses_and_is_not_empty() {
 fn misspelled_ids_suggest_the_closest() {
     let c = cat();
     let e = c.accelerator("h100-smx").unwrap_err();
-    assert_eq!(e.closest.first().map(String::as_str), Some("h100-sxm"), "{e}");
+    assert_eq!(
+        e.closest.first().map(String::as_str),
+        Some("h100-sxm"),
+        "{e}"
+    );
     assert!(e.to_string().contains("h100-sxm"));
 
     let e = c.scale_up_system("gb200-nvl27").unwrap_err();
-    assert_eq!(e.closest.first().map(String::as_str), Some("gb200-nvl72"), "{e}");
+    assert_eq!(
+        e.closest.first().map(String::as_str),
+        Some("gb200-nvl72"),
+        "{e}"
+    );
 
     let e = c.fabric("infiniband-ndr400").unwrap_err();
-    assert_eq!(e.closest.first().map(String::as_str), Some("infiniband-ndr"), "{e}");
+    assert_eq!(
+        e.closest.first().map(String::as_str),
+        Some("infiniband-ndr"),
+        "{e}"
+    );
 
     let e = c.model("llama3-407b").unwrap_err();
-    assert_eq!(e.closest.first().map(String::as_str), Some("llama3-405b"), "{e}");
+    assert_eq!(
+        e.closest.first().map(String::as_str),
+        Some("llama3-405b"),
+        "{e}"
+    );
 
-    assert_eq!(closest("mi300", ["mi300x", "mi355x", "h100-sxm"].into_iter())[0], "mi300x");
+    assert_eq!(
+        closest("mi300", ["mi300x", "mi355x", "h100-sxm"].into_iter())[0],
+        "mi300x"
+    );
 }
 
 /// `h100` should suggest `h100-sxm` first, but plain normalized edit distance ranks `h200`,
@@ -727,5 +867,9 @@ fn misspelled_ids_suggest_the_closest() {
 #[ignore = "needs prefix-aware ranking in myriad_catalog::closest (src/lib.rs)"]
 fn bare_family_name_suggests_its_sku_first() {
     let e = cat().accelerator("h100").unwrap_err();
-    assert_eq!(e.closest.first().map(String::as_str), Some("h100-sxm"), "{e}");
+    assert_eq!(
+        e.closest.first().map(String::as_str),
+        Some("h100-sxm"),
+        "{e}"
+    );
 }
