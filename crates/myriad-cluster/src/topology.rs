@@ -1,0 +1,661 @@
+//! The scale-out network as data: switches and link bundles in struct-of-arrays form,
+//! built tier by tier as folded Clos "stripes".
+//!
+//! Vertices: NIC ports are vertices `0..endpoints` (node-major: `node * endpoints_per_node
+//! + plane * endpoints_per_node_per_plane + nic * ports_per_nic + port`), switches follow
+//! (`endpoints + switch index`). A link is a bundle of `cables` parallel cables of `gbps`
+//! each between a lower vertex and an upper switch (for DCI: two site-top switches).
+//!
+//! Construction (per site, per plane; every plane and site is its own tree):
+//! - Leaves (tier 1) take NIC ports: consecutive ports (fat-tree, spine-leaf), or port `i`
+//!   of each node of a rail group (rail-optimized, rail-only).
+//! - A tier-`j` switch group ("block") gathers up to `fan-in` lower blocks. For each switch
+//!   position `p` of the lower blocks, a stripe of `ceil(L_p / d_j)` switches takes the
+//!   `L_p` uplinks of the position-`p` switches, spread round-robin so that loads differ by
+//!   at most one port: this is the folded Clos (k-ary fat-tree when full), and in a
+//!   partially filled block it builds only the switches the ports need, with parallel
+//!   cables where a block is small (the DGX SuperPOD 2-tier: 32 leaves x 32 uplinks over
+//!   16 spines = 2 cables per leaf-spine pair).
+//! - Uplinks of a new switch: equal to its used down ports (non-blocking), `ceil(down / r)`
+//!   at an oversubscribed boundary (island top, oversubscribed leaf, site top with DCI), or
+//!   none at the top.
+
+use serde::Serialize;
+
+/// `rack` value of a switch that sits in a network rack, not in a compute rack.
+pub const NO_RACK: u32 = u32::MAX;
+
+/// Switches, one entry per switch in each column.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Switches {
+    /// 1 = leaf, 2 = spine, 3 = core, 4 = super-spine.
+    pub tier: Vec<u8>,
+    pub plane: Vec<u8>,
+    pub site: Vec<u16>,
+    /// Ports used toward NICs or lower tiers.
+    pub down_ports: Vec<u32>,
+    /// Ports used toward the tier above (or DCI links at the site top).
+    pub up_ports: Vec<u32>,
+    /// Global compute rack index when the switch is a top-of-rack switch inside a compute
+    /// rack; `NO_RACK` when it sits in a network rack.
+    pub rack: Vec<u32>,
+}
+
+impl Switches {
+    pub fn len(&self) -> usize {
+        self.tier.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.tier.is_empty()
+    }
+}
+
+/// What a link connects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinkKind {
+    /// NIC port to leaf.
+    Nic,
+    /// Switch to switch inside a site.
+    Fabric,
+    /// Between site-top switches of two sites.
+    Dci,
+}
+
+/// Link bundles, one entry per bundle in each column.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Links {
+    /// Lower end: a NIC port or a switch vertex.
+    pub lower: Vec<u32>,
+    /// Upper end: a switch vertex.
+    pub upper: Vec<u32>,
+    /// Parallel cables in the bundle.
+    pub cables: Vec<u32>,
+    /// Rate of one cable, Gb/s, per direction.
+    pub gbps: Vec<f32>,
+    /// One-way propagation latency, microseconds (switch latency is per switch hop,
+    /// `Topology::switch_latency_us`).
+    pub latency_us: Vec<f32>,
+    /// Optical (two transceivers per cable) or copper DAC.
+    pub optical: Vec<bool>,
+    /// Tier of the upper switch (1 for NIC-to-leaf); DCI links carry the site-top tier.
+    pub tier: Vec<u8>,
+    pub kind: Vec<LinkKind>,
+}
+
+impl Links {
+    pub fn len(&self) -> usize {
+        self.lower.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.lower.is_empty()
+    }
+    /// Capacity of bundle `i`, Gb/s per direction.
+    pub fn capacity_gbps(&self, i: usize) -> f64 {
+        self.cables[i] as f64 * self.gbps[i] as f64
+    }
+}
+
+/// One vertex of the graph, decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vertex {
+    /// A NIC port: node (global), plane, NIC index within the node, port within the NIC's
+    /// share of that plane.
+    Port {
+        node: u64,
+        plane: u32,
+        nic: u32,
+        port: u32,
+    },
+    Switch(u32),
+}
+
+/// The scale-out graph of the whole cluster (all sites and planes).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Topology {
+    /// NIC port vertices (`0..endpoints`).
+    pub endpoints: u32,
+    /// NIC port vertices per node over all planes.
+    pub endpoints_per_node: u32,
+    /// NIC port vertices per node in one plane (`nics_per_node * ports_per_nic`).
+    pub endpoints_per_node_per_plane: u32,
+    /// Switch ports each NIC has in each plane (more than 1 when the NIC is faster than a
+    /// switch port).
+    pub ports_per_nic: u32,
+    pub planes: u32,
+    pub sites: u32,
+    pub tiers: u32,
+    /// Port-to-port latency of one switch hop, microseconds.
+    pub switch_latency_us: f64,
+    pub switches: Switches,
+    pub links: Links,
+}
+
+impl Topology {
+    /// Vertex id of switch `i`.
+    pub fn switch_vertex(&self, i: u32) -> u32 {
+        self.endpoints + i
+    }
+
+    /// Vertex id of a NIC port.
+    pub fn port_vertex(&self, node: u64, plane: u32, nic: u32, port: u32) -> u32 {
+        (node * self.endpoints_per_node as u64
+            + (plane * self.endpoints_per_node_per_plane + nic * self.ports_per_nic + port) as u64)
+            as u32
+    }
+
+    pub fn vertex(&self, v: u32) -> Vertex {
+        if v >= self.endpoints {
+            return Vertex::Switch(v - self.endpoints);
+        }
+        let node = (v / self.endpoints_per_node) as u64;
+        let r = v % self.endpoints_per_node;
+        let plane = r / self.endpoints_per_node_per_plane;
+        let s = r % self.endpoints_per_node_per_plane;
+        Vertex::Port {
+            node,
+            plane,
+            nic: s / self.ports_per_nic,
+            port: s % self.ports_per_nic,
+        }
+    }
+
+    /// Vertices in all: NIC ports then switches.
+    pub fn vertices(&self) -> u32 {
+        self.endpoints + self.switches.len() as u32
+    }
+
+    /// Compressed adjacency: for vertex `v`, `ids[offsets[v]..offsets[v+1]]` are the link
+    /// bundles touching it. For routing.
+    pub fn adjacency(&self) -> (Vec<u32>, Vec<u32>) {
+        let n = self.vertices() as usize;
+        let mut deg = vec![0u32; n + 1];
+        for i in 0..self.links.len() {
+            deg[self.links.lower[i] as usize + 1] += 1;
+            deg[self.links.upper[i] as usize + 1] += 1;
+        }
+        for v in 0..n {
+            deg[v + 1] += deg[v];
+        }
+        let offsets = deg;
+        let mut fill = offsets.clone();
+        let mut ids = vec![0u32; offsets[n] as usize];
+        for i in 0..self.links.len() {
+            for v in [self.links.lower[i], self.links.upper[i]] {
+                ids[fill[v as usize] as usize] = i as u32;
+                fill[v as usize] += 1;
+            }
+        }
+        (offsets, ids)
+    }
+
+    fn add_switch(&mut self, tier: u32, plane: u32, site: u32, rack: u32) -> u32 {
+        let s = &mut self.switches;
+        s.tier.push(tier as u8);
+        s.plane.push(plane as u8);
+        s.site.push(site as u16);
+        s.down_ports.push(0);
+        s.up_ports.push(0);
+        s.rack.push(rack);
+        (s.tier.len() - 1) as u32
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add_link(
+        &mut self,
+        lower: u32,
+        upper: u32,
+        cables: u32,
+        gbps: f64,
+        latency_us: f64,
+        optical: bool,
+        tier: u32,
+        kind: LinkKind,
+    ) {
+        let l = &mut self.links;
+        l.lower.push(lower);
+        l.upper.push(upper);
+        l.cables.push(cables);
+        l.gbps.push(gbps as f32);
+        l.latency_us.push(latency_us as f32);
+        l.optical.push(optical);
+        l.tier.push(tier as u8);
+        l.kind.push(kind);
+    }
+}
+
+/// Light in fibre: 5 ns per metre (also used for copper).
+pub const NS_PER_M: f64 = 5.0;
+/// Cable lengths assumed for propagation latency: in-rack copper, NIC to an out-of-rack
+/// leaf, leaf to spine, and above.
+pub const IN_RACK_M: f64 = 3.0;
+pub const NIC_TO_LEAF_M: f64 = 30.0;
+pub const LEAF_TO_SPINE_M: f64 = 100.0;
+pub const UPPER_TIER_M: f64 = 300.0;
+
+/// How a tier's switches size their uplinks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Rule {
+    /// Non-blocking: as many up ports as used down ports.
+    Equal,
+    /// Oversubscribed boundary: `ceil(down / r)` up ports.
+    Ratio(f64),
+    /// Top of the tree: no uplinks.
+    Top,
+    /// Site top with DCI: the ratio follows from the site's bandwidth and the DCI
+    /// bandwidth of this block (Gb/s).
+    Dci(f64),
+}
+
+/// How the NIC ports of one site and plane are grouped under tiers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Scope {
+    /// One tree over the whole site.
+    Site,
+    /// Full-bisection islands of `nodes` nodes, joined by oversubscribed tiers above.
+    Islands { nodes: u64 },
+    /// One tree per rail (rail-only): rail `i` holds port slot `i` of every domain.
+    Rails,
+}
+
+/// How leaves take NIC ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LeafKind {
+    /// Consecutive ports (node-major).
+    Consecutive,
+    /// Rail groups of `d1` nodes: leaf `(group, slot)` takes port slot `slot` of each node.
+    Rails,
+}
+
+/// Everything the graph construction needs, resolved by the builder.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    /// Ports per switch in one plane (after breakout).
+    pub k: u32,
+    pub link_gbps: f64,
+    pub nic_link_gbps: f64,
+    pub ports_per_nic: u32,
+    pub nics_per_node: u32,
+    pub planes: u32,
+    pub sites: u32,
+    pub nodes_per_site: u64,
+    pub nodes_per_domain: u64,
+    /// Nodes in one compute rack when top-of-rack leaves are allowed (copper NIC links);
+    /// 0 when leaves sit in network racks.
+    pub nodes_per_rack: u64,
+    pub racks_per_site: u64,
+    pub tiers: u32,
+    /// Tiers built inside one scope (island or rail); `tiers` for `Scope::Site`.
+    pub scope_tiers: u32,
+    pub scope: Scope,
+    pub leaf_kind: LeafKind,
+    /// `down[j]`, `rule[j]` for tier `j` in `1..=tiers` (index 0 unused). For tiers below a
+    /// scope top `down` is also the fan-in (lower blocks per block).
+    pub down: Vec<u32>,
+    pub rule: Vec<Rule>,
+    pub switch_latency_us: f64,
+    pub dci_latency_us: f64,
+}
+
+impl Plan {
+    pub fn endpoints_per_node_per_plane(&self) -> u32 {
+        self.nics_per_node * self.ports_per_nic
+    }
+}
+
+/// A group of switches of one tier, in position order.
+struct Block {
+    switches: Vec<u32>,
+}
+
+/// The largest `d` with `d + ceil(d / r) <= k`: down ports of a switch at an `r`:1
+/// oversubscribed boundary.
+pub(crate) fn ratio_down(k: u32, r: f64) -> u32 {
+    let r = r.max(1.0);
+    let mut d = k.saturating_sub(1).max(1);
+    while d > 1 && d as u64 + up_ports(d, r) as u64 > k as u64 {
+        d -= 1;
+    }
+    d
+}
+
+fn up_ports(down: u32, r: f64) -> u32 {
+    if down == 0 {
+        return 0;
+    }
+    ((down as f64 / r) - 1e-9).ceil().max(1.0) as u32
+}
+
+struct Ctx<'a> {
+    plan: &'a Plan,
+    topo: Topology,
+    site: u32,
+    plane: u32,
+}
+
+impl Ctx<'_> {
+    fn uplinks(&self, tier: u32, down: u32, block_down_total: u64) -> u32 {
+        match self.plan.rule[tier as usize] {
+            Rule::Equal => down,
+            Rule::Ratio(r) => up_ports(down, r),
+            Rule::Top => 0,
+            Rule::Dci(gbps) => {
+                let r = (block_down_total as f64 * self.plan.link_gbps / gbps).max(1.0);
+                up_ports(down, r).min(self.plan.k - down)
+            }
+        }
+    }
+
+    /// Leaves for one scope: `ports` in leaf order, cut into leaves of `chunks[i]` ports.
+    fn leaves(&mut self, ports: &[u32], chunks: &[u32]) -> Vec<Block> {
+        let p = self.plan;
+        let total: u64 = ports.len() as u64;
+        let mut out = Vec::with_capacity(chunks.len());
+        let mut at = 0usize;
+        for &n in chunks {
+            let leaf_ports = &ports[at..at + n as usize];
+            at += n as usize;
+            // Top-of-rack when every port's node sits in one compute rack.
+            let mut rack = NO_RACK;
+            if p.nodes_per_rack > 0 {
+                let r0 = self.rack_of(leaf_ports[0]);
+                if leaf_ports.iter().all(|&v| self.rack_of(v) == r0) {
+                    rack = r0 as u32;
+                }
+            }
+            let sw = self.topo.add_switch(1, self.plane, self.site, rack);
+            let sv = self.topo.switch_vertex(sw);
+            let optical = rack == NO_RACK;
+            let lat = if optical { NIC_TO_LEAF_M } else { IN_RACK_M } * NS_PER_M / 1000.0;
+            for &v in leaf_ports {
+                self.topo
+                    .add_link(v, sv, 1, p.nic_link_gbps, lat, optical, 1, LinkKind::Nic);
+            }
+            let up = self.uplinks(1, n, total);
+            self.topo.switches.down_ports[sw as usize] = n;
+            self.topo.switches.up_ports[sw as usize] = up;
+            out.push(Block { switches: vec![sw] });
+        }
+        out
+    }
+
+    fn rack_of(&self, port_vertex: u32) -> u64 {
+        let node = (port_vertex / self.topo.endpoints_per_node) as u64;
+        let site = node / self.plan.nodes_per_site;
+        site * self.plan.racks_per_site + (node % self.plan.nodes_per_site) / self.plan.nodes_per_rack
+    }
+
+    /// Tier `tier` over `blocks`: blocks of `fanin` lower blocks (all when `None`).
+    fn tier(&mut self, blocks: Vec<Block>, tier: u32, fanin: Option<usize>) -> Vec<Block> {
+        let n = fanin.unwrap_or(blocks.len()).max(1);
+        blocks.chunks(n).map(|c| self.combine(c, tier)).collect()
+    }
+
+    fn combine(&mut self, chunk: &[Block], tier: u32) -> Block {
+        let d = self.plan.down[tier as usize].max(1) as u64;
+        let positions = chunk.iter().map(|b| b.switches.len()).max().unwrap_or(0);
+        let total: u64 = chunk
+            .iter()
+            .flat_map(|b| b.switches.iter())
+            .map(|&s| self.topo.switches.up_ports[s as usize] as u64)
+            .sum();
+        let len_m = if tier == 2 {
+            LEAF_TO_SPINE_M
+        } else {
+            UPPER_TIER_M
+        };
+        let lat = len_m * NS_PER_M / 1000.0;
+        let link_gbps = self.plan.link_gbps;
+        let mut out = Vec::new();
+        for p in 0..positions {
+            let l: u64 = chunk
+                .iter()
+                .filter_map(|b| b.switches.get(p))
+                .map(|&s| self.topo.switches.up_ports[s as usize] as u64)
+                .sum();
+            if l == 0 {
+                continue;
+            }
+            let s = l.div_ceil(d) as u32;
+            let first = self.topo.switches.len() as u32;
+            for _ in 0..s {
+                self.topo.add_switch(tier, self.plane, self.site, NO_RACK);
+            }
+            let mut off: u32 = 0;
+            for b in chunk {
+                let Some(&x) = b.switches.get(p) else {
+                    continue;
+                };
+                let u = self.topo.switches.up_ports[x as usize];
+                let xv = self.topo.switch_vertex(x);
+                let base = u / s;
+                let extra = u % s;
+                let add = |topo: &mut Topology, t: u32, c: u32| {
+                    let up = first + t;
+                    let uv = topo.switch_vertex(up);
+                    topo.add_link(xv, uv, c, link_gbps, lat, true, tier, LinkKind::Fabric);
+                    topo.switches.down_ports[up as usize] += c;
+                };
+                if base == 0 {
+                    for m in 0..u {
+                        add(&mut self.topo, (off + m) % s, 1);
+                    }
+                } else {
+                    for t in 0..s {
+                        let extra_here = ((t + s - off % s) % s) < extra;
+                        add(&mut self.topo, t, base + extra_here as u32);
+                    }
+                }
+                off = (off + u) % s;
+            }
+            for t in 0..s {
+                let sw = (first + t) as usize;
+                let down = self.topo.switches.down_ports[sw];
+                self.topo.switches.up_ports[sw] = self.uplinks(tier, down, total);
+            }
+            out.extend(first..first + s);
+        }
+        Block { switches: out }
+    }
+
+    /// Builds one site's tree(s) in one plane; returns the site-top blocks (one, or one
+    /// per rail for rail-only).
+    fn site_plane(&mut self) -> Vec<Block> {
+        let p = self.plan;
+        let node0 = self.site as u64 * p.nodes_per_site;
+        let eps = p.endpoints_per_node_per_plane();
+        let d1 = p.down[1];
+        let plane = self.plane;
+        let topo_eppn = self.topo.endpoints_per_node;
+        let vertex = |node: u64, slot: u32| -> u32 {
+            (node * topo_eppn as u64 + (plane * eps + slot) as u64) as u32
+        };
+        // NIC port order and leaf sizes for a node range.
+        let leaf_ports = |n0: u64, n1: u64, ports: &mut Vec<u32>, chunks: &mut Vec<u32>| {
+            match p.leaf_kind {
+                LeafKind::Consecutive => {
+                    for node in n0..n1 {
+                        for slot in 0..eps {
+                            ports.push(vertex(node, slot));
+                        }
+                    }
+                    let total = (n1 - n0) * eps as u64;
+                    let mut left = total;
+                    while left > 0 {
+                        let c = left.min(d1 as u64);
+                        chunks.push(c as u32);
+                        left -= c;
+                    }
+                }
+                LeafKind::Rails => {
+                    let mut g0 = n0;
+                    while g0 < n1 {
+                        let g1 = (g0 + d1 as u64).min(n1);
+                        for slot in 0..eps {
+                            for node in g0..g1 {
+                                ports.push(vertex(node, slot));
+                            }
+                            chunks.push((g1 - g0) as u32);
+                        }
+                        g0 = g1;
+                    }
+                }
+            }
+        };
+        let scope_top_fanin = |j: u32| -> Option<usize> {
+            if j == p.scope_tiers {
+                None
+            } else {
+                Some(p.down[j as usize] as usize)
+            }
+        };
+        let mut ports = Vec::new();
+        let mut chunks = Vec::new();
+        match p.scope {
+            Scope::Site | Scope::Islands { .. } => {
+                let per_scope = match p.scope {
+                    Scope::Islands { nodes } => nodes,
+                    _ => p.nodes_per_site,
+                };
+                let mut tops = Vec::new();
+                let mut n0 = node0;
+                while n0 < node0 + p.nodes_per_site {
+                    let n1 = (n0 + per_scope).min(node0 + p.nodes_per_site);
+                    ports.clear();
+                    chunks.clear();
+                    leaf_ports(n0, n1, &mut ports, &mut chunks);
+                    let mut blocks = self.leaves(&ports, &chunks);
+                    for j in 2..=p.scope_tiers {
+                        blocks = self.tier(blocks, j, scope_top_fanin(j));
+                    }
+                    tops.extend(blocks);
+                    n0 = n1;
+                }
+                let mut blocks = tops;
+                for j in p.scope_tiers + 1..=p.tiers {
+                    let fanin = if j == p.tiers {
+                        None
+                    } else {
+                        Some(p.down[j as usize] as usize)
+                    };
+                    blocks = self.tier(blocks, j, fanin);
+                }
+                blocks
+            }
+            Scope::Rails => {
+                let domains = p.nodes_per_site / p.nodes_per_domain;
+                let rails = p.nodes_per_domain as u32 * eps;
+                let mut tops = Vec::with_capacity(rails as usize);
+                for rail in 0..rails {
+                    let in_domain = (rail / eps) as u64;
+                    let slot = rail % eps;
+                    ports.clear();
+                    chunks.clear();
+                    for d in 0..domains {
+                        ports.push(vertex(node0 + d * p.nodes_per_domain + in_domain, slot));
+                    }
+                    let mut left = domains;
+                    while left > 0 {
+                        let c = left.min(d1 as u64);
+                        chunks.push(c as u32);
+                        left -= c;
+                    }
+                    let mut blocks = self.leaves(&ports, &chunks);
+                    for j in 2..=p.tiers {
+                        blocks = self.tier(blocks, j, scope_top_fanin(j));
+                    }
+                    tops.extend(blocks);
+                }
+                tops
+            }
+        }
+    }
+}
+
+/// Builds the whole graph.
+pub(crate) fn build_graph(p: &Plan) -> Topology {
+    let eps = p.endpoints_per_node_per_plane();
+    let nodes = p.nodes_per_site * p.sites as u64;
+    let topo = Topology {
+        endpoints: (nodes * (eps * p.planes) as u64) as u32,
+        endpoints_per_node: eps * p.planes,
+        endpoints_per_node_per_plane: eps,
+        ports_per_nic: p.ports_per_nic,
+        planes: p.planes,
+        sites: p.sites,
+        tiers: p.tiers,
+        switch_latency_us: p.switch_latency_us,
+        switches: Switches::default(),
+        links: Links::default(),
+    };
+    let mut ctx = Ctx {
+        plan: p,
+        topo,
+        site: 0,
+        plane: 0,
+    };
+    if eps == 0 {
+        return ctx.topo;
+    }
+    // tops[site][plane] = site-top blocks
+    let mut tops: Vec<Vec<Vec<Block>>> = Vec::with_capacity(p.sites as usize);
+    for site in 0..p.sites {
+        let mut per_plane = Vec::with_capacity(p.planes as usize);
+        for plane in 0..p.planes {
+            ctx.site = site;
+            ctx.plane = plane;
+            per_plane.push(ctx.site_plane());
+        }
+        tops.push(per_plane);
+    }
+    if p.sites > 1 {
+        // DCI: site-top switch at position q of block b in site a <-> the same position in
+        // every other site; each switch's up ports split evenly over the peers (at least one
+        // cable per pair).
+        let peers = p.sites - 1;
+        let lat = p.dci_latency_us;
+        for a in 0..p.sites as usize {
+            for b in a + 1..p.sites as usize {
+                for plane in 0..p.planes as usize {
+                    for (ba, bb) in tops[a][plane].iter().zip(tops[b][plane].iter()) {
+                        for (&x, &y) in ba.switches.iter().zip(bb.switches.iter()) {
+                            let u = ctx.topo.switches.up_ports[x as usize];
+                            let c = (u / peers).max(1);
+                            let (xv, yv) = (ctx.topo.switch_vertex(x), ctx.topo.switch_vertex(y));
+                            ctx.topo.add_link(
+                                xv,
+                                yv,
+                                c,
+                                p.link_gbps,
+                                lat,
+                                true,
+                                p.tiers,
+                                LinkKind::Dci,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // Up ports actually used by DCI.
+        let sw = &mut ctx.topo.switches;
+        for site_tops in &tops {
+            for blocks in site_tops {
+                for b in blocks {
+                    for &x in &b.switches {
+                        sw.up_ports[x as usize] = 0;
+                    }
+                }
+            }
+        }
+        let l = &ctx.topo.links;
+        for i in 0..l.len() {
+            if l.kind[i] == LinkKind::Dci {
+                let c = l.cables[i];
+                sw.up_ports[(l.lower[i] - ctx.topo.endpoints) as usize] += c;
+                sw.up_ports[(l.upper[i] - ctx.topo.endpoints) as usize] += c;
+            }
+        }
+    }
+    ctx.topo
+}
