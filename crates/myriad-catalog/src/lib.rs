@@ -125,8 +125,10 @@ pub enum ScaleUpTopology {
     /// Direct links between every pair (AMD xGMI, Huawei HCCS): bandwidth split across peers.
     FullMesh,
     /// Two-tier switched Clos (Huawei UB in CloudMatrix384).
+    #[serde(rename = "clos-2tier", alias = "clos2-tier")]
     Clos2Tier,
     /// 3D torus (Google TPU ICI).
+    #[serde(rename = "torus-3d", alias = "torus3d")]
     Torus3d,
 }
 
@@ -290,8 +292,12 @@ pub fn catalog() -> &'static Catalog {
 
 /// Ids closest to `id` by edit distance (at most 3), best first.
 pub fn closest<'a>(id: &str, ids: impl Iterator<Item = &'a str>) -> Vec<String> {
+    // Edit similarity, with ids that extend the query (`h100` -> `h100-sxm`) ranked first.
     let mut scored: Vec<(f64, &str)> = ids
-        .map(|c| (strsim::normalized_damerau_levenshtein(id, c), c))
+        .map(|c| {
+            let prefix = if c.starts_with(id) { 1.0 } else { 0.0 };
+            (prefix + strsim::normalized_damerau_levenshtein(id, c), c)
+        })
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
     scored

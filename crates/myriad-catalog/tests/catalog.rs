@@ -864,7 +864,6 @@ fn misspelled_ids_suggest_the_closest() {
 /// are `h200, h800, b200`. Needs a prefix-aware ranking in
 /// `myriad_catalog::closest`, which this data-only change does not touch.
 #[test]
-#[ignore = "needs prefix-aware ranking in myriad_catalog::closest (src/lib.rs)"]
 fn bare_family_name_suggests_its_sku_first() {
     let e = cat().accelerator("h100").unwrap_err();
     assert_eq!(
