@@ -158,9 +158,21 @@ pub const LAUNCH_US: f64 = 5.0;
 /// GB/s), 2-8 MiB on LL128, 16 MiB on Simple, ≥ 32 MiB on NVLS (tests/dgx_h100.rs prints
 /// the table).
 pub const PROTOCOLS: [ProtocolCost; 3] = [
-    ProtocolCost { protocol: Protocol::Ll, hop: 0.35, bw: 0.36 },
-    ProtocolCost { protocol: Protocol::Ll128, hop: 0.9, bw: 0.89 },
-    ProtocolCost { protocol: Protocol::Simple, hop: 1.25, bw: 1.0 },
+    ProtocolCost {
+        protocol: Protocol::Ll,
+        hop: 0.35,
+        bw: 0.36,
+    },
+    ProtocolCost {
+        protocol: Protocol::Ll128,
+        hop: 0.9,
+        bw: 0.89,
+    },
+    ProtocolCost {
+        protocol: Protocol::Simple,
+        hop: 1.25,
+        bw: 1.0,
+    },
 ];
 
 const SIMPLE: ProtocolCost = PROTOCOLS[2];
@@ -230,12 +242,30 @@ pub struct CollectiveTime {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum CollectiveError {
     NoLevels,
-    SpanCount { spans: usize, levels: usize },
-    ZeroSpan { level: usize },
-    SpanTooLarge { level: usize, span: u64, max: u64 },
-    InvalidBytes { bytes: f64 },
-    InvalidLevel { level: usize, reason: &'static str },
-    Unsupported { op: Op, algorithm: Algorithm, reason: &'static str },
+    SpanCount {
+        spans: usize,
+        levels: usize,
+    },
+    ZeroSpan {
+        level: usize,
+    },
+    SpanTooLarge {
+        level: usize,
+        span: u64,
+        max: u64,
+    },
+    InvalidBytes {
+        bytes: f64,
+    },
+    InvalidLevel {
+        level: usize,
+        reason: &'static str,
+    },
+    Unsupported {
+        op: Op,
+        algorithm: Algorithm,
+        reason: &'static str,
+    },
 }
 
 impl fmt::Display for CollectiveError {
@@ -248,7 +278,10 @@ impl fmt::Display for CollectiveError {
                  (one span per level is required)"
             ),
             CollectiveError::ZeroSpan { level } => {
-                write!(f, "group span at level {level} is 0 (each span must be at least 1)")
+                write!(
+                    f,
+                    "group span at level {level} is 0 (each span must be at least 1)"
+                )
             }
             CollectiveError::SpanTooLarge { level, span, max } => write!(
                 f,
@@ -257,12 +290,19 @@ impl fmt::Display for CollectiveError {
                 level as i64 - 1
             ),
             CollectiveError::InvalidBytes { bytes } => {
-                write!(f, "message size must be a finite number >= 0 bytes, got {bytes}")
+                write!(
+                    f,
+                    "message size must be a finite number >= 0 bytes, got {bytes}"
+                )
             }
             CollectiveError::InvalidLevel { level, reason } => {
                 write!(f, "hierarchy level {level} is invalid: {reason}")
             }
-            CollectiveError::Unsupported { op, algorithm, reason } => {
+            CollectiveError::Unsupported {
+                op,
+                algorithm,
+                reason,
+            } => {
                 write!(f, "{algorithm:?} cannot run {op:?}: {reason}")
             }
         }
@@ -302,7 +342,11 @@ pub fn busbw_bound(op: Op, group: &GroupSpan, levels: &[Level]) -> Result<f64, C
     }
     let inr = (group.spans[0] > 1 && levels[0].in_network_reduction)
         || (sh.p1 > 1.0 && levels[1..].iter().any(|l| l.in_network_reduction));
-    Ok(if op == Op::AllReduce && inr { 2.0 * line } else { line })
+    Ok(if op == Op::AllReduce && inr {
+        2.0 * line
+    } else {
+        line
+    })
 }
 
 /// Time one collective. See the crate docs for the model and [`Algorithm`] for each
@@ -318,14 +362,23 @@ pub fn time(
         return Err(CollectiveError::InvalidBytes { bytes });
     }
     let sh = validate(group, levels)?;
-    let ctx = Ctx { spans: &group.spans, levels, sh, bytes };
+    let ctx = Ctx {
+        spans: &group.spans,
+        levels,
+        sh,
+        bytes,
+    };
     let (alg, ev) = if algorithm == Algorithm::Auto {
         auto(op, &ctx)?
     } else {
         (algorithm, eval(op, algorithm, &ctx)?)
     };
     let time_s = ev.time_us * 1e-6;
-    let algbw = if time_s > 0.0 { bytes / time_s * 1e-9 } else { 0.0 };
+    let algbw = if time_s > 0.0 {
+        bytes / time_s * 1e-9
+    } else {
+        0.0
+    };
     Ok(CollectiveTime {
         time_s,
         algorithm: alg,
@@ -423,7 +476,10 @@ fn validate(group: &GroupSpan, levels: &[Level]) -> Result<Shape, CollectiveErro
         return Err(CollectiveError::NoLevels);
     }
     if spans.len() != levels.len() {
-        return Err(CollectiveError::SpanCount { spans: spans.len(), levels: levels.len() });
+        return Err(CollectiveError::SpanCount {
+            spans: spans.len(),
+            levels: levels.len(),
+        });
     }
     let mut prev_size = 1u64;
     let mut n = 1.0f64;
@@ -450,7 +506,11 @@ fn validate(group: &GroupSpan, levels: &[Level]) -> Result<Shape, CollectiveErro
             return Err(CollectiveError::ZeroSpan { level: i });
         }
         if s > max {
-            return Err(CollectiveError::SpanTooLarge { level: i, span: s, max });
+            return Err(CollectiveError::SpanTooLarge {
+                level: i,
+                span: s,
+                max,
+            });
         }
         if s > 1 {
             top = i;
@@ -459,11 +519,20 @@ fn validate(group: &GroupSpan, levels: &[Level]) -> Result<Shape, CollectiveErro
         prev_size = l.size;
     }
     let s0 = spans[0] as f64;
-    Ok(Shape { n, s0, p1: n / s0, top })
+    Ok(Shape {
+        n,
+        s0,
+        p1: n / s0,
+        top,
+    })
 }
 
 fn unsupported(op: Op, algorithm: Algorithm, reason: &'static str) -> CollectiveError {
-    CollectiveError::Unsupported { op, algorithm, reason }
+    CollectiveError::Unsupported {
+        op,
+        algorithm,
+        reason,
+    }
 }
 
 /// The candidate algorithms `Auto` considers for each op.
@@ -503,9 +572,7 @@ fn eval(op: Op, alg: Algorithm, c: &Ctx) -> Result<Eval, CollectiveError> {
     let cost = match alg {
         Algorithm::Auto => return auto(op, c).map(|(_, e)| e),
         Algorithm::Ring => match op {
-            Op::AllReduce | Op::AllGather | Op::ReduceScatter | Op::Broadcast => {
-                ring_cost(op, c)
-            }
+            Op::AllReduce | Op::AllGather | Op::ReduceScatter | Op::Broadcast => ring_cost(op, c),
             _ => {
                 return Err(unsupported(
                     op,
@@ -578,7 +645,11 @@ fn eval(op: Op, alg: Algorithm, c: &Ctx) -> Result<Eval, CollectiveError> {
     };
     if c.sh.n <= 1.0 || c.bytes == 0.0 {
         // Nothing moves: NCCL returns at once for a single rank or an empty message.
-        return Ok(Eval { time_us: 0.0, protocol: Protocol::Simple, bytes_per_rank: 0.0 });
+        return Ok(Eval {
+            time_us: 0.0,
+            protocol: Protocol::Simple,
+            bytes_per_rank: 0.0,
+        });
     }
     Ok(cost.resolve())
 }
@@ -646,7 +717,13 @@ fn ring_cost(op: Op, c: &Ctx) -> Cost {
         // Broadcast: a pipelined chain, every rank but the root receives and forwards S.
         _ => (1.0, s),
     };
-    Cost { steps_us: phases * steps, fixed_us: 0.0, wire_us: sent * x, bytes_per_rank: sent, simple_only: false }
+    Cost {
+        steps_us: phases * steps,
+        fixed_us: 0.0,
+        wire_us: sent * x,
+        bytes_per_rank: sent,
+        simple_only: false,
+    }
 }
 
 fn tree_cost(c: &Ctx) -> Cost {
@@ -689,7 +766,11 @@ fn hierarchical(op: Op, c: &Ctx) -> Eval {
     let (ring_steps, ring_x, _) = ring_terms(c.spans, c.levels, 1);
     let zero = c.sh.n <= 1.0 || s == 0.0;
     if zero {
-        return Eval { time_us: 0.0, protocol: Protocol::Simple, bytes_per_rank: 0.0 };
+        return Eval {
+            time_us: 0.0,
+            protocol: Protocol::Simple,
+            bytes_per_rank: 0.0,
+        };
     }
     if op != Op::AllReduce {
         // All-gather: outer all-gather of the S/s0 shard across domains, then inner
@@ -721,7 +802,9 @@ fn hierarchical(op: Op, c: &Ctx) -> Eval {
         bytes_per_rank: inner_sent,
         simple_only: false,
     };
-    let inner_nvls = l0.in_network_reduction.then(|| nvls_cost(Op::AllReduce, s, s0, l0));
+    let inner_nvls = l0
+        .in_network_reduction
+        .then(|| nvls_cost(Op::AllReduce, s, s0, l0));
     // Outer all-reduce of the shard among p1 members, one per domain.
     let outer_sent = 2.0 * (p1 - 1.0) / p1 * shard;
     let outer_ring = Cost {

@@ -46,7 +46,10 @@ fn dgx_h100_all_reduce_curve() {
         if bytes >= MIB {
             worst_big = worst_big.max(bus_err.abs());
             if bus_err.abs() > 0.15 {
-                failures.push(format!("{bytes} B: busbw error {:.1}% > 15%", 100.0 * bus_err));
+                failures.push(format!(
+                    "{bytes} B: busbw error {:.1}% > 15%",
+                    100.0 * bus_err
+                ));
             }
         } else {
             worst_small = worst_small.max(t_err.abs());
@@ -85,19 +88,34 @@ fn nccl_maintainer_single_node_figures() {
     let nvls = time(Op::AllReduce, Algorithm::Nvls, 16.0 * GIB, &g, &levels).unwrap();
     let peak_bus = m["allreduce_nvls_8gpu_peak_busbw_GBps"].as_f64().unwrap();
     let peak_alg = m["allreduce_nvls_8gpu_peak_algbw_GBps"].as_f64().unwrap();
-    println!("NVLS 16 GiB: busbw {:.1} (measured {peak_bus}), algbw {:.1} (measured {peak_alg})",
-        nvls.busbw_gbps, nvls.algbw_gbps);
+    println!(
+        "NVLS 16 GiB: busbw {:.1} (measured {peak_bus}), algbw {:.1} (measured {peak_alg})",
+        nvls.busbw_gbps, nvls.algbw_gbps
+    );
     assert!((nvls.busbw_gbps / peak_bus - 1.0).abs() < 0.03);
     assert!((nvls.algbw_gbps / peak_alg - 1.0).abs() < 0.03);
     // Ring and the non-all-reduce collectives: ~370 GB/s effective busbw on NVLink.
-    let ring_bus = m["nvlink_effective_busbw_ring_or_non_allreduce_GBps"].as_f64().unwrap();
+    let ring_bus = m["nvlink_effective_busbw_ring_or_non_allreduce_GBps"]
+        .as_f64()
+        .unwrap();
     for op in [Op::AllGather, Op::ReduceScatter] {
         let r = time(op, Algorithm::Auto, 16.0 * GIB, &g, &levels).unwrap();
-        println!("{op:?} 16 GiB: busbw {:.1} via {:?} (measured ~{ring_bus})", r.busbw_gbps, r.algorithm);
-        assert!((r.busbw_gbps / ring_bus - 1.0).abs() < 0.05, "{op:?} {}", r.busbw_gbps);
+        println!(
+            "{op:?} 16 GiB: busbw {:.1} via {:?} (measured ~{ring_bus})",
+            r.busbw_gbps, r.algorithm
+        );
+        assert!(
+            (r.busbw_gbps / ring_bus - 1.0).abs() < 0.05,
+            "{op:?} {}",
+            r.busbw_gbps
+        );
     }
     let ring = time(Op::AllReduce, Algorithm::Ring, 16.0 * GIB, &g, &levels).unwrap();
-    assert!((ring.busbw_gbps / ring_bus - 1.0).abs() < 0.05, "ring {}", ring.busbw_gbps);
+    assert!(
+        (ring.busbw_gbps / ring_bus - 1.0).abs() < 0.05,
+        "ring {}",
+        ring.busbw_gbps
+    );
     // "256 MB is too small to reach peak."
     let mid = time(Op::AllReduce, Algorithm::Auto, 256.0 * MIB, &g, &levels).unwrap();
     assert!(mid.busbw_gbps < 0.95 * peak_bus, "{}", mid.busbw_gbps);
