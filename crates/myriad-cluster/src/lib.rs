@@ -68,7 +68,7 @@ use topology::{ratio_down, LeafKind, Plan, Rule, Scope};
 /// outside its child group.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Level {
-    /// `domain`, `leaf`, `pod`, `island`, `rail`, `site`, `cluster`.
+    /// `domain`, `leaf`, `pod`, `superpod`, `island`, `rail`, `site`, `cluster`.
     pub name: String,
     /// Accelerators in one group at this level.
     pub size: u64,
@@ -1042,6 +1042,15 @@ fn bill_of_materials(
     }
 }
 
+/// Level name of the group under one tier-`j` switch block.
+fn block_name(j: u32) -> &'static str {
+    match j {
+        1 => "leaf",
+        2 => "pod",
+        _ => "superpod",
+    }
+}
+
 struct LevelInputs<'a> {
     su: &'a ScaleUpSystem,
     fabric: &'a Fabric,
@@ -1108,7 +1117,7 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
                     to_acc(cap(1, j))
                 };
                 let bw = if x.leaf_ratio && j >= 2 { b / x.r } else { b };
-                cand.push((if j == 1 { "leaf" } else { "pod" }, size, bw, lat(j)));
+                cand.push((block_name(j), size, bw, lat(j)));
             }
             let bw = if x.leaf_ratio && x.tiers >= 2 { b / x.r } else { b };
             cand.push((site_name, x.acc_per_site, bw, lat(x.tiers)));
@@ -1121,11 +1130,11 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
                 } else {
                     to_acc(cap(1, j))
                 };
-                cand.push((if j == 1 { "leaf" } else { "pod" }, size.min(isl), b, lat(j)));
+                cand.push((block_name(j), size.min(isl), b, lat(j)));
             }
             cand.push(("island", isl, b, lat(x.scope_tiers)));
             for j in x.scope_tiers + 1..x.tiers {
-                cand.push(("pod", isl.saturating_mul(cap(x.scope_tiers + 1, j)), b / x.r, lat(j)));
+                cand.push(("superpod", isl.saturating_mul(cap(x.scope_tiers + 1, j)), b / x.r, lat(j)));
             }
             cand.push((site_name, x.acc_per_site, b / x.r, lat(x.tiers)));
         }

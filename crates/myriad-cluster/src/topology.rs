@@ -242,8 +242,8 @@ pub(crate) enum Rule {
     Ratio(f64),
     /// Top of the tree: no uplinks.
     Top,
-    /// Site top with DCI: the ratio follows from the site's bandwidth and the DCI
-    /// bandwidth of this block (Gb/s).
+    /// Site top with DCI: `ceil(gbps / link rate)` up ports for the DCI of this block
+    /// (Gb/s), spread over the block's switches.
     Dci(f64),
 }
 
@@ -339,9 +339,48 @@ impl Ctx<'_> {
             Rule::Equal => down,
             Rule::Ratio(r) => up_ports(down, r),
             Rule::Top => 0,
-            Rule::Dci(gbps) => {
-                let r = (block_down_total as f64 * self.plan.link_gbps / gbps).max(1.0);
-                up_ports(down, r).min(self.plan.k - down)
+            // Allotted per block after the site top is built (`dci_ports`).
+            Rule::Dci(_) => {
+                let _ = block_down_total;
+                0
+            }
+        }
+    }
+
+    /// Up ports for the DCI on a site-top block: `ceil(gbps / link_gbps)` ports, spread over
+    /// the block's switches in proportion to their used down ports (at most the free ports).
+    fn dci_ports(&mut self, block: &Block, gbps: f64) {
+        let sw = &mut self.topo.switches;
+        let k = self.plan.k;
+        let want = (gbps / self.plan.link_gbps - 1e-9).ceil().max(1.0) as u64;
+        let total: u64 = block.switches.iter().map(|&x| sw.down_ports[x as usize] as u64).sum();
+        if total == 0 {
+            return;
+        }
+        let mut given = 0u64;
+        for &x in &block.switches {
+            let d = sw.down_ports[x as usize];
+            let u = (want * d as u64 / total).min((k - d) as u64) as u32;
+            sw.up_ports[x as usize] = u;
+            given += u as u64;
+        }
+        // Remainder one port at a time to switches with free ports, in position order.
+        let mut left = want.saturating_sub(given);
+        while left > 0 {
+            let mut placed = false;
+            for &x in &block.switches {
+                if left == 0 {
+                    break;
+                }
+                let i = x as usize;
+                if sw.down_ports[i] + sw.up_ports[i] < k {
+                    sw.up_ports[i] += 1;
+                    left -= 1;
+                    placed = true;
+                }
+            }
+            if !placed {
+                break;
             }
         }
     }
@@ -459,8 +498,18 @@ impl Ctx<'_> {
     }
 
     /// Builds one site's tree(s) in one plane; returns the site-top blocks (one, or one
-    /// per rail for rail-only).
+    /// per rail for rail-only), with DCI up ports allotted when the site has a DCI.
     fn site_plane(&mut self) -> Vec<Block> {
+        let tops = self.site_plane_tree();
+        if let Rule::Dci(gbps) = self.plan.rule[self.plan.tiers as usize] {
+            for b in &tops {
+                self.dci_ports(b, gbps);
+            }
+        }
+        tops
+    }
+
+    fn site_plane_tree(&mut self) -> Vec<Block> {
         let p = self.plan;
         let node0 = self.site as u64 * p.nodes_per_site;
         let eps = p.endpoints_per_node_per_plane();
@@ -620,6 +669,9 @@ pub(crate) fn build_graph(p: &Plan) -> Topology {
                     for (ba, bb) in tops[a][plane].iter().zip(tops[b][plane].iter()) {
                         for (&x, &y) in ba.switches.iter().zip(bb.switches.iter()) {
                             let u = ctx.topo.switches.up_ports[x as usize];
+                            if u == 0 {
+                                continue;
+                            }
                             let c = (u / peers).max(1);
                             let (xv, yv) = (ctx.topo.switch_vertex(x), ctx.topo.switch_vertex(y));
                             ctx.topo.add_link(

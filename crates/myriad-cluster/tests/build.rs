@@ -1,0 +1,495 @@
+//! Hand-computed checks of the cluster builder: switch counts, cables, transceivers,
+//! oversubscription in the levels, invariants, and error messages.
+
+use myriad_catalog::catalog;
+use myriad_cluster::{build, BuildError, BuiltCluster, LinkKind, Vertex, NO_RACK};
+use myriad_scenario::{parse_scenario, Scenario};
+
+fn scenario(yaml: &str) -> Scenario {
+    parse_scenario("test.yaml", yaml, catalog()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn built(yaml: &str) -> BuiltCluster {
+    build(&scenario(yaml), catalog()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn h100(count: u64, scale_out: &str) -> String {
+    format!(
+        "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {count}, scale_up: hgx-h100, scale_out: {{{scale_out}}}}}"
+    )
+}
+
+fn switches(b: &BuiltCluster, tier: &str) -> u64 {
+    b.bom
+        .tiers
+        .iter()
+        .find(|t| t.name == tier)
+        .map(|t| t.switches)
+        .unwrap_or(0)
+}
+
+fn tier_counts(b: &BuiltCluster) -> Vec<u64> {
+    b.bom.tiers.iter().map(|t| t.switches).collect()
+}
+
+#[test]
+fn dgx_superpod_1024_h100() {
+    let b = built(&h100(1024, "fabric: infiniband-ndr, topology: fat-tree, tiers: 2"));
+    // 128 DGX H100 x 8 ConnectX-7 = 1,024 NDR ports. Radix 64, non-blocking: a leaf has 32
+    // down and 32 up -> 1,024 / 32 = 32 leaves; 32 x 32 = 1,024 uplinks on 64-port spines
+    // -> 16 spines (SuperPOD RA: 4 SUs x 8 leaves, spines = leaves x 32 / 64).
+    assert_eq!(tier_counts(&b), vec![32, 16]);
+    assert_eq!(b.bom.switches_total, 48);
+    // Each leaf spreads 32 uplinks over 16 spines: bundles of 2 cables, 32 x 16 bundles.
+    let fabric_bundles: Vec<u32> = (0..b.topology.links.len())
+        .filter(|&i| b.topology.links.kind[i] == LinkKind::Fabric)
+        .map(|i| b.topology.links.cables[i])
+        .collect();
+    assert_eq!(fabric_bundles.len(), 32 * 16);
+    assert!(fabric_bundles.iter().all(|&c| c == 2));
+    // Cables: 1,024 NIC-to-leaf + 1,024 leaf-to-spine. Rule: InfiniBand leaves sit in
+    // network racks, so NIC-to-leaf is optical too; every optical cable has 2 transceivers.
+    assert_eq!(b.bom.cables, 2048);
+    assert_eq!(b.bom.optical_cables, 2048);
+    assert_eq!(b.bom.copper_cables, 0);
+    assert_eq!(b.bom.transceivers, 4096);
+    // Racks: 4 DGX per rack -> 32 compute racks; 48 switches / 16 per rack -> 3 network racks.
+    assert_eq!(b.bom.compute_racks, 32);
+    assert_eq!(b.bom.network_racks, 3);
+    assert_eq!(b.bom.racks, 35);
+    // Ports used: leaves 32 x 64, spines 16 x 64 (all ports of every switch).
+    assert_eq!(b.bom.tiers[0].ports_used, 2048);
+    assert_eq!(b.bom.tiers[1].ports_used, 1024);
+    assert_eq!(b.bom.scale_up_switch_chips, 128 * 4);
+
+    // Power and cost from the same counts.
+    let su = &b.scale_up;
+    let f = &b.fabric;
+    let it_kw = 128.0 * su.node_power_kw
+        + 128.0 * su.fabric_power_kw_per_domain
+        + 48.0 * f.switch.power_w / 1000.0
+        + 4096.0 * f.transceiver.power_w / 1000.0;
+    assert!((b.power.it_mw - it_kw / 1000.0).abs() < 1e-9);
+    assert!((b.power.facility_mw - 1.2 * it_kw / 1000.0).abs() < 1e-9);
+    let energy = 1.2 * it_kw / 1000.0 * 8760.0 * 1000.0 * 0.08;
+    assert!((b.power.energy_cost_usd_per_year - energy).abs() < 1e-3);
+    let capex = 128.0 * su.node_price_usd
+        + 128.0 * su.fabric_price_usd_per_domain
+        + 48.0 * f.switch.price_usd
+        + 4096.0 * f.transceiver.price_usd;
+    assert!((b.capex.total_usd - capex).abs() < 1e-3);
+    // Peak bf16: 1,024 x 989.4 TFLOP/s = 1,013.1 PFLOP/s.
+    let bf16 = *b.compute.peak_pflops.get("bf16").unwrap();
+    assert!((bf16 - 1024.0 * b.accelerator.dense_tflops.bf16.unwrap() / 1000.0).abs() < 1e-9);
+    assert!((b.compute.hbm_tib - 1024.0 * b.accelerator.hbm_gib / 1024.0).abs() < 1e-9);
+
+    // Levels: NVLink domain of 8, a leaf of 32 GPUs (4 nodes), the whole 1,024.
+    let sizes: Vec<u64> = b.levels.iter().map(|l| l.size).collect();
+    assert_eq!(sizes, vec![8, 32, 1024]);
+    assert_eq!(b.levels[0].gbps_per_accelerator, 450.0);
+    // 8 x 400 Gb/s / 8 / 8 GPUs = 50 GB/s per GPU.
+    assert_eq!(b.levels[2].gbps_per_accelerator, 50.0);
+    // Latency: base + 3 switch hops (leaf, spine, leaf).
+    let lat = f.base_latency_us + 3.0 * f.switch.latency_ns / 1000.0;
+    assert!((b.levels[2].latency_us - lat).abs() < 1e-12);
+}
+
+#[test]
+fn superpod_rail_optimized_same_counts_rails_on_leaves() {
+    let b = built(&h100(1024, "fabric: infiniband-ndr, topology: rail-optimized"));
+    assert_eq!(tier_counts(&b), vec![32, 16]);
+    assert_eq!(b.bom.transceivers, 4096);
+    // Every leaf holds one rail: NIC i of the 32 nodes of one scalable unit.
+    let t = &b.topology;
+    let mut rail_of_leaf = vec![None; t.switches.len()];
+    for i in 0..t.links.len() {
+        if t.links.kind[i] != LinkKind::Nic {
+            continue;
+        }
+        let Vertex::Port { node, nic, .. } = t.vertex(t.links.lower[i]) else {
+            panic!("NIC link from a switch")
+        };
+        let leaf = (t.links.upper[i] - t.endpoints) as usize;
+        let su = node / 32;
+        match rail_of_leaf[leaf] {
+            None => rail_of_leaf[leaf] = Some((su, nic)),
+            Some(x) => assert_eq!(x, (su, nic)),
+        }
+    }
+    // The leaf level is the rail group: 32 nodes x 8 GPUs.
+    assert_eq!(b.levels[1].size, 256);
+}
+
+#[test]
+fn three_tier_16k_h100_ndr() {
+    // 16,384 NDR ports; radix 64: 2 tiers reach 64^2/2 = 2,048, 3 tiers 64^3/4 = 65,536.
+    let b = built(&h100(16384, "fabric: infiniband-ndr"));
+    assert_eq!(b.network.tiers, 3);
+    // Leaves 16,384 / 32 = 512. Pods of 32 leaves (1,024 ports) -> 16 pods, each with 32
+    // spines (32 x 32 uplinks / 32 down ports) -> 512 spines. Core: for each of the 32 spine
+    // positions, 16 pods x 32 uplinks = 512 cables / 64 ports = 8 cores -> 256 cores.
+    assert_eq!(tier_counts(&b), vec![512, 512, 256]);
+    // 3 x 16,384 cables, all optical.
+    assert_eq!(b.bom.cables, 3 * 16384);
+    assert_eq!(b.bom.transceivers, 6 * 16384);
+    let sizes: Vec<u64> = b.levels.iter().map(|l| l.size).collect();
+    assert_eq!(sizes, vec![8, 32, 1024, 16384]);
+
+    // A full 3-tier fat-tree: 65,536 ports -> k^3/4 = 65,536: 2,048 + 2,048 + 1,024.
+    let full = built(&h100(65536, "fabric: infiniband-ndr"));
+    assert_eq!(tier_counts(&full), vec![2048, 2048, 1024]);
+    // One more node and it needs a 4th tier.
+    let over = built(&h100(65544, "fabric: infiniband-ndr"));
+    assert_eq!(over.network.tiers, 4);
+    assert_eq!(over.bom.tiers[3].name, "super-spine");
+}
+
+#[test]
+fn llama3_islands_oversubscribed_7_to_1() {
+    let b = built(&h100(
+        24576,
+        "fabric: roce-400g, switch_radix: 64, island: 3072, oversubscription: 7",
+    ));
+    // Per GPU scale-out: 8 NICs x 400 Gb/s / 8 / 8 GPUs = 50 GB/s; above the 3,072-GPU
+    // island a seventh of it.
+    let top = b.levels.last().unwrap();
+    assert_eq!(top.size, 24576);
+    assert!((top.gbps_per_accelerator - 50.0 / 7.0).abs() < 1e-12);
+    let island = b.levels.iter().find(|l| l.name == "island").unwrap();
+    assert_eq!(island.size, 3072);
+    assert_eq!(island.gbps_per_accelerator, 50.0);
+    // Island top at 7:1 on 64 ports: 56 down + 8 up. In an island: 2 tiers reach
+    // 32 x 56 = 1,792 < 3,072, so 3 tiers: 96 leaves, 3 pods x 32 spines, and per spine
+    // position 3 x 32 = 96 cables / 56 -> 2 switches (48 down, ceil(48/7) = 7 up each), 64
+    // island-top switches. Above: 8 islands <= 64 ports -> one more tier; per position
+    // 8 x 7 = 56 cables -> 1 switch -> 64 super-spines.
+    assert_eq!(b.network.tiers, 4);
+    assert_eq!(b.network.island_tiers, Some(3));
+    assert_eq!(tier_counts(&b), vec![768, 768, 512, 64]);
+    assert_eq!(b.bom.tiers[2].up_ports, 512 * 7);
+    assert_eq!(b.hierarchy.islands, 8);
+
+    // With 128-port switches (as large as Meta's modular cluster switches): 112 down + 16
+    // up at the island top; island = 48 leaves of 64 + ceil(3,072 / 112) = 28 spines;
+    // above: 8 islands x 16 uplinks per position = 128 -> 1 core per position: 28.
+    let b = built(&h100(
+        24576,
+        "fabric: roce-400g, switch_radix: 128, island: 3072, oversubscription: 7",
+    ));
+    assert_eq!(tier_counts(&b), vec![384, 224, 28]);
+    assert!((b.levels.last().unwrap().gbps_per_accelerator - 50.0 / 7.0).abs() < 1e-12);
+}
+
+#[test]
+fn spine_leaf_oversubscribed_at_leaves() {
+    // 3:1 on 64 ports: 48 down, 16 up. A spine reaches every leaf, so at most 64 leaves:
+    // 64 x 48 = 3,072 ports. 3,072 -> 64 leaves; 64 x 16 uplinks / 64 = 16 spines.
+    let so = "fabric: roce-400g, switch_radix: 64, topology: spine-leaf, oversubscription: 3";
+    let b = built(&h100(3072, so));
+    assert_eq!(tier_counts(&b), vec![64, 16]);
+    assert_eq!(switches(&b, "spine"), 16);
+    assert_eq!(b.bom.tiers[0].up_ports, 64 * 16);
+    assert_eq!(b.bom.tiers[0].oversubscription, Some(3.0));
+    assert!((b.levels.last().unwrap().gbps_per_accelerator - 50.0 / 3.0).abs() < 1e-12);
+    // 2,000 ports: ceil(2000/48) = 42 leaves (41 full, one with 32 -> ceil(32/3) = 11 up);
+    // 41 x 16 + 11 = 667 uplinks -> ceil(667/64) = 11 spines.
+    let b = built(&h100(2000, so));
+    assert_eq!(tier_counts(&b), vec![42, 11]);
+    // 4,096 does not fit two tiers.
+    let e = build(&scenario(&h100(4096, so)), catalog()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "cluster.scale_out.tiers: spine-leaf (2 tiers) of 64-port switches reaches 3072 NIC ports; the 4096 accelerators have 4096; use fat-tree with 3 tiers or a larger switch_radix"
+    );
+}
+
+#[test]
+fn dual_plane_hpn_pod() {
+    // Alibaba HPN pod: 15,360 GPUs, 2 planes of 200G: a 128 x 400G switch is 256 x 200G.
+    // Per plane 15,360 ports: leaves 15,360 / 128 = 120, spines 120 x 128 / 256 = 60.
+    let s = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/alibaba-hpn.yaml"))
+        .unwrap();
+    let b = built(&s);
+    assert_eq!(b.network.planes, 2);
+    assert_eq!(b.network.plane_radix, 256);
+    assert_eq!(tier_counts(&b), vec![240, 120]);
+    assert_eq!(b.bom.nic_ports, 2 * 15360);
+    // Each plane's leaf is a rail of one 1,024-GPU segment (128 hosts).
+    assert_eq!(b.levels[1].size, 1024);
+    assert_eq!(b.levels[1].gbps_per_accelerator, 50.0);
+    // Both planes carry the same number of switches.
+    let per_plane: Vec<usize> = (0..2)
+        .map(|p| b.topology.switches.plane.iter().filter(|&&x| x == p).count())
+        .collect();
+    assert_eq!(per_plane, vec![180, 180]);
+}
+
+#[test]
+fn two_sites_with_dci() {
+    let y = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 32768, scale_up: hgx-h100, scale_out: {fabric: roce-400g, switch_radix: 64}, sites: 2, dci: {gbps_per_site: 102400, distance_km: 80}}";
+    let b = built(y);
+    // 102,400 Gb/s / 400 Gb/s = 256 DCI cables between the two sites.
+    assert_eq!(b.bom.dci_cables, 256);
+    let n = b.levels.len();
+    let (site, cluster) = (&b.levels[n - 2], &b.levels[n - 1]);
+    assert_eq!((site.name.as_str(), site.size), ("site", 16384));
+    assert_eq!((cluster.name.as_str(), cluster.size), ("cluster", 32768));
+    // 102,400 Gb/s / 8 / 16,384 GPUs per site = 0.78125 GB/s per GPU; 80 km x 5 us/km.
+    assert!((cluster.gbps_per_accelerator - 0.78125).abs() < 1e-12);
+    assert!((cluster.latency_us - site.latency_us - 400.0).abs() < 1e-9);
+    // Each site is its own tree: no fabric link crosses sites.
+    let t = &b.topology;
+    for i in 0..t.links.len() {
+        if t.links.kind[i] == LinkKind::Fabric {
+            let a = t.switches.site[(t.links.lower[i] - t.endpoints) as usize];
+            let c = t.switches.site[(t.links.upper[i] - t.endpoints) as usize];
+            assert_eq!(a, c);
+        }
+    }
+}
+
+#[test]
+fn rail_only_has_no_spine_across_rails() {
+    // 4,096 H100 = 512 HGX domains; 8 rails of 512 ports each; 64-port switches: 2 tiers
+    // per rail (16 leaves + 8 spines) -> 128 leaves + 64 spines.
+    let b = built(&h100(4096, "fabric: infiniband-ndr, topology: rail-only"));
+    assert_eq!(tier_counts(&b), vec![128, 64]);
+    // Every switch serves one rail only.
+    let t = &b.topology;
+    let mut rail = vec![u32::MAX; t.switches.len()];
+    for i in 0..t.links.len() {
+        if let Vertex::Port { nic, .. } = t.vertex(t.links.lower[i]) {
+            rail[(t.links.upper[i] - t.endpoints) as usize] = nic;
+        }
+    }
+    for i in 0..t.links.len() {
+        if t.links.kind[i] == LinkKind::Fabric {
+            let lo = rail[(t.links.lower[i] - t.endpoints) as usize];
+            let up = (t.links.upper[i] - t.endpoints) as usize;
+            if rail[up] == u32::MAX {
+                rail[up] = lo;
+            }
+            assert_eq!(rail[up], lo);
+        }
+    }
+    // 1,024 GPUs at radix 64 fit one rail switch per rail: 8 switches.
+    let b = built(&h100(512, "fabric: infiniband-ndr, topology: rail-only"));
+    assert_eq!(tier_counts(&b), vec![8]);
+}
+
+#[test]
+fn copper_only_for_ethernet_top_of_rack() {
+    // RoCE fat-tree, 4 servers per rack = 32 ports = one 64-port leaf's 32 down ports:
+    // the leaf is the rack's ToR, NIC-to-leaf is copper (8,192 DACs), the rest optical.
+    let y = "format: myriad/1\ncluster: {accelerator: mi300x, count: 8192, scale_up: mi300x-oam-8, scale_out: {fabric: roce-400g, switch_radix: 64}}";
+    let b = built(y);
+    assert_eq!(b.bom.copper_cables, 8192);
+    assert_eq!(b.bom.tiers[0].copper_cables, 8192);
+    assert_eq!(b.bom.transceivers, 2 * (8192 + 8192));
+    assert_eq!(b.bom.switches_in_compute_racks, 256);
+    assert!(b.topology.switches.rack.iter().filter(|&&r| r != NO_RACK).count() == 256);
+    // Network racks hold the other 384 switches: 24 racks.
+    assert_eq!(b.bom.network_racks, 24);
+}
+
+/// r = 1: every switch below the top uses as many ports up as down, and the capacity into
+/// each tier from below equals the capacity out of the tier below toward it.
+fn check_conservation(b: &BuiltCluster) {
+    let t = &b.topology;
+    let tiers = t.tiers as usize;
+    for s in 0..t.switches.len() {
+        let tier = t.switches.tier[s] as usize;
+        assert!(
+            t.switches.down_ports[s] + t.switches.up_ports[s] <= b.network.plane_radix,
+            "switch {s} over its ports"
+        );
+        if tier < tiers {
+            assert_eq!(t.switches.down_ports[s], t.switches.up_ports[s], "switch {s} tier {tier}");
+        }
+    }
+    let mut into = vec![0f64; tiers + 2];
+    for i in 0..t.links.len() {
+        into[t.links.tier[i] as usize] += t.links.capacity_gbps(i);
+    }
+    // Into the leaves: every NIC port once.
+    let nic: f64 = b.topology.endpoints as f64 * b.network.nic_link_gbps;
+    assert!((into[1] - nic).abs() < 1e-6);
+    for j in 2..=tiers {
+        assert!((into[j] - into[j - 1]).abs() < 1e-6, "tier {j}: {} vs {}", into[j], into[j - 1]);
+    }
+    // Cables counted per switch match the links.
+    let mut down = vec![0u64; t.switches.len()];
+    for i in 0..t.links.len() {
+        if t.links.kind[i] != LinkKind::Dci {
+            down[(t.links.upper[i] - t.endpoints) as usize] += t.links.cables[i] as u64;
+        }
+    }
+    for s in 0..t.switches.len() {
+        assert_eq!(down[s], t.switches.down_ports[s] as u64);
+    }
+}
+
+#[test]
+fn invariants_domains_and_capacity() {
+    for (count, so) in [
+        (1024, "fabric: infiniband-ndr"),
+        (3000, "fabric: infiniband-ndr"),
+        (16384, "fabric: infiniband-ndr"),
+        (20000, "fabric: infiniband-ndr, topology: rail-optimized"),
+        (9000, "fabric: roce-400g, planes: 2"),
+        (70000, "fabric: infiniband-ndr"),
+        (4096, "fabric: infiniband-ndr, topology: rail-only"),
+    ] {
+        let b = built(&h100(count, so));
+        // Every accelerator in exactly one domain: domains tile 0..count.
+        let mut next = 0;
+        for d in &b.domains {
+            assert_eq!(d.first_accelerator, next);
+            next += d.accelerators as u64;
+        }
+        assert_eq!(next, count);
+        check_conservation(&b);
+        // Levels: increasing, last = whole cluster.
+        for w in b.levels.windows(2) {
+            assert!(w[1].size > w[0].size);
+        }
+        assert_eq!(b.levels.last().unwrap().size, count);
+    }
+    // NVL72: domains of 72, trays of 4.
+    let y = "format: myriad/1\ncluster: {accelerator: gb200, count: 10008, scale_up: gb200-nvl72, scale_out: {fabric: roce-800g}}";
+    let b = built(y);
+    assert_eq!(b.domains.len(), 139);
+    assert_eq!(b.domains.iter().map(|d| d.accelerators as u64).sum::<u64>(), 10008);
+    check_conservation(&b);
+    for w in b.levels.windows(2) {
+        assert!(w[1].size > w[0].size && w[1].size % 72 == 0);
+    }
+}
+
+#[test]
+fn more_accelerators_never_fewer_switches() {
+    let sweep = |so: &str, counts: &mut dyn Iterator<Item = u64>| {
+        let mut prev = 0u64;
+        let mut prev_c = 0u64;
+        for c in counts {
+            let b = built(&h100(c, so));
+            let n = b.bom.switches_total;
+            assert!(n >= prev, "{so}: {c} accelerators -> {n} switches, {prev_c} -> {prev}");
+            prev = n;
+            prev_c = c;
+        }
+    };
+    sweep("fabric: infiniband-ndr", &mut (8..=6000).step_by(8));
+    sweep("fabric: infiniband-ndr", &mut (6000..=140000).step_by(2048).map(|c| c / 8 * 8));
+    sweep("fabric: infiniband-ndr, topology: rail-optimized", &mut (8..=5000).step_by(8));
+    sweep("fabric: roce-400g, switch_radix: 64, planes: 2", &mut (8..=5000).step_by(8));
+    sweep(
+        "fabric: roce-400g, switch_radix: 64, topology: spine-leaf, oversubscription: 3",
+        &mut (8..=3072).step_by(8),
+    );
+    sweep(
+        "fabric: roce-400g, switch_radix: 64, island: 1024, oversubscription: 4",
+        &mut (1032..=40000).step_by(1024).map(|c| c / 8 * 8),
+    );
+}
+
+fn err(s: &Scenario) -> BuildError {
+    build(s, catalog()).expect_err("must fail")
+}
+
+#[test]
+fn error_count_not_filling_domains() {
+    let mut s = scenario(
+        "format: myriad/1\ncluster: {accelerator: gb200, count: 1008, scale_up: gb200-nvl72}",
+    );
+    s.cluster.count = 1000;
+    let e = err(&s);
+    assert_eq!(e.path, "cluster.count");
+    assert_eq!(
+        e.message,
+        "1000 does not fill whole scale-up domains of 72 (13.9 domains); use 1008 or 936"
+    );
+    assert_eq!(
+        e.to_string(),
+        "cluster.count: 1000 does not fill whole scale-up domains of 72 (13.9 domains); use 1008 or 936"
+    );
+}
+
+#[test]
+fn error_tiers_above_four() {
+    let mut s = scenario(&h100(1024, "fabric: infiniband-ndr"));
+    s.cluster.scale_out.tiers = Some(5);
+    assert_eq!(
+        err(&s).to_string(),
+        "cluster.scale_out.tiers: 5 is more than the 4 supported"
+    );
+}
+
+#[test]
+fn error_radix_too_small() {
+    // 8-port switches: 4 tiers reach 8^4/8 = 512 ports.
+    let s = scenario(&h100(16384, "fabric: infiniband-ndr, switch_radix: 8"));
+    assert_eq!(
+        err(&s).to_string(),
+        "cluster.scale_out.tiers: 16384 accelerators have 16384 NIC ports; that needs more than 4 tiers of 8-port switches (4 tiers reach 512); use a larger switch_radix or fewer accelerators"
+    );
+    // Too few tiers for the count: 2 tiers of 64 ports reach 2,048.
+    let s = scenario(&h100(16384, "fabric: infiniband-ndr, tiers: 2"));
+    assert_eq!(
+        err(&s).to_string(),
+        "cluster.scale_out.tiers: 2 tiers of 64-port switches reach 2048 NIC ports; the 16384 accelerators have 16384; use tiers: 3 or null"
+    );
+}
+
+#[test]
+fn error_unknown_fabric() {
+    let mut s = scenario(&h100(1024, "fabric: infiniband-ndr"));
+    s.cluster.scale_out.fabric = Some("infiniband-ndx".into());
+    let e = err(&s);
+    assert_eq!(e.path, "cluster.scale_out.fabric");
+    assert!(e.message.starts_with("`infiniband-ndx` is not a known scale-out fabric; closest: infiniband-ndr"), "{e}");
+    assert_eq!(
+        e.message,
+        "`infiniband-ndx` is not a known scale-out fabric; closest: infiniband-ndr, infiniband-hdr, infiniband-xdr"
+    );
+}
+
+#[test]
+fn error_island_not_whole_domains() {
+    let s = scenario(
+        "format: myriad/1\ncluster: {accelerator: gb200, count: 10008, scale_up: gb200-nvl72, scale_out: {island: 3000, oversubscription: 4}}",
+    );
+    assert_eq!(
+        err(&s).to_string(),
+        "cluster.scale_out.island: 3000 is not a whole number of scale-up domains of 72 (41.7 domains); use 3024 or 2952"
+    );
+}
+
+#[test]
+fn report_json_has_the_keys() {
+    let b = built(&h100(1024, "fabric: infiniband-ndr, tiers: 2"));
+    let v = serde_json::to_value(b.report()).unwrap();
+    for k in [
+        "accelerators",
+        "scale_up_domains",
+        "switches",
+        "switches_total",
+        "transceivers",
+        "cables",
+        "racks",
+        "it_power_mw",
+        "facility_power_mw",
+        "capex_usd",
+        "capex_breakdown",
+        "peak_pflops",
+        "levels",
+        "tiers",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    assert_eq!(v["switches"]["leaf"], 32);
+    assert_eq!(v["switches"]["spine"], 16);
+    assert_eq!(v["switches_total"], 48);
+    assert_eq!(v["transceivers"], 4096);
+    assert!(v["peak_pflops"]["bf16"].as_f64().unwrap() > 1000.0);
+}
