@@ -42,6 +42,26 @@
 //! per-NIC figure — the NCCL maintainers' "46-48 GB/s per NDR NIC", and DGX-1's 48 GB/s
 //! with 4 × 100G NICs (4 × 12.2 GB/s).
 //!
+//! # Example
+//!
+//! ```
+//! use myriad_cluster::Level;
+//! use myriad_collective::{time, Algorithm, GroupSpan, Op};
+//!
+//! // One DGX H100 (hgx-h100 catalog numbers) on an NDR fabric of 16 nodes.
+//! let levels = vec![
+//!     Level { name: "domain".into(), size: 8, gbps_per_accelerator: 450.0, latency_us: 2.0,
+//!             efficiency: 0.80, in_network_reduction: true },
+//!     Level { name: "cluster".into(), size: 128, gbps_per_accelerator: 50.0, latency_us: 2.0,
+//!             efficiency: 0.94, in_network_reduction: false },
+//! ];
+//! let tp = GroupSpan::new(vec![8, 1]);
+//! let r = time(Op::AllReduce, Algorithm::Auto, 8.0 * 1024.0 * 1024.0 * 1024.0, &tp, &levels)?;
+//! assert_eq!(r.algorithm, Algorithm::Nvls);
+//! assert!((r.busbw_gbps - 480.0).abs() < 10.0);
+//! # Ok::<(), myriad_collective::CollectiveError>(())
+//! ```
+//!
 //! Invariants: pure functions, no allocation on the timing path; time is monotone
 //! non-decreasing in bytes, and for ring, tree, direct and broadcast in the span of the
 //! outermost level (more units of the same shape); busbw never exceeds [`busbw_bound`].
@@ -189,11 +209,11 @@ pub const NVLS_BANDWIDTH_FACTOR: f64 = 0.858;
 /// Fixed cost of an in-network-reduction collective (multicast object synchronisation
 /// across the domain and the fill of NVLS's deep Simple pipeline), µs. Hardware
 /// calibration: the DGX H100 curve reaches only 400 GB/s busbw at 128 MiB and 437 at 512
-/// MiB ("256 MB is too small to reach peak"), i.e. ≈ 70 µs of fixed time in total at
+/// MiB ("256 MB is too small to reach peak"), i.e. ≈ 75 µs of fixed time in total at
 /// 32 MiB - 512 MiB, of which LAUNCH_US and 2 Simple steps are 10 µs. Proposed catalog
-/// field: `scale_up.nvls_latency_us` (60 for hgx-h100). Also used, uncalibrated, for
+/// field: `scale_up.nvls_latency_us` (65 for hgx-h100). Also used, uncalibrated, for
 /// scale-out in-network reduction (SHARP).
-pub const NVLS_FIXED_US: f64 = 60.0;
+pub const NVLS_FIXED_US: f64 = 65.0;
 
 /// Tree bandwidth relative to the ideal `2S` per rank (NCCL's tuning model applies 0.9 to
 /// tree bandwidth; trees pipeline less evenly than rings).
@@ -489,8 +509,8 @@ fn validate(group: &GroupSpan, levels: &[Level]) -> Result<Shape, CollectiveErro
         if l.size == 0 {
             return bad("size is 0");
         }
-        if l.size % prev_size != 0 {
-            return bad("size is not a multiple of the level below");
+        if l.size < prev_size {
+            return bad("size is smaller than the level below");
         }
         if !(l.gbps_per_accelerator.is_finite() && l.gbps_per_accelerator > 0.0) {
             return bad("gbps_per_accelerator must be a finite number > 0");
@@ -501,7 +521,9 @@ fn validate(group: &GroupSpan, levels: &[Level]) -> Result<Shape, CollectiveErro
         if !(l.latency_us.is_finite() && l.latency_us >= 0.0) {
             return bad("latency_us must be a finite number >= 0");
         }
-        let max = l.size / prev_size;
+        // Real clusters have partial units (a last pod that is not full): a level need not
+        // be a multiple of the one below; it holds at most ceil(size / below) of them.
+        let max = l.size.div_ceil(prev_size);
         if s == 0 {
             return Err(CollectiveError::ZeroSpan { level: i });
         }
