@@ -100,7 +100,10 @@ pub enum Algorithm {
     /// `Λ = phases · Σ_i (P_i − P_{i+1}) · lat_i` (the ring's steps at each level; phases =
     /// 2 for all-reduce), `W = sent · max_i(f_i / bw_i)` with `f_0 = 1 − P_1/n` (or 1 in a
     /// single domain) and `f_i = P_i / n` for scale-out levels: the slowest level crossed
-    /// limits the ring, with each unit's `m_i` NICs sharing its crossings.
+    /// limits the ring, with each unit's `m_i` NICs sharing its crossings. Steps are
+    /// charged at the latency of the level each one crosses (as NCCL's tuner does: intra-
+    /// node steps at NVLink latency, inter-node steps at network latency), not all at the
+    /// slowest level's.
     Ring,
     /// NCCL's double binary tree (all-reduce only): a chain inside the domain, two
     /// complementary binary trees across domains, reduce up then broadcast down, pipelined.
