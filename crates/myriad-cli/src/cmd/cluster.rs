@@ -68,9 +68,8 @@ fn table(header: &[&str]) -> Table {
     t
 }
 
-fn right(t: &mut Table, from: usize) {
-    let n = t.column_count();
-    for i in from..n {
+fn right(t: &mut Table, cols: &[usize]) {
+    for &i in cols {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
@@ -84,7 +83,7 @@ fn render(r: &ClusterReport) -> String {
     let title = if r.name.is_empty() { "(unnamed)" } else { &r.name };
     out.push_str(&format!("Cluster: {title}\n\n"));
 
-    let mut t = table(&["", ""]);
+    let mut t = table(&[]);
     t.add_row(vec![
         "Accelerators".to_string(),
         format!("{} x {} ({})", int(r.accelerators), r.accelerator.name, r.accelerator.id),
@@ -206,7 +205,7 @@ fn render(r: &ClusterReport) -> String {
         int(r.copper_cables),
         String::new(),
     ]);
-    right(&mut t, 1);
+    right(&mut t, &[1, 3, 4, 5, 6, 7]);
     out.push_str(&format!("{t}\n\nBill of materials\n"));
 
     let mut t = table(&["item", "count"]);
@@ -229,10 +228,10 @@ fn render(r: &ClusterReport) -> String {
             int(r.network_racks)
         ),
     ]);
-    right(&mut t, 1);
+    right(&mut t, &[1]);
     out.push_str(&format!("{t}\n\nCompute and memory\n"));
 
-    let mut t = table(&["", "total"]);
+    let mut t = table(&["compute and memory", "total"]);
     for (p, v) in &r.peak_pflops.0 {
         t.add_row(vec![format!("peak {p} (dense)"), format!("{} PFLOP/s", num(*v, 1))]);
     }
@@ -248,12 +247,12 @@ fn render(r: &ClusterReport) -> String {
         "HBM bandwidth".to_string(),
         format!("{} PB/s", num(r.hbm_tbps / 1000.0, 2)),
     ]);
-    right(&mut t, 1);
+    right(&mut t, &[1]);
     out.push_str(&format!("{t}\n\nPower and cost\n"));
 
     let p = &r.power;
     let c = &r.capex_breakdown;
-    let mut t = table(&["", "value"]);
+    let mut t = table(&["power and cost", "value"]);
     t.add_row(vec!["IT power".to_string(), format!("{} MW", num(p.it_mw, 2))]);
     t.add_row(vec![
         "  nodes / scale-up fabric / switches / optics".to_string(),
@@ -290,7 +289,7 @@ fn render(r: &ClusterReport) -> String {
     ]);
     t.add_row(vec!["capex: NICs (in servers)".to_string(), usd(c.nics_usd)]);
     t.add_row(vec!["capex total (USD)".to_string(), usd(c.total_usd)]);
-    right(&mut t, 1);
+    right(&mut t, &[1]);
     out.push_str(&format!("{t}\n\nHierarchy levels (for the step model)\n"));
 
     let mut t = table(&[
@@ -311,7 +310,7 @@ fn render(r: &ClusterReport) -> String {
             if l.in_network_reduction { "yes" } else { "no" }.to_string(),
         ]);
     }
-    right(&mut t, 1);
+    right(&mut t, &[1, 2, 3, 4]);
     out.push_str(&format!("{t}\n"));
     out
 }
