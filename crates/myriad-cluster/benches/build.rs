@@ -11,7 +11,10 @@ fn main() {
 
 fn load(name: &str, text: &str) -> (Scenario, &'static Catalog) {
     let cat = catalog();
-    (parse_scenario(name, text, cat).expect("example parses"), cat)
+    (
+        parse_scenario(name, text, cat).expect("example parses"),
+        cat,
+    )
 }
 
 #[divan::bench]

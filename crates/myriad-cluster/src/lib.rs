@@ -60,8 +60,8 @@ use myriad_scenario::{Scenario, TopologyKind, MAX_TIERS};
 use serde::{Serialize, Serializer};
 
 pub use summary::{ClusterReport, GraphSize, IdName, ScaleUpReport};
-pub use topology::{LinkKind, Links, Switches, Topology, Vertex, NO_RACK};
 use topology::{ratio_down, LeafKind, Plan, Rule, Scope};
+pub use topology::{LinkKind, Links, Switches, Topology, Vertex, NO_RACK};
 
 /// One level of the hierarchy, as the step-time model sees it: a group of `size`
 /// accelerators, and the bandwidth each accelerator has to peers inside the group but
@@ -377,7 +377,10 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
         None => cat.default_scale_up_for(&acc.id).ok_or_else(|| {
             BuildError::new(
                 "cluster.scale_up",
-                format!("no scale-up system in the catalog holds `{}`; name one", acc.id),
+                format!(
+                    "no scale-up system in the catalog holds `{}`; name one",
+                    acc.id
+                ),
             )
         })?,
     };
@@ -450,10 +453,16 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
             )
         })?;
         if !(d.gbps_per_site > 0.0) {
-            return Err(BuildError::new("cluster.dci.gbps_per_site", "must be positive"));
+            return Err(BuildError::new(
+                "cluster.dci.gbps_per_site",
+                "must be positive",
+            ));
         }
         if !(d.distance_km >= 0.0) {
-            return Err(BuildError::new("cluster.dci.distance_km", "must not be negative"));
+            return Err(BuildError::new(
+                "cluster.dci.distance_km",
+                "must not be negative",
+            ));
         }
         Some(d.clone())
     } else {
@@ -476,7 +485,10 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     }
     if let Some(t) = so.tiers {
         if t == 0 {
-            return Err(BuildError::new("cluster.scale_out.tiers", "0: at least 1 tier"));
+            return Err(BuildError::new(
+                "cluster.scale_out.tiers",
+                "0: at least 1 tier",
+            ));
         }
         if t > MAX_TIERS {
             return Err(BuildError::new(
@@ -565,11 +577,19 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
 
     // DCI per site-top block, per plane.
     let rails = (nodes_per_domain * eps as u64) as u32;
-    let blocks_per_site = if kind == TopologyKind::RailOnly { rails.max(1) } else { 1 };
+    let blocks_per_site = if kind == TopologyKind::RailOnly {
+        rails.max(1)
+    } else {
+        1
+    };
     let dci_per_block = dci
         .as_ref()
         .map(|d| d.gbps_per_site / planes as f64 / blocks_per_site as f64);
-    let below_top_ratio = if island_nodes.is_some() || leaf_ratio { r } else { 1.0 };
+    let below_top_ratio = if island_nodes.is_some() || leaf_ratio {
+        r
+    } else {
+        1.0
+    };
     let dci_down = match dci_per_block {
         Some(g) => {
             let site_bw = e_site as f64 / blocks_per_site as f64 * nic_link_gbps / below_top_ratio;
@@ -809,7 +829,9 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     };
 
     // ---- hierarchy ----------------------------------------------------------------
-    let islands_per_site = island_nodes.map(|n| nodes_per_site.div_ceil(n)).unwrap_or(0);
+    let islands_per_site = island_nodes
+        .map(|n| nodes_per_site.div_ceil(n))
+        .unwrap_or(0);
     let hierarchy = Hierarchy {
         sites,
         accelerators_per_site: acc_per_site,
@@ -905,7 +927,9 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
         r,
         island_acc,
         sites,
-        dci: dci.as_ref().map(|d| (d.gbps_per_site, d.distance_km * DCI_US_PER_KM)),
+        dci: dci
+            .as_ref()
+            .map(|d| (d.gbps_per_site, d.distance_km * DCI_US_PER_KM)),
     };
     let levels = levels(&lv);
 
@@ -1099,15 +1123,11 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
     let mut cand: Vec<(&str, u64, f64, f64)> = Vec::new();
     let to_acc = |ports: u64| (ports as f64 / x.ep_per_acc).floor() as u64;
     let d = x.down;
-    let cap = |from: u32, to: u32| (from..=to).fold(1u64, |a, j| a.saturating_mul(d[j as usize] as u64));
+    let cap =
+        |from: u32, to: u32| (from..=to).fold(1u64, |a, j| a.saturating_mul(d[j as usize] as u64));
     match x.scope {
         Scope::Rails => {
-            cand.push((
-                "rail",
-                x.acc_per_site,
-                b,
-                lat(x.tiers) + su.latency_us,
-            ));
+            cand.push(("rail", x.acc_per_site, b, lat(x.tiers) + su.latency_us));
         }
         Scope::Site => {
             for j in 1..x.tiers {
@@ -1119,7 +1139,11 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
                 let bw = if x.leaf_ratio && j >= 2 { b / x.r } else { b };
                 cand.push((block_name(j), size, bw, lat(j)));
             }
-            let bw = if x.leaf_ratio && x.tiers >= 2 { b / x.r } else { b };
+            let bw = if x.leaf_ratio && x.tiers >= 2 {
+                b / x.r
+            } else {
+                b
+            };
             cand.push((site_name, x.acc_per_site, bw, lat(x.tiers)));
         }
         Scope::Islands { .. } => {
@@ -1134,7 +1158,12 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
             }
             cand.push(("island", isl, b, lat(x.scope_tiers)));
             for j in x.scope_tiers + 1..x.tiers {
-                cand.push(("superpod", isl.saturating_mul(cap(x.scope_tiers + 1, j)), b / x.r, lat(j)));
+                cand.push((
+                    "superpod",
+                    isl.saturating_mul(cap(x.scope_tiers + 1, j)),
+                    b / x.r,
+                    lat(j),
+                ));
             }
             cand.push((site_name, x.acc_per_site, b / x.r, lat(x.tiers)));
         }

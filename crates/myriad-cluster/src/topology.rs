@@ -353,7 +353,11 @@ impl Ctx<'_> {
         let sw = &mut self.topo.switches;
         let k = self.plan.k;
         let want = (gbps / self.plan.link_gbps - 1e-9).ceil().max(1.0) as u64;
-        let total: u64 = block.switches.iter().map(|&x| sw.down_ports[x as usize] as u64).sum();
+        let total: u64 = block
+            .switches
+            .iter()
+            .map(|&x| sw.down_ports[x as usize] as u64)
+            .sum();
         if total == 0 {
             return;
         }
@@ -421,7 +425,8 @@ impl Ctx<'_> {
     fn rack_of(&self, port_vertex: u32) -> u64 {
         let node = (port_vertex / self.topo.endpoints_per_node) as u64;
         let site = node / self.plan.nodes_per_site;
-        site * self.plan.racks_per_site + (node % self.plan.nodes_per_site) / self.plan.nodes_per_rack
+        site * self.plan.racks_per_site
+            + (node % self.plan.nodes_per_site) / self.plan.nodes_per_rack
     }
 
     /// Tier `tier` over `blocks`: blocks of `fanin` lower blocks (all when `None`).
@@ -520,8 +525,8 @@ impl Ctx<'_> {
             (node * topo_eppn as u64 + (plane * eps + slot) as u64) as u32
         };
         // NIC port order and leaf sizes for a node range.
-        let leaf_ports = |n0: u64, n1: u64, ports: &mut Vec<u32>, chunks: &mut Vec<u32>| {
-            match p.leaf_kind {
+        let leaf_ports =
+            |n0: u64, n1: u64, ports: &mut Vec<u32>, chunks: &mut Vec<u32>| match p.leaf_kind {
                 LeafKind::Consecutive => {
                     for node in n0..n1 {
                         for slot in 0..eps {
@@ -549,8 +554,7 @@ impl Ctx<'_> {
                         g0 = g1;
                     }
                 }
-            }
-        };
+            };
         let scope_top_fanin = |j: u32| -> Option<usize> {
             if j == p.scope_tiers {
                 None
@@ -658,33 +662,51 @@ pub(crate) fn build_graph(p: &Plan) -> Topology {
         tops.push(per_plane);
     }
     if p.sites > 1 {
-        // DCI: site-top switch at position q of block b in site a <-> the same position in
-        // every other site; each switch's up ports split evenly over the peers (at least one
-        // cable per pair).
+        // DCI: the site-top switch at position q of block i in site a links to the same
+        // position in every other site. Its DCI ports split evenly over the peers
+        // (ceil), pairs taken in an order rotated by position, never past a switch's
+        // allotted ports.
         let peers = p.sites - 1;
         let lat = p.dci_latency_us;
+        let mut pairs = Vec::new();
         for a in 0..p.sites as usize {
             for b in a + 1..p.sites as usize {
-                for plane in 0..p.planes as usize {
-                    for (ba, bb) in tops[a][plane].iter().zip(tops[b][plane].iter()) {
-                        for (&x, &y) in ba.switches.iter().zip(bb.switches.iter()) {
-                            let u = ctx.topo.switches.up_ports[x as usize];
-                            if u == 0 {
-                                continue;
-                            }
-                            let c = (u / peers).max(1);
-                            let (xv, yv) = (ctx.topo.switch_vertex(x), ctx.topo.switch_vertex(y));
-                            ctx.topo.add_link(
-                                xv,
-                                yv,
-                                c,
-                                p.link_gbps,
-                                lat,
-                                true,
-                                p.tiers,
-                                LinkKind::Dci,
-                            );
+                pairs.push((a, b));
+            }
+        }
+        let mut left = vec![0u32; p.sites as usize];
+        for plane in 0..p.planes as usize {
+            for bi in 0..tops[0][plane].len() {
+                for q in 0..tops[0][plane][bi].switches.len() {
+                    let sw_at = |site: usize| tops[site][plane][bi].switches.get(q).copied();
+                    for (site, l) in left.iter_mut().enumerate() {
+                        *l = sw_at(site)
+                            .map(|x| ctx.topo.switches.up_ports[x as usize])
+                            .unwrap_or(0);
+                    }
+                    let per = left[0].div_ceil(peers);
+                    for k in 0..pairs.len() {
+                        let (a, b) = pairs[(k + q) % pairs.len()];
+                        let c = per.min(left[a]).min(left[b]);
+                        let (Some(x), Some(y)) = (sw_at(a), sw_at(b)) else {
+                            continue;
+                        };
+                        if c == 0 {
+                            continue;
                         }
+                        left[a] -= c;
+                        left[b] -= c;
+                        let (xv, yv) = (ctx.topo.switch_vertex(x), ctx.topo.switch_vertex(y));
+                        ctx.topo.add_link(
+                            xv,
+                            yv,
+                            c,
+                            p.link_gbps,
+                            lat,
+                            true,
+                            p.tiers,
+                            LinkKind::Dci,
+                        );
                     }
                 }
             }

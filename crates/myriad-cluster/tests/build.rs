@@ -34,7 +34,10 @@ fn tier_counts(b: &BuiltCluster) -> Vec<u64> {
 
 #[test]
 fn dgx_superpod_1024_h100() {
-    let b = built(&h100(1024, "fabric: infiniband-ndr, topology: fat-tree, tiers: 2"));
+    let b = built(&h100(
+        1024,
+        "fabric: infiniband-ndr, topology: fat-tree, tiers: 2",
+    ));
     // 128 DGX H100 x 8 ConnectX-7 = 1,024 NDR ports. Radix 64, non-blocking: a leaf has 32
     // down and 32 up -> 1,024 / 32 = 32 leaves; 32 x 32 = 1,024 uplinks on 64-port spines
     // -> 16 spines (SuperPOD RA: 4 SUs x 8 leaves, spines = leaves x 32 / 64).
@@ -96,7 +99,10 @@ fn dgx_superpod_1024_h100() {
 
 #[test]
 fn superpod_rail_optimized_same_counts_rails_on_leaves() {
-    let b = built(&h100(1024, "fabric: infiniband-ndr, topology: rail-optimized"));
+    let b = built(&h100(
+        1024,
+        "fabric: infiniband-ndr, topology: rail-optimized",
+    ));
     assert_eq!(tier_counts(&b), vec![32, 16]);
     assert_eq!(b.bom.transceivers, 4096);
     // Every leaf holds one rail: NIC i of the 32 nodes of one scalable unit.
@@ -207,8 +213,11 @@ fn spine_leaf_oversubscribed_at_leaves() {
 fn dual_plane_hpn_pod() {
     // Alibaba HPN pod: 15,360 GPUs, 2 planes of 200G: a 128 x 400G switch is 256 x 200G.
     // Per plane 15,360 ports: leaves 15,360 / 128 = 120, spines 120 x 128 / 256 = 60.
-    let s = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/alibaba-hpn.yaml"))
-        .unwrap();
+    let s = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/alibaba-hpn.yaml"
+    ))
+    .unwrap();
     let b = built(&s);
     assert_eq!(b.network.planes, 2);
     assert_eq!(b.network.plane_radix, 256);
@@ -219,7 +228,14 @@ fn dual_plane_hpn_pod() {
     assert_eq!(b.levels[1].gbps_per_accelerator, 50.0);
     // Both planes carry the same number of switches.
     let per_plane: Vec<usize> = (0..2)
-        .map(|p| b.topology.switches.plane.iter().filter(|&&x| x == p).count())
+        .map(|p| {
+            b.topology
+                .switches
+                .plane
+                .iter()
+                .filter(|&&x| x == p)
+                .count()
+        })
         .collect();
     assert_eq!(per_plane, vec![180, 180]);
 }
@@ -287,7 +303,15 @@ fn copper_only_for_ethernet_top_of_rack() {
     assert_eq!(b.bom.tiers[0].copper_cables, 8192);
     assert_eq!(b.bom.transceivers, 2 * (8192 + 8192));
     assert_eq!(b.bom.switches_in_compute_racks, 256);
-    assert!(b.topology.switches.rack.iter().filter(|&&r| r != NO_RACK).count() == 256);
+    assert!(
+        b.topology
+            .switches
+            .rack
+            .iter()
+            .filter(|&&r| r != NO_RACK)
+            .count()
+            == 256
+    );
     // Network racks hold the other 384 switches: 24 racks.
     assert_eq!(b.bom.network_racks, 24);
 }
@@ -304,7 +328,10 @@ fn check_conservation(b: &BuiltCluster) {
             "switch {s} over its ports"
         );
         if tier < tiers {
-            assert_eq!(t.switches.down_ports[s], t.switches.up_ports[s], "switch {s} tier {tier}");
+            assert_eq!(
+                t.switches.down_ports[s], t.switches.up_ports[s],
+                "switch {s} tier {tier}"
+            );
         }
     }
     let mut into = vec![0f64; tiers + 2];
@@ -315,7 +342,12 @@ fn check_conservation(b: &BuiltCluster) {
     let nic: f64 = b.topology.endpoints as f64 * b.network.nic_link_gbps;
     assert!((into[1] - nic).abs() < 1e-6);
     for j in 2..=tiers {
-        assert!((into[j] - into[j - 1]).abs() < 1e-6, "tier {j}: {} vs {}", into[j], into[j - 1]);
+        assert!(
+            (into[j] - into[j - 1]).abs() < 1e-6,
+            "tier {j}: {} vs {}",
+            into[j],
+            into[j - 1]
+        );
     }
     // Cables counted per switch match the links.
     let mut down = vec![0u64; t.switches.len()];
@@ -359,7 +391,10 @@ fn invariants_domains_and_capacity() {
     let y = "format: myriad/1\ncluster: {accelerator: gb200, count: 10008, scale_up: gb200-nvl72, scale_out: {fabric: roce-800g}}";
     let b = built(y);
     assert_eq!(b.domains.len(), 139);
-    assert_eq!(b.domains.iter().map(|d| d.accelerators as u64).sum::<u64>(), 10008);
+    assert_eq!(
+        b.domains.iter().map(|d| d.accelerators as u64).sum::<u64>(),
+        10008
+    );
     check_conservation(&b);
     for w in b.levels.windows(2) {
         assert!(w[1].size > w[0].size && w[1].size % 72 == 0);
@@ -374,15 +409,27 @@ fn more_accelerators_never_fewer_switches() {
         for c in counts {
             let b = built(&h100(c, so));
             let n = b.bom.switches_total;
-            assert!(n >= prev, "{so}: {c} accelerators -> {n} switches, {prev_c} -> {prev}");
+            assert!(
+                n >= prev,
+                "{so}: {c} accelerators -> {n} switches, {prev_c} -> {prev}"
+            );
             prev = n;
             prev_c = c;
         }
     };
     sweep("fabric: infiniband-ndr", &mut (8..=6000).step_by(8));
-    sweep("fabric: infiniband-ndr", &mut (6000..=140000).step_by(2048).map(|c| c / 8 * 8));
-    sweep("fabric: infiniband-ndr, topology: rail-optimized", &mut (8..=5000).step_by(8));
-    sweep("fabric: roce-400g, switch_radix: 64, planes: 2", &mut (8..=5000).step_by(8));
+    sweep(
+        "fabric: infiniband-ndr",
+        &mut (6000..=140000).step_by(2048).map(|c| c / 8 * 8),
+    );
+    sweep(
+        "fabric: infiniband-ndr, topology: rail-optimized",
+        &mut (8..=5000).step_by(8),
+    );
+    sweep(
+        "fabric: roce-400g, switch_radix: 64, planes: 2",
+        &mut (8..=5000).step_by(8),
+    );
     sweep(
         "fabric: roce-400g, switch_radix: 64, topology: spine-leaf, oversubscription: 3",
         &mut (8..=3072).step_by(8),
@@ -447,7 +494,12 @@ fn error_unknown_fabric() {
     s.cluster.scale_out.fabric = Some("infiniband-ndx".into());
     let e = err(&s);
     assert_eq!(e.path, "cluster.scale_out.fabric");
-    assert!(e.message.starts_with("`infiniband-ndx` is not a known scale-out fabric; closest: infiniband-ndr"), "{e}");
+    assert!(
+        e.message.starts_with(
+            "`infiniband-ndx` is not a known scale-out fabric; closest: infiniband-ndr"
+        ),
+        "{e}"
+    );
     assert_eq!(
         e.message,
         "`infiniband-ndx` is not a known scale-out fabric; closest: infiniband-ndr, infiniband-hdr, infiniband-xdr"
@@ -492,4 +544,72 @@ fn report_json_has_the_keys() {
     assert_eq!(v["switches_total"], 48);
     assert_eq!(v["transceivers"], 4096);
     assert!(v["peak_pflops"]["bf16"].as_f64().unwrap() > 1000.0);
+}
+
+#[test]
+fn every_combination_builds_within_port_limits() {
+    let topologies = ["fat-tree", "rail-optimized", "rail-only", "spine-leaf"];
+    for topo in topologies {
+        for planes in [1, 2] {
+            for sites in [1u64, 2, 3] {
+                for (island, r) in [(None, 1.0), (Some(1024u64), 4.0), (None, 2.0)] {
+                    if topo == "rail-only" && r > 1.0 {
+                        continue;
+                    }
+                    if topo == "spine-leaf" && island.is_some() {
+                        continue;
+                    }
+                    let count = 3072 * sites;
+                    let mut so = format!(
+                        "fabric: roce-400g, switch_radix: 64, topology: {topo}, planes: {planes}, oversubscription: {r}"
+                    );
+                    if let Some(i) = island {
+                        so.push_str(&format!(", island: {i}"));
+                    }
+                    let dci = if sites > 1 {
+                        ", dci: {gbps_per_site: 51200, distance_km: 10}"
+                    } else {
+                        ""
+                    };
+                    let y = format!(
+                        "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {count}, scale_up: hgx-h100, sites: {sites}{dci}, scale_out: {{{so}}}}}"
+                    );
+                    let s = scenario(&y);
+                    let b = match build(&s, catalog()) {
+                        Ok(b) => b,
+                        // spine-leaf at 3:1.. may not fit two tiers; that must be the error.
+                        Err(e) => {
+                            assert_eq!(e.path, "cluster.scale_out.tiers", "{y}: {e}");
+                            continue;
+                        }
+                    };
+                    let t = &b.topology;
+                    for i in 0..t.switches.len() {
+                        assert!(
+                            t.switches.down_ports[i] + t.switches.up_ports[i]
+                                <= b.network.plane_radix,
+                            "{y}: switch {i}"
+                        );
+                    }
+                    assert_eq!(b.levels.last().unwrap().size, count, "{y}");
+                    for w in b.levels.windows(2) {
+                        assert!(w[1].size > w[0].size, "{y}");
+                    }
+                    // Every NIC port has exactly one cable.
+                    let mut seen = vec![0u8; t.endpoints as usize];
+                    for i in 0..t.links.len() {
+                        if t.links.kind[i] == LinkKind::Nic {
+                            seen[t.links.lower[i] as usize] += 1;
+                        }
+                    }
+                    assert!(seen.iter().all(|&c| c == 1), "{y}");
+                    if sites > 1 {
+                        // 51,200 / planes per plane at 400 / planes Gb/s -> 128 cables per site
+                        // pair and plane (rail-only: at least one per rail).
+                        assert!(b.bom.dci_cables >= 128, "{y}: {}", b.bom.dci_cables);
+                    }
+                }
+            }
+        }
+    }
 }

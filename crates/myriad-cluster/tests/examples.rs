@@ -17,7 +17,10 @@ fn examples() -> Vec<PathBuf> {
 #[test]
 fn every_example_builds() {
     let files = examples();
-    assert!(files.len() >= 7, "expected the 7 example scenarios, got {files:?}");
+    assert!(
+        files.len() >= 7,
+        "expected the 7 example scenarios, got {files:?}"
+    );
     for f in files {
         let name = f.display().to_string();
         let text = std::fs::read_to_string(&f).unwrap();
@@ -29,10 +32,21 @@ fn every_example_builds() {
         let total: u64 = b.domains.iter().map(|d| d.accelerators as u64).sum();
         assert_eq!(total, s.cluster.count, "{name}");
         assert_eq!(b.levels.last().unwrap().size, s.cluster.count, "{name}");
-        assert!(r.capex_usd > 0.0 && r.facility_power_mw > r.it_power_mw, "{name}");
+        assert!(
+            r.capex_usd > 0.0 && r.facility_power_mw > r.it_power_mw,
+            "{name}"
+        );
         if std::env::var("MYRIAD_PRINT").is_ok() {
             let mut v = serde_json::to_value(&r).unwrap();
-            for k in ["network", "power", "hierarchy", "capex_breakdown", "scale_up", "peak_pflops", "accelerator"] {
+            for k in [
+                "network",
+                "power",
+                "hierarchy",
+                "capex_breakdown",
+                "scale_up",
+                "peak_pflops",
+                "accelerator",
+            ] {
                 v.as_object_mut().unwrap().remove(k);
             }
             println!("{name}\n{}\n", serde_json::to_string(&v).unwrap());

@@ -80,13 +80,22 @@ fn render(r: &ClusterReport) -> String {
     let n = &r.network;
     let h = &r.hierarchy;
     let mut out = String::new();
-    let title = if r.name.is_empty() { "(unnamed)" } else { &r.name };
+    let title = if r.name.is_empty() {
+        "(unnamed)"
+    } else {
+        &r.name
+    };
     out.push_str(&format!("Cluster: {title}\n\n"));
 
     let mut t = table(&[]);
     t.add_row(vec![
         "Accelerators".to_string(),
-        format!("{} x {} ({})", int(r.accelerators), r.accelerator.name, r.accelerator.id),
+        format!(
+            "{} x {} ({})",
+            int(r.accelerators),
+            r.accelerator.name,
+            r.accelerator.id
+        ),
     ]);
     t.add_row(vec![
         "Scale-up domains".to_string(),
@@ -126,7 +135,9 @@ fn render(r: &ClusterReport) -> String {
                 "{} x {} accelerators at full bisection, {}:1 above",
                 int(h.islands),
                 int(i),
-                num(n.oversubscription, 2).trim_end_matches('0').trim_end_matches('.')
+                num(n.oversubscription, 2)
+                    .trim_end_matches('0')
+                    .trim_end_matches('.')
             ),
         ]);
     }
@@ -214,7 +225,10 @@ fn render(r: &ClusterReport) -> String {
     t.add_row(vec!["switches".to_string(), int(r.switches_total)]);
     t.add_row(vec!["transceivers".to_string(), int(r.transceivers)]);
     t.add_row(vec!["optical cables".to_string(), int(r.optical_cables)]);
-    t.add_row(vec!["copper cables (DAC)".to_string(), int(r.copper_cables)]);
+    t.add_row(vec![
+        "copper cables (DAC)".to_string(),
+        int(r.copper_cables),
+    ]);
     t.add_row(vec![
         "scale-up switch chips".to_string(),
         int(r.scale_up.switch_chips),
@@ -233,7 +247,10 @@ fn render(r: &ClusterReport) -> String {
 
     let mut t = table(&["compute and memory", "total"]);
     for (p, v) in &r.peak_pflops.0 {
-        t.add_row(vec![format!("peak {p} (dense)"), format!("{} PFLOP/s", num(*v, 1))]);
+        t.add_row(vec![
+            format!("peak {p} (dense)"),
+            format!("{} PFLOP/s", num(*v, 1)),
+        ]);
     }
     t.add_row(vec![
         "HBM capacity".to_string(),
@@ -253,7 +270,10 @@ fn render(r: &ClusterReport) -> String {
     let p = &r.power;
     let c = &r.capex_breakdown;
     let mut t = table(&["power and cost", "value"]);
-    t.add_row(vec!["IT power".to_string(), format!("{} MW", num(p.it_mw, 2))]);
+    t.add_row(vec![
+        "IT power".to_string(),
+        format!("{} MW", num(p.it_mw, 2)),
+    ]);
     t.add_row(vec![
         "  nodes / scale-up fabric / switches / optics".to_string(),
         format!(
@@ -282,12 +302,18 @@ fn render(r: &ClusterReport) -> String {
         "capex: scale-up fabric".to_string(),
         usd(c.scale_up_fabric_usd),
     ]);
-    t.add_row(vec!["capex: scale-out switches".to_string(), usd(c.switches_usd)]);
+    t.add_row(vec![
+        "capex: scale-out switches".to_string(),
+        usd(c.switches_usd),
+    ]);
     t.add_row(vec![
         "capex: optics and cables".to_string(),
         usd(c.optics_and_cables_usd),
     ]);
-    t.add_row(vec!["capex: NICs (in servers)".to_string(), usd(c.nics_usd)]);
+    t.add_row(vec![
+        "capex: NICs (in servers)".to_string(),
+        usd(c.nics_usd),
+    ]);
     t.add_row(vec!["capex total (USD)".to_string(), usd(c.total_usd)]);
     right(&mut t, &[1]);
     out.push_str(&format!("{t}\n\nHierarchy levels (for the step model)\n"));
