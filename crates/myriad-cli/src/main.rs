@@ -28,6 +28,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Estimate one training step: time and where it goes, MFU, memory, time to train.
+    Train {
+        scenario: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Predict every case of a myriad-validation/1 file and compare with the measurements.
+    Validate {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the JSON Schema of the myriad/1 scenario format.
     Schema,
 }
@@ -36,6 +48,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Cluster { scenario, json } => cmd::cluster::run(&scenario, json),
+        Command::Train { scenario, json } => cmd::train::run(&scenario, json),
+        Command::Validate { file, json } => cmd::validate::run(&file, json),
         Command::Schema => {
             println!(
                 "{}",

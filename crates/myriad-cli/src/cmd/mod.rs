@@ -1,5 +1,7 @@
 //! One module per subcommand.
 pub mod cluster;
+pub mod train;
+pub mod validate;
 
 use std::path::Path;
 

@@ -1,0 +1,195 @@
+//! `myriad train`: step time, breakdown, memory and time to train.
+use std::path::Path;
+
+use comfy_table::{Cell, CellAlignment, Table};
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct TrainReport<'a> {
+    format: &'static str,
+    name: &'a str,
+    model: &'a str,
+    accelerator: &'a str,
+    accelerators: u64,
+    step_time_s: f64,
+    mfu: f64,
+    hfu: f64,
+    mfu_bf16: f64,
+    tokens_per_s: f64,
+    memory_gib_per_accelerator: f64,
+    fits: bool,
+    breakdown: &'a myriad_train::Breakdown,
+    memory: &'a myriad_train::Memory,
+    plan: &'a myriad_train::Plan,
+    notes: &'a [String],
+    time_to_train: Option<TimeToTrain>,
+}
+
+#[derive(Serialize, Clone, Copy)]
+struct TimeToTrain {
+    tokens: f64,
+    steps: f64,
+    days: f64,
+    gpu_hours: f64,
+    energy_mwh: f64,
+    energy_cost_usd: f64,
+}
+
+pub fn run(path: &Path, json: bool) -> Result<(), String> {
+    let s = super::load_scenario(path)?;
+    let file = path.display().to_string();
+    let cat = myriad_catalog::catalog();
+    let model_spec = s
+        .model
+        .as_ref()
+        .ok_or_else(|| format!("{file}: model: missing; `myriad train` needs a model block"))?;
+    let model = model_spec
+        .resolve(cat)
+        .map_err(|(p, m)| format!("{file}: model.{p}: {m}"))?;
+    let spec = s.training.clone().unwrap_or_default();
+    let cluster = myriad_cluster::build(&s, cat).map_err(|e| format!("{file}: {e}"))?;
+    let accelerators = spec.accelerators.unwrap_or(s.cluster.count);
+    if accelerators > s.cluster.count {
+        return Err(format!(
+            "{file}: training.accelerators: {accelerators} is more than cluster.count {}",
+            s.cluster.count
+        ));
+    }
+    let t = myriad_train::train(&spec, &model, &cluster, accelerators)
+        .map_err(|e| format!("{file}: {e}"))?;
+    let e = &t.estimate;
+    let ttt = spec.tokens.map(|tokens| {
+        let tokens_per_step = t.plan.global_batch as f64 * model.seq_len as f64;
+        let steps = (tokens / tokens_per_step).ceil();
+        let secs = steps * e.step_time_s;
+        let share = accelerators as f64 / s.cluster.count as f64;
+        let report = myriad_cluster::report(&cluster, &s);
+        let mw = report.facility_power_mw * share;
+        TimeToTrain {
+            tokens,
+            steps,
+            days: secs / 86400.0,
+            gpu_hours: secs / 3600.0 * accelerators as f64,
+            energy_mwh: mw * secs / 3600.0,
+            energy_cost_usd: mw * secs / 3600.0 * 1000.0 * s.cluster.datacenter.usd_per_kwh,
+        }
+    });
+    let report = TrainReport {
+        format: "myriad-train/1",
+        name: &s.name,
+        model: &model.name,
+        accelerator: &cluster.accelerator.id,
+        accelerators,
+        step_time_s: e.step_time_s,
+        mfu: e.mfu,
+        hfu: e.hfu,
+        mfu_bf16: e.mfu_bf16,
+        tokens_per_s: e.tokens_per_s,
+        memory_gib_per_accelerator: e.memory.total_gib,
+        fits: e.fits,
+        breakdown: &e.breakdown,
+        memory: &e.memory,
+        plan: &t.plan,
+        notes: &t.notes,
+        time_to_train: ttt,
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    let p = &t.plan;
+    println!(
+        "{} — {} on {} × {}",
+        s.name, model.name, accelerators, cluster.accelerator.name
+    );
+    println!(
+        "plan: TP {} · PP {} (VPP {}) · CP {} · DP {} · EP {} · micro-batch {} · global batch {} · {} · recompute {:?} · SP {} · {} micro-batches",
+        p.tp, p.pp, p.vpp, p.cp, p.dp, p.ep, p.micro_batch, p.global_batch, p.precision.as_str(),
+        p.recompute, p.sequence_parallel, e.micro_batches
+    );
+    for n in &t.notes {
+        println!("  chose {n}");
+    }
+    println!();
+    let mut tb = Table::new();
+    tb.set_header(vec!["step time", "seconds", "share"]);
+    let b = &e.breakdown;
+    let rows = [
+        ("forward compute", b.forward_s),
+        ("backward compute", b.backward_s),
+        ("recompute", b.recompute_s),
+        ("TP/SP comm (exposed)", b.tp_comm_s),
+        ("CP comm (exposed)", b.cp_comm_s),
+        ("EP comm (exposed)", b.ep_comm_s),
+        ("PP comm (exposed)", b.pp_comm_s),
+        ("DP comm (exposed)", b.dp_comm_s),
+        ("pipeline bubble", b.pipeline_bubble_s),
+        ("optimizer step", b.optimizer_s),
+    ];
+    for (name, v) in rows {
+        tb.add_row(vec![
+            Cell::new(name),
+            Cell::new(format!("{v:.4}")).set_alignment(CellAlignment::Right),
+            Cell::new(format!("{:.1}%", 100.0 * v / e.step_time_s))
+                .set_alignment(CellAlignment::Right),
+        ]);
+    }
+    tb.add_row(vec![
+        Cell::new("total"),
+        Cell::new(format!("{:.4}", e.step_time_s)).set_alignment(CellAlignment::Right),
+        Cell::new("100%").set_alignment(CellAlignment::Right),
+    ]);
+    println!("{tb}");
+    println!(
+        "MFU {:.1}% (of {} peak; {:.1}% of bf16 peak) · HFU {:.1}% · {:.0} tokens/s · {:.0} tokens/s per accelerator",
+        100.0 * e.mfu,
+        p.precision.as_str(),
+        100.0 * e.mfu_bf16,
+        100.0 * e.hfu,
+        e.tokens_per_s,
+        e.tokens_per_s / accelerators as f64
+    );
+    let m = &e.memory;
+    let mut tm = Table::new();
+    tm.set_header(vec!["memory per accelerator", "GiB"]);
+    for (name, v) in [
+        ("weights", m.weights_gib),
+        ("gradients", m.gradients_gib),
+        ("optimizer state", m.optimizer_gib),
+        ("activations", m.activations_gib),
+        ("buffers (context, NCCL, fragmentation)", m.buffers_gib),
+        ("total", m.total_gib),
+        ("HBM capacity", m.capacity_gib),
+    ] {
+        tm.add_row(vec![
+            Cell::new(name),
+            Cell::new(format!("{v:.1}")).set_alignment(CellAlignment::Right),
+        ]);
+    }
+    println!("\n{tm}");
+    println!(
+        "activations: {:.1} micro-batches in flight on pipeline stage {} (the peak stage)",
+        m.in_flight_micro_batches, m.peak_stage
+    );
+    if e.fits {
+        println!(
+            "fits: yes ({:.1} GiB of {:.0})",
+            m.total_gib, m.capacity_gib
+        );
+    } else {
+        println!(
+            "fits: NO — does not fit: {:.1} GiB needed of {:.0}",
+            m.total_gib, m.capacity_gib
+        );
+    }
+    if let Some(t) = ttt {
+        println!(
+            "\ntime to train {:.3e} tokens: {:.0} steps, {:.1} days, {:.3e} GPU-hours, {:.0} MWh at the facility, {:.2} M USD of energy",
+            t.tokens, t.steps, t.days, t.gpu_hours, t.energy_mwh, t.energy_cost_usd / 1e6
+        );
+    }
+    Ok(())
+}

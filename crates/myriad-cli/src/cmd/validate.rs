@@ -1,0 +1,133 @@
+//! `myriad validate`: predicts every case of a myriad-validation/1 file.
+use std::path::Path;
+
+use comfy_table::{Cell, CellAlignment, Table};
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct JsonCase<'a> {
+    id: &'a str,
+    group: &'a str,
+    predicted_step_time_s: Option<f64>,
+    measured_step_time_s: f64,
+    error: Option<f64>,
+    superseded: bool,
+    mfu: Option<f64>,
+    breakdown: Option<&'a myriad_train::Breakdown>,
+    notes: &'a [String],
+    failure: Option<&'a str>,
+}
+
+pub fn run(path: &Path, json: bool) -> Result<(), String> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
+    let file =
+        myriad_scenario::validation::parse_validation(&name, &text).map_err(|e| e.to_string())?;
+    let report = myriad_train::validate::validate(&file.cases, myriad_catalog::catalog());
+    if json {
+        let cases: Vec<JsonCase> = report
+            .cases
+            .iter()
+            .map(|c| JsonCase {
+                id: &c.id,
+                group: &c.group,
+                predicted_step_time_s: c.predicted_step_time_s,
+                measured_step_time_s: c.measured_step_time_s,
+                error: c.error,
+                superseded: c.superseded,
+                mfu: c.mfu,
+                breakdown: c.breakdown.as_ref(),
+                notes: &c.notes,
+                failure: c.failure.as_deref(),
+            })
+            .collect();
+        let out = serde_json::json!({
+            "format": "myriad-validation-report/1",
+            "file": name,
+            "warnings": file.warnings,
+            "cases": cases,
+            "summary": report.summary,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    for w in &file.warnings {
+        eprintln!("warning: {w}");
+    }
+    let mut t = Table::new();
+    t.set_header(vec![
+        "id",
+        "predicted s",
+        "measured s",
+        "error",
+        "MFU",
+        "note",
+    ]);
+    for c in &report.cases {
+        let r = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+        t.add_row(vec![
+            Cell::new(&c.id),
+            r(c.predicted_step_time_s
+                .map(|p| format!("{p:.3}"))
+                .unwrap_or("-".into())),
+            r(format!("{:.3}", c.measured_step_time_s)),
+            r(c.error
+                .map(|e| format!("{:+.1}%", 100.0 * e))
+                .unwrap_or("-".into())),
+            r(c.mfu
+                .map(|m| format!("{:.1}%", 100.0 * m))
+                .unwrap_or("-".into())),
+            Cell::new(if let Some(f) = &c.failure {
+                format!("failed: {f}")
+            } else if c.superseded {
+                "older release (superseded)".into()
+            } else {
+                String::new()
+            }),
+        ]);
+    }
+    println!("{t}");
+    let s = &report.summary;
+    let mut g = Table::new();
+    g.set_header(vec![
+        "source group",
+        "cases",
+        "mean |error|",
+        "worst |error|",
+        "worst case",
+    ]);
+    for grp in &s.groups {
+        g.add_row(vec![
+            Cell::new(&grp.group),
+            Cell::new(grp.count),
+            Cell::new(format!("{:.1}%", 100.0 * grp.mae)),
+            Cell::new(format!("{:.1}%", 100.0 * grp.worst_abs_error)),
+            Cell::new(&grp.worst_id),
+        ]);
+    }
+    println!("{g}");
+    println!(
+        "{} cases ({} failed, {} superseded): mean |error| {:.1}%, median {:.1}%, worst {:.1}% ({}) — over all rows {:.1}% ({})",
+        s.count,
+        s.failed,
+        s.superseded,
+        100.0 * s.mae,
+        100.0 * s.median_abs_error,
+        100.0 * s.worst_abs_error,
+        s.worst_id,
+        100.0 * s.worst_abs_error_all,
+        s.worst_id_all
+    );
+    let notes: std::collections::BTreeSet<&String> =
+        report.cases.iter().flat_map(|c| c.notes.iter()).collect();
+    if !notes.is_empty() {
+        println!("defaults chosen for null fields (per case in --json):");
+        for n in notes.iter().take(20) {
+            println!("  {n}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,332 @@
+//! Parallel plans: resolving a `training` block into a complete plan, checking it against
+//! the model and cluster, and placing each parallel group on the cluster hierarchy.
+
+use myriad_cluster::BuiltCluster;
+use myriad_collective::GroupSpan;
+use myriad_model::{Recompute, Shard, Transformer};
+use myriad_scenario::{Dim, PipelineSchedule, Precision, TrainingSpec, DEFAULT_PLACEMENT};
+use serde::Serialize;
+
+/// A complete parallel plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub accelerators: u64,
+    pub tp: u32,
+    pub pp: u32,
+    pub dp: u32,
+    pub cp: u32,
+    pub ep: u32,
+    pub etp: u32,
+    pub vpp: u32,
+    pub micro_batch: u32,
+    pub global_batch: u64,
+    pub sequence_parallel: bool,
+    pub recompute: Recompute,
+    pub precision: Precision,
+    pub distributed_optimizer: bool,
+    pub zero_stage: u8,
+    pub schedule: PipelineSchedule,
+    /// Tensor-parallel communication overlapped with GEMMs (Transformer Engine userbuffers).
+    pub tp_comm_overlap: bool,
+    pub placement: [Dim; 5],
+    /// The embedding and the loss count as one layer each in the pipeline split
+    /// (Megatron-Core `account_for_embedding/loss_in_pipeline_split`): used when
+    /// `layers + 2`, not `layers`, divides by PP×VPP (Llama 3.1 405B: 126 + 2 = 128).
+    pub embedding_in_pipeline_split: bool,
+}
+
+impl Plan {
+    /// Transformer layers of pipeline stage `s`, as a range `[lo, hi)` of layer indices
+    /// (fractional when the split is uneven).
+    pub fn stage_layers(&self, layers: u32, s: u32) -> (f64, f64) {
+        let pp = self.pp as f64;
+        if self.embedding_in_pipeline_split {
+            let k = (layers as f64 + 2.0) / pp;
+            let lo = (s as f64 * k - 1.0).max(0.0);
+            let hi = ((s as f64 + 1.0) * k - 1.0).min(layers as f64);
+            (lo, hi)
+        } else {
+            let k = layers as f64 / pp;
+            (s as f64 * k, (s as f64 + 1.0) * k)
+        }
+    }
+
+    /// Micro-batches per pipeline per step.
+    pub fn micro_batches(&self) -> u64 {
+        self.global_batch / (self.micro_batch as u64 * self.dp as u64)
+    }
+
+    pub fn shard(&self) -> Shard {
+        Shard {
+            tp: self.tp,
+            cp: self.cp,
+            ep: self.ep,
+            etp: self.etp,
+            sp: self.sequence_parallel,
+            micro_batch: self.micro_batch,
+        }
+    }
+
+    fn size(&self, d: Dim) -> u64 {
+        match d {
+            Dim::Tp => self.tp as u64,
+            Dim::Cp => self.cp as u64,
+            Dim::Ep => self.ep as u64,
+            Dim::Dp => (self.dp / self.ep.max(1)) as u64,
+            Dim::Pp => self.pp as u64,
+        }
+    }
+
+    /// Rank stride of dimension `d` in the placement order (EP is the inner part of DP).
+    pub fn stride(&self, d: Dim) -> u64 {
+        let mut s = 1;
+        for x in self.placement {
+            if x == d {
+                return s;
+            }
+            s *= self.size(x);
+        }
+        s
+    }
+
+    /// How a group of `n` ranks at rank stride `stride` lies on the hierarchy.
+    pub fn span(levels: &[myriad_cluster::Level], n: u64, stride: u64) -> GroupSpan {
+        let mut spans = Vec::with_capacity(levels.len());
+        let mut prev = 1u64;
+        for (i, l) in levels.iter().enumerate() {
+            let in_unit = if i + 1 == levels.len() {
+                n
+            } else {
+                (l.size / stride.max(1)).clamp(1, n)
+            };
+            let in_unit = in_unit.max(prev);
+            spans.push((in_unit / prev).max(1));
+            prev = in_unit;
+        }
+        GroupSpan { spans }
+    }
+
+    /// The group of dimension `d` (DP here means the full data-parallel group, EP included).
+    pub fn group(&self, levels: &[myriad_cluster::Level], d: Dim) -> GroupSpan {
+        let (n, stride) = match d {
+            Dim::Dp => (
+                self.dp as u64,
+                self.stride(Dim::Ep).min(self.stride(Dim::Dp)),
+            ),
+            _ => (self.size(d), self.stride(d)),
+        };
+        Self::span(levels, n, stride)
+    }
+}
+
+/// Why a plan cannot run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlanError {
+    #[error("training.{field}: {message}")]
+    Field {
+        field: &'static str,
+        message: String,
+    },
+}
+
+fn bad(field: &'static str, message: impl Into<String>) -> PlanError {
+    PlanError::Field {
+        field,
+        message: message.into(),
+    }
+}
+
+/// Resolves a `training` block into a plan for `accelerators` ranks on `cluster`, filling
+/// nulls with documented defaults; returns notes saying what was chosen.
+///
+/// Defaults: tp, pp, cp, ep, vpp = 1; dp = accelerators / (tp·pp·cp); micro_batch 1;
+/// global_batch = dp·micro_batch; sequence_parallel = tp > 1; precision bf16;
+/// distributed_optimizer = dp > 1; zero_stage 0 (1 with the distributed optimizer);
+/// schedule 1F1B (interleaved when vpp > 1); etp = 1 when ep > 1 else tp;
+/// tp_comm_overlap = sequence_parallel; placement tp-cp-ep-dp-pp; recompute: `none`, or
+/// the cheapest mode that fits in memory (chosen by the caller, see `estimate`).
+pub fn resolve(
+    spec: &TrainingSpec,
+    model: &Transformer,
+    cluster: &BuiltCluster,
+    accelerators: u64,
+) -> Result<(Plan, Vec<String>), PlanError> {
+    let mut notes = Vec::new();
+    let tp = spec.tp.unwrap_or(1);
+    let pp = spec.pp.unwrap_or(1);
+    let cp = spec.cp.unwrap_or(1);
+    let inner = tp as u64 * pp as u64 * cp as u64;
+    let dp = match spec.dp {
+        Some(d) => d,
+        None => {
+            if accelerators % inner != 0 {
+                return Err(bad(
+                    "dp",
+                    format!("tp*pp*cp = {inner} does not divide the {accelerators} accelerators"),
+                ));
+            }
+            let d = (accelerators / inner) as u32;
+            notes.push(format!("dp: {d} (accelerators / (tp*pp*cp))"));
+            d
+        }
+    };
+    let product = inner * dp as u64;
+    if product != accelerators {
+        return Err(bad(
+            "dp",
+            format!("tp*pp*cp*dp = {tp}*{pp}*{cp}*{dp} = {product} != {accelerators} accelerators"),
+        ));
+    }
+    let ep = spec.ep.unwrap_or(1);
+    if dp % ep != 0 && (dp as u64 * cp as u64 * tp as u64) % ep as u64 != 0 {
+        return Err(bad("ep", format!("ep {ep} does not divide dp {dp}")));
+    }
+    let etp = spec.etp.unwrap_or(if ep > 1 { 1 } else { tp });
+    let domain = cluster.levels.first().map(|l| l.size).unwrap_or(1);
+    if tp as u64 > domain {
+        return Err(bad(
+            "tp",
+            format!("TP {tp} is larger than the scale-up domain of {domain}"),
+        ));
+    }
+    if model.heads % tp != 0 {
+        return Err(bad(
+            "tp",
+            format!("heads {} not divisible by TP {tp}", model.heads),
+        ));
+    }
+    if model.mla.is_none() && model.kv_heads % tp != 0 && tp % model.kv_heads != 0 {
+        return Err(bad(
+            "tp",
+            format!("kv_heads {} not compatible with TP {tp}", model.kv_heads),
+        ));
+    }
+    if let Some(m) = &model.moe {
+        if m.experts % ep != 0 {
+            return Err(bad(
+                "ep",
+                format!("experts {} not divisible by EP {ep}", m.experts),
+            ));
+        }
+    } else if ep > 1 {
+        return Err(bad("ep", format!("EP {ep} on a model without experts")));
+    }
+    let vpp = spec.vpp.unwrap_or(1);
+    let mut embedding_in_pipeline_split = false;
+    if model.layers % (pp * vpp) != 0 {
+        if pp > 1 && (model.layers + 2) % (pp * vpp) == 0 {
+            embedding_in_pipeline_split = true;
+            notes.push(format!(
+                "pipeline split: layers {} + embedding + loss = {} over PP*VPP = {} (first and last stages hold one layer less)",
+                model.layers,
+                model.layers + 2,
+                pp * vpp
+            ));
+        } else if vpp > 1 || model.layers % pp != 0 {
+            let stages = pp * vpp;
+            return Err(bad(
+                if vpp > 1 { "vpp" } else { "pp" },
+                format!(
+                    "layers {} not divisible by PP*VPP = {pp}*{vpp} = {stages}",
+                    model.layers
+                ),
+            ));
+        }
+    }
+    if model.seq_len % (cp * 2) != 0 && cp > 1 {
+        return Err(bad(
+            "cp",
+            format!(
+                "seq_len {} not divisible by 2*CP = {} (causal load balancing)",
+                model.seq_len,
+                2 * cp
+            ),
+        ));
+    }
+    let micro_batch = match spec.micro_batch {
+        Some(m) => m as u32,
+        None => {
+            notes.push("micro_batch: 1 (not given)".into());
+            1
+        }
+    };
+    let global_batch = match spec.global_batch {
+        Some(g) => g,
+        None => {
+            let g = dp as u64 * micro_batch as u64;
+            notes.push(format!("global_batch: {g} (dp * micro_batch)"));
+            g
+        }
+    };
+    let per_step = micro_batch as u64 * dp as u64;
+    if global_batch % per_step != 0 {
+        return Err(bad(
+            "global_batch",
+            format!(
+                "global batch {global_batch} not divisible by micro_batch*DP = {micro_batch}*{dp} = {per_step}"
+            ),
+        ));
+    }
+    let sequence_parallel = match spec.sequence_parallel {
+        Some(s) => s && tp > 1,
+        None => {
+            if tp > 1 {
+                notes.push("sequence_parallel: true (tp > 1)".into());
+            }
+            tp > 1
+        }
+    };
+    let precision = spec.precision.unwrap_or_else(|| {
+        notes.push("precision: bf16 (not given)".into());
+        Precision::Bf16
+    });
+    let distributed_optimizer = match spec.distributed_optimizer {
+        Some(d) => d,
+        None => {
+            let d = dp > 1 && spec.zero_stage.is_none();
+            if d {
+                notes.push("distributed_optimizer: true (Megatron default for dp > 1)".into());
+            }
+            d
+        }
+    };
+    let zero_stage = spec
+        .zero_stage
+        .unwrap_or(if distributed_optimizer { 1 } else { 0 });
+    let schedule = spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB);
+    if schedule == PipelineSchedule::Dualpipe && pp % 2 != 0 {
+        return Err(bad(
+            "pipeline_schedule",
+            format!("DualPipe needs an even PP, got {pp}"),
+        ));
+    }
+    let placement = match &spec.placement {
+        Some(p) => myriad_scenario::parse_placement(p).map_err(|m| bad("placement", m))?,
+        None => DEFAULT_PLACEMENT,
+    };
+    let recompute = spec.recompute.unwrap_or(Recompute::None);
+    Ok((
+        Plan {
+            accelerators,
+            tp,
+            pp,
+            dp,
+            cp,
+            ep,
+            etp,
+            vpp,
+            micro_batch,
+            global_batch,
+            sequence_parallel,
+            recompute,
+            precision,
+            distributed_optimizer,
+            zero_stage,
+            schedule,
+            tp_comm_overlap: sequence_parallel,
+            placement,
+            embedding_in_pipeline_split,
+        },
+        notes,
+    ))
+}

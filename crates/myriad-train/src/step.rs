@@ -1,0 +1,594 @@
+//! The analytical step-time and memory model.
+//!
+//! One step = the pipeline schedule over per-stage, per-micro-batch forward and backward
+//! times, plus exposed communication of each parallel group, plus the optimizer step.
+//! Compute time per op comes from the accelerator's peak and its catalog efficiency
+//! (GEMM: FLOPs / (peak × eff) + fixed overhead; attention: sequence-dependent efficiency;
+//! memory-bound ops: bytes / (HBM × eff)). Communication is timed by
+//! `myriad_collective` on the group's placement in the hierarchy. Overlaps are explicit:
+//! - TP with sequence parallelism and `tp_comm_overlap`: the collective is split into TP
+//!   chunks pipelined with the GEMM it feeds; the first chunk and any excess over the GEMM
+//!   are exposed. Without overlap, all of it is exposed.
+//! - CP ring attention: KV exchange overlapped with attention compute of the previous chunk.
+//! - EP all-to-all: exposed (Megatron's default).
+//! - PP send/recv: exposed per micro-batch in 1F1B; overlapped in the interleaved schedule
+//!   except during warm-up/cool-down.
+//! - DP: gradient reduce-scatter overlapped with the last micro-batch's backward, parameter
+//!   all-gather with the first forward, bucket by bucket (Megatron `overlap_grad_reduce`,
+//!   `overlap_param_gather`): the excess and the last bucket are exposed.
+//!
+//! Invariants: pure; no allocation beyond the two op lists; `breakdown` components add up
+//! to `step_time_s`.
+
+use myriad_catalog::Accelerator;
+use myriad_cluster::{BuiltCluster, Level};
+use myriad_collective::{time as coll_time, Algorithm, GroupSpan, Op as CollOp};
+use myriad_model::{Op, OpKind, Recompute, Transformer};
+use myriad_scenario::{Dim, PipelineSchedule, Precision};
+use serde::Serialize;
+
+use crate::plan::Plan;
+
+/// Where the step time goes (seconds); components add up to the step time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Breakdown {
+    pub forward_s: f64,
+    pub backward_s: f64,
+    pub recompute_s: f64,
+    pub tp_comm_s: f64,
+    pub cp_comm_s: f64,
+    pub ep_comm_s: f64,
+    pub pp_comm_s: f64,
+    pub dp_comm_s: f64,
+    pub pipeline_bubble_s: f64,
+    pub optimizer_s: f64,
+}
+
+impl Breakdown {
+    pub fn total(&self) -> f64 {
+        self.forward_s
+            + self.backward_s
+            + self.recompute_s
+            + self.tp_comm_s
+            + self.cp_comm_s
+            + self.ep_comm_s
+            + self.pp_comm_s
+            + self.dp_comm_s
+            + self.pipeline_bubble_s
+            + self.optimizer_s
+    }
+}
+
+/// Memory per accelerator (GiB) on the most loaded pipeline stage.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Memory {
+    pub weights_gib: f64,
+    pub gradients_gib: f64,
+    pub optimizer_gib: f64,
+    pub activations_gib: f64,
+    /// Micro-batches whose activations a stage holds at its peak (schedule-dependent).
+    pub in_flight_micro_batches: f64,
+    /// CUDA context, communication buffers, allocator fragmentation.
+    pub buffers_gib: f64,
+    pub total_gib: f64,
+    pub capacity_gib: f64,
+    /// The pipeline stage with the peak (0-based).
+    pub peak_stage: u32,
+}
+
+/// The estimate of one step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepEstimate {
+    pub step_time_s: f64,
+    pub breakdown: Breakdown,
+    pub memory: Memory,
+    pub fits: bool,
+    /// Model FLOPs utilisation (no recompute, causal attention) against the dense peak of
+    /// the training precision.
+    pub mfu: f64,
+    /// Hardware FLOPs utilisation (recompute counted).
+    pub hfu: f64,
+    /// MFU against the bf16 dense peak (the convention of most published fp8 tables).
+    pub mfu_bf16: f64,
+    pub tokens_per_s: f64,
+    pub model_flops_per_step: f64,
+    pub micro_batches: u64,
+}
+
+/// Per micro-batch, per pipeline stage (all its model chunks).
+#[derive(Debug, Clone, Copy, Default)]
+struct StageTimes {
+    fwd: f64,
+    bwd: f64,
+    /// Weight-gradient part of `bwd` (zero-bubble schedules defer it).
+    bwd_w: f64,
+    recompute: f64,
+    tp: f64,
+    cp: f64,
+    ep: f64,
+}
+
+struct Ctx<'a> {
+    acc: &'a Accelerator,
+    levels: &'a [Level],
+    gemm_peak: f64,
+    gemm_eff: f64,
+    bf16_peak: f64,
+    hbm_bps: f64,
+    fp8: bool,
+}
+
+impl Ctx<'_> {
+    fn gemm(&self, m: f64, n: f64, k: f64, count: f64) -> f64 {
+        let e = &self.acc.efficiency;
+        let flops = 2.0 * m * n * k * count;
+        let mut t = flops / (self.gemm_peak * self.gemm_eff) + e.gemm_overhead_us * 1e-6;
+        if self.fp8 {
+            // Quantise the activation input (read bf16, write fp8) for the fp8 GEMM.
+            t += 3.0 * m * k * count / self.hbm_bps;
+        }
+        t
+    }
+
+    fn attention(&self, flops: f64, seq: f64, backward: bool) -> f64 {
+        let e = &self.acc.efficiency;
+        let (a, half) = if backward {
+            (e.attention_bwd, e.attention_bwd_seq_half)
+        } else {
+            (e.attention_fwd, e.attention_fwd_seq_half)
+        };
+        let eff = a * seq / (seq + half);
+        flops / (self.bf16_peak * eff)
+    }
+
+    fn memory(&self, bytes: f64) -> f64 {
+        bytes / self.hbm_bps
+    }
+
+    /// Forward, backward and weight-gradient time of an op list.
+    fn times(&self, ops: &[Op]) -> (f64, f64, f64, f64) {
+        let (mut f, mut b, mut w, mut attn_f) = (0.0, 0.0, 0.0, 0.0);
+        for op in ops {
+            match op.kind {
+                OpKind::Gemm { m, n, k, count } => {
+                    let t = self.gemm(m, n, k, count);
+                    f += t;
+                    // dgrad: [m,n]x[n,k]; wgrad: [k,m]x[m,n]
+                    let dg = self.gemm(m, k, n, count);
+                    let wg = self.gemm(k, n, m, count);
+                    b += dg + wg;
+                    w += wg;
+                }
+                OpKind::Attention { sq, skv, .. } => {
+                    let flops = op.flops();
+                    let seq = sq.min(skv);
+                    let t = self.attention(flops, seq, false);
+                    f += t;
+                    attn_f += t;
+                    b += self.attention(2.5 * flops, seq, true);
+                }
+                OpKind::Memory { bytes } => {
+                    f += self.memory(bytes);
+                    b += self.memory(2.0 * bytes);
+                }
+            }
+        }
+        (f, b, w, attn_f)
+    }
+
+    fn coll(&self, op: CollOp, bytes: f64, group: &GroupSpan) -> f64 {
+        if group.size() <= 1 || bytes <= 0.0 {
+            return 0.0;
+        }
+        coll_time(op, Algorithm::Auto, bytes, group, self.levels)
+            .map(|c| c.time_s)
+            .unwrap_or(f64::INFINITY)
+    }
+}
+
+fn peak_tflops(acc: &Accelerator, p: Precision) -> f64 {
+    let d = &acc.dense_tflops;
+    let v = match p {
+        Precision::Fp32 => d.fp64.map(|x| x * 0.0).or(d.tf32),
+        Precision::Tf32 => d.tf32,
+        Precision::Fp16 => d.fp16.or(d.bf16),
+        Precision::Bf16 => d.bf16.or(d.fp16),
+        Precision::Fp8 => d.fp8.or(d.bf16),
+        Precision::Fp4 => d.fp4.or(d.fp8).or(d.bf16),
+    };
+    v.filter(|x| *x > 0.0).or(d.bf16).unwrap_or(1.0)
+}
+
+/// Fixed memory outside the model (CUDA context, NCCL buffers, allocator fragmentation).
+pub const BUFFERS_GIB: f64 = 3.0;
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// Estimates one training step of `model` under `plan` on `cluster`.
+pub fn estimate(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> StepEstimate {
+    let acc = &cluster.accelerator;
+    let levels = &cluster.levels[..];
+    let fp8 = matches!(plan.precision, Precision::Fp8 | Precision::Fp4);
+    let gemm_peak = peak_tflops(acc, plan.precision) * 1e12;
+    let bf16_peak = peak_tflops(acc, Precision::Bf16) * 1e12;
+    let ctx = Ctx {
+        acc,
+        levels,
+        gemm_peak,
+        gemm_eff: if fp8 {
+            acc.efficiency.gemm_fp8
+        } else {
+            acc.efficiency.gemm_bf16
+        },
+        bf16_peak,
+        hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
+        fp8,
+    };
+    let shard = plan.shard();
+    let h = model.hidden as f64;
+    let tokens_mb = plan.micro_batch as f64 * model.seq_len as f64 / plan.cp as f64;
+
+    // Groups on the hierarchy.
+    let g_tp = plan.group(levels, Dim::Tp);
+    let g_cp = plan.group(levels, Dim::Cp);
+    let g_ep = plan.group(levels, Dim::Ep);
+    let g_dp = plan.group(levels, Dim::Dp);
+    let g_pp = plan.group(levels, Dim::Pp);
+
+    // Per-layer times for one micro-batch, dense and MoE layer kinds.
+    let mut ops: Vec<Op> = Vec::with_capacity(24);
+    let layer_times = |layer: u32, ops: &mut Vec<Op>| -> StageTimes {
+        ops.clear();
+        model.layer_ops(layer, &shard, ops);
+        let (f, b, w, attn_f) = ctx.times(ops);
+        let mut st = StageTimes {
+            fwd: f,
+            bwd: b,
+            bwd_w: w,
+            ..Default::default()
+        };
+        st.recompute = match plan.recompute {
+            Recompute::None => 0.0,
+            Recompute::Selective => attn_f,
+            Recompute::Full => f,
+        };
+        // TP: with SP, all-gather before and reduce-scatter after each of the two blocks;
+        // without SP, one all-reduce after each block. Same again in backward.
+        if plan.tp > 1 {
+            let bytes = tokens_mb * h * 2.0;
+            let per_block = if plan.sequence_parallel {
+                ctx.coll(CollOp::AllGather, bytes, &g_tp)
+                    + ctx.coll(CollOp::ReduceScatter, bytes, &g_tp)
+            } else {
+                ctx.coll(CollOp::AllReduce, bytes, &g_tp)
+            };
+            let comm = 4.0 * per_block; // 2 blocks × (forward + backward)
+            let exposed = if plan.tp_comm_overlap {
+                // Chunked overlap: the first of tp chunks is exposed, the rest hides under
+                // the GEMMs of the layer (forward + backward GEMM time).
+                let gemm: f64 = ops
+                    .iter()
+                    .filter(|o| matches!(o.kind, OpKind::Gemm { .. }))
+                    .map(|o| o.flops())
+                    .sum::<f64>()
+                    * 3.0
+                    / (ctx.gemm_peak * ctx.gemm_eff);
+                comm / plan.tp as f64 + (comm * (1.0 - 1.0 / plan.tp as f64) - gemm).max(0.0)
+            } else {
+                comm
+            };
+            let recompute_comm = if plan.recompute == Recompute::Full {
+                exposed / 2.0
+            } else {
+                0.0
+            };
+            st.tp = exposed + recompute_comm;
+        }
+        // CP: ring exchange of K and V (cp - 1 steps) overlapped with attention.
+        if plan.cp > 1 {
+            let kv_dim = match &model.mla {
+                Some(m) => {
+                    (model.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)) as f64
+                }
+                None => 2.0 * model.kv_heads as f64 * model.head_dim() as f64,
+            };
+            let kv_bytes = tokens_mb * kv_dim / plan.tp as f64 * 2.0;
+            let step = ctx.coll(CollOp::SendRecv, kv_bytes, &g_cp);
+            let steps = (plan.cp - 1) as f64;
+            let attn_chunk = attn_f / plan.cp as f64;
+            let fwd = step + steps * (step - attn_chunk).max(0.0);
+            // Backward sends K, V and their gradients; attention backward is ~2.5x longer.
+            let bwd = 2.0 * step + steps * (2.0 * step - 2.5 * attn_chunk).max(0.0);
+            st.cp = fwd + bwd;
+        }
+        // EP: dispatch and combine all-to-all, forward and backward.
+        if plan.ep > 1 && model.is_moe_layer(layer) {
+            if let Some(m) = &model.moe {
+                let elem = if fp8 { 1.0 } else { 2.0 };
+                let tokens = tokens_mb
+                    / if plan.sequence_parallel {
+                        plan.tp as f64
+                    } else {
+                        1.0
+                    };
+                let bytes = tokens * m.top_k as f64 * h * elem;
+                let combine = tokens * m.top_k as f64 * h * 2.0;
+                let a2a = ctx.coll(CollOp::AllToAll, bytes, &g_ep)
+                    + ctx.coll(CollOp::AllToAll, combine, &g_ep);
+                st.ep = 2.0 * a2a;
+            }
+        }
+        st
+    };
+
+    let moe_layers = model.moe_layers();
+    let dense_layers = model.layers - moe_layers;
+    let dense_t = if dense_layers > 0 {
+        layer_times(0, &mut ops)
+    } else {
+        StageTimes::default()
+    };
+    let moe_t = if moe_layers > 0 {
+        layer_times(model.layers - 1, &mut ops)
+    } else {
+        StageTimes::default()
+    };
+    ops.clear();
+    model.head_ops(&shard, &mut ops);
+    let (head_f, head_b, head_w, _) = ctx.times(&ops);
+    ops.clear();
+    model.embedding_ops(&shard, &mut ops);
+    let (emb_f, emb_b, _, _) = ctx.times(&ops);
+
+    // Stage composition: dense-first layers sit on the first stages.
+    let pp = plan.pp;
+    // Dense and MoE layer counts of stage s.
+    let split = |s: u32| -> (f64, f64) {
+        let (lo, hi) = plan.stage_layers(model.layers, s);
+        let d = (dense_layers as f64).clamp(lo, hi) - lo;
+        (d, hi - lo - d)
+    };
+    let mut stage = |s: u32| -> StageTimes {
+        let (d, m) = split(s);
+        let mut t = StageTimes {
+            fwd: d * dense_t.fwd + m * moe_t.fwd,
+            bwd: d * dense_t.bwd + m * moe_t.bwd,
+            bwd_w: d * dense_t.bwd_w + m * moe_t.bwd_w,
+            recompute: d * dense_t.recompute + m * moe_t.recompute,
+            tp: d * dense_t.tp + m * moe_t.tp,
+            cp: d * dense_t.cp + m * moe_t.cp,
+            ep: d * dense_t.ep + m * moe_t.ep,
+        };
+        if s == 0 {
+            t.fwd += emb_f;
+            t.bwd += emb_b;
+        }
+        if s == pp - 1 {
+            t.fwd += head_f;
+            t.bwd += head_b;
+            t.bwd_w += head_w;
+        }
+        t
+    };
+    let stages: Vec<StageTimes> = (0..pp).map(&mut stage).collect();
+    let busy = |t: &StageTimes| t.fwd + t.bwd + t.recompute + t.tp + t.cp + t.ep;
+    let (crit_idx, crit) = stages
+        .iter()
+        .enumerate()
+        .max_by(|a, b| busy(a.1).total_cmp(&busy(b.1)))
+        .map(|(i, t)| (i, *t))
+        .unwrap_or_default();
+    let mean_busy = stages.iter().map(busy).sum::<f64>() / pp as f64;
+
+    // Pipeline schedule.
+    let m = plan.micro_batches() as f64;
+    let v = plan.vpp as f64;
+    let act_bytes = tokens_mb * h * 2.0
+        / if plan.sequence_parallel {
+            plan.tp as f64
+        } else {
+            1.0
+        };
+    let p2p = if pp > 1 {
+        ctx.coll(CollOp::SendRecv, act_bytes, &g_pp)
+    } else {
+        0.0
+    };
+    let (bubble, pp_comm) = if pp == 1 {
+        (0.0, 0.0)
+    } else {
+        let pf = (pp - 1) as f64;
+        match plan.schedule {
+            PipelineSchedule::Gpipe | PipelineSchedule::OneFOneB if v <= 1.0 => {
+                // (m + p - 1) slots of the slowest stage; p2p blocking per micro-batch.
+                (pf * mean_busy, (m + pf) * 2.0 * p2p)
+            }
+            PipelineSchedule::Gpipe | PipelineSchedule::OneFOneB => {
+                // Interleaved: bubble shrinks by v; p2p overlapped except in warm-up and
+                // cool-down, where there are v times more chunk boundaries.
+                (pf / v * mean_busy, pf * 2.0 * p2p)
+            }
+            PipelineSchedule::ZeroBubble => {
+                // ZB-H1 (Qi et al. 2023): bubble (p-1)(T_F + T_B - 2 T_W) ... at least 0,
+                // with T_B the input-gradient part.
+                let w = crit.bwd_w;
+                let tb_in = crit.bwd - w;
+                let per = (crit.fwd + tb_in - w).max(0.0) / busy(&crit).max(1e-30) * mean_busy;
+                (pf * per / v, pf * 2.0 * p2p)
+            }
+            PipelineSchedule::Dualpipe => {
+                // DeepSeek-V3 Table 2: (p/2 - 1)(F&B + B - 3W).
+                let w = crit.bwd_w;
+                let fb = crit.fwd + crit.bwd;
+                let per = (fb + crit.bwd - 3.0 * w).max(0.0);
+                ((pp as f64 / 2.0 - 1.0).max(0.0) * per, pf * 2.0 * p2p)
+            }
+        }
+    };
+
+    // Data parallelism. Parameters on the critical stage's rank.
+    let params = model.params();
+    let p_layer_dense = (params.attention_per_layer + params.norms_per_layer) / plan.tp as f64
+        + params.dense_mlp_per_layer / plan.tp as f64;
+    let p_layer_moe_dense =
+        (params.attention_per_layer + params.norms_per_layer + params.moe_shared_per_layer)
+            / plan.tp as f64;
+    let p_layer_experts = params.experts_per_moe_layer / (plan.ep as f64 * plan.etp as f64);
+    let stage_params = |s: u32| -> (f64, f64) {
+        let (d, mo) = split(s);
+        let mut dense = d * p_layer_dense + mo * p_layer_moe_dense;
+        if s == 0 {
+            dense += params.embedding / plan.tp as f64;
+        }
+        if s == pp - 1 {
+            dense += params.output / plan.tp as f64;
+        }
+        (dense, mo * p_layer_experts)
+    };
+    let (pd, pe) = stage_params(crit_idx as u32);
+    // Expert-data-parallel group: ranks holding the same experts.
+    let edp =
+        (plan.dp as u64 * plan.cp as u64 * plan.tp as u64) / (plan.ep as u64 * plan.etp as u64);
+    let g_edp = Plan::span(
+        levels,
+        (edp / plan.cp.max(1) as u64).max(1),
+        plan.stride(Dim::Dp),
+    );
+    let grad_bytes = 4.0; // fp32 gradient buffers (Megatron main_grad)
+    let dp_comm = |p: f64, g: &GroupSpan| -> (f64, f64) {
+        if g.size() <= 1 || p <= 0.0 {
+            return (0.0, 0.0);
+        }
+        if plan.distributed_optimizer || plan.zero_stage >= 1 {
+            (
+                ctx.coll(CollOp::ReduceScatter, p * grad_bytes, g),
+                ctx.coll(CollOp::AllGather, p * 2.0, g),
+            )
+        } else {
+            (ctx.coll(CollOp::AllReduce, p * grad_bytes, g), 0.0)
+        }
+    };
+    // DP spans data-parallel replicas and, for dense weights, the CP ranks too.
+    let g_dpcp = if plan.cp > 1 {
+        Plan::span(
+            levels,
+            plan.dp as u64 * plan.cp as u64,
+            plan.stride(Dim::Cp).min(plan.stride(Dim::Ep)),
+        )
+    } else {
+        g_dp.clone()
+    };
+    let (rs_d, ag_d) = dp_comm(pd, &g_dpcp);
+    let (rs_e, ag_e) = dp_comm(pe, &g_edp);
+    let (rs, ag) = (rs_d + rs_e, ag_d + ag_e);
+    let total_local = pd + pe;
+    let bucket = (40e6_f64.max(1e6 * plan.dp as f64) / total_local.max(1.0)).min(1.0);
+    let dp_exposed = if plan.zero_stage >= 3 {
+        // ZeRO-3: parameters gathered for forward and backward of every micro-batch and
+        // gradients reduce-scattered every micro-batch, prefetched under compute.
+        let per_mb = 2.0 * ag + rs;
+        let compute = crit.fwd + crit.bwd;
+        m * (per_mb - compute).max(0.0) + per_mb * bucket
+    } else {
+        // Overlapped with the last micro-batch's backward (all chunks of the stage), and
+        // the parameter all-gather with the first forward.
+        let window_b = crit.bwd;
+        let window_f = crit.fwd;
+        (rs - window_b).max(0.0) + (ag - window_f).max(0.0) + (rs + ag) * bucket
+    };
+
+    // Optimizer: Adam over the local shard (fp32 master, m, v; read grads, write bf16 params).
+    let shard_div = if plan.distributed_optimizer || plan.zero_stage >= 1 {
+        (plan.dp as f64 * plan.cp as f64).max(1.0)
+    } else {
+        1.0
+    };
+    let opt_params = pd / shard_div
+        + pe / (edp as f64).max(1.0) * if shard_div > 1.0 { 1.0 } else { edp as f64 };
+    let optimizer = opt_params * 34.0 / ctx.hbm_bps;
+
+    // Assemble: m slots of the critical stage plus fill/drain.
+    let fill = bubble;
+    let breakdown = Breakdown {
+        forward_s: m * crit.fwd,
+        backward_s: m * crit.bwd,
+        recompute_s: m * crit.recompute,
+        tp_comm_s: m * crit.tp,
+        cp_comm_s: m * crit.cp,
+        ep_comm_s: m * crit.ep,
+        pp_comm_s: pp_comm,
+        dp_comm_s: dp_exposed,
+        pipeline_bubble_s: fill,
+        optimizer_s: optimizer,
+    };
+    let step = breakdown.total();
+
+    // Memory on each stage; report the peak.
+    let act = model.activation_memory(&shard, plan.recompute);
+    let mut memory = Memory::default();
+    for s in 0..pp {
+        let (d, e) = stage_params(s);
+        let w_bytes = if fp8 { 3.0 } else { 2.0 };
+        let p_local = d + e;
+        let zero3 = plan.zero_stage >= 3;
+        let weights = if zero3 {
+            d / shard_div + e / edp as f64
+        } else {
+            p_local
+        } * w_bytes;
+        let grads = if plan.zero_stage >= 2 {
+            d / shard_div + e / edp as f64
+        } else {
+            p_local
+        } * grad_bytes;
+        let optim = (d / shard_div + e / if shard_div > 1.0 { edp as f64 } else { 1.0 }) * 12.0;
+        let (dl, ml) = split(s);
+        let per_mb = dl * act.dense_layer + ml * act.moe_layer;
+        let in_flight = match plan.schedule {
+            PipelineSchedule::Gpipe => m,
+            PipelineSchedule::Dualpipe => (pp + 1) as f64,
+            _ if v > 1.0 => (pp - s) as f64 + (pp as f64 - 1.0) / v,
+            _ => ((pp - s) as f64).min(m),
+        };
+        let mut acts = per_mb * in_flight;
+        if s == pp - 1 {
+            acts += act.head;
+        }
+        let total = (weights + grads + optim + acts) / GIB + BUFFERS_GIB;
+        if total > memory.total_gib {
+            memory = Memory {
+                weights_gib: weights / GIB,
+                gradients_gib: grads / GIB,
+                optimizer_gib: optim / GIB,
+                activations_gib: acts / GIB,
+                in_flight_micro_batches: in_flight,
+                buffers_gib: BUFFERS_GIB,
+                total_gib: total,
+                capacity_gib: acc.hbm_gib,
+                peak_stage: s,
+            };
+        }
+    }
+    memory.capacity_gib = acc.hbm_gib;
+    let fits = memory.total_gib <= acc.hbm_gib;
+
+    let flops = model.flops_per_sequence();
+    let model_flops = flops.training * plan.global_batch as f64;
+    let n = plan.accelerators as f64;
+    let recompute_flops = match plan.recompute {
+        Recompute::None => 0.0,
+        Recompute::Selective => flops.attention,
+        Recompute::Full => flops.forward,
+    } * plan.global_batch as f64;
+    StepEstimate {
+        step_time_s: step,
+        breakdown,
+        memory,
+        fits,
+        mfu: model_flops / (step * n * gemm_peak),
+        hfu: (model_flops + recompute_flops) / (step * n * gemm_peak),
+        mfu_bf16: model_flops / (step * n * bf16_peak),
+        tokens_per_s: plan.global_batch as f64 * model.seq_len as f64 / step,
+        model_flops_per_step: model_flops,
+        micro_batches: plan.micro_batches(),
+    }
+}

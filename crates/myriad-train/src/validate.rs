@@ -1,0 +1,318 @@
+//! The validation runner: predicts every case of a `myriad-validation/1` file.
+//!
+//! Each case's `system` becomes a cluster: the catalog scale-up system built with the
+//! accelerator whose node and domain sizes match, the fabric of the stated kind and rate,
+//! and enough whole scale-up domains to hold the job. Nulls in `training` take the
+//! defaults of [`crate::plan::resolve`]; each choice is reported in the case's notes.
+//!
+//! Superseded rows: a row is marked `superseded` when another row of the same benchmark
+//! (same model name, accelerator, accelerator count and precision) carries a newer software
+//! release (`YY.MM[.PP]` in its id or source). They count in the mean and per-group figures
+//! but not in the worst case.
+
+use myriad_catalog::{Catalog, FabricKind};
+use myriad_scenario::validation::ValidationCase;
+use myriad_scenario::{ClusterSpec, DatacenterSpec, ScaleOutSpec, Scenario, FORMAT};
+use serde::Serialize;
+
+use crate::train;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    pub id: String,
+    pub group: String,
+    pub predicted_step_time_s: Option<f64>,
+    pub measured_step_time_s: f64,
+    /// predicted / measured - 1.
+    pub error: Option<f64>,
+    pub superseded: bool,
+    pub mfu: Option<f64>,
+    pub fits: Option<bool>,
+    pub breakdown: Option<crate::Breakdown>,
+    pub notes: Vec<String>,
+    /// Why no prediction was made.
+    pub failure: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupSummary {
+    pub group: String,
+    pub count: usize,
+    pub mae: f64,
+    pub worst_abs_error: f64,
+    pub worst_id: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Cases with a prediction.
+    pub count: usize,
+    pub failed: usize,
+    pub mae: f64,
+    pub median_abs_error: f64,
+    /// Worst over current (not superseded) rows: the accuracy bar.
+    pub worst_abs_error: f64,
+    pub worst_id: String,
+    /// Worst over all rows.
+    pub worst_abs_error_all: f64,
+    pub worst_id_all: String,
+    pub superseded: usize,
+    pub groups: Vec<GroupSummary>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ValidationReport {
+    pub cases: Vec<CaseResult>,
+    pub summary: Summary,
+}
+
+/// The cluster scenario for a case's system, with notes on what was chosen.
+pub fn case_scenario(
+    case: &ValidationCase,
+    cat: &Catalog,
+) -> Result<(Scenario, Vec<String>), String> {
+    let sys = &case.system;
+    let acc = cat
+        .accelerator(&sys.accelerator)
+        .map_err(|e| e.to_string())?;
+    let mut notes = Vec::new();
+    // Scale-up system: holds the accelerator; prefer matching node size, then the smallest
+    // domain at least as large as the stated one.
+    let want_domain = sys.scale_up_domain.unwrap_or(0) as u64;
+    let su = cat
+        .scale_up
+        .iter()
+        .filter(|s| s.accelerators.iter().any(|a| a == &acc.id))
+        .min_by_key(|s| {
+            let node_mismatch = sys
+                .per_node
+                .map(|n| n != s.accelerators_per_node)
+                .unwrap_or(false);
+            let dom = s.accelerators_per_domain as u64;
+            let too_small = dom < want_domain;
+            (node_mismatch, too_small, dom.abs_diff(want_domain))
+        })
+        .ok_or_else(|| format!("no scale-up system in the catalog holds `{}`", acc.id))?;
+    // Fabric: the stated kind and per-accelerator rate.
+    let kind = match sys.scale_out_fabric.as_deref() {
+        Some("infiniband") => Some(FabricKind::Infiniband),
+        Some("roce") => Some(FabricKind::Roce),
+        _ => None,
+    };
+    let per_acc = su.nics_per_node as f64 * su.nic_gbps / su.accelerators_per_node as f64;
+    let gbps = sys.scale_out_gbps_per_accelerator.unwrap_or(per_acc);
+    let default_fabric = acc.typical_fabrics.first().and_then(|f| cat.fabric(f).ok());
+    let kind = kind.or(default_fabric.map(|f| f.kind));
+    let fabric = cat
+        .fabrics
+        .iter()
+        .filter(|f| kind.map(|k| f.kind == k).unwrap_or(true))
+        .min_by(|a, b| {
+            let da = (a.port_gbps - gbps).abs();
+            let db = (b.port_gbps - gbps).abs();
+            da.total_cmp(&db).then(a.id.cmp(&b.id))
+        })
+        .ok_or_else(|| "no fabric in the catalog".to_string())?;
+    if sys.scale_out_fabric.is_none() {
+        notes.push(format!("scale_out_fabric: {} (not given)", fabric.id));
+    }
+    let dom = su.accelerators_per_domain as u64;
+    let count = sys.count.div_ceil(dom) * dom;
+    let scenario = Scenario {
+        format: FORMAT.to_string(),
+        name: case.id.clone(),
+        cluster: ClusterSpec {
+            accelerator: acc.id.clone(),
+            count,
+            scale_up: Some(su.id.clone()),
+            scale_out: ScaleOutSpec {
+                fabric: Some(fabric.id.clone()),
+                ..ScaleOutSpec::default()
+            },
+            sites: 1,
+            dci: None,
+            datacenter: DatacenterSpec::default(),
+        },
+        model: Some(case.model.clone()),
+        training: Some(case.training.clone()),
+    };
+    Ok((scenario, notes))
+}
+
+fn release(case: &ValidationCase) -> Option<(u32, u32, u32)> {
+    let text = format!("{} {}", case.id, case.source.as_deref().unwrap_or(""));
+    let b = text.as_bytes();
+    let digit = |i: usize| b.get(i).is_some_and(|c| c.is_ascii_digit());
+    let num = |i: usize| ((b[i] - b'0') * 10 + (b[i + 1] - b'0')) as u32;
+    for i in 0..b.len() {
+        // YY.MM or YY.MM.PP, not inside a longer number.
+        if (i == 0 || !(b[i - 1].is_ascii_digit() || b[i - 1] == b'.'))
+            && digit(i)
+            && digit(i + 1)
+            && b.get(i + 2) == Some(&b'.')
+            && digit(i + 3)
+            && digit(i + 4)
+            && !digit(i + 5)
+        {
+            let (y, m) = (num(i), num(i + 3));
+            if !(20..=40).contains(&y) || !(1..=12).contains(&m) {
+                continue;
+            }
+            let p = if b.get(i + 5) == Some(&b'.') && digit(i + 6) && digit(i + 7) {
+                num(i + 6)
+            } else {
+                0
+            };
+            return Some((y, m, p));
+        }
+    }
+    None
+}
+
+fn group_of(id: &str) -> String {
+    id.split('-').next().unwrap_or(id).to_string()
+}
+
+/// Predicts every case.
+pub fn validate(cases: &[ValidationCase], cat: &Catalog) -> ValidationReport {
+    let keys: Vec<(String, String, u64, String)> = cases
+        .iter()
+        .map(|c| {
+            (
+                c.model.name.clone().unwrap_or_default().to_lowercase(),
+                c.system.accelerator.clone(),
+                c.system.count,
+                format!("{:?}", c.training.precision),
+            )
+        })
+        .collect();
+    let releases: Vec<_> = cases.iter().map(release).collect();
+    let mut results = Vec::with_capacity(cases.len());
+    for (i, case) in cases.iter().enumerate() {
+        let superseded = releases[i].is_some()
+            && (0..cases.len()).any(|j| j != i && keys[j] == keys[i] && releases[j] > releases[i]);
+        let mut r = CaseResult {
+            id: case.id.clone(),
+            group: group_of(&case.id),
+            predicted_step_time_s: None,
+            measured_step_time_s: case.measured.step_time_s,
+            error: None,
+            superseded,
+            mfu: None,
+            fits: None,
+            breakdown: None,
+            notes: Vec::new(),
+            failure: None,
+        };
+        match predict(case, cat) {
+            Ok((t, notes)) => {
+                r.predicted_step_time_s = Some(t.estimate.step_time_s);
+                r.error = Some(t.estimate.step_time_s / case.measured.step_time_s - 1.0);
+                r.mfu = Some(t.estimate.mfu);
+                r.fits = Some(t.estimate.fits);
+                r.breakdown = Some(t.estimate.breakdown);
+                r.notes = notes;
+            }
+            Err(e) => r.failure = Some(e),
+        }
+        results.push(r);
+    }
+    let summary = summarize(&results);
+    ValidationReport {
+        cases: results,
+        summary,
+    }
+}
+
+fn predict(
+    case: &ValidationCase,
+    cat: &Catalog,
+) -> Result<(crate::TrainEstimate, Vec<String>), String> {
+    let (scenario, mut notes) = case_scenario(case, cat)?;
+    let cluster = myriad_cluster::build(&scenario, cat).map_err(|e| e.to_string())?;
+    let mut model = case
+        .model
+        .resolve(cat)
+        .map_err(|(p, m)| format!("model.{p}: {m}"))?;
+    // The validation format has no head_dim or tied_embeddings: when the model block
+    // describes a built-in preset's architecture, take those from the preset.
+    if case.model.preset.is_none() && case.model.head_dim.is_none() {
+        if let Some(p) = cat.models.iter().find(|p| {
+            let a = &p.model;
+            a.layers == model.layers
+                && a.hidden == model.hidden
+                && a.heads == model.heads
+                && a.kv_heads == model.kv_heads
+                && a.vocab == model.vocab
+                && a.moe.as_ref().map(|m| m.experts) == model.moe.as_ref().map(|m| m.experts)
+        }) {
+            if p.model.head_dim.is_some() && p.model.head_dim != model.head_dim {
+                model.head_dim = p.model.head_dim;
+                notes.push(format!(
+                    "head_dim: {} (from the matching preset {})",
+                    model.head_dim(),
+                    p.id
+                ));
+            }
+        }
+    }
+    let t =
+        train(&case.training, &model, &cluster, case.system.count).map_err(|e| e.to_string())?;
+    notes.extend(t.notes.iter().cloned());
+    Ok((t, notes))
+}
+
+fn summarize(results: &[CaseResult]) -> Summary {
+    let ok: Vec<&CaseResult> = results.iter().filter(|r| r.error.is_some()).collect();
+    let abs = |r: &CaseResult| r.error.map(f64::abs).unwrap_or(0.0);
+    let mut errs: Vec<f64> = ok.iter().map(|r| abs(r)).collect();
+    errs.sort_by(f64::total_cmp);
+    let mae = if errs.is_empty() {
+        0.0
+    } else {
+        errs.iter().sum::<f64>() / errs.len() as f64
+    };
+    let median = if errs.is_empty() {
+        0.0
+    } else if errs.len() % 2 == 1 {
+        errs[errs.len() / 2]
+    } else {
+        (errs[errs.len() / 2 - 1] + errs[errs.len() / 2]) / 2.0
+    };
+    let worst = |it: &mut dyn Iterator<Item = &&CaseResult>| {
+        it.max_by(|a, b| abs(a).total_cmp(&abs(b)))
+            .map(|r| (abs(r), r.id.clone()))
+            .unwrap_or((0.0, String::new()))
+    };
+    let (w, wid) = worst(&mut ok.iter().filter(|r| !r.superseded));
+    let (wa, waid) = worst(&mut ok.iter());
+    let mut names: Vec<String> = ok.iter().map(|r| r.group.clone()).collect();
+    names.sort();
+    names.dedup();
+    let groups = names
+        .into_iter()
+        .map(|g| {
+            let rs: Vec<&&CaseResult> = ok.iter().filter(|r| r.group == g).collect();
+            let (w, wid) = worst(&mut rs.iter().copied());
+            GroupSummary {
+                count: rs.len(),
+                mae: rs.iter().map(|r| abs(r)).sum::<f64>() / rs.len() as f64,
+                worst_abs_error: w,
+                worst_id: wid,
+                group: g,
+            }
+        })
+        .collect();
+    Summary {
+        count: ok.len(),
+        failed: results.len() - ok.len(),
+        mae,
+        median_abs_error: median,
+        worst_abs_error: w,
+        worst_id: wid,
+        worst_abs_error_all: wa,
+        worst_id_all: waid,
+        superseded: results.iter().filter(|r| r.superseded).count(),
+        groups,
+    }
+}

@@ -1,0 +1,102 @@
+//! Impossible plans are reported with their numbers; the step model's invariants hold.
+
+use myriad_scenario::parse_scenario;
+
+fn setup(
+    training: &str,
+) -> (
+    myriad_scenario::Scenario,
+    myriad_cluster::BuiltCluster,
+    myriad_model::Transformer,
+) {
+    let text = format!(
+        "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 1024, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: gpt3-175b}}\ntraining: {training}\n"
+    );
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", &text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    (s, c, m)
+}
+
+fn err(training: &str) -> String {
+    let (s, c, m) = setup(training);
+    myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024)
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn impossible_plans_name_the_numbers() {
+    assert_eq!(
+        err("{tp: 16, pp: 8, dp: 8}"),
+        "training.tp: TP 16 is larger than the scale-up domain of 8"
+    );
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 8}"),
+        "training.dp: tp*pp*cp*dp = 8*8*1*8 = 512 != 1024 accelerators"
+    );
+    assert_eq!(
+        err("{tp: 8, pp: 32, dp: 4}"),
+        "training.pp: layers 96 not divisible by PP*VPP = 32*1 = 32"
+    );
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, vpp: 5}"),
+        "training.vpp: layers 96 not divisible by PP*VPP = 8*5 = 40"
+    );
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, global_batch: 100, micro_batch: 1}"),
+        "training.global_batch: global batch 100 not divisible by micro_batch*DP = 1*16 = 16"
+    );
+}
+
+#[test]
+fn heads_must_divide_by_tp() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: gpt3-175b, heads: 100, hidden: 12800}\ntraining: {tp: 8, dp: 1}\n";
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    let e = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 8).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "training.tp: heads 100 not divisible by TP 8"
+    );
+}
+
+#[test]
+fn breakdown_adds_up_and_more_data_parallelism_is_faster() {
+    let (s, c, m) = setup("{tp: 8, pp: 8, dp: 16, global_batch: 1536, micro_batch: 1, vpp: 3}");
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+    let e = &t.estimate;
+    assert!((e.breakdown.total() - e.step_time_s).abs() < 1e-9 * e.step_time_s);
+    assert!(e.mfu > 0.2 && e.mfu < 0.8, "mfu {}", e.mfu);
+    // Half the DP (same global batch) takes longer per step.
+    let (s2, c2, m2) = setup(
+        "{tp: 8, pp: 8, dp: 8, global_batch: 1536, micro_batch: 1, vpp: 3, accelerators: 512}",
+    );
+    let t2 = myriad_train::train(s2.training.as_ref().unwrap(), &m2, &c2, 512).unwrap();
+    assert!(t2.estimate.step_time_s > 1.8 * e.step_time_s);
+}
+
+#[test]
+fn does_not_fit_is_reported_with_numbers() {
+    // GPT-3 175B with TP 1, PP 1 and no sharded optimizer cannot fit in 80 GiB.
+    let (s, c, m) = setup("{tp: 1, pp: 1, dp: 1024, global_batch: 1024, micro_batch: 1, distributed_optimizer: false, recompute: none}");
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+    assert!(!t.estimate.fits);
+    // weights 2 + grads 4 + optimizer 12 bytes per parameter = 18 × 174.6e9 B > 2.8 TiB
+    assert!(t.estimate.memory.total_gib > 18.0 * 174e9 / 1024f64.powi(3));
+}
+
+#[test]
+fn recompute_is_chosen_to_fit_when_not_given() {
+    let (s, c, m) = setup("{tp: 8, pp: 8, dp: 16, global_batch: 1536, micro_batch: 1}");
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+    assert!(t.estimate.fits);
+    assert!(
+        t.notes.iter().any(|n| n.starts_with("recompute:")),
+        "{:?}",
+        t.notes
+    );
+}

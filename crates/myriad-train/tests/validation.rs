@@ -1,0 +1,82 @@
+//! The accuracy bar on the public validation file (../shared/validation/training-public.json):
+//! mean absolute error under 5% and no current (not superseded) case worse than 20%.
+
+use myriad_scenario::validation::parse_validation;
+
+fn report() -> Option<myriad_train::validate::ValidationReport> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/validation/training-public.json"
+    );
+    let Ok(text) = std::fs::read_to_string(path) else {
+        eprintln!("skipping: {path} not found");
+        return None;
+    };
+    let file = parse_validation(path, &text).expect("the public file parses");
+    Some(myriad_train::validate::validate(
+        &file.cases,
+        myriad_catalog::catalog(),
+    ))
+}
+
+#[test]
+fn public_training_file_meets_the_accuracy_bar() {
+    let Some(r) = report() else { return };
+    for c in &r.cases {
+        eprintln!(
+            "{:60} {:>9} {:>9.3} {:>8} {}",
+            c.id,
+            c.predicted_step_time_s
+                .map(|p| format!("{p:.3}"))
+                .unwrap_or("-".into()),
+            c.measured_step_time_s,
+            c.error
+                .map(|e| format!("{:+.1}%", 100.0 * e))
+                .unwrap_or("-".into()),
+            c.failure
+                .as_deref()
+                .unwrap_or(if c.superseded { "superseded" } else { "" })
+        );
+    }
+    let s = &r.summary;
+    eprintln!(
+        "count {} failed {} mae {:.2}% median {:.2}% worst {:.1}% ({}) worst-all {:.1}% ({})",
+        s.count,
+        s.failed,
+        100.0 * s.mae,
+        100.0 * s.median_abs_error,
+        100.0 * s.worst_abs_error,
+        s.worst_id,
+        100.0 * s.worst_abs_error_all,
+        s.worst_id_all
+    );
+    assert_eq!(s.failed, 0, "every case must be predicted");
+    assert!(
+        s.mae < 0.05,
+        "mean absolute error {:.2}% is above the 5% bar",
+        100.0 * s.mae
+    );
+    assert!(
+        s.worst_abs_error < 0.20,
+        "worst case {} at {:.1}% is above the 20% bar",
+        s.worst_id,
+        100.0 * s.worst_abs_error
+    );
+}
+
+#[test]
+fn older_releases_are_marked_superseded() {
+    let Some(r) = report() else { return };
+    let sup = |id: &str| r.cases.iter().find(|c| c.id == id).map(|c| c.superseded);
+    // 25.11 is superseded by 26.06 for Qwen3-30B-A3B on 16 H100 in fp8.
+    assert_eq!(
+        sup("mb-25.11-qwen3_30b_a3b-dgx-h100-16gpu-fp8-cs"),
+        Some(true)
+    );
+    assert_eq!(
+        sup("mb-26.06-qwen3_30b_a3b-dgx-h100-16gpu-fp8"),
+        Some(false)
+    );
+    // Rows with no other release of the same benchmark are current.
+    assert_eq!(sup("megatron-sc21-t1-1.7b"), Some(false));
+}
