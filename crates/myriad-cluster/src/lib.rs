@@ -1116,7 +1116,9 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
     }
     let sw = f.switch.latency_ns / 1000.0;
     let lat = |j: u32| f.base_latency_us + (2 * j - 1) as f64 * sw;
-    let inr = f.kind == FabricKind::Infiniband;
+    // SHARP exists on InfiniBand switches, but NCCL uses it only with the SHARP plugin
+    // (CollNet) configured; the published per-NIC bus bandwidths are ring figures. Off.
+    let inr = false;
     let b = x.gbps_per_acc;
     let site_name = if x.sites > 1 { "site" } else { "cluster" };
     // (name, size, GB/s, latency)

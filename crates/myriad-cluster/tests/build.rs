@@ -90,6 +90,9 @@ fn dgx_superpod_1024_h100() {
     let sizes: Vec<u64> = b.levels.iter().map(|l| l.size).collect();
     assert_eq!(sizes, vec![8, 32, 1024]);
     assert_eq!(b.levels[0].gbps_per_accelerator, 450.0);
+    // NVLS inside the node; no SHARP assumed on the scale-out levels.
+    assert!(b.levels[0].in_network_reduction);
+    assert!(!b.levels[1].in_network_reduction && !b.levels[2].in_network_reduction);
     // 8 x 400 Gb/s / 8 / 8 GPUs = 50 GB/s per GPU.
     assert_eq!(b.levels[2].gbps_per_accelerator, 50.0);
     // Latency: base + 3 switch hops (leaf, spine, leaf).
