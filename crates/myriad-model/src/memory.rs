@@ -30,7 +30,15 @@ pub struct ActivationMemory {
 }
 
 impl Transformer {
-    pub fn activation_memory(&self, s: &Shard, recompute: Recompute) -> ActivationMemory {
+    /// `gemm_input_bytes`: bytes per element of the tensors saved as GEMM inputs for the
+    /// weight gradient (2 in bf16; 1 in fp8 training, where Transformer Engine saves the
+    /// fp8 copy it already made for the forward GEMM).
+    pub fn activation_memory(
+        &self,
+        s: &Shard,
+        recompute: Recompute,
+        gemm_input_bytes: f64,
+    ) -> ActivationMemory {
         let tp = s.tp as f64;
         let tokens = s.micro_batch as f64 * self.seq_len as f64 / s.cp as f64;
         let h = self.hidden as f64;
@@ -57,9 +65,21 @@ impl Transformer {
                     )
                 }
             };
-            by * (2.0 * h / sp_div + qkv + o) + 4.0 * heads / tp
+            // norm input (bf16), QKV GEMM input, Q/K/V (bf16, for attention backward),
+            // attention output (the projection GEMM input), softmax statistics (fp32).
+            by * h / sp_div
+                + gemm_input_bytes * h / sp_div
+                + by * qkv
+                + gemm_input_bytes * o
+                + 4.0 * heads / tp
         };
-        let mlp_dense = by * (2.0 * h / sp_div + (g + 1.0) * self.dense_ffn() as f64 / tp);
+        let ffn_d = self.dense_ffn() as f64 / tp;
+        // norm input, up-projection input, up output (bf16, for the activation's backward),
+        // activation output (the down-projection GEMM input).
+        let mlp_dense = by * h / sp_div
+            + gemm_input_bytes * h / sp_div
+            + by * g * ffn_d
+            + gemm_input_bytes * ffn_d;
         let mlp_moe = match &self.moe {
             Some(m) => {
                 let per_copy = (g + 1.0) * m.expert_ffn_hidden as f64 / s.etp as f64 + h;
@@ -70,17 +90,29 @@ impl Transformer {
             }
             None => 0.0,
         };
+        // Unfused attention stores the scores, the softmax output and the dropout mask
+        // (Korthikanti's 5·a·s²·b/t): selective recompute exists to drop exactly these.
+        let core = if s.fused_attention {
+            0.0
+        } else {
+            5.0 * heads / tp * self.seq_len as f64 / s.cp as f64
+                * self.seq_len as f64
+                * s.micro_batch as f64
+        };
         let (dense_layer, moe_layer) = match recompute {
             Recompute::Full => {
                 let input = by * h / sp_div * tokens;
                 (input, input)
             }
-            Recompute::None | Recompute::Selective => {
-                (tokens * (attn + mlp_dense), tokens * (attn + mlp_moe))
-            }
+            Recompute::Selective => (tokens * (attn + mlp_dense), tokens * (attn + mlp_moe)),
+            Recompute::None => (
+                tokens * (attn + mlp_dense) + core,
+                tokens * (attn + mlp_moe) + core,
+            ),
         };
-        // Logits in fp32 and their gradient buffer, vocab sharded over TP.
-        let head = tokens * self.vocab as f64 / tp * 4.0 * 2.0;
+        // Logits (bf16) and the fp32 copy the fused vocab-parallel cross-entropy keeps for
+        // its backward, vocab sharded over TP.
+        let head = tokens * self.vocab as f64 / tp * (2.0 + 4.0);
         ActivationMemory {
             dense_layer,
             moe_layer,

@@ -21,6 +21,10 @@ pub struct Shard {
     pub sp: bool,
     /// Sequences per micro-batch.
     pub micro_batch: u32,
+    /// Fused attention (FlashAttention/cuDNN): scores never reach HBM. When false, the
+    /// attention core runs as Megatron-LM's pre-2023 path: batched QK^T GEMM over the full
+    /// square, fused scale-mask-softmax, dropout, batched attention-over-values GEMM.
+    pub fused_attention: bool,
 }
 
 impl Shard {
@@ -32,6 +36,7 @@ impl Shard {
             etp: 1,
             sp: false,
             micro_batch,
+            fused_attention: true,
         }
     }
 }
@@ -198,20 +203,52 @@ impl Transformer {
                 bytes: 2.0 * t * heads * d_qk / tp * ACT_BYTES,
             },
         });
-        // Context parallelism: each rank holds seq/cp queries and, after the ring of KV
-        // exchanges, attends over the whole sequence; with causal load balancing each rank
-        // computes 1/cp of the causal score matrix.
-        out.push(Op {
-            name: "attention",
-            kind: OpKind::Attention {
-                batch_heads: b * heads / tp,
-                sq: seq / s.cp as f64,
-                skv: seq,
-                d_qk,
-                d_v,
-                causal_fraction: 0.5,
-            },
-        });
+        if !s.fused_attention {
+            // Unfused core: every score of the square is computed and stored.
+            let bh = b * heads / tp;
+            let sq = seq / s.cp as f64;
+            out.push(Op {
+                name: "core_scores",
+                kind: OpKind::Gemm {
+                    m: sq,
+                    n: seq,
+                    k: d_qk,
+                    count: bh,
+                },
+            });
+            // Write scores, scale-mask-softmax (read, write), dropout (read, write, mask):
+            // 2 + 4 + 5 bytes per score in fp16/bf16.
+            out.push(Op {
+                name: "core_softmax",
+                kind: OpKind::Memory {
+                    bytes: 11.0 * bh * sq * seq,
+                },
+            });
+            out.push(Op {
+                name: "core_values",
+                kind: OpKind::Gemm {
+                    m: sq,
+                    n: d_v,
+                    k: seq,
+                    count: bh,
+                },
+            });
+        } else {
+            // Context parallelism: each rank holds seq/cp queries and, after the ring of KV
+            // exchanges, attends over the whole sequence; with causal load balancing each rank
+            // computes 1/cp of the causal score matrix.
+            out.push(Op {
+                name: "attention",
+                kind: OpKind::Attention {
+                    batch_heads: b * heads / tp,
+                    sq: seq / s.cp as f64,
+                    skv: seq,
+                    d_qk,
+                    d_v,
+                    causal_fraction: 0.5,
+                },
+            });
+        }
         out.push(Op {
             name: "out_proj",
             kind: OpKind::Gemm {

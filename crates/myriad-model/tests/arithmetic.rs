@@ -141,8 +141,9 @@ fn korthikanti_activation_memory_gpt() {
         etp: 1,
         sp: true,
         micro_batch: 1,
+        fused_attention: true,
     };
-    let a = m.activation_memory(&s, Recompute::None);
+    let a = m.activation_memory(&s, Recompute::None, 2.0);
     let sbh = 2048.0 * 12288.0;
     let expect = 32.0 * sbh / 8.0 + 4.0 * 96.0 * 2048.0 / 8.0;
     assert!(
@@ -152,11 +153,30 @@ fn korthikanti_activation_memory_gpt() {
         expect
     );
     // Full recompute keeps the layer input: 2 s b h / t with SP.
-    let f = m.activation_memory(&s, Recompute::Full);
+    let f = m.activation_memory(&s, Recompute::Full, 2.0);
     assert_eq!(f.dense_layer, 2.0 * sbh / 8.0);
     // Without SP the norm and GEMM inputs are replicated across TP.
     let nosp = Shard { sp: false, ..s };
-    assert!(m.activation_memory(&nosp, Recompute::None).dense_layer > a.dense_layer);
+    assert!(m.activation_memory(&nosp, Recompute::None, 2.0).dense_layer > a.dense_layer);
+    // fp8 training saves the GEMM inputs in fp8: QKV input h, projection input h, MLP
+    // input h and down-projection input 4h are 1 byte instead of 2 (7 s b h / t less).
+    let f8 = m.activation_memory(&s, Recompute::None, 1.0);
+    assert!((a.dense_layer - f8.dense_layer - 7.0 * sbh / 8.0).abs() < 1.0);
+    // Unfused attention adds Korthikanti's 5·a·s²·b/t, which selective recompute removes.
+    let unfused = Shard {
+        fused_attention: false,
+        ..s
+    };
+    let u = m.activation_memory(&unfused, Recompute::None, 2.0);
+    assert_eq!(
+        u.dense_layer - a.dense_layer,
+        5.0 * 96.0 * 2048.0 * 2048.0 / 8.0
+    );
+    assert_eq!(
+        m.activation_memory(&unfused, Recompute::Selective, 2.0)
+            .dense_layer,
+        a.dense_layer
+    );
 }
 
 #[test]
@@ -203,6 +223,7 @@ fn sharding_conserves_flops() {
                 etp,
                 sp,
                 micro_batch: 2,
+                fused_attention: true,
             };
             let t = total(s, layer);
             assert!(
@@ -211,4 +232,25 @@ fn sharding_conserves_flops() {
             );
         }
     }
+}
+
+#[test]
+fn unfused_attention_computes_the_full_square() {
+    // The unfused core multiplies the whole s×s score matrix: twice the causal FLOPs.
+    let m = gpt(2, 2048, 16, 2048);
+    let flops = |fused| {
+        let mut ops = Vec::new();
+        m.attention_ops(
+            &Shard {
+                fused_attention: fused,
+                ..Shard::single(1)
+            },
+            &mut ops,
+        );
+        ops.iter().map(|o| o.flops()).sum::<f64>()
+    };
+    let proj = 2.0 * 2048.0 * 4.0 * 2048.0 * 2048.0;
+    let causal = 2.0 * 2048f64.powi(2) * 2048.0;
+    assert!((flops(true) - proj - causal).abs() < 1.0);
+    assert!((flops(false) - proj - 2.0 * causal).abs() < 1.0);
 }

@@ -237,6 +237,16 @@ impl Precision {
     }
 }
 
+/// Attention kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AttentionKernel {
+    /// Fused attention (FlashAttention, cuDNN): scores never reach HBM.
+    Flash,
+    /// Batched GEMMs around a fused softmax (Megatron-LM before fused attention).
+    Unfused,
+}
+
 /// Pipeline schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -293,6 +303,14 @@ pub struct TrainingSpec {
     pub zero_stage: Option<u8>,
     #[serde(default)]
     pub pipeline_schedule: Option<PipelineSchedule>,
+    /// Attention kernel; default `flash`, except `unfused` for fp16 (the fp16 loss-scaling
+    /// recipes of Megatron-LM 2021-2022 ran an unfused attention core).
+    #[serde(default)]
+    pub attention: Option<AttentionKernel>,
+    /// Tensor-parallel communication overlapped with GEMMs (Transformer Engine
+    /// userbuffers); default: on with sequence parallelism and fused attention.
+    #[serde(default)]
+    pub tp_comm_overlap: Option<bool>,
     /// Order in which parallel dimensions are laid onto the hierarchy, innermost first
     /// (default `tp-cp-ep-dp-pp`).
     #[serde(default)]

@@ -27,8 +27,13 @@ pub struct TrainEstimate {
     pub estimate: StepEstimate,
 }
 
-/// Resolves the plan and estimates a step. When `recompute` is not given, tries none,
-/// selective, then full, and keeps the first that fits (a user's choice), or full.
+/// Resolves the plan and estimates a step.
+///
+/// Fields the spec leaves unset that decide whether the plan fits are chosen the way a user
+/// would: when `recompute` is not given, and when neither `distributed_optimizer` nor
+/// `zero_stage` is given, every combination (recompute none/selective/full × optimizer
+/// sharding ZeRO-1/2/3) is estimated and the fastest that fits is kept; if none fits, the
+/// one needing the least memory is reported (with `fits: false`). Each choice is noted.
 pub fn train(
     spec: &TrainingSpec,
     model: &Transformer,
@@ -36,29 +41,80 @@ pub fn train(
     accelerators: u64,
 ) -> Result<TrainEstimate, PlanError> {
     let (mut plan, mut notes) = resolve(spec, model, cluster, accelerators)?;
-    let est = if spec.recompute.is_some() {
-        estimate(model, &plan, cluster)
+    let recomputes: &[Recompute] = match spec.recompute {
+        Some(_) => &[],
+        None => &[Recompute::None, Recompute::Selective, Recompute::Full],
+    };
+    let free_sharding =
+        spec.distributed_optimizer.is_none() && spec.zero_stage.is_none() && plan.dp > 1;
+    let stages: &[u8] = if free_sharding { &[1, 2, 3] } else { &[] };
+    if recomputes.is_empty() && stages.is_empty() {
+        let est = estimate(model, &plan, cluster);
+        return Ok(TrainEstimate {
+            plan,
+            notes,
+            estimate: est,
+        });
+    }
+    let rs: Vec<Recompute> = if recomputes.is_empty() {
+        vec![plan.recompute]
     } else {
-        let mut chosen = None;
-        for r in [Recompute::None, Recompute::Selective, Recompute::Full] {
+        recomputes.to_vec()
+    };
+    let zs: Vec<u8> = if stages.is_empty() {
+        vec![plan.zero_stage]
+    } else {
+        stages.to_vec()
+    };
+    let mut best: Option<(Plan, StepEstimate)> = None;
+    let mut smallest: Option<(Plan, StepEstimate)> = None;
+    for &z in &zs {
+        for &r in &rs {
             plan.recompute = r;
+            plan.zero_stage = z;
+            if free_sharding {
+                plan.distributed_optimizer = z >= 1;
+            }
             let e = estimate(model, &plan, cluster);
-            if e.fits || r == Recompute::Full {
-                chosen = Some((r, e));
-                break;
+            if e.fits
+                && best
+                    .as_ref()
+                    .is_none_or(|(_, b)| e.step_time_s < b.step_time_s)
+            {
+                best = Some((plan.clone(), e.clone()));
+            }
+            if smallest
+                .as_ref()
+                .is_none_or(|(_, b)| e.memory.total_gib < b.memory.total_gib)
+            {
+                smallest = Some((plan.clone(), e));
             }
         }
-        let (r, e) = chosen.expect("full recompute always yields an estimate");
+    }
+    let (plan, est) = best
+        .or(smallest)
+        .expect("at least one combination is estimated");
+    let fit_note = if est.fits {
+        "the fastest that fits"
+    } else {
+        "nothing fits; the smallest footprint"
+    };
+    if !recomputes.is_empty() {
         notes.push(format!(
-            "recompute: {} (not given; the cheapest mode that fits)",
-            match r {
+            "recompute: {} (not given; {fit_note})",
+            match plan.recompute {
                 Recompute::None => "none",
                 Recompute::Selective => "selective",
                 Recompute::Full => "full",
             }
         ));
-        e
-    };
+    }
+    if free_sharding {
+        notes.push(format!(
+            "optimizer sharding: ZeRO-{} (not given; {fit_note})",
+            plan.zero_stage
+        ));
+    }
     Ok(TrainEstimate {
         plan,
         notes,

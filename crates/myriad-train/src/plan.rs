@@ -4,7 +4,9 @@
 use myriad_cluster::BuiltCluster;
 use myriad_collective::GroupSpan;
 use myriad_model::{Recompute, Shard, Transformer};
-use myriad_scenario::{Dim, PipelineSchedule, Precision, TrainingSpec, DEFAULT_PLACEMENT};
+use myriad_scenario::{
+    AttentionKernel, Dim, PipelineSchedule, Precision, TrainingSpec, DEFAULT_PLACEMENT,
+};
 use serde::Serialize;
 
 /// A complete parallel plan.
@@ -29,6 +31,7 @@ pub struct Plan {
     /// Tensor-parallel communication overlapped with GEMMs (Transformer Engine userbuffers).
     pub tp_comm_overlap: bool,
     pub placement: [Dim; 5],
+    pub attention: AttentionKernel,
     /// The embedding and the loss count as one layer each in the pipeline split
     /// (Megatron-Core `account_for_embedding/loss_in_pipeline_split`): used when
     /// `layers + 2`, not `layers`, divides by PP×VPP (Llama 3.1 405B: 126 + 2 = 128).
@@ -64,6 +67,7 @@ impl Plan {
             etp: self.etp,
             sp: self.sequence_parallel,
             micro_batch: self.micro_batch,
+            fused_attention: self.attention == AttentionKernel::Flash,
         }
     }
 
@@ -89,19 +93,25 @@ impl Plan {
         s
     }
 
-    /// How a group of `n` ranks at rank stride `stride` lies on the hierarchy.
+    /// How a group of `n` ranks at rank stride `stride` lies on the hierarchy: the members
+    /// inside one unit of each level are those within `size / stride` strides (rounded up,
+    /// for units that a group straddles), never more units than a level holds.
     pub fn span(levels: &[myriad_cluster::Level], n: u64, stride: u64) -> GroupSpan {
         let mut spans = Vec::with_capacity(levels.len());
         let mut prev = 1u64;
+        let mut below = 1u64;
+        let stride = stride.max(1);
         for (i, l) in levels.iter().enumerate() {
+            let max = l.size.div_ceil(below).max(1);
             let in_unit = if i + 1 == levels.len() {
                 n
             } else {
-                (l.size / stride.max(1)).clamp(1, n)
+                l.size.div_ceil(stride).clamp(1, n)
             };
-            let in_unit = in_unit.max(prev);
-            spans.push((in_unit / prev).max(1));
-            prev = in_unit;
+            let span = in_unit.div_ceil(prev).clamp(1, max);
+            spans.push(span);
+            prev *= span;
+            below = l.size;
         }
         GroupSpan { spans }
     }
@@ -282,13 +292,7 @@ pub fn resolve(
     });
     let distributed_optimizer = match spec.distributed_optimizer {
         Some(d) => d,
-        None => {
-            let d = dp > 1 && spec.zero_stage.is_none();
-            if d {
-                notes.push("distributed_optimizer: true (Megatron default for dp > 1)".into());
-            }
-            d
-        }
+        None => dp > 1 && spec.zero_stage.is_none(),
     };
     let zero_stage = spec
         .zero_stage
@@ -305,6 +309,17 @@ pub fn resolve(
         None => DEFAULT_PLACEMENT,
     };
     let recompute = spec.recompute.unwrap_or(Recompute::None);
+    let attention = match spec.attention {
+        Some(a) => a,
+        None if precision == Precision::Fp16 => {
+            notes.push("attention: unfused (fp16 recipe; set `attention: flash` to change)".into());
+            AttentionKernel::Unfused
+        }
+        None => AttentionKernel::Flash,
+    };
+    let tp_comm_overlap = spec
+        .tp_comm_overlap
+        .unwrap_or(sequence_parallel && attention == AttentionKernel::Flash);
     Ok((
         Plan {
             accelerators,
@@ -323,8 +338,9 @@ pub fn resolve(
             distributed_optimizer,
             zero_stage,
             schedule,
-            tp_comm_overlap: sequence_parallel,
+            tp_comm_overlap,
             placement,
+            attention,
             embedding_in_pipeline_split,
         },
         notes,

@@ -153,9 +153,15 @@ impl Ctx<'_> {
                 OpKind::Gemm { m, n, k, count } => {
                     let t = self.gemm(m, n, k, count);
                     f += t;
+                    if op.name.starts_with("core_") {
+                        attn_f += t;
+                    }
                     // dgrad: [m,n]x[n,k]; wgrad: [k,m]x[m,n]
                     let dg = self.gemm(m, k, n, count);
-                    let wg = self.gemm(k, n, m, count);
+                    // The weight gradient accumulates into the fp32 main-grad buffer across
+                    // micro-batches (Megatron gradient-accumulation fusion): the GEMM's
+                    // epilogue reads and writes 8 bytes per weight element.
+                    let wg = self.gemm(k, n, m, count) + 8.0 * k * n * count / self.hbm_bps;
                     b += dg + wg;
                     w += wg;
                 }
@@ -170,6 +176,9 @@ impl Ctx<'_> {
                 OpKind::Memory { bytes } => {
                     f += self.memory(bytes);
                     b += self.memory(2.0 * bytes);
+                    if op.name.starts_with("core_") {
+                        attn_f += self.memory(bytes);
+                    }
                 }
             }
         }
@@ -483,11 +492,15 @@ pub fn estimate(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> Ste
     let total_local = pd + pe;
     let bucket = (40e6_f64.max(1e6 * plan.dp as f64) / total_local.max(1.0)).min(1.0);
     let dp_exposed = if plan.zero_stage >= 3 {
-        // ZeRO-3: parameters gathered for forward and backward of every micro-batch and
-        // gradients reduce-scattered every micro-batch, prefetched under compute.
-        let per_mb = 2.0 * ag + rs;
-        let compute = crit.fwd + crit.bwd;
-        m * (per_mb - compute).max(0.0) + per_mb * bucket
+        // ZeRO-3 (DeepSpeed): each micro-batch all-gathers the parameters for forward and
+        // again for backward, and reduce-scatters the gradients. DeepSpeed fetches a layer's
+        // parameters when the layer runs (its prefetch covers the next small bucket only),
+        // so the gathers sit on the critical path: counted without overlap.
+        m * (2.0 * ag + rs)
+    } else if plan.zero_stage == 2 {
+        // ZeRO-2: gradients are sharded, so every micro-batch's gradients are
+        // reduce-scattered during its backward; parameters gathered once per step.
+        m * (rs - crit.bwd).max(0.0) + (ag - crit.fwd).max(0.0) + (rs + ag) * bucket
     } else {
         // Overlapped with the last micro-batch's backward (all chunks of the stage), and
         // the parameter all-gather with the first forward.
@@ -523,7 +536,7 @@ pub fn estimate(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> Ste
     let step = breakdown.total();
 
     // Memory on each stage; report the peak.
-    let act = model.activation_memory(&shard, plan.recompute);
+    let act = model.activation_memory(&shard, plan.recompute, if fp8 { 1.0 } else { 2.0 });
     let mut memory = Memory::default();
     for s in 0..pp {
         let (d, e) = stage_params(s);
