@@ -329,11 +329,14 @@ impl Transformer {
                 let assignments = t * m.top_k as f64 / tp * etp;
                 let local = (experts / s.ep as f64).max(1.0);
                 let ffn = m.expert_ffn_hidden as f64;
-                // Permute tokens to experts and back (read + write each routed token twice).
+                // Token movement around the experts (Megatron's all-to-all dispatcher): permute
+                // by expert, sort the received chunks by local expert, and the reverse two
+                // on the way back (the last one a top-k weighted sum): four read+write passes
+                // over every routed copy. Router scores and top-k over `experts` in fp32.
                 out.push(Op {
                     name: "moe_permute",
                     kind: OpKind::Memory {
-                        bytes: 4.0 * assignments * h * ACT_BYTES,
+                        bytes: 8.0 * assignments * h * ACT_BYTES + 3.0 * ts * experts * 4.0,
                     },
                 });
                 out.push(Op {

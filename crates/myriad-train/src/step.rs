@@ -108,6 +108,7 @@ struct StageTimes {
     ep: f64,
 }
 
+#[derive(Clone, Copy)]
 struct Ctx<'a> {
     acc: &'a Accelerator,
     levels: &'a [Level],
@@ -195,6 +196,36 @@ impl Ctx<'_> {
     }
 }
 
+/// Forward and backward compute time (seconds) of one layer for one micro-batch on one
+/// rank: the op-sum of the step model, without communication or recompute.
+pub fn layer_compute_times(
+    acc: &Accelerator,
+    levels: &[Level],
+    model: &Transformer,
+    shard: &myriad_model::Shard,
+    precision: Precision,
+    layer: u32,
+) -> (f64, f64) {
+    let fp8 = matches!(precision, Precision::Fp8 | Precision::Fp4);
+    let ctx = Ctx {
+        acc,
+        levels,
+        gemm_peak: peak_tflops(acc, precision) * 1e12,
+        gemm_eff: if fp8 {
+            acc.efficiency.gemm_fp8
+        } else {
+            acc.efficiency.gemm_bf16
+        },
+        bf16_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
+        hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
+        fp8,
+    };
+    let mut ops = Vec::with_capacity(24);
+    model.layer_ops(layer, shard, &mut ops);
+    let (f, b, _, _) = ctx.times(&ops);
+    (f, b)
+}
+
 fn peak_tflops(acc: &Accelerator, p: Precision) -> f64 {
     let d = &acc.dense_tflops;
     let v = match p {
@@ -207,6 +238,12 @@ fn peak_tflops(acc: &Accelerator, p: Precision) -> f64 {
     };
     v.filter(|x| *x > 0.0).or(d.bf16).unwrap_or(1.0)
 }
+
+/// Share of the GPU's compute that communication kernels take while they overlap compute:
+/// NCCL runs one SM per channel (16-32 channels on 108-132 SMs) and competes for HBM
+/// bandwidth, so hidden communication is not free: it slows the compute it hides under
+/// by about this fraction of its own duration.
+pub const COMM_SM_SHARE: f64 = 0.2;
 
 /// Fixed memory outside the model (CUDA context, NCCL buffers, allocator fragmentation).
 pub const BUFFERS_GIB: f64 = 3.0;
@@ -281,7 +318,10 @@ pub fn estimate(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> Ste
                     .sum::<f64>()
                     * 3.0
                     / (ctx.gemm_peak * ctx.gemm_eff);
-                comm / plan.tp as f64 + (comm * (1.0 - 1.0 / plan.tp as f64) - gemm).max(0.0)
+                let first = comm / plan.tp as f64;
+                let rest = comm - first;
+                let hidden = rest.min(gemm);
+                first + (rest - gemm).max(0.0) + COMM_SM_SHARE * hidden
             } else {
                 comm
             };
@@ -307,7 +347,8 @@ pub fn estimate(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> Ste
             let fwd = step + steps * (step - attn_chunk).max(0.0);
             // Backward sends K, V and their gradients; attention backward is ~2.5x longer.
             let bwd = 2.0 * step + steps * (2.0 * step - 2.5 * attn_chunk).max(0.0);
-            st.cp = fwd + bwd;
+            let hidden = steps * (step.min(attn_chunk) + (2.0 * step).min(2.5 * attn_chunk));
+            st.cp = fwd + bwd + COMM_SM_SHARE * hidden;
         }
         // EP: dispatch and combine all-to-all, forward and backward.
         if plan.ep > 1 && model.is_moe_layer(layer) {
@@ -343,7 +384,15 @@ pub fn estimate(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> Ste
     };
     ops.clear();
     model.head_ops(&shard, &mut ops);
-    let (head_f, head_b, head_w, _) = ctx.times(&ops);
+    // The output layer is a plain parallel linear in Megatron, outside Transformer
+    // Engine's fp8 autocast: it runs in bf16 even in fp8 training.
+    let bf16_ctx = Ctx {
+        gemm_peak: bf16_peak,
+        gemm_eff: acc.efficiency.gemm_bf16,
+        fp8: false,
+        ..ctx
+    };
+    let (head_f, head_b, head_w, _) = bf16_ctx.times(&ops);
     ops.clear();
     model.embedding_ops(&shard, &mut ops);
     let (emb_f, emb_b, _, _) = ctx.times(&ops);
@@ -506,7 +555,10 @@ pub fn estimate(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> Ste
         // the parameter all-gather with the first forward.
         let window_b = crit.bwd;
         let window_f = crit.fwd;
-        (rs - window_b).max(0.0) + (ag - window_f).max(0.0) + (rs + ag) * bucket
+        (rs - window_b).max(0.0)
+            + (ag - window_f).max(0.0)
+            + (rs + ag) * bucket
+            + COMM_SM_SHARE * (rs.min(window_b) + ag.min(window_f))
     };
 
     // Optimizer: Adam over the local shard (fp32 master, m, v; read grads, write bf16 params).

@@ -1,0 +1,58 @@
+//! The op-sum compute model against one transformer layer measured on an H100
+//! (calibration/h100-layer-measured.json, made by calibration/layer_bench.py: PyTorch eager,
+//! bf16, per-rank TP shapes, no communication). The model must land within 15% of the
+//! measured forward+backward time of every layer.
+
+use myriad_model::{Shard, Transformer};
+use myriad_scenario::Precision;
+
+#[test]
+fn layer_times_match_the_h100_measurement() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../calibration/h100-layer-measured.json"
+    );
+    let data: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let acc = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
+    let mut worst: f64 = 0.0;
+    for r in data["rows"].as_array().unwrap() {
+        let u = |k: &str| r[k].as_u64().unwrap() as u32;
+        let m = Transformer {
+            name: r["name"].as_str().unwrap().into(),
+            layers: 1,
+            hidden: u("hidden"),
+            ffn_hidden: u("ffn"),
+            heads: u("heads"),
+            kv_heads: u("kv_heads"),
+            head_dim: Some(u("head_dim")),
+            vocab: 32000,
+            seq_len: u("seq"),
+            gated_mlp: r["gated"].as_bool().unwrap(),
+            tied_embeddings: false,
+            moe: None,
+            mla: None,
+        };
+        let shard = Shard {
+            tp: u("tp"),
+            sp: false,
+            ..Shard::single(u("micro_batch"))
+        };
+        let (f, b) =
+            myriad_train::step::layer_compute_times(acc, &[], &m, &shard, Precision::Bf16, 0);
+        let measured_fb = r["fwd_bwd_ms"].as_f64().unwrap() / 1e3;
+        let measured_f = r["fwd_ms"].as_f64().unwrap() / 1e3;
+        let err = (f + b) / measured_fb - 1.0;
+        eprintln!(
+            "{:32} fwd {:.2} ms (measured {:.2}) fwd+bwd {:.2} ms (measured {:.2}): {:+.1}%",
+            m.name,
+            f * 1e3,
+            measured_f * 1e3,
+            (f + b) * 1e3,
+            measured_fb * 1e3,
+            100.0 * err
+        );
+        worst = worst.max(err.abs());
+    }
+    assert!(worst < 0.15, "worst layer error {:.1}%", 100.0 * worst);
+}
