@@ -37,8 +37,8 @@ fn impossible_plans_name_the_numbers() {
         "training.dp: tp*pp*cp*dp = 8*8*1*8 = 512 != 1024 accelerators"
     );
     assert_eq!(
-        err("{tp: 8, pp: 32, dp: 4}"),
-        "training.pp: layers 96 not divisible by PP*VPP = 32*1 = 32"
+        err("{tp: 8, pp: 64, dp: 2}"),
+        "training.pp: layers 96 not divisible by PP*VPP = 64*1 = 64"
     );
     assert_eq!(
         err("{tp: 8, pp: 8, dp: 16, vpp: 5}"),
@@ -52,7 +52,7 @@ fn impossible_plans_name_the_numbers() {
 
 #[test]
 fn heads_must_divide_by_tp() {
-    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: gpt3-175b, heads: 100, hidden: 12800}\ntraining: {tp: 8, dp: 1}\n";
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: gpt3-175b, heads: 100, kv_heads: 100, hidden: 12800}\ntraining: {tp: 8, dp: 1}\n";
     let cat = myriad_catalog::catalog();
     let s = parse_scenario("t.yaml", text, cat).unwrap();
     let c = myriad_cluster::build(&s, cat).unwrap();
