@@ -269,6 +269,18 @@ pub struct UnknownId {
     pub closest: Vec<String>,
 }
 
+impl UnknownId {
+    /// The message a field-path error carries: "`x` is not a known accelerator; closest: …".
+    pub fn message(&self) -> String {
+        format!(
+            "`{}` is not a known {}; closest: {}",
+            self.id,
+            self.kind,
+            self.closest.join(", ")
+        )
+    }
+}
+
 pub const ACCELERATORS_YAML: &str = include_str!("../data/accelerators.yaml");
 pub const SCALE_UP_YAML: &str = include_str!("../data/scale_up.yaml");
 pub const FABRICS_YAML: &str = include_str!("../data/fabrics.yaml");

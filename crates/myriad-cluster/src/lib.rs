@@ -322,15 +322,7 @@ pub fn tier_name(t: u32) -> &'static str {
 }
 
 fn unknown(path: &str, e: UnknownId) -> BuildError {
-    BuildError::new(
-        path,
-        format!(
-            "`{}` is not a known {}; closest: {}",
-            e.id,
-            e.kind,
-            e.closest.join(", ")
-        ),
-    )
+    BuildError::new(path, e.message())
 }
 
 /// `n` to one decimal.

@@ -423,16 +423,7 @@ fn err(file: &str, path: &str, msg: impl Into<String>) -> ScenarioError {
 }
 
 fn unknown(file: &str, path: &str, e: myriad_catalog::UnknownId) -> ScenarioError {
-    err(
-        file,
-        path,
-        format!(
-            "`{}` is not a known {}; closest: {}",
-            e.id,
-            e.kind,
-            e.closest.join(", ")
-        ),
-    )
+    err(file, path, e.message())
 }
 
 /// Most switch tiers a fabric may have.
