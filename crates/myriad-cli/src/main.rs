@@ -40,6 +40,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Evaluate shard K/N of a myriad-sweep/1 grid into OUT/shard-K-of-N.csv (resumes);
+    /// with --merge, SPEC is a directory of shard files and OUT the merged CSV.
+    Sweep {
+        spec: PathBuf,
+        /// K/N (1-based): the rows with index % N == K-1; default 1/1.
+        #[arg(long)]
+        shard: Option<String>,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        json: bool,
+        /// Merge the shard files of directory SPEC into the file OUT, ordered by row.
+        #[arg(long)]
+        merge: bool,
+    },
     /// Print the JSON Schema of the myriad/1 scenario format.
     Schema,
 }
@@ -50,6 +65,13 @@ fn main() -> ExitCode {
         Command::Cluster { scenario, json } => cmd::cluster::run(&scenario, json),
         Command::Train { scenario, json } => cmd::train::run(&scenario, json),
         Command::Validate { file, json } => cmd::validate::run(&file, json),
+        Command::Sweep {
+            spec,
+            shard,
+            out,
+            json,
+            merge,
+        } => cmd::sweep::run(&spec, shard.as_deref(), &out, json, merge),
         Command::Schema => {
             println!(
                 "{}",

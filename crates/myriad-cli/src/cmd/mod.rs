@@ -1,5 +1,6 @@
 //! One module per subcommand.
 pub mod cluster;
+pub mod sweep;
 pub mod train;
 pub mod validate;
 
