@@ -40,6 +40,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Search every valid parallel plan for the scenario's model and cluster; print the fastest.
+    Search {
+        scenario: PathBuf,
+        /// How many plans to list.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Which cluster to build for the model and token budget: candidates, Pareto front, choice.
+    Plan {
+        scenario: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// Evaluate shard K/N of a myriad-sweep/1 grid into OUT/shard-K-of-N.csv (resumes);
     /// with --merge, SPEC is a directory of shard files and OUT the merged CSV.
     Sweep {
@@ -65,6 +80,12 @@ fn main() -> ExitCode {
         Command::Cluster { scenario, json } => cmd::cluster::run(&scenario, json),
         Command::Train { scenario, json } => cmd::train::run(&scenario, json),
         Command::Validate { file, json } => cmd::validate::run(&file, json),
+        Command::Search {
+            scenario,
+            top,
+            json,
+        } => cmd::search::run(&scenario, top, json),
+        Command::Plan { scenario, json } => cmd::plan::run(&scenario, json),
         Command::Sweep {
             spec,
             shard,

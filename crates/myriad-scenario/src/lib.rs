@@ -53,6 +53,32 @@ pub struct Scenario {
     pub model: Option<ModelSpec>,
     #[serde(default)]
     pub training: Option<TrainingSpec>,
+    /// Candidate clusters for `myriad plan`.
+    #[serde(default)]
+    pub planning: Option<PlanningSpec>,
+}
+
+/// The `planning` block: which clusters `myriad plan` compares, and the constraints.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanningSpec {
+    /// Accelerator ids to consider (each with its default scale-up system and fabric);
+    /// default: h100-sxm, h200, b200, gb200, mi300x.
+    #[serde(default)]
+    pub accelerators: Vec<String>,
+    /// Accelerator counts to consider (rounded up to whole scale-up domains); default:
+    /// powers of two from 1,024 to 32,768.
+    #[serde(default)]
+    pub counts: Vec<u64>,
+    /// Training must finish within this many days.
+    #[serde(default)]
+    pub deadline_days: Option<f64>,
+    /// Capital budget, USD.
+    #[serde(default)]
+    pub budget_usd: Option<f64>,
+    /// Facility power limit, MW.
+    #[serde(default)]
+    pub max_mw: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -574,6 +600,34 @@ impl Scenario {
         if let Some(t) = &self.training {
             t.check()
                 .map_err(|(p, msg)| err(file, &format!("training.{p}"), msg))?;
+        }
+        if let Some(p) = &self.planning {
+            for (i, a) in p.accelerators.iter().enumerate() {
+                cat.accelerator(a)
+                    .map_err(|e| unknown(file, &format!("planning.accelerators[{i}]"), e))?;
+            }
+            if let Some((i, _)) = p.counts.iter().enumerate().find(|(_, c)| **c == 0) {
+                return Err(err(
+                    file,
+                    &format!("planning.counts[{i}]"),
+                    "must be at least 1",
+                ));
+            }
+            for (k, v) in [
+                ("deadline_days", p.deadline_days),
+                ("budget_usd", p.budget_usd),
+                ("max_mw", p.max_mw),
+            ] {
+                if let Some(v) = v {
+                    if !(v > 0.0 && v.is_finite()) {
+                        return Err(err(
+                            file,
+                            &format!("planning.{k}"),
+                            format!("{v} must be a positive number"),
+                        ));
+                    }
+                }
+            }
         }
         Ok(())
     }

@@ -135,6 +135,7 @@ pub fn case_scenario(
         },
         model: Some(case.model.clone()),
         training: Some(case.training.clone()),
+        planning: None,
     };
     Ok((scenario, notes))
 }

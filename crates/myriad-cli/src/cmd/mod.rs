@@ -1,5 +1,7 @@
 //! One module per subcommand.
 pub mod cluster;
+pub mod plan;
+pub mod search;
 pub mod sweep;
 pub mod train;
 pub mod validate;

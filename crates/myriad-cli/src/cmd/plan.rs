@@ -1,0 +1,115 @@
+//! `myriad plan`: which cluster to build for a model and a token budget.
+use std::path::Path;
+
+use comfy_table::{Cell, CellAlignment, Table};
+
+pub fn run(path: &Path, json: bool) -> Result<(), String> {
+    let s = super::load_scenario(path)?;
+    let file = path.display().to_string();
+    let cat = myriad_catalog::catalog();
+    let r = myriad_search::planner::plan(&s, cat).map_err(|e| format!("{file}: {e}"))?;
+    if json {
+        let out = serde_json::json!({
+            "format": "myriad-plan/1",
+            "name": s.name,
+            "tokens": r.tokens,
+            "candidates": r.candidates.iter().map(|c| serde_json::json!({
+                "accelerator": c.accelerator, "scale_up": c.scale_up, "fabric": c.fabric,
+                "accelerators": c.accelerators, "days": c.days, "gpu_hours": c.gpu_hours,
+                "capex_usd": c.capex_usd, "facility_power_mw": c.facility_power_mw,
+                "energy_mwh": c.energy_mwh, "energy_cost_usd": c.energy_cost_usd,
+                "pareto": c.pareto, "violations": c.violations,
+                "step_time_s": c.best.as_ref().map(|b| b.estimate.step_time_s),
+                "mfu": c.best.as_ref().map(|b| b.estimate.mfu),
+                "plan": c.best.as_ref().map(|b| &b.plan),
+            })).collect::<Vec<_>>(),
+            "chosen": r.chosen.map(|i| &r.candidates[i]),
+            "chosen_cluster": r.chosen_report,
+            "skipped": r.skipped,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    println!("{} — training on {:.3e} tokens", s.name, r.tokens);
+    let mut t = Table::new();
+    t.set_header(vec![
+        "accelerator",
+        "count",
+        "system / fabric",
+        "best plan",
+        "MFU",
+        "days",
+        "capex M USD",
+        "MW",
+        "energy M USD",
+        "Pareto",
+        "qualifies",
+    ]);
+    for (i, c) in r.candidates.iter().enumerate() {
+        let rr = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+        t.add_row(vec![
+            Cell::new(format!(
+                "{}{}",
+                if Some(i) == r.chosen { "► " } else { "" },
+                c.accelerator
+            )),
+            rr(c.accelerators.to_string()),
+            Cell::new(format!("{} / {}", c.scale_up, c.fabric)),
+            Cell::new(
+                c.best
+                    .as_ref()
+                    .map(|b| super::search::plan_summary(&b.plan))
+                    .unwrap_or("-".into()),
+            ),
+            rr(c.best
+                .as_ref()
+                .map(|b| format!("{:.1}%", 100.0 * b.estimate.mfu))
+                .unwrap_or("-".into())),
+            rr(c.days.map(|d| format!("{d:.1}")).unwrap_or("-".into())),
+            rr(format!("{:.1}", c.capex_usd / 1e6)),
+            rr(format!("{:.1}", c.facility_power_mw)),
+            rr(c.energy_cost_usd
+                .map(|e| format!("{:.2}", e / 1e6))
+                .unwrap_or("-".into())),
+            Cell::new(if c.pareto { "yes" } else { "" }),
+            Cell::new(if c.violations.is_empty() {
+                "yes".to_string()
+            } else {
+                c.violations.join("; ")
+            }),
+        ]);
+    }
+    println!("{t}");
+    for sk in &r.skipped {
+        println!("skipped: {sk}");
+    }
+    match (r.chosen, &r.chosen_report) {
+        (Some(i), Some(rep)) => {
+            let c = &r.candidates[i];
+            println!(
+                "\nchosen: {} × {} ({} / {}), {:.1} days, capex {:.1} M USD, {:.1} MW at the facility",
+                c.accelerators, c.accelerator, c.scale_up, c.fabric,
+                c.days.unwrap_or(f64::NAN), c.capex_usd / 1e6, c.facility_power_mw
+            );
+            let mut b = Table::new();
+            b.set_header(vec!["bill of materials", "count"]);
+            b.add_row(vec![
+                Cell::new("scale-up domains"),
+                Cell::new(rep.scale_up_domains),
+            ]);
+            b.add_row(vec![Cell::new("nodes"), Cell::new(rep.nodes)]);
+            for (tier, n) in rep.switches.0.iter() {
+                b.add_row(vec![Cell::new(format!("{tier} switches")), Cell::new(n)]);
+            }
+            b.add_row(vec![Cell::new("transceivers"), Cell::new(rep.transceivers)]);
+            b.add_row(vec![Cell::new("cables"), Cell::new(rep.cables)]);
+            b.add_row(vec![Cell::new("racks"), Cell::new(rep.racks)]);
+            println!("{b}");
+        }
+        _ => println!("\nno candidate meets every constraint"),
+    }
+    Ok(())
+}

@@ -1,0 +1,187 @@
+//! `myriad search`: the fastest parallel plans for the scenario's model on its cluster.
+use std::io::IsTerminal;
+use std::path::Path;
+use std::time::Instant;
+
+use comfy_table::{Cell, CellAlignment, Table};
+use myriad_search::{search, Fixed, Ranked, Space};
+
+pub(crate) fn plan_summary(p: &myriad_train::Plan) -> String {
+    format!(
+        "TP{} PP{}{} CP{} DP{}{} mb{} {:?}{} ZeRO-{}{}",
+        p.tp,
+        p.pp,
+        if p.vpp > 1 {
+            format!("x{}", p.vpp)
+        } else {
+            String::new()
+        },
+        p.cp,
+        p.dp,
+        if p.ep > 1 {
+            format!(" EP{}", p.ep)
+        } else {
+            String::new()
+        },
+        p.micro_batch,
+        p.recompute,
+        if p.sequence_parallel { " SP" } else { "" },
+        p.zero_stage,
+        if p.placement[3] == myriad_scenario::Dim::Pp {
+            " (DP outermost)"
+        } else {
+            ""
+        },
+    )
+}
+
+pub fn run(path: &Path, top: usize, json: bool) -> Result<(), String> {
+    let s = super::load_scenario(path)?;
+    let file = path.display().to_string();
+    let cat = myriad_catalog::catalog();
+    let model = s
+        .model
+        .as_ref()
+        .ok_or_else(|| format!("{file}: model: missing; `myriad search` needs a model block"))?
+        .resolve(cat)
+        .map_err(|(p, m)| format!("{file}: model.{p}: {m}"))?;
+    let spec = s.training.clone().unwrap_or_default();
+    let cluster = myriad_cluster::build(&s, cat).map_err(|e| format!("{file}: {e}"))?;
+    let accelerators = spec.accelerators.unwrap_or(s.cluster.count);
+    let fixed = Fixed::from_spec(&spec, accelerators);
+    let space = Space::full(&model);
+    let start = Instant::now();
+    let bar = if !json && std::io::stderr().is_terminal() {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{elapsed} [{bar:40}] {pos}/{len} plans")
+                .expect("template"),
+        );
+        b.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        Some(b)
+    } else {
+        None
+    };
+    let progress = |done: u64, total: u64| {
+        if let Some(b) = &bar {
+            if b.is_hidden() && start.elapsed().as_secs_f64() > 1.0 {
+                b.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            }
+            b.set_length(total);
+            b.set_position(done);
+        }
+    };
+    let r = search(&model, &cluster, &fixed, &space, top.max(2), &progress);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let rate = r.evaluated as f64 / secs.max(1e-9);
+    if json {
+        let out = serde_json::json!({
+            "format": "myriad-search/1",
+            "name": s.name,
+            "model": model.name,
+            "accelerators": accelerators,
+            "space": r.space,
+            "evaluated": r.evaluated,
+            "feasible": r.feasible,
+            "infeasible": r.infeasible,
+            "seconds": secs,
+            "configs_per_second": rate,
+            "best": r.top.first().map(|b| serde_json::json!({
+                "plan": b.plan, "step_time_s": b.estimate.step_time_s, "mfu": b.estimate.mfu,
+                "memory_gib_per_accelerator": b.estimate.memory.total_gib,
+                "breakdown": b.estimate.breakdown,
+            })),
+            "top": r.top.iter().take(top).map(|b| serde_json::json!({
+                "plan": b.plan, "step_time_s": b.estimate.step_time_s, "mfu": b.estimate.mfu,
+                "memory_gib_per_accelerator": b.estimate.memory.total_gib,
+            })).collect::<Vec<_>>(),
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    println!(
+        "{} — {} on {} × {}: global batch {}, {}",
+        s.name,
+        model.name,
+        accelerators,
+        cluster.accelerator.name,
+        fixed.global_batch,
+        fixed.precision.as_str()
+    );
+    println!(
+        "space {} configurations; {} divide and were estimated, {} fit in memory; {:.3} s ({:.0} configurations/s)",
+        r.space, r.evaluated, r.feasible, secs, rate
+    );
+    let mut t = Table::new();
+    t.set_header(vec!["reason rejected", "configurations"]);
+    for (k, v) in &r.infeasible {
+        t.add_row(vec![
+            Cell::new(k),
+            Cell::new(v).set_alignment(CellAlignment::Right),
+        ]);
+    }
+    println!("{t}");
+    if r.top.is_empty() {
+        return Err(format!(
+            "{file}: no parallel plan fits in memory on this cluster"
+        ));
+    }
+    let mut t = Table::new();
+    t.set_header(vec!["#", "plan", "step s", "MFU", "memory GiB", "tokens/s"]);
+    for (i, b) in r.top.iter().take(top).enumerate() {
+        let e = &b.estimate;
+        let r = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+        t.add_row(vec![
+            Cell::new(i + 1),
+            Cell::new(plan_summary(&b.plan)),
+            r(format!("{:.3}", e.step_time_s)),
+            r(format!("{:.1}%", 100.0 * e.mfu)),
+            r(format!("{:.1}", e.memory.total_gib)),
+            r(format!("{:.0}", e.tokens_per_s)),
+        ]);
+    }
+    println!("{t}");
+    if r.top.len() >= 2 {
+        why(&r.top[0], &r.top[1]);
+    }
+    Ok(())
+}
+
+/// The best plan's breakdown beside the runner-up's.
+fn why(a: &Ranked, b: &Ranked) {
+    let (x, y) = (&a.estimate.breakdown, &b.estimate.breakdown);
+    let rows = [
+        ("forward", x.forward_s, y.forward_s),
+        ("backward", x.backward_s, y.backward_s),
+        ("recompute", x.recompute_s, y.recompute_s),
+        ("TP/SP comm", x.tp_comm_s, y.tp_comm_s),
+        ("CP comm", x.cp_comm_s, y.cp_comm_s),
+        ("EP comm", x.ep_comm_s, y.ep_comm_s),
+        ("PP comm", x.pp_comm_s, y.pp_comm_s),
+        ("DP comm", x.dp_comm_s, y.dp_comm_s),
+        ("pipeline bubble", x.pipeline_bubble_s, y.pipeline_bubble_s),
+        ("optimizer", x.optimizer_s, y.optimizer_s),
+        ("step", a.estimate.step_time_s, b.estimate.step_time_s),
+    ];
+    let mut t = Table::new();
+    t.set_header(vec!["why #1 wins (seconds)", "#1", "#2", "#2 - #1"]);
+    for (n, p, q) in rows {
+        if p == 0.0 && q == 0.0 {
+            continue;
+        }
+        let r = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+        t.add_row(vec![
+            Cell::new(n),
+            r(format!("{p:.4}")),
+            r(format!("{q:.4}")),
+            r(format!("{:+.4}", q - p)),
+        ]);
+    }
+    println!("{t}");
+}

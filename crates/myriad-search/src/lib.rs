@@ -1,0 +1,345 @@
+//! Parallel-plan search and the cluster planner.
+//!
+//! `search` enumerates every combination of TP, CP, PP, virtual stages, EP, DP, micro-batch,
+//! recompute mode, ZeRO stage / distributed optimizer and rank placement order for a model
+//! on a built cluster, rejects what cannot divide (counting each reason), estimates the rest
+//! with the analytical step model in parallel (rayon), and keeps the fastest that fit.
+//! `plan` (module `planner`) goes one level up: which accelerator, system, fabric and count.
+//!
+//! Invariants:
+//! - Deterministic: candidates are generated in a fixed order and ties are broken by that
+//!   order, so the same scenario gives the same ranking on any number of threads.
+//! - No IO and no clock: the caller measures time and draws progress bars (`progress` is a
+//!   callback).
+//! - The cluster is built once per search; estimates share it read-only.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use myriad_cluster::BuiltCluster;
+use myriad_model::{Recompute, Transformer};
+use myriad_scenario::{
+    AttentionKernel, Dim, PipelineSchedule, Precision, TrainingSpec, DEFAULT_PLACEMENT,
+};
+use myriad_train::{estimate, Plan, StepEstimate};
+use rayon::prelude::*;
+use serde::Serialize;
+
+pub mod planner;
+
+/// The values each dimension may take before divisibility filtering.
+#[derive(Debug, Clone, Serialize)]
+pub struct Space {
+    pub tp: Vec<u32>,
+    pub cp: Vec<u32>,
+    pub pp: Vec<u32>,
+    pub vpp: Vec<u32>,
+    pub ep: Vec<u32>,
+    pub micro_batch: Vec<u32>,
+    pub recompute: Vec<Recompute>,
+    pub zero_stage: Vec<u8>,
+    pub placements: Vec<[Dim; 5]>,
+}
+
+impl Space {
+    /// The full space for a model: every power-of-two TP up to 64, CP up to 16, every PP
+    /// that divides the layers (or layers + 2, with the embedding and loss counted as
+    /// stages), interleaving depths, every EP dividing the experts, micro-batches 1-8,
+    /// the three recompute modes, ZeRO-1/2/3, and two placement orders (PP outermost, or
+    /// DP outermost).
+    pub fn full(model: &Transformer) -> Self {
+        let l = model.layers;
+        let mut pp: Vec<u32> = (1..=l.min(128))
+            .filter(|p| l % p == 0 || (*p > 1 && (l + 2) % p == 0))
+            .collect();
+        pp.dedup();
+        let ep = match &model.moe {
+            Some(m) => [1u32, 2, 4, 8, 16, 32, 64, 128, 256]
+                .into_iter()
+                .filter(|e| *e <= m.experts)
+                .collect(),
+            None => vec![1],
+        };
+        Space {
+            tp: vec![1, 2, 4, 8, 16, 32, 64],
+            cp: vec![1, 2, 4, 8, 16],
+            pp,
+            vpp: vec![1, 2, 3, 4, 5, 6, 8, 12],
+            ep,
+            micro_batch: vec![1, 2, 4, 8],
+            recompute: vec![Recompute::None, Recompute::Selective, Recompute::Full],
+            zero_stage: vec![1, 2, 3],
+            placements: vec![
+                DEFAULT_PLACEMENT,
+                [Dim::Tp, Dim::Cp, Dim::Ep, Dim::Pp, Dim::Dp],
+            ],
+        }
+    }
+
+    /// Configurations before any filtering.
+    pub fn size(&self) -> u64 {
+        [
+            self.tp.len(),
+            self.cp.len(),
+            self.pp.len(),
+            self.vpp.len(),
+            self.ep.len(),
+            self.micro_batch.len(),
+            self.recompute.len(),
+            self.zero_stage.len(),
+            self.placements.len(),
+        ]
+        .iter()
+        .map(|&n| n as u64)
+        .product()
+    }
+}
+
+/// One ranked plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ranked {
+    pub plan: Plan,
+    pub estimate: StepEstimate,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    /// Configurations in the space before filtering.
+    pub space: u64,
+    /// Configurations estimated (they divide).
+    pub evaluated: u64,
+    /// Estimated configurations that fit in memory.
+    pub feasible: u64,
+    /// Rejected configurations by reason (counts of configurations).
+    pub infeasible: BTreeMap<String, u64>,
+    /// Fastest first.
+    pub top: Vec<Ranked>,
+}
+
+/// What stays fixed during a search, taken from the scenario's training block.
+#[derive(Debug, Clone)]
+pub struct Fixed {
+    pub accelerators: u64,
+    pub global_batch: u64,
+    pub precision: Precision,
+    pub attention: AttentionKernel,
+    pub schedule: PipelineSchedule,
+}
+
+impl Fixed {
+    pub fn from_spec(spec: &TrainingSpec, accelerators: u64) -> Self {
+        let precision = spec.precision.unwrap_or(Precision::Bf16);
+        Fixed {
+            accelerators,
+            global_batch: spec.global_batch.unwrap_or(accelerators),
+            precision,
+            attention: spec.attention.unwrap_or(if precision == Precision::Fp16 {
+                AttentionKernel::Unfused
+            } else {
+                AttentionKernel::Flash
+            }),
+            schedule: spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB),
+        }
+    }
+}
+
+fn reject(map: &mut BTreeMap<&'static str, u64>, reason: &'static str, n: u64) {
+    *map.entry(reason).or_insert(0) += n;
+}
+
+/// Enumerates the plans of `space` that divide, counting rejections by reason.
+pub fn candidates(
+    model: &Transformer,
+    cluster: &BuiltCluster,
+    fixed: &Fixed,
+    space: &Space,
+) -> (Vec<Plan>, BTreeMap<&'static str, u64>) {
+    let n = fixed.accelerators;
+    let domain = cluster.levels.first().map(|l| l.size).unwrap_or(1);
+    let mut out = Vec::new();
+    let mut rej = BTreeMap::new();
+    let inner = |s: &Space| -> u64 {
+        (s.micro_batch.len() * s.recompute.len() * s.zero_stage.len() * s.placements.len()) as u64
+    };
+    let per_ep = inner(space);
+    let per_vpp = per_ep * space.ep.len() as u64;
+    let per_pp = per_vpp * space.vpp.len() as u64;
+    let per_cp = per_pp * space.pp.len() as u64;
+    let per_tp = per_cp * space.cp.len() as u64;
+    for &tp in &space.tp {
+        if tp as u64 > domain {
+            reject(&mut rej, "tp larger than the scale-up domain", per_tp);
+            continue;
+        }
+        if model.heads % tp != 0
+            || (model.mla.is_none() && model.kv_heads % tp != 0 && tp % model.kv_heads != 0)
+        {
+            reject(&mut rej, "heads not divisible by tp", per_tp);
+            continue;
+        }
+        for &cp in &space.cp {
+            if cp > 1 && model.seq_len % (2 * cp) != 0 {
+                reject(&mut rej, "seq_len not divisible by 2*cp", per_cp);
+                continue;
+            }
+            for &pp in &space.pp {
+                let inner_ranks = tp as u64 * cp as u64 * pp as u64;
+                if n % inner_ranks != 0 {
+                    reject(
+                        &mut rej,
+                        "tp*cp*pp does not divide the accelerators",
+                        per_pp,
+                    );
+                    continue;
+                }
+                let dp = (n / inner_ranks) as u32;
+                for &vpp in &space.vpp {
+                    if vpp > 1 && pp == 1 {
+                        reject(&mut rej, "virtual stages without pipeline", per_vpp);
+                        continue;
+                    }
+                    let stages = pp * vpp;
+                    let even = model.layers % stages == 0;
+                    let with_ends = pp > 1 && (model.layers + 2) % stages == 0;
+                    if !even && !with_ends {
+                        reject(&mut rej, "layers not divisible by pp*vpp", per_vpp);
+                        continue;
+                    }
+                    for &ep in &space.ep {
+                        if let Some(m) = &model.moe {
+                            if m.experts % ep != 0 {
+                                reject(&mut rej, "experts not divisible by ep", per_ep);
+                                continue;
+                            }
+                        }
+                        if dp % ep != 0 {
+                            reject(&mut rej, "ep does not divide dp", per_ep);
+                            continue;
+                        }
+                        for &mb in &space.micro_batch {
+                            let per_mb = per_ep / space.micro_batch.len() as u64;
+                            if fixed.global_batch % (mb as u64 * dp as u64) != 0 {
+                                reject(
+                                    &mut rej,
+                                    "global batch not divisible by micro_batch*dp",
+                                    per_mb,
+                                );
+                                continue;
+                            }
+                            for &r in &space.recompute {
+                                for &z in &space.zero_stage {
+                                    let z = if dp == 1 { 0 } else { z };
+                                    if dp == 1 && z != space.zero_stage[0] {
+                                        // ZeRO stages are identical without data parallelism.
+                                        reject(
+                                            &mut rej,
+                                            "zero stage irrelevant without dp",
+                                            space.placements.len() as u64,
+                                        );
+                                        continue;
+                                    }
+                                    for (pi, &placement) in space.placements.iter().enumerate() {
+                                        if pi > 0 && (pp == 1 || dp == 1) {
+                                            reject(&mut rej, "placement order irrelevant", 1);
+                                            continue;
+                                        }
+                                        let sp = tp > 1;
+                                        out.push(Plan {
+                                            accelerators: n,
+                                            tp,
+                                            pp,
+                                            dp,
+                                            cp,
+                                            ep,
+                                            etp: if ep > 1 { 1 } else { tp },
+                                            vpp,
+                                            micro_batch: mb,
+                                            global_batch: fixed.global_batch,
+                                            sequence_parallel: sp,
+                                            recompute: r,
+                                            precision: fixed.precision,
+                                            distributed_optimizer: z >= 1,
+                                            zero_stage: z,
+                                            schedule: fixed.schedule,
+                                            tp_comm_overlap: sp
+                                                && fixed.attention == AttentionKernel::Flash,
+                                            placement,
+                                            attention: fixed.attention,
+                                            embedding_in_pipeline_split: !even,
+                                        });
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (out, rej)
+}
+
+/// Searches the space; `progress` is called with the number of plans estimated so far
+/// (every 4,096 plans) and the total.
+pub fn search(
+    model: &Transformer,
+    cluster: &BuiltCluster,
+    fixed: &Fixed,
+    space: &Space,
+    top_n: usize,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> SearchResult {
+    let (plans, rej) = candidates(model, cluster, fixed, space);
+    let total = plans.len() as u64;
+    let done = AtomicU64::new(0);
+    // (step time, index) of every plan that fits.
+    let mut fits: Vec<(f64, usize)> = plans
+        .par_iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let e = estimate(model, p, cluster);
+            let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+            if d % 4096 == 0 {
+                progress(d, total);
+            }
+            (e.fits && e.step_time_s.is_finite()).then_some((e.step_time_s, i))
+        })
+        .collect();
+    progress(total, total);
+    fits.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let feasible = fits.len() as u64;
+    let mut infeasible: BTreeMap<String, u64> =
+        rej.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    if total > feasible {
+        infeasible.insert("does not fit in memory".into(), total - feasible);
+    }
+    // A plan that differs from a better one only in placement order and times the same
+    // adds nothing to the list.
+    let mut top: Vec<Ranked> = Vec::with_capacity(top_n);
+    for &(t, i) in &fits {
+        if top.len() == top_n {
+            break;
+        }
+        let p = &plans[i];
+        let same = top.iter().any(|r| {
+            r.estimate.step_time_s == t
+                && Plan {
+                    placement: p.placement,
+                    ..r.plan.clone()
+                } == *p
+        });
+        if !same {
+            top.push(Ranked {
+                plan: p.clone(),
+                estimate: estimate(model, p, cluster),
+            });
+        }
+    }
+    SearchResult {
+        space: space.size(),
+        evaluated: total,
+        feasible,
+        infeasible,
+        top,
+    }
+}

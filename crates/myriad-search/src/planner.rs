@@ -1,0 +1,245 @@
+//! The cluster planner: for a model and a token budget, which accelerator, scale-up system,
+//! fabric and count to build.
+//!
+//! Each candidate (accelerator × count) is built as a cluster from the scenario (its own
+//! scale-up system and fabric unless the scenario names them), searched for its best
+//! parallel plan over a reduced space (every TP/CP/PP/VPP/EP/DP, micro-batch 1-2, all
+//! recompute modes, ZeRO-1 and ZeRO-3, default placement), and costed: time to train
+//! `training.tokens`, capital cost, energy and power. The Pareto front is over time to train
+//! and capital cost; the chosen design is the cheapest that meets every constraint
+//! (deadline, budget, power), or the fastest when there is no deadline.
+
+use myriad_catalog::Catalog;
+use myriad_cluster::ClusterReport;
+use myriad_model::Recompute;
+use myriad_scenario::{Scenario, DEFAULT_PLACEMENT};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::{search, Fixed, Ranked, Space};
+
+pub const DEFAULT_ACCELERATORS: [&str; 5] = ["h100-sxm", "h200", "b200", "gb200", "mi300x"];
+pub const DEFAULT_COUNTS: [u64; 6] = [1024, 2048, 4096, 8192, 16384, 32768];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Candidate {
+    pub accelerator: String,
+    pub scale_up: String,
+    pub fabric: String,
+    pub accelerators: u64,
+    /// The best plan and its estimate; `None` when no plan fits.
+    pub best: Option<Ranked>,
+    pub days: Option<f64>,
+    pub gpu_hours: Option<f64>,
+    pub capex_usd: f64,
+    pub facility_power_mw: f64,
+    pub energy_mwh: Option<f64>,
+    pub energy_cost_usd: Option<f64>,
+    pub racks: u64,
+    pub switches: u64,
+    pub pareto: bool,
+    /// Why the candidate does not qualify (deadline, budget, power, no plan fits).
+    pub violations: Vec<String>,
+    pub plans_evaluated: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanResult {
+    pub tokens: f64,
+    pub candidates: Vec<Candidate>,
+    /// Index into `candidates` of the chosen design.
+    pub chosen: Option<usize>,
+    pub chosen_report: Option<ClusterReport>,
+    /// Candidates skipped because the cluster could not be built, with the reason.
+    pub skipped: Vec<String>,
+}
+
+/// Runs the planner. Errors are messages naming the scenario field.
+pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
+    let model_spec = s
+        .model
+        .as_ref()
+        .ok_or("model: missing; `myriad plan` needs a model block")?;
+    let model = model_spec
+        .resolve(cat)
+        .map_err(|(p, m)| format!("model.{p}: {m}"))?;
+    let spec = s.training.clone().unwrap_or_default();
+    let tokens = spec
+        .tokens
+        .ok_or("training.tokens: missing; `myriad plan` needs the token budget")?;
+    let planning = s.planning.clone().unwrap_or_default();
+    let accs: Vec<String> = if planning.accelerators.is_empty() {
+        DEFAULT_ACCELERATORS.iter().map(|a| a.to_string()).collect()
+    } else {
+        planning.accelerators.clone()
+    };
+    let counts: Vec<u64> = if planning.counts.is_empty() {
+        DEFAULT_COUNTS.to_vec()
+    } else {
+        planning.counts.clone()
+    };
+    let mut jobs = Vec::new();
+    let mut skipped = Vec::new();
+    for a in &accs {
+        let acc = cat.accelerator(a).map_err(|e| e.message())?;
+        let su = match cat.default_scale_up_for(&acc.id) {
+            Some(su) => su,
+            None => {
+                skipped.push(format!("{a}: no scale-up system in the catalog"));
+                continue;
+            }
+        };
+        let same_acc = s.cluster.accelerator == acc.id;
+        for &c in &counts {
+            let dom = su.accelerators_per_domain as u64;
+            let count = c.div_ceil(dom) * dom;
+            let mut sc = s.clone();
+            sc.cluster.accelerator = acc.id.clone();
+            sc.cluster.count = count;
+            if !same_acc {
+                sc.cluster.scale_up = None;
+                sc.cluster.scale_out.fabric = None;
+            }
+            sc.cluster.scale_out.island = sc.cluster.scale_out.island.filter(|i| *i <= count);
+            if let Some(t) = sc.training.as_mut() {
+                t.accelerators = None;
+            }
+            jobs.push(sc);
+        }
+    }
+    let tokens_per_step = |gb: u64| gb as f64 * model.seq_len as f64;
+    let results: Vec<Result<Candidate, String>> = jobs
+        .par_iter()
+        .map(|sc| {
+            let cluster = myriad_cluster::build(sc, cat)
+                .map_err(|e| format!("{} x {}: {e}", sc.cluster.count, sc.cluster.accelerator))?;
+            let report = myriad_cluster::report(&cluster, sc);
+            let fixed = Fixed::from_spec(&spec, sc.cluster.count);
+            let mut space = Space::full(&model);
+            space.micro_batch = vec![1, 2];
+            space.zero_stage = vec![1, 3];
+            space.placements = vec![DEFAULT_PLACEMENT];
+            space.recompute = vec![Recompute::None, Recompute::Selective, Recompute::Full];
+            let r = search(&model, &cluster, &fixed, &space, 1, &|_, _| {});
+            let best = r.top.into_iter().next();
+            let (days, gpu_hours, energy_mwh, energy_cost) = match &best {
+                Some(b) => {
+                    let steps = (tokens / tokens_per_step(b.plan.global_batch)).ceil();
+                    let secs = steps * b.estimate.step_time_s;
+                    let mwh = report.facility_power_mw * secs / 3600.0;
+                    (
+                        Some(secs / 86400.0),
+                        Some(secs / 3600.0 * sc.cluster.count as f64),
+                        Some(mwh),
+                        Some(mwh * 1000.0 * sc.cluster.datacenter.usd_per_kwh),
+                    )
+                }
+                None => (None, None, None, None),
+            };
+            let mut violations = Vec::new();
+            match days {
+                None => violations.push("no parallel plan fits in memory".to_string()),
+                Some(d) => {
+                    if let Some(dl) = planning.deadline_days {
+                        if d > dl {
+                            violations.push(format!("{d:.1} days > deadline {dl}"));
+                        }
+                    }
+                }
+            }
+            if let Some(b) = planning.budget_usd {
+                if report.capex_usd > b {
+                    violations.push(format!(
+                        "capex {:.0} M USD > budget {:.0} M",
+                        report.capex_usd / 1e6,
+                        b / 1e6
+                    ));
+                }
+            }
+            if let Some(mw) = planning.max_mw {
+                if report.facility_power_mw > mw {
+                    violations.push(format!(
+                        "{:.1} MW > limit {mw} MW",
+                        report.facility_power_mw
+                    ));
+                }
+            }
+            Ok(Candidate {
+                accelerator: cluster.accelerator.id.clone(),
+                scale_up: cluster.scale_up.id.clone(),
+                fabric: cluster.fabric.id.clone(),
+                accelerators: sc.cluster.count,
+                best,
+                days,
+                gpu_hours,
+                capex_usd: report.capex_usd,
+                facility_power_mw: report.facility_power_mw,
+                energy_mwh,
+                energy_cost_usd: energy_cost,
+                racks: report.racks,
+                switches: report.switches_total,
+                pareto: false,
+                violations,
+                plans_evaluated: r.evaluated,
+            })
+        })
+        .collect();
+    let mut candidates = Vec::new();
+    for r in results {
+        match r {
+            Ok(c) => candidates.push(c),
+            Err(e) => skipped.push(e),
+        }
+    }
+    // Pareto front over (days, capex) among candidates with a plan.
+    for i in 0..candidates.len() {
+        let Some(di) = candidates[i].days else {
+            continue;
+        };
+        let ci = candidates[i].capex_usd;
+        let dominated = candidates.iter().enumerate().any(|(j, o)| {
+            j != i
+                && o.days.is_some_and(|dj| {
+                    dj <= di && o.capex_usd <= ci && (dj < di || o.capex_usd < ci)
+                })
+        });
+        candidates[i].pareto = !dominated;
+    }
+    let ok = |c: &Candidate| c.violations.is_empty();
+    let chosen = if planning.deadline_days.is_some() {
+        candidates
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| ok(c))
+            .min_by(|a, b| a.1.capex_usd.total_cmp(&b.1.capex_usd).then(a.0.cmp(&b.0)))
+            .map(|(i, _)| i)
+    } else {
+        candidates
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| ok(c))
+            .min_by(|a, b| {
+                a.1.days
+                    .unwrap_or(f64::INFINITY)
+                    .total_cmp(&b.1.days.unwrap_or(f64::INFINITY))
+                    .then(a.0.cmp(&b.0))
+            })
+            .map(|(i, _)| i)
+    };
+    let chosen_report = chosen.map(|i| {
+        let c = &candidates[i];
+        let sc = jobs
+            .iter()
+            .find(|j| j.cluster.accelerator == c.accelerator && j.cluster.count == c.accelerators)
+            .expect("the chosen candidate came from a job");
+        let cluster = myriad_cluster::build(sc, cat).expect("built before");
+        myriad_cluster::report(&cluster, sc)
+    });
+    Ok(PlanResult {
+        tokens,
+        candidates,
+        chosen,
+        chosen_report,
+        skipped,
+    })
+}
