@@ -26,7 +26,10 @@ pub struct Candidate {
     pub accelerator: String,
     pub scale_up: String,
     pub fabric: String,
+    /// Accelerators the job uses.
     pub accelerators: u64,
+    /// Accelerators in the built cluster (whole scale-up domains).
+    pub cluster_accelerators: u64,
     /// The best plan and its estimate; `None` when no plan fits.
     pub best: Option<Ranked>,
     pub days: Option<f64>,
@@ -104,17 +107,19 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
             if let Some(t) = sc.training.as_mut() {
                 t.accelerators = None;
             }
-            jobs.push(sc);
+            jobs.push((sc, c));
         }
     }
     let tokens_per_step = |gb: u64| gb as f64 * model.seq_len as f64;
     let results: Vec<Result<Candidate, String>> = jobs
         .par_iter()
-        .map(|sc| {
+        .map(|(sc, job)| {
+            // The cluster is built in whole scale-up domains; the job uses the requested
+            // count inside it (e.g. 2,048 GPUs of 29 NVL72 racks).
             let cluster = myriad_cluster::build(sc, cat)
                 .map_err(|e| format!("{} x {}: {e}", sc.cluster.count, sc.cluster.accelerator))?;
             let report = myriad_cluster::report(&cluster, sc);
-            let fixed = Fixed::from_spec(&spec, sc.cluster.count);
+            let fixed = Fixed::from_spec(&spec, *job);
             let mut space = Space::full(&model);
             space.micro_batch = vec![1, 2];
             space.zero_stage = vec![1, 3];
@@ -129,7 +134,7 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                     let mwh = report.facility_power_mw * secs / 3600.0;
                     (
                         Some(secs / 86400.0),
-                        Some(secs / 3600.0 * sc.cluster.count as f64),
+                        Some(secs / 3600.0 * *job as f64),
                         Some(mwh),
                         Some(mwh * 1000.0 * sc.cluster.datacenter.usd_per_kwh),
                     )
@@ -138,6 +143,10 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
             };
             let mut violations = Vec::new();
             match days {
+                None if r.evaluated == 0 => violations.push(format!(
+                    "no parallel plan divides {job} accelerators and global batch {}",
+                    fixed.global_batch
+                )),
                 None => violations.push("no parallel plan fits in memory".to_string()),
                 Some(d) => {
                     if let Some(dl) = planning.deadline_days {
@@ -168,7 +177,8 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                 accelerator: cluster.accelerator.id.clone(),
                 scale_up: cluster.scale_up.id.clone(),
                 fabric: cluster.fabric.id.clone(),
-                accelerators: sc.cluster.count,
+                accelerators: *job,
+                cluster_accelerators: sc.cluster.count,
                 best,
                 days,
                 gpu_hours,
@@ -228,9 +238,9 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
     };
     let chosen_report = chosen.map(|i| {
         let c = &candidates[i];
-        let sc = jobs
+        let (sc, _) = jobs
             .iter()
-            .find(|j| j.cluster.accelerator == c.accelerator && j.cluster.count == c.accelerators)
+            .find(|(j, n)| j.cluster.accelerator == c.accelerator && *n == c.accelerators)
             .expect("the chosen candidate came from a job");
         let cluster = myriad_cluster::build(sc, cat).expect("built before");
         myriad_cluster::report(&cluster, sc)

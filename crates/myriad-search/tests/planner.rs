@@ -1,0 +1,53 @@
+//! The planner's front and choice follow from its candidates.
+#[test]
+fn pareto_front_and_choice_are_consistent() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 512, precision: bf16, tokens: 1.0e12}\nplanning: {accelerators: [h100-sxm, b200], counts: [256, 512, 1024], deadline_days: 20}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let r = myriad_search::planner::plan(&s, cat).unwrap();
+    assert_eq!(r.candidates.len(), 6);
+    let c = &r.candidates;
+    for (i, a) in c.iter().enumerate() {
+        let dominated = c.iter().enumerate().any(|(j, b)| {
+            j != i
+                && b.days.is_some()
+                && b.days <= a.days
+                && b.capex_usd <= a.capex_usd
+                && (b.days < a.days || b.capex_usd < a.capex_usd)
+        });
+        assert_eq!(
+            a.pareto,
+            a.days.is_some() && !dominated,
+            "{}x{}",
+            a.accelerators,
+            a.accelerator
+        );
+        // The deadline is enforced.
+        if let Some(d) = a.days {
+            assert_eq!(a.violations.is_empty(), d <= 20.0);
+        }
+    }
+    // Chosen: the cheapest candidate that meets the deadline.
+    let chosen = &c[r.chosen.expect("some candidate meets 20 days")];
+    assert!(c
+        .iter()
+        .filter(|x| x.violations.is_empty())
+        .all(|x| x.capex_usd >= chosen.capex_usd));
+    // More of the same accelerator trains faster and costs more.
+    let h100: Vec<_> = c.iter().filter(|x| x.accelerator == "h100-sxm").collect();
+    assert!(h100
+        .windows(2)
+        .all(|w| w[1].days < w[0].days && w[1].capex_usd > w[0].capex_usd));
+}
+
+#[test]
+fn a_missing_token_budget_is_an_error() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64}\nmodel: {preset: llama3-8b}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let e = myriad_search::planner::plan(&s, cat).unwrap_err();
+    assert_eq!(
+        e,
+        "training.tokens: missing; `myriad plan` needs the token budget"
+    );
+}
