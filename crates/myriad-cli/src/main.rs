@@ -46,6 +46,9 @@ enum Command {
         /// How many plans to list.
         #[arg(long, default_value_t = 10)]
         top: usize,
+        /// Global batches to consider instead of the scenario's: `512,1024` or `512..4096`.
+        #[arg(long)]
+        global_batch: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -83,8 +86,9 @@ fn main() -> ExitCode {
         Command::Search {
             scenario,
             top,
+            global_batch,
             json,
-        } => cmd::search::run(&scenario, top, json),
+        } => cmd::search::run(&scenario, top, global_batch.as_deref(), json),
         Command::Plan { scenario, json } => cmd::plan::run(&scenario, json),
         Command::Sweep {
             spec,

@@ -64,7 +64,10 @@ impl Space {
             tp: vec![1, 2, 4, 8, 16, 32, 64],
             cp: vec![1, 2, 4, 8, 16],
             pp,
-            vpp: vec![1, 2, 3, 4, 5, 6, 8, 12],
+            // Every interleaving depth that can split the layers (or layers + 2) evenly.
+            vpp: (1..=64u32)
+                .filter(|v| l % v == 0 || (l + 2) % v == 0)
+                .collect(),
             ep,
             micro_batch: vec![1, 2, 4, 8],
             recompute: vec![Recompute::None, Recompute::Selective, Recompute::Full],
@@ -77,6 +80,7 @@ impl Space {
     }
 
     /// Configurations before any filtering.
+    /// Configurations before any filtering, for one global batch.
     pub fn size(&self) -> u64 {
         [
             self.tp.len(),
@@ -120,7 +124,8 @@ pub struct SearchResult {
 #[derive(Debug, Clone)]
 pub struct Fixed {
     pub accelerators: u64,
-    pub global_batch: u64,
+    /// Global batches to consider (sequences per step): the scenario's, or a range.
+    pub global_batches: Vec<u64>,
     pub precision: Precision,
     pub attention: AttentionKernel,
     pub schedule: PipelineSchedule,
@@ -131,7 +136,7 @@ impl Fixed {
         let precision = spec.precision.unwrap_or(Precision::Bf16);
         Fixed {
             accelerators,
-            global_batch: spec.global_batch.unwrap_or(accelerators),
+            global_batches: vec![spec.global_batch.unwrap_or(accelerators)],
             precision,
             attention: spec.attention.unwrap_or(if precision == Precision::Fp16 {
                 AttentionKernel::Unfused
@@ -216,9 +221,13 @@ pub fn candidates(
                             reject(&mut rej, "ep does not divide dp", per_ep);
                             continue;
                         }
-                        for &mb in &space.micro_batch {
+                        for (&mb, &gb) in space
+                            .micro_batch
+                            .iter()
+                            .flat_map(|m| fixed.global_batches.iter().map(move |g| (m, g)))
+                        {
                             let per_mb = per_ep / space.micro_batch.len() as u64;
-                            if fixed.global_batch % (mb as u64 * dp as u64) != 0 {
+                            if gb % (mb as u64 * dp as u64) != 0 {
                                 reject(
                                     &mut rej,
                                     "global batch not divisible by micro_batch*dp",
@@ -227,9 +236,9 @@ pub fn candidates(
                                 continue;
                             }
                             for &r in &space.recompute {
-                                for &z in &space.zero_stage {
-                                    let z = if dp == 1 { 0 } else { z };
-                                    if dp == 1 && z != space.zero_stage[0] {
+                                for &stage in &space.zero_stage {
+                                    let z = if dp == 1 { 0 } else { stage };
+                                    if dp == 1 && stage != space.zero_stage[0] {
                                         // ZeRO stages are identical without data parallelism.
                                         reject(
                                             &mut rej,
@@ -254,7 +263,7 @@ pub fn candidates(
                                             etp: if ep > 1 { 1 } else { tp },
                                             vpp,
                                             micro_batch: mb,
-                                            global_batch: fixed.global_batch,
+                                            global_batch: gb,
                                             sequence_parallel: sp,
                                             recompute: r,
                                             precision: fixed.precision,
@@ -336,7 +345,7 @@ pub fn search(
         }
     }
     SearchResult {
-        space: space.size(),
+        space: space.size() * fixed.global_batches.len() as u64,
         evaluated: total,
         feasible,
         infeasible,

@@ -145,7 +145,7 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
             match days {
                 None if r.evaluated == 0 => violations.push(format!(
                     "no parallel plan divides {job} accelerators and global batch {}",
-                    fixed.global_batch
+                    fixed.global_batches[0]
                 )),
                 None => violations.push("no parallel plan fits in memory".to_string()),
                 Some(d) => {

@@ -86,3 +86,118 @@ fn moe_search_uses_expert_parallelism() {
     assert!(plans.iter().any(|p| p.ep > 1));
     assert!(plans.iter().all(|p| 128 % p.ep == 0 && p.dp % p.ep == 0));
 }
+
+/// The search's best plan is never worse than the published plan of any validation case
+/// (same model, cluster and batch), both as Myriad predicts them.
+#[test]
+fn best_is_never_worse_than_any_published_plan() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/validation/training-public.json"
+    );
+    let Ok(text) = std::fs::read_to_string(path) else {
+        eprintln!("skipping: {path} not found");
+        return;
+    };
+    let cat = myriad_catalog::catalog();
+    let file = myriad_scenario::validation::parse_validation(path, &text).unwrap();
+    let mut compared = 0;
+    for case in &file.cases {
+        let (scenario, _) = myriad_train::validate::case_scenario(case, cat).unwrap();
+        let cluster = myriad_cluster::build(&scenario, cat).unwrap();
+        let model = myriad_train::validate::case_model(case, cat).unwrap();
+        let published =
+            myriad_train::train(&case.training, &model, &cluster, case.system.count).unwrap();
+        if !published.estimate.fits {
+            continue; // the search only returns plans that fit
+        }
+        let mut fixed = Fixed::from_spec(&case.training, case.system.count);
+        fixed.global_batches = vec![published.plan.global_batch];
+        fixed.schedule = published.plan.schedule;
+        let r = search(
+            &model,
+            &cluster,
+            &fixed,
+            &Space::full(&model),
+            1,
+            &|_, _| {},
+        );
+        let best = r
+            .top
+            .first()
+            .unwrap_or_else(|| panic!("{}: no plan found", case.id));
+        assert!(
+            best.estimate.step_time_s <= published.estimate.step_time_s * (1.0 + 1e-9),
+            "{}: search best {:.4} s > published plan {:.4} s ({:?})",
+            case.id,
+            best.estimate.step_time_s,
+            published.estimate.step_time_s,
+            published.plan
+        );
+        compared += 1;
+    }
+    assert!(compared >= 90, "only {compared} cases compared");
+}
+
+/// Pruning against exhaustive evaluation: every combination of the space is sent through
+/// `myriad_train::resolve` (the path a user's scenario takes, with its own checks), the
+/// valid ones are estimated, and the fastest that fits must be the search's best.
+#[test]
+fn pruned_search_matches_exhaustive_evaluation() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 64, precision: bf16}\n";
+    let (m, c, f) = setup(text);
+    let space = Space::full(&m);
+    let mut best = f64::INFINITY;
+    let mut valid = 0u64;
+    for &tp in &space.tp {
+        for &cp in &space.cp {
+            for &pp in &space.pp {
+                for &vpp in &space.vpp {
+                    for &mb in &space.micro_batch {
+                        for &r in &space.recompute {
+                            for &z in &space.zero_stage {
+                                let inner = (tp * cp * pp) as u64;
+                                if 64 % inner != 0 {
+                                    continue;
+                                }
+                                let spec = myriad_scenario::TrainingSpec {
+                                    tp: Some(tp),
+                                    cp: Some(cp),
+                                    pp: Some(pp),
+                                    dp: Some((64 / inner) as u32),
+                                    vpp: Some(vpp),
+                                    micro_batch: Some(mb as u64),
+                                    global_batch: Some(64),
+                                    recompute: Some(r),
+                                    zero_stage: Some(z),
+                                    distributed_optimizer: Some(true),
+                                    precision: Some(myriad_scenario::Precision::Bf16),
+                                    ..Default::default()
+                                };
+                                let Ok((mut plan, _)) = myriad_train::resolve(&spec, &m, &c, 64)
+                                else {
+                                    continue;
+                                };
+                                if vpp > 1 && pp == 1 {
+                                    continue; // not a distinct plan
+                                }
+                                if plan.dp == 1 {
+                                    plan.zero_stage = 0;
+                                    plan.distributed_optimizer = false;
+                                }
+                                valid += 1;
+                                let e = myriad_train::estimate(&m, &plan, &c);
+                                if e.fits {
+                                    best = best.min(e.step_time_s);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let r = search(&m, &c, &f, &space, 1, &|_, _| {});
+    assert!(valid > 100, "{valid}");
+    assert_eq!(r.top[0].estimate.step_time_s, best);
+}

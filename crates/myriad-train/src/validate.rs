@@ -225,18 +225,17 @@ pub fn validate(cases: &[ValidationCase], cat: &Catalog) -> ValidationReport {
     }
 }
 
-fn predict(
+/// The case's model, with fields the validation format cannot state (`head_dim`) taken
+/// from a built-in preset of the same architecture; returns the note saying so.
+pub fn case_model_noted(
     case: &ValidationCase,
     cat: &Catalog,
-) -> Result<(crate::TrainEstimate, Vec<String>), String> {
-    let (scenario, mut notes) = case_scenario(case, cat)?;
-    let cluster = myriad_cluster::build(&scenario, cat).map_err(|e| e.to_string())?;
+) -> Result<(myriad_model::Transformer, Option<String>), String> {
     let mut model = case
         .model
         .resolve(cat)
         .map_err(|(p, m)| format!("model.{p}: {m}"))?;
-    // The validation format has no head_dim or tied_embeddings: when the model block
-    // describes a built-in preset's architecture, take those from the preset.
+    let mut note = None;
     if case.model.preset.is_none() && case.model.head_dim.is_none() {
         if let Some(p) = cat.models.iter().find(|p| {
             let a = &p.model;
@@ -249,7 +248,7 @@ fn predict(
         }) {
             if p.model.head_dim.is_some() && p.model.head_dim != model.head_dim {
                 model.head_dim = p.model.head_dim;
-                notes.push(format!(
+                note = Some(format!(
                     "head_dim: {} (from the matching preset {})",
                     model.head_dim(),
                     p.id
@@ -257,6 +256,25 @@ fn predict(
             }
         }
     }
+    Ok((model, note))
+}
+
+/// The case's model (see [`case_model_noted`]).
+pub fn case_model(
+    case: &ValidationCase,
+    cat: &Catalog,
+) -> Result<myriad_model::Transformer, String> {
+    case_model_noted(case, cat).map(|(m, _)| m)
+}
+
+fn predict(
+    case: &ValidationCase,
+    cat: &Catalog,
+) -> Result<(crate::TrainEstimate, Vec<String>), String> {
+    let (scenario, mut notes) = case_scenario(case, cat)?;
+    let cluster = myriad_cluster::build(&scenario, cat).map_err(|e| e.to_string())?;
+    let (model, note) = case_model_noted(case, cat)?;
+    notes.extend(note);
     let t =
         train(&case.training, &model, &cluster, case.system.count).map_err(|e| e.to_string())?;
     notes.extend(t.notes.iter().cloned());

@@ -35,7 +35,38 @@ pub(crate) fn plan_summary(p: &myriad_train::Plan) -> String {
     )
 }
 
-pub fn run(path: &Path, top: usize, json: bool) -> Result<(), String> {
+/// `512,1024` or `512..4096` (doubling from the first to the last).
+fn parse_batches(s: &str) -> Result<Vec<u64>, String> {
+    let bad = || format!("--global-batch: `{s}` is not a list (512,1024) or a range (512..4096)");
+    if let Some((a, b)) = s.split_once("..") {
+        let (a, b): (u64, u64) = (
+            a.trim().parse().map_err(|_| bad())?,
+            b.trim().parse().map_err(|_| bad())?,
+        );
+        if a == 0 || b < a {
+            return Err(bad());
+        }
+        let mut v = Vec::new();
+        let mut x = a;
+        while x <= b {
+            v.push(x);
+            x *= 2;
+        }
+        Ok(v)
+    } else {
+        s.split(',')
+            .map(|x| {
+                x.trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|v| *v > 0)
+                    .ok_or_else(bad)
+            })
+            .collect()
+    }
+}
+
+pub fn run(path: &Path, top: usize, batches: Option<&str>, json: bool) -> Result<(), String> {
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
     let cat = myriad_catalog::catalog();
@@ -48,7 +79,10 @@ pub fn run(path: &Path, top: usize, json: bool) -> Result<(), String> {
     let spec = s.training.clone().unwrap_or_default();
     let cluster = myriad_cluster::build(&s, cat).map_err(|e| format!("{file}: {e}"))?;
     let accelerators = spec.accelerators.unwrap_or(s.cluster.count);
-    let fixed = Fixed::from_spec(&spec, accelerators);
+    let mut fixed = Fixed::from_spec(&spec, accelerators);
+    if let Some(b) = batches {
+        fixed.global_batches = parse_batches(b)?;
+    }
     let space = Space::full(&model);
     let start = Instant::now();
     let bar = if !json && std::io::stderr().is_terminal() {
@@ -106,12 +140,12 @@ pub fn run(path: &Path, top: usize, json: bool) -> Result<(), String> {
         return Ok(());
     }
     println!(
-        "{} — {} on {} × {}: global batch {}, {}",
+        "{} — {} on {} × {}: global batch {:?}, {}",
         s.name,
         model.name,
         accelerators,
         cluster.accelerator.name,
-        fixed.global_batch,
+        fixed.global_batches,
         fixed.precision.as_str()
     );
     println!(

@@ -1,0 +1,377 @@
+//! Grid order, shard partition, determinism, resume, row errors and merge, on small sweeps
+//! over the repository's example scenarios.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use myriad_sweep::{merge, run, Shard, Sweep};
+use serde_json::{json, Value};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A fresh, empty directory for one test.
+fn tmp(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("myriad-sweep-tests")
+        .join(name);
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Parses a spec text whose `base:` paths are relative to `examples/sweep/`.
+fn spec(text: &str) -> Sweep {
+    let dir = repo().join("examples/sweep");
+    Sweep::parse("test.yaml", text, |rel| {
+        let p = dir.join(rel);
+        let t = fs::read_to_string(&p).map_err(|e| e.to_string())?;
+        myriad_scenario::parse_value(&p.display().to_string(), &t).map_err(|e| e.to_string())
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn spec_err(text: &str) -> String {
+    Sweep::parse("test.yaml", text, |_| Ok(json!({})))
+        .map(|_| ())
+        .expect_err("the spec should be rejected")
+        .to_string()
+}
+
+/// A 24-row sweep on the 1,024-GPU SuperPOD with llama3-8b: fast to evaluate.
+const SMALL: &str = r#"
+format: myriad-sweep/1
+name: small
+base: ../dgx-superpod-h100.yaml
+vary:
+  training.tp: [1, 2, 4, 8]
+  training.micro_batch: [1, 2]
+  cluster.scale_out.oversubscription: [1, 2, 4]
+outputs: [step_time_s, mfu, fits, tp, dp, recompute, capex_usd, switches_total, days]
+"#;
+
+fn small() -> Sweep {
+    let mut s = spec(SMALL);
+    // The SuperPOD example may carry any model; pin a small one for speed.
+    myriad_sweep::spec::set_path(&mut s.base, "model", json!({"preset": "llama3-8b"})).unwrap();
+    s.base["training"] = json!({"global_batch": 2048, "tokens": 1.0e12});
+    s
+}
+
+fn read(p: &Path) -> String {
+    fs::read_to_string(p).unwrap()
+}
+
+#[test]
+fn grid_order_and_size() {
+    let s = spec(
+        r#"
+format: myriad-sweep/1
+base: {format: myriad/1, cluster: {accelerator: h100-sxm, count: 1024}}
+vary:
+  training.tp: [1, 2, 4]
+  model.preset: [llama3-8b, llama3-70b]
+  cluster.count: [1024, 2048]
+"#,
+    );
+    assert_eq!(s.rows, 12);
+    assert_eq!(s.paths, ["training.tp", "model.preset", "cluster.count"]);
+    let rows: Vec<Vec<Value>> = (0..s.rows)
+        .map(|i| s.row_values(i).into_iter().cloned().collect())
+        .collect();
+    // First path outermost, last path fastest, values in list order.
+    assert_eq!(rows[0], [json!(1), json!("llama3-8b"), json!(1024)]);
+    assert_eq!(rows[1], [json!(1), json!("llama3-8b"), json!(2048)]);
+    assert_eq!(rows[2], [json!(1), json!("llama3-70b"), json!(1024)]);
+    assert_eq!(rows[4], [json!(2), json!("llama3-8b"), json!(1024)]);
+    assert_eq!(rows[11], [json!(4), json!("llama3-70b"), json!(2048)]);
+    let distinct: BTreeSet<String> = rows.iter().map(|r| format!("{r:?}")).collect();
+    assert_eq!(distinct.len(), 12);
+    // The row's scenario: base + values, objects created as needed.
+    let v = s.scenario_value(7).unwrap();
+    assert_eq!(v["training"]["tp"], json!(2));
+    assert_eq!(v["model"]["preset"], json!("llama3-70b"));
+    assert_eq!(v["cluster"]["count"], json!(2048));
+    assert_eq!(v["cluster"]["accelerator"], json!("h100-sxm"));
+}
+
+#[test]
+fn zip_groups_move_together() {
+    let s = spec(
+        r#"
+format: myriad-sweep/1
+base: {format: myriad/1, cluster: {accelerator: h100-sxm, count: 1024}}
+vary:
+  training.tp: [1, 2, 4]
+  training.micro_batch: [1, 2]
+  training.pp: [8, 4, 2]
+zip: [[training.tp, training.pp]]
+"#,
+    );
+    assert_eq!(s.rows, 6);
+    assert_eq!(s.axes, vec![vec![0, 2], vec![1]]);
+    let r = |i| -> Vec<Value> { s.row_values(i).into_iter().cloned().collect() };
+    assert_eq!(r(0), [json!(1), json!(1), json!(8)]);
+    assert_eq!(r(1), [json!(1), json!(2), json!(8)]);
+    assert_eq!(r(2), [json!(2), json!(1), json!(4)]);
+    assert_eq!(r(5), [json!(4), json!(2), json!(2)]);
+    let e = spec_err(
+        "format: myriad-sweep/1\nbase: {}\nvary: {training.tp: [1, 2], training.pp: [1]}\nzip: [[training.tp, training.pp]]\n",
+    );
+    assert!(e.contains("zip[0]") && e.contains("same length"), "{e}");
+}
+
+#[test]
+fn bad_specs_fail_before_any_row() {
+    let e = spec_err("format: myriad-sweep/1\nbase: {}\nvary: {cluster.cont: [1]}\n");
+    assert!(
+        e.contains("vary.cluster.cont") && e.contains("did you mean cluster.count"),
+        "{e}"
+    );
+    let e = spec_err(
+        "format: myriad-sweep/1\nbase: {}\nvary: {training.tp: [1]}\noutputs: [step_time]\n",
+    );
+    assert!(e.contains("outputs[0]") && e.contains("step_time_s"), "{e}");
+    let e = spec_err("format: myriad-sweep/1\nbase: {}\nvary: {training.tp: 4}\n");
+    assert!(e.contains("vary.training.tp") && e.contains("list"), "{e}");
+    let e = spec_err("format: myriad-sweep/1\nbase: {}\nvary: {training.tp: [1]}\nvari: {}\n");
+    assert!(e.contains("did you mean vary"), "{e}");
+    let e = spec_err("format: myriad-sweep/2\nbase: {}\nvary: {training.tp: [1]}\n");
+    assert!(e.contains("format"), "{e}");
+}
+
+#[test]
+fn shards_partition_the_grid() {
+    for rows in [0u64, 1, 5, 8, 24, 101] {
+        for n in 1..=9u64 {
+            let mut seen = BTreeSet::new();
+            let mut total = 0;
+            for k in 1..=n {
+                let sh = Shard::parse(&format!("{k}/{n}")).unwrap();
+                let ids: Vec<u64> = sh.rows(rows).collect();
+                assert_eq!(ids.len() as u64, sh.len(rows), "{k}/{n} of {rows}");
+                assert!(ids.iter().all(|&i| i % n == k - 1 && sh.has(i)));
+                total += ids.len();
+                seen.extend(ids);
+            }
+            // Disjoint and covering.
+            assert_eq!(total as u64, rows);
+            assert_eq!(seen, (0..rows).collect());
+        }
+    }
+    assert_eq!(Shard::parse("1/1").unwrap(), Shard::default());
+    for bad in ["0/4", "5/4", "1/0", "3", "a/b", "-1/4"] {
+        assert!(Shard::parse(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn same_inputs_same_bytes() {
+    let s = small();
+    let (a, b) = (tmp("det-a"), tmp("det-b"));
+    let sa = run(&s, Shard::default(), &a).unwrap();
+    // Another thread count, same bytes.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let sb = pool.install(|| run(&s, Shard::default(), &b)).unwrap();
+    assert_eq!((sa.evaluated, sa.errors), (24, 0), "{sa:?}");
+    assert_eq!(sb.evaluated, 24);
+    let (fa, fb) = (
+        read(&a.join("shard-1-of-1.csv")),
+        read(&b.join("shard-1-of-1.csv")),
+    );
+    assert_eq!(fa, fb);
+    assert_eq!(read(&a.join("sweep.json")), read(&b.join("sweep.json")));
+    let lines: Vec<&str> = fa.lines().collect();
+    assert_eq!(lines.len(), 25);
+    assert_eq!(
+        lines[0],
+        "row,training.tp,training.micro_batch,cluster.scale_out.oversubscription,\
+         step_time_s,mfu,fits,tp,dp,recompute,capex_usd,switches_total,days,error"
+    );
+    for (i, l) in lines[1..].iter().enumerate() {
+        assert!(l.starts_with(&format!("{i},")), "{l}");
+        assert!(l.ends_with(','), "row {i} has an error: {l}");
+    }
+    // Row 0: tp 1, micro-batch 1, oversubscription 1 -> DP 1024.
+    let f: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(&f[1..4], ["1", "1", "1"]);
+    assert_eq!(f[8], "1024");
+    // A rerun finds every row present and leaves the file as it is.
+    let again = run(&s, Shard::default(), &a).unwrap();
+    assert_eq!((again.evaluated, again.skipped_present), (0, 24));
+    assert_eq!(read(&a.join("shard-1-of-1.csv")), fa);
+}
+
+#[test]
+fn resume_fills_the_missing_rows() {
+    let s = small();
+    let full = tmp("resume-full");
+    run(&s, Shard::default(), &full).unwrap();
+    let want = read(&full.join("shard-1-of-1.csv"));
+
+    // Every other row deleted (holes before present rows).
+    let d = tmp("resume-half");
+    run(&s, Shard::default(), &d).unwrap();
+    let p = d.join("shard-1-of-1.csv");
+    let kept: Vec<&str> = want
+        .lines()
+        .enumerate()
+        .filter(|(i, _)| *i == 0 || i % 2 == 0)
+        .map(|(_, l)| l)
+        .collect();
+    fs::write(&p, kept.join("\n") + "\n").unwrap();
+    let r = run(&s, Shard::default(), &d).unwrap();
+    assert_eq!((r.evaluated, r.skipped_present), (12, 12));
+    assert_eq!(read(&p), want);
+
+    // The second half missing and the last line cut mid-write (a killed run).
+    let cut = want.len() / 2 + 7;
+    fs::write(&p, &want[..cut]).unwrap();
+    let r = run(&s, Shard::default(), &d).unwrap();
+    assert!(
+        r.evaluated > 12 && r.evaluated + r.skipped_present == 24,
+        "{r:?}"
+    );
+    assert_eq!(read(&p), want);
+
+    // Only the header.
+    fs::write(&p, want.lines().next().unwrap().to_string() + "\n").unwrap();
+    run(&s, Shard::default(), &d).unwrap();
+    assert_eq!(read(&p), want);
+}
+
+#[test]
+fn a_directory_of_another_sweep_is_refused() {
+    let s = small();
+    let d = tmp("other-sweep");
+    run(&s, Shard::default(), &d).unwrap();
+    let mut t = small();
+    t.values[0] = vec![json!(1), json!(2)];
+    t.rows = 12;
+    t.digest = "0000000000000000".into();
+    let e = run(&t, Shard::default(), &d).unwrap_err().to_string();
+    assert!(e.contains("another sweep"), "{e}");
+}
+
+#[test]
+fn bad_values_are_row_errors_naming_the_field() {
+    let mut s = spec(
+        r#"
+format: myriad-sweep/1
+base: ../dgx-superpod-h100.yaml
+vary:
+  training.tp: [8, eight, 3]
+  cluster.count: [1024, 1020]
+outputs: [step_time_s, capex_usd]
+"#,
+    );
+    s.base["model"] = json!({"preset": "llama3-8b"});
+    s.base["training"] = json!({});
+    let d = tmp("row-errors");
+    let r = run(&s, Shard::default(), &d).unwrap();
+    assert_eq!(r.evaluated, 6);
+    let text = read(&d.join("shard-1-of-1.csv"));
+    let rows: Vec<Vec<String>> = text
+        .lines()
+        .skip(1)
+        .map(|l| myriad_sweep::csv::parse(l).unwrap())
+        .collect();
+    let err = |i: usize| rows[i].last().unwrap().clone();
+    assert_eq!(err(0), "", "{:?}", rows[0]);
+    // A string where a number belongs: the deserializer names the field.
+    assert!(err(2).starts_with("training.tp:"), "{}", err(2));
+    assert!(err(3).starts_with("training.tp:") || err(3).starts_with("cluster.count:"));
+    // A count that does not fill whole scale-up domains: the cluster builder names it.
+    assert!(err(1).starts_with("cluster.count:"), "{}", err(1));
+    // TP 3 does not divide the model: the plan check names it, and the cluster's outputs
+    // are still recorded.
+    assert!(err(4).starts_with("training."), "{}", err(4));
+    assert_eq!(rows[4][3], "", "no step time: {:?}", rows[4]);
+    assert!(!rows[4][4].is_empty(), "capex kept: {:?}", rows[4]);
+    assert_eq!(r.errors, 5);
+}
+
+#[test]
+fn merged_shards_equal_a_single_run() {
+    let s = small();
+    let one = tmp("merge-one");
+    run(&s, Shard::default(), &one).unwrap();
+    let want = read(&one.join("shard-1-of-1.csv"));
+
+    let d = tmp("merge-shards");
+    let n = 5;
+    for k in [3, 1, 5, 2] {
+        run(&s, Shard { k, n }, &d).unwrap();
+    }
+    let out = d.join("merged/all.csv");
+    let e = merge(&d, &out).unwrap_err().to_string();
+    assert!(
+        e.contains("missing") && e.contains("shard-4-of-5.csv"),
+        "{e}"
+    );
+    run(&s, Shard { k: 4, n }, &d).unwrap();
+    let m = merge(&d, &out).unwrap();
+    assert_eq!((m.rows, m.errors, m.shard_files.len()), (24, 0, 5));
+    assert_eq!(read(&out), want);
+
+    // Shard files of another N in the same directory are refused.
+    run(&s, Shard { k: 1, n: 2 }, &d).unwrap();
+    let e = merge(&d, &out).unwrap_err().to_string();
+    assert!(e.contains("different shard counts"), "{e}");
+}
+
+#[test]
+fn cluster_only_sweeps_need_no_model() {
+    let s = spec(
+        r#"
+format: myriad-sweep/1
+base: {format: myriad/1, cluster: {accelerator: h100-sxm, count: 1024}}
+vary:
+  cluster.count: [1024, 2048, 4096]
+outputs: [capex_usd, it_power_mw, switches_total, racks]
+"#,
+    );
+    let d = tmp("cluster-only");
+    let r = run(&s, Shard::default(), &d).unwrap();
+    assert_eq!((r.evaluated, r.errors), (3, 0));
+    let text = read(&d.join("shard-1-of-1.csv"));
+    let capex: Vec<f64> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(2).unwrap().parse().unwrap())
+        .collect();
+    assert!(capex[0] < capex[1] && capex[1] < capex[2], "{capex:?}");
+}
+
+#[test]
+fn the_example_sweep_runs() {
+    let s = Sweep::load(&repo().join("examples/sweep/oversubscription.yaml")).unwrap();
+    assert_eq!(s.rows, 8);
+    let d = tmp("example");
+    let r = run(&s, Shard::default(), &d).unwrap();
+    assert_eq!(r.errors, 0);
+    let text = read(&d.join("shard-1-of-1.csv"));
+    let step = |l: &str| -> f64 { l.split(',').nth(3).unwrap().parse().unwrap() };
+    let lines: Vec<&str> = text.lines().skip(1).collect();
+    // More oversubscription above the pods never makes a step faster.
+    for mb in 0..2 {
+        let t: Vec<f64> = (0..4).map(|o| step(lines[o * 2 + mb])).collect();
+        assert!(t.windows(2).all(|w| w[0] <= w[1]), "{t:?}");
+    }
+    // Row 6 (1:7, micro-batch 1) is the example scenario itself: `myriad train` gives 7.33 s.
+    assert!((step(lines[6]) - 7.33).abs() < 0.01, "{}", lines[6]);
+}
+
+#[test]
+fn csv_fields_round_trip() {
+    let fields = ["1", "a,b", "say \"hi\"", "", " pad", "line\nbreak"];
+    let l = myriad_sweep::csv::line(&fields);
+    assert!(!l.contains('\n'));
+    let back = myriad_sweep::csv::parse(&l).unwrap();
+    assert_eq!(back, ["1", "a,b", "say \"hi\"", "", " pad", "line break"]);
+}
