@@ -116,7 +116,7 @@ pub struct SearchResult {
     pub feasible: u64,
     /// Rejected configurations by reason (counts of configurations).
     pub infeasible: BTreeMap<String, u64>,
-    /// Fastest first.
+    /// Fastest first (by time per sequence, which is step time for a fixed batch).
     pub top: Vec<Ranked>,
 }
 
@@ -311,7 +311,10 @@ pub fn search(
             if d % 4096 == 0 {
                 progress(d, total);
             }
-            (e.fits && e.step_time_s.is_finite()).then_some((e.step_time_s, i))
+            // Rank by time per sequence: the step time when the batch is fixed, and the
+            // right comparison across a range of global batches.
+            (e.fits && e.step_time_s.is_finite())
+                .then_some((e.step_time_s / p.global_batch as f64, i))
         })
         .collect();
     progress(total, total);
