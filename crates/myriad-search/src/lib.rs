@@ -334,7 +334,7 @@ pub fn search(
         }
         let p = &plans[i];
         let same = top.iter().any(|r| {
-            r.estimate.step_time_s == t
+            (r.estimate.step_time_s / r.plan.global_batch as f64 - t).abs() <= 1e-12 * t
                 && Plan {
                     placement: p.placement,
                     ..r.plan.clone()
