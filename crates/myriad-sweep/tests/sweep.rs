@@ -375,3 +375,68 @@ fn csv_fields_round_trip() {
     let back = myriad_sweep::csv::parse(&l).unwrap();
     assert_eq!(back, ["1", "a,b", "say \"hi\"", "", " pad", "line break"]);
 }
+
+#[test]
+fn docs_list_every_output_and_the_defaults() {
+    let doc = read(&repo().join("docs/sweeps.md"));
+    for o in myriad_sweep::outputs::ALL {
+        assert!(
+            doc.contains(&format!("| `{}` |", o.name)),
+            "docs/sweeps.md does not list output `{}`",
+            o.name
+        );
+    }
+    let defaults = myriad_sweep::outputs::DEFAULT.join(" ");
+    assert!(
+        doc.contains(&defaults),
+        "docs/sweeps.md does not give the default outputs `{defaults}`"
+    );
+}
+
+/// Runs examples/sweep/run-local.sh when a `myriad` binary is at hand (`MYRIAD`, or
+/// target/release/myriad after `cargo build --release`); `cargo test` alone does not build
+/// it, so the test then only says so. The script's merged file must equal a 1/1 run of the
+/// same binary.
+#[test]
+fn run_local_script_merges_to_a_single_run() {
+    let bin = std::env::var_os("MYRIAD")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/release/myriad"));
+    let ok = std::process::Command::new(&bin)
+        .args(["sweep", "--help"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "skipped: no myriad binary with `sweep` at {}",
+            bin.display()
+        );
+        return;
+    }
+    let spec = repo().join("examples/sweep/oversubscription.yaml");
+    let (shards, one) = (tmp("run-local-shards"), tmp("run-local-one"));
+    let st = std::process::Command::new("bash")
+        .arg(repo().join("examples/sweep/run-local.sh"))
+        .arg(&spec)
+        .arg("3")
+        .arg(&shards)
+        .env("MYRIAD", &bin)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let st = std::process::Command::new(&bin)
+        .arg("sweep")
+        .arg(&spec)
+        .arg("--out")
+        .arg(&one)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(
+        read(&shards.join("merged.csv")),
+        read(&one.join("shard-1-of-1.csv"))
+    );
+    for k in 1..=3 {
+        assert!(shards.join(format!("shard-{k}-of-3.csv")).exists());
+    }
+}
