@@ -31,6 +31,8 @@ pub mod planner;
 #[derive(Debug, Clone, Serialize)]
 pub struct Space {
     pub tp: Vec<u32>,
+    /// Sequence parallelism on/off (only distinct when TP > 1).
+    pub sequence_parallel: Vec<bool>,
     pub cp: Vec<u32>,
     pub pp: Vec<u32>,
     pub vpp: Vec<u32>,
@@ -62,6 +64,7 @@ impl Space {
         };
         Space {
             tp: vec![1, 2, 4, 8, 16, 32, 64],
+            sequence_parallel: vec![true, false],
             cp: vec![1, 2, 4, 8, 16],
             pp,
             // Every interleaving depth that can split the layers (or layers + 2) evenly.
@@ -84,6 +87,7 @@ impl Space {
     pub fn size(&self) -> u64 {
         [
             self.tp.len(),
+            self.sequence_parallel.len(),
             self.cp.len(),
             self.pp.len(),
             self.vpp.len(),
@@ -170,16 +174,28 @@ pub fn candidates(
     let per_vpp = per_ep * space.ep.len() as u64;
     let per_pp = per_vpp * space.vpp.len() as u64;
     let per_cp = per_pp * space.pp.len() as u64;
-    let per_tp = per_cp * space.cp.len() as u64;
-    for &tp in &space.tp {
+    let per_sp = per_cp * space.cp.len() as u64;
+    for (&tp, &sp) in space
+        .tp
+        .iter()
+        .flat_map(|t| space.sequence_parallel.iter().map(move |s| (t, s)))
+    {
         if tp as u64 > domain {
-            reject(&mut rej, "tp larger than the scale-up domain", per_tp);
+            reject(&mut rej, "tp larger than the scale-up domain", per_sp);
+            continue;
+        }
+        if tp == 1 && sp != space.sequence_parallel[0] {
+            reject(
+                &mut rej,
+                "sequence parallelism irrelevant without tp",
+                per_sp,
+            );
             continue;
         }
         if model.heads % tp != 0
             || (model.mla.is_none() && model.kv_heads % tp != 0 && tp % model.kv_heads != 0)
         {
-            reject(&mut rej, "heads not divisible by tp", per_tp);
+            reject(&mut rej, "heads not divisible by tp", per_sp);
             continue;
         }
         for &cp in &space.cp {
@@ -252,7 +268,7 @@ pub fn candidates(
                                             reject(&mut rej, "placement order irrelevant", 1);
                                             continue;
                                         }
-                                        let sp = tp > 1;
+                                        let sp = sp && tp > 1;
                                         out.push(Plan {
                                             accelerators: n,
                                             tp,
