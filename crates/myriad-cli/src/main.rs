@@ -69,7 +69,7 @@ enum Command {
         out: PathBuf,
         #[arg(long)]
         json: bool,
-        /// Merge the shard files of directory SPEC into the file OUT, ordered by row.
+        /// Merge the shard files of directory SPEC into the file OUT (CSV, or Parquet for .parquet), ordered by row.
         #[arg(long)]
         merge: bool,
     },

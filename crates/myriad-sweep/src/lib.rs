@@ -5,7 +5,8 @@
 //! together), in a fixed order: paths as the spec writes them, the first outermost, values
 //! in list order; a row's id is its index. `--shard K/N` evaluates the rows with
 //! `id % N == K - 1` into `shard-K-of-N.csv`, resuming what the file already holds;
-//! [`shard::merge`] joins the shard files ordered by row. See `docs/sweeps.md`.
+//! [`shard::merge`] joins the shard files ordered by row, into CSV or Parquet. See
+//! `docs/sweeps.md`.
 //!
 //! Invariants:
 //! - Same spec, same bytes: rows are written in row order whatever the thread count, floats
@@ -21,11 +22,12 @@
 pub mod csv;
 pub mod eval;
 pub mod outputs;
+pub mod parquet;
 pub mod shard;
 pub mod spec;
 
 pub use eval::{Evaluator, Row};
-pub use outputs::{Cell, Output};
+pub use outputs::{Cell, Kind, Output};
 pub use shard::{merge, run, Manifest, MergeSummary, Shard, Summary};
 pub use spec::{Sweep, FORMAT};
 

@@ -55,9 +55,23 @@ impl Ctx<'_> {
     }
 }
 
+/// A column's type (for typed output formats; CSV cells are text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// 64-bit float.
+    Float,
+    /// Unsigned 64-bit integer (stored as signed 64-bit in Parquet).
+    Int,
+    Bool,
+    Str,
+}
+
 /// A recordable output.
 pub struct Output {
     pub name: &'static str,
+    /// The type of its cells (every cell is this variant or `Empty`).
+    pub kind: Kind,
     /// Needs the step model (a `model` block); otherwise only the built cluster.
     pub train: bool,
     pub doc: &'static str,
@@ -101,9 +115,10 @@ fn ser(v: impl serde::Serialize) -> Cell {
 }
 
 macro_rules! t {
-    ($name:literal, $doc:literal, |$c:ident| $e:expr) => {
+    ($kind:ident, $name:literal, $doc:literal, |$c:ident| $e:expr) => {
         Output {
             name: $name,
+            kind: Kind::$kind,
             train: true,
             doc: $doc,
             get: |$c| $e,
@@ -111,9 +126,10 @@ macro_rules! t {
     };
 }
 macro_rules! c {
-    ($name:literal, $doc:literal, |$c:ident| $e:expr) => {
+    ($kind:ident, $name:literal, $doc:literal, |$c:ident| $e:expr) => {
         Output {
             name: $name,
+            kind: Kind::$kind,
             train: false,
             doc: $doc,
             get: |$c| $e,
@@ -123,171 +139,220 @@ macro_rules! c {
 
 /// Every output, in documentation order.
 pub static ALL: &[Output] = &[
-    t!("step_time_s", "seconds per training step", |c| Cell::F(
-        c.t().estimate.step_time_s
-    )),
+    t!(Float, "step_time_s", "seconds per training step", |c| {
+        Cell::F(c.t().estimate.step_time_s)
+    }),
     t!(
+        Float,
         "mfu",
         "model FLOPs utilisation (of the training precision's dense peak)",
         |c| { Cell::F(c.t().estimate.mfu) }
     ),
-    t!("mfu_bf16", "MFU against the bf16 dense peak", |c| Cell::F(
-        c.t().estimate.mfu_bf16
-    )),
+    t!(Float, "mfu_bf16", "MFU against the bf16 dense peak", |c| {
+        Cell::F(c.t().estimate.mfu_bf16)
+    }),
     t!(
+        Float,
         "hfu",
         "hardware FLOPs utilisation (recompute counted)",
         |c| { Cell::F(c.t().estimate.hfu) }
     ),
-    t!("tokens_per_s", "tokens per second, whole job", |c| Cell::F(
-        c.t().estimate.tokens_per_s
-    )),
+    t!(Float, "tokens_per_s", "tokens per second, whole job", |c| {
+        Cell::F(c.t().estimate.tokens_per_s)
+    }),
     t!(
+        Float,
         "tokens_per_s_per_accelerator",
         "tokens per second per accelerator",
         |c| Cell::F(c.t().estimate.tokens_per_s / c.accelerators as f64)
     ),
-    t!("model_flops_per_step", "model FLOPs per step", |c| Cell::F(
-        c.t().estimate.model_flops_per_step
-    )),
+    t!(Float, "model_flops_per_step", "model FLOPs per step", |c| {
+        Cell::F(c.t().estimate.model_flops_per_step)
+    }),
     t!(
+        Float,
         "memory_gib_per_accelerator",
         "GiB per accelerator on the peak stage",
         |c| Cell::F(c.t().estimate.memory.total_gib)
     ),
-    t!("fits", "whether that memory fits in HBM", |c| Cell::B(
-        c.t().estimate.fits
-    )),
-    t!("forward_s", "breakdown: forward compute", |c| Cell::F(
-        c.t().estimate.breakdown.forward_s
-    )),
-    t!("backward_s", "breakdown: backward compute", |c| Cell::F(
-        c.t().estimate.breakdown.backward_s
-    )),
-    t!("recompute_s", "breakdown: activation recompute", |c| {
-        Cell::F(c.t().estimate.breakdown.recompute_s)
+    t!(
+        Bool,
+        "fits",
+        "whether that memory fits in HBM",
+        |c| Cell::B(c.t().estimate.fits)
+    ),
+    t!(Float, "forward_s", "breakdown: forward compute", |c| {
+        Cell::F(c.t().estimate.breakdown.forward_s)
     }),
-    t!("tp_comm_s", "breakdown: exposed TP/SP communication", |c| {
-        Cell::F(c.t().estimate.breakdown.tp_comm_s)
+    t!(Float, "backward_s", "breakdown: backward compute", |c| {
+        Cell::F(c.t().estimate.breakdown.backward_s)
     }),
-    t!("cp_comm_s", "breakdown: exposed CP communication", |c| {
-        Cell::F(c.t().estimate.breakdown.cp_comm_s)
+    t!(
+        Float,
+        "recompute_s",
+        "breakdown: activation recompute",
+        |c| { Cell::F(c.t().estimate.breakdown.recompute_s) }
+    ),
+    t!(
+        Float,
+        "tp_comm_s",
+        "breakdown: exposed TP/SP communication",
+        |c| { Cell::F(c.t().estimate.breakdown.tp_comm_s) }
+    ),
+    t!(
+        Float,
+        "cp_comm_s",
+        "breakdown: exposed CP communication",
+        |c| { Cell::F(c.t().estimate.breakdown.cp_comm_s) }
+    ),
+    t!(
+        Float,
+        "ep_comm_s",
+        "breakdown: exposed EP communication",
+        |c| { Cell::F(c.t().estimate.breakdown.ep_comm_s) }
+    ),
+    t!(
+        Float,
+        "pp_comm_s",
+        "breakdown: exposed PP communication",
+        |c| { Cell::F(c.t().estimate.breakdown.pp_comm_s) }
+    ),
+    t!(
+        Float,
+        "dp_comm_s",
+        "breakdown: exposed DP communication",
+        |c| { Cell::F(c.t().estimate.breakdown.dp_comm_s) }
+    ),
+    t!(
+        Float,
+        "pipeline_bubble_s",
+        "breakdown: pipeline bubble",
+        |c| { Cell::F(c.t().estimate.breakdown.pipeline_bubble_s) }
+    ),
+    t!(Float, "optimizer_s", "breakdown: optimizer step", |c| {
+        Cell::F(c.t().estimate.breakdown.optimizer_s)
     }),
-    t!("ep_comm_s", "breakdown: exposed EP communication", |c| {
-        Cell::F(c.t().estimate.breakdown.ep_comm_s)
-    }),
-    t!("pp_comm_s", "breakdown: exposed PP communication", |c| {
-        Cell::F(c.t().estimate.breakdown.pp_comm_s)
-    }),
-    t!("dp_comm_s", "breakdown: exposed DP communication", |c| {
-        Cell::F(c.t().estimate.breakdown.dp_comm_s)
-    }),
-    t!("pipeline_bubble_s", "breakdown: pipeline bubble", |c| {
-        Cell::F(c.t().estimate.breakdown.pipeline_bubble_s)
-    }),
-    t!("optimizer_s", "breakdown: optimizer step", |c| Cell::F(
-        c.t().estimate.breakdown.optimizer_s
-    )),
-    t!("weights_gib", "memory: weights", |c| Cell::F(
+    t!(Float, "weights_gib", "memory: weights", |c| Cell::F(
         c.t().estimate.memory.weights_gib
     )),
-    t!("gradients_gib", "memory: gradients", |c| Cell::F(
+    t!(Float, "gradients_gib", "memory: gradients", |c| Cell::F(
         c.t().estimate.memory.gradients_gib
     )),
-    t!("optimizer_gib", "memory: optimizer state", |c| Cell::F(
-        c.t().estimate.memory.optimizer_gib
-    )),
-    t!("activations_gib", "memory: activations", |c| Cell::F(
-        c.t().estimate.memory.activations_gib
-    )),
+    t!(Float, "optimizer_gib", "memory: optimizer state", |c| {
+        Cell::F(c.t().estimate.memory.optimizer_gib)
+    }),
     t!(
+        Float,
+        "activations_gib",
+        "memory: activations",
+        |c| Cell::F(c.t().estimate.memory.activations_gib)
+    ),
+    t!(
+        Float,
         "buffers_gib",
         "memory: context, NCCL buffers, fragmentation",
         |c| { Cell::F(c.t().estimate.memory.buffers_gib) }
     ),
-    t!("capacity_gib", "HBM capacity per accelerator", |c| Cell::F(
-        c.t().estimate.memory.capacity_gib
-    )),
-    t!("accelerators", "accelerators the job uses", |c| Cell::U(
-        c.accelerators
-    )),
-    t!("tp", "plan: tensor parallel", |c| Cell::U(
+    t!(Float, "capacity_gib", "HBM capacity per accelerator", |c| {
+        Cell::F(c.t().estimate.memory.capacity_gib)
+    }),
+    t!(Int, "accelerators", "accelerators the job uses", |c| {
+        Cell::U(c.accelerators)
+    }),
+    t!(Int, "tp", "plan: tensor parallel", |c| Cell::U(
         c.t().plan.tp as u64
     )),
-    t!("pp", "plan: pipeline parallel", |c| Cell::U(
+    t!(Int, "pp", "plan: pipeline parallel", |c| Cell::U(
         c.t().plan.pp as u64
     )),
-    t!("cp", "plan: context parallel", |c| Cell::U(
+    t!(Int, "cp", "plan: context parallel", |c| Cell::U(
         c.t().plan.cp as u64
     )),
-    t!("dp", "plan: data parallel", |c| Cell::U(
+    t!(Int, "dp", "plan: data parallel", |c| Cell::U(
         c.t().plan.dp as u64
     )),
-    t!("ep", "plan: expert parallel", |c| Cell::U(
+    t!(Int, "ep", "plan: expert parallel", |c| Cell::U(
         c.t().plan.ep as u64
     )),
-    t!("etp", "plan: expert tensor parallel", |c| Cell::U(
+    t!(Int, "etp", "plan: expert tensor parallel", |c| Cell::U(
         c.t().plan.etp as u64
     )),
-    t!("vpp", "plan: virtual pipeline stages", |c| Cell::U(
+    t!(Int, "vpp", "plan: virtual pipeline stages", |c| Cell::U(
         c.t().plan.vpp as u64
     )),
-    t!("micro_batch", "plan: sequences per micro-batch", |c| {
+    t!(Int, "micro_batch", "plan: sequences per micro-batch", |c| {
         Cell::U(c.t().plan.micro_batch as u64)
     }),
-    t!("global_batch", "plan: sequences per step", |c| Cell::U(
-        c.t().plan.global_batch
-    )),
     t!(
+        Int,
+        "global_batch",
+        "plan: sequences per step",
+        |c| Cell::U(c.t().plan.global_batch)
+    ),
+    t!(
+        Int,
         "micro_batches",
         "micro-batches per pipeline per step",
         |c| { Cell::U(c.t().estimate.micro_batches) }
     ),
     t!(
+        Str,
         "recompute",
         "plan: recompute (chosen when not given)",
         |c| ser(c.t().plan.recompute)
     ),
     t!(
+        Int,
         "zero_stage",
         "plan: ZeRO stage (chosen when not given)",
         |c| { Cell::U(c.t().plan.zero_stage as u64) }
     ),
     t!(
+        Bool,
         "distributed_optimizer",
         "plan: distributed optimizer",
         |c| { Cell::B(c.t().plan.distributed_optimizer) }
     ),
-    t!("sequence_parallel", "plan: sequence parallelism", |c| {
-        Cell::B(c.t().plan.sequence_parallel)
-    }),
-    t!("precision", "plan: GEMM precision", |c| Cell::S(
+    t!(
+        Bool,
+        "sequence_parallel",
+        "plan: sequence parallelism",
+        |c| { Cell::B(c.t().plan.sequence_parallel) }
+    ),
+    t!(Str, "precision", "plan: GEMM precision", |c| Cell::S(
         c.t().plan.precision.as_str().to_string()
     )),
-    t!("schedule", "plan: pipeline schedule", |c| ser(c
+    t!(Str, "schedule", "plan: pipeline schedule", |c| ser(c
         .t()
         .plan
         .schedule)),
-    t!("placement", "plan: placement order, innermost first", |c| {
-        Cell::S(
-            c.t()
-                .plan
-                .placement
-                .iter()
-                .map(|d| match ser(d) {
-                    Cell::S(s) => s,
-                    _ => String::new(),
-                })
-                .collect::<Vec<_>>()
-                .join("-"),
-        )
-    }),
     t!(
+        Str,
+        "placement",
+        "plan: placement order, innermost first",
+        |c| {
+            Cell::S(
+                c.t()
+                    .plan
+                    .placement
+                    .iter()
+                    .map(|d| match ser(d) {
+                        Cell::S(s) => s,
+                        _ => String::new(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("-"),
+            )
+        }
+    ),
+    t!(
+        Float,
         "days",
         "days to train on training.tokens (empty without it)",
         |c| c.train_secs().map_or(Cell::Empty, |s| Cell::F(s / 86400.0))
     ),
     t!(
+        Float,
         "gpu_hours",
         "accelerator-hours to train on training.tokens",
         |c| c
@@ -295,6 +360,7 @@ pub static ALL: &[Output] = &[
             .map_or(Cell::Empty, |s| Cell::F(s / 3600.0 * c.accelerators as f64))
     ),
     t!(
+        Float,
         "energy_mwh",
         "facility MWh to train on training.tokens (the job's share of the cluster)",
         |c| c.train_secs().map_or(Cell::Empty, |s| {
@@ -302,47 +368,55 @@ pub static ALL: &[Output] = &[
             Cell::F(c.cluster.power.facility_mw * share * s / 3600.0)
         })
     ),
-    c!("capex_usd", "cluster capital cost", |c| Cell::F(
+    c!(Float, "capex_usd", "cluster capital cost", |c| Cell::F(
         c.cluster.capex.total_usd
     )),
-    c!("it_power_mw", "cluster IT power", |c| Cell::F(
+    c!(Float, "it_power_mw", "cluster IT power", |c| Cell::F(
         c.cluster.power.it_mw
     )),
     c!(
+        Float,
         "facility_power_mw",
         "cluster facility power (IT x PUE)",
         |c| { Cell::F(c.cluster.power.facility_mw) }
     ),
     c!(
+        Float,
         "energy_cost_usd_per_year",
         "cluster energy cost per year",
         |c| Cell::F(c.cluster.power.energy_cost_usd_per_year)
     ),
-    c!("switches_total", "scale-out switches, all tiers", |c| {
-        Cell::U(c.cluster.bom.switches_total)
-    }),
-    c!("transceivers", "optical transceivers", |c| Cell::U(
+    c!(
+        Int,
+        "switches_total",
+        "scale-out switches, all tiers",
+        |c| { Cell::U(c.cluster.bom.switches_total) }
+    ),
+    c!(Int, "transceivers", "optical transceivers", |c| Cell::U(
         c.cluster.bom.transceivers
     )),
-    c!("cables", "cables, optical plus copper", |c| Cell::U(
+    c!(Int, "cables", "cables, optical plus copper", |c| Cell::U(
         c.cluster.bom.cables
     )),
-    c!("optical_cables", "optical cables", |c| Cell::U(
+    c!(Int, "optical_cables", "optical cables", |c| Cell::U(
         c.cluster.bom.optical_cables
     )),
-    c!("copper_cables", "copper cables", |c| Cell::U(
+    c!(Int, "copper_cables", "copper cables", |c| Cell::U(
         c.cluster.bom.copper_cables
     )),
-    c!("nics", "NICs", |c| Cell::U(c.cluster.bom.nics)),
-    c!("racks", "racks, compute plus network", |c| Cell::U(
+    c!(Int, "nics", "NICs", |c| Cell::U(c.cluster.bom.nics)),
+    c!(Int, "racks", "racks, compute plus network", |c| Cell::U(
         c.cluster.bom.racks
     )),
-    c!("scale_up_domains", "scale-up domains", |c| Cell::U(
+    c!(Int, "scale_up_domains", "scale-up domains", |c| Cell::U(
         c.cluster.hierarchy.domains
     )),
-    c!("cluster_accelerators", "accelerators in the cluster", |c| {
-        Cell::U(c.cluster.accelerators)
-    }),
+    c!(
+        Int,
+        "cluster_accelerators",
+        "accelerators in the cluster",
+        |c| { Cell::U(c.cluster.accelerators) }
+    ),
 ];
 
 /// The output called `name`.

@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::eval::Evaluator;
+use crate::outputs::Kind;
 use crate::{csv, Sweep, SweepError};
 
 /// Manifest file name in an output directory.
@@ -111,6 +112,9 @@ pub struct Manifest {
     pub spec_digest: String,
     pub rows: u64,
     pub columns: Vec<String>,
+    /// The type of each column (for Parquet output).
+    #[serde(default)]
+    pub types: Vec<Kind>,
 }
 
 impl Manifest {
@@ -121,6 +125,7 @@ impl Manifest {
             spec_digest: sweep.digest.clone(),
             rows: sweep.rows,
             columns: sweep.header(),
+            types: sweep.kinds(),
         }
     }
 }
@@ -353,7 +358,8 @@ fn shard_files(dir: &Path) -> Result<Vec<(u64, u64, PathBuf)>, SweepError> {
     Ok(out)
 }
 
-/// Concatenates the shard files of `dir` into `out`, ordered by row. Fails when the files
+/// Concatenates the shard files of `dir` into `out`, ordered by row: a CSV file, or Parquet
+/// when `out` ends in `.parquet` (column types from the manifest). Fails when the files
 /// are of different shard counts, a header differs from the manifest's columns, a row
 /// appears twice, or a row of the grid is missing. A merge of complete shards is
 /// byte-identical to a `1/1` run.
@@ -421,7 +427,31 @@ pub fn merge(dir: &Path, out: &Path) -> Result<MergeSummary, SweepError> {
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(|e| io(parent, "create the directory", e))?;
     }
-    write_atomic(out, "merge", &file_text(&header, &rows))?;
+    if out
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+    {
+        if m.types.len() != m.columns.len() {
+            return Err(SweepError(format!(
+                "{}: `types` does not match `columns`",
+                mpath.display()
+            )));
+        }
+        let name = out.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+        let tmp = out.with_file_name(format!(".{name}.merge.{}.tmp", std::process::id()));
+        crate::parquet::write(
+            &tmp,
+            &m.columns,
+            &m.types,
+            rows.values().map(String::as_str),
+        )
+        .inspect_err(|_| {
+            let _ = fs::remove_file(&tmp);
+        })?;
+        fs::rename(&tmp, out).map_err(|e| io(out, "rename into place", e))?;
+    } else {
+        write_atomic(out, "merge", &file_text(&header, &rows))?;
+    }
     Ok(MergeSummary {
         format: "myriad-sweep-merge/1",
         file: out.display().to_string(),

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::outputs::{self, Output};
+use crate::outputs::{self, Kind, Output};
 use crate::SweepError;
 
 /// The spec format tag.
@@ -262,6 +262,27 @@ impl Sweep {
             set_path(&mut v, path, val.clone())?;
         }
         Ok(v)
+    }
+
+    /// The type of each header column: `row` an integer; a varied path an integer, float
+    /// or boolean when all its values are, else a string; an output its declared kind;
+    /// `error` a string.
+    pub fn kinds(&self) -> Vec<Kind> {
+        let mut k = vec![Kind::Int];
+        for vals in &self.values {
+            k.push(if vals.iter().all(|v| v.is_u64() || v.is_i64()) {
+                Kind::Int
+            } else if vals.iter().all(Value::is_number) {
+                Kind::Float
+            } else if vals.iter().all(Value::is_boolean) {
+                Kind::Bool
+            } else {
+                Kind::Str
+            });
+        }
+        k.extend(self.outputs.iter().map(|o| o.kind));
+        k.push(Kind::Str);
+        k
     }
 
     /// CSV header: `row`, the varied paths, the outputs, `error`.

@@ -440,3 +440,83 @@ fn run_local_script_merges_to_a_single_run() {
         assert!(shards.join(format!("shard-{k}-of-3.csv")).exists());
     }
 }
+
+#[test]
+fn output_kinds_match_their_cells() {
+    let mut s = small();
+    s.outputs = myriad_sweep::outputs::ALL.iter().collect();
+    let ev = myriad_sweep::Evaluator::new(&s);
+    let row = ev.row(0);
+    assert_eq!(row.error, None);
+    for (o, c) in s.outputs.iter().zip(&row.outputs) {
+        let ok = matches!(
+            (o.kind, c),
+            (myriad_sweep::Kind::Float, myriad_sweep::Cell::F(_))
+                | (myriad_sweep::Kind::Int, myriad_sweep::Cell::U(_))
+                | (myriad_sweep::Kind::Bool, myriad_sweep::Cell::B(_))
+                | (myriad_sweep::Kind::Str, myriad_sweep::Cell::S(_))
+        );
+        assert!(
+            ok,
+            "output {} is declared {:?} but gave {c:?}",
+            o.name, o.kind
+        );
+    }
+}
+
+#[test]
+fn merge_to_parquet() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+    let mut s = small();
+    // A row error, so that the Parquet file has nulls and a string.
+    s.values[0][3] = json!(3);
+    let d = tmp("parquet");
+    for k in 1..=2 {
+        run(&s, Shard { k, n: 2 }, &d).unwrap();
+    }
+    let csv_out = d.join("all.csv");
+    merge(&d, &csv_out).unwrap();
+    let (a, b) = (d.join("a.parquet"), d.join("b.parquet"));
+    let m = merge(&d, &a).unwrap();
+    assert_eq!(m.rows, 24);
+    merge(&d, &b).unwrap();
+    assert_eq!(fs::read(&a).unwrap(), fs::read(&b).unwrap(), "same bytes");
+
+    let csv_text = read(&csv_out);
+    let csv_rows: Vec<Vec<String>> = csv_text
+        .lines()
+        .skip(1)
+        .map(|l| myriad_sweep::csv::parse(l).unwrap())
+        .collect();
+    let r = SerializedFileReader::new(fs::File::open(&a).unwrap()).unwrap();
+    let names: Vec<String> = r
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .columns()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    assert_eq!(names, s.header());
+    let mut n = 0;
+    for (i, row) in r.get_row_iter(None).unwrap().enumerate() {
+        let row = row.unwrap();
+        let cells: Vec<&Field> = row.get_column_iter().map(|(_, f)| f).collect();
+        let want = &csv_rows[i];
+        assert_eq!(cells.len(), want.len());
+        for (c, (f, w)) in cells.iter().zip(want).enumerate() {
+            match f {
+                Field::Null => assert_eq!(w, "", "row {i} column {c}"),
+                Field::Long(x) => assert_eq!(x.to_string(), *w),
+                Field::Double(x) => assert_eq!(*x, w.parse::<f64>().unwrap()),
+                Field::Bool(x) => assert_eq!(x.to_string(), *w),
+                Field::Str(x) => assert_eq!(x, w),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        n += 1;
+    }
+    assert_eq!(n, 24);
+    assert!(csv_rows.iter().any(|r| !r.last().unwrap().is_empty()));
+}
