@@ -89,7 +89,21 @@ impl<'a> Evaluator<'a> {
         let sw = self.sweep;
         let varied = sw.row_values(id).into_iter().map(value_text).collect();
         let mut outputs = vec![Cell::Empty; sw.outputs.len()];
-        let error = self.fill(id, &mut outputs).err();
+        // A panic in the models is a bug, but it should cost one row, not a shard of hours.
+        let error = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.fill(id, &mut outputs)
+        })) {
+            Ok(r) => r.err(),
+            Err(p) => {
+                outputs.iter_mut().for_each(|c| *c = Cell::Empty);
+                let msg = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Some(format!("(internal error, please report): panicked: {msg}"))
+            }
+        };
         Row {
             id,
             varied,

@@ -31,12 +31,13 @@ enum Col {
     Str(Vec<ByteArray>),
 }
 
-/// Writes `lines` (CSV records of `columns`, in order) to `path` as Parquet.
-pub fn write<'a>(
+/// Writes `lines` (CSV records of `columns`, in order) to `path` as Parquet; stops at the
+/// first line that is an error.
+pub fn write(
     path: &Path,
     columns: &[String],
     kinds: &[Kind],
-    lines: impl Iterator<Item = &'a str>,
+    lines: impl Iterator<Item = Result<String, SweepError>>,
 ) -> Result<(), SweepError> {
     assert_eq!(columns.len(), kinds.len());
     let fields: Vec<Arc<Type>> = columns
@@ -91,7 +92,8 @@ pub fn write<'a>(
             .collect();
         let mut defs: Vec<Vec<i16>> = vec![Vec::new(); kinds.len()];
         for (n, line) in lines.by_ref().take(ROW_GROUP) {
-            let f = csv::parse(line)
+            let line = line?;
+            let f = csv::parse(&line)
                 .filter(|f| f.len() == columns.len())
                 .ok_or_else(|| {
                     pq(

@@ -5,9 +5,8 @@
 //! the columns. A run refuses a directory whose manifest is of another sweep; merge uses it
 //! to check that every row is present.
 
-use std::collections::BTreeMap;
-use std::fs;
-use std::io::Write;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -171,94 +170,212 @@ fn check_manifest(dir: &Path, sweep: &Sweep, tag: &str) -> Result<(), SweepError
     }
 }
 
-/// Rows already in a shard file: id -> line. Checks the header and that every id belongs
-/// to the shard. A last line without a line break (a run killed mid-write) is dropped.
-fn read_present(
-    path: &Path,
-    header: &str,
-    rows_total: u64,
-    shard: Shard,
-) -> Result<(BTreeMap<u64, String>, bool), SweepError> {
-    let text = match fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((BTreeMap::new(), false)),
+/// What a shard file holds, read line by line (memory: one bit per row of the shard).
+struct Scan {
+    /// Which rows of the shard are present (bit `id / N`).
+    present: Vec<u64>,
+    count: u64,
+    /// Rows with `error` set.
+    errors: u64,
+    /// Byte length of the header and the complete lines (a last line without its line break
+    /// is not counted).
+    clean_len: u64,
+    /// Whether the file has a last line without its line break.
+    partial: bool,
+    /// Whether the file exists with a header.
+    has_header: bool,
+    /// Byte offsets where a run of increasing row ids starts (the first after the header).
+    runs: Vec<u64>,
+    last_id: Option<u64>,
+}
+
+impl Scan {
+    fn has(&self, shard: Shard, id: u64) -> bool {
+        let j = id / shard.n;
+        self.present[(j / 64) as usize] & (1 << (j % 64)) != 0
+    }
+}
+
+/// A row line's id (its first field).
+fn line_id(line: &str) -> Option<u64> {
+    line.split(',').next().and_then(|f| f.parse().ok())
+}
+
+/// Whether a row line has `error` set: the error is the last field, so a line with an empty
+/// one ends in a comma.
+fn is_error_line(line: &str) -> bool {
+    !line.ends_with(',')
+}
+
+/// Reads a shard file: checks the header and that every row belongs to the shard and appears
+/// once; records the runs of increasing ids.
+fn scan(path: &Path, header: &str, rows_total: u64, shard: Shard) -> Result<Scan, SweepError> {
+    let mut sc = Scan {
+        present: vec![0; shard.len(rows_total).div_ceil(64) as usize],
+        count: 0,
+        errors: 0,
+        clean_len: 0,
+        partial: false,
+        has_header: false,
+        runs: Vec::new(),
+        last_id: None,
+    };
+    let f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(sc),
         Err(e) => return Err(io(path, "read", e)),
     };
-    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let mut clean = true;
-    if lines.last().is_some_and(|l| !l.ends_with('\n')) {
-        lines.pop();
-        clean = false;
-    }
-    let mut it = lines.into_iter().map(|l| l.trim_end_matches(['\n', '\r']));
-    match it.next() {
-        None => return Ok((BTreeMap::new(), false)),
-        Some(h) if h == header => {}
-        Some(h) => {
-            return Err(SweepError(format!(
-                "{}: its header `{h}` is not this sweep's `{header}`; use another --out or delete the file",
-                path.display()
-            )))
+    let mut r = BufReader::new(f);
+    let mut line = String::new();
+    let mut n = 0u64;
+    loop {
+        line.clear();
+        let len = r.read_line(&mut line).map_err(|e| io(path, "read", e))? as u64;
+        if len == 0 {
+            break;
         }
-    }
-    let mut rows = BTreeMap::new();
-    for (n, l) in it.enumerate() {
+        n += 1;
+        if !line.ends_with('\n') {
+            sc.partial = true;
+            break;
+        }
+        let start = sc.clean_len;
+        sc.clean_len += len;
+        let l = line.trim_end_matches(['\n', '\r']);
+        if n == 1 {
+            if l != header {
+                return Err(SweepError(format!(
+                    "{}: its header `{l}` is not this sweep's `{header}`; use another --out or delete the file",
+                    path.display()
+                )));
+            }
+            sc.has_header = true;
+            continue;
+        }
         if l.is_empty() {
             continue;
         }
-        let id: u64 = l
-            .split(',')
-            .next()
-            .and_then(|f| f.parse().ok())
-            .ok_or_else(|| {
-                SweepError(format!(
-                    "{}: line {}: does not start with a row id",
-                    path.display(),
-                    n + 2
-                ))
-            })?;
+        let id = line_id(l).ok_or_else(|| {
+            SweepError(format!(
+                "{}: line {n}: does not start with a row id",
+                path.display()
+            ))
+        })?;
         if id >= rows_total || !shard.has(id) {
             return Err(SweepError(format!(
-                "{}: line {}: row {id} is not in shard {}/{} of {} rows",
+                "{}: line {n}: row {id} is not in shard {}/{} of {rows_total} rows",
                 path.display(),
-                n + 2,
                 shard.k,
                 shard.n,
-                rows_total
             )));
         }
-        if rows.insert(id, l.to_string()).is_some() {
+        if sc.has(shard, id) {
             return Err(SweepError(format!(
-                "{}: line {}: row {id} appears twice",
-                path.display(),
-                n + 2
+                "{}: line {n}: row {id} appears twice",
+                path.display()
             )));
         }
+        let j = id / shard.n;
+        sc.present[(j / 64) as usize] |= 1 << (j % 64);
+        sc.count += 1;
+        sc.errors += is_error_line(l) as u64;
+        if sc.last_id.is_none_or(|p| id < p) {
+            sc.runs.push(start);
+        }
+        sc.last_id = Some(id);
     }
-    Ok((rows, clean))
+    if n == 1 && !sc.has_header {
+        // Only a partial header: as good as no file.
+        sc.partial = true;
+    }
+    Ok(sc)
 }
 
-fn is_error_line(line: &str) -> bool {
-    csv::parse(line)
-        .and_then(|f| f.last().map(|e| !e.is_empty()))
-        .unwrap_or(false)
+/// The lines of a shard file between two byte offsets.
+struct RunReader {
+    r: BufReader<File>,
+    left: u64,
+    next: Option<(u64, String)>,
 }
 
-fn file_text(header: &str, rows: &BTreeMap<u64, String>) -> String {
-    let mut s =
-        String::with_capacity(header.len() + 1 + rows.values().map(|l| l.len() + 1).sum::<usize>());
-    s.push_str(header);
-    s.push('\n');
-    for l in rows.values() {
-        s.push_str(l);
-        s.push('\n');
+impl RunReader {
+    fn new(path: &Path, start: u64, end: u64) -> Result<RunReader, SweepError> {
+        let mut f = File::open(path).map_err(|e| io(path, "read", e))?;
+        f.seek(SeekFrom::Start(start))
+            .map_err(|e| io(path, "read", e))?;
+        let mut rr = RunReader {
+            r: BufReader::new(f),
+            left: end - start,
+            next: None,
+        };
+        rr.advance(path)?;
+        Ok(rr)
     }
-    s
+
+    fn advance(&mut self, path: &Path) -> Result<(), SweepError> {
+        self.next = None;
+        while self.left > 0 {
+            let mut line = String::new();
+            let len = self
+                .r
+                .read_line(&mut line)
+                .map_err(|e| io(path, "read", e))? as u64;
+            if len == 0 {
+                break;
+            }
+            self.left = self.left.saturating_sub(len);
+            let l = line.trim_end_matches(['\n', '\r']);
+            if let Some(id) = line_id(l) {
+                let l = l.to_string();
+                self.next = Some((id, l));
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Rewrites a shard file whose rows form several increasing runs into one, in row order
+/// (a k-way merge of the runs, streamed; then an atomic rename).
+fn sort_runs(
+    path: &Path,
+    header: &str,
+    runs: &[u64],
+    end: u64,
+    tag: &str,
+) -> Result<(), SweepError> {
+    let mut readers = Vec::with_capacity(runs.len());
+    for (i, &start) in runs.iter().enumerate() {
+        let stop = runs.get(i + 1).copied().unwrap_or(end);
+        readers.push(RunReader::new(path, start, stop)?);
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+    let tmp = path.with_file_name(format!(".{name}.{tag}.{}.tmp", std::process::id()));
+    let mut w = BufWriter::new(File::create(&tmp).map_err(|e| io(&tmp, "write", e))?);
+    let werr = |e| io(&tmp, "write", e);
+    writeln!(w, "{header}").map_err(werr)?;
+    loop {
+        let best = readers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.next.as_ref().map(|(id, _)| (*id, i)))
+            .min();
+        let Some((_, i)) = best else { break };
+        let (_, l) = readers[i].next.take().expect("peeked");
+        writeln!(w, "{l}").map_err(werr)?;
+        readers[i].advance(path)?;
+    }
+    w.into_inner()
+        .map_err(|e| io(&tmp, "write", e.into_error()))?
+        .sync_all()
+        .map_err(werr)?;
+    fs::rename(&tmp, path).map_err(|e| io(path, "rename into place", e))
 }
 
 /// Evaluates shard `shard` of `sweep` into `dir/shard-K-of-N.csv`: rows already in the file
 /// are kept, the missing ones are evaluated (in parallel, `CHUNK` rows at a time, each chunk
-/// appended in row order), and the file ends sorted by row. Same inputs, same bytes.
+/// appended in row order as it finishes), and the file ends sorted by row. Same inputs, same
+/// bytes. Memory stays bounded: one bit per row of the shard plus one chunk.
 pub fn run(sweep: &Sweep, shard: Shard, dir: &Path) -> Result<Summary, SweepError> {
     let start = Instant::now();
     fs::create_dir_all(dir).map_err(|e| io(dir, "create the directory", e))?;
@@ -266,44 +383,66 @@ pub fn run(sweep: &Sweep, shard: Shard, dir: &Path) -> Result<Summary, SweepErro
     check_manifest(dir, sweep, &tag)?;
     let path = dir.join(shard.file_name());
     let header = csv::line(&sweep.header());
-    let (mut present, clean) = read_present(&path, &header, sweep.rows, shard)?;
-    let skipped = present.len() as u64;
-    let missing: Vec<u64> = shard
-        .rows(sweep.rows)
-        .filter(|id| !present.contains_key(id))
-        .collect();
-    // Rows are appended; when an existing row follows a missing one, the file is rewritten
-    // in order at the end.
-    let holes = missing
-        .first()
-        .is_some_and(|&m| present.keys().next_back().is_some_and(|&p| p > m));
-    if !clean || present.is_empty() {
-        write_atomic(&path, &tag, &file_text(&header, &present))?;
+    let sc = scan(&path, &header, sweep.rows, shard)?;
+    if !sc.has_header {
+        write_atomic(&path, &tag, &format!("{header}\n"))?;
+    } else if sc.partial {
+        // Drop the line a killed run left half-written.
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .map_err(|e| io(&path, "open", e))?;
+        f.set_len(sc.clean_len)
+            .map_err(|e| io(&path, "truncate", e))?;
     }
+    let mut runs = sc.runs.clone();
+    let mut last_id = sc.last_id;
+    let mut end = if sc.has_header {
+        sc.clean_len
+    } else {
+        header.len() as u64 + 1
+    };
     let ev = Evaluator::new(sweep);
     let mut f = fs::OpenOptions::new()
         .append(true)
         .open(&path)
         .map_err(|e| io(&path, "open for appending", e))?;
-    for chunk in missing.chunks(CHUNK) {
-        let lines: Vec<String> = chunk.par_iter().map(|&id| ev.row(id).csv_line()).collect();
+    let mut missing = shard.rows(sweep.rows).filter(|&id| !sc.has(shard, id));
+    let (mut evaluated, mut errors) = (0u64, sc.errors);
+    let mut chunk = Vec::with_capacity(CHUNK);
+    loop {
+        chunk.clear();
+        chunk.extend(missing.by_ref().take(CHUNK));
+        if chunk.is_empty() {
+            break;
+        }
+        let rows: Vec<(bool, String)> = chunk
+            .par_iter()
+            .map(|&id| {
+                let r = ev.row(id);
+                (r.error.is_some(), r.csv_line())
+            })
+            .collect();
         let mut buf = String::new();
-        for l in &lines {
+        for (err, l) in &rows {
             buf.push_str(l);
             buf.push('\n');
+            errors += *err as u64;
         }
         f.write_all(buf.as_bytes())
             .and_then(|_| f.flush())
             .map_err(|e| io(&path, "append to", e))?;
-        for (&id, l) in chunk.iter().zip(lines) {
-            present.insert(id, l);
+        if last_id.is_none_or(|p| chunk[0] < p) {
+            runs.push(end);
         }
+        last_id = chunk.last().copied();
+        end += buf.len() as u64;
+        evaluated += chunk.len() as u64;
     }
     drop(f);
-    if holes {
-        write_atomic(&path, &tag, &file_text(&header, &present))?;
+    if runs.len() > 1 {
+        sort_runs(&path, &header, &runs, end, &tag)?;
     }
-    let errors = present.values().filter(|l| is_error_line(l)).count() as u64;
     let seconds = start.elapsed().as_secs_f64();
     Ok(Summary {
         format: "myriad-sweep-summary/1",
@@ -312,12 +451,12 @@ pub fn run(sweep: &Sweep, shard: Shard, dir: &Path) -> Result<Summary, SweepErro
         shard: format!("{}/{}", shard.k, shard.n),
         rows_total: sweep.rows,
         rows_in_shard: shard.len(sweep.rows),
-        evaluated: missing.len() as u64,
-        skipped_present: skipped,
+        evaluated,
+        skipped_present: sc.count,
         errors,
         seconds,
         rows_per_s: if seconds > 0.0 {
-            missing.len() as f64 / seconds
+            evaluated as f64 / seconds
         } else {
             0.0
         },
@@ -359,10 +498,12 @@ fn shard_files(dir: &Path) -> Result<Vec<(u64, u64, PathBuf)>, SweepError> {
 }
 
 /// Concatenates the shard files of `dir` into `out`, ordered by row: a CSV file, or Parquet
-/// when `out` ends in `.parquet` (column types from the manifest). Fails when the files
-/// are of different shard counts, a header differs from the manifest's columns, a row
-/// appears twice, or a row of the grid is missing. A merge of complete shards is
-/// byte-identical to a `1/1` run.
+/// when `out` ends in `.parquet` (column types from the manifest). Fails, writing nothing,
+/// when the files are of different shard counts, a header differs from the manifest's
+/// columns, a row appears twice, a file ends in a partial line, or a row of the grid is
+/// missing. Streams: one pass checks every file, a second interleaves them (row `i` is the
+/// next line of shard `i % N + 1`), so memory does not grow with the rows. A merge of
+/// complete shards is byte-identical to a `1/1` run.
 pub fn merge(dir: &Path, out: &Path) -> Result<MergeSummary, SweepError> {
     let mpath = dir.join(MANIFEST);
     let text = fs::read_to_string(&mpath).map_err(|e| io(&mpath, "read (run a shard first)", e))?;
@@ -384,30 +525,50 @@ pub fn merge(dir: &Path, out: &Path) -> Result<MergeSummary, SweepError> {
         )));
     }
     let header = csv::line(&m.columns);
-    let mut rows: BTreeMap<u64, String> = BTreeMap::new();
+    // Pass 1: every file whole, sorted, of its shard.
+    let mut missing = 0u64;
+    let mut errors = 0u64;
+    let mut first_missing: Vec<u64> = Vec::new();
+    let mut by_k: Vec<Option<&PathBuf>> = vec![None; n as usize];
     for (k, _, p) in &files {
-        let shard = Shard { k: *k, n };
         if *k == 0 || *k > n {
             return Err(SweepError(format!("{}: K out of range", p.display())));
         }
-        let (present, clean) = read_present(p, &header, m.rows, shard)?;
-        if !clean {
+        by_k[(*k - 1) as usize] = Some(p);
+        let shard = Shard { k: *k, n };
+        let sc = scan(p, &header, m.rows, shard)?;
+        if sc.partial {
             return Err(SweepError(format!(
                 "{}: ends in a partial line (a run was interrupted); rerun that shard to resume it",
                 p.display()
             )));
         }
-        rows.extend(present);
+        if sc.runs.len() > 1 {
+            return Err(SweepError(format!(
+                "{}: rows out of order (a resumed run was interrupted); rerun that shard to finish it",
+                p.display()
+            )));
+        }
+        errors += sc.errors;
+        let want = shard.len(m.rows);
+        if sc.count < want {
+            missing += want - sc.count;
+            first_missing.extend(shard.rows(m.rows).filter(|&id| !sc.has(shard, id)).take(5));
+        }
     }
-    let missing = m.rows - rows.len() as u64;
+    let absent: Vec<u64> = (1..=n)
+        .filter(|k| by_k[(*k - 1) as usize].is_none())
+        .collect();
+    for &k in &absent {
+        missing += Shard { k, n }.len(m.rows);
+        first_missing.extend(Shard { k, n }.rows(m.rows).take(5));
+    }
     if missing > 0 {
-        let first: Vec<String> = (0..m.rows)
-            .filter(|i| !rows.contains_key(i))
-            .take(5)
-            .map(|i| i.to_string())
-            .collect();
-        let absent: Vec<String> = (1..=n)
-            .filter(|k| !files.iter().any(|f| f.0 == *k))
+        first_missing.sort_unstable();
+        first_missing.truncate(5);
+        let first: Vec<String> = first_missing.iter().map(|i| i.to_string()).collect();
+        let absent: Vec<String> = absent
+            .iter()
             .take(5)
             .map(|k| format!("shard-{k}-of-{n}.csv"))
             .collect();
@@ -423,11 +584,32 @@ pub fn merge(dir: &Path, out: &Path) -> Result<MergeSummary, SweepError> {
             }
         )));
     }
-    let errors = rows.values().filter(|l| is_error_line(l)).count() as u64;
+    // Pass 2: interleave.
+    let mut readers = Vec::with_capacity(n as usize);
+    for p in by_k.iter().map(|p| p.expect("complete")) {
+        // The header has no row id: the reader skips it.
+        let end = fs::metadata(p).map_err(|e| io(p, "read", e))?.len();
+        readers.push((RunReader::new(p, 0, end)?, p));
+    }
+    let mut next_line = |i: u64| -> Result<String, SweepError> {
+        let (r, p) = &mut readers[(i % n) as usize];
+        match r.next.take() {
+            Some((id, l)) if id == i => {
+                r.advance(p)?;
+                Ok(l)
+            }
+            _ => Err(SweepError(format!(
+                "{}: row {i} is not where it belongs (the file changed during the merge?)",
+                p.display()
+            ))),
+        }
+    };
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(|e| io(parent, "create the directory", e))?;
     }
-    if out
+    let name = out.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+    let tmp = out.with_file_name(format!(".{name}.merge.{}.tmp", std::process::id()));
+    let written = if out
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
     {
@@ -437,26 +619,31 @@ pub fn merge(dir: &Path, out: &Path) -> Result<MergeSummary, SweepError> {
                 mpath.display()
             )));
         }
-        let name = out.file_name().and_then(|n| n.to_str()).unwrap_or("out");
-        let tmp = out.with_file_name(format!(".{name}.merge.{}.tmp", std::process::id()));
-        crate::parquet::write(
-            &tmp,
-            &m.columns,
-            &m.types,
-            rows.values().map(String::as_str),
-        )
-        .inspect_err(|_| {
-            let _ = fs::remove_file(&tmp);
-        })?;
-        fs::rename(&tmp, out).map_err(|e| io(out, "rename into place", e))?;
+        crate::parquet::write(&tmp, &m.columns, &m.types, (0..m.rows).map(&mut next_line))
     } else {
-        write_atomic(out, "merge", &file_text(&header, &rows))?;
+        (|| {
+            let werr = |e| io(&tmp, "write", e);
+            let mut w = BufWriter::new(File::create(&tmp).map_err(werr)?);
+            writeln!(w, "{header}").map_err(werr)?;
+            for i in 0..m.rows {
+                writeln!(w, "{}", next_line(i)?).map_err(werr)?;
+            }
+            w.into_inner()
+                .map_err(|e| io(&tmp, "write", e.into_error()))?
+                .sync_all()
+                .map_err(werr)
+        })()
+    };
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
     }
+    fs::rename(&tmp, out).map_err(|e| io(out, "rename into place", e))?;
     Ok(MergeSummary {
         format: "myriad-sweep-merge/1",
         file: out.display().to_string(),
         shard_files: files.iter().map(|f| f.2.display().to_string()).collect(),
-        rows: rows.len() as u64,
+        rows: m.rows,
         errors,
     })
 }

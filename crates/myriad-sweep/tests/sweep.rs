@@ -243,6 +243,26 @@ fn resume_fills_the_missing_rows() {
     fs::write(&p, want.lines().next().unwrap().to_string() + "\n").unwrap();
     run(&s, Shard::default(), &d).unwrap();
     assert_eq!(read(&p), want);
+
+    // A resume killed before its final sort: rows 12..23, then 0..5 appended after them.
+    let lines: Vec<&str> = want.lines().collect();
+    let mut t = vec![lines[0]];
+    t.extend(&lines[13..25]);
+    t.extend(&lines[1..7]);
+    fs::write(&p, t.join("\n") + "\n").unwrap();
+    let e = merge(&d, &d.join("m.csv")).unwrap_err().to_string();
+    assert!(e.contains("out of order"), "{e}");
+    let r = run(&s, Shard::default(), &d).unwrap();
+    assert_eq!((r.evaluated, r.skipped_present), (6, 18));
+    assert_eq!(read(&p), want);
+
+    // Nothing at all, or a half-written header.
+    fs::write(&p, "").unwrap();
+    run(&s, Shard::default(), &d).unwrap();
+    assert_eq!(read(&p), want);
+    fs::write(&p, "row,tra").unwrap();
+    run(&s, Shard::default(), &d).unwrap();
+    assert_eq!(read(&p), want);
 }
 
 #[test]
