@@ -340,6 +340,33 @@ impl Catalog {
     lookup!(fabric, fabrics, Fabric, "scale-out fabric");
     lookup!(model, models, ModelPreset, "model preset");
 
+    /// The scale-up system for `accelerator`: the named one, which must hold it, or the
+    /// catalog's default. The error is the message for the `cluster.scale_up` field.
+    pub fn scale_up_for(
+        &self,
+        accelerator: &str,
+        named: Option<&str>,
+    ) -> Result<&ScaleUpSystem, String> {
+        match named {
+            Some(id) => {
+                let su = self.scale_up_system(id).map_err(|e| e.message())?;
+                if su.accelerators.iter().any(|a| a == accelerator) {
+                    Ok(su)
+                } else {
+                    Err(format!(
+                        "`{}` is built with {}, not `{}`",
+                        su.id,
+                        su.accelerators.join(", "),
+                        accelerator
+                    ))
+                }
+            }
+            None => self.default_scale_up_for(accelerator).ok_or_else(|| {
+                format!("no scale-up system in the catalog holds `{accelerator}`; name one")
+            }),
+        }
+    }
+
     /// The scale-up system to use for an accelerator when none is named: the first whose
     /// accelerator list starts with it, else the first that lists it.
     pub fn default_scale_up_for(&self, accelerator: &str) -> Option<&ScaleUpSystem> {

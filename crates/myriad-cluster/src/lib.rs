@@ -348,34 +348,9 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     let acc = cat
         .accelerator(&c.accelerator)
         .map_err(|e| unknown("cluster.accelerator", e))?;
-    let su = match &c.scale_up {
-        Some(id) => {
-            let su = cat
-                .scale_up_system(id)
-                .map_err(|e| unknown("cluster.scale_up", e))?;
-            if !su.accelerators.iter().any(|a| a == &acc.id) {
-                return Err(BuildError::new(
-                    "cluster.scale_up",
-                    format!(
-                        "`{}` is built with {}, not `{}`",
-                        su.id,
-                        su.accelerators.join(", "),
-                        acc.id
-                    ),
-                ));
-            }
-            su
-        }
-        None => cat.default_scale_up_for(&acc.id).ok_or_else(|| {
-            BuildError::new(
-                "cluster.scale_up",
-                format!(
-                    "no scale-up system in the catalog holds `{}`; name one",
-                    acc.id
-                ),
-            )
-        })?,
-    };
+    let su = cat
+        .scale_up_for(&acc.id, c.scale_up.as_deref())
+        .map_err(|m| BuildError::new("cluster.scale_up", m))?;
     let fabric = match &so.fabric {
         Some(id) => cat
             .fabric(id)

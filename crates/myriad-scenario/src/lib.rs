@@ -472,32 +472,8 @@ impl Scenario {
         if c.count == 0 {
             return Err(err(file, "cluster.count", "must be at least 1"));
         }
-        if let Some(id) = &c.scale_up {
-            let su = cat
-                .scale_up_system(id)
-                .map_err(|e| unknown(file, "cluster.scale_up", e))?;
-            if !su.accelerators.iter().any(|a| a == &acc.id) {
-                return Err(err(
-                    file,
-                    "cluster.scale_up",
-                    format!(
-                        "`{}` is built with {}, not `{}`",
-                        su.id,
-                        su.accelerators.join(", "),
-                        acc.id
-                    ),
-                ));
-            }
-        } else if cat.default_scale_up_for(&acc.id).is_none() {
-            return Err(err(
-                file,
-                "cluster.scale_up",
-                format!(
-                    "no scale-up system in the catalog holds `{}`; name one",
-                    acc.id
-                ),
-            ));
-        }
+        cat.scale_up_for(&acc.id, c.scale_up.as_deref())
+            .map_err(|m| err(file, "cluster.scale_up", m))?;
         let so = &c.scale_out;
         if let Some(f) = &so.fabric {
             cat.fabric(f)
