@@ -549,7 +549,10 @@ pub fn estimate(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> Ste
     } else if plan.zero_stage == 2 {
         // ZeRO-2: gradients are sharded, so every micro-batch's gradients are
         // reduce-scattered during its backward; parameters gathered once per step.
-        m * (rs - crit.bwd).max(0.0) + (ag - crit.fwd).max(0.0) + (rs + ag) * bucket
+        m * (rs - crit.bwd).max(0.0)
+            + (ag - crit.fwd).max(0.0)
+            + (rs + ag) * bucket
+            + COMM_SM_SHARE * (m * rs.min(crit.bwd) + ag.min(crit.fwd))
     } else {
         // Overlapped with the last micro-batch's backward (all chunks of the stage), and
         // the parameter all-gather with the first forward.
