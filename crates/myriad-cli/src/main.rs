@@ -73,6 +73,27 @@ enum Command {
         #[arg(long)]
         merge: bool,
     },
+    /// Time a collective on a group of the scenario's cluster (analytical model; nccl-tests conventions).
+    Collective {
+        scenario: PathBuf,
+        /// all-reduce | all-gather | reduce-scatter | all-to-all | broadcast | send-recv
+        #[arg(long)]
+        op: String,
+        /// Buffer size: 8B, 64KiB, 1MiB, 16GiB.
+        #[arg(long)]
+        bytes: Option<String>,
+        /// A size range, doubling: 8B..16GiB.
+        #[arg(long)]
+        sweep: Option<String>,
+        /// tp | dp | ep | pp | cp | all | explicit ranks (0-7 or 0,8,16,24).
+        #[arg(long, default_value = "all")]
+        group: String,
+        /// ring | tree | nvls | hierarchical | direct | auto
+        #[arg(long, default_value = "auto")]
+        algorithm: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the JSON Schema of the myriad/1 scenario format.
     Schema,
 }
@@ -97,6 +118,25 @@ fn main() -> ExitCode {
             json,
             merge,
         } => cmd::sweep::run(&spec, shard.as_deref(), &out, json, merge),
+        Command::Collective {
+            scenario,
+            op,
+            bytes,
+            sweep,
+            group,
+            algorithm,
+            json,
+        } => cmd::collective::run(
+            &scenario,
+            cmd::collective::Args {
+                op: &op,
+                bytes: bytes.as_deref(),
+                sweep: sweep.as_deref(),
+                group: &group,
+                algorithm: &algorithm,
+                json,
+            },
+        ),
         Command::Schema => {
             println!(
                 "{}",

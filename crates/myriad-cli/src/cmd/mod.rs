@@ -1,5 +1,6 @@
 //! One module per subcommand.
 pub mod cluster;
+pub mod collective;
 pub mod plan;
 pub mod search;
 pub mod sweep;

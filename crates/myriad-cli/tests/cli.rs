@@ -1,0 +1,171 @@
+//! End-to-end: the `myriad` binary on the built-in examples, as a user runs it.
+use std::process::Command;
+
+fn myriad(args: &[&str]) -> (i32, String, String) {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let out = Command::new(env!("CARGO_BIN_EXE_myriad"))
+        .args(args)
+        .current_dir(root)
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let (code, out, err) = myriad(args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"))
+}
+
+#[test]
+fn cluster_json_has_the_documented_keys_and_superpod_counts() {
+    let v = json(&["cluster", "examples/dgx-superpod-h100.yaml", "--json"]);
+    for k in [
+        "accelerators",
+        "scale_up_domains",
+        "switches",
+        "switches_total",
+        "transceivers",
+        "cables",
+        "racks",
+        "it_power_mw",
+        "facility_power_mw",
+        "capex_usd",
+        "peak_pflops",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    assert_eq!(v["accelerators"], 1024);
+    assert_eq!(v["scale_up_domains"], 128);
+    assert_eq!(v["switches"]["leaf"], 32);
+    assert_eq!(v["switches"]["spine"], 16);
+    assert_eq!(v["switches_total"], 48);
+    // 1,024 H100 × 989.4 dense bf16 TFLOP/s.
+    let bf16 = v["peak_pflops"]["bf16"].as_f64().unwrap();
+    assert!((bf16 - 1024.0 * 989.4 / 1000.0).abs() < 0.5, "{bf16}");
+}
+
+#[test]
+fn every_example_builds() {
+    for e in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "yaml") {
+            let (code, _, err) = myriad(&["cluster", p.to_str().unwrap()]);
+            assert_eq!(code, 0, "{}: {err}", p.display());
+        }
+    }
+}
+
+#[test]
+fn train_json_has_the_documented_keys() {
+    let v = json(&["train", "examples/dgx-superpod-h100.yaml", "--json"]);
+    for k in [
+        "step_time_s",
+        "mfu",
+        "tokens_per_s",
+        "memory_gib_per_accelerator",
+        "fits",
+        "breakdown",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    let b = &v["breakdown"];
+    let sum: f64 = b
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|x| x.as_f64().unwrap())
+        .sum();
+    assert!((sum / v["step_time_s"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+    assert!(v["time_to_train"]["days"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn validate_json_has_the_documented_shape() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/validation/training-public.json"
+    );
+    if std::fs::metadata(path).is_err() {
+        return;
+    }
+    let v = json(&["validate", path, "--json"]);
+    let c = &v["cases"][0];
+    for k in [
+        "id",
+        "predicted_step_time_s",
+        "measured_step_time_s",
+        "error",
+    ] {
+        assert!(c.get(k).is_some(), "case lacks {k}");
+    }
+    for k in [
+        "count",
+        "mae",
+        "median_abs_error",
+        "worst_abs_error",
+        "worst_id",
+    ] {
+        assert!(v["summary"].get(k).is_some(), "summary lacks {k}");
+    }
+    assert_eq!(v["summary"]["count"], 105);
+}
+
+#[test]
+fn search_and_plan_json() {
+    let v = json(&[
+        "search",
+        "examples/dgx-superpod-h100.yaml",
+        "--top",
+        "3",
+        "--json",
+    ]);
+    for k in ["evaluated", "feasible", "seconds", "best", "top"] {
+        assert!(v.get(k).is_some(), "search lacks {k}");
+    }
+    assert!(v["best"]["step_time_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["top"].as_array().unwrap().len(), 3);
+    let p = json(&["plan", "examples/plan-llama3-70b.yaml", "--json"]);
+    assert!(p["chosen"].is_object());
+}
+
+#[test]
+fn collective_reaches_the_nvls_plateau_on_one_dgx() {
+    // Measured on a DGX H100: 480 GB/s bus bandwidth at 8-16 GiB (collective-public.json).
+    let v = json(&[
+        "collective",
+        "examples/dgx-h100-node.yaml",
+        "--op",
+        "all-reduce",
+        "--bytes",
+        "8GiB",
+        "--json",
+    ]);
+    let bus = v["busbw_gbps"].as_f64().unwrap();
+    assert!((bus / 480.0 - 1.0).abs() < 0.15, "{bus}");
+}
+
+#[test]
+fn bad_input_exits_2_with_file_and_field() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024, scale_out: {tiers: 5}}\n",
+    )
+    .unwrap();
+    let (code, _, err) = myriad(&["cluster", f.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("bad.yaml: cluster.scale_out.tiers: 5 is more than the 4 supported"),
+        "{err}"
+    );
+    let (code, _, err) = myriad(&["train", "examples/no-such-file.yaml"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no-such-file.yaml: cannot read"), "{err}");
+}
