@@ -290,6 +290,26 @@ pub fn resolve(
         notes.push("precision: bf16 (not given)".into());
         Precision::Bf16
     });
+    let peaks = &cluster.accelerator.dense_tflops;
+    let supported = match precision {
+        Precision::Fp32 | Precision::Tf32 => peaks.tf32,
+        Precision::Fp16 => peaks.fp16.or(peaks.bf16),
+        Precision::Bf16 => peaks.bf16,
+        Precision::Fp8 => peaks.fp8,
+        Precision::Fp4 => peaks.fp4,
+    };
+    if supported.is_none() {
+        let have: Vec<&str> = peaks.iter().map(|(n, _)| n).collect();
+        return Err(bad(
+            "precision",
+            format!(
+                "{} is not supported by {} (it has {})",
+                precision.as_str(),
+                cluster.accelerator.id,
+                have.join(", ")
+            ),
+        ));
+    }
     let distributed_optimizer = match spec.distributed_optimizer {
         Some(d) => d,
         None => dp > 1 && spec.zero_stage.is_none(),

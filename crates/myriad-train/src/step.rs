@@ -226,11 +226,13 @@ pub fn layer_compute_times(
     (f, b)
 }
 
-fn peak_tflops(acc: &Accelerator, p: Precision) -> f64 {
+/// Dense peak (TFLOP/s) of the GEMMs of a training precision. fp32 GEMMs run on TF32
+/// tensor cores (cuBLAS's and every framework's choice for fp32 training on them).
+/// `plan::resolve` rejects precisions an accelerator does not support.
+pub fn peak_tflops(acc: &Accelerator, p: Precision) -> f64 {
     let d = &acc.dense_tflops;
     let v = match p {
-        Precision::Fp32 => d.fp64.map(|x| x * 0.0).or(d.tf32),
-        Precision::Tf32 => d.tf32,
+        Precision::Fp32 | Precision::Tf32 => d.tf32,
         Precision::Fp16 => d.fp16.or(d.bf16),
         Precision::Bf16 => d.bf16.or(d.fp16),
         Precision::Fp8 => d.fp8.or(d.bf16),

@@ -100,3 +100,17 @@ fn recompute_is_chosen_to_fit_when_not_given() {
         t.notes
     );
 }
+
+#[test]
+fn unsupported_precision_is_an_error() {
+    let text = "format: myriad/1\ncluster: {accelerator: a100-sxm-80gb, count: 8}\nmodel: {preset: llama3-8b}\ntraining: {precision: fp8, dp: 8}\n";
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    let e = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 8).unwrap_err();
+    assert!(
+        e.to_string().starts_with("training.precision: fp8 is not supported by a100-sxm-80gb (it has fp64, tf32, bf16, fp16"),
+        "{e}"
+    );
+}
