@@ -167,14 +167,8 @@ pub fn candidates(
     let domain = cluster.levels.first().map(|l| l.size).unwrap_or(1);
     let mut out = Vec::new();
     let mut rej = BTreeMap::new();
-    let peaks = &cluster.accelerator.dense_tflops;
-    let supported = match fixed.precision {
-        Precision::Fp32 | Precision::Tf32 => peaks.tf32,
-        Precision::Fp16 => peaks.fp16.or(peaks.bf16),
-        Precision::Bf16 => peaks.bf16,
-        Precision::Fp8 => peaks.fp8,
-        Precision::Fp4 => peaks.fp4,
-    };
+    let supported =
+        myriad_train::step::supported_peak_tflops(&cluster.accelerator, fixed.precision);
     if supported.is_none() {
         let n = space.size() * fixed.global_batches.len() as u64;
         reject(&mut rej, "precision not supported by the accelerator", n);

@@ -291,13 +291,7 @@ pub fn resolve(
         Precision::Bf16
     });
     let peaks = &cluster.accelerator.dense_tflops;
-    let supported = match precision {
-        Precision::Fp32 | Precision::Tf32 => peaks.tf32,
-        Precision::Fp16 => peaks.fp16.or(peaks.bf16),
-        Precision::Bf16 => peaks.bf16,
-        Precision::Fp8 => peaks.fp8,
-        Precision::Fp4 => peaks.fp4,
-    };
+    let supported = crate::step::supported_peak_tflops(&cluster.accelerator, precision);
     if supported.is_none() {
         let have: Vec<&str> = peaks.iter().map(|(n, _)| n).collect();
         return Err(bad(

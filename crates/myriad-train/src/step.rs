@@ -226,19 +226,27 @@ pub fn layer_compute_times(
     (f, b)
 }
 
-/// Dense peak (TFLOP/s) of the GEMMs of a training precision. fp32 GEMMs run on TF32
-/// tensor cores (cuBLAS's and every framework's choice for fp32 training on them).
-/// `plan::resolve` rejects precisions an accelerator does not support.
-pub fn peak_tflops(acc: &Accelerator, p: Precision) -> f64 {
+/// Dense peak (TFLOP/s) of the GEMMs of a training precision, or `None` when the
+/// accelerator does not support it. fp32 GEMMs run on TF32 tensor cores (cuBLAS's and every
+/// framework's choice for fp32 training on them); fp16 falls back to the bf16 peak.
+pub fn supported_peak_tflops(acc: &Accelerator, p: Precision) -> Option<f64> {
     let d = &acc.dense_tflops;
-    let v = match p {
+    match p {
         Precision::Fp32 | Precision::Tf32 => d.tf32,
         Precision::Fp16 => d.fp16.or(d.bf16),
-        Precision::Bf16 => d.bf16.or(d.fp16),
-        Precision::Fp8 => d.fp8.or(d.bf16),
-        Precision::Fp4 => d.fp4.or(d.fp8).or(d.bf16),
-    };
-    v.filter(|x| *x > 0.0).or(d.bf16).unwrap_or(1.0)
+        Precision::Bf16 => d.bf16,
+        Precision::Fp8 => d.fp8,
+        Precision::Fp4 => d.fp4,
+    }
+    .filter(|x| *x > 0.0)
+}
+
+/// As [`supported_peak_tflops`], with bf16 for a precision the accelerator lacks
+/// (`plan::resolve` and the search reject those plans before they get here).
+pub fn peak_tflops(acc: &Accelerator, p: Precision) -> f64 {
+    supported_peak_tflops(acc, p)
+        .or(acc.dense_tflops.bf16)
+        .unwrap_or(1.0)
 }
 
 /// Share of the GPU's compute that communication kernels take while they overlap compute:
