@@ -90,6 +90,13 @@ pub struct ComputeEfficiency {
     pub attention_bwd_seq_half: f64,
     /// Fraction of the HBM datasheet bandwidth reached by streaming kernels.
     pub hbm: f64,
+    /// Cost of the softmax work of one attention score (the exponential, on the special
+    /// function units) in matmul-FLOP equivalents, forward. It makes fused attention less
+    /// efficient at small head dimensions: efficiency scales with F / (F + this), where
+    /// F = 2·(d_qk + d_v) FLOPs per score; `attention_fwd` is the efficiency at d = 128.
+    pub attention_fwd_score_flops: f64,
+    /// Same for the backward pass (F = 5·(d_qk + d_v)).
+    pub attention_bwd_score_flops: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -131,14 +131,29 @@ impl Ctx<'_> {
         t
     }
 
-    fn attention(&self, flops: f64, seq: f64, backward: bool) -> f64 {
+    /// Fused attention time. `head_flops` = d_qk + d_v: the efficiency calibrated at
+    /// d = 128 is scaled by how much of each score's cost is matmul rather than softmax.
+    fn attention(&self, flops: f64, seq: f64, head_flops: f64, backward: bool) -> f64 {
         let e = &self.acc.efficiency;
-        let (a, half) = if backward {
-            (e.attention_bwd, e.attention_bwd_seq_half)
+        let (a, half, x, per) = if backward {
+            (
+                e.attention_bwd,
+                e.attention_bwd_seq_half,
+                e.attention_bwd_score_flops,
+                5.0,
+            )
         } else {
-            (e.attention_fwd, e.attention_fwd_seq_half)
+            (
+                e.attention_fwd,
+                e.attention_fwd_seq_half,
+                e.attention_fwd_score_flops,
+                2.0,
+            )
         };
-        let eff = a * seq / (seq + half);
+        let f = per * head_flops;
+        let f128 = per * 256.0;
+        let head = (f / (f + x)) / (f128 / (f128 + x));
+        let eff = a * seq / (seq + half) * head;
         flops / (self.bf16_peak * eff)
     }
 
@@ -166,13 +181,18 @@ impl Ctx<'_> {
                     b += dg + wg;
                     w += wg;
                 }
-                OpKind::Attention { sq, skv, .. } => {
+                OpKind::Attention {
+                    sq, skv, d_qk, d_v, ..
+                } => {
                     let flops = op.flops();
                     let seq = sq.min(skv);
-                    let t = self.attention(flops, seq, false);
+                    let t = self.attention(flops, seq, d_qk + d_v, false);
                     f += t;
                     attn_f += t;
-                    b += self.attention(2.5 * flops, seq, true);
+                    // Backward recomputes QK^T and forms dV, dP, dQ, dK: 2·(3·d_qk + 2·d_v)
+                    // FLOPs per score against the forward's 2·(d_qk + d_v) (2.5× when equal).
+                    let ratio = (3.0 * d_qk + 2.0 * d_v) / (d_qk + d_v);
+                    b += self.attention(ratio * flops, seq, d_qk + d_v, true);
                 }
                 OpKind::Memory { bytes } => {
                     f += self.memory(bytes);
@@ -223,6 +243,21 @@ pub fn layer_compute_times(
     let mut ops = Vec::with_capacity(24);
     model.layer_ops(layer, shard, &mut ops);
     let (f, b, _, _) = ctx.times(&ops);
+    (f, b)
+}
+
+/// Forward and backward time (seconds) of one fused-attention op on `acc` (bf16).
+pub fn attention_times(acc: &Accelerator, op: &Op) -> (f64, f64) {
+    let ctx = Ctx {
+        acc,
+        levels: &[],
+        gemm_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
+        gemm_eff: acc.efficiency.gemm_bf16,
+        bf16_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
+        hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
+        fp8: false,
+    };
+    let (f, b, _, _) = ctx.times(std::slice::from_ref(op));
     (f, b)
 }
 
