@@ -94,6 +94,25 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Failures, recovery and checkpointing: interruptions by cause, ETTR, goodput, the
+    /// optimal checkpoint interval and time to train (seeded Monte Carlo).
+    Reliability {
+        scenario: PathBuf,
+        /// Simulate a fixed window of N days instead of the whole run.
+        #[arg(long)]
+        days: Option<f64>,
+        /// Monte Carlo replicas (default: reliability.replicas or 1000).
+        #[arg(long)]
+        replicas: Option<u32>,
+        /// Random seed (default: reliability.seed or 1).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Comparisons: size, domain, checkpoint (comma-separated, or all).
+        #[arg(long)]
+        compare: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the JSON Schema of the myriad/1 scenario format.
     Schema,
 }
@@ -137,6 +156,14 @@ fn main() -> ExitCode {
                 json,
             },
         ),
+        Command::Reliability {
+            scenario,
+            days,
+            replicas,
+            seed,
+            compare,
+            json,
+        } => cmd::reliability::run(&scenario, days, replicas, seed, &compare, json),
         Command::Schema => {
             println!(
                 "{}",

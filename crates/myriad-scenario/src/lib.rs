@@ -56,6 +56,9 @@ pub struct Scenario {
     /// Candidate clusters for `myriad plan`.
     #[serde(default)]
     pub planning: Option<PlanningSpec>,
+    /// Failures, recovery, spares and checkpointing for `myriad reliability`.
+    #[serde(default)]
+    pub reliability: Option<ReliabilitySpec>,
 }
 
 /// The `planning` block: which clusters `myriad plan` compares, and the constraints.
@@ -577,6 +580,10 @@ impl Scenario {
             t.check()
                 .map_err(|(p, msg)| err(file, &format!("training.{p}"), msg))?;
         }
+        if let Some(r) = &self.reliability {
+            r.check()
+                .map_err(|(p, msg)| err(file, &format!("reliability.{p}"), msg))?;
+        }
         if let Some(p) = &self.planning {
             for (i, a) in p.accelerators.iter().enumerate() {
                 cat.accelerator(a)
@@ -718,6 +725,336 @@ impl TrainingSpec {
         }
         if let Some(p) = &self.placement {
             parse_placement(p).map_err(|m| ("placement".to_string(), m))?;
+        }
+        Ok(())
+    }
+}
+
+/// The `reliability` block (`myriad reliability`). Every key is optional; the defaults
+/// (docs/reliability.md) derive the failure rates from the Llama 3 405B run (466
+/// interruptions in 54 days on 16,384 H100, Table 5 of the Llama 3 paper).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReliabilitySpec {
+    /// Unexpected failure rates per component.
+    #[serde(default)]
+    pub failures: FailureSpec,
+    /// Planned interruptions (maintenance, upgrades, configuration changes).
+    #[serde(default)]
+    pub planned: PlannedSpec,
+    /// Detection, diagnosis and restart times.
+    #[serde(default)]
+    pub recovery: RecoverySpec,
+    /// Hot spares and repair time.
+    #[serde(default)]
+    pub spares: SparesSpec,
+    /// Checkpoint policy and size.
+    #[serde(default)]
+    pub checkpoint: CheckpointSpec,
+    /// Checkpoint storage bandwidth.
+    #[serde(default)]
+    pub storage: StorageSpec,
+    /// Monte Carlo replicas (default 1000; `--replicas` overrides).
+    #[serde(default)]
+    pub replicas: Option<u32>,
+    /// Random seed (default 1; `--seed` overrides).
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+/// A failure rate: `per_hour` (failures per device-hour) or `mtbf_hours`, exactly one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FailureRate {
+    /// Failures per device-hour.
+    #[serde(default)]
+    pub per_hour: Option<f64>,
+    /// Mean time between failures of one device, hours.
+    #[serde(default)]
+    pub mtbf_hours: Option<f64>,
+}
+
+impl FailureRate {
+    /// Failures per device-hour.
+    pub fn per_hour(&self) -> f64 {
+        match (self.per_hour, self.mtbf_hours) {
+            (Some(r), _) => r,
+            (None, Some(m)) => 1.0 / m,
+            (None, None) => 0.0,
+        }
+    }
+
+    fn check(&self) -> Result<(), String> {
+        match (self.per_hour, self.mtbf_hours) {
+            (Some(_), Some(_)) => Err("give per_hour or mtbf_hours, not both".into()),
+            (None, None) => Err("give per_hour or mtbf_hours".into()),
+            (Some(r), None) if !(r >= 0.0 && r.is_finite()) => Err(format!(
+                "per_hour {r} must be a non-negative number of failures per device-hour"
+            )),
+            (None, Some(m)) if !(m > 0.0) => {
+                Err(format!("mtbf_hours {m} must be a positive number of hours"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Unexpected failure rates per component, each per device of its population (default:
+/// the Llama 3 counts divided by the population and 54 days; see docs/reliability.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FailureSpec {
+    /// Multiplies every unexpected failure rate (default 1).
+    #[serde(default)]
+    pub scale: Option<f64>,
+    /// Accelerator faults other than HBM (faulty GPU, SRAM, GPU system processor, silent
+    /// data corruption, thermal interface), per accelerator-hour.
+    #[serde(default)]
+    pub accelerator: Option<FailureRate>,
+    /// HBM faults, per accelerator-hour.
+    #[serde(default)]
+    pub hbm: Option<FailureRate>,
+    /// Host faults (unplanned host maintenance, SSD, power supply, chassis, IO board, CPU,
+    /// DRAM), per node-hour.
+    #[serde(default)]
+    pub host: Option<FailureRate>,
+    /// Scale-out NIC faults, per NIC-hour.
+    #[serde(default)]
+    pub nic: Option<FailureRate>,
+    /// Scale-out switch faults, per switch-hour.
+    #[serde(default)]
+    pub switch: Option<FailureRate>,
+    /// Scale-out cable and optics faults, per link-hour.
+    #[serde(default)]
+    pub link: Option<FailureRate>,
+    /// Software bugs and dependencies, per job-hour.
+    #[serde(default)]
+    pub software: Option<FailureRate>,
+    /// Unattributed hangs (NCCL watchdog timeouts), per accelerator-hour.
+    #[serde(default)]
+    pub unknown: Option<FailureRate>,
+    /// Faults that take out a whole scale-up domain (NVLink switch tray, backplane, power
+    /// shelf, liquid cooling), per domain-hour (default 0).
+    #[serde(default)]
+    pub domain: Option<FailureRate>,
+}
+
+/// Planned interruptions of the job.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlannedSpec {
+    /// Planned interruptions per job-hour (default 47 in 54 days).
+    #[serde(default)]
+    pub rate: Option<FailureRate>,
+    /// Time the job stays stopped for the maintenance, before its restart, seconds
+    /// (default 300).
+    #[serde(default)]
+    pub downtime_s: Option<f64>,
+}
+
+/// Times from a failure to training again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecoverySpec {
+    /// From the fault to the job noticing it (watchdogs, heartbeats), seconds (default 60).
+    #[serde(default)]
+    pub detect_s: Option<f64>,
+    /// Locating the faulty component and draining it, seconds (default 120).
+    #[serde(default)]
+    pub diagnose_s: Option<f64>,
+    /// Rescheduling, process start and communicator set-up, before the checkpoint is read,
+    /// seconds (default 300).
+    #[serde(default)]
+    pub restart_s: Option<f64>,
+}
+
+/// Hot spares and repair.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SparesSpec {
+    /// Accelerators held idle inside each scale-up domain (e.g. 8 of an NVL72's 72): a
+    /// fault of fewer accelerators is absorbed inside the domain (default 0).
+    #[serde(default)]
+    pub per_domain: Option<u32>,
+    /// Whole spare scale-up domains in the hot pool; default: the cluster's domains that
+    /// the job does not use.
+    #[serde(default)]
+    pub domains: Option<u64>,
+    /// Spare domains per pod (pod = `cluster.scale_out.island`, or the whole job); the pool
+    /// is this times the job's pods. Give `domains` or `per_pod`, not both.
+    #[serde(default)]
+    pub per_pod: Option<u64>,
+    /// Hours until a failed accelerator, node or domain is back in service (default 24).
+    #[serde(default)]
+    pub repair_hours: Option<f64>,
+}
+
+/// Checkpoint interval: seconds of training between checkpoints, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum CheckpointInterval {
+    Seconds(f64),
+    Keyword(IntervalKeyword),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IntervalKeyword {
+    /// The interval that maximises the simulated effective training time ratio.
+    Auto,
+}
+
+/// Whether training waits for the checkpoint write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckpointMode {
+    /// Training stops until the checkpoint is on storage.
+    Sync,
+    /// Training stops only for a snapshot to host memory; storage is written behind.
+    Async,
+}
+
+/// Where checkpoints go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckpointLevels {
+    /// Every checkpoint to persistent storage.
+    Storage,
+    /// Every checkpoint to host memory with a copy on a peer in another domain; every
+    /// `storage_every`-th also to persistent storage.
+    MemoryThenStorage,
+}
+
+/// Checkpoint policy.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointSpec {
+    /// Seconds of training between checkpoints, or `auto` (default).
+    #[serde(default)]
+    pub interval_s: Option<CheckpointInterval>,
+    /// `sync` (default) or `async`, for single-level storage checkpoints.
+    #[serde(default)]
+    pub mode: Option<CheckpointMode>,
+    /// `storage` (default) or `memory-then-storage`.
+    #[serde(default)]
+    pub levels: Option<CheckpointLevels>,
+    /// With `memory-then-storage`: every n-th checkpoint is also written to storage
+    /// (default 10).
+    #[serde(default)]
+    pub storage_every: Option<u32>,
+    /// With `memory-then-storage`: fraction of unexpected interruptions that also lose the
+    /// in-memory copy and restart from storage (default 0.1).
+    #[serde(default)]
+    pub memory_lost_fraction: Option<f64>,
+    /// Checkpoint size, bytes; default: parameters × `bytes_per_param`.
+    #[serde(default)]
+    pub size_bytes: Option<f64>,
+    /// Bytes per parameter (default 14: bf16 weights + fp32 master weights, Adam m and v).
+    #[serde(default)]
+    pub bytes_per_param: Option<f64>,
+    /// Device-to-host copy bandwidth per accelerator for snapshots, GB/s (default 25).
+    #[serde(default)]
+    pub snapshot_gbps: Option<f64>,
+    /// Fixed cost of each checkpoint (barrier, metadata), seconds (default 0.5).
+    #[serde(default)]
+    pub overhead_s: Option<f64>,
+}
+
+/// Checkpoint storage.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StorageSpec {
+    /// Sustained write bandwidth, TB/s (default 2, Llama 3).
+    #[serde(default)]
+    pub sustained_tbps: Option<f64>,
+    /// Peak bandwidth, used to read a checkpoint back, TB/s (default 7, Llama 3).
+    #[serde(default)]
+    pub peak_tbps: Option<f64>,
+}
+
+impl ReliabilitySpec {
+    /// Range checks; errors are `(field path below reliability, message)`.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        let f = &self.failures;
+        if let Some(s) = f.scale {
+            if !(s >= 0.0 && s.is_finite()) {
+                return Err((
+                    "failures.scale".into(),
+                    format!("{s} must be a non-negative factor"),
+                ));
+            }
+        }
+        for (n, r) in [
+            ("accelerator", f.accelerator),
+            ("hbm", f.hbm),
+            ("host", f.host),
+            ("nic", f.nic),
+            ("switch", f.switch),
+            ("link", f.link),
+            ("software", f.software),
+            ("unknown", f.unknown),
+            ("domain", f.domain),
+        ] {
+            if let Some(r) = r {
+                r.check().map_err(|m| (format!("failures.{n}"), m))?;
+            }
+        }
+        if let Some(r) = self.planned.rate {
+            r.check().map_err(|m| ("planned.rate".to_string(), m))?;
+        }
+        let nonneg = |p: &str, v: Option<f64>| -> Result<(), (String, String)> {
+            match v {
+                Some(x) if !(x >= 0.0 && x.is_finite()) => {
+                    Err((p.to_string(), format!("{x} must be a non-negative number")))
+                }
+                _ => Ok(()),
+            }
+        };
+        let pos = |p: &str, v: Option<f64>| -> Result<(), (String, String)> {
+            match v {
+                Some(x) if !(x > 0.0 && x.is_finite()) => {
+                    Err((p.to_string(), format!("{x} must be a positive number")))
+                }
+                _ => Ok(()),
+            }
+        };
+        nonneg("planned.downtime_s", self.planned.downtime_s)?;
+        nonneg("recovery.detect_s", self.recovery.detect_s)?;
+        nonneg("recovery.diagnose_s", self.recovery.diagnose_s)?;
+        nonneg("recovery.restart_s", self.recovery.restart_s)?;
+        nonneg("spares.repair_hours", self.spares.repair_hours)?;
+        if self.spares.domains.is_some() && self.spares.per_pod.is_some() {
+            return Err((
+                "spares.per_pod".into(),
+                "give spares.domains or spares.per_pod, not both".into(),
+            ));
+        }
+        let c = &self.checkpoint;
+        if let Some(CheckpointInterval::Seconds(s)) = c.interval_s {
+            pos("checkpoint.interval_s", Some(s))?;
+        }
+        if c.storage_every == Some(0) {
+            return Err((
+                "checkpoint.storage_every".into(),
+                "must be at least 1, got 0".into(),
+            ));
+        }
+        if let Some(x) = c.memory_lost_fraction {
+            if !(0.0..=1.0).contains(&x) {
+                return Err((
+                    "checkpoint.memory_lost_fraction".into(),
+                    format!("{x} is not a fraction between 0 and 1"),
+                ));
+            }
+        }
+        pos("checkpoint.size_bytes", c.size_bytes)?;
+        pos("checkpoint.bytes_per_param", c.bytes_per_param)?;
+        pos("checkpoint.snapshot_gbps", c.snapshot_gbps)?;
+        nonneg("checkpoint.overhead_s", c.overhead_s)?;
+        pos("storage.sustained_tbps", self.storage.sustained_tbps)?;
+        pos("storage.peak_tbps", self.storage.peak_tbps)?;
+        if self.replicas == Some(0) {
+            return Err(("replicas".into(), "must be at least 1, got 0".into()));
         }
         Ok(())
     }

@@ -136,6 +136,7 @@ pub fn case_scenario(
         model: Some(case.model.clone()),
         training: Some(case.training.clone()),
         planning: None,
+        reliability: None,
     };
     Ok((scenario, notes))
 }

@@ -2,6 +2,7 @@
 pub mod cluster;
 pub mod collective;
 pub mod plan;
+pub mod reliability;
 pub mod search;
 pub mod sweep;
 pub mod train;

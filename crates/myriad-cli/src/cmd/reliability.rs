@@ -1,0 +1,461 @@
+//! `myriad reliability`: interruptions, recovery, checkpointing, ETTR and goodput
+//! (seeded Monte Carlo), with comparisons over cluster size, scale-up domain and policy.
+use std::path::Path;
+
+use comfy_table::{Cell, CellAlignment, Table};
+use myriad_reliability::{CompareRow, Component, Options, Report, Setup, Spread};
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct Interruptions {
+    total: f64,
+    planned: f64,
+    unexpected: f64,
+    by_cause: serde_json::Map<String, serde_json::Value>,
+    expected_per_day: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Serialize)]
+struct CheckpointOut {
+    size_bytes: f64,
+    bytes_per_accelerator: f64,
+    mode: &'static str,
+    levels: &'static str,
+    interval_s: f64,
+    interval_requested: String,
+    stall_s: f64,
+    write_s: f64,
+    restore_s: f64,
+    restore_storage_s: f64,
+    checkpoints: f64,
+    stall_hours: f64,
+    storage_tbps_sustained: f64,
+    storage_tbps_peak: f64,
+}
+
+#[derive(Serialize)]
+struct SparesOut {
+    per_domain: u32,
+    pool_domains: u64,
+    domain_size: u32,
+    spare_accelerators: u64,
+    repair_hours: f64,
+    accelerators_in_repair: f64,
+    waiting_for_spares_hours: f64,
+    spare_domains_needed_p50: f64,
+    spare_domains_needed_p99: f64,
+}
+
+#[derive(Serialize)]
+struct Out<'a> {
+    format: &'static str,
+    name: &'a str,
+    model: &'a str,
+    accelerator: &'a str,
+    scale_up: &'a str,
+    accelerators: u64,
+    horizon: &'static str,
+    days: Option<f64>,
+    replicas: u32,
+    seed: u64,
+    interruptions: Interruptions,
+    job_mtbf_hours: f64,
+    expected_job_mtbf_hours: f64,
+    ettr: f64,
+    ettr_ci95: [f64; 2],
+    goodput: f64,
+    goodput_ci95: [f64; 2],
+    failure_free_tokens_per_s: f64,
+    lost_work_hours: f64,
+    lost_work_per_failure_s: f64,
+    restart_hours: f64,
+    checkpoint: CheckpointOut,
+    spares: SparesOut,
+    optimal_checkpoint_interval_s: f64,
+    young_daly_interval_s: f64,
+    sweep: &'a [myriad_reliability::SweepPoint],
+    failure_free_days: Option<f64>,
+    time_to_train_days: Option<f64>,
+    time_to_train_days_ci95: Option<[f64; 2]>,
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    compare: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Parses `--compare size,domain,checkpoint` (or `all`).
+fn compare_kinds(list: &[String]) -> Result<Vec<&'static str>, String> {
+    let mut out = Vec::new();
+    for item in list.iter().flat_map(|s| s.split(',')) {
+        let k = match item.trim() {
+            "size" => "size",
+            "domain" => "domain",
+            "checkpoint" => "checkpoint",
+            "all" => {
+                for k in ["size", "domain", "checkpoint"] {
+                    if !out.contains(&k) {
+                        out.push(k);
+                    }
+                }
+                continue;
+            }
+            "" => continue,
+            other => {
+                return Err(format!(
+                    "--compare: `{other}` is not one of size, domain, checkpoint, all"
+                ))
+            }
+        };
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    Ok(out)
+}
+
+/// Sizes of the size comparison.
+const SIZES: [u64; 7] = [1024, 4096, 8192, 16384, 32768, 65536, 100_000];
+
+pub fn run(
+    path: &Path,
+    days: Option<f64>,
+    replicas: Option<u32>,
+    seed: Option<u64>,
+    compare: &[String],
+    json: bool,
+) -> Result<(), String> {
+    let s = super::load_scenario(path)?;
+    let file = path.display().to_string();
+    let cat = myriad_catalog::catalog();
+    let kinds = compare_kinds(compare)?;
+    let setup = myriad_reliability::setup(&s, cat).map_err(|e| format!("{file}: {e}"))?;
+    let replicas = replicas.unwrap_or(setup.replicas);
+    if replicas == 0 {
+        return Err("--replicas: must be at least 1".into());
+    }
+    let o = Options {
+        days,
+        replicas,
+        seed: seed.unwrap_or(setup.seed),
+    };
+    let r = myriad_reliability::analyze(&setup, &o).map_err(|e| format!("{file}: {e}"))?;
+    let mut tables: Vec<(&str, Vec<CompareRow>)> = Vec::new();
+    for k in &kinds {
+        let rows = match *k {
+            "size" => myriad_reliability::compare_size(&setup, &o, &SIZES),
+            "domain" => myriad_reliability::compare_domain(&setup, &o, cat),
+            _ => myriad_reliability::compare_checkpoint(&setup, &o)
+                .map_err(|e| format!("{file}: {e}"))?,
+        };
+        tables.push((k, rows));
+    }
+    if json {
+        let out = to_json(&setup, &r, &tables);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    print_text(&setup, &r, &tables);
+    Ok(())
+}
+
+fn ci(s: &Spread) -> [f64; 2] {
+    [s.lo, s.hi]
+}
+
+fn to_json<'a>(s: &'a Setup, r: &'a Report, tables: &[(&str, Vec<CompareRow>)]) -> Out<'a> {
+    let m = &r.summary;
+    let mut by_cause = serde_json::Map::new();
+    for (c, n) in &m.by_component {
+        by_cause.insert(c.name().to_string(), (*n).into());
+    }
+    let mut expected = serde_json::Map::new();
+    for (c, n) in &r.expected_per_day {
+        expected.insert(c.name().to_string(), (*n).into());
+    }
+    expected.insert("planned".into(), r.expected_planned_per_day.into());
+    let mut compare = serde_json::Map::new();
+    for (k, rows) in tables {
+        compare.insert(
+            k.to_string(),
+            serde_json::to_value(rows).expect("rows serialize"),
+        );
+    }
+    let ck = &s.checkpoint;
+    let j = &s.job;
+    Out {
+        format: "myriad-reliability-report/1",
+        name: &s.name,
+        model: &s.model,
+        accelerator: &s.accelerator,
+        scale_up: &s.scale_up,
+        accelerators: j.accelerators,
+        horizon: r.horizon,
+        days: r.days,
+        replicas: r.replicas,
+        seed: r.seed,
+        interruptions: Interruptions {
+            total: m.unexpected + m.planned,
+            planned: m.planned,
+            unexpected: m.unexpected,
+            by_cause,
+            expected_per_day: expected,
+        },
+        job_mtbf_hours: m.job_mtbf_hours,
+        expected_job_mtbf_hours: j.mtbf_hours(),
+        ettr: m.ettr.mean,
+        ettr_ci95: ci(&m.ettr),
+        goodput: r.goodput_tokens_per_s.mean,
+        goodput_ci95: ci(&r.goodput_tokens_per_s),
+        failure_free_tokens_per_s: s.tokens_per_step / s.step_time_s,
+        lost_work_hours: m.lost_work_hours,
+        lost_work_per_failure_s: m.lost_work_per_failure_s,
+        restart_hours: m.down_hours,
+        checkpoint: CheckpointOut {
+            size_bytes: ck.size_bytes,
+            bytes_per_accelerator: ck.bytes_per_accelerator,
+            mode: ck.mode,
+            levels: ck.levels,
+            interval_s: r.interval_s,
+            interval_requested: ck
+                .interval_s
+                .map(|x| format!("{x}"))
+                .unwrap_or_else(|| "auto".into()),
+            stall_s: r.policy.stall_s,
+            write_s: ck.write_s,
+            restore_s: r.policy.restore_s,
+            restore_storage_s: ck.restore_storage_s,
+            checkpoints: m.checkpoints,
+            stall_hours: m.checkpoint_stall_hours,
+            storage_tbps_sustained: ck.sustained_tbps,
+            storage_tbps_peak: ck.peak_tbps,
+        },
+        spares: SparesOut {
+            per_domain: j.spares_per_domain,
+            pool_domains: j.pool_domains,
+            domain_size: j.domain_size,
+            spare_accelerators: j.spare_accelerators(),
+            repair_hours: j.repair_s / 3600.0,
+            accelerators_in_repair: m.accelerators_in_repair,
+            waiting_for_spares_hours: m.waiting_for_spares_hours,
+            spare_domains_needed_p50: m.spare_domains_needed_p50,
+            spare_domains_needed_p99: m.spare_domains_needed_p99,
+        },
+        optimal_checkpoint_interval_s: r.optimal_checkpoint_interval_s,
+        young_daly_interval_s: r.young_daly_interval_s,
+        sweep: &r.sweep,
+        failure_free_days: r.failure_free_days,
+        time_to_train_days: r.time_to_train_days.map(|t| t.mean),
+        time_to_train_days_ci95: r.time_to_train_days.as_ref().map(ci),
+        compare,
+    }
+}
+
+fn right(s: String) -> Cell {
+    Cell::new(s).set_alignment(CellAlignment::Right)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.2}%", 100.0 * x)
+}
+
+fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
+    let m = &r.summary;
+    let j = &s.job;
+    let ck = &s.checkpoint;
+    let window = match r.days {
+        Some(d) => format!("{d} days"),
+        None => format!(
+            "the whole run ({:.1} failure-free days)",
+            r.failure_free_days.unwrap_or(0.0)
+        ),
+    };
+    println!(
+        "{} — {} on {} × {} ({}, domains of {}): {} replicas of {}, seed {}",
+        s.name,
+        s.model,
+        j.accelerators,
+        s.accelerator,
+        s.scale_up,
+        j.domain_size,
+        r.replicas,
+        window,
+        r.seed
+    );
+    let total = m.unexpected + m.planned;
+    println!(
+        "\ninterruptions: {:.1} ({:.1} unexpected, {:.1} planned) · job MTBF {:.2} h (rates: {:.2} h)",
+        total,
+        m.unexpected,
+        m.planned,
+        m.job_mtbf_hours,
+        j.mtbf_hours()
+    );
+    let mut t = Table::new();
+    t.set_header(vec![
+        "cause",
+        "per device",
+        "devices",
+        "MTBF per device (h)",
+        "expected / day",
+        "interruptions",
+        "share",
+    ]);
+    for (c, n) in &m.by_component {
+        let cause = j.causes.iter().find(|x| x.component == *c);
+        let per_day = r
+            .expected_per_day
+            .iter()
+            .find(|x| x.0 == *c)
+            .map_or(0.0, |x| x.1);
+        if cause.is_none() && *n == 0.0 {
+            continue;
+        }
+        t.add_row(vec![
+            Cell::new(c.name()),
+            Cell::new(c.population()),
+            right(cause.map_or("-".into(), |x| format!("{:.0}", x.population))),
+            right(cause.map_or("-".into(), |x| format!("{:.3e}", 1.0 / x.per_hour))),
+            right(format!("{per_day:.3}")),
+            right(format!("{n:.1}")),
+            right(pct(n / total.max(1e-12))),
+        ]);
+    }
+    t.add_row(vec![
+        Cell::new("planned"),
+        Cell::new("job"),
+        right("1".into()),
+        right(format!("{:.1}", 1.0 / (j.planned_per_s * 3600.0))),
+        right(format!("{:.3}", r.expected_planned_per_day)),
+        right(format!("{:.1}", m.planned)),
+        right(pct(m.planned / total.max(1e-12))),
+    ]);
+    println!("{t}");
+
+    println!(
+        "\ncheckpoint: {:.2} TB ({:.0} MB per accelerator), {} to {}; write {:.2} s at {} TB/s, restore {:.2} s at {} TB/s; stall {:.2} s per checkpoint",
+        ck.size_bytes / 1e12,
+        ck.bytes_per_accelerator / 1e6,
+        ck.mode,
+        ck.levels,
+        ck.write_s,
+        ck.sustained_tbps,
+        ck.restore_storage_s,
+        ck.peak_tbps,
+        r.policy.stall_s
+    );
+    println!(
+        "interval: {:.0} s used ({}) · simulated optimum {:.0} s · Young/Daly sqrt(2·δ·M) {:.0} s (δ {:.2} s, M {:.2} h)",
+        r.interval_s,
+        if ck.interval_s.is_some() { "given" } else { "auto: the simulated optimum" },
+        r.optimal_checkpoint_interval_s,
+        r.young_daly_interval_s,
+        r.policy.stall_s,
+        j.mtbf_hours()
+    );
+    let mut t = Table::new();
+    t.set_header(vec![
+        "where the time goes (mean per replica)",
+        "hours",
+        "share",
+    ]);
+    let wall_h = m.wall_days.mean * 24.0;
+    let work_h = m.ettr.mean * wall_h;
+    for (name, h) in [
+        ("training kept", work_h),
+        ("training lost (redone)", m.lost_work_hours),
+        ("checkpoint stalls", m.checkpoint_stall_hours),
+        (
+            "down: detect, diagnose, restart, restore",
+            m.down_hours - m.waiting_for_spares_hours,
+        ),
+        ("down: waiting for spares", m.waiting_for_spares_hours),
+        ("wall clock", wall_h),
+    ] {
+        t.add_row(vec![
+            Cell::new(name),
+            right(format!("{h:.1}")),
+            right(pct(h / wall_h.max(1e-12))),
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "lost work {:.0} s per interruption during training · {:.0} checkpoints · restart {:.0} s + restore {:.2} s after detect {:.0} s + diagnose {:.0} s",
+        m.lost_work_per_failure_s, m.checkpoints, j.restart_s, r.policy.restore_s, j.detect_s, j.diagnose_s
+    );
+    println!(
+        "spares: {} per domain, {} spare domains in the pool ({} accelerators), repair {:.0} h · {:.1} accelerators in repair on average · spare domains needed never to wait: {:.0} (median), {:.0} (p99)",
+        j.spares_per_domain,
+        j.pool_domains,
+        j.spare_accelerators(),
+        j.repair_s / 3600.0,
+        m.accelerators_in_repair,
+        m.spare_domains_needed_p50,
+        m.spare_domains_needed_p99
+    );
+    println!(
+        "\nETTR {} (95% of replicas {} – {}) · goodput {:.0} tokens/s of {:.0} failure-free ({:.0} – {:.0})",
+        pct(m.ettr.mean),
+        pct(m.ettr.lo),
+        pct(m.ettr.hi),
+        r.goodput_tokens_per_s.mean,
+        s.tokens_per_step / s.step_time_s,
+        r.goodput_tokens_per_s.lo,
+        r.goodput_tokens_per_s.hi
+    );
+    if let (Some(t), Some(ff)) = (r.time_to_train_days, r.failure_free_days) {
+        println!(
+            "time to train: {:.1} days (95% of replicas {:.1} – {:.1}); failure-free {:.1} days",
+            t.mean, t.lo, t.hi, ff
+        );
+    }
+    for (k, rows) in tables {
+        println!("\nETTR versus {}", match *k {
+            "size" => "cluster size (the job is the whole size; spares, network and rates per accelerator as in the scenario)",
+            "domain" => "scale-up domain (same job, rates, checkpoints and pool of spare accelerators)",
+            _ => "checkpoint policy",
+        });
+        let mut t = Table::new();
+        t.set_header(vec![
+            "",
+            "accelerators",
+            "domain",
+            "spares",
+            "interval s",
+            "stall s",
+            "interruptions/day",
+            "MTBF h",
+            "ETTR",
+            "ETTR 95%",
+            "lost s/failure",
+            "waiting h",
+            "in repair",
+            "spare domains p99",
+            "days to train",
+        ]);
+        for x in rows {
+            t.add_row(vec![
+                Cell::new(&x.label),
+                right(x.accelerators.to_string()),
+                right(x.domain_size.to_string()),
+                right(x.spare_accelerators.to_string()),
+                right(format!("{:.0}", x.interval_s)),
+                right(format!("{:.2}", x.stall_s)),
+                right(format!("{:.1}", x.interruptions_per_day)),
+                right(format!("{:.2}", x.job_mtbf_hours)),
+                right(pct(x.ettr.mean)),
+                right(format!("{} – {}", pct(x.ettr.lo), pct(x.ettr.hi))),
+                right(format!("{:.0}", x.lost_work_per_failure_s)),
+                right(format!("{:.1}", x.waiting_for_spares_hours)),
+                right(format!("{:.0}", x.accelerators_in_repair)),
+                right(format!("{:.0}", x.spare_domains_needed_p99)),
+                right(
+                    x.time_to_train_days
+                        .map_or("-".into(), |d| format!("{d:.1}")),
+                ),
+            ]);
+        }
+        println!("{t}");
+    }
+    let _ = Component::ALL;
+}
