@@ -973,7 +973,7 @@ pub fn analyze(s: &Setup, o: &Options) -> Result<Report, String> {
                     .filter(|x| x.component == c)
                     .map(|x| x.rate_per_s(s.job.scale))
                     .sum();
-                (c, r * 86400.0)
+                (c, r * 86400.0 + 0.0)
             })
             .collect(),
         expected_planned_per_day: s.job.planned_per_s * 86400.0,

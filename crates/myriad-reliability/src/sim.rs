@@ -233,7 +233,16 @@ enum State {
         waiting: u32,
         /// Seconds from `ready` (or the last spare's arrival) to training.
         restart: f64,
+        /// When the last missing spare arrived (`ready` if none was missing; infinite
+        /// while one still is).
+        wait_until: f64,
     },
+}
+
+/// Closes a down period at `t`: down time, and the part of it spent waiting for spares.
+fn close_down(st: &mut ReplicaStats, since: f64, ready: f64, wait_until: f64, t: f64) {
+    st.down_s += t - since;
+    st.wait_s += (t.min(wait_until) - ready.max(since)).max(0.0);
 }
 
 /// Simulates one replica.
@@ -320,7 +329,12 @@ pub fn replica(
                         let (w, _) = close(&mut st, since, t);
                         st.work_s = w0 + w;
                     }
-                    State::Down { since, .. } => st.down_s += t - since,
+                    State::Down {
+                        since,
+                        ready,
+                        wait_until,
+                        ..
+                    } => close_down(&mut st, since, ready, wait_until, t),
                 }
                 st.wall_s = t;
                 break;
@@ -364,8 +378,14 @@ pub fn replica(
                         st.work_s = kept;
                         0
                     }
-                    State::Down { since, waiting, .. } => {
-                        st.down_s += t - since;
+                    State::Down {
+                        since,
+                        waiting,
+                        ready,
+                        wait_until,
+                        ..
+                    } => {
+                        close_down(&mut st, since, ready, wait_until, t);
                         if from_storage && policy.persist.is_some() && st.work_s > w_storage {
                             // The in-memory copy is gone too: back to storage.
                             st.lost_s += st.work_s - w_storage;
@@ -425,6 +445,7 @@ pub fn replica(
                     ready,
                     waiting,
                     restart,
+                    wait_until: if waiting == 0 { ready } else { f64::INFINITY },
                 };
             }
             Ev::Planned => {
@@ -451,6 +472,7 @@ pub fn replica(
                         ready,
                         waiting: 0,
                         restart,
+                        wait_until: ready,
                     };
                 }
             }
@@ -458,15 +480,16 @@ pub fn replica(
                 domains_out -= 1;
                 match &mut state {
                     State::Down {
-                        since,
                         ready,
                         waiting,
                         restart,
+                        wait_until,
+                        ..
                     } if *waiting > 0 => {
                         *waiting -= 1;
                         if *waiting == 0 {
                             let go = ready.max(t);
-                            st.wait_s += (t - *ready).max(0.0).min(t - *since);
+                            *wait_until = go;
                             q.push(go + *restart, Ev::Resume { gen });
                         }
                     }
@@ -481,8 +504,14 @@ pub fn replica(
                 if g != gen {
                     continue;
                 }
-                if let State::Down { since, .. } = state {
-                    st.down_s += t - since;
+                if let State::Down {
+                    since,
+                    ready,
+                    wait_until,
+                    ..
+                } = state
+                {
+                    close_down(&mut st, since, ready, wait_until, t);
                 }
                 gen += 1;
                 let w0 = st.work_s;

@@ -1,0 +1,200 @@
+//! Determinism, spares and blast radius, multi-level checkpoints, scenario errors, and the
+//! reference network counts behind the default rates.
+use myriad_reliability::{analyze, llama3, monte_carlo, setup, Horizon, Options};
+
+fn scenario(extra: &str) -> myriad_scenario::Scenario {
+    let text =
+        include_str!("../../../examples/reliability-llama3.yaml").replace("reliability: {}", extra);
+    myriad_scenario::parse_scenario("t.yaml", &text, myriad_catalog::catalog()).unwrap()
+}
+
+#[test]
+fn same_seed_same_bytes_whatever_the_thread_count() {
+    let su = setup(&scenario("reliability: {}"), myriad_catalog::catalog()).unwrap();
+    let o = Options {
+        days: Some(20.0),
+        replicas: 300,
+        seed: 42,
+    };
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| serde_json::to_string(&analyze(&su, &o).unwrap()).unwrap())
+    };
+    let a = run(1);
+    assert_eq!(a, run(2));
+    assert_eq!(a, run(2));
+    assert_eq!(a, run(3));
+    let other = serde_json::to_string(&analyze(&su, &Options { seed: 43, ..o }).unwrap()).unwrap();
+    assert_ne!(a, other);
+}
+
+#[test]
+fn whole_domains_wait_for_spares_and_in_domain_spares_help() {
+    // The same job and the same 288 spare accelerators, 3-day repairs: 36 spare 8-GPU
+    // servers, or 4 spare NVL72 racks (with and without 8 idle GPUs in each rack).
+    let cat = myriad_catalog::catalog();
+    let su = setup(
+        &scenario("reliability: {spares: {domains: 36, repair_hours: 72}}"),
+        cat,
+    )
+    .unwrap();
+    assert_eq!(su.job.pool_domains, 36);
+    let p = su.checkpoint.policy(300.0);
+    let h = Horizon::Window(30.0 * 86400.0);
+    let mean = |runs: &[myriad_reliability::ReplicaStats],
+                f: &dyn Fn(&myriad_reliability::ReplicaStats) -> f64| {
+        runs.iter().map(f).sum::<f64>() / runs.len() as f64
+    };
+    let hgx = monte_carlo(&su.job, &p, h, 1, 100);
+    let mut big = su.job.clone();
+    big.domain_size = 72;
+    big.accelerators_per_node = 4;
+    big.domains = big.accelerators.div_ceil(72);
+    big.pool_domains = 4;
+    let nvl = monte_carlo(&big, &p, h, 1, 100);
+    let mut spared = big.clone();
+    spared.spares_per_domain = 8;
+    spared.domains = spared.accelerators.div_ceil(64);
+    let sp = monte_carlo(&spared, &p, h, 1, 100);
+    let wait = |v: &[myriad_reliability::ReplicaStats]| mean(v, &|r| r.wait_s) / 3600.0;
+    eprintln!(
+        "waiting h: hgx {:.1}, nvl72 {:.1}, nvl72 with 8 in-domain spares {:.1}",
+        wait(&hgx),
+        wait(&nvl),
+        wait(&sp)
+    );
+    assert!(
+        wait(&nvl) > 10.0 * wait(&hgx).max(0.1),
+        "a rack per fault drains the pool"
+    );
+    assert!(wait(&sp) < wait(&nvl));
+    assert!(mean(&sp, &|r| r.ettr()) > mean(&nvl, &|r| r.ettr()));
+    assert!(mean(&hgx, &|r| r.ettr()) > mean(&nvl, &|r| r.ettr()));
+    assert!(
+        mean(&nvl, &|r| r.repair_accelerator_s) > 5.0 * mean(&hgx, &|r| r.repair_accelerator_s)
+    );
+    // A large pool never waits.
+    let mut ample = big.clone();
+    ample.pool_domains = 1000;
+    assert_eq!(mean(&monte_carlo(&ample, &p, h, 1, 50), &|r| r.wait_s), 0.0);
+}
+
+#[test]
+fn multi_level_restores_from_storage_only_when_memory_is_lost() {
+    let cat = myriad_catalog::catalog();
+    let none = setup(
+        &scenario(
+            "reliability: {checkpoint: {levels: memory-then-storage, memory_lost_fraction: 0}}",
+        ),
+        cat,
+    )
+    .unwrap();
+    let all = setup(&scenario("reliability: {checkpoint: {levels: memory-then-storage, memory_lost_fraction: 1, storage_every: 5}}"), cat).unwrap();
+    let h = Horizon::Window(20.0 * 86400.0);
+    let a = monte_carlo(&none.job, &none.checkpoint.policy(120.0), h, 2, 50);
+    let b = monte_carlo(&all.job, &all.checkpoint.policy(120.0), h, 2, 50);
+    assert!(a.iter().all(|r| r.storage_restores == 0));
+    assert!(b.iter().all(|r| r.storage_restores > 0));
+    let lost = |v: &[myriad_reliability::ReplicaStats]| {
+        v.iter().map(|r| r.lost_s).sum::<f64>()
+            / v.iter().map(|r| r.struck_training as f64).sum::<f64>()
+    };
+    // Memory every 120 s: ~60 s lost; storage every 5th: ~300 s.
+    assert!(lost(&a) < 80.0, "{}", lost(&a));
+    assert!(lost(&b) > 250.0, "{}", lost(&b));
+}
+
+#[test]
+fn errors_name_the_field_path() {
+    let cat = myriad_catalog::catalog();
+    let base = include_str!("../../../examples/reliability-llama3.yaml");
+    for (block, path) in [
+        (
+            "reliability: {failures: {hbm: {per_hour: -1}}}",
+            "reliability.failures.hbm",
+        ),
+        (
+            "reliability: {failures: {hbm: {per_hour: 1, mtbf_hours: 2}}}",
+            "reliability.failures.hbm",
+        ),
+        (
+            "reliability: {checkpoint: {interval_s: 0}}",
+            "reliability.checkpoint.interval_s",
+        ),
+        (
+            "reliability: {checkpoint: {memory_lost_fraction: 2}}",
+            "reliability.checkpoint.memory_lost_fraction",
+        ),
+        (
+            "reliability: {storage: {sustained_tbps: 0}}",
+            "reliability.storage.sustained_tbps",
+        ),
+        (
+            "reliability: {spares: {domains: 1, per_pod: 2}}",
+            "reliability.spares.per_pod",
+        ),
+        (
+            "reliability: {recovery: {restart_s: -5}}",
+            "reliability.recovery.restart_s",
+        ),
+        (
+            "reliability: {checkpoint: {intervl_s: 60}}",
+            "reliability.checkpoint.intervl_s",
+        ),
+    ] {
+        let text = base.replace("reliability: {}", block);
+        let e = myriad_scenario::parse_scenario("t.yaml", &text, cat).unwrap_err();
+        assert_eq!(e.path, path, "{block}: {e}");
+    }
+    let ok = base.replace("reliability: {}", "reliability: {checkpoint: {interval_s: auto, mode: async}, failures: {accelerator: {mtbf_hours: 50000}}}");
+    let s = myriad_scenario::parse_scenario("t.yaml", &ok, cat).unwrap();
+    let su = setup(&s, cat).unwrap();
+    assert_eq!(su.checkpoint.interval_s, None);
+    assert_eq!(su.checkpoint.mode, "async");
+    let too_many = base.replace("reliability: {}", "reliability: {spares: {per_domain: 8}}");
+    let s = myriad_scenario::parse_scenario("t.yaml", &too_many, cat).unwrap();
+    assert!(setup(&s, cat)
+        .unwrap_err()
+        .starts_with("reliability.spares.per_domain"));
+}
+
+#[test]
+fn default_network_rate_uses_the_builders_reference_counts() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 16384, scale_up: hgx-h100, scale_out: {fabric: roce-400g}}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("ref.yaml", text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    assert_eq!(c.bom.switches_total as f64, llama3::SWITCHES);
+    assert_eq!(c.bom.cables as f64, llama3::LINKS);
+    assert_eq!(c.bom.nics as f64, llama3::NICS);
+    assert_eq!(c.hierarchy.nodes as f64, llama3::NODES);
+    let sum = llama3::ACCELERATOR
+        + llama3::HBM
+        + llama3::HOST
+        + llama3::NIC
+        + llama3::NETWORK
+        + llama3::SOFTWARE
+        + llama3::UNKNOWN;
+    assert_eq!(sum, llama3::UNEXPECTED);
+}
+
+#[test]
+fn whole_run_time_to_train() {
+    let su = setup(&scenario("reliability: {}"), myriad_catalog::catalog()).unwrap();
+    let r = analyze(
+        &su,
+        &Options {
+            days: None,
+            replicas: 100,
+            seed: 1,
+        },
+    )
+    .unwrap();
+    let ff = r.failure_free_days.unwrap();
+    let t = r.time_to_train_days.unwrap();
+    assert!(t.mean > ff && t.mean < ff / 0.85, "{} vs {ff}", t.mean);
+    assert!((ff / t.mean - r.summary.ettr.mean).abs() < 0.01);
+}

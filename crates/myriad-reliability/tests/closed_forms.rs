@@ -1,0 +1,167 @@
+//! Closed-form checks: with exponential failures and fixed costs the simulated optimal
+//! checkpoint interval matches Young/Daly, lost work per failure averages half an
+//! interval, goodput falls monotonically with the failure rate, and the time accounting of
+//! every replica adds up.
+use myriad_reliability::{
+    monte_carlo, replica, setup, sweep, young_daly, Blast, Cause, Checkpoint, Component, Horizon,
+    Job, Options, Policy,
+};
+
+/// One exponential failure process of mean `mtbf_s`, nothing to replace, fixed restart.
+fn job(mtbf_s: f64, restart_s: f64) -> Job {
+    Job {
+        accelerators: 1024,
+        domain_size: 8,
+        accelerators_per_node: 8,
+        domains: 128,
+        causes: vec![Cause {
+            component: Component::Software,
+            population: 1.0,
+            per_hour: 3600.0 / mtbf_s,
+            blast: Blast::None,
+        }],
+        scale: 1.0,
+        planned_per_s: 0.0,
+        planned_downtime_s: 0.0,
+        detect_s: 0.0,
+        diagnose_s: 0.0,
+        restart_s,
+        spares_per_domain: 0,
+        pool_domains: 0,
+        repair_s: 0.0,
+    }
+}
+
+/// A synchronous single-level checkpoint costing `delta_s` per checkpoint.
+fn ckpt(delta_s: f64) -> Checkpoint {
+    Checkpoint {
+        size_bytes: delta_s * 1e12,
+        bytes_per_accelerator: delta_s * 1e12 / 1024.0,
+        mode: "sync",
+        levels: "storage",
+        interval_s: None,
+        write_s: delta_s,
+        restore_storage_s: 0.0,
+        snapshot_s: 0.0,
+        peer_copy_s: 0.0,
+        overhead_s: 0.0,
+        storage_every: 1,
+        memory_lost_fraction: 0.0,
+        sustained_tbps: 1.0,
+        peak_tbps: 1.0,
+    }
+}
+
+#[test]
+fn simulated_optimal_interval_matches_young_daly() {
+    for (mtbf_s, delta_s) in [(3600.0, 30.0), (4.0 * 3600.0, 60.0), (10_000.0, 3.0)] {
+        let j = job(mtbf_s, 120.0);
+        let c = ckpt(delta_s);
+        let yd = young_daly(delta_s, mtbf_s);
+        let horizon = Horizon::Window(3000.0 * mtbf_s);
+        let (points, opt) = sweep(&j, &c, horizon, 7, 64, yd, false, false);
+        assert_eq!(points.len(), 17);
+        let err = opt / yd - 1.0;
+        eprintln!(
+            "M {mtbf_s} δ {delta_s}: Young/Daly {yd:.1} s, simulated {opt:.1} s ({:+.1}%)",
+            100.0 * err
+        );
+        assert!(
+            err.abs() < 0.10,
+            "simulated optimum {opt:.1} s vs Young/Daly {yd:.1} s"
+        );
+    }
+}
+
+#[test]
+fn lost_work_per_failure_is_half_an_interval() {
+    let tau = 600.0;
+    let j = job(10.0 * 3600.0, 60.0);
+    let p = ckpt(1.0).policy(tau);
+    let runs = monte_carlo(&j, &p, Horizon::Window(2000.0 * 86400.0), 3, 16);
+    let lost: f64 = runs.iter().map(|r| r.lost_s).sum();
+    let n: f64 = runs.iter().map(|r| r.struck_training as f64).sum();
+    let per = lost / n;
+    eprintln!("{n} failures, lost {per:.1} s each (tau {tau})");
+    assert!(n > 5000.0);
+    assert!(
+        (per / (tau / 2.0) - 1.0).abs() < 0.03,
+        "lost {per:.1} s per failure, expected ~{}",
+        tau / 2.0
+    );
+}
+
+#[test]
+fn goodput_falls_monotonically_with_failure_rate() {
+    let text = include_str!("../../../examples/reliability-llama3.yaml");
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("reliability-llama3.yaml", text, cat).unwrap();
+    let base = setup(&s, cat).unwrap();
+    let mut last = f64::INFINITY;
+    for scale in [0.25, 0.5, 1.0, 2.0, 4.0, 8.0] {
+        let mut su = base.clone();
+        su.job.scale = scale;
+        // At a fixed interval and at each rate's own optimum.
+        let fixed = su.checkpoint.policy(600.0);
+        let runs = monte_carlo(&su.job, &fixed, Horizon::Window(30.0 * 86400.0), 5, 200);
+        let ettr_fixed = runs.iter().map(|r| r.ettr()).sum::<f64>() / runs.len() as f64;
+        let r = myriad_reliability::analyze(
+            &su,
+            &Options {
+                days: Some(30.0),
+                replicas: 200,
+                seed: 5,
+            },
+        )
+        .unwrap();
+        eprintln!("scale {scale}: ETTR {ettr_fixed:.4} at 600 s, {:.4} at the optimum {:.0} s, goodput {:.0}", r.summary.ettr.mean, r.interval_s, r.goodput_tokens_per_s.mean);
+        assert!(
+            r.goodput_tokens_per_s.mean < last,
+            "goodput rose at scale {scale}"
+        );
+        assert!(ettr_fixed <= r.summary.ettr.mean + 0.002);
+        last = r.goodput_tokens_per_s.mean;
+    }
+}
+
+#[test]
+fn time_adds_up_in_every_replica() {
+    let text = include_str!("../../../examples/reliability-llama3.yaml");
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("reliability-llama3.yaml", text, cat).unwrap();
+    let su = setup(&s, cat).unwrap();
+    let policies: Vec<Policy> = vec![
+        su.checkpoint.policy_as(300.0, false, false),
+        su.checkpoint.policy_as(120.0, true, false),
+        su.checkpoint.policy_as(60.0, true, true),
+    ];
+    let mut tight = su.job.clone();
+    tight.pool_domains = 2;
+    tight.repair_s = 48.0 * 3600.0;
+    for job in [&su.job, &tight] {
+        for p in &policies {
+            for horizon in [
+                Horizon::Window(54.0 * 86400.0),
+                Horizon::Work(40.0 * 86400.0),
+            ] {
+                for i in 0..20 {
+                    let r = replica(job, p, horizon, 11, i);
+                    let sum = r.work_s + r.lost_s + r.stall_s + r.down_s;
+                    assert!(
+                        (sum - r.wall_s).abs() < 1e-6 * r.wall_s,
+                        "wall {} != work {} + lost {} + stall {} + down {} ({p:?})",
+                        r.wall_s,
+                        r.work_s,
+                        r.lost_s,
+                        r.stall_s,
+                        r.down_s
+                    );
+                    if let Horizon::Work(w) = horizon {
+                        assert!((r.work_s - w).abs() < 1e-6 * w);
+                    }
+                    assert!(r.wait_s <= r.down_s + 1e-9);
+                }
+            }
+        }
+    }
+}
