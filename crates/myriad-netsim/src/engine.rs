@@ -1,0 +1,1148 @@
+//! The discrete-event flow simulator.
+//!
+//! # Events
+//!
+//! A `BinaryHeap` of events keyed by `(time, sequence)`: the sequence number is the order
+//! in which events were created, so ties break the same way on every run. Events: a flow
+//! drains (its last byte leaves the source), a program is ready for its next step (every
+//! flow of its step has arrived), a fault. Events within `1e-9 × t + 1 ps` of the first of
+//! a batch are handled together and rates are recomputed once per batch.
+//!
+//! # Rates: max-min fairness, recomputed where something changed
+//!
+//! Rates change only when a flow starts or drains or a link fails. Those links are marked
+//! dirty; the flows that share a link with them, transitively (the connected component of
+//! the flow-link graph), are re-rated by progressive filling: the link with the smallest
+//! fair share `remaining capacity / unfrozen flows` fixes the rate of its unfrozen flows at
+//! that share, which is removed from every link they cross, and so on (a heap of links by
+//! share, lazily updated). Flows outside the component keep their rates and their drain
+//! events; a flow whose rate did not change keeps its event too. A flow of weight `w`
+//! stands for `w` identical flows on the same path.
+//!
+//! # Latency
+//!
+//! A flow's bytes flow at its rate from its start; it arrives one path latency (switch hops
+//! × switch latency + propagation + the fabric's per-message base latency, or the scale-up
+//! latency) after its last byte leaves. Bandwidth is released when the last byte leaves.
+//!
+//! # Steady state
+//!
+//! A phase that repeats (a ring step) is the same flows every time. When every running
+//! program has just finished a step that started at the same time `t0`, no flow is in
+//! flight, and no fault happened since `t0`, the state at `now` equals the state at `t0`,
+//! so the next steps take exactly `now - t0` each: the engine advances as many as fit
+//! before the next fault (or all of them) in one go, crediting each link the step's bytes
+//! times the count. Set `SimOptions::no_skip` to simulate every step (tests check both agree).
+//!
+//! # Faults
+//!
+//! A fault kills directed links at a time: a topology link bundle (both directions), every
+//! bundle of a switch, a NIC port's link, or a whole scale-up domain (its accelerators'
+//! scale-up links and its nodes' NIC links). Flows crossing a dead link are rerouted at that
+//! moment over the remaining ECMP paths (their delivered bytes kept); later steps are routed
+//! on the surviving graph. A flow with no remaining path is an error that names it.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use serde::Serialize;
+
+use crate::net::{Network, MAX_PATH};
+use crate::program::{FlowSpec, LatencyRule, Program};
+
+const MAXP: usize = MAX_PATH;
+const NOT_ROUTED: u64 = u64::MAX;
+
+/// What fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultTarget {
+    /// Topology link bundle (index into `Topology::links`), both directions.
+    Link(u32),
+    /// Switch (index into `Topology::switches`): every bundle touching it.
+    Switch(u32),
+    /// NIC port vertex (`0..Topology::endpoints`): its link to the leaf.
+    Nic(u32),
+    /// Scale-up domain: its accelerators' scale-up links and its nodes' NIC links.
+    Domain(u32),
+    /// One directed link of the simulated network (any network, including custom ones).
+    Directed(u32),
+}
+
+/// A failure at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Fault {
+    pub at_s: f64,
+    pub target: FaultTarget,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SimOptions {
+    pub faults: Vec<Fault>,
+    /// Record a trace slice per flow (and per rank for steps advanced in steady state).
+    pub trace: bool,
+    /// Most trace slices kept (default 2,000,000).
+    pub trace_limit: Option<usize>,
+    /// Simulate every repeated step instead of advancing steady states.
+    pub no_skip: bool,
+}
+
+/// Why a simulation failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SimError {
+    NoRoute {
+        program: String,
+        src: u32,
+        dst: u32,
+        flow_id: u32,
+        at_s: f64,
+    },
+    BadFault {
+        index: usize,
+        reason: String,
+    },
+    BadPath {
+        program: String,
+        reason: String,
+    },
+    Stalled {
+        flows: usize,
+    },
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::NoRoute {
+                program,
+                src,
+                dst,
+                flow_id,
+                at_s,
+            } => write!(
+                f,
+                "no route for the flow from accelerator {src} to accelerator {dst} (flow id {flow_id}) of `{program}` at {at_s:.9} s: every path crosses a failed link, switch, NIC or domain"
+            ),
+            SimError::BadFault { index, reason } => write!(f, "faults[{index}]: {reason}"),
+            SimError::BadPath { program, reason } => write!(f, "`{program}`: {reason}"),
+            SimError::Stalled { flows } => write!(
+                f,
+                "{flows} flows can never finish (a zero-capacity link on their path)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// One trace slice: a flow from `src` (its track) to `dst`, or `steps` > 1 steps of a rank
+/// advanced in steady state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Slice {
+    pub program: u32,
+    pub src: u32,
+    pub dst: u32,
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Bytes of the flow (of each of its `weight` flows).
+    pub bytes: f64,
+    pub weight: u32,
+    /// Phase index and the first step (repeat) it covers.
+    pub phase: u32,
+    pub step: u32,
+    pub steps: u32,
+    pub label: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProgramResult {
+    pub name: String,
+    pub end_s: f64,
+}
+
+/// The outcome of a simulation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimResult {
+    /// When the last program finished, seconds.
+    pub time_s: f64,
+    pub programs: Vec<ProgramResult>,
+    /// Bytes injected (Σ flow bytes × weight, skipped steps included).
+    pub bytes_sent: f64,
+    /// Bytes moved: the integral of every flow's rate over time (skipped steps included).
+    pub bytes_delivered: f64,
+    /// Bytes carried by each directed link.
+    pub link_bytes: Vec<f64>,
+    /// Flows simulated event by event (a weighted flow counts once).
+    pub flows_simulated: u64,
+    /// Flows in all (weights counted, skipped steps included).
+    pub flows_total: u64,
+    /// Steps advanced in steady state instead of simulated.
+    pub steps_skipped: u64,
+    pub events: u64,
+    /// Max-min recomputations and flows re-rated in them.
+    pub rate_updates: u64,
+    pub flows_rerated: u64,
+    pub reroutes: u64,
+    pub trace: Vec<Slice>,
+    pub trace_truncated: bool,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+struct T(f64);
+impl Eq for T {}
+impl PartialOrd for T {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for T {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.0.total_cmp(&o.0)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Drain { slot: u32, gen: u32 },
+    Ready { prog: u32 },
+    Fault { idx: u32 },
+}
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Ev {
+    t: T,
+    seq: u64,
+    kind: Kind,
+}
+
+#[derive(Default)]
+struct ProgState {
+    started: bool,
+    finished: bool,
+    running: bool,
+    phase: usize,
+    done: u32,
+    outstanding: u64,
+    phase_end: f64,
+    drain_end: f64,
+    lat_w: f64,
+    w_sum: f64,
+    step_start: f64,
+    step_epoch: u64,
+    end: f64,
+    tmpl_phase: usize,
+    tmpl: Vec<FlowSpec>,
+    t_path: Vec<u32>,
+    t_len: Vec<u8>,
+    t_lat: Vec<f64>,
+    t_epoch: u64,
+}
+
+struct Sim<'a> {
+    net: &'a Network,
+    progs: &'a [Program],
+    opts: &'a SimOptions,
+    alive: Vec<bool>,
+    cap: Vec<f64>,
+    epoch: u64,
+    now: f64,
+    // Flow slots (struct of arrays).
+    f_prog: Vec<u32>,
+    f_tmpl: Vec<u32>,
+    f_w: Vec<u32>,
+    f_rem: Vec<f64>,
+    f_rate: Vec<f64>,
+    f_last: Vec<f64>,
+    f_lat: Vec<f64>,
+    f_start: Vec<f64>,
+    f_moved: Vec<f64>,
+    f_gen: Vec<u32>,
+    f_len: Vec<u8>,
+    f_path: Vec<u32>,
+    f_pos: Vec<u32>,
+    f_apos: Vec<u32>,
+    free: Vec<u32>,
+    active: Vec<u32>,
+    link_flows: Vec<Vec<u32>>,
+    dirty: Vec<u32>,
+    // Recompute scratch.
+    stamp: u32,
+    l_stamp: Vec<u32>,
+    f_stamp: Vec<u32>,
+    f_frozen: Vec<u32>,
+    rem: Vec<f64>,
+    cnt: Vec<u64>,
+    new_rate: Vec<f64>,
+    comp_links: Vec<u32>,
+    comp_flows: Vec<u32>,
+    queue: Vec<u32>,
+    heap: BinaryHeap<Reverse<(T, u32, u32)>>,
+    events: BinaryHeap<Reverse<Ev>>,
+    seq: u64,
+    ps: Vec<ProgState>,
+    ready: Vec<u32>,
+    route_buf: Vec<u32>,
+    next_fault: usize,
+    fault_order: Vec<usize>,
+    res: SimResult,
+    trace_limit: usize,
+}
+
+/// Run `programs` concurrently on `net`.
+pub fn simulate(
+    net: &Network,
+    programs: &[Program],
+    opts: &SimOptions,
+) -> Result<SimResult, SimError> {
+    let nl = net.links();
+    let mut fault_order: Vec<usize> = (0..opts.faults.len()).collect();
+    for (i, f) in opts.faults.iter().enumerate() {
+        if !(f.at_s.is_finite() && f.at_s >= 0.0) {
+            return Err(SimError::BadFault {
+                index: i,
+                reason: format!("at_s must be a time >= 0 s, got {}", f.at_s),
+            });
+        }
+    }
+    fault_order.sort_by(|&a, &b| {
+        opts.faults[a]
+            .at_s
+            .total_cmp(&opts.faults[b].at_s)
+            .then(a.cmp(&b))
+    });
+    let mut sim = Sim {
+        net,
+        progs: programs,
+        opts,
+        alive: vec![true; nl],
+        cap: net.cap.clone(),
+        epoch: 0,
+        now: 0.0,
+        f_prog: Vec::new(),
+        f_tmpl: Vec::new(),
+        f_w: Vec::new(),
+        f_rem: Vec::new(),
+        f_rate: Vec::new(),
+        f_last: Vec::new(),
+        f_lat: Vec::new(),
+        f_start: Vec::new(),
+        f_moved: Vec::new(),
+        f_gen: Vec::new(),
+        f_len: Vec::new(),
+        f_path: Vec::new(),
+        f_pos: Vec::new(),
+        f_apos: Vec::new(),
+        free: Vec::new(),
+        active: Vec::new(),
+        link_flows: vec![Vec::new(); nl],
+        dirty: Vec::new(),
+        stamp: 0,
+        l_stamp: vec![0; nl],
+        f_stamp: Vec::new(),
+        f_frozen: Vec::new(),
+        rem: vec![0.0; nl],
+        cnt: vec![0; nl],
+        new_rate: Vec::new(),
+        comp_links: Vec::new(),
+        comp_flows: Vec::new(),
+        queue: Vec::new(),
+        heap: BinaryHeap::new(),
+        events: BinaryHeap::new(),
+        seq: 0,
+        ps: (0..programs.len()).map(|_| ProgState::default()).collect(),
+        ready: Vec::new(),
+        route_buf: Vec::with_capacity(MAXP),
+        next_fault: 0,
+        fault_order,
+        res: SimResult {
+            time_s: 0.0,
+            programs: Vec::new(),
+            bytes_sent: 0.0,
+            bytes_delivered: 0.0,
+            link_bytes: vec![0.0; nl],
+            flows_simulated: 0,
+            flows_total: 0,
+            steps_skipped: 0,
+            events: 0,
+            rate_updates: 0,
+            flows_rerated: 0,
+            reroutes: 0,
+            trace: Vec::new(),
+            trace_truncated: false,
+        },
+        trace_limit: opts.trace_limit.unwrap_or(2_000_000),
+    };
+    // Validate fault targets up front.
+    for (i, f) in opts.faults.iter().enumerate() {
+        sim.fault_links(f.target)
+            .map_err(|reason| SimError::BadFault { index: i, reason })?;
+    }
+    for (p, prog) in programs.iter().enumerate() {
+        sim.push(prog.start_s + prog.setup_s, Kind::Ready { prog: p as u32 });
+    }
+    for k in 0..sim.fault_order.len() {
+        let i = sim.fault_order[k];
+        sim.push(opts.faults[i].at_s, Kind::Fault { idx: i as u32 });
+    }
+    sim.run()?;
+    Ok(sim.res)
+}
+
+impl<'a> Sim<'a> {
+    fn push(&mut self, t: f64, kind: Kind) {
+        self.seq += 1;
+        self.events.push(Reverse(Ev {
+            t: T(t),
+            seq: self.seq,
+            kind,
+        }));
+    }
+
+    fn run(&mut self) -> Result<(), SimError> {
+        while let Some(Reverse(ev)) = self.events.pop() {
+            let now = ev.t.0;
+            self.now = now;
+            let tol = now.abs() * 1e-9 + 1e-12;
+            self.handle(ev)?;
+            while let Some(Reverse(top)) = self.events.peek() {
+                if top.t.0 > now + tol {
+                    break;
+                }
+                let Reverse(ev) = self.events.pop().expect("peeked");
+                self.handle(ev)?;
+            }
+            self.process_ready()?;
+            if !self.dirty.is_empty() {
+                self.recompute();
+            }
+        }
+        if !self.active.is_empty() {
+            return Err(SimError::Stalled {
+                flows: self.active.len(),
+            });
+        }
+        self.res.programs = self
+            .progs
+            .iter()
+            .zip(&self.ps)
+            .map(|(p, s)| ProgramResult {
+                name: p.name.clone(),
+                end_s: s.end,
+            })
+            .collect();
+        self.res.time_s = self.ps.iter().map(|s| s.end).fold(0.0, f64::max);
+        Ok(())
+    }
+
+    fn handle(&mut self, ev: Ev) -> Result<(), SimError> {
+        self.res.events += 1;
+        match ev.kind {
+            Kind::Drain { slot, gen } => {
+                if self.f_gen[slot as usize] == gen && self.f_apos[slot as usize] != u32::MAX {
+                    self.drain(slot, ev.t.0);
+                }
+            }
+            Kind::Ready { prog } => self.ready.push(prog),
+            Kind::Fault { idx } => {
+                self.next_fault += 1;
+                self.fault(idx as usize)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn next_fault_time(&self) -> Option<f64> {
+        self.fault_order
+            .get(self.next_fault)
+            .map(|&i| self.opts.faults[i].at_s)
+    }
+
+    // ---- flows --------------------------------------------------------------------
+
+    fn alloc(&mut self) -> u32 {
+        if let Some(s) = self.free.pop() {
+            return s;
+        }
+        let s = self.f_prog.len() as u32;
+        self.f_prog.push(0);
+        self.f_tmpl.push(0);
+        self.f_w.push(0);
+        self.f_rem.push(0.0);
+        self.f_rate.push(0.0);
+        self.f_last.push(0.0);
+        self.f_lat.push(0.0);
+        self.f_start.push(0.0);
+        self.f_moved.push(0.0);
+        self.f_gen.push(0);
+        self.f_len.push(0);
+        self.f_path.extend([0; MAXP]);
+        self.f_pos.extend([0; MAXP]);
+        self.f_apos.push(u32::MAX);
+        self.f_stamp.push(0);
+        self.f_frozen.push(0);
+        self.new_rate.push(0.0);
+        s
+    }
+
+    fn insert_entries(&mut self, f: u32) {
+        let base = f as usize * MAXP;
+        for j in 0..self.f_len[f as usize] as usize {
+            let l = self.f_path[base + j] as usize;
+            self.f_pos[base + j] = self.link_flows[l].len() as u32;
+            self.link_flows[l].push((base + j) as u32);
+            self.dirty.push(l as u32);
+        }
+    }
+
+    fn remove_entries(&mut self, f: u32) {
+        let base = f as usize * MAXP;
+        for j in 0..self.f_len[f as usize] as usize {
+            let l = self.f_path[base + j] as usize;
+            let pos = self.f_pos[base + j] as usize;
+            let v = &mut self.link_flows[l];
+            let last = v.pop().expect("entry present");
+            if pos < v.len() {
+                v[pos] = last;
+                self.f_pos[last as usize] = pos as u32;
+            }
+            self.dirty.push(l as u32);
+        }
+    }
+
+    /// Move flow `f`'s bytes up to time `t`.
+    #[inline]
+    fn advance(&mut self, f: usize, t: f64) {
+        let dt = t - self.f_last[f];
+        if dt > 0.0 {
+            let mv = (self.f_rate[f] * dt).min(self.f_rem[f].max(0.0));
+            self.f_moved[f] += mv;
+            self.f_rem[f] -= mv;
+            self.res.bytes_delivered += mv * self.f_w[f] as f64;
+        }
+        self.f_last[f] = t;
+    }
+
+    fn credit_links(&mut self, f: usize) {
+        let b = self.f_moved[f] * self.f_w[f] as f64;
+        let base = f * MAXP;
+        for j in 0..self.f_len[f] as usize {
+            self.res.link_bytes[self.f_path[base + j] as usize] += b;
+        }
+        self.f_moved[f] = 0.0;
+    }
+
+    fn drain(&mut self, slot: u32, t: f64) {
+        let f = slot as usize;
+        // The last byte leaves at `t`: all of the flow's remaining bytes move.
+        let dt = (t - self.f_last[f]).max(0.0);
+        let mv = self.f_rate[f] * dt;
+        self.f_moved[f] += mv;
+        self.res.bytes_delivered += mv * self.f_w[f] as f64;
+        self.f_rem[f] = 0.0;
+        self.f_last[f] = t;
+        self.credit_links(f);
+        self.remove_entries(slot);
+        // Remove from the active list.
+        let ap = self.f_apos[f] as usize;
+        let last = self.active.pop().expect("active");
+        if ap < self.active.len() {
+            self.active[ap] = last;
+            self.f_apos[last as usize] = ap as u32;
+        }
+        self.f_apos[f] = u32::MAX;
+        self.f_gen[f] = self.f_gen[f].wrapping_add(1);
+        self.free.push(slot);
+        let p = self.f_prog[f] as usize;
+        let arrive = t + self.f_lat[f];
+        if self.opts.trace {
+            let st = &self.ps[p];
+            let spec = st.tmpl[self.f_tmpl[f] as usize];
+            let phase = &self.progs[p].phases[st.phase];
+            let s = Slice {
+                program: p as u32,
+                src: spec.src,
+                dst: spec.dst,
+                start_s: self.f_start[f],
+                end_s: arrive,
+                bytes: spec.bytes,
+                weight: spec.weight,
+                phase: st.phase as u32,
+                step: st.done,
+                steps: 1,
+                label: phase.label,
+            };
+            self.record(s);
+        }
+        let w = self.f_w[f] as f64;
+        let lat = self.f_lat[f];
+        let st = &mut self.ps[p];
+        st.outstanding -= 1;
+        st.phase_end = st.phase_end.max(arrive);
+        st.drain_end = st.drain_end.max(t);
+        st.lat_w += lat * w;
+        st.w_sum += w;
+        if st.outstanding == 0 {
+            let at = self.step_end(p);
+            self.push(at.max(self.now), Kind::Ready { prog: p as u32 });
+        }
+    }
+
+    /// When program `p`'s current step is over (all its flows drained), by the phase's
+    /// latency rule, plus the phase's fixed time.
+    fn step_end(&self, p: usize) -> f64 {
+        let st = &self.ps[p];
+        let ph = &self.progs[p].phases[st.phase];
+        let t = match ph.latency {
+            LatencyRule::Max => st.phase_end,
+            LatencyRule::Mean => {
+                st.drain_end
+                    + if st.w_sum > 0.0 {
+                        st.lat_w / st.w_sum
+                    } else {
+                        0.0
+                    }
+            }
+            LatencyRule::SumPerChain(c) => st.drain_end + st.lat_w / c.max(1) as f64,
+        };
+        t + ph.extra_s
+    }
+
+    fn record(&mut self, s: Slice) {
+        if self.res.trace.len() < self.trace_limit {
+            self.res.trace.push(s);
+        } else {
+            self.res.trace_truncated = true;
+        }
+    }
+
+    // ---- programs -------------------------------------------------------------------
+
+    fn process_ready(&mut self) -> Result<(), SimError> {
+        if self.ready.is_empty() {
+            return Ok(());
+        }
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.sort_unstable();
+        ready.dedup();
+        // Count the step each ready program just finished.
+        for &p in &ready {
+            let st = &mut self.ps[p as usize];
+            if st.running {
+                st.running = false;
+                st.done += 1;
+            }
+        }
+        self.try_skip(&ready);
+        let now = self.now;
+        for &p in &ready {
+            let pi = p as usize;
+            let prog = &self.progs[pi];
+            let st = &mut self.ps[pi];
+            if st.finished {
+                continue;
+            }
+            if !st.started {
+                st.started = true;
+                st.phase = 0;
+                st.done = 0;
+            }
+            while st.phase < prog.phases.len() && st.done >= prog.phases[st.phase].repeat {
+                st.phase += 1;
+                st.done = 0;
+            }
+            if st.phase >= prog.phases.len() {
+                st.finished = true;
+                st.end = now;
+                continue;
+            }
+            self.start_step(pi)?;
+        }
+        ready.clear();
+        self.ready = ready;
+        Ok(())
+    }
+
+    /// Advance identical steps in one go when the whole system is periodic (module docs).
+    fn try_skip(&mut self, ready: &[u32]) {
+        if self.opts.no_skip || !self.active.is_empty() {
+            return;
+        }
+        let mut t0 = None;
+        let mut m = u64::MAX;
+        let mut any = false;
+        for (pi, st) in self.ps.iter().enumerate() {
+            if st.finished {
+                continue;
+            }
+            if ready.binary_search(&(pi as u32)).is_err() || !st.started {
+                return;
+            }
+            let prog = &self.progs[pi];
+            let Some(ph) = prog.phases.get(st.phase) else {
+                return;
+            };
+            if st.done == 0
+                || st.done >= ph.repeat
+                || st.step_epoch != self.epoch
+                || st.tmpl_phase != st.phase
+            {
+                return;
+            }
+            match t0 {
+                None => t0 = Some(st.step_start),
+                Some(t) if t == st.step_start => {}
+                _ => return,
+            }
+            m = m.min((ph.repeat - st.done) as u64);
+            any = true;
+        }
+        let (Some(t0), true) = (t0, any) else {
+            return;
+        };
+        let d = self.now - t0;
+        if let Some(tf) = self.next_fault_time() {
+            if d > 0.0 {
+                let k = ((tf - self.now) / d - 1e-9).floor();
+                m = m.min(k.max(0.0) as u64);
+            }
+        }
+        if m == 0 {
+            return;
+        }
+        let mf = m as f64;
+        let start = self.now;
+        let mut slices = Vec::new();
+        for pi in 0..self.ps.len() {
+            let st = &mut self.ps[pi];
+            if st.finished {
+                continue;
+            }
+            let first = st.done;
+            st.done += m as u32;
+            let mut srcs = Vec::new();
+            for (i, fs) in st.tmpl.iter().enumerate() {
+                if fs.bytes <= 0.0 || fs.weight == 0 {
+                    continue;
+                }
+                let b = fs.bytes * fs.weight as f64 * mf;
+                self.res.bytes_sent += b;
+                self.res.bytes_delivered += b;
+                self.res.flows_total += fs.weight as u64 * m;
+                let base = i * MAXP;
+                for j in 0..st.t_len[i] as usize {
+                    self.res.link_bytes[st.t_path[base + j] as usize] += b;
+                }
+                if self.opts.trace {
+                    srcs.push(fs.src);
+                }
+            }
+            if self.opts.trace {
+                srcs.sort_unstable();
+                srcs.dedup();
+                let label = self.progs[pi].phases[st.phase].label;
+                for s in srcs {
+                    slices.push(Slice {
+                        program: pi as u32,
+                        src: s,
+                        dst: s,
+                        start_s: start,
+                        end_s: start + mf * d,
+                        bytes: 0.0,
+                        weight: 0,
+                        phase: st.phase as u32,
+                        step: first,
+                        steps: m as u32,
+                        label,
+                    });
+                }
+            }
+        }
+        for sl in slices {
+            self.record(sl);
+        }
+        self.res.steps_skipped += m;
+        self.now = start + mf * d;
+    }
+
+    fn route_templates(&mut self, pi: usize) -> Result<(), SimError> {
+        let prog = &self.progs[pi];
+        let st = &mut self.ps[pi];
+        let n = st.tmpl.len();
+        st.t_path.resize(n * MAXP, 0);
+        st.t_len.resize(n, 0);
+        st.t_lat.resize(n, 0.0);
+        for i in 0..n {
+            let fs = st.tmpl[i];
+            let lat = match fs.path {
+                Some(pidx) => {
+                    let Some(path) = prog.paths.get(pidx as usize) else {
+                        return Err(SimError::BadPath {
+                            program: prog.name.clone(),
+                            reason: format!("flow names path {pidx}, which does not exist"),
+                        });
+                    };
+                    if path.len() > MAXP || path.iter().any(|&l| l as usize >= self.alive.len()) {
+                        return Err(SimError::BadPath {
+                            program: prog.name.clone(),
+                            reason: format!(
+                                "path {pidx} has more than {MAXP} links or a link outside the network"
+                            ),
+                        });
+                    }
+                    if path.iter().any(|&l| !self.alive[l as usize]) {
+                        return Err(SimError::NoRoute {
+                            program: prog.name.clone(),
+                            src: fs.src,
+                            dst: fs.dst,
+                            flow_id: fs.flow_id,
+                            at_s: self.now,
+                        });
+                    }
+                    self.route_buf.clear();
+                    self.route_buf.extend_from_slice(path);
+                    let su = path.iter().any(|&l| l >= self.net.su);
+                    path.iter().map(|&l| self.net.prop[l as usize]).sum::<f64>()
+                        + if su && !self.net.is_custom() {
+                            self.net.su_lat
+                        } else {
+                            0.0
+                        }
+                }
+                None => self
+                    .net
+                    .route(&self.alive, fs.src, fs.dst, fs.flow_id, &mut self.route_buf)
+                    .map_err(|_| SimError::NoRoute {
+                        program: prog.name.clone(),
+                        src: fs.src,
+                        dst: fs.dst,
+                        flow_id: fs.flow_id,
+                        at_s: self.now,
+                    })?,
+            };
+            let base = i * MAXP;
+            let len = self.route_buf.len();
+            st.t_path[base..base + len].copy_from_slice(&self.route_buf);
+            st.t_len[i] = len as u8;
+            st.t_lat[i] = lat;
+        }
+        st.t_epoch = self.epoch;
+        Ok(())
+    }
+
+    fn start_step(&mut self, pi: usize) -> Result<(), SimError> {
+        let now = self.now;
+        {
+            let prog = &self.progs[pi];
+            let st = &mut self.ps[pi];
+            if st.done == 0 || st.tmpl_phase != st.phase {
+                prog.phases[st.phase].materialize(&prog.ranks, &mut st.tmpl);
+                st.tmpl_phase = st.phase;
+                st.t_epoch = NOT_ROUTED;
+            }
+        }
+        if self.ps[pi].t_epoch != self.epoch {
+            self.route_templates(pi)?;
+        }
+        let st = &mut self.ps[pi];
+        st.running = true;
+        st.step_start = now;
+        st.step_epoch = self.epoch;
+        st.outstanding = 0;
+        st.phase_end = now;
+        st.drain_end = now;
+        st.lat_w = 0.0;
+        st.w_sum = 0.0;
+        let n = st.tmpl.len();
+        for i in 0..n {
+            let st = &self.ps[pi];
+            let fs = st.tmpl[i];
+            if fs.bytes <= 0.0 || fs.weight == 0 {
+                continue;
+            }
+            let b = fs.bytes * fs.weight as f64;
+            self.res.bytes_sent += b;
+            self.res.flows_total += fs.weight as u64;
+            let len = st.t_len[i] as usize;
+            let lat = st.t_lat[i];
+            if len == 0 {
+                // Nothing to cross (a rank to itself): arrives at once.
+                self.res.bytes_delivered += b;
+                let st = &mut self.ps[pi];
+                st.phase_end = st.phase_end.max(now + lat);
+                st.lat_w += lat * fs.weight as f64;
+                st.w_sum += fs.weight as f64;
+                continue;
+            }
+            let f = self.alloc();
+            let fu = f as usize;
+            {
+                let st = &self.ps[pi];
+                self.f_path[fu * MAXP..fu * MAXP + len]
+                    .copy_from_slice(&st.t_path[i * MAXP..i * MAXP + len]);
+            }
+            self.f_prog[fu] = pi as u32;
+            self.f_tmpl[fu] = i as u32;
+            self.f_w[fu] = fs.weight;
+            self.f_rem[fu] = fs.bytes;
+            self.f_rate[fu] = 0.0;
+            self.f_last[fu] = now;
+            self.f_lat[fu] = lat;
+            self.f_start[fu] = now;
+            self.f_moved[fu] = 0.0;
+            self.f_len[fu] = len as u8;
+            self.f_apos[fu] = self.active.len() as u32;
+            self.active.push(f);
+            self.insert_entries(f);
+            self.res.flows_simulated += 1;
+            self.ps[pi].outstanding += 1;
+        }
+        if self.ps[pi].outstanding == 0 {
+            let at = self.step_end(pi);
+            self.push(at, Kind::Ready { prog: pi as u32 });
+        }
+        Ok(())
+    }
+
+    // ---- faults ---------------------------------------------------------------------
+
+    fn fault_links(&self, t: FaultTarget) -> Result<Vec<u32>, String> {
+        let net = self.net;
+        let nl = net.links() as u32;
+        Ok(match t {
+            FaultTarget::Directed(l) => {
+                if l >= nl {
+                    return Err(format!(
+                        "directed link {l} does not exist (the network has {nl})"
+                    ));
+                }
+                vec![l]
+            }
+            FaultTarget::Link(b) => {
+                if b >= net.bundles {
+                    return Err(format!(
+                        "link {b} does not exist (the topology has {} links)",
+                        net.bundles
+                    ));
+                }
+                net.bundle_links(b).to_vec()
+            }
+            FaultTarget::Switch(s) => {
+                if s >= net.switches() {
+                    return Err(format!(
+                        "switch {s} does not exist (the topology has {} switches)",
+                        net.switches()
+                    ));
+                }
+                net.switch_links(s)
+            }
+            FaultTarget::Nic(v) => net
+                .nic_links(v)
+                .ok_or_else(|| format!("NIC port {v} does not exist"))?
+                .to_vec(),
+            FaultTarget::Domain(d) => {
+                let domains = net.accelerators / net.apd.max(1);
+                if d >= domains || net.is_custom() {
+                    return Err(format!(
+                        "domain {d} does not exist (the cluster has {domains} scale-up domains)"
+                    ));
+                }
+                let mut v = Vec::new();
+                for a in d * net.apd..(d + 1) * net.apd {
+                    v.push(net.scale_up_link(a, true));
+                    v.push(net.scale_up_link(a, false));
+                }
+                for p in net.domain_ports(d) {
+                    if let Some(l) = net.nic_links(p) {
+                        v.extend(l);
+                    }
+                }
+                v
+            }
+        })
+    }
+
+    fn fault(&mut self, idx: usize) -> Result<(), SimError> {
+        let f = self.opts.faults[idx];
+        let links = self
+            .fault_links(f.target)
+            .map_err(|reason| SimError::BadFault { index: idx, reason })?;
+        for l in links {
+            if self.alive[l as usize] {
+                self.alive[l as usize] = false;
+                self.cap[l as usize] = 0.0;
+                self.dirty.push(l);
+            }
+        }
+        self.epoch += 1;
+        let now = self.now;
+        // Reroute flows that cross a dead link (in slot order, for determinism).
+        let mut hit: Vec<u32> = self
+            .active
+            .iter()
+            .copied()
+            .filter(|&f| {
+                let base = f as usize * MAXP;
+                (0..self.f_len[f as usize] as usize)
+                    .any(|j| !self.alive[self.f_path[base + j] as usize])
+            })
+            .collect();
+        hit.sort_unstable();
+        for f in hit {
+            let fu = f as usize;
+            self.advance(fu, now);
+            self.credit_links(fu);
+            self.remove_entries(f);
+            let p = self.f_prog[fu] as usize;
+            let fs = self.ps[p].tmpl[self.f_tmpl[fu] as usize];
+            let err = || SimError::NoRoute {
+                program: self.progs[p].name.clone(),
+                src: fs.src,
+                dst: fs.dst,
+                flow_id: fs.flow_id,
+                at_s: now,
+            };
+            if fs.path.is_some() {
+                return Err(err());
+            }
+            let lat = self
+                .net
+                .route(&self.alive, fs.src, fs.dst, fs.flow_id, &mut self.route_buf)
+                .map_err(|_| err())?;
+            let len = self.route_buf.len();
+            self.f_path[fu * MAXP..fu * MAXP + len].copy_from_slice(&self.route_buf);
+            self.f_len[fu] = len as u8;
+            self.f_lat[fu] = lat;
+            self.insert_entries(f);
+            self.res.reroutes += 1;
+        }
+        Ok(())
+    }
+
+    // ---- max-min fair rates -----------------------------------------------------------
+
+    fn recompute(&mut self) {
+        let now = self.now;
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.l_stamp.iter_mut().for_each(|x| *x = 0);
+            self.f_stamp.iter_mut().for_each(|x| *x = 0);
+            self.f_frozen.iter_mut().for_each(|x| *x = 0);
+            self.stamp = 1;
+        }
+        let stamp = self.stamp;
+        self.comp_links.clear();
+        self.comp_flows.clear();
+        self.queue.clear();
+        for i in 0..self.dirty.len() {
+            let l = self.dirty[i] as usize;
+            if self.l_stamp[l] != stamp {
+                self.l_stamp[l] = stamp;
+                self.queue.push(l as u32);
+            }
+        }
+        self.dirty.clear();
+        // The connected component of the dirty links in the flow-link graph.
+        while let Some(l) = self.queue.pop() {
+            self.comp_links.push(l);
+            for &e in &self.link_flows[l as usize] {
+                let f = e as usize / MAXP;
+                if self.f_stamp[f] == stamp {
+                    continue;
+                }
+                self.f_stamp[f] = stamp;
+                self.comp_flows.push(f as u32);
+                let base = f * MAXP;
+                for j in 0..self.f_len[f] as usize {
+                    let l2 = self.f_path[base + j] as usize;
+                    if self.l_stamp[l2] != stamp {
+                        self.l_stamp[l2] = stamp;
+                        self.queue.push(l2 as u32);
+                    }
+                }
+            }
+        }
+        if self.comp_flows.is_empty() {
+            return;
+        }
+        self.res.rate_updates += 1;
+        self.res.flows_rerated += self.comp_flows.len() as u64;
+        for i in 0..self.comp_flows.len() {
+            let f = self.comp_flows[i] as usize;
+            self.advance(f, now);
+        }
+        // Progressive filling. A link's fair share only grows as flows elsewhere freeze,
+        // so heap keys are lower bounds: a popped link whose share has grown is pushed
+        // back with its current share (no push per decrement).
+        self.heap.clear();
+        for i in 0..self.comp_links.len() {
+            let l = self.comp_links[i] as usize;
+            let c: u64 = self.link_flows[l]
+                .iter()
+                .map(|&e| self.f_w[e as usize / MAXP] as u64)
+                .sum();
+            self.rem[l] = self.cap[l];
+            self.cnt[l] = c;
+            if c > 0 {
+                self.heap
+                    .push(Reverse((T(self.cap[l] / c as f64), l as u32, 0)));
+            }
+        }
+        while let Some(Reverse((T(key), l, _))) = self.heap.pop() {
+            let l = l as usize;
+            if self.cnt[l] == 0 {
+                continue;
+            }
+            let share = self.rem[l].max(0.0) / self.cnt[l] as f64;
+            if share > key * (1.0 + 1e-12) {
+                self.heap.push(Reverse((T(share), l as u32, 0)));
+                continue;
+            }
+            for k in 0..self.link_flows[l].len() {
+                let f = self.link_flows[l][k] as usize / MAXP;
+                if self.f_frozen[f] == stamp {
+                    continue;
+                }
+                self.f_frozen[f] = stamp;
+                self.new_rate[f] = share;
+                let w = self.f_w[f];
+                let base = f * MAXP;
+                for j in 0..self.f_len[f] as usize {
+                    let l2 = self.f_path[base + j] as usize;
+                    self.rem[l2] -= share * w as f64;
+                    self.cnt[l2] -= w as u64;
+                }
+            }
+        }
+        for i in 0..self.comp_flows.len() {
+            let f = self.comp_flows[i] as usize;
+            let r = self.new_rate[f];
+            let old = self.f_rate[f];
+            if old > 0.0 && (r - old).abs() <= 1e-12 * old {
+                continue;
+            }
+            self.f_rate[f] = r;
+            self.f_gen[f] = self.f_gen[f].wrapping_add(1);
+            if r > 0.0 {
+                let t = now + self.f_rem[f].max(0.0) / r;
+                let gen = self.f_gen[f];
+                self.push(
+                    t,
+                    Kind::Drain {
+                        slot: f as u32,
+                        gen,
+                    },
+                );
+            }
+        }
+        // Drop superseded drain events when they dominate the queue.
+        if self.events.len() > 4 * self.active.len() + 4096 {
+            let (gen, apos) = (&self.f_gen, &self.f_apos);
+            self.events.retain(|Reverse(ev)| match ev.kind {
+                Kind::Drain { slot, gen: g } => {
+                    gen[slot as usize] == g && apos[slot as usize] != u32::MAX
+                }
+                _ => true,
+            });
+        }
+    }
+}

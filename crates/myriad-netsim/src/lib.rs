@@ -1,0 +1,211 @@
+//! Flow-level network simulation of collectives on a built cluster (issue 6).
+//!
+//! The analytical model (`myriad-collective`) assumes every link is free. This crate
+//! routes each flow of a collective over the cluster's actual scale-out graph
+//! (`myriad_cluster::Topology`) and scale-up domains, shares link bandwidth max-min fairly
+//! between the flows that are active at each moment, and moves time from event to event:
+//! oversubscription, ECMP collisions, DCI bottlenecks, and failed links, switches, NICs and
+//! domains become traffic effects instead of constants.
+//!
+//! - [`Network`] (`net`): directed links with capacities and latencies, routing (folded
+//!   Clos up-down with a documented ECMP hash, rail-aware, DCI), from a `BuiltCluster`, or
+//!   hand-built for tests.
+//! - [`Program`] (`program`): a collective as phases of flows (ring steps, all-to-all
+//!   rounds, NVLS, send-recv); any traffic can be written the same way.
+//! - [`simulate`] (`engine`): the discrete-event loop and max-min fair rates, with faults.
+//! - [`chrome_trace`] (`trace`): a Chrome/Perfetto trace of a run.
+//!
+//! [`time_collective`] puts them together for one collective and reports what
+//! `myriad_collective::time` does (time, algorithm and bus bandwidth) plus the most loaded
+//! links. Pure: no IO.
+//!
+//! ```
+//! use myriad_netsim::{simulate, FlowSpec, Network, Phase, Program, SimOptions};
+//!
+//! // Two flows of 1 GB on one 100 GB/s link: each gets half, both end at 20 ms.
+//! let net = Network::custom(vec![100e9], vec![0.0]);
+//! let prog = Program {
+//!     name: "two flows".into(),
+//!     paths: vec![vec![0]],
+//!     phases: vec![Phase::once(vec![FlowSpec::on_path(0, 1e9), FlowSpec::on_path(0, 1e9)])],
+//!     ..Default::default()
+//! };
+//! let r = simulate(&net, &[prog], &SimOptions::default()).unwrap();
+//! assert!((r.time_s - 0.02).abs() < 1e-12);
+//! ```
+
+pub mod engine;
+pub mod net;
+pub mod program;
+pub mod trace;
+
+pub use engine::{
+    simulate, Fault, FaultTarget, ProgramResult, SimError, SimOptions, SimResult, Slice,
+};
+pub use net::{flow_hash, LinkRef, Network, Routing, MAX_PATH};
+pub use program::{collective, FlowSpec, LatencyRule, Phase, PhaseFlows, Program, LAUNCH_S};
+pub use trace::chrome_trace;
+
+use myriad_cluster::Level;
+use myriad_collective::{bus_factor, Algorithm, GroupSpan, Op};
+use serde::Serialize;
+
+/// Ranks `first, first + stride, …` (`n` of them): a parallel group laid out as
+/// `myriad_train::Plan::group` places it (the group holding `first`).
+pub fn strided(first: u64, n: u64, stride: u64) -> Vec<u32> {
+    (0..n).map(|k| (first + k * stride.max(1)) as u32).collect()
+}
+
+/// The algorithm the flow backend runs for `algorithm`: `Auto` takes the analytical
+/// model's choice for this op, size and group; tree and hierarchical (not simulated yet)
+/// become ring. Explicit ring, direct and NVLS are kept.
+pub fn flow_algorithm(
+    op: Op,
+    algorithm: Algorithm,
+    bytes: f64,
+    span: &GroupSpan,
+    levels: &[Level],
+) -> Algorithm {
+    let a = match algorithm {
+        Algorithm::Auto => myriad_collective::time(op, Algorithm::Auto, bytes, span, levels)
+            .map(|t| t.algorithm)
+            .unwrap_or(match op {
+                Op::AllToAll | Op::SendRecv => Algorithm::Direct,
+                _ => Algorithm::Ring,
+            }),
+        a => a,
+    };
+    match a {
+        Algorithm::Tree | Algorithm::Hierarchical | Algorithm::Auto => Algorithm::Ring,
+        a => a,
+    }
+}
+
+/// One directed link's load in a simulation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkLoad {
+    pub link: u32,
+    pub name: String,
+    pub bytes: f64,
+    /// Time the link would need at its effective capacity for those bytes, seconds.
+    pub busy_s: f64,
+    /// `busy_s` / simulated time.
+    pub utilization: f64,
+}
+
+/// The `k` most loaded directed links, by bytes (ties by link id).
+pub fn top_links(
+    net: &Network,
+    topo: Option<&myriad_cluster::Topology>,
+    res: &SimResult,
+    k: usize,
+) -> Vec<LinkLoad> {
+    let mut idx: Vec<u32> = (0..res.link_bytes.len() as u32)
+        .filter(|&l| res.link_bytes[l as usize] > 0.0)
+        .collect();
+    let by = |l: &u32| res.link_bytes[*l as usize];
+    idx.sort_by(|a, b| by(b).total_cmp(&by(a)).then(a.cmp(b)));
+    idx.truncate(k);
+    idx.into_iter()
+        .map(|l| {
+            let bytes = res.link_bytes[l as usize];
+            let cap = net.capacity(l);
+            let busy = if cap > 0.0 {
+                bytes / cap
+            } else {
+                f64::INFINITY
+            };
+            LinkLoad {
+                link: l,
+                name: net.describe(l, topo),
+                bytes,
+                busy_s: busy,
+                utilization: if res.time_s > 0.0 {
+                    busy / res.time_s
+                } else {
+                    0.0
+                },
+            }
+        })
+        .collect()
+}
+
+/// A collective timed by the flow backend.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowTime {
+    pub time_s: f64,
+    pub algorithm: Algorithm,
+    /// GB/s (1e9 bytes/s), nccl-tests conventions as in `myriad_collective`.
+    pub algbw_gbps: f64,
+    pub busbw_gbps: f64,
+    pub group_size: u64,
+    #[serde(skip)]
+    pub sim: SimResult,
+}
+
+/// Why the flow backend could not time a collective.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    Build(String),
+    Sim(SimError),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Build(s) => f.write_str(s),
+            Error::Sim(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<SimError> for Error {
+    fn from(e: SimError) -> Self {
+        Error::Sim(e)
+    }
+}
+
+/// Simulate one collective (`algorithm` already resolved, see [`flow_algorithm`]) on
+/// `ranks` of `net`. Returns the program too (for traces).
+pub fn time_collective(
+    net: &Network,
+    op: Op,
+    algorithm: Algorithm,
+    bytes: f64,
+    ranks: &[u32],
+    opts: &SimOptions,
+) -> Result<(FlowTime, Program), Error> {
+    if !(bytes.is_finite() && bytes >= 0.0) {
+        return Err(Error::Build(format!(
+            "message size must be a finite number >= 0 bytes, got {bytes}"
+        )));
+    }
+    if let Some(r) = ranks.iter().find(|&&r| r >= net.accelerators()) {
+        return Err(Error::Build(format!(
+            "rank {r} is outside the cluster's {} accelerators",
+            net.accelerators()
+        )));
+    }
+    let prog = collective(net, op, algorithm, bytes, ranks).map_err(|e| Error::Build(e.0))?;
+    let n = prog.ranks.len() as u64;
+    let sim = simulate(net, std::slice::from_ref(&prog), opts)?;
+    let time_s = sim.time_s;
+    let algbw = if time_s > 0.0 {
+        bytes / time_s * 1e-9
+    } else {
+        0.0
+    };
+    Ok((
+        FlowTime {
+            time_s,
+            algorithm,
+            algbw_gbps: algbw,
+            busbw_gbps: algbw * bus_factor(op, n),
+            group_size: n,
+            sim,
+        },
+        prog,
+    ))
+}
