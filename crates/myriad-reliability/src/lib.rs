@@ -681,6 +681,15 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[i] + (sorted[j] - sorted[i]) * (x - i as f64)
 }
 
+/// Nearest-rank quantile of sorted values (one of the values).
+pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let k = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[k - 1]
+}
+
 /// Aggregates over replicas.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
@@ -748,8 +757,8 @@ impl Summary {
             } else {
                 0.0
             },
-            spare_domains_needed_p50: quantile(&peaks, 0.5),
-            spare_domains_needed_p99: quantile(&peaks, 0.99),
+            spare_domains_needed_p50: nearest_rank(&peaks, 0.5),
+            spare_domains_needed_p99: nearest_rank(&peaks, 0.99),
         }
     }
 }
@@ -1001,6 +1010,9 @@ pub struct CompareRow {
     pub waiting_for_spares_hours: f64,
     pub accelerators_in_repair: f64,
     pub spare_domains_needed_p99: f64,
+    /// The same in accelerators.
+    pub spare_accelerators_needed_p99: f64,
+    pub checkpoint_stall_hours_per_day: f64,
     /// Time to train, days: for the size comparison, assuming the failure-free time scales
     /// inversely with the accelerators.
     pub time_to_train_days: Option<f64>,
@@ -1056,6 +1068,8 @@ fn row(
         waiting_for_spares_hours: sm.waiting_for_spares_hours,
         accelerators_in_repair: sm.accelerators_in_repair,
         spare_domains_needed_p99: sm.spare_domains_needed_p99,
+        spare_accelerators_needed_p99: sm.spare_domains_needed_p99 * job.domain_size as f64,
+        checkpoint_stall_hours_per_day: sm.checkpoint_stall_hours / wall_days,
         time_to_train_days: match horizon {
             Horizon::Work(_) => Some(wall_days),
             Horizon::Window(_) => failure_free_days.map(|d| d / sm.ettr.mean),
@@ -1135,26 +1149,28 @@ pub const DOMAIN_VARIANTS: [(&str, &str, u32); 5] = [
     ("CloudMatrix384, 352 + 32 spares", "cloudmatrix384", 32),
 ];
 
-/// ETTR versus scale-up domain size: the same job, rates, checkpoints and spare
-/// accelerators in the pool (rounded down to whole domains), only the domain (its size,
-/// node size and NICs from the catalog) changes.
+/// ETTR versus scale-up domain size: the same job, rates and checkpoints, and the same
+/// budget of spare accelerators as the scenario (in-domain spares first, the rest as whole
+/// pool domains, rounded down); only the domain (its size, node size and NICs from the
+/// catalog) changes.
 pub fn compare_domain(s: &Setup, o: &Options, cat: &Catalog) -> Vec<CompareRow> {
     let horizon = compare_window(o);
     let rel = ReliabilitySpec::default();
     let base = &s.job;
-    let pool_accelerators = base.pool_domains * base.domain_size as u64;
+    let budget = base.spare_accelerators();
     DOMAIN_VARIANTS
         .iter()
         .filter_map(|&(label, id, spares)| {
             let su = cat.scale_up_system(id).ok()?;
             let d = su.accelerators_per_domain;
             let apn = su.accelerators_per_node;
+            let in_domain = base.accelerators.div_ceil((d - spares) as u64) * spares as u64;
             let mut job = job_for(
                 base.accelerators,
                 d,
                 apn,
                 spares,
-                pool_accelerators / d as u64,
+                budget.saturating_sub(in_domain) / d as u64,
                 su.nics_per_node as f64 / apn as f64,
                 s.switches_per_accelerator,
                 s.links_per_accelerator,

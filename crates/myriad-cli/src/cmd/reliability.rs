@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use comfy_table::{Cell, CellAlignment, Table};
-use myriad_reliability::{CompareRow, Component, Options, Report, Setup, Spread};
+use myriad_reliability::{CompareRow, Options, Report, Setup, Spread};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -169,6 +169,7 @@ fn to_json<'a>(s: &'a Setup, r: &'a Report, tables: &[(&str, Vec<CompareRow>)]) 
     for (c, n) in &m.by_component {
         by_cause.insert(c.name().to_string(), (*n).into());
     }
+    by_cause.insert("planned".into(), m.planned.into());
     let mut expected = serde_json::Map::new();
     for (c, n) in &r.expected_per_day {
         expected.insert(c.name().to_string(), (*n).into());
@@ -410,52 +411,75 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
         );
     }
     for (k, rows) in tables {
-        println!("\nETTR versus {}", match *k {
-            "size" => "cluster size (the job is the whole size; spares, network and rates per accelerator as in the scenario)",
-            "domain" => "scale-up domain (same job, rates, checkpoints and pool of spare accelerators)",
-            _ => "checkpoint policy",
-        });
-        let mut t = Table::new();
-        t.set_header(vec![
-            "",
-            "accelerators",
-            "domain",
-            "spares",
-            "interval s",
-            "stall s",
-            "interruptions/day",
-            "MTBF h",
-            "ETTR",
-            "ETTR 95%",
-            "lost s/failure",
-            "waiting h",
-            "in repair",
-            "spare domains p99",
-            "days to train",
-        ]);
-        for x in rows {
-            t.add_row(vec![
-                Cell::new(&x.label),
-                right(x.accelerators.to_string()),
-                right(x.domain_size.to_string()),
-                right(x.spare_accelerators.to_string()),
-                right(format!("{:.0}", x.interval_s)),
-                right(format!("{:.2}", x.stall_s)),
-                right(format!("{:.1}", x.interruptions_per_day)),
-                right(format!("{:.2}", x.job_mtbf_hours)),
-                right(pct(x.ettr.mean)),
-                right(format!("{} – {}", pct(x.ettr.lo), pct(x.ettr.hi))),
-                right(format!("{:.0}", x.lost_work_per_failure_s)),
-                right(format!("{:.1}", x.waiting_for_spares_hours)),
-                right(format!("{:.0}", x.accelerators_in_repair)),
-                right(format!("{:.0}", x.spare_domains_needed_p99)),
-                right(
-                    x.time_to_train_days
-                        .map_or("-".into(), |d| format!("{d:.1}")),
-                ),
-            ]);
-        }
-        println!("{t}");
+        print_compare(k, rows);
     }
-    let _ = Component::ALL;
+}
+
+type Column = (&'static str, fn(&CompareRow) -> String);
+
+fn print_compare(kind: &str, rows: &[CompareRow]) {
+    let (title, cols): (&str, &[&str]) = match kind {
+        "size" => (
+            "cluster size (the job is the whole cluster; spares in the scenario's proportion; network, NICs and rates per accelerator as in the scenario; days to train assume the failure-free time scales inversely with size)",
+            &["accelerators", "spares", "interval s", "interruptions/day", "MTBF h", "ETTR", "ETTR 95%", "lost s/failure", "spares needed p99", "days to train"],
+        ),
+        "domain" => (
+            "scale-up domain (the same job, rates and checkpoints; the scenario's number of spare accelerators, in-domain first, the rest as whole spare domains; node size from the catalog)",
+            &["domain", "accelerators", "spares", "interruptions/day", "ETTR", "ETTR 95%", "waiting h", "in repair", "spares needed p99", "days to train"],
+        ),
+        _ => (
+            "checkpoint policy",
+            &["interval s", "stall s", "ETTR", "ETTR 95%", "lost s/failure", "stalls h/day", "days to train"],
+        ),
+    };
+    let all: [Column; 14] = [
+        ("accelerators", |x| x.accelerators.to_string()),
+        ("domain", |x| x.domain_size.to_string()),
+        ("spares", |x| x.spare_accelerators.to_string()),
+        ("interval s", |x| format!("{:.0}", x.interval_s)),
+        ("stall s", |x| format!("{:.2}", x.stall_s)),
+        ("interruptions/day", |x| {
+            format!("{:.1}", x.interruptions_per_day)
+        }),
+        ("MTBF h", |x| format!("{:.2}", x.job_mtbf_hours)),
+        ("ETTR", |x| pct(x.ettr.mean)),
+        ("ETTR 95%", |x| {
+            format!("{} – {}", pct(x.ettr.lo), pct(x.ettr.hi))
+        }),
+        ("lost s/failure", |x| {
+            format!("{:.0}", x.lost_work_per_failure_s)
+        }),
+        ("waiting h", |x| {
+            format!("{:.1}", x.waiting_for_spares_hours)
+        }),
+        ("in repair", |x| format!("{:.0}", x.accelerators_in_repair)),
+        ("spares needed p99", |x| {
+            format!(
+                "{:.0} ({:.0} domains)",
+                x.spare_accelerators_needed_p99, x.spare_domains_needed_p99
+            )
+        }),
+        ("days to train", |x| {
+            x.time_to_train_days
+                .map_or("-".into(), |d| format!("{d:.1}"))
+        }),
+    ];
+    let stalls: Column = ("stalls h/day", |x| {
+        format!("{:.2}", x.checkpoint_stall_hours_per_day)
+    });
+    let chosen: Vec<&Column> = cols
+        .iter()
+        .filter_map(|c| all.iter().chain([&stalls]).find(|x| x.0 == *c))
+        .collect();
+    println!("\nETTR versus {title}");
+    let mut t = Table::new();
+    let mut header = vec![""];
+    header.extend(chosen.iter().map(|c| c.0));
+    t.set_header(header);
+    for x in rows {
+        let mut cells = vec![Cell::new(&x.label)];
+        cells.extend(chosen.iter().map(|c| right((c.1)(x))));
+        t.add_row(cells);
+    }
+    println!("{t}");
 }
