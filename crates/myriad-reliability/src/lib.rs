@@ -42,6 +42,7 @@
 //!   depend on the thread count.
 //! - Per replica, wall time = kept work + lost work + checkpoint stalls + down time.
 
+pub mod output;
 pub mod sim;
 
 use myriad_catalog::Catalog;

@@ -198,3 +198,50 @@ fn whole_run_time_to_train() {
     assert!(t.mean > ff && t.mean < ff / 0.85, "{} vs {ff}", t.mean);
     assert!((ff / t.mean - r.summary.ettr.mean).abs() < 0.01);
 }
+
+#[test]
+fn json_report_has_the_documented_keys_and_adds_up() {
+    let su = setup(&scenario("reliability: {}"), myriad_catalog::catalog()).unwrap();
+    let o = Options {
+        days: Some(54.0),
+        replicas: 200,
+        seed: 1,
+    };
+    let r = analyze(&su, &o).unwrap();
+    let rows = myriad_reliability::compare_checkpoint(&su, &o).unwrap();
+    let tables = vec![("checkpoint", rows)];
+    let j = serde_json::to_value(myriad_reliability::output::report(&su, &r, &tables)).unwrap();
+    let i = &j["interruptions"];
+    let total = i["total"].as_f64().unwrap();
+    let sum = i["planned"].as_f64().unwrap() + i["unexpected"].as_f64().unwrap();
+    assert!((total - sum).abs() < 1e-9);
+    let by: f64 = i["by_cause"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_f64().unwrap())
+        .sum();
+    assert!(
+        (by - total).abs() < 1e-6,
+        "by_cause sums to {by}, total {total}"
+    );
+    for k in [
+        "job_mtbf_hours",
+        "ettr",
+        "goodput",
+        "optimal_checkpoint_interval_s",
+        "young_daly_interval_s",
+        "time_to_train_days",
+    ] {
+        assert!(j[k].as_f64().unwrap() > 0.0, "{k}");
+    }
+    assert!(j["ettr_ci95"][0].as_f64().unwrap() <= j["ettr"].as_f64().unwrap());
+    assert_eq!(j["compare"]["checkpoint"].as_array().unwrap().len(), 7);
+    let again = serde_json::to_string(&myriad_reliability::output::report(
+        &su,
+        &analyze(&su, &o).unwrap(),
+        &tables,
+    ))
+    .unwrap();
+    assert_eq!(serde_json::to_string(&j).unwrap(), again);
+}
