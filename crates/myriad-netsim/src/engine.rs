@@ -823,7 +823,7 @@ impl<'a> Sim<'a> {
             let len = self.route_buf.len();
             st.t_path[base..base + len].copy_from_slice(&self.route_buf);
             st.t_len[i] = len as u8;
-            st.t_lat[i] = lat;
+            st.t_lat[i] = lat * prog.latency_scale;
         }
         st.t_epoch = self.epoch;
         Ok(())
@@ -1011,7 +1011,7 @@ impl<'a> Sim<'a> {
             let len = self.route_buf.len();
             self.f_path[fu * MAXP..fu * MAXP + len].copy_from_slice(&self.route_buf);
             self.f_len[fu] = len as u8;
-            self.f_lat[fu] = lat;
+            self.f_lat[fu] = lat * self.progs[p].latency_scale;
             self.insert_entries(f);
             self.res.reroutes += 1;
         }

@@ -47,7 +47,7 @@ pub use program::{collective, FlowSpec, LatencyRule, Phase, PhaseFlows, Program,
 pub use trace::chrome_trace;
 
 use myriad_cluster::Level;
-use myriad_collective::{bus_factor, Algorithm, GroupSpan, Op};
+use myriad_collective::{bus_factor, Algorithm, GroupSpan, Op, Protocol, ProtocolCost, PROTOCOLS};
 use serde::Serialize;
 
 /// Ranks `first, first + stride, …` (`n` of them): a parallel group laid out as
@@ -56,29 +56,57 @@ pub fn strided(first: u64, n: u64, stride: u64) -> Vec<u32> {
     (0..n).map(|k| (first + k * stride.max(1)) as u32).collect()
 }
 
-/// The algorithm the flow backend runs for `algorithm`: `Auto` takes the analytical
-/// model's choice for this op, size and group; tree and hierarchical (not simulated yet)
-/// become ring. Explicit ring, direct and NVLS are kept.
-pub fn flow_algorithm(
+/// What the flow backend runs: an algorithm and NCCL's wire protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Choice {
+    pub algorithm: Algorithm,
+    pub protocol: Protocol,
+}
+
+/// The algorithm and protocol the flow backend runs for `algorithm`: `Auto` takes the
+/// analytical model's choice (NCCL's tuner) for this op, size and group; tree and
+/// hierarchical (not simulated yet) become ring. The protocol is the one the analytical
+/// model picks for that algorithm: its `bw` factor inflates the bytes on the wire and its
+/// `hop` factor scales path latencies, so both backends price protocols alike.
+pub fn flow_choice(
     op: Op,
     algorithm: Algorithm,
     bytes: f64,
     span: &GroupSpan,
     levels: &[Level],
-) -> Algorithm {
-    let a = match algorithm {
-        Algorithm::Auto => myriad_collective::time(op, Algorithm::Auto, bytes, span, levels)
+) -> Choice {
+    let fallback = match op {
+        Op::AllToAll | Op::SendRecv => Algorithm::Direct,
+        _ => Algorithm::Ring,
+    };
+    let analytical = |a| myriad_collective::time(op, a, bytes, span, levels).ok();
+    let mut algo = match algorithm {
+        Algorithm::Auto => analytical(Algorithm::Auto)
             .map(|t| t.algorithm)
-            .unwrap_or(match op {
-                Op::AllToAll | Op::SendRecv => Algorithm::Direct,
-                _ => Algorithm::Ring,
-            }),
+            .unwrap_or(fallback),
         a => a,
     };
-    match a {
-        Algorithm::Tree | Algorithm::Hierarchical | Algorithm::Auto => Algorithm::Ring,
-        a => a,
+    if matches!(
+        algo,
+        Algorithm::Tree | Algorithm::Hierarchical | Algorithm::Auto
+    ) {
+        algo = fallback;
     }
+    let protocol = analytical(algo)
+        .map(|t| t.protocol)
+        .unwrap_or(Protocol::Simple);
+    Choice {
+        algorithm: algo,
+        protocol,
+    }
+}
+
+fn protocol_cost(p: Protocol) -> ProtocolCost {
+    PROTOCOLS
+        .iter()
+        .copied()
+        .find(|c| c.protocol == p)
+        .expect("every protocol has a cost")
 }
 
 /// One directed link's load in a simulation.
@@ -135,6 +163,7 @@ pub fn top_links(
 pub struct FlowTime {
     pub time_s: f64,
     pub algorithm: Algorithm,
+    pub protocol: Protocol,
     /// GB/s (1e9 bytes/s), nccl-tests conventions as in `myriad_collective`.
     pub algbw_gbps: f64,
     pub busbw_gbps: f64,
@@ -167,12 +196,12 @@ impl From<SimError> for Error {
     }
 }
 
-/// Simulate one collective (`algorithm` already resolved, see [`flow_algorithm`]) on
+/// Simulate one collective (algorithm and protocol resolved, see [`flow_choice`]) on
 /// `ranks` of `net`. Returns the program too (for traces).
 pub fn time_collective(
     net: &Network,
     op: Op,
-    algorithm: Algorithm,
+    choice: Choice,
     bytes: f64,
     ranks: &[u32],
     opts: &SimOptions,
@@ -188,7 +217,11 @@ pub fn time_collective(
             net.accelerators()
         )));
     }
-    let prog = collective(net, op, algorithm, bytes, ranks).map_err(|e| Error::Build(e.0))?;
+    let algorithm = choice.algorithm;
+    let cost = protocol_cost(choice.protocol);
+    let mut prog =
+        collective(net, op, algorithm, bytes / cost.bw, ranks).map_err(|e| Error::Build(e.0))?;
+    prog.latency_scale = cost.hop;
     let n = prog.ranks.len() as u64;
     let sim = simulate(net, std::slice::from_ref(&prog), opts)?;
     let time_s = sim.time_s;
@@ -201,6 +234,7 @@ pub fn time_collective(
         FlowTime {
             time_s,
             algorithm,
+            protocol: choice.protocol,
             algbw_gbps: algbw,
             busbw_gbps: algbw * bus_factor(op, n),
             group_size: n,

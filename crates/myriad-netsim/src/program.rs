@@ -158,7 +158,7 @@ impl Phase {
 }
 
 /// A sequence of phases: one collective on one group, or any hand-made traffic.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Program {
     pub name: String,
     pub phases: Vec<Phase>,
@@ -170,6 +170,23 @@ pub struct Program {
     /// (kernel launch).
     pub start_s: f64,
     pub setup_s: f64,
+    /// Multiplier on every flow's path latency (a wire protocol's per-hop cost, as
+    /// `myriad_collective::ProtocolCost::hop`; 1 by default).
+    pub latency_scale: f64,
+}
+
+impl Default for Program {
+    fn default() -> Self {
+        Program {
+            name: String::new(),
+            phases: Vec::new(),
+            paths: Vec::new(),
+            ranks: Vec::new(),
+            start_s: 0.0,
+            setup_s: 0.0,
+            latency_scale: 1.0,
+        }
+    }
 }
 
 /// Kernel launch and NCCL setup per collective, as in the analytical model.
@@ -246,9 +263,9 @@ pub fn ring_step(ranks: &[u32], apd: u32, bytes: f64, skip_into: Option<u32>) ->
         let mem = &ranks[s..s + len];
         for i in 0..len {
             // Channel c enters at member c % len and leaves at (c + len - 1) % len.
-            let exits = (0..c_n)
-                .filter(|c| (*c as usize + len - 1) % len == i)
-                .count() as u32;
+            // Channels c < C with c ≡ i + 1 (mod len).
+            let r = (i + 1) % len;
+            let exits = (c_n as usize / len + usize::from(r < c_n as usize % len)) as u32;
             let w = c_n - exits;
             if w == 0 {
                 continue;

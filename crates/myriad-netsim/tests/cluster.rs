@@ -1,0 +1,380 @@
+//! The flow backend on built clusters: agreement with the analytical model where nothing
+//! is congested, oversubscription and failures as traffic effects, determinism.
+
+use myriad_cluster::{BuiltCluster, LinkKind};
+use myriad_collective::{Algorithm, Op, Protocol};
+use myriad_netsim::{
+    chrome_trace, flow_choice, strided, time_collective, top_links, Choice, Fault, FaultTarget,
+    LinkRef, Network, SimOptions,
+};
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+fn build(name: &str, text: &str) -> BuiltCluster {
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario(name, text, cat).expect("scenario parses");
+    myriad_cluster::build(&s, cat).expect("cluster builds")
+}
+
+fn superpod() -> BuiltCluster {
+    build(
+        "dgx-superpod-h100.yaml",
+        include_str!("../../../examples/dgx-superpod-h100.yaml"),
+    )
+}
+
+/// Flow time and analytical time of a ring collective on `n` ranks at `stride`.
+fn both(c: &BuiltCluster, op: Op, bytes: f64, n: u64, stride: u64) -> (f64, f64) {
+    let net = Network::from_cluster(c);
+    let span = myriad_train::Plan::span(&c.levels, n, stride);
+    let choice = flow_choice(op, Algorithm::Ring, bytes, &span, &c.levels);
+    let (f, _) = time_collective(
+        &net,
+        op,
+        choice,
+        bytes,
+        &strided(0, n, stride),
+        &SimOptions::default(),
+    )
+    .unwrap();
+    let a = myriad_collective::time(op, Algorithm::Ring, bytes, &span, &c.levels).unwrap();
+    assert_eq!(choice.protocol, a.protocol);
+    (f.time_s, a.time_s)
+}
+
+#[test]
+fn ring_all_reduce_agrees_with_the_analytical_model_on_a_full_bisection_fat_tree() {
+    let c = superpod();
+    // The SuperPOD example's plan: TP 4, PP 8, DP 32: the DP group is every 4th rank
+    // (2 per DGX), the whole cluster is 1,024 ranks; and one rank per DGX.
+    for (n, stride) in [(32, 4), (1024, 1), (128, 8)] {
+        for op in [Op::AllReduce, Op::AllGather, Op::ReduceScatter] {
+            for bytes in [GIB, 4.0 * GIB] {
+                let (f, a) = both(&c, op, bytes, n, stride);
+                let err = f / a - 1.0;
+                assert!(
+                    err.abs() < 0.10,
+                    "{op:?} n={n} stride={stride} {bytes}: flow {f} s analytical {a} s ({:+.1}%)",
+                    100.0 * err
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn multi_node_ring_bus_bandwidth_tends_to_the_per_nic_figure() {
+    // One rank per DGX over 128 DGX: the ring is bound by one 400G NDR NIC per rank;
+    // the NCCL maintainers quote 46-48 GB/s bus bandwidth per NDR NIC.
+    let c = superpod();
+    let net = Network::from_cluster(&c);
+    let choice = Choice {
+        algorithm: Algorithm::Ring,
+        protocol: Protocol::Simple,
+    };
+    let (f, _) = time_collective(
+        &net,
+        Op::AllReduce,
+        choice,
+        16.0 * GIB,
+        &strided(0, 128, 8),
+        &SimOptions::default(),
+    )
+    .unwrap();
+    assert!((46.0..=48.0).contains(&f.busbw_gbps), "{}", f.busbw_gbps);
+}
+
+fn oversubscribed(fabric: &str, r: u32) -> BuiltCluster {
+    let island = if r > 1 {
+        format!(", island: 128, oversubscription: {r}")
+    } else {
+        String::new()
+    };
+    build(
+        "os.yaml",
+        &format!(
+            "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 256\n  scale_up: hgx-h100\n  scale_out: {{fabric: {fabric}, topology: fat-tree{island}}}\n"
+        ),
+    )
+}
+
+#[test]
+fn all_to_all_across_islands_slows_by_what_the_capacities_imply() {
+    let direct = Choice {
+        algorithm: Algorithm::Direct,
+        protocol: Protocol::Simple,
+    };
+    let run = |c: &BuiltCluster| {
+        let net = Network::from_cluster(c);
+        time_collective(
+            &net,
+            Op::AllToAll,
+            direct,
+            GIB,
+            &strided(0, 256, 1),
+            &SimOptions::default(),
+        )
+        .unwrap()
+        .0
+        .time_s
+    };
+    let (c1, c7) = (
+        oversubscribed("infiniband-ndr", 1),
+        oversubscribed("infiniband-ndr", 7),
+    );
+    let (t1, t7) = (run(&c1), run(&c7));
+    // What the capacities imply: with full bisection each NIC carries the bytes that leave
+    // its DGX (S · 248/256); at 7:1 each island (128 GPUs) must push half of every rank's
+    // bytes (64 S) through the links that leave it (the 2nd-tier uplinks, read from the
+    // graph).
+    let t = &c7.topology;
+    let eff = c7.fabric.link_efficiency;
+    let island_up: f64 = (0..t.links.len())
+        .filter(|&b| t.links.kind[b] == LinkKind::Fabric && t.links.tier[b] == 3)
+        .map(|b| t.links.capacity_gbps(b) * 1e9 / 8.0 * eff)
+        .sum::<f64>()
+        / 2.0;
+    let nic = c1.topology.links.capacity_gbps(0) * 1e9 / 8.0 * eff;
+    let implied = (64.0 * GIB / island_up) / (GIB * 248.0 / 256.0 / nic);
+    let ratio = t7 / t1;
+    assert!(
+        ratio > 0.95 * implied && ratio < 1.15 * implied,
+        "7:1 is {ratio:.2}x slower; the capacities imply {implied:.2}x"
+    );
+    // The analytical model charges the nominal ratio: the flow backend agrees within 15%.
+    let span = myriad_train::Plan::span(&c7.levels, 256, 1);
+    let a7 = myriad_collective::time(Op::AllToAll, Algorithm::Direct, GIB, &span, &c7.levels)
+        .unwrap()
+        .time_s;
+    assert!((t7 / a7 - 1.0).abs() < 0.15, "flow {t7} analytical {a7}");
+}
+
+/// The most loaded leaf-to-spine link of a run.
+fn busiest_fabric_bundle(c: &BuiltCluster, net: &Network, res: &myriad_netsim::SimResult) -> u32 {
+    top_links(net, Some(&c.topology), res, usize::MAX)
+        .into_iter()
+        .find_map(|l| match net.link_ref(l.link) {
+            LinkRef::ScaleOut { bundle, .. }
+                if c.topology.links.kind[bundle as usize] == LinkKind::Fabric =>
+            {
+                Some(bundle)
+            }
+            _ => None,
+        })
+        .expect("the ring crosses the spines")
+}
+
+#[test]
+fn a_failed_spine_link_slows_the_collective_that_used_it_and_reroutes() {
+    let c = superpod();
+    let net = Network::from_cluster(&c);
+    let ranks = strided(0, 1024, 1);
+    let choice = Choice {
+        algorithm: Algorithm::Ring,
+        protocol: Protocol::Simple,
+    };
+    let run = |faults: Vec<Fault>| {
+        time_collective(
+            &net,
+            Op::AllReduce,
+            choice,
+            GIB,
+            &ranks,
+            &SimOptions {
+                faults,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .0
+    };
+    let ok = run(vec![]);
+    let b = busiest_fabric_bundle(&c, &net, &ok.sim);
+    // Failed from the start: no byte crosses it, and the ring is slower (the flows it
+    // carried now share the other uplinks).
+    let f0 = run(vec![Fault {
+        at_s: 0.0,
+        target: FaultTarget::Link(b),
+    }]);
+    assert_eq!(f0.sim.link_bytes[2 * b as usize], 0.0);
+    assert_eq!(f0.sim.link_bytes[2 * b as usize + 1], 0.0);
+    assert!(
+        f0.time_s > 1.05 * ok.time_s,
+        "{} vs {}",
+        f0.time_s,
+        ok.time_s
+    );
+    // Failed mid-step: the flows on it are rerouted and the collective completes, with all
+    // its bytes delivered.
+    let mid = ok.time_s / 3.0;
+    let f1 = run(vec![Fault {
+        at_s: mid,
+        target: FaultTarget::Link(b),
+    }]);
+    assert!(f1.sim.reroutes > 0);
+    assert!(f1.time_s > ok.time_s && f1.time_s < f0.time_s * 1.001);
+    let rel = (f1.sim.bytes_delivered - f1.sim.bytes_sent).abs() / f1.sim.bytes_sent;
+    assert!(rel < 1e-9);
+    // A whole spine switch: still a path through the others.
+    let spine = c.topology.links.upper[b as usize] - c.topology.endpoints;
+    let f2 = run(vec![Fault {
+        at_s: mid,
+        target: FaultTarget::Switch(spine),
+    }]);
+    assert!(f2.time_s >= ok.time_s);
+}
+
+#[test]
+fn no_path_left_is_an_error_naming_the_flow() {
+    let c = superpod();
+    let net = Network::from_cluster(&c);
+    let choice = Choice {
+        algorithm: Algorithm::Ring,
+        protocol: Protocol::Simple,
+    };
+    // Rank 8's only NIC (node 1, NIC 0) fails: the DP ring over one rank per DGX breaks.
+    let port = c.topology.port_vertex(1, 0, 0, 0);
+    let e = time_collective(
+        &net,
+        Op::AllReduce,
+        choice,
+        GIB,
+        &strided(0, 128, 8),
+        &SimOptions {
+            faults: vec![Fault {
+                at_s: 1e-3,
+                target: FaultTarget::Nic(port),
+            }],
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("accelerator 8") && e.contains("no route"), "{e}");
+    // A failed scale-up domain takes its ranks with it.
+    let e = time_collective(
+        &net,
+        Op::AllReduce,
+        choice,
+        GIB,
+        &strided(0, 16, 1),
+        &SimOptions {
+            faults: vec![Fault {
+                at_s: 0.0,
+                target: FaultTarget::Domain(1),
+            }],
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("no route for the flow from accelerator"), "{e}");
+    // Out-of-range targets are named.
+    let e = time_collective(
+        &net,
+        Op::AllReduce,
+        choice,
+        GIB,
+        &strided(0, 16, 1),
+        &SimOptions {
+            faults: vec![Fault {
+                at_s: 0.0,
+                target: FaultTarget::Switch(10_000),
+            }],
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "faults[0]: switch 10000 does not exist (the topology has 48 switches)"
+    );
+}
+
+#[test]
+fn same_input_same_output_bytes() {
+    let c = superpod();
+    let net = Network::from_cluster(&c);
+    let opts = SimOptions {
+        trace: true,
+        faults: vec![Fault {
+            at_s: 2e-3,
+            target: FaultTarget::Switch(40),
+        }],
+        ..Default::default()
+    };
+    let run = || {
+        let (f, p) = time_collective(
+            &net,
+            Op::AllReduce,
+            Choice {
+                algorithm: Algorithm::Ring,
+                protocol: Protocol::Simple,
+            },
+            256.0 * 1024.0 * 1024.0,
+            &strided(0, 1024, 1),
+            &opts,
+        )
+        .unwrap();
+        let links = top_links(&net, Some(&c.topology), &f.sim, 5);
+        (
+            f.time_s.to_bits(),
+            chrome_trace(&f.sim, std::slice::from_ref(&p)),
+            format!("{links:?}"),
+            f.sim,
+        )
+    };
+    let (a, b) = (run(), run());
+    assert_eq!(a.0, b.0);
+    assert_eq!(a.1, b.1);
+    assert_eq!(a.2, b.2);
+    assert_eq!(a.3, b.3);
+    // The trace is JSON with a slice per simulated flow.
+    let v: serde_json::Value = serde_json::from_str(&a.1).unwrap();
+    let ev = v["traceEvents"].as_array().unwrap();
+    assert!(ev.iter().filter(|e| e["cat"] == "flow").count() as u64 >= a.3.flows_simulated);
+}
+
+#[test]
+fn all_to_all_on_one_dgx_and_send_recv() {
+    let c = build(
+        "dgx-h100-node.yaml",
+        include_str!("../../../examples/dgx-h100-node.yaml"),
+    );
+    let net = Network::from_cluster(&c);
+    let span = myriad_train::Plan::span(&c.levels, 8, 1);
+    for op in [Op::AllToAll, Op::SendRecv] {
+        let choice = flow_choice(op, Algorithm::Auto, GIB, &span, &c.levels);
+        assert_eq!(choice.algorithm, Algorithm::Direct);
+        let (f, _) = time_collective(
+            &net,
+            op,
+            choice,
+            GIB,
+            &strided(0, 8, 1),
+            &SimOptions::default(),
+        )
+        .unwrap();
+        let a = myriad_collective::time(op, Algorithm::Auto, GIB, &span, &c.levels).unwrap();
+        assert!(
+            (f.time_s / a.time_s - 1.0).abs() < 0.10,
+            "{op:?}: {} vs {}",
+            f.time_s,
+            a.time_s
+        );
+    }
+    // NVLS inside the DGX: the analytical plateau (480 GB/s bus bandwidth at 8 GiB).
+    let choice = flow_choice(Op::AllReduce, Algorithm::Auto, 8.0 * GIB, &span, &c.levels);
+    assert_eq!(choice.algorithm, Algorithm::Nvls);
+    let (f, _) = time_collective(
+        &net,
+        Op::AllReduce,
+        choice,
+        8.0 * GIB,
+        &strided(0, 8, 1),
+        &SimOptions::default(),
+    )
+    .unwrap();
+    assert!((f.busbw_gbps - 480.0).abs() < 15.0, "{}", f.busbw_gbps);
+}
