@@ -472,7 +472,6 @@ fn from_parts(
         }
         (None, None) => h.domains - domains,
     };
-    let share = accelerators as f64 / cluster.accelerators as f64;
     let apn = h.accelerators_per_node;
     let nics_per_acc = cluster.bom.nics as f64 / cluster.accelerators as f64;
     let switches_per_acc = cluster.bom.switches_total as f64 / cluster.accelerators as f64;
@@ -492,7 +491,6 @@ fn from_parts(
         (Component::Unknown, rate(f.unknown, Component::Unknown)),
         (Component::Domain, rate(f.domain, Component::Domain)),
     ];
-    let _ = share;
     let job = job_for(
         accelerators,
         d,
@@ -888,7 +886,7 @@ impl Setup {
     /// Young/Daly's interval for this scenario's policy (at least the async write time).
     pub fn young_daly_s(&self) -> f64 {
         let p = self.checkpoint.policy(1.0);
-        young_daly(p.stall_s, self.job.mtbf_hours() * 3600.0)
+        young_daly(p.stall_s, self.job.mtbf_hours() * 3600.0).min(sim::MAX_INTERVAL_S)
     }
 }
 
@@ -1034,7 +1032,7 @@ fn row(
         ckpt.policy_as(1.0, asy, multi).stall_s,
         job.mtbf_hours() * 3600.0,
     )
-    .max(1.0);
+    .clamp(1.0, sim::MAX_INTERVAL_S);
     let tau = match interval {
         Some(t) => t,
         None => {

@@ -21,6 +21,9 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::{Blast, Job, Policy, N_COMPONENTS};
 
+/// Longest checkpoint interval simulated (about 30 years): "never" without failures.
+pub const MAX_INTERVAL_S: f64 = 1e9;
+
 /// How long a replica runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Horizon {
@@ -156,7 +159,7 @@ impl Cycle {
     pub(crate) fn new(p: &Policy) -> Self {
         // A background write must finish before the next snapshot starts: the snapshot is
         // deferred (training goes on) until it has.
-        let tau = p.interval_s.max(p.lag_s).max(1e-9);
+        let tau = p.interval_s.max(p.lag_s).clamp(1e-9, MAX_INTERVAL_S);
         let stall = p.stall_s;
         let period = tau + stall;
         let persist = p.persist.map(|q| {
@@ -196,7 +199,7 @@ impl Cycle {
         if w <= 0.0 {
             return 0.0;
         }
-        let k = (w / self.tau).ceil() - 1.0;
+        let k = ((w / self.tau).ceil() - 1.0).max(0.0);
         k * self.period + (w - k * self.tau)
     }
 }
