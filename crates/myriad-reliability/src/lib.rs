@@ -772,6 +772,7 @@ pub struct SweepPoint {
 /// Simulated ETTR at intervals `centre × 2^(k/4)`, k = -8..=8 (common random numbers: every
 /// interval sees the same failures), and the optimum: the vertex of a least-squares parabola
 /// in log(interval) through the best point and its two neighbours on each side.
+#[allow(clippy::too_many_arguments)]
 pub fn sweep(
     job: &Job,
     ckpt: &Checkpoint,
@@ -1017,6 +1018,7 @@ pub struct CompareRow {
     pub time_to_train_days: Option<f64>,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn row(
     label: String,
     job: &Job,
