@@ -73,7 +73,7 @@ enum Command {
         #[arg(long)]
         merge: bool,
     },
-    /// Time a collective on a group of the scenario's cluster (analytical model; nccl-tests conventions).
+    /// Time a collective on a group of the scenario's cluster (analytical model or flow-level simulation; nccl-tests conventions).
     Collective {
         scenario: PathBuf,
         /// all-reduce | all-gather | reduce-scatter | all-to-all | broadcast | send-recv
@@ -91,6 +91,13 @@ enum Command {
         /// ring | tree | nvls | hierarchical | direct | auto
         #[arg(long, default_value = "auto")]
         algorithm: String,
+        /// analytical | flow (flow-level simulation on the routed topology, with the
+        /// scenario's cluster.faults; see docs/netsim.md).
+        #[arg(long, default_value = "analytical")]
+        backend: String,
+        /// With --backend flow: write a Chrome/Perfetto trace (JSON) of the largest size.
+        #[arg(long)]
+        trace: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -144,6 +151,8 @@ fn main() -> ExitCode {
             sweep,
             group,
             algorithm,
+            backend,
+            trace,
             json,
         } => cmd::collective::run(
             &scenario,
@@ -153,6 +162,8 @@ fn main() -> ExitCode {
                 sweep: sweep.as_deref(),
                 group: &group,
                 algorithm: &algorithm,
+                backend: &backend,
+                trace: trace.as_deref(),
                 json,
             },
         ),

@@ -121,7 +121,8 @@ pub struct LinkLoad {
     pub utilization: f64,
 }
 
-/// The `k` most loaded directed links, by bytes (ties by link id).
+/// The `k` most loaded directed links: by time at full (effective) capacity, i.e. bytes
+/// carried / capacity, then by link id.
 pub fn top_links(
     net: &Network,
     topo: Option<&myriad_cluster::Topology>,
@@ -131,7 +132,14 @@ pub fn top_links(
     let mut idx: Vec<u32> = (0..res.link_bytes.len() as u32)
         .filter(|&l| res.link_bytes[l as usize] > 0.0)
         .collect();
-    let by = |l: &u32| res.link_bytes[*l as usize];
+    let by = |l: &u32| {
+        let c = net.capacity(*l);
+        if c > 0.0 {
+            res.link_bytes[*l as usize] / c
+        } else {
+            f64::INFINITY
+        }
+    };
     idx.sort_by(|a, b| by(b).total_cmp(&by(a)).then(a.cmp(b)));
     idx.truncate(k);
     idx.into_iter()

@@ -1,5 +1,6 @@
 //! `myriad collective`: one collective (or a size sweep, like nccl-tests) on a parallel group
-//! of the scenario's cluster, timed by the analytical collective model.
+//! of the scenario's cluster, timed by the analytical collective model or (`--backend
+//! flow`) simulated flow by flow on the routed topology (`myriad-netsim`).
 use std::path::Path;
 
 use comfy_table::{Cell, CellAlignment, Table};
@@ -63,11 +64,13 @@ pub(crate) fn parse_bytes(s: &str) -> Result<f64, String> {
 
 /// The group's span on the hierarchy: a parallel dimension of the scenario's plan, `all`,
 /// or explicit ranks (`0-7`, `0,8,16,24`).
+/// With the group's ranks (accelerator ids): the group holding rank 0 for a plan
+/// dimension, as `Plan::group` lays it out.
 fn group_span(
     group: &str,
     cluster: &myriad_cluster::BuiltCluster,
     plan: Option<&myriad_train::Plan>,
-) -> Result<GroupSpan, String> {
+) -> Result<(GroupSpan, Vec<u32>), String> {
     let levels = &cluster.levels;
     let dim = match group {
         "tp" => Some(Dim::Tp),
@@ -80,10 +83,23 @@ fn group_span(
     if let Some(d) = dim {
         let plan =
             plan.ok_or_else(|| format!("--group {group}: the scenario has no training plan"))?;
-        return Ok(plan.group(levels, d));
+        let (n, stride) = match d {
+            Dim::Dp => (
+                plan.dp as u64,
+                plan.stride(Dim::Ep).min(plan.stride(Dim::Dp)),
+            ),
+            Dim::Tp => (plan.tp as u64, plan.stride(d)),
+            Dim::Cp => (plan.cp as u64, plan.stride(d)),
+            Dim::Ep => (plan.ep as u64, plan.stride(d)),
+            Dim::Pp => (plan.pp as u64, plan.stride(d)),
+        };
+        return Ok((plan.group(levels, d), myriad_netsim::strided(0, n, stride)));
     }
     if group == "all" {
-        return Ok(myriad_train::Plan::span(levels, cluster.accelerators, 1));
+        return Ok((
+            myriad_train::Plan::span(levels, cluster.accelerators, 1),
+            myriad_netsim::strided(0, cluster.accelerators, 1),
+        ));
     }
     // Explicit ranks.
     let mut ranks = Vec::new();
@@ -127,7 +143,10 @@ fn group_span(
         spans.push(per.values().map(|s| s.len() as u64).max().unwrap_or(1));
         below = l.size;
     }
-    Ok(GroupSpan { spans })
+    Ok((
+        GroupSpan { spans },
+        ranks.iter().map(|&r| r as u32).collect(),
+    ))
 }
 
 pub struct Args<'a> {
@@ -136,6 +155,8 @@ pub struct Args<'a> {
     pub sweep: Option<&'a str>,
     pub group: &'a str,
     pub algorithm: &'a str,
+    pub backend: &'a str,
+    pub trace: Option<&'a Path>,
     pub json: bool,
 }
 
@@ -160,7 +181,15 @@ pub fn run(path: &Path, a: Args) -> Result<(), String> {
     };
     let op = parse_op(a.op)?;
     let algo = parse_algorithm(a.algorithm)?;
-    let span = group_span(a.group, &cluster, plan.as_ref())?;
+    let (span, ranks) = group_span(a.group, &cluster, plan.as_ref())?;
+    let flow = match a.backend {
+        "analytical" => false,
+        "flow" => true,
+        b => return Err(format!("--backend: `{b}` is not analytical or flow")),
+    };
+    if a.trace.is_some() && !flow {
+        return Err("--trace needs --backend flow".into());
+    }
     let sizes: Vec<f64> = match (a.sweep, a.bytes) {
         (Some(sw), _) => {
             let (lo, hi) = sw
@@ -178,6 +207,24 @@ pub fn run(path: &Path, a: Args) -> Result<(), String> {
         (None, Some(b)) => vec![parse_bytes(b)?],
         (None, None) => return Err("give --bytes SIZE or --sweep FROM..TO".into()),
     };
+    if flow {
+        return run_flow(
+            &file,
+            &s,
+            &cluster,
+            FlowRequest {
+                op,
+                op_name: a.op,
+                group: a.group,
+                algorithm: algo,
+                span: &span,
+                ranks: &ranks,
+                sizes: &sizes,
+                trace: a.trace,
+                json: a.json,
+            },
+        );
+    }
     let mut points = Vec::with_capacity(sizes.len());
     for b in &sizes {
         let t = time(op, algo, *b, &span, &cluster.levels).map_err(|e| format!("{file}: {e}"))?;
@@ -239,5 +286,153 @@ pub fn run(path: &Path, a: Args) -> Result<(), String> {
         ]);
     }
     println!("{t}");
+    Ok(())
+}
+
+struct FlowRequest<'a> {
+    op: Op,
+    op_name: &'a str,
+    group: &'a str,
+    algorithm: Algorithm,
+    span: &'a GroupSpan,
+    ranks: &'a [u32],
+    sizes: &'a [f64],
+    trace: Option<&'a Path>,
+    json: bool,
+}
+
+/// Faults of the scenario, for the flow backend.
+fn faults(s: &myriad_scenario::Scenario) -> Vec<myriad_netsim::Fault> {
+    let _ = s;
+    Vec::new()
+}
+
+/// `--backend flow`: every size simulated by `myriad-netsim`; the most loaded links and the
+/// trace are those of the largest size.
+fn run_flow(
+    file: &str,
+    s: &myriad_scenario::Scenario,
+    cluster: &myriad_cluster::BuiltCluster,
+    r: FlowRequest,
+) -> Result<(), String> {
+    use myriad_netsim::{flow_choice, time_collective, top_links, Network, SimOptions};
+    let net = Network::from_cluster(cluster);
+    let faults = faults(s);
+    let mut points = Vec::with_capacity(r.sizes.len());
+    let mut last = None;
+    for (i, &b) in r.sizes.iter().enumerate() {
+        let choice = flow_choice(r.op, r.algorithm, b, r.span, &cluster.levels);
+        let opts = SimOptions {
+            faults: faults.clone(),
+            trace: r.trace.is_some() && i + 1 == r.sizes.len(),
+            ..Default::default()
+        };
+        let (t, prog) = time_collective(&net, r.op, choice, b, r.ranks, &opts)
+            .map_err(|e| format!("{file}: {e}"))?;
+        if i + 1 == r.sizes.len() {
+            last = Some((t.sim.clone(), prog));
+        }
+        points.push((b, t));
+    }
+    let (sim, prog) = last.ok_or("no sizes to simulate")?;
+    let links = top_links(&net, Some(&cluster.topology), &sim, 5);
+    if let Some(path) = r.trace {
+        let text = myriad_netsim::chrome_trace(&sim, std::slice::from_ref(&prog));
+        std::fs::write(path, text).map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
+    }
+    let n = r.ranks.len();
+    if r.json {
+        let pts: Vec<_> = points
+            .iter()
+            .map(|(b, t)| {
+                serde_json::json!({
+                    "bytes": b, "time_s": t.time_s, "algbw_gbps": t.algbw_gbps,
+                    "busbw_gbps": t.busbw_gbps, "algorithm": t.algorithm,
+                    "protocol": format!("{:?}", t.protocol),
+                    "flows_simulated": t.sim.flows_simulated, "flows": t.sim.flows_total,
+                    "steps_advanced_in_steady_state": t.sim.steps_skipped,
+                    "reroutes": t.sim.reroutes,
+                })
+            })
+            .collect();
+        let mut out = if pts.len() == 1 {
+            let mut o = pts[0].clone();
+            o["group_size"] = serde_json::json!(n);
+            o["spans"] = serde_json::json!(r.span.spans);
+            o
+        } else {
+            serde_json::json!({"group_size": n, "spans": r.span.spans, "points": pts})
+        };
+        out["backend"] = serde_json::json!("flow");
+        out["links"] = serde_json::json!(links);
+        out["faults"] = serde_json::json!(faults);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    println!(
+        "{} on a group of {} ({}; ranks per level {:?} over {}), flow-level simulation{}",
+        r.op_name,
+        n,
+        r.group,
+        r.span.spans,
+        cluster
+            .levels
+            .iter()
+            .map(|l| format!("{} {}", l.name, l.size))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if faults.is_empty() {
+            String::new()
+        } else {
+            format!(" with {} fault(s)", faults.len())
+        }
+    );
+    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+    let mut t = Table::new();
+    t.set_header(vec![
+        "size (B)",
+        "time (us)",
+        "algbw (GB/s)",
+        "busbw (GB/s)",
+        "algorithm",
+        "protocol",
+    ]);
+    for (b, c) in &points {
+        t.add_row(vec![
+            right(format!("{b:.0}")),
+            right(format!("{:.2}", c.time_s * 1e6)),
+            right(format!("{:.2}", c.algbw_gbps)),
+            right(format!("{:.2}", c.busbw_gbps)),
+            Cell::new(format!("{:?}", c.algorithm)),
+            Cell::new(format!("{:?}", c.protocol)),
+        ]);
+    }
+    println!("{t}");
+    let (b, last) = points.last().expect("one point");
+    println!(
+        "most loaded links at {b:.0} B ({} flows simulated, {} in all; {} steps advanced in steady state; {} rerouted)",
+        last.sim.flows_simulated, last.sim.flows_total, last.sim.steps_skipped, last.sim.reroutes
+    );
+    let mut t = Table::new();
+    t.set_header(vec!["link", "GB carried", "busy (us)", "utilisation"]);
+    for l in &links {
+        t.add_row(vec![
+            Cell::new(&l.name),
+            right(format!("{:.3}", l.bytes / 1e9)),
+            right(format!("{:.2}", l.busy_s * 1e6)),
+            right(format!("{:.1}%", 100.0 * l.utilization)),
+        ]);
+    }
+    println!("{t}");
+    if let Some(path) = r.trace {
+        println!(
+            "trace: {} ({} slices; open in chrome://tracing or ui.perfetto.dev)",
+            path.display(),
+            sim.trace.len()
+        );
+    }
     Ok(())
 }
