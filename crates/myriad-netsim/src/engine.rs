@@ -123,7 +123,9 @@ impl std::fmt::Display for SimError {
                 f,
                 "no route for the flow from accelerator {src} to accelerator {dst} (flow id {flow_id}) of `{program}` at {at_s:.9} s: every path crosses a failed link, switch, NIC or domain"
             ),
-            SimError::BadFault { index, reason } => write!(f, "faults[{index}]: {reason}"),
+            SimError::BadFault { index, reason } => {
+                write!(f, "cluster.faults[{index}]: {reason}")
+            }
             SimError::BadPath { program, reason } => write!(f, "`{program}`: {reason}"),
             SimError::Stalled { flows } => write!(
                 f,

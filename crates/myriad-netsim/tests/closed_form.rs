@@ -290,7 +290,8 @@ fn a_failed_link_on_a_fixed_path_is_an_error_naming_the_flow() {
     let p = prog(vec![vec![0]], vec![FlowSpec::on_path(0, 1e9)]);
     let e = simulate(&net, &[p], &bad).unwrap_err();
     assert!(
-        e.to_string().starts_with("faults[0]: directed link 9"),
+        e.to_string()
+            .starts_with("cluster.faults[0]: directed link 9"),
         "{e}"
     );
 }

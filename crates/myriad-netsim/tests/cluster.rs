@@ -288,7 +288,7 @@ fn no_path_left_is_an_error_naming_the_flow() {
     .to_string();
     assert_eq!(
         e,
-        "faults[0]: switch 10000 does not exist (the topology has 48 switches)"
+        "cluster.faults[0]: switch 10000 does not exist (the topology has 48 switches)"
     );
 }
 
@@ -377,4 +377,37 @@ fn all_to_all_on_one_dgx_and_send_recv() {
     )
     .unwrap();
     assert!((f.busbw_gbps - 480.0).abs() < 15.0, "{}", f.busbw_gbps);
+}
+
+#[test]
+fn scenario_faults_are_checked_with_their_field_path() {
+    let cat = myriad_catalog::catalog();
+    let base = "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 64\n  faults:\n";
+    let ok = myriad_scenario::parse_scenario(
+        "f.yaml",
+        &format!("{base}    - {{at_s: 0.001, switch: 3}}\n    - {{link: 7}}\n"),
+        cat,
+    )
+    .unwrap();
+    assert_eq!(ok.cluster.faults.len(), 2);
+    assert_eq!(ok.cluster.faults[1].at_s, 0.0);
+    let two = myriad_scenario::parse_scenario(
+        "f.yaml",
+        &format!("{base}    - {{at_s: 0.001, switch: 3, link: 2}}\n"),
+        cat,
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        two,
+        "f.yaml: cluster.faults[0]: give exactly one of link, switch, nic, domain (2 given)"
+    );
+    let typo = myriad_scenario::parse_scenario(
+        "f.yaml",
+        &format!("{base}    - {{at_s: 0.001, swtich: 3}}\n"),
+        cat,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(typo.contains("swtich") && typo.contains("switch"), "{typo}");
 }

@@ -105,6 +105,33 @@ pub struct ClusterSpec {
     pub dci: Option<DciSpec>,
     #[serde(default)]
     pub datacenter: DatacenterSpec,
+    /// Failures for the flow-level network simulation (`--backend flow`): each fails one
+    /// element for good at a time after the simulated traffic starts.
+    #[serde(default)]
+    pub faults: Vec<FaultSpec>,
+}
+
+/// One failure for the flow-level network simulation. Give `at_s` and exactly one of
+/// `link`, `switch`, `nic`, `domain` (indices as `myriad collective --backend flow` prints
+/// them: topology link bundles, global switch indices, NIC port vertices, scale-up domains).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FaultSpec {
+    /// Seconds after the simulated traffic starts.
+    #[serde(default)]
+    pub at_s: f64,
+    /// A scale-out link bundle (both directions).
+    #[serde(default)]
+    pub link: Option<u32>,
+    /// A switch: every link bundle touching it.
+    #[serde(default)]
+    pub switch: Option<u32>,
+    /// A NIC port (its link to the leaf).
+    #[serde(default)]
+    pub nic: Option<u32>,
+    /// A whole scale-up domain: its accelerators' scale-up links and its NICs.
+    #[serde(default)]
+    pub domain: Option<u32>,
 }
 
 fn one_u32() -> u32 {
@@ -571,6 +598,26 @@ impl Scenario {
                 "cluster.datacenter.usd_per_kwh",
                 "must not be negative",
             ));
+        }
+        for (i, f) in c.faults.iter().enumerate() {
+            if !(f.at_s.is_finite() && f.at_s >= 0.0) {
+                return Err(err(
+                    file,
+                    &format!("cluster.faults[{i}].at_s"),
+                    format!("{} is not a time >= 0 s", f.at_s),
+                ));
+            }
+            let given = [f.link, f.switch, f.nic, f.domain]
+                .iter()
+                .filter(|x| x.is_some())
+                .count();
+            if given != 1 {
+                return Err(err(
+                    file,
+                    &format!("cluster.faults[{i}]"),
+                    format!("give exactly one of link, switch, nic, domain ({given} given)"),
+                ));
+            }
         }
         if let Some(m) = &self.model {
             m.resolve(cat)

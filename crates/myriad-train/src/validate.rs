@@ -132,6 +132,7 @@ pub fn case_scenario(
             sites: 1,
             dci: None,
             datacenter: DatacenterSpec::default(),
+            faults: Vec::new(),
         },
         model: Some(case.model.clone()),
         training: Some(case.training.clone()),

@@ -301,10 +301,26 @@ struct FlowRequest<'a> {
     json: bool,
 }
 
-/// Faults of the scenario, for the flow backend.
+/// The scenario's `cluster.faults`, for the flow backend.
 fn faults(s: &myriad_scenario::Scenario) -> Vec<myriad_netsim::Fault> {
-    let _ = s;
-    Vec::new()
+    use myriad_netsim::{Fault, FaultTarget};
+    s.cluster
+        .faults
+        .iter()
+        .filter_map(|f| {
+            let target = match (f.link, f.switch, f.nic, f.domain) {
+                (Some(l), ..) => FaultTarget::Link(l),
+                (_, Some(x), ..) => FaultTarget::Switch(x),
+                (_, _, Some(n), _) => FaultTarget::Nic(n),
+                (.., Some(d)) => FaultTarget::Domain(d),
+                _ => return None, // rejected by the scenario check
+            };
+            Some(Fault {
+                at_s: f.at_s,
+                target,
+            })
+        })
+        .collect()
 }
 
 /// `--backend flow`: every size simulated by `myriad-netsim`; the most loaded links and the
