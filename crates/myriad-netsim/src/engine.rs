@@ -278,7 +278,7 @@ struct Sim<'a> {
     comp_links: Vec<u32>,
     comp_flows: Vec<u32>,
     queue: Vec<u32>,
-    heap: BinaryHeap<Reverse<(T, u32, u32)>>,
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
     events: BinaryHeap<Reverse<Ev>>,
     seq: u64,
     ps: Vec<ProgState>,
@@ -496,7 +496,7 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn remove_entries(&mut self, f: u32) {
+    fn remove_entries(&mut self, f: u32, mark_dirty: bool) {
         let base = f as usize * MAXP;
         for j in 0..self.f_len[f as usize] as usize {
             let l = self.f_path[base + j] as usize;
@@ -507,7 +507,9 @@ impl<'a> Sim<'a> {
                 v[pos] = last;
                 self.f_pos[last as usize] = pos as u32;
             }
-            self.dirty.push(l as u32);
+            if mark_dirty {
+                self.dirty.push(l as u32);
+            }
         }
     }
 
@@ -543,7 +545,9 @@ impl<'a> Sim<'a> {
         self.f_rem[f] = 0.0;
         self.f_last[f] = t;
         self.credit_links(f);
-        self.remove_entries(slot);
+        let p = self.f_prog[f] as usize;
+        let fixed = self.progs[p].phases[self.ps[p].phase].fixed_rates;
+        self.remove_entries(slot, !fixed);
         // Remove from the active list.
         let ap = self.f_apos[f] as usize;
         let last = self.active.pop().expect("active");
@@ -577,12 +581,15 @@ impl<'a> Sim<'a> {
         }
         let w = self.f_w[f] as f64;
         let lat = self.f_lat[f];
+        let timed = self.ps[p].tmpl[self.f_tmpl[f] as usize].timed;
         let st = &mut self.ps[p];
         st.outstanding -= 1;
-        st.phase_end = st.phase_end.max(arrive);
         st.drain_end = st.drain_end.max(t);
-        st.lat_w += lat * w;
-        st.w_sum += w;
+        if timed {
+            st.phase_end = st.phase_end.max(arrive);
+            st.lat_w += lat * w;
+            st.w_sum += w;
+        }
         if st.outstanding == 0 {
             let at = self.step_end(p);
             self.push(at.max(self.now), Kind::Ready { prog: p as u32 });
@@ -605,7 +612,17 @@ impl<'a> Sim<'a> {
                     }
             }
             LatencyRule::SumPerChain(c) => st.drain_end + st.lat_w / c.max(1) as f64,
+            LatencyRule::Scaled(k) => {
+                st.drain_end
+                    + if st.w_sum > 0.0 {
+                        k * st.lat_w / st.w_sum
+                    } else {
+                        0.0
+                    }
+            }
         };
+        // Untimed flows still hold the step until their last byte.
+        let t = t.max(st.drain_end);
         t + ph.extra_s
     }
 
@@ -870,9 +887,11 @@ impl<'a> Sim<'a> {
                 // Nothing to cross (a rank to itself): arrives at once.
                 self.res.bytes_delivered += b;
                 let st = &mut self.ps[pi];
-                st.phase_end = st.phase_end.max(now + lat);
-                st.lat_w += lat * fs.weight as f64;
-                st.w_sum += fs.weight as f64;
+                if fs.timed {
+                    st.phase_end = st.phase_end.max(now + lat);
+                    st.lat_w += lat * fs.weight as f64;
+                    st.w_sum += fs.weight as f64;
+                }
                 continue;
             }
             let f = self.alloc();
@@ -993,7 +1012,7 @@ impl<'a> Sim<'a> {
             let fu = f as usize;
             self.advance(fu, now);
             self.credit_links(fu);
-            self.remove_entries(f);
+            self.remove_entries(f, true);
             let p = self.f_prog[fu] as usize;
             let fs = self.ps[p].tmpl[self.f_tmpl[fu] as usize];
             let err = || SimError::NoRoute {
@@ -1074,8 +1093,10 @@ impl<'a> Sim<'a> {
         }
         // Progressive filling. A link's fair share only grows as flows elsewhere freeze,
         // so heap keys are lower bounds: a popped link whose share has grown is pushed
-        // back with its current share (no push per decrement).
-        self.heap.clear();
+        // back with its current share (no push per decrement). Keys are the bits of the
+        // (non-negative) share, which order like the shares.
+        let mut init = std::mem::take(&mut self.heap).into_vec();
+        init.clear();
         for i in 0..self.comp_links.len() {
             let l = self.comp_links[i] as usize;
             let c: u64 = self.link_flows[l]
@@ -1085,18 +1106,18 @@ impl<'a> Sim<'a> {
             self.rem[l] = self.cap[l];
             self.cnt[l] = c;
             if c > 0 {
-                self.heap
-                    .push(Reverse((T(self.cap[l] / c as f64), l as u32, 0)));
+                init.push(Reverse(((self.cap[l] / c as f64).to_bits(), l as u32)));
             }
         }
-        while let Some(Reverse((T(key), l, _))) = self.heap.pop() {
+        self.heap = BinaryHeap::from(init);
+        while let Some(Reverse((key, l))) = self.heap.pop() {
             let l = l as usize;
             if self.cnt[l] == 0 {
                 continue;
             }
             let share = self.rem[l].max(0.0) / self.cnt[l] as f64;
-            if share > key * (1.0 + 1e-12) {
-                self.heap.push(Reverse((T(share), l as u32, 0)));
+            if share > f64::from_bits(key) * (1.0 + 1e-12) {
+                self.heap.push(Reverse((share.to_bits(), l as u32)));
                 continue;
             }
             for k in 0..self.link_flows[l].len() {

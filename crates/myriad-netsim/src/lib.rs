@@ -43,7 +43,10 @@ pub use engine::{
     simulate, Fault, FaultTarget, ProgramResult, SimError, SimOptions, SimResult, Slice,
 };
 pub use net::{flow_hash, LinkRef, Network, Routing, MAX_PATH};
-pub use program::{collective, FlowSpec, LatencyRule, Phase, PhaseFlows, Program, LAUNCH_S};
+pub use program::{
+    collective, collective_variant, FlowSpec, Hier, LatencyRule, Phase, PhaseFlows, Program,
+    LAUNCH_S,
+};
 pub use trace::chrome_trace;
 
 use myriad_cluster::Level;
@@ -61,13 +64,26 @@ pub fn strided(first: u64, n: u64, stride: u64) -> Vec<u32> {
 pub struct Choice {
     pub algorithm: Algorithm,
     pub protocol: Protocol,
+    /// For `Hierarchical`: NVLS or a ring inside the domains, a tree or a ring across.
+    pub hier: Hier,
+}
+
+impl Choice {
+    /// `algorithm` with the Simple protocol.
+    pub fn simple(algorithm: Algorithm) -> Choice {
+        Choice {
+            algorithm,
+            protocol: Protocol::Simple,
+            hier: Hier::default(),
+        }
+    }
 }
 
 /// The algorithm and protocol the flow backend runs for `algorithm`: `Auto` takes the
-/// analytical model's choice (NCCL's tuner) for this op, size and group; tree and
-/// hierarchical (not simulated yet) become ring. The protocol is the one the analytical
-/// model picks for that algorithm: its `bw` factor inflates the bytes on the wire and its
-/// `hop` factor scales path latencies, so both backends price protocols alike.
+/// analytical model's choice (NCCL's tuner) for this op, size and group. The protocol is
+/// the one the analytical model picks for that algorithm: its `bw` factor inflates the
+/// bytes on the wire and its `hop` factor scales path latencies, so both backends price
+/// protocols alike.
 pub fn flow_choice(
     op: Op,
     algorithm: Algorithm,
@@ -80,24 +96,40 @@ pub fn flow_choice(
         _ => Algorithm::Ring,
     };
     let analytical = |a| myriad_collective::time(op, a, bytes, span, levels).ok();
-    let mut algo = match algorithm {
+    let algo = match algorithm {
         Algorithm::Auto => analytical(Algorithm::Auto)
             .map(|t| t.algorithm)
             .unwrap_or(fallback),
         a => a,
     };
-    if matches!(
-        algo,
-        Algorithm::Tree | Algorithm::Hierarchical | Algorithm::Auto
-    ) {
-        algo = fallback;
-    }
     let protocol = analytical(algo)
         .map(|t| t.protocol)
         .unwrap_or(Protocol::Simple);
+    // The hierarchical halves as the analytical model weighs them: inside, NVLS against a
+    // ring on one domain's members; across, a tree against a ring on one member per domain
+    // carrying the shard.
+    let mut hier = Hier::default();
+    if algo == Algorithm::Hierarchical && span.spans.len() > 1 {
+        let s0 = span.spans[0];
+        let shard = bytes / s0 as f64;
+        let mut inner = vec![1; span.spans.len()];
+        inner[0] = s0;
+        let inner = GroupSpan::new(inner);
+        let mut outer = span.spans.clone();
+        outer[0] = 1;
+        let outer = GroupSpan::new(outer);
+        let t = |a, b, s: &GroupSpan| {
+            myriad_collective::time(op, a, b, s, levels)
+                .map(|t| t.time_s)
+                .unwrap_or(f64::INFINITY)
+        };
+        hier.inner_nvls = t(Algorithm::Nvls, bytes, &inner) < t(Algorithm::Ring, bytes, &inner);
+        hier.outer_tree = t(Algorithm::Tree, shard, &outer) < t(Algorithm::Ring, shard, &outer);
+    }
     Choice {
         algorithm: algo,
         protocol,
+        hier,
     }
 }
 
@@ -172,6 +204,8 @@ pub struct FlowTime {
     pub time_s: f64,
     pub algorithm: Algorithm,
     pub protocol: Protocol,
+    /// The hierarchical variant simulated (`NVLS inside, tree across`).
+    pub variant: Option<&'static str>,
     /// GB/s (1e9 bytes/s), nccl-tests conventions as in `myriad_collective`.
     pub algbw_gbps: f64,
     pub busbw_gbps: f64,
@@ -225,13 +259,23 @@ pub fn time_collective(
             net.accelerators()
         )));
     }
-    let algorithm = choice.algorithm;
+    let mut algorithm = choice.algorithm;
     let cost = protocol_cost(choice.protocol);
-    let mut prog =
-        collective(net, op, algorithm, bytes / cost.bw, ranks).map_err(|e| Error::Build(e.0))?;
+    let wire = bytes / cost.bw;
+    let hier = choice.hier;
+    let mut prog = match collective_variant(net, op, algorithm, hier, wire, ranks) {
+        Ok(p) => p,
+        // A tree or hierarchical shape the group does not have: the ring (as NCCL falls
+        // back to it).
+        Err(_) if matches!(algorithm, Algorithm::Tree | Algorithm::Hierarchical) => {
+            algorithm = Algorithm::Ring;
+            collective(net, op, algorithm, wire, ranks).map_err(|e| Error::Build(e.0))?
+        }
+        Err(e) => return Err(Error::Build(e.0)),
+    };
     prog.latency_scale = cost.hop;
-    let n = prog.ranks.len() as u64;
     let sim = simulate(net, std::slice::from_ref(&prog), opts)?;
+    let n = prog.ranks.len() as u64;
     let time_s = sim.time_s;
     let algbw = if time_s > 0.0 {
         bytes / time_s * 1e-9
@@ -243,6 +287,7 @@ pub fn time_collective(
             time_s,
             algorithm,
             protocol: choice.protocol,
+            variant: (algorithm == Algorithm::Hierarchical).then(|| hier.describe()),
             algbw_gbps: algbw,
             busbw_gbps: algbw * bus_factor(op, n),
             group_size: n,

@@ -49,7 +49,11 @@
 //!   `D` the product of the cable counts chosen from at the tiers below; flows to
 //!   different destinations under one leaf spread over distinct uplinks.
 //!
-//! In both, the NIC slot is `h % slots`, and a dead choice moves to the next one in order.
+//! In both, the NIC slot is `h % slots`. When the chosen uplink leads to no live path (a
+//! failed link or switch, or a stripe that does not reach a partial block), the choice is
+//! re-drawn by a per-attempt hash of the flow, destination and switch (so displaced flows
+//! spread over the remaining uplinks, as ECMP re-hashing over the live next hops does), and
+//! last every uplink is tried in order.
 //! Pure functions of the flow's (source, destination, flow id): the same input always
 //! takes the same path, and a collective's channel keeps its path across steps (NCCL's
 //! connections are persistent).
@@ -411,12 +415,23 @@ impl Router {
             Routing::Destination => ((q as u64 / div) % total as u64) as u32,
         };
         let div = div.saturating_mul(total as u64);
-        let start = (a..z).position(|i| self.up_cum[i] > c).unwrap_or(0);
         let n = z - a;
-        for k in 0..n {
-            let b = self.up_b[a + (start + k) % n];
+        let pick = |c: u32| (a..z).position(|i| self.up_cum[i] > c).unwrap_or(0);
+        // First the routing's choice; if it leads nowhere (a failed link or switch, or a
+        // partial block), re-draw among the cables with a per-attempt hash, so that the
+        // flows it displaces spread over the remaining uplinks instead of piling onto the
+        // next one; finally every uplink in order (a route is found whenever one exists).
+        let mut tried = [0u64; 8];
+        let mut try_one = |i: usize, out: &mut Vec<u32>| -> bool {
+            if i < 512 {
+                if tried[i / 64] >> (i % 64) & 1 == 1 {
+                    return false;
+                }
+                tried[i / 64] |= 1 << (i % 64);
+            }
+            let b = self.up_b[a + i];
             if !alive[2 * b as usize] {
-                continue;
+                return false;
             }
             let base = out.len();
             out.push(2 * b);
@@ -425,8 +440,19 @@ impl Router {
                 return true;
             }
             out.truncate(base);
+            false
+        };
+        if try_one(pick(c), out) {
+            return true;
         }
-        false
+        let h2 = splitmix64(h ^ (q as u64).rotate_left(17) ^ (s as u64).rotate_left(40));
+        for k in 1..=n as u64 {
+            let ck = (splitmix64(h2 ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15)) % total as u64) as u32;
+            if try_one(pick(ck), out) {
+                return true;
+            }
+        }
+        (0..n).any(|i| try_one(i, out))
     }
 
     /// Across a DCI link from site-top switch `s` to a switch of `site` that can reach the

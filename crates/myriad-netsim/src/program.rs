@@ -28,6 +28,20 @@
 //!   its own scale-up links `S(1 + 1/n)` (all-reduce) or `S` (all-gather, reduce-scatter) in
 //!   the busy direction, scaled by `myriad_collective::NVLS_BANDWIDTH_FACTOR`, plus
 //!   `NVLS_FIXED_US`, as in the analytical model.
+//! - **Hierarchical** (all-reduce, all-gather, reduce-scatter; the same number `s0 ≥ 2` of
+//!   members in each of `p1 ≥ 2` domains): across the domains, member `j` of every domain
+//!   runs a ring (`2(p1-1)` steps for all-reduce, `p1-1` otherwise) or, for all-reduce, a
+//!   double binary tree on the shard `S / s0`; inside, the reduce-scatter/all-gather bytes
+//!   (ring: `2(s0-1)/s0 · S` per rank for all-reduce; NVLS: `S(1 + 1/s0)` per direction)
+//!   ride along on the scale-up links, spread evenly over the outer steps: NCCL pipelines
+//!   the phases, so the slower link class sets the pace. The inner steps' latency is added
+//!   once (pipeline fill). [`Hier`] names the variant; `flow_choice` picks it as the analytical
+//!   model weighs the halves.
+//! - **Tree** (all-reduce): a chain inside each domain (reduce toward its first member,
+//!   broadcast back, `S` each way) and NCCL's two complementary binary trees over the
+//!   domains (in-order, and mirrored), `S/2` each up and down, all concurrently,
+//!   pipelined in [`TREE_CHUNKS`] lockstep steps; the latency is `2 · depth` levels of tree
+//!   hops plus the chain's.
 //! - **Direct all-to-all**: each rank sends `S/n` to every other rank. Rounds of `g` peer
 //!   offsets (`rank i` sends to `i + o` for the round's offsets `o`), all of a round's
 //!   flows concurrently; `g = n - 1` (everything at once) up to 512 ranks, else
@@ -52,6 +66,10 @@ pub struct FlowSpec {
     /// Index into `Program::paths` for a flow with an explicit path (custom networks,
     /// NVLS loops); `None`: routed from `src` to `dst`.
     pub path: Option<u32>,
+    /// The flow's latency counts in its phase's latency rule (false for traffic that runs
+    /// alongside a pipeline without being on its critical path, e.g. the intra-domain part
+    /// of a hierarchical all-reduce).
+    pub timed: bool,
 }
 
 impl FlowSpec {
@@ -63,6 +81,7 @@ impl FlowSpec {
             flow_id,
             weight: 1,
             path: None,
+            timed: true,
         }
     }
 
@@ -75,6 +94,7 @@ impl FlowSpec {
             flow_id: 0,
             weight: 1,
             path: Some(path),
+            timed: true,
         }
     }
 }
@@ -106,6 +126,9 @@ pub enum LatencyRule {
     /// At the last drain plus the sum of the flows' latencies (× weight) divided by the
     /// number of chains: a pipelined chain (broadcast) pays every hop once.
     SumPerChain(u32),
+    /// At the last drain plus `k` × the weighted mean latency: a pipelined tree whose data
+    /// crosses `k` levels in turn.
+    Scaled(f64),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -118,6 +141,11 @@ pub struct Phase {
     pub extra_s: f64,
     /// Name in traces (`step`, `round`).
     pub label: &'static str,
+    /// Rates are set when each run of the phase starts and kept until it ends: a flow that
+    /// drains early does not hand its bandwidth to the phase's other flows (one pipelined
+    /// chunk step, whose edges are paced by the slowest anyway). Saves the re-rating at
+    /// every drain; the engine still re-rates when other programs' flows start or end.
+    pub fixed_rates: bool,
 }
 
 impl Phase {
@@ -128,6 +156,7 @@ impl Phase {
             repeat: 1,
             extra_s: 0.0,
             label: "phase",
+            fixed_rates: false,
         }
     }
 
@@ -296,6 +325,13 @@ pub fn ring_step(ranks: &[u32], apd: u32, bytes: f64, skip_into: Option<u32>) ->
     out
 }
 
+/// Chunks a tree is pipelined in: a tree runs as this many identical steps, every edge
+/// moving `1/TREE_CHUNKS` of its data per step, each step over when its slowest edge is,
+/// so all edges advance at the pace of the bottleneck (a pipeline cannot run its edges
+/// faster than its slowest), and the engine simulates one step and advances the rest.
+/// The tree's latency (`2 · depth` hops) is charged once over the chunks.
+pub const TREE_CHUNKS: u32 = 32;
+
 /// Peer offsets per all-to-all round for a group of `n`.
 pub fn alltoall_round(n: u32) -> u32 {
     if n <= 512 {
@@ -312,6 +348,95 @@ pub fn collective(
     net: &Network,
     op: Op,
     algorithm: Algorithm,
+    bytes: f64,
+    ranks: &[u32],
+) -> Result<Program, BuildError> {
+    collective_variant(net, op, algorithm, Hier::default(), bytes, ranks)
+}
+
+/// The two halves of a hierarchical collective: inside the domains (ring or NVLS) and
+/// across them (ring or, for all-reduce, NCCL's double binary tree).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Hier {
+    pub inner_nvls: bool,
+    pub outer_tree: bool,
+}
+
+impl Hier {
+    /// The variants a group can run: NVLS inside only with in-network reduction, trees
+    /// across only for all-reduce.
+    pub fn variants(op: Op, in_network_reduction: bool) -> Vec<Hier> {
+        let mut v = Vec::new();
+        for inner_nvls in [false, true] {
+            for outer_tree in [false, true] {
+                if (inner_nvls && !in_network_reduction) || (outer_tree && op != Op::AllReduce) {
+                    continue;
+                }
+                v.push(Hier {
+                    inner_nvls,
+                    outer_tree,
+                });
+            }
+        }
+        v
+    }
+
+    pub fn describe(&self) -> &'static str {
+        match (self.inner_nvls, self.outer_tree) {
+            (false, false) => "ring inside, ring across",
+            (false, true) => "ring inside, tree across",
+            (true, false) => "NVLS inside, ring across",
+            (true, true) => "NVLS inside, tree across",
+        }
+    }
+}
+
+/// NCCL's double binary tree over `p1` domains (`ncclGetBtree`/`ncclGetDtree`): tree 0 is
+/// the in-order binary tree (rank `r`'s parent clears `r`'s lowest set bit and sets the
+/// next one up, or just clears it past the end), so half the edges join neighbours and
+/// edge lengths double per level; tree 1 is the same tree mirrored (`p1 - 1 - r`), or
+/// shifted by one when `p1` is odd, so that each domain is a leaf in at least one tree.
+/// Returns (tree, child, parent) edges and the depth.
+fn double_tree(p1: usize) -> (Vec<(u32, usize, usize)>, u32) {
+    let mut e = Vec::new();
+    if p1 < 2 {
+        return (e, 0);
+    }
+    let parent = |r: usize| {
+        let bit = 1usize << r.trailing_zeros();
+        let up = (r ^ bit) | (bit << 1);
+        if up >= p1 {
+            r ^ bit
+        } else {
+            up
+        }
+    };
+    let map = |r: usize| {
+        if p1.is_multiple_of(2) {
+            p1 - 1 - r
+        } else {
+            (r + 1) % p1
+        }
+    };
+    for tree in 0..2u32 {
+        for r in 1..p1 {
+            let q = parent(r);
+            if tree == 0 {
+                e.push((tree, r, q));
+            } else {
+                e.push((tree, map(r), map(q)));
+            }
+        }
+    }
+    (e, usize::BITS - (p1 - 1).leading_zeros())
+}
+
+/// [`collective`] with the hierarchical variant given.
+pub fn collective_variant(
+    net: &Network,
+    op: Op,
+    algorithm: Algorithm,
+    hier: Hier,
     bytes: f64,
     ranks: &[u32],
 ) -> Result<Program, BuildError> {
@@ -346,7 +471,11 @@ pub fn collective(
                 Op::AllReduce => (2 * (n - 1), bytes / nf, None),
                 Op::AllGather | Op::ReduceScatter => (n - 1, bytes / nf, None),
                 Op::Broadcast => (1, bytes, Some(r[0])),
-                _ => return unsupported("rings run all-reduce, all-gather, reduce-scatter and broadcast"),
+                _ => {
+                    return unsupported(
+                        "rings run all-reduce, all-gather, reduce-scatter and broadcast",
+                    )
+                }
             };
             p.phases.push(Phase {
                 flows: PhaseFlows::List(ring_step(&r, apd, per_step, skip)),
@@ -358,6 +487,7 @@ pub fn collective(
                 repeat: steps,
                 extra_s: 0.0,
                 label: "step",
+                fixed_rates: false,
             });
         }
         Algorithm::Direct => match op {
@@ -376,6 +506,7 @@ pub fn collective(
                         repeat: 1,
                         extra_s: 0.0,
                         label: "round",
+                        fixed_rates: false,
                     });
                     o = last + 1;
                 }
@@ -386,6 +517,7 @@ pub fn collective(
                     .collect();
                 p.phases.push(Phase {
                     label: "send",
+                    fixed_rates: false,
                     ..Phase::once(flows)
                 });
             }
@@ -422,13 +554,161 @@ pub fn collective(
                 repeat: 1,
                 extra_s: NVLS_FIXED_US * 1e-6 + 2.0 * net.su_lat,
                 label: "nvls",
+                fixed_rates: false,
             });
         }
-        Algorithm::Tree | Algorithm::Hierarchical | Algorithm::Auto => {
-            return unsupported(
-                "the flow backend simulates ring, direct and NVLS; tree and hierarchical are analytical only",
-            )
+        Algorithm::Hierarchical => {
+            if !matches!(op, Op::AllReduce | Op::AllGather | Op::ReduceScatter) {
+                return unsupported("hierarchical runs all-reduce, all-gather and reduce-scatter");
+            }
+            let runs = domain_runs(&r, apd.max(1));
+            let (s0, p1) = (runs[0].1, runs.len());
+            if s0 < 2 || p1 < 2 || runs.iter().any(|x| x.1 != s0) {
+                return unsupported(
+                    "hierarchical needs the same number (at least 2) of members in each of several domains",
+                );
+            }
+            if hier.inner_nvls && !in_network_reduction {
+                return unsupported(
+                    "NVLS inside needs in-network reduction in the scale-up domain",
+                );
+            }
+            if hier.outer_tree && op != Op::AllReduce {
+                return unsupported("trees run all-reduce only");
+            }
+            let (s0f, p1f) = (s0 as f64, p1 as f64);
+            let all_reduce = op == Op::AllReduce;
+            let phases_n = if all_reduce { 2.0 } else { 1.0 };
+            let shard = bytes / s0f;
+            let (outer_steps, depth) = if hier.outer_tree {
+                (TREE_CHUNKS, double_tree(p1).1)
+            } else {
+                ((phases_n as usize * (p1 - 1)) as u32, 0)
+            };
+            let spread = 1.0 / outer_steps as f64;
+            let mut flows = Vec::new();
+            if hier.outer_tree {
+                // Member j of every domain: a double binary tree on the shard S / s0.
+                let (edges, _) = double_tree(p1);
+                for j in 0..s0 {
+                    for &(tree, c, q) in &edges {
+                        let (a, b) = (r[runs[c].0 + j], r[runs[q].0 + j]);
+                        let half = shard / 2.0 / TREE_CHUNKS as f64;
+                        flows.push(FlowSpec::new(a, b, half, tree));
+                        flows.push(FlowSpec::new(b, a, half, tree));
+                    }
+                }
+            } else {
+                // Member j of every domain (its own NIC): a ring on the shard.
+                for j in 0..s0 {
+                    let sub: Vec<u32> = runs.iter().map(|&(s, _)| r[s + j]).collect();
+                    flows.extend(ring_step(&sub, apd, shard / p1f, None));
+                }
+            }
+            // The inner reduce-scatter and all-gather run on the scale-up links alongside
+            // (pipelined), spread evenly over the outer steps.
+            for &(s, len) in &runs {
+                let mem = &r[s..s + len];
+                if hier.inner_nvls {
+                    let (up, down) = match op {
+                        Op::AllReduce => (bytes * (1.0 + 1.0 / s0f), bytes * (1.0 + 1.0 / s0f)),
+                        Op::AllGather => (bytes / s0f, bytes),
+                        _ => (bytes, bytes / s0f),
+                    };
+                    for &a in mem {
+                        let (u, d) = scale_up_links(a);
+                        for (link, b) in [(u, up), (d, down)] {
+                            p.paths.push(vec![link]);
+                            let mut f = FlowSpec::on_path(
+                                p.paths.len() as u32 - 1,
+                                b / NVLS_BANDWIDTH_FACTOR * spread,
+                            );
+                            (f.src, f.dst, f.timed) = (a, a, false);
+                            flows.push(f);
+                        }
+                    }
+                } else {
+                    let per = phases_n * (s0f - 1.0) / s0f * bytes * spread;
+                    for mut f in ring_step(mem, apd, per, None) {
+                        f.timed = false;
+                        flows.push(f);
+                    }
+                }
+            }
+            p.phases.push(Phase {
+                flows: PhaseFlows::List(flows),
+                latency: if hier.outer_tree {
+                    LatencyRule::Scaled(2.0 * depth.max(1) as f64 / TREE_CHUNKS as f64)
+                } else {
+                    LatencyRule::Mean
+                },
+                repeat: outer_steps,
+                extra_s: 0.0,
+                label: if hier.outer_tree { "tree" } else { "step" },
+                fixed_rates: hier.outer_tree,
+            });
+            // Pipeline fill: the inner steps at the scale-up latency (NVLS: its two steps
+            // and fixed cost).
+            let fill = if hier.inner_nvls {
+                NVLS_FIXED_US * 1e-6 + 2.0 * net.su_lat
+            } else {
+                phases_n * (s0f - 1.0) * net.su_lat
+            };
+            p.phases.push(Phase {
+                flows: PhaseFlows::List(Vec::new()),
+                latency: LatencyRule::Max,
+                repeat: 1,
+                extra_s: fill,
+                label: "fill",
+                fixed_rates: false,
+            });
         }
+        Algorithm::Tree => {
+            if op != Op::AllReduce {
+                return unsupported("NCCL's trees run all-reduce only");
+            }
+            let runs = domain_runs(&r, apd.max(1));
+            let p1 = runs.len();
+            let s0 = runs.iter().map(|x| x.1).max().unwrap_or(1);
+            let chunk = bytes / TREE_CHUNKS as f64;
+            let mut flows = Vec::new();
+            // A chain inside each domain: reduce toward its head, broadcast back.
+            for &(s, len) in &runs {
+                for i in 0..len.saturating_sub(1) {
+                    for (a, b) in [(r[s + i + 1], r[s + i]), (r[s + i], r[s + i + 1])] {
+                        let mut f = FlowSpec::new(a, b, chunk, 0);
+                        f.timed = false;
+                        flows.push(f);
+                    }
+                }
+            }
+            // Two complementary binary trees over the domains (NCCL's double binary tree),
+            // half the data each: tree 0 led by each domain's first member, tree 1 by its
+            // last.
+            let (edges, depth) = double_tree(p1);
+            for &(tree, c, q) in &edges {
+                let rep = |d: usize| {
+                    let (s, len) = runs[d];
+                    if tree == 0 {
+                        r[s]
+                    } else {
+                        r[s + len - 1]
+                    }
+                };
+                flows.push(FlowSpec::new(rep(c), rep(q), chunk / 2.0, tree));
+                flows.push(FlowSpec::new(rep(q), rep(c), chunk / 2.0, tree));
+            }
+            p.phases.push(Phase {
+                flows: PhaseFlows::List(flows),
+                // Reduce up `depth` levels, then broadcast down them, once over the chunks.
+                latency: LatencyRule::Scaled(2.0 * depth.max(1) as f64 / TREE_CHUNKS as f64),
+                repeat: TREE_CHUNKS,
+                extra_s: 2.0 * (s0 as f64 - 1.0) * net.su_lat,
+                label: "tree",
+                fixed_rates: true,
+            });
+        }
+        Algorithm::Auto => return unsupported("resolve Auto first (see flow_choice)"),
     }
     p.ranks = r;
     Ok(p)
