@@ -622,7 +622,7 @@ impl<'a> Sim<'a> {
             }
         };
         // Untimed flows still hold the step until their last byte.
-        let t = t.max(st.drain_end);
+        let t = t.max(st.drain_end) + ph.extra_latency_s * self.progs[p].latency_scale;
         t + ph.extra_s
     }
 

@@ -139,6 +139,9 @@ pub struct Phase {
     pub repeat: u32,
     /// Fixed time added after the phase's last arrival, seconds.
     pub extra_s: f64,
+    /// Latency added after the phase's last arrival, seconds, scaled like path latencies
+    /// by `Program::latency_scale` (pipeline fills counted in hops).
+    pub extra_latency_s: f64,
     /// Name in traces (`step`, `round`).
     pub label: &'static str,
     /// Rates are set when each run of the phase starts and kept until it ends: a flow that
@@ -157,6 +160,7 @@ impl Phase {
             extra_s: 0.0,
             label: "phase",
             fixed_rates: false,
+            extra_latency_s: 0.0,
         }
     }
 
@@ -488,6 +492,7 @@ pub fn collective_variant(
                 extra_s: 0.0,
                 label: "step",
                 fixed_rates: false,
+                extra_latency_s: 0.0,
             });
         }
         Algorithm::Direct => match op {
@@ -507,6 +512,7 @@ pub fn collective_variant(
                         extra_s: 0.0,
                         label: "round",
                         fixed_rates: false,
+                        extra_latency_s: 0.0,
                     });
                     o = last + 1;
                 }
@@ -518,6 +524,7 @@ pub fn collective_variant(
                 p.phases.push(Phase {
                     label: "send",
                     fixed_rates: false,
+                    extra_latency_s: 0.0,
                     ..Phase::once(flows)
                 });
             }
@@ -552,9 +559,10 @@ pub fn collective_variant(
                 flows: PhaseFlows::List(flows),
                 latency: LatencyRule::Max,
                 repeat: 1,
-                extra_s: NVLS_FIXED_US * 1e-6 + 2.0 * net.su_lat,
+                extra_s: NVLS_FIXED_US * 1e-6,
                 label: "nvls",
                 fixed_rates: false,
+                extra_latency_s: 2.0 * net.su_lat,
             });
         }
         Algorithm::Hierarchical => {
@@ -646,21 +654,23 @@ pub fn collective_variant(
                 extra_s: 0.0,
                 label: if hier.outer_tree { "tree" } else { "step" },
                 fixed_rates: hier.outer_tree,
+                extra_latency_s: 0.0,
             });
             // Pipeline fill: the inner steps at the scale-up latency (NVLS: its two steps
             // and fixed cost).
-            let fill = if hier.inner_nvls {
-                NVLS_FIXED_US * 1e-6 + 2.0 * net.su_lat
+            let (fixed, fill) = if hier.inner_nvls {
+                (NVLS_FIXED_US * 1e-6, 2.0 * net.su_lat)
             } else {
-                phases_n * (s0f - 1.0) * net.su_lat
+                (0.0, phases_n * (s0f - 1.0) * net.su_lat)
             };
             p.phases.push(Phase {
                 flows: PhaseFlows::List(Vec::new()),
                 latency: LatencyRule::Max,
                 repeat: 1,
-                extra_s: fill,
+                extra_s: fixed,
                 label: "fill",
                 fixed_rates: false,
+                extra_latency_s: fill,
             });
         }
         Algorithm::Tree => {
@@ -703,9 +713,10 @@ pub fn collective_variant(
                 // Reduce up `depth` levels, then broadcast down them, once over the chunks.
                 latency: LatencyRule::Scaled(2.0 * depth.max(1) as f64 / TREE_CHUNKS as f64),
                 repeat: TREE_CHUNKS,
-                extra_s: 2.0 * (s0 as f64 - 1.0) * net.su_lat,
+                extra_s: 0.0,
                 label: "tree",
                 fixed_rates: true,
+                extra_latency_s: 2.0 * (s0 as f64 - 1.0) * net.su_lat,
             });
         }
         Algorithm::Auto => return unsupported("resolve Auto first (see flow_choice)"),

@@ -364,7 +364,7 @@ fn run_flow(
                 serde_json::json!({
                     "bytes": b, "time_s": t.time_s, "algbw_gbps": t.algbw_gbps,
                     "busbw_gbps": t.busbw_gbps, "algorithm": t.algorithm,
-                    "protocol": format!("{:?}", t.protocol),
+                    "variant": t.variant, "protocol": format!("{:?}", t.protocol),
                     "flows_simulated": t.sim.flows_simulated, "flows": t.sim.flows_total,
                     "steps_advanced_in_steady_state": t.sim.steps_skipped,
                     "reroutes": t.sim.reroutes,
@@ -422,7 +422,10 @@ fn run_flow(
             right(format!("{:.2}", c.time_s * 1e6)),
             right(format!("{:.2}", c.algbw_gbps)),
             right(format!("{:.2}", c.busbw_gbps)),
-            Cell::new(format!("{:?}", c.algorithm)),
+            Cell::new(match c.variant {
+                Some(v) => format!("{:?} ({v})", c.algorithm),
+                None => format!("{:?}", c.algorithm),
+            }),
             Cell::new(format!("{:?}", c.protocol)),
         ]);
     }
