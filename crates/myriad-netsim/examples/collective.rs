@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Arguments: SCENARIO OP (all-reduce, all-gather, reduce-scatter, all-to-all, send-recv)
-//! N STRIDE (the group: N ranks 0, STRIDE, 2·STRIDE, …) BYTES (e.g. 1GiB). The scenario's
+//! N STRIDE (the group: N ranks 0, STRIDE, 2·STRIDE, …) BYTES (e.g. 1GiB) [ALGORITHM]
+//! (auto, ring, tree, hierarchical, direct, nvls; default auto). The scenario's
 //! `cluster.faults` apply; `NO_SKIP=1` simulates every ring step.
 
 use myriad_collective::{Algorithm, Op};
@@ -31,8 +32,8 @@ fn bytes(s: &str) -> f64 {
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    if a.len() != 6 {
-        eprintln!("usage: collective SCENARIO OP N STRIDE BYTES");
+    if a.len() != 6 && a.len() != 7 {
+        eprintln!("usage: collective SCENARIO OP N STRIDE BYTES [ALGORITHM]");
         std::process::exit(2);
     }
     let op = match a[2].as_str() {
@@ -68,7 +69,15 @@ fn main() {
         })
         .collect();
     let span = myriad_train::Plan::span(&c.levels, n, stride);
-    let choice = flow_choice(op, Algorithm::Auto, size, &span, &c.levels);
+    let algo = match a.get(6).map(|s| s.as_str()).unwrap_or("auto") {
+        "ring" => Algorithm::Ring,
+        "tree" => Algorithm::Tree,
+        "hierarchical" => Algorithm::Hierarchical,
+        "direct" => Algorithm::Direct,
+        "nvls" => Algorithm::Nvls,
+        _ => Algorithm::Auto,
+    };
+    let choice = flow_choice(op, algo, size, &span, &c.levels);
     let opts = SimOptions {
         faults,
         no_skip: std::env::var("NO_SKIP").is_ok(),
@@ -77,7 +86,7 @@ fn main() {
     let t1 = std::time::Instant::now();
     let (f, _) = time_collective(&net, op, choice, size, &strided(0, n, stride), &opts).unwrap();
     let simulated = t1.elapsed();
-    let an = myriad_collective::time(op, Algorithm::Auto, size, &span, &c.levels).unwrap();
+    let an = myriad_collective::time(op, algo, size, &span, &c.levels).unwrap();
     println!(
         "{:?} {:?}/{:?} of {size} B on {n} ranks: flow {:.6} s (busbw {:.2} GB/s), analytical {:.6} s ({:?}/{:?})",
         op, f.algorithm, f.protocol, f.time_s, f.busbw_gbps, an.time_s, an.algorithm, an.protocol
