@@ -296,3 +296,100 @@ pub fn time_collective(
         prog,
     ))
 }
+
+/// Several groups running the same collective at once (every DP replica's gradient
+/// reduce-scatter, every EP group's all-to-all): one program whose steps hold the flows of
+/// every group, so they share NICs and fabric links, each step over when the slowest
+/// group's step is (the groups are launched together and the step waits for all).
+/// `choice` as for [`time_collective`]; every group must have the same shape.
+pub fn time_groups(
+    net: &Network,
+    op: Op,
+    choice: Choice,
+    bytes: f64,
+    groups: &[Vec<u32>],
+    opts: &SimOptions,
+) -> Result<(FlowTime, Program), Error> {
+    let Some(first) = groups.first() else {
+        return Err(Error::Build("no groups to simulate".into()));
+    };
+    if groups.len() == 1 {
+        return time_collective(net, op, choice, bytes, first, opts);
+    }
+    let cost = protocol_cost(choice.protocol);
+    let wire = bytes / cost.bw;
+    let mut algorithm = choice.algorithm;
+    let build = |a: Algorithm, g: &[u32]| collective_variant(net, op, a, choice.hier, wire, g);
+    if build(algorithm, first).is_err()
+        && matches!(algorithm, Algorithm::Tree | Algorithm::Hierarchical)
+    {
+        algorithm = Algorithm::Ring;
+    }
+    let mut merged: Option<Program> = None;
+    let mut scratch = Vec::new();
+    for g in groups {
+        let p = build(algorithm, g).map_err(|e| Error::Build(e.0))?;
+        let Some(m) = merged.as_mut() else {
+            let mut p = p;
+            for ph in &mut p.phases {
+                if let PhaseFlows::AllToAll { .. } = ph.flows {
+                    ph.materialize(&p.ranks, &mut scratch);
+                    ph.flows = PhaseFlows::List(std::mem::take(&mut scratch));
+                }
+            }
+            merged = Some(p);
+            continue;
+        };
+        if p.phases.len() != m.phases.len()
+            || p.phases
+                .iter()
+                .zip(&m.phases)
+                .any(|(a, b)| a.repeat != b.repeat)
+        {
+            return Err(Error::Build(format!(
+                "groups of different shapes cannot run as one program ({} and {} ranks)",
+                first.len(),
+                g.len()
+            )));
+        }
+        let off = m.paths.len() as u32;
+        m.paths.extend(p.paths.iter().cloned());
+        for (mp, ph) in m.phases.iter_mut().zip(&p.phases) {
+            ph.materialize(&p.ranks, &mut scratch);
+            if let PhaseFlows::List(v) = &mut mp.flows {
+                v.extend(scratch.iter().map(|f| FlowSpec {
+                    path: f.path.map(|i| i + off),
+                    ..*f
+                }));
+            }
+        }
+        m.ranks.extend_from_slice(&p.ranks);
+    }
+    let mut prog = merged.expect("two groups or more");
+    prog.name = format!(
+        "{op:?} {algorithm:?} x{} groups of {}",
+        groups.len(),
+        first.len()
+    );
+    prog.latency_scale = cost.hop;
+    let sim = simulate(net, std::slice::from_ref(&prog), opts)?;
+    let time_s = sim.time_s;
+    let algbw = if time_s > 0.0 {
+        bytes / time_s * 1e-9
+    } else {
+        0.0
+    };
+    Ok((
+        FlowTime {
+            time_s,
+            algorithm,
+            protocol: choice.protocol,
+            variant: (algorithm == Algorithm::Hierarchical).then(|| choice.hier.describe()),
+            algbw_gbps: algbw,
+            busbw_gbps: algbw * bus_factor(op, first.len() as u64),
+            group_size: first.len() as u64,
+            sim,
+        },
+        prog,
+    ))
+}

@@ -475,3 +475,74 @@ fn scenario_faults_are_checked_with_their_field_path() {
     .to_string();
     assert!(typo.contains("swtich") && typo.contains("switch"), "{typo}");
 }
+
+#[test]
+fn concurrent_groups_share_the_network() {
+    use myriad_netsim::time_groups;
+    // The 8 "DP" rings of a TP=8 layout (one per local GPU, 128 ranks each) on the
+    // SuperPOD: each on its own NIC rail, so together as fast as one alone; on the 7:1
+    // islands cluster, 8 concurrent all-to-alls of one rank per DGX (32 ranks each) load
+    // the island uplinks 8 times as much as one.
+    let c = superpod();
+    let net = Network::from_cluster(&c);
+    let groups: Vec<Vec<u32>> = (0..8).map(|j| strided(j, 128, 8)).collect();
+    let ring = Choice::simple(Algorithm::Ring);
+    let one = time_collective(
+        &net,
+        Op::AllReduce,
+        ring,
+        GIB,
+        &groups[0],
+        &SimOptions::default(),
+    )
+    .unwrap()
+    .0;
+    let all = time_groups(
+        &net,
+        Op::AllReduce,
+        ring,
+        GIB,
+        &groups,
+        &SimOptions::default(),
+    )
+    .unwrap()
+    .0;
+    assert!(
+        (all.time_s / one.time_s - 1.0).abs() < 0.02,
+        "{} vs {}",
+        all.time_s,
+        one.time_s
+    );
+    assert_eq!(all.sim.flows_total, 8 * one.sim.flows_total);
+
+    let c7 = oversubscribed("infiniband-ndr", 7);
+    let net7 = Network::from_cluster(&c7);
+    let groups: Vec<Vec<u32>> = (0..8).map(|j| strided(j, 32, 8)).collect();
+    let direct = Choice::simple(Algorithm::Direct);
+    let one = time_collective(
+        &net7,
+        Op::AllToAll,
+        direct,
+        GIB,
+        &groups[0],
+        &SimOptions::default(),
+    )
+    .unwrap()
+    .0;
+    let all = time_groups(
+        &net7,
+        Op::AllToAll,
+        direct,
+        GIB,
+        &groups,
+        &SimOptions::default(),
+    )
+    .unwrap()
+    .0;
+    assert!(
+        all.time_s > 2.0 * one.time_s,
+        "{} vs {}",
+        all.time_s,
+        one.time_s
+    );
+}
