@@ -31,6 +31,10 @@ enum Command {
     /// Estimate one training step: time and where it goes, MFU, memory, time to train.
     Train {
         scenario: PathBuf,
+        /// analytical | flow (also time the step's DP and EP collectives, every group at
+        /// once, with the flow-level network simulation; see docs/netsim.md).
+        #[arg(long, default_value = "analytical")]
+        backend: String,
         #[arg(long)]
         json: bool,
     },
@@ -128,7 +132,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Cluster { scenario, json } => cmd::cluster::run(&scenario, json),
-        Command::Train { scenario, json } => cmd::train::run(&scenario, json),
+        Command::Train {
+            scenario,
+            backend,
+            json,
+        } => cmd::train::run(&scenario, &backend, json),
         Command::Validate { file, json } => cmd::validate::run(&file, json),
         Command::Search {
             scenario,

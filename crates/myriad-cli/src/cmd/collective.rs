@@ -455,3 +455,192 @@ fn run_flow(
     }
     Ok(())
 }
+
+/// `myriad train --backend flow`: the step's DP and EP collectives timed by the flow
+/// backend with every group of the dimension running at once (sharing NICs and fabric),
+/// against the analytical times the step model used, and the step time with the exposed
+/// DP and EP terms adjusted.
+pub(crate) struct FlowStep {
+    pub json: serde_json::Value,
+    pub text: String,
+}
+
+/// Every group of `n` ranks at `stride` among `accelerators` (the groups of one plan
+/// dimension).
+fn all_groups(accelerators: u64, n: u64, stride: u64) -> Vec<Vec<u32>> {
+    let stride = stride.max(1);
+    (0..accelerators)
+        .filter(|r| (r / stride) % n.max(1) == 0)
+        .map(|r| myriad_netsim::strided(r, n, stride))
+        .collect()
+}
+
+pub(crate) fn flow_step(
+    file: &str,
+    s: &myriad_scenario::Scenario,
+    cluster: &myriad_cluster::BuiltCluster,
+    model: &myriad_model::Transformer,
+    plan: &myriad_train::Plan,
+    e: &myriad_train::StepEstimate,
+) -> Result<FlowStep, String> {
+    use myriad_netsim::{flow_choice, time_groups, Network, SimOptions};
+    use myriad_scenario::Precision;
+    let levels = &cluster.levels;
+    let net = Network::from_cluster(cluster);
+    let opts = SimOptions {
+        faults: faults(s),
+        ..Default::default()
+    };
+    let n_acc = plan.accelerators;
+    // (term, groups, group size, op, bytes, analytical s, flow s)
+    let mut rows: Vec<(String, usize, u64, Op, f64, f64, f64)> = Vec::new();
+    let mut time = |name: &str, op: Op, bytes: f64, n: u64, stride: u64, span: &GroupSpan| {
+        let groups = all_groups(n_acc, n, stride);
+        let a = time(op, Algorithm::Auto, bytes, span, levels)
+            .map(|t| t.time_s)
+            .map_err(|e| format!("{file}: {e}"))?;
+        let choice = flow_choice(op, Algorithm::Auto, bytes, span, levels);
+        let (f, _) = time_groups(&net, op, choice, bytes, &groups, &opts)
+            .map_err(|e| format!("{file}: {name}: {e}"))?;
+        rows.push((name.to_string(), groups.len(), n, op, bytes, a, f.time_s));
+        Ok::<(f64, f64), String>((a, f.time_s))
+    };
+    let fp8 = matches!(plan.precision, Precision::Fp8 | Precision::Fp4);
+    let gib = 1024.0f64.powi(3);
+    let mut notes = Vec::new();
+    // DP: gradients (fp32) reduce-scattered and parameters (bf16) all-gathered with the
+    // distributed optimizer, else one all-reduce; parameters of the stage that holds the
+    // most memory (the step model's memory figure).
+    let (mut dp_a, mut dp_f) = (0.0, 0.0);
+    if plan.dp > 1 && plan.zero_stage < 3 {
+        let params = e.memory.weights_gib * gib / if fp8 { 3.0 } else { 2.0 };
+        let n = plan.dp as u64;
+        let stride = plan.stride(Dim::Ep).min(plan.stride(Dim::Dp));
+        let span = plan.group(levels, Dim::Dp);
+        let ops: &[(&str, Op, f64)] = if plan.distributed_optimizer || plan.zero_stage >= 1 {
+            &[
+                ("DP gradient reduce-scatter", Op::ReduceScatter, 4.0),
+                ("DP parameter all-gather", Op::AllGather, 2.0),
+            ]
+        } else {
+            &[("DP gradient all-reduce", Op::AllReduce, 4.0)]
+        };
+        for &(name, op, b) in ops {
+            let (a, f) = time(name, op, params * b, n, stride, &span)?;
+            dp_a += a;
+            dp_f += f;
+        }
+        if plan.cp > 1 {
+            notes
+                .push("DP groups timed without the CP ranks the step model adds for dense weights");
+        }
+    } else if plan.zero_stage >= 3 {
+        notes.push("ZeRO-3 DP traffic is per micro-batch: not timed by the flow backend yet");
+    }
+    // EP: dispatch and combine all-to-all of one MoE layer's micro-batch (as the step model).
+    let (mut ep_a, mut ep_f) = (0.0, 0.0);
+    if let (true, Some(m)) = (plan.ep > 1, &model.moe) {
+        let tokens = plan.micro_batch as f64 * model.seq_len as f64
+            / plan.cp as f64
+            / if plan.sequence_parallel {
+                plan.tp as f64
+            } else {
+                1.0
+            };
+        let h = model.hidden as f64;
+        let dispatch = tokens * m.top_k as f64 * h * if fp8 { 1.0 } else { 2.0 };
+        let combine = tokens * m.top_k as f64 * h * 2.0;
+        let n = plan.ep as u64;
+        let stride = plan.stride(Dim::Ep);
+        let span = plan.group(levels, Dim::Ep);
+        for (name, b) in [
+            (
+                "EP dispatch all-to-all (one layer, one micro-batch)",
+                dispatch,
+            ),
+            (
+                "EP combine all-to-all (one layer, one micro-batch)",
+                combine,
+            ),
+        ] {
+            let (a, f) = time(name, Op::AllToAll, b, n, stride, &span)?;
+            ep_a += a;
+            ep_f += f;
+        }
+    }
+    let b = &e.breakdown;
+    // EP exposure is linear in the all-to-all time; DP exposure: the flow backend's extra
+    // time over the analytical one is counted as exposed (the overlap window the step
+    // model gave the analytical time is already used), a saving is not credited.
+    let ep_exposed = if ep_a > 0.0 {
+        b.ep_comm_s * ep_f / ep_a
+    } else {
+        b.ep_comm_s
+    };
+    let dp_exposed = b.dp_comm_s + (dp_f - dp_a).max(0.0);
+    let step = e.step_time_s - b.ep_comm_s - b.dp_comm_s + ep_exposed + dp_exposed;
+    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+    let mut t = Table::new();
+    t.set_header(vec![
+        "communication (flow backend, every group at once)",
+        "groups x ranks",
+        "bytes",
+        "analytical (s)",
+        "flow (s)",
+        "flow / analytical",
+    ]);
+    for (name, g, n, _, bytes, a, f) in &rows {
+        t.add_row(vec![
+            Cell::new(name),
+            right(format!("{g} x {n}")),
+            right(format!("{bytes:.3e}")),
+            right(format!("{a:.6}")),
+            right(format!("{f:.6}")),
+            right(format!("{:.3}", f / a)),
+        ]);
+    }
+    for (name, a, f) in [
+        ("EP comm (exposed, per step)", b.ep_comm_s, ep_exposed),
+        ("DP comm (exposed, per step)", b.dp_comm_s, dp_exposed),
+        ("step time", e.step_time_s, step),
+    ] {
+        if a == 0.0 && f == 0.0 {
+            continue;
+        }
+        t.add_row(vec![
+            Cell::new(name),
+            Cell::new(""),
+            Cell::new(""),
+            right(format!("{a:.4}")),
+            right(format!("{f:.4}")),
+            right(if a > 0.0 {
+                format!("{:+.2}%", 100.0 * (f / a - 1.0))
+            } else {
+                "-".into()
+            }),
+        ]);
+    }
+    let mut text = format!(
+        "flow-level network simulation{}:\n{t}",
+        if opts.faults.is_empty() {
+            String::new()
+        } else {
+            format!(" with {} fault(s)", opts.faults.len())
+        }
+    );
+    for n in &notes {
+        text.push_str(&format!("\n  note: {n}"));
+    }
+    let json = serde_json::json!({
+        "collectives": rows.iter().map(|(name, g, n, op, bytes, a, f)| serde_json::json!({
+            "name": name, "op": op, "groups": g, "group_size": n, "bytes": bytes,
+            "analytical_s": a, "flow_s": f,
+        })).collect::<Vec<_>>(),
+        "ep_comm_s": ep_exposed,
+        "dp_comm_s": dp_exposed,
+        "step_time_s": step,
+        "faults": opts.faults,
+        "notes": notes,
+    });
+    Ok(FlowStep { json, text })
+}

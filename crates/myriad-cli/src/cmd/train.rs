@@ -23,6 +23,9 @@ struct TrainReport<'a> {
     plan: &'a myriad_train::Plan,
     notes: &'a [String],
     time_to_train: Option<TimeToTrain>,
+    /// `--backend flow`: the DP and EP collectives timed by the flow-level simulation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flow: Option<serde_json::Value>,
 }
 
 #[derive(Serialize, Clone, Copy)]
@@ -35,7 +38,12 @@ struct TimeToTrain {
     energy_cost_usd: f64,
 }
 
-pub fn run(path: &Path, json: bool) -> Result<(), String> {
+pub fn run(path: &Path, backend: &str, json: bool) -> Result<(), String> {
+    let flow = match backend {
+        "analytical" => false,
+        "flow" => true,
+        b => return Err(format!("--backend: `{b}` is not analytical or flow")),
+    };
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
     let cat = myriad_catalog::catalog();
@@ -92,6 +100,18 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
         plan: &t.plan,
         notes: &t.notes,
         time_to_train: ttt,
+        flow: None,
+    };
+    let flow_rows = if flow {
+        Some(super::collective::flow_step(
+            &file, &s, &cluster, &model, &t.plan, e,
+        )?)
+    } else {
+        None
+    };
+    let report = TrainReport {
+        flow: flow_rows.as_ref().map(|f| f.json.clone()),
+        ..report
     };
     if json {
         println!(
@@ -190,6 +210,9 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
             "\ntime to train {:.3e} tokens: {:.0} steps, {:.1} days, {:.3e} GPU-hours, {:.0} MWh at the facility, {:.2} M USD of energy",
             t.tokens, t.steps, t.days, t.gpu_hours, t.energy_mwh, t.energy_cost_usd / 1e6
         );
+    }
+    if let Some(f) = flow_rows {
+        println!("\n{}", f.text);
     }
     Ok(())
 }
