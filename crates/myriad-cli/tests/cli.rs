@@ -169,3 +169,30 @@ fn bad_input_exits_2_with_file_and_field() {
     assert_eq!(code, 2);
     assert!(err.contains("no-such-file.yaml: cannot read"), "{err}");
 }
+
+#[test]
+fn flow_backend_agrees_with_the_analytical_model_on_an_idle_fabric() {
+    // DP group of the SuperPOD example on a non-blocking fat-tree: no congestion, so the
+    // flow simulation and the analytical ring must agree closely.
+    let args = |b: &'static str| {
+        vec![
+            "collective",
+            "examples/dgx-superpod-h100.yaml",
+            "--op",
+            "all-reduce",
+            "--bytes",
+            "1GiB",
+            "--group",
+            "dp",
+            "--algorithm",
+            "ring",
+            "--backend",
+            b,
+            "--json",
+        ]
+    };
+    let a = json(&args("analytical"));
+    let f = json(&args("flow"));
+    let (ta, tf) = (a["time_s"].as_f64().unwrap(), f["time_s"].as_f64().unwrap());
+    assert!((tf / ta - 1.0).abs() < 0.10, "flow {tf} vs analytical {ta}");
+}
