@@ -129,6 +129,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    // SAFETY: called once at startup before any thread exists; SIG_DFL is a valid action.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Cluster { scenario, json } => cmd::cluster::run(&scenario, json),

@@ -265,6 +265,34 @@ pub fn run(path: &Path, a: Args) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let rows: Vec<CurveRow> = points
+        .iter()
+        .map(|(b, c)| CurveRow {
+            bytes: *b,
+            time_s: c.time_s,
+            algbw_gbps: c.algbw_gbps,
+            busbw_gbps: c.busbw_gbps,
+            algorithm: format!("{:?}", c.algorithm),
+            protocol: format!("{:?}", c.protocol),
+        })
+        .collect();
+    print_curve(&rows);
+    Ok(())
+}
+
+/// One size of a collective curve, as both backends print it.
+struct CurveRow {
+    bytes: f64,
+    time_s: f64,
+    algbw_gbps: f64,
+    busbw_gbps: f64,
+    algorithm: String,
+    protocol: String,
+}
+
+/// The nccl-tests-style table of a size sweep.
+fn print_curve(rows: &[CurveRow]) {
+    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
     let mut t = Table::new();
     t.set_header(vec![
         "size (B)",
@@ -274,19 +302,17 @@ pub fn run(path: &Path, a: Args) -> Result<(), String> {
         "algorithm",
         "protocol",
     ]);
-    for (b, c) in &points {
-        let r = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+    for r in rows {
         t.add_row(vec![
-            r(format!("{b:.0}")),
-            r(format!("{:.2}", c.time_s * 1e6)),
-            r(format!("{:.2}", c.algbw_gbps)),
-            r(format!("{:.2}", c.busbw_gbps)),
-            Cell::new(format!("{:?}", c.algorithm)),
-            Cell::new(format!("{:?}", c.protocol)),
+            right(format!("{:.0}", r.bytes)),
+            right(format!("{:.2}", r.time_s * 1e6)),
+            right(format!("{:.2}", r.algbw_gbps)),
+            right(format!("{:.2}", r.busbw_gbps)),
+            Cell::new(&r.algorithm),
+            Cell::new(&r.protocol),
         ]);
     }
     println!("{t}");
-    Ok(())
 }
 
 struct FlowRequest<'a> {
@@ -406,30 +432,22 @@ fn run_flow(
             format!(" with {} fault(s)", faults.len())
         }
     );
-    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
-    let mut t = Table::new();
-    t.set_header(vec![
-        "size (B)",
-        "time (us)",
-        "algbw (GB/s)",
-        "busbw (GB/s)",
-        "algorithm",
-        "protocol",
-    ]);
-    for (b, c) in &points {
-        t.add_row(vec![
-            right(format!("{b:.0}")),
-            right(format!("{:.2}", c.time_s * 1e6)),
-            right(format!("{:.2}", c.algbw_gbps)),
-            right(format!("{:.2}", c.busbw_gbps)),
-            Cell::new(match c.variant {
+    let rows: Vec<CurveRow> = points
+        .iter()
+        .map(|(b, c)| CurveRow {
+            bytes: *b,
+            time_s: c.time_s,
+            algbw_gbps: c.algbw_gbps,
+            busbw_gbps: c.busbw_gbps,
+            algorithm: match &c.variant {
                 Some(v) => format!("{:?} ({v})", c.algorithm),
                 None => format!("{:?}", c.algorithm),
-            }),
-            Cell::new(format!("{:?}", c.protocol)),
-        ]);
-    }
-    println!("{t}");
+            },
+            protocol: format!("{:?}", c.protocol),
+        })
+        .collect();
+    print_curve(&rows);
+    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
     let (b, last) = points.last().expect("one point");
     println!(
         "most loaded links at {b:.0} B ({} flows simulated, {} in all; {} steps advanced in steady state; {} rerouted)",
