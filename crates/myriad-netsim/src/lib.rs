@@ -214,6 +214,36 @@ pub struct FlowTime {
     pub sim: SimResult,
 }
 
+impl FlowTime {
+    /// The nccl-tests figures of a simulated collective of `bytes` over `n` ranks.
+    fn from_sim(
+        sim: SimResult,
+        op: Op,
+        bytes: f64,
+        n: u64,
+        algorithm: Algorithm,
+        protocol: Protocol,
+        variant: Option<&'static str>,
+    ) -> Self {
+        let time_s = sim.time_s;
+        let algbw = if time_s > 0.0 {
+            bytes / time_s * 1e-9
+        } else {
+            0.0
+        };
+        FlowTime {
+            time_s,
+            algorithm,
+            protocol,
+            variant,
+            algbw_gbps: algbw,
+            busbw_gbps: algbw * bus_factor(op, n),
+            group_size: n,
+            sim,
+        }
+    }
+}
+
 /// Why the flow backend could not time a collective.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Error {
@@ -276,23 +306,9 @@ pub fn time_collective(
     prog.latency_scale = cost.hop;
     let sim = simulate(net, std::slice::from_ref(&prog), opts)?;
     let n = prog.ranks.len() as u64;
-    let time_s = sim.time_s;
-    let algbw = if time_s > 0.0 {
-        bytes / time_s * 1e-9
-    } else {
-        0.0
-    };
+    let variant = (algorithm == Algorithm::Hierarchical).then(|| hier.describe());
     Ok((
-        FlowTime {
-            time_s,
-            algorithm,
-            protocol: choice.protocol,
-            variant: (algorithm == Algorithm::Hierarchical).then(|| hier.describe()),
-            algbw_gbps: algbw,
-            busbw_gbps: algbw * bus_factor(op, n),
-            group_size: n,
-            sim,
-        },
+        FlowTime::from_sim(sim, op, bytes, n, algorithm, choice.protocol, variant),
         prog,
     ))
 }
@@ -373,23 +389,10 @@ pub fn time_groups(
     );
     prog.latency_scale = cost.hop;
     let sim = simulate(net, std::slice::from_ref(&prog), opts)?;
-    let time_s = sim.time_s;
-    let algbw = if time_s > 0.0 {
-        bytes / time_s * 1e-9
-    } else {
-        0.0
-    };
+    let variant = (algorithm == Algorithm::Hierarchical).then(|| choice.hier.describe());
+    let n = first.len() as u64;
     Ok((
-        FlowTime {
-            time_s,
-            algorithm,
-            protocol: choice.protocol,
-            variant: (algorithm == Algorithm::Hierarchical).then(|| choice.hier.describe()),
-            algbw_gbps: algbw,
-            busbw_gbps: algbw * bus_factor(op, first.len() as u64),
-            group_size: first.len() as u64,
-            sim,
-        },
+        FlowTime::from_sim(sim, op, bytes, n, algorithm, choice.protocol, variant),
         prog,
     ))
 }

@@ -111,7 +111,7 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
         }
     }
     let tokens_per_step = |gb: u64| gb as f64 * model.seq_len as f64;
-    let results: Vec<Result<Candidate, String>> = jobs
+    let results: Vec<Result<(Candidate, ClusterReport), String>> = jobs
         .par_iter()
         .map(|(sc, job)| {
             // The cluster is built in whole scale-up domains; the job uses the requested
@@ -173,7 +173,7 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                     ));
                 }
             }
-            Ok(Candidate {
+            let candidate = Candidate {
                 accelerator: cluster.accelerator.id.clone(),
                 scale_up: cluster.scale_up.id.clone(),
                 fabric: cluster.fabric.id.clone(),
@@ -191,13 +191,18 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                 pareto: false,
                 violations,
                 plans_evaluated: r.evaluated,
-            })
+            };
+            Ok((candidate, report))
         })
         .collect();
     let mut candidates = Vec::new();
+    let mut reports = Vec::new();
     for r in results {
         match r {
-            Ok(c) => candidates.push(c),
+            Ok((c, rep)) => {
+                candidates.push(c);
+                reports.push(rep);
+            }
             Err(e) => skipped.push(e),
         }
     }
@@ -236,15 +241,8 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
             })
             .map(|(i, _)| i)
     };
-    let chosen_report = chosen.map(|i| {
-        let c = &candidates[i];
-        let (sc, _) = jobs
-            .iter()
-            .find(|(j, n)| j.cluster.accelerator == c.accelerator && *n == c.accelerators)
-            .expect("the chosen candidate came from a job");
-        let cluster = myriad_cluster::build(sc, cat).expect("built before");
-        myriad_cluster::report(&cluster, sc)
-    });
+    // Each candidate's report was made with its build; keep the chosen one's.
+    let chosen_report = chosen.map(|i| reports.swap_remove(i));
     Ok(PlanResult {
         tokens,
         candidates,
