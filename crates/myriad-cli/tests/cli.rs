@@ -196,3 +196,54 @@ fn flow_backend_agrees_with_the_analytical_model_on_an_idle_fabric() {
     let (ta, tf) = (a["time_s"].as_f64().unwrap(), f["time_s"].as_f64().unwrap());
     assert!((tf / ta - 1.0).abs() < 0.10, "flow {tf} vs analytical {ta}");
 }
+
+#[test]
+fn train_flow_backend_times_every_collective_of_the_step() {
+    let a = json(&["train", "examples/dgx-superpod-h100.yaml", "--json"]);
+    let f = json(&[
+        "train",
+        "examples/dgx-superpod-h100.yaml",
+        "--backend",
+        "flow",
+        "--json",
+    ]);
+    let flow = &f["flow"];
+    assert_eq!(flow["backend"], "flow");
+    let ops: Vec<&str> = flow["collectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["op"].as_str().unwrap())
+        .collect();
+    // TP (all-gather, reduce-scatter), PP send-recv, DP reduce-scatter and all-gather.
+    for op in ["all-gather", "reduce-scatter", "send-recv"] {
+        assert!(ops.contains(&op), "{op} missing from {ops:?}");
+    }
+    let (ta, tf) = (
+        a["step_time_s"].as_f64().unwrap(),
+        f["step_time_s"].as_f64().unwrap(),
+    );
+    assert_eq!(flow["analytical"]["step_time_s"].as_f64().unwrap(), ta);
+    // Non-blocking fabric, no faults: the simulated step is the analytical one within 3%.
+    assert!((tf / ta - 1.0).abs() < 0.03, "flow {tf} vs analytical {ta}");
+
+    // A dead scale-up domain leaves part of the DP group unreachable: a clear error.
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/dgx-superpod-h100.yaml"
+    ))
+    .unwrap()
+    .replace(
+        "  datacenter:",
+        "  faults:\n    - {at_s: 0.0, domain: 3}\n  datacenter:",
+    );
+    let path = std::env::temp_dir().join(format!("myriad-flow-fault-{}.yaml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let (code, _, err) = myriad(&["train", path.to_str().unwrap(), "--backend", "flow"]);
+    std::fs::remove_file(&path).ok();
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("flow backend") && err.contains("no route"),
+        "{err}"
+    );
+}

@@ -70,7 +70,7 @@ use myriad_cluster::Level;
 use serde::Serialize;
 use std::fmt;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Op {
     AllReduce,
@@ -938,5 +938,77 @@ fn sendrecv_cost(c: &Ctx) -> Cost {
         wire_us: c.bytes * worst,
         bytes_per_rank: c.bytes,
         simple_only: false,
+    }
+}
+
+/// Where every group of one parallel dimension lies on the cluster: groups of `n` ranks at
+/// rank stride `stride` (`r, r + stride, …`), tiling the first `accelerators` ranks (the
+/// group holding rank 0 is the one [`GroupSpan`] describes). A backend that simulates
+/// traffic uses it to run every group of the dimension at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Layout {
+    pub n: u64,
+    pub stride: u64,
+    pub accelerators: u64,
+}
+
+impl Layout {
+    /// The first rank of every group: ranks `r` with `(r / stride) mod n == 0`.
+    pub fn group_starts(&self) -> impl Iterator<Item = u64> + '_ {
+        let stride = self.stride.max(1);
+        let n = self.n.max(1);
+        (0..self.accelerators).filter(move |r| (r / stride) % n == 0)
+    }
+}
+
+/// A collective that runs at the same time as the one being timed (it shares links).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Concurrent {
+    pub op: Op,
+    pub bytes: f64,
+    pub layout: Layout,
+}
+
+/// Times the collectives of a training step. The step model asks for every collective it
+/// needs through this trait, so a second backend (the flow-level simulation in
+/// `myriad-netsim`) plugs in without the step model knowing it.
+///
+/// `span` is the group holding rank 0 placed on the hierarchy, `layout` where all groups of
+/// its dimension lie; every group of the dimension runs the collective at once.
+pub trait CollectiveTimer {
+    /// Seconds for `op` of `bytes` (nccl-tests convention) on each group of `layout`.
+    fn time(&self, op: Op, bytes: f64, span: &GroupSpan, layout: &Layout) -> f64;
+
+    /// As [`CollectiveTimer::time`], while `background` collectives run on the same network
+    /// (data-parallel gradients and pipeline sends sharing NICs). The analytical model
+    /// prices links as if free, so by default the background is ignored.
+    fn time_during(
+        &self,
+        op: Op,
+        bytes: f64,
+        span: &GroupSpan,
+        layout: &Layout,
+        background: &[Concurrent],
+    ) -> f64 {
+        let _ = background;
+        self.time(op, bytes, span, layout)
+    }
+}
+
+/// The analytical model of this crate behind [`CollectiveTimer`] (`Algorithm::Auto`; a
+/// group the model cannot time costs infinity, which no plan search picks).
+#[derive(Debug, Clone, Copy)]
+pub struct Analytical<'a> {
+    pub levels: &'a [Level],
+}
+
+impl CollectiveTimer for Analytical<'_> {
+    fn time(&self, op: Op, bytes: f64, span: &GroupSpan, _layout: &Layout) -> f64 {
+        if span.size() <= 1 || bytes <= 0.0 {
+            return 0.0;
+        }
+        time(op, Algorithm::Auto, bytes, span, self.levels)
+            .map(|c| c.time_s)
+            .unwrap_or(f64::INFINITY)
     }
 }

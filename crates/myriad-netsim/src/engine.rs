@@ -231,6 +231,8 @@ struct ProgState {
     w_sum: f64,
     step_start: f64,
     step_epoch: u64,
+    /// `Sim::mix` when the step started.
+    step_mix: u64,
     end: f64,
     tmpl_phase: usize,
     tmpl: Vec<FlowSpec>,
@@ -247,6 +249,10 @@ struct Sim<'a> {
     alive: Vec<bool>,
     cap: Vec<f64>,
     epoch: u64,
+    /// Bumped whenever a program starts or finishes: a step that saw the set of running
+    /// programs change is not a period of the steady state (another program's flows
+    /// shared its links for part of it).
+    mix: u64,
     now: f64,
     // Flow slots (struct of arrays).
     f_prog: Vec<u32>,
@@ -319,6 +325,7 @@ pub fn simulate(
         alive: vec![true; nl],
         cap: net.cap.clone(),
         epoch: 0,
+        mix: 0,
         now: 0.0,
         f_prog: Vec::new(),
         f_tmpl: Vec::new(),
@@ -664,6 +671,7 @@ impl<'a> Sim<'a> {
                 st.started = true;
                 st.phase = 0;
                 st.done = 0;
+                self.mix += 1;
             }
             while st.phase < prog.phases.len() && st.done >= prog.phases[st.phase].repeat {
                 st.phase += 1;
@@ -672,6 +680,7 @@ impl<'a> Sim<'a> {
             if st.phase >= prog.phases.len() {
                 st.finished = true;
                 st.end = now;
+                self.mix += 1;
                 continue;
             }
             self.start_step(pi)?;
@@ -703,6 +712,7 @@ impl<'a> Sim<'a> {
             if st.done == 0
                 || st.done >= ph.repeat
                 || st.step_epoch != self.epoch
+                || st.step_mix != self.mix
                 || st.tmpl_phase != st.phase
             {
                 return;
@@ -866,6 +876,7 @@ impl<'a> Sim<'a> {
         st.running = true;
         st.step_start = now;
         st.step_epoch = self.epoch;
+        st.step_mix = self.mix;
         st.outstanding = 0;
         st.phase_end = now;
         st.drain_end = now;

@@ -15,6 +15,9 @@
 //! - [`simulate`] (`engine`): the discrete-event loop and max-min fair rates, with faults.
 //! - [`chrome_trace`] (`trace`): a Chrome/Perfetto trace of a run.
 //!
+//! - [`FlowTimer`] (`timer`): the flow backend behind `myriad_collective::CollectiveTimer`,
+//!   so `myriad_train::estimate_with` times a whole training step by simulation.
+//!
 //! [`time_collective`] puts them together for one collective and reports what
 //! `myriad_collective::time` does (time, algorithm and bus bandwidth) plus the most loaded
 //! links. Pure: no IO.
@@ -37,6 +40,7 @@
 pub mod engine;
 pub mod net;
 pub mod program;
+pub mod timer;
 pub mod trace;
 
 pub use engine::{
@@ -47,6 +51,7 @@ pub use program::{
     collective, collective_variant, FlowSpec, Hier, LatencyRule, Phase, PhaseFlows, Program,
     LAUNCH_S,
 };
+pub use timer::{FlowTimer, TimedCollective};
 pub use trace::chrome_trace;
 
 use myriad_cluster::Level;
@@ -332,6 +337,40 @@ pub fn time_groups(
     if groups.len() == 1 {
         return time_collective(net, op, choice, bytes, first, opts);
     }
+    let (prog, algorithm) = groups_program(net, op, choice, bytes, groups)?;
+    let sim = simulate(net, std::slice::from_ref(&prog), opts)?;
+    let variant = (algorithm == Algorithm::Hierarchical).then(|| choice.hier.describe());
+    let n = first.len() as u64;
+    Ok((
+        FlowTime::from_sim(sim, op, bytes, n, algorithm, choice.protocol, variant),
+        prog,
+    ))
+}
+
+/// The program of [`time_groups`] without running it (to run it beside other programs),
+/// and the algorithm it uses (a tree or hierarchical shape the groups lack falls back to
+/// the ring, as NCCL does).
+pub fn groups_program(
+    net: &Network,
+    op: Op,
+    choice: Choice,
+    bytes: f64,
+    groups: &[Vec<u32>],
+) -> Result<(Program, Algorithm), Error> {
+    let Some(first) = groups.first() else {
+        return Err(Error::Build("no groups to simulate".into()));
+    };
+    if !(bytes.is_finite() && bytes >= 0.0) {
+        return Err(Error::Build(format!(
+            "message size must be a finite number >= 0 bytes, got {bytes}"
+        )));
+    }
+    if let Some(r) = groups.iter().flatten().find(|&&r| r >= net.accelerators()) {
+        return Err(Error::Build(format!(
+            "rank {r} is outside the cluster's {} accelerators",
+            net.accelerators()
+        )));
+    }
     let cost = protocol_cost(choice.protocol);
     let wire = bytes / cost.bw;
     let mut algorithm = choice.algorithm;
@@ -347,10 +386,12 @@ pub fn time_groups(
         let p = build(algorithm, g).map_err(|e| Error::Build(e.0))?;
         let Some(m) = merged.as_mut() else {
             let mut p = p;
-            for ph in &mut p.phases {
-                if let PhaseFlows::AllToAll { .. } = ph.flows {
-                    ph.materialize(&p.ranks, &mut scratch);
-                    ph.flows = PhaseFlows::List(std::mem::take(&mut scratch));
+            if groups.len() > 1 {
+                for ph in &mut p.phases {
+                    if let PhaseFlows::AllToAll { .. } = ph.flows {
+                        ph.materialize(&p.ranks, &mut scratch);
+                        ph.flows = PhaseFlows::List(std::mem::take(&mut scratch));
+                    }
                 }
             }
             merged = Some(p);
@@ -381,18 +422,14 @@ pub fn time_groups(
         }
         m.ranks.extend_from_slice(&p.ranks);
     }
-    let mut prog = merged.expect("two groups or more");
-    prog.name = format!(
-        "{op:?} {algorithm:?} x{} groups of {}",
-        groups.len(),
-        first.len()
-    );
+    let mut prog = merged.expect("at least one group");
+    if groups.len() > 1 {
+        prog.name = format!(
+            "{op:?} {algorithm:?} x{} groups of {}",
+            groups.len(),
+            first.len()
+        );
+    }
     prog.latency_scale = cost.hop;
-    let sim = simulate(net, std::slice::from_ref(&prog), opts)?;
-    let variant = (algorithm == Algorithm::Hierarchical).then(|| choice.hier.describe());
-    let n = first.len() as u64;
-    Ok((
-        FlowTime::from_sim(sim, op, bytes, n, algorithm, choice.protocol, variant),
-        prog,
-    ))
+    Ok((prog, algorithm))
 }

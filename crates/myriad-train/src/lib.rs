@@ -11,8 +11,9 @@ pub mod plan;
 pub mod step;
 pub mod validate;
 
+pub use myriad_collective::{Analytical, CollectiveTimer};
 pub use plan::{resolve, Plan, PlanError};
-pub use step::{estimate, Breakdown, Memory, StepEstimate};
+pub use step::{estimate, estimate_with, Breakdown, Memory, StepEstimate};
 
 use myriad_cluster::BuiltCluster;
 use myriad_model::{Recompute, Transformer};
@@ -40,6 +41,21 @@ pub fn train(
     cluster: &BuiltCluster,
     accelerators: u64,
 ) -> Result<TrainEstimate, PlanError> {
+    let timer = Analytical {
+        levels: &cluster.levels,
+    };
+    train_with(spec, model, cluster, accelerators, &timer)
+}
+
+/// As [`train`], timing the step's collectives with `timer` (every candidate recompute and
+/// optimizer-sharding choice is timed with it too).
+pub fn train_with(
+    spec: &TrainingSpec,
+    model: &Transformer,
+    cluster: &BuiltCluster,
+    accelerators: u64,
+    timer: &dyn CollectiveTimer,
+) -> Result<TrainEstimate, PlanError> {
     let (mut plan, mut notes) = resolve(spec, model, cluster, accelerators)?;
     let recomputes: &[Recompute] = match spec.recompute {
         Some(_) => &[],
@@ -49,7 +65,7 @@ pub fn train(
         spec.distributed_optimizer.is_none() && spec.zero_stage.is_none() && plan.dp > 1;
     let stages: &[u8] = if free_sharding { &[1, 2, 3] } else { &[] };
     if recomputes.is_empty() && stages.is_empty() {
-        let est = estimate(model, &plan, cluster);
+        let est = estimate_with(model, &plan, cluster, timer);
         return Ok(TrainEstimate {
             plan,
             notes,
@@ -75,7 +91,7 @@ pub fn train(
             if free_sharding {
                 plan.distributed_optimizer = z >= 1;
             }
-            let e = estimate(model, &plan, cluster);
+            let e = estimate_with(model, &plan, cluster, timer);
             if e.fits
                 && best
                     .as_ref()

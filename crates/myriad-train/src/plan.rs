@@ -116,15 +116,21 @@ impl Plan {
         GroupSpan { spans }
     }
 
-    /// The group of dimension `d` (DP here means the full data-parallel group, EP included).
-    pub fn group(&self, levels: &[myriad_cluster::Level], d: Dim) -> GroupSpan {
-        let (n, stride) = match d {
+    /// Size and rank stride of the groups of dimension `d` (DP here means the full
+    /// data-parallel group, EP included).
+    pub fn group_layout(&self, d: Dim) -> (u64, u64) {
+        match d {
             Dim::Dp => (
                 self.dp as u64,
                 self.stride(Dim::Ep).min(self.stride(Dim::Dp)),
             ),
             _ => (self.size(d), self.stride(d)),
-        };
+        }
+    }
+
+    /// The group of dimension `d` holding rank 0, placed on the hierarchy.
+    pub fn group(&self, levels: &[myriad_cluster::Level], d: Dim) -> GroupSpan {
+        let (n, stride) = self.group_layout(d);
         Self::span(levels, n, stride)
     }
 }

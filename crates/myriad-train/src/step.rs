@@ -22,7 +22,7 @@
 
 use myriad_catalog::Accelerator;
 use myriad_cluster::{BuiltCluster, Level};
-use myriad_collective::{time as coll_time, Algorithm, GroupSpan, Op as CollOp};
+use myriad_collective::{Analytical, CollectiveTimer, Concurrent, GroupSpan, Layout, Op as CollOp};
 use myriad_model::{Op, OpKind, Recompute, Transformer};
 use myriad_scenario::{Dim, PipelineSchedule, Precision};
 use serde::Serialize;
@@ -108,10 +108,39 @@ struct StageTimes {
     ep: f64,
 }
 
+/// A parallel group: the one holding rank 0 on the hierarchy, and where all its peers lie.
+#[derive(Clone)]
+struct Group {
+    span: GroupSpan,
+    layout: Layout,
+}
+
+impl Group {
+    fn new(levels: &[Level], n: u64, stride: u64, accelerators: u64) -> Group {
+        Group {
+            span: Plan::span(levels, n, stride),
+            layout: Layout {
+                n,
+                stride,
+                accelerators,
+            },
+        }
+    }
+
+    fn of(plan: &Plan, levels: &[Level], d: Dim) -> Group {
+        let (n, stride) = plan.group_layout(d);
+        Group::new(levels, n, stride, plan.accelerators)
+    }
+
+    fn size(&self) -> u64 {
+        self.span.size()
+    }
+}
+
 #[derive(Clone, Copy)]
 struct Ctx<'a> {
     acc: &'a Accelerator,
-    levels: &'a [Level],
+    timer: &'a dyn CollectiveTimer,
     gemm_peak: f64,
     gemm_eff: f64,
     bf16_peak: f64,
@@ -206,13 +235,19 @@ impl Ctx<'_> {
         (f, b, w, attn_f)
     }
 
-    fn coll(&self, op: CollOp, bytes: f64, group: &GroupSpan) -> f64 {
+    fn coll(&self, op: CollOp, bytes: f64, group: &Group) -> f64 {
         if group.size() <= 1 || bytes <= 0.0 {
             return 0.0;
         }
-        coll_time(op, Algorithm::Auto, bytes, group, self.levels)
-            .map(|c| c.time_s)
-            .unwrap_or(f64::INFINITY)
+        self.timer.time(op, bytes, &group.span, &group.layout)
+    }
+
+    fn coll_during(&self, op: CollOp, bytes: f64, group: &Group, background: &[Concurrent]) -> f64 {
+        if group.size() <= 1 || bytes <= 0.0 {
+            return 0.0;
+        }
+        self.timer
+            .time_during(op, bytes, &group.span, &group.layout, background)
     }
 }
 
@@ -227,9 +262,10 @@ pub fn layer_compute_times(
     layer: u32,
 ) -> (f64, f64) {
     let fp8 = matches!(precision, Precision::Fp8 | Precision::Fp4);
+    let timer = Analytical { levels };
     let ctx = Ctx {
         acc,
-        levels,
+        timer: &timer,
         gemm_peak: peak_tflops(acc, precision) * 1e12,
         gemm_eff: if fp8 {
             acc.efficiency.gemm_fp8
@@ -248,9 +284,10 @@ pub fn layer_compute_times(
 
 /// Forward and backward time (seconds) of one fused-attention op on `acc` (bf16).
 pub fn attention_times(acc: &Accelerator, op: &Op) -> (f64, f64) {
+    let timer = Analytical { levels: &[] };
     let ctx = Ctx {
         acc,
-        levels: &[],
+        timer: &timer,
         gemm_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
         gemm_eff: acc.efficiency.gemm_bf16,
         bf16_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
@@ -294,8 +331,27 @@ pub const COMM_SM_SHARE: f64 = 0.2;
 pub const BUFFERS_GIB: f64 = 3.0;
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
-/// Estimates one training step of `model` under `plan` on `cluster`.
+/// Estimates one training step of `model` under `plan` on `cluster`, with the analytical
+/// collective model.
 pub fn estimate(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> StepEstimate {
+    estimate_with(
+        model,
+        plan,
+        cluster,
+        &Analytical {
+            levels: &cluster.levels,
+        },
+    )
+}
+
+/// As [`estimate`], timing every collective of the step with `timer` (e.g. the flow-level
+/// network simulation of `myriad-netsim`).
+pub fn estimate_with(
+    model: &Transformer,
+    plan: &Plan,
+    cluster: &BuiltCluster,
+    timer: &dyn CollectiveTimer,
+) -> StepEstimate {
     let acc = &cluster.accelerator;
     let levels = &cluster.levels[..];
     let fp8 = matches!(plan.precision, Precision::Fp8 | Precision::Fp4);
@@ -303,7 +359,7 @@ pub fn estimate(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> Ste
     let bf16_peak = peak_tflops(acc, Precision::Bf16) * 1e12;
     let ctx = Ctx {
         acc,
-        levels,
+        timer,
         gemm_peak,
         gemm_eff: if fp8 {
             acc.efficiency.gemm_fp8
@@ -319,11 +375,11 @@ pub fn estimate(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> Ste
     let tokens_mb = plan.micro_batch as f64 * model.seq_len as f64 / plan.cp as f64;
 
     // Groups on the hierarchy.
-    let g_tp = plan.group(levels, Dim::Tp);
-    let g_cp = plan.group(levels, Dim::Cp);
-    let g_ep = plan.group(levels, Dim::Ep);
-    let g_dp = plan.group(levels, Dim::Dp);
-    let g_pp = plan.group(levels, Dim::Pp);
+    let g_tp = Group::of(plan, levels, Dim::Tp);
+    let g_cp = Group::of(plan, levels, Dim::Cp);
+    let g_ep = Group::of(plan, levels, Dim::Ep);
+    let g_dp = Group::of(plan, levels, Dim::Dp);
+    let g_pp = Group::of(plan, levels, Dim::Pp);
 
     // Per-layer times for one micro-batch, dense and MoE layer kinds.
     let mut ops: Vec<Op> = Vec::with_capacity(24);
@@ -551,31 +607,44 @@ pub fn estimate(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> Ste
     // Expert-data-parallel group: ranks holding the same experts.
     let edp =
         (plan.dp as u64 * plan.cp as u64 * plan.tp as u64) / (plan.ep as u64 * plan.etp as u64);
-    let g_edp = Plan::span(
+    let g_edp = Group::new(
         levels,
         (edp / plan.cp.max(1) as u64).max(1),
         plan.stride(Dim::Dp),
+        plan.accelerators,
     );
     let grad_bytes = 4.0; // fp32 gradient buffers (Megatron main_grad)
-    let dp_comm = |p: f64, g: &GroupSpan| -> (f64, f64) {
+                          // The gradient reduce-scatter overlaps the last backward passes, while the pipeline
+                          // still sends activation gradients between stages over the same NICs.
+    let pp_background = [Concurrent {
+        op: CollOp::SendRecv,
+        bytes: act_bytes,
+        layout: g_pp.layout,
+    }];
+    let background: &[Concurrent] = if pp > 1 { &pp_background } else { &[] };
+    let dp_comm = |p: f64, g: &Group| -> (f64, f64) {
         if g.size() <= 1 || p <= 0.0 {
             return (0.0, 0.0);
         }
         if plan.distributed_optimizer || plan.zero_stage >= 1 {
             (
-                ctx.coll(CollOp::ReduceScatter, p * grad_bytes, g),
+                ctx.coll_during(CollOp::ReduceScatter, p * grad_bytes, g, background),
                 ctx.coll(CollOp::AllGather, p * 2.0, g),
             )
         } else {
-            (ctx.coll(CollOp::AllReduce, p * grad_bytes, g), 0.0)
+            (
+                ctx.coll_during(CollOp::AllReduce, p * grad_bytes, g, background),
+                0.0,
+            )
         }
     };
     // DP spans data-parallel replicas and, for dense weights, the CP ranks too.
     let g_dpcp = if plan.cp > 1 {
-        Plan::span(
+        Group::new(
             levels,
             plan.dp as u64 * plan.cp as u64,
             plan.stride(Dim::Cp).min(plan.stride(Dim::Ep)),
+            plan.accelerators,
         )
     } else {
         g_dp.clone()

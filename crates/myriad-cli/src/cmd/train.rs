@@ -28,6 +28,125 @@ struct TrainReport<'a> {
     flow: Option<serde_json::Value>,
 }
 
+struct FlowStep {
+    json: serde_json::Value,
+    text: String,
+}
+
+/// The `--backend flow` section: each exposed communication term and the step time from
+/// the flow backend beside the analytical model's for the same plan, and every distinct
+/// collective the simulation ran.
+fn flow_report(
+    plan: &myriad_train::Plan,
+    timer: &myriad_netsim::FlowTimer,
+    flow: &myriad_train::StepEstimate,
+    analytical: &myriad_train::StepEstimate,
+    faults: &[myriad_netsim::Fault],
+) -> FlowStep {
+    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+    let ratio = |a: f64, f: f64| {
+        if a > 0.0 {
+            format!("{:+.2}%", 100.0 * (f / a - 1.0))
+        } else if f > 0.0 {
+            "new".into()
+        } else {
+            "-".into()
+        }
+    };
+    let log = timer.log();
+    let mut tc = Table::new();
+    tc.set_header(vec![
+        "collective (every group at once)",
+        "groups x ranks",
+        "bytes",
+        "beside",
+        "analytical (s)",
+        "flow (s)",
+        "flow / analytical",
+    ]);
+    // Which parallel dimension a group is, from its size and stride.
+    let dim = |n: u64, stride: u64| -> &'static str {
+        use myriad_scenario::Dim;
+        for (d, name) in [
+            (Dim::Tp, "TP"),
+            (Dim::Cp, "CP"),
+            (Dim::Ep, "EP"),
+            (Dim::Pp, "PP"),
+            (Dim::Dp, "DP"),
+        ] {
+            if plan.group_layout(d) == (n, stride) {
+                return name;
+            }
+        }
+        if n == plan.dp as u64 * plan.cp as u64 {
+            "DP+CP"
+        } else {
+            "expert DP"
+        }
+    };
+    for c in &log {
+        tc.add_row(vec![
+            Cell::new(format!(
+                "{} {:?} ({:?})",
+                dim(c.group_size, c.stride),
+                c.op,
+                c.algorithm
+            )),
+            right(format!("{} x {}", c.groups, c.group_size)),
+            right(format!("{:.3e}", c.bytes)),
+            Cell::new(c.background.join(", ")),
+            right(format!("{:.6}", c.analytical_s)),
+            right(format!("{:.6}", c.flow_s)),
+            right(format!("{:.3}", c.flow_s / c.analytical_s)),
+        ]);
+    }
+    let (a, f) = (&analytical.breakdown, &flow.breakdown);
+    let mut tb = Table::new();
+    tb.set_header(vec![
+        "exposed per step",
+        "analytical (s)",
+        "flow (s)",
+        "change",
+    ]);
+    for (name, x, y) in [
+        ("TP/SP comm", a.tp_comm_s, f.tp_comm_s),
+        ("CP comm", a.cp_comm_s, f.cp_comm_s),
+        ("EP comm", a.ep_comm_s, f.ep_comm_s),
+        ("PP comm", a.pp_comm_s, f.pp_comm_s),
+        ("DP comm", a.dp_comm_s, f.dp_comm_s),
+        ("pipeline bubble", a.pipeline_bubble_s, f.pipeline_bubble_s),
+        ("step time", analytical.step_time_s, flow.step_time_s),
+    ] {
+        if x == 0.0 && y == 0.0 {
+            continue;
+        }
+        tb.add_row(vec![
+            Cell::new(name),
+            right(format!("{x:.4}")),
+            right(format!("{y:.4}")),
+            right(ratio(x, y)),
+        ]);
+    }
+    let text = format!(
+        "flow-level network simulation{} (the step above is timed with it):\n{tc}\n{tb}",
+        if faults.is_empty() {
+            String::new()
+        } else {
+            format!(" with {} fault(s)", faults.len())
+        }
+    );
+    let json = serde_json::json!({
+        "backend": "flow",
+        "collectives": log,
+        "analytical": {
+            "step_time_s": analytical.step_time_s,
+            "breakdown": analytical.breakdown,
+        },
+        "faults": faults,
+    });
+    FlowStep { json, text }
+}
+
 #[derive(Serialize, Clone, Copy)]
 struct TimeToTrain {
     tokens: f64,
@@ -63,8 +182,31 @@ pub fn run(path: &Path, backend: &str, json: bool) -> Result<(), String> {
             s.cluster.count
         ));
     }
-    let t = myriad_train::train(&spec, &model, &cluster, accelerators)
-        .map_err(|e| format!("{file}: {e}"))?;
+    // The flow backend times every collective of the step by simulation (all groups of a
+    // dimension at once, DP beside PP, the scenario's faults); the analytical estimate of
+    // the same plan is kept for comparison.
+    let net = flow.then(|| myriad_netsim::Network::from_cluster(&cluster));
+    let timer = net.as_ref().map(|net| {
+        myriad_netsim::FlowTimer::new(
+            net,
+            &cluster.levels,
+            myriad_netsim::SimOptions {
+                faults: super::collective::faults(&s),
+                ..Default::default()
+            },
+        )
+    });
+    let t = match &timer {
+        Some(tm) => myriad_train::train_with(&spec, &model, &cluster, accelerators, tm),
+        None => myriad_train::train(&spec, &model, &cluster, accelerators),
+    }
+    .map_err(|e| format!("{file}: {e}"))?;
+    if let Some(tm) = &timer {
+        let errors = tm.errors();
+        if !errors.is_empty() {
+            return Err(format!("{file}: flow backend: {}", errors.join("; ")));
+        }
+    }
     let e = &t.estimate;
     let ttt = spec.tokens.map(|tokens| {
         let tokens_per_step = t.plan.global_batch as f64 * model.seq_len as f64;
@@ -102,13 +244,10 @@ pub fn run(path: &Path, backend: &str, json: bool) -> Result<(), String> {
         time_to_train: ttt,
         flow: None,
     };
-    let flow_rows = if flow {
-        Some(super::collective::flow_step(
-            &file, &s, &cluster, &model, &t.plan, e,
-        )?)
-    } else {
-        None
-    };
+    let flow_rows = timer.as_ref().map(|tm| {
+        let analytical = myriad_train::estimate(&model, &t.plan, &cluster);
+        flow_report(&t.plan, tm, e, &analytical, &super::collective::faults(&s))
+    });
     let report = TrainReport {
         flow: flow_rows.as_ref().map(|f| f.json.clone()),
         ..report

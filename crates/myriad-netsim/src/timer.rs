@@ -1,0 +1,206 @@
+//! The flow backend behind `myriad_collective::CollectiveTimer`, so the training step model
+//! (`myriad_train::estimate_with`) times every collective of a step — TP, CP, EP, PP, DP,
+//! ZeRO-3's per-micro-batch gathers — by simulation.
+//!
+//! Each request runs **every group of its dimension at once** (the layout's groups as one
+//! program, [`groups_program`]), so concurrent groups share NICs, leaf uplinks, island links
+//! and DCI. Background collectives ([`CollectiveTimer::time_during`]: the pipeline's sends
+//! while the gradients reduce) run as further programs in the same simulation and the
+//! answer is when the timed program ends.
+//!
+//! Invariants: results are memoised per (op, bytes, span, layout, background), so one step
+//! estimate simulates each distinct collective once; groups that stay inside one scale-up
+//! domain cannot share a link with another group (each accelerator has its own scale-up
+//! links), so only the group of rank 0 is simulated for them; a collective that cannot be
+//! simulated (no route left after faults) costs infinity and is recorded in
+//! [`FlowTimer::errors`].
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use myriad_cluster::Level;
+use myriad_collective::{Algorithm, CollectiveTimer, Concurrent, GroupSpan, Layout, Op};
+use serde::Serialize;
+
+use crate::{flow_choice, groups_program, simulate, strided, Network, SimOptions};
+
+/// One collective the timer simulated, for reports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimedCollective {
+    pub op: Op,
+    pub bytes: f64,
+    /// Groups simulated at once, and ranks per group.
+    pub groups: usize,
+    pub group_size: u64,
+    /// Rank stride inside a group (which parallel dimension it is).
+    pub stride: u64,
+    pub algorithm: Algorithm,
+    /// Collectives running beside it (`send-recv x 16 groups of 8`).
+    pub background: Vec<String>,
+    pub analytical_s: f64,
+    pub flow_s: f64,
+}
+
+type Key = (Op, u64, Vec<u64>, Layout, Vec<(Op, u64, Layout)>);
+
+/// Times collectives with the flow-level simulation (see the module docs).
+pub struct FlowTimer<'a> {
+    net: &'a Network,
+    levels: &'a [Level],
+    opts: SimOptions,
+    cache: RefCell<HashMap<Key, f64>>,
+    log: RefCell<Vec<TimedCollective>>,
+    errors: RefCell<Vec<String>>,
+}
+
+impl<'a> FlowTimer<'a> {
+    pub fn new(net: &'a Network, levels: &'a [Level], opts: SimOptions) -> Self {
+        FlowTimer {
+            net,
+            levels,
+            opts,
+            cache: RefCell::default(),
+            log: RefCell::default(),
+            errors: RefCell::default(),
+        }
+    }
+
+    /// Every distinct collective simulated so far, in the order first asked for.
+    pub fn log(&self) -> Vec<TimedCollective> {
+        self.log.borrow().clone()
+    }
+
+    /// Collectives that could not be simulated (each timed as infinity).
+    pub fn errors(&self) -> Vec<String> {
+        self.errors.borrow().clone()
+    }
+
+    fn groups(&self, span: &GroupSpan, layout: &Layout) -> Vec<Vec<u32>> {
+        let n = layout.n.max(1);
+        let stride = layout.stride.max(1);
+        let inside_domain = span.spans.iter().skip(1).all(|&s| s <= 1);
+        let starts = layout.group_starts().filter(|&r| {
+            // Every group must fit in the cluster.
+            r + (n - 1) * stride < self.net.accelerators() as u64
+        });
+        if inside_domain {
+            starts.take(1).map(|r| strided(r, n, stride)).collect()
+        } else {
+            starts.map(|r| strided(r, n, stride)).collect()
+        }
+    }
+
+    fn simulate(
+        &self,
+        op: Op,
+        bytes: f64,
+        span: &GroupSpan,
+        layout: &Layout,
+        background: &[Concurrent],
+    ) -> Result<(f64, TimedCollective), String> {
+        let groups = self.groups(span, layout);
+        if groups.is_empty() {
+            return Err(format!(
+                "{op:?}: no group of {} ranks at stride {} fits the {} accelerators",
+                layout.n,
+                layout.stride,
+                self.net.accelerators()
+            ));
+        }
+        let choice = flow_choice(op, Algorithm::Auto, bytes, span, self.levels);
+        let (main, algorithm) =
+            groups_program(self.net, op, choice, bytes, &groups).map_err(|e| e.to_string())?;
+        let mut programs = vec![main];
+        let mut names = Vec::new();
+        for c in background {
+            if c.layout.n <= 1 || c.bytes <= 0.0 {
+                continue;
+            }
+            let bg_span = GroupSpan::new(vec![c.layout.n]);
+            let bg_groups: Vec<Vec<u32>> = c
+                .layout
+                .group_starts()
+                .filter(|&r| {
+                    r + (c.layout.n - 1) * c.layout.stride.max(1) < self.net.accelerators() as u64
+                })
+                .map(|r| strided(r, c.layout.n, c.layout.stride))
+                .collect();
+            if bg_groups.is_empty() {
+                continue;
+            }
+            let bg_choice = flow_choice(c.op, Algorithm::Auto, c.bytes, &bg_span, &[]);
+            let (p, _) = groups_program(self.net, c.op, bg_choice, c.bytes, &bg_groups)
+                .map_err(|e| e.to_string())?;
+            names.push(format!(
+                "{:?} x {} groups of {}",
+                c.op,
+                bg_groups.len(),
+                c.layout.n
+            ));
+            programs.push(p);
+        }
+        let sim = simulate(self.net, &programs, &self.opts).map_err(|e| e.to_string())?;
+        let flow_s = sim.programs.first().map_or(sim.time_s, |p| p.end_s);
+        let analytical_s = myriad_collective::time(op, Algorithm::Auto, bytes, span, self.levels)
+            .map(|t| t.time_s)
+            .unwrap_or(f64::NAN);
+        Ok((
+            flow_s,
+            TimedCollective {
+                op,
+                bytes,
+                groups: groups.len(),
+                group_size: layout.n,
+                stride: layout.stride,
+                algorithm,
+                background: names,
+                analytical_s,
+                flow_s,
+            },
+        ))
+    }
+}
+
+impl CollectiveTimer for FlowTimer<'_> {
+    fn time(&self, op: Op, bytes: f64, span: &GroupSpan, layout: &Layout) -> f64 {
+        self.time_during(op, bytes, span, layout, &[])
+    }
+
+    fn time_during(
+        &self,
+        op: Op,
+        bytes: f64,
+        span: &GroupSpan,
+        layout: &Layout,
+        background: &[Concurrent],
+    ) -> f64 {
+        if span.size() <= 1 || bytes <= 0.0 {
+            return 0.0;
+        }
+        let key: Key = (
+            op,
+            bytes.to_bits(),
+            span.spans.clone(),
+            *layout,
+            background
+                .iter()
+                .map(|c| (c.op, c.bytes.to_bits(), c.layout))
+                .collect(),
+        );
+        if let Some(&t) = self.cache.borrow().get(&key) {
+            return t;
+        }
+        let t = match self.simulate(op, bytes, span, layout, background) {
+            Ok((t, row)) => {
+                self.log.borrow_mut().push(row);
+                t
+            }
+            Err(e) => {
+                self.errors.borrow_mut().push(e);
+                f64::INFINITY
+            }
+        };
+        self.cache.borrow_mut().insert(key, t);
+        t
+    }
+}

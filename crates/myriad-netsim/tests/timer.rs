@@ -1,0 +1,143 @@
+//! The flow backend behind the step model's collective timer (`FlowTimer`), and
+//! concurrent programs in the engine.
+
+use myriad_collective::{Algorithm, Analytical, CollectiveTimer, Concurrent, Layout, Op};
+use myriad_netsim::{
+    flow_choice, groups_program, simulate, strided, FlowTimer, Network, SimOptions,
+};
+
+fn scenario(path: &str) -> (myriad_scenario::Scenario, myriad_cluster::BuiltCluster) {
+    let cat = myriad_catalog::catalog();
+    let text = std::fs::read_to_string(path).unwrap();
+    let s = myriad_scenario::parse_scenario(path, &text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    (s, c)
+}
+
+fn groups(l: &Layout) -> Vec<Vec<u32>> {
+    l.group_starts()
+        .map(|r| strided(r, l.n, l.stride))
+        .collect()
+}
+
+/// A long ring beside a short background program: the steady-state shortcut must not
+/// take a step that overlapped the background as the period (it did once: 60% too slow).
+#[test]
+fn steady_state_skip_is_exact_beside_a_finished_background_program() {
+    let (_, c) = scenario("../../examples/dgx-superpod-h100.yaml");
+    let net = Network::from_cluster(&c);
+    let dp = Layout {
+        n: 32,
+        stride: 32,
+        accelerators: 1024,
+    };
+    let pp = Layout {
+        n: 8,
+        stride: 4,
+        accelerators: 1024,
+    };
+    let span = myriad_train::Plan::span(&c.levels, dp.n, dp.stride);
+    let ch = flow_choice(Op::ReduceScatter, Algorithm::Ring, 4e9, &span, &c.levels);
+    let (main, _) = groups_program(&net, Op::ReduceScatter, ch, 4e9, &groups(&dp)).unwrap();
+    let pspan = myriad_train::Plan::span(&c.levels, pp.n, pp.stride);
+    let pch = flow_choice(Op::SendRecv, Algorithm::Auto, 5e7, &pspan, &c.levels);
+    let (bg, _) = groups_program(&net, Op::SendRecv, pch, 5e7, &groups(&pp)).unwrap();
+    let progs = [main, bg];
+    let fast = simulate(&net, &progs, &SimOptions::default()).unwrap();
+    let exact = simulate(
+        &net,
+        &progs,
+        &SimOptions {
+            no_skip: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(fast.steps_skipped > 0);
+    for (a, b) in fast.programs.iter().zip(&exact.programs) {
+        assert!(
+            (a.end_s / b.end_s - 1.0).abs() < 1e-9,
+            "{}: {} with the shortcut, {} step by step",
+            a.name,
+            a.end_s,
+            b.end_s
+        );
+    }
+    assert!((fast.bytes_delivered / exact.bytes_delivered - 1.0).abs() < 1e-9);
+}
+
+/// On an idle non-blocking fabric the timer agrees with the analytical model, the
+/// background can only slow the timed collective, and answers are memoised.
+#[test]
+fn flow_timer_agrees_on_an_idle_fabric_and_background_only_slows() {
+    let (_, c) = scenario("../../examples/dgx-superpod-h100.yaml");
+    let net = Network::from_cluster(&c);
+    let timer = FlowTimer::new(&net, &c.levels, SimOptions::default());
+    let an = Analytical { levels: &c.levels };
+    let dp = Layout {
+        n: 32,
+        stride: 32,
+        accelerators: 1024,
+    };
+    let span = myriad_train::Plan::span(&c.levels, dp.n, dp.stride);
+    for op in [Op::ReduceScatter, Op::AllGather, Op::AllReduce] {
+        let f = timer.time(op, 2e9, &span, &dp);
+        let a = an.time(op, 2e9, &span, &dp);
+        assert!(
+            (f / a - 1.0).abs() < 0.10,
+            "{op:?}: flow {f} analytical {a}"
+        );
+    }
+    let pp = Layout {
+        n: 8,
+        stride: 4,
+        accelerators: 1024,
+    };
+    let bg = [Concurrent {
+        op: Op::SendRecv,
+        bytes: 2e9,
+        layout: pp,
+    }];
+    let alone = timer.time(Op::ReduceScatter, 2e9, &span, &dp);
+    let during = timer.time_during(Op::ReduceScatter, 2e9, &span, &dp, &bg);
+    assert!(during >= alone * (1.0 - 1e-12), "{during} < {alone}");
+    let simulated = timer.log().len();
+    assert_eq!(timer.time(Op::ReduceScatter, 2e9, &span, &dp), alone);
+    assert_eq!(
+        timer.log().len(),
+        simulated,
+        "a repeated request is memoised"
+    );
+    assert!(timer.errors().is_empty());
+}
+
+/// The whole step through the flow timer: on the non-blocking SuperPOD it matches the
+/// analytical step; across 7:1 islands it is slower, by the communication only.
+#[test]
+fn step_estimate_with_the_flow_timer() {
+    for (path, idle) in [
+        ("../../examples/dgx-superpod-h100.yaml", true),
+        ("../../examples/netsim-moe-islands.yaml", false),
+    ] {
+        let (s, c) = scenario(path);
+        let cat = myriad_catalog::catalog();
+        let model = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        let spec = s.training.clone().unwrap();
+        let t = myriad_train::train(&spec, &model, &c, s.cluster.count).unwrap();
+        let net = Network::from_cluster(&c);
+        let timer = FlowTimer::new(&net, &c.levels, SimOptions::default());
+        let f = myriad_train::estimate_with(&model, &t.plan, &c, &timer);
+        let a = &t.estimate;
+        assert!(timer.errors().is_empty(), "{:?}", timer.errors());
+        assert!(!timer.log().is_empty());
+        // Compute is the same; only communication terms may differ.
+        assert_eq!(f.breakdown.forward_s, a.breakdown.forward_s);
+        assert_eq!(f.breakdown.backward_s, a.breakdown.backward_s);
+        let r = f.step_time_s / a.step_time_s;
+        if idle {
+            assert!((r - 1.0).abs() < 0.03, "{path}: flow/analytical step {r}");
+        } else {
+            assert!(r > 1.0, "{path}: flow/analytical step {r}");
+        }
+    }
+}
