@@ -159,6 +159,8 @@ pub struct Network {
     /// DCI bandwidth leaving each site, Gb/s, and one-way latency, us.
     pub dci_gbps_per_site: Option<f64>,
     pub dci_latency_us: Option<f64>,
+    /// Flows per NIC-to-NIC connection (`cluster.scale_out.qps_per_connection`).
+    pub qps_per_connection: u32,
 }
 
 /// Counts of the physical hierarchy.
@@ -793,6 +795,7 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
         gbps_per_accelerator: gbps_per_acc,
         dci_gbps_per_site: dci.as_ref().map(|d| d.gbps_per_site),
         dci_latency_us,
+        qps_per_connection: so.qps_per_connection.max(1),
     };
 
     // ---- hierarchy ----------------------------------------------------------------

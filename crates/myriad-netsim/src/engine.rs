@@ -242,6 +242,55 @@ struct ProgState {
     t_epoch: u64,
 }
 
+/// Merges routed template flows that are identical (same ends, bytes, path) into one
+/// flow of summed weight: exact under max-min fairness, and it keeps the flow count of a
+/// connection split into several queue pairs down to its distinct paths.
+fn coalesce(st: &mut ProgState) {
+    let n = st.tmpl.len();
+    let mut first: std::collections::HashMap<(u32, u32, u64, bool, &[u32]), usize> =
+        std::collections::HashMap::with_capacity(n);
+    let mut target = vec![usize::MAX; n];
+    for i in 0..n {
+        let fs = &st.tmpl[i];
+        if fs.path.is_some() {
+            continue;
+        }
+        let path = &st.t_path[i * MAXP..i * MAXP + st.t_len[i] as usize];
+        let key = (fs.src, fs.dst, fs.bytes.to_bits(), fs.timed, path);
+        let j = *first.entry(key).or_insert(i);
+        if j != i {
+            target[i] = j;
+        }
+    }
+    drop(first);
+    if target.iter().all(|&t| t == usize::MAX) {
+        return;
+    }
+    for i in 0..n {
+        if target[i] != usize::MAX {
+            let w = st.tmpl[i].weight;
+            st.tmpl[target[i]].weight += w;
+        }
+    }
+    let mut k = 0;
+    for i in 0..n {
+        if target[i] != usize::MAX {
+            continue;
+        }
+        if k != i {
+            st.tmpl[k] = st.tmpl[i];
+            st.t_path.copy_within(i * MAXP..(i + 1) * MAXP, k * MAXP);
+            st.t_len[k] = st.t_len[i];
+            st.t_lat[k] = st.t_lat[i];
+        }
+        k += 1;
+    }
+    st.tmpl.truncate(k);
+    st.t_path.truncate(k * MAXP);
+    st.t_len.truncate(k);
+    st.t_lat.truncate(k);
+}
+
 struct Sim<'a> {
     net: &'a Network,
     progs: &'a [Program],
@@ -588,7 +637,10 @@ impl<'a> Sim<'a> {
         }
         let w = self.f_w[f] as f64;
         let lat = self.f_lat[f];
-        let timed = self.ps[p].tmpl[self.f_tmpl[f] as usize].timed;
+        let spec = &self.ps[p].tmpl[self.f_tmpl[f] as usize];
+        let timed = spec.timed;
+        // Queue pairs of one connection weigh as one connection in the latency average.
+        let w = w / spec.split.max(1) as f64;
         let st = &mut self.ps[p];
         st.outstanding -= 1;
         st.drain_end = st.drain_end.max(t);
@@ -854,6 +906,9 @@ impl<'a> Sim<'a> {
             st.t_len[i] = len as u8;
             st.t_lat[i] = lat * prog.latency_scale;
         }
+        if self.net.qps_per_connection() > 1 {
+            coalesce(st);
+        }
         st.t_epoch = self.epoch;
         Ok(())
     }
@@ -863,7 +918,8 @@ impl<'a> Sim<'a> {
         {
             let prog = &self.progs[pi];
             let st = &mut self.ps[pi];
-            if st.done == 0 || st.tmpl_phase != st.phase {
+            // A fault re-routes from the phase's own flows (coalesced ones split again).
+            if st.done == 0 || st.tmpl_phase != st.phase || st.t_epoch != self.epoch {
                 prog.phases[st.phase].materialize(&prog.ranks, &mut st.tmpl);
                 st.tmpl_phase = st.phase;
                 st.t_epoch = NOT_ROUTED;

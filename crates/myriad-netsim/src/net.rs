@@ -124,6 +124,8 @@ pub struct Network {
     pub(crate) su_lat: f64,
     pub(crate) in_network_reduction: bool,
     pub(crate) router: Option<Router>,
+    /// Flows per NIC-to-NIC connection (`cluster.scale_out.qps_per_connection`).
+    pub(crate) qps: u32,
     custom: bool,
 }
 
@@ -597,6 +599,7 @@ impl Network {
             su_lat: su.latency_us * 1e-6,
             in_network_reduction: su.in_network_reduction,
             router,
+            qps: c.network.qps_per_connection.max(1),
             custom: false,
         }
     }
@@ -616,6 +619,7 @@ impl Network {
             su_lat: 0.0,
             in_network_reduction: false,
             router: None,
+            qps: 1,
             custom: true,
         }
     }
@@ -641,6 +645,18 @@ impl Network {
 
     pub fn accelerators_per_domain(&self) -> u32 {
         self.apd
+    }
+
+    /// Flows per NIC-to-NIC connection (1 unless the scenario sets
+    /// `cluster.scale_out.qps_per_connection`).
+    pub fn qps_per_connection(&self) -> u32 {
+        self.qps
+    }
+
+    /// The same network with `qps` flows per NIC-to-NIC connection.
+    pub fn with_qps_per_connection(mut self, qps: u32) -> Network {
+        self.qps = qps.max(1);
+        self
     }
 
     /// What directed link `l` is.

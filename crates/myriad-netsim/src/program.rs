@@ -70,6 +70,10 @@ pub struct FlowSpec {
     /// alongside a pipeline without being on its critical path, e.g. the intra-domain part
     /// of a hierarchical all-reduce).
     pub timed: bool,
+    /// Sibling flows one connection was split into (queue pairs, `qps_per_connection`):
+    /// each counts `1/split` in its phase's latency average, so splitting changes how
+    /// bandwidth is shared but not the connection's latency. 1 for a whole connection.
+    pub split: u32,
 }
 
 impl FlowSpec {
@@ -79,6 +83,7 @@ impl FlowSpec {
             dst,
             bytes,
             flow_id,
+            split: 1,
             weight: 1,
             path: None,
             timed: true,
@@ -92,6 +97,7 @@ impl FlowSpec {
             dst: path,
             bytes,
             flow_id: 0,
+            split: 1,
             weight: 1,
             path: Some(path),
             timed: true,
@@ -437,6 +443,58 @@ fn double_tree(p1: usize) -> (Vec<(u32, usize, usize)>, u32) {
 
 /// [`collective`] with the hierarchical variant given.
 pub fn collective_variant(
+    net: &Network,
+    op: Op,
+    algorithm: Algorithm,
+    hier: Hier,
+    bytes: f64,
+    ranks: &[u32],
+) -> Result<Program, BuildError> {
+    let mut p = build_variant(net, op, algorithm, hier, bytes, ranks)?;
+    split_connections(
+        &mut p,
+        net.accelerators_per_domain(),
+        net.qps_per_connection(),
+    );
+    Ok(p)
+}
+
+/// Splits every flow between two scale-up domains into `qps` flows of equal share with
+/// their own flow ids (`NCCL_IB_QPS_PER_CONNECTION`): under hash ECMP each is hashed on its
+/// own. All-to-all rounds (already one flow per peer) and broadcast chains (whose latency
+/// is a sum over flows) are left whole.
+fn split_connections(p: &mut Program, apd: u32, qps: u32) {
+    if qps <= 1 {
+        return;
+    }
+    let apd = apd.max(1);
+    for ph in &mut p.phases {
+        if matches!(ph.latency, LatencyRule::SumPerChain(_)) {
+            continue;
+        }
+        let PhaseFlows::List(flows) = &mut ph.flows else {
+            continue;
+        };
+        let mut out = Vec::with_capacity(flows.len());
+        for f in flows.iter() {
+            if f.path.is_some() || f.src / apd == f.dst / apd {
+                out.push(*f);
+                continue;
+            }
+            for q in 0..qps {
+                out.push(FlowSpec {
+                    bytes: f.bytes / qps as f64,
+                    split: qps,
+                    flow_id: f.flow_id.wrapping_mul(qps).wrapping_add(q),
+                    ..*f
+                });
+            }
+        }
+        *flows = out;
+    }
+}
+
+fn build_variant(
     net: &Network,
     op: Op,
     algorithm: Algorithm,

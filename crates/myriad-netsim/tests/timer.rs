@@ -141,3 +141,62 @@ fn step_estimate_with_the_flow_timer() {
         }
     }
 }
+
+/// Hash ECMP with one flow per ring connection collides on leaf uplinks (the single-QP
+/// worst case); splitting each connection into queue pairs (`qps_per_connection`, Meta's
+/// 16 on the Llama 3 cluster) spreads it back to the analytical figure, and where nothing
+/// collides splitting changes nothing (the latency of a connection is not multiplied).
+#[test]
+fn queue_pairs_per_connection_spread_hash_ecmp_collisions() {
+    let time = |count: u32, qps: u32| -> (f64, f64) {
+        let text = format!(
+            "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: {count}\n  scale_up: hgx-h100\n  scale_out: {{fabric: roce-400g, topology: fat-tree, qps_per_connection: {qps}}}\n"
+        );
+        let cat = myriad_catalog::catalog();
+        let s = myriad_scenario::parse_scenario("roce.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let net = Network::from_cluster(&c);
+        assert_eq!(net.qps_per_connection(), qps);
+        let ranks: Vec<u32> = (0..count).collect();
+        let span = myriad_train::Plan::span(&c.levels, count as u64, 1);
+        let ch = flow_choice(
+            Op::ReduceScatter,
+            Algorithm::Ring,
+            (1u64 << 30) as f64,
+            &span,
+            &c.levels,
+        );
+        let (f, _) = myriad_netsim::time_collective(
+            &net,
+            Op::ReduceScatter,
+            ch,
+            (1u64 << 30) as f64,
+            &ranks,
+            &SimOptions::default(),
+        )
+        .unwrap();
+        let a = myriad_collective::time(
+            Op::ReduceScatter,
+            Algorithm::Ring,
+            (1u64 << 30) as f64,
+            &span,
+            &c.levels,
+        )
+        .unwrap()
+        .time_s;
+        (f.time_s, a)
+    };
+    let (one, a) = time(1024, 1);
+    let (sixteen, _) = time(1024, 16);
+    assert!(one / a > 1.15, "single QP: {one} vs analytical {a}");
+    assert!(
+        (sixteen / a - 1.0).abs() < 0.03,
+        "16 QPs: {sixteen} vs analytical {a}"
+    );
+    let (one, _) = time(512, 1);
+    let (sixteen, _) = time(512, 16);
+    assert!(
+        (sixteen / one - 1.0).abs() < 0.005,
+        "no collisions: {one} vs {sixteen}"
+    );
+}

@@ -181,6 +181,12 @@ pub struct ScaleOutSpec {
     /// splits across planes; switches are counted per plane.
     #[serde(default = "one_u32")]
     pub planes: u32,
+    /// Network flows (queue pairs) per connection between two NICs, as
+    /// `NCCL_IB_QPS_PER_CONNECTION` sets them: with hash ECMP each flow is hashed on its
+    /// own, so more flows spread a ring's traffic over more uplinks (Meta's Llama 3 RoCE
+    /// cluster used 16). Used by the flow-level simulation; default 1 (NCCL's default).
+    #[serde(default = "one_u32")]
+    pub qps_per_connection: u32,
 }
 
 impl Default for ScaleOutSpec {
@@ -193,6 +199,7 @@ impl Default for ScaleOutSpec {
             oversubscription: 1.0,
             island: None,
             planes: 1,
+            qps_per_connection: 1,
         }
     }
 }
@@ -551,6 +558,13 @@ impl Scenario {
                 file,
                 "cluster.scale_out.planes",
                 format!("{} is not between 1 and 8", so.planes),
+            ));
+        }
+        if so.qps_per_connection == 0 || so.qps_per_connection > 64 {
+            return Err(err(
+                file,
+                "cluster.scale_out.qps_per_connection",
+                format!("{} is not between 1 and 64", so.qps_per_connection),
             ));
         }
         if c.sites == 0 {

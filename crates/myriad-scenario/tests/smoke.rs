@@ -58,6 +58,7 @@ training:
 fn errors_name_file_path_value_and_expectation() {
     let cases = [
         (format!("{BASE}  scale_out: {{tiers: 5}}\n"), "s.yaml: cluster.scale_out.tiers: 5 is more than the 4 supported"),
+        (format!("{BASE}  scale_out: {{qps_per_connection: 0}}\n"), "s.yaml: cluster.scale_out.qps_per_connection: 0 is not between 1 and 64"),
         (format!("{BASE}  scale_out: {{oversubscription: 0.5}}\n"), "s.yaml: cluster.scale_out.oversubscription: 0.5 is not a ratio between 1.0 and 64"),
         (BASE.replace("count: 1024", "count: -3"), "s.yaml: cluster.count: invalid value: integer `-3`, expected u64"),
         (BASE.replace("format: myriad/1", "format: myriad/2"), "s.yaml: format: `myriad/2` is not supported; expected `myriad/1`"),
