@@ -24,6 +24,9 @@ enum Command {
     /// Build the scenario's cluster and print its hierarchy, network tiers, bill of materials, power and cost.
     Cluster {
         scenario: PathBuf,
+        /// Also write a self-contained HTML report with charts to this file.
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
         /// Print one JSON object instead of tables.
         #[arg(long)]
         json: bool,
@@ -31,6 +34,9 @@ enum Command {
     /// Estimate one training step: time and where it goes, MFU, memory, time to train.
     Train {
         scenario: PathBuf,
+        /// Also write a self-contained HTML report with charts to this file.
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
         /// analytical | flow (also time the step's DP and EP collectives, every group at
         /// once, with the flow-level network simulation; see docs/netsim.md).
         #[arg(long, default_value = "analytical")]
@@ -47,6 +53,9 @@ enum Command {
     /// Search every valid parallel plan for the scenario's model and cluster; print the fastest.
     Search {
         scenario: PathBuf,
+        /// Also write a self-contained HTML report with charts to this file.
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
         /// How many plans to list.
         #[arg(long, default_value_t = 10)]
         top: usize,
@@ -59,6 +68,9 @@ enum Command {
     /// Which cluster to build for the model and token budget: candidates, Pareto front, choice.
     Plan {
         scenario: PathBuf,
+        /// Also write a self-contained HTML report with charts to this file.
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -109,6 +121,9 @@ enum Command {
     /// optimal checkpoint interval and time to train (seeded Monte Carlo).
     Reliability {
         scenario: PathBuf,
+        /// Also write a self-contained HTML report with charts to this file.
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
         /// Simulate a fixed window of N days instead of the whole run.
         #[arg(long)]
         days: Option<f64>,
@@ -136,20 +151,36 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Cluster { scenario, json } => cmd::cluster::run(&scenario, json),
+        Command::Cluster {
+            scenario,
+            json,
+            report,
+        } => cmd::cluster::run(&scenario, json, report.as_deref()),
         Command::Train {
             scenario,
             backend,
             json,
-        } => cmd::train::run(&scenario, &backend, json),
+            report,
+        } => cmd::train::run(&scenario, &backend, json, report.as_deref()),
         Command::Validate { file, json } => cmd::validate::run(&file, json),
         Command::Search {
             scenario,
             top,
             global_batch,
             json,
-        } => cmd::search::run(&scenario, top, global_batch.as_deref(), json),
-        Command::Plan { scenario, json } => cmd::plan::run(&scenario, json),
+            report,
+        } => cmd::search::run(
+            &scenario,
+            top,
+            global_batch.as_deref(),
+            json,
+            report.as_deref(),
+        ),
+        Command::Plan {
+            scenario,
+            json,
+            report,
+        } => cmd::plan::run(&scenario, json, report.as_deref()),
         Command::Sweep {
             spec,
             shard,
@@ -187,7 +218,16 @@ fn main() -> ExitCode {
             seed,
             compare,
             json,
-        } => cmd::reliability::run(&scenario, days, replicas, seed, &compare, json),
+            report,
+        } => cmd::reliability::run(
+            &scenario,
+            days,
+            replicas,
+            seed,
+            &compare,
+            json,
+            report.as_deref(),
+        ),
         Command::Schema => {
             println!(
                 "{}",

@@ -5,11 +5,15 @@ use std::path::Path;
 use comfy_table::{presets, CellAlignment, Table};
 use myriad_cluster::ClusterReport;
 
-pub fn run(path: &Path, json: bool) -> Result<(), String> {
+pub fn run(path: &Path, json: bool, report: Option<&Path>) -> Result<(), String> {
     let s = super::load_scenario(path)?;
     let built = myriad_cluster::build(&s, myriad_catalog::catalog())
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let r = built.report();
+    if report.is_some() {
+        let v = serde_json::to_value(&r).map_err(|e| e.to_string())?;
+        super::write_report(report, &v, myriad_report::cluster)?;
+    }
     if json {
         let text = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?;
         println!("{text}");

@@ -17,3 +17,17 @@ pub fn load_scenario(path: &Path) -> Result<myriad_scenario::Scenario, String> {
     myriad_scenario::parse_scenario(&name, &text, myriad_catalog::catalog())
         .map_err(|e| e.to_string())
 }
+
+/// Writes `--report FILE.html` (the page built from the command's JSON output).
+pub fn write_report(
+    path: Option<&Path>,
+    json: &serde_json::Value,
+    page: fn(&serde_json::Value) -> String,
+) -> Result<(), String> {
+    if let Some(p) = path {
+        std::fs::write(p, page(json))
+            .map_err(|e| format!("{}: cannot write the report: {e}", p.display()))?;
+        eprintln!("report written to {}", p.display());
+    }
+    Ok(())
+}

@@ -3,12 +3,12 @@ use std::path::Path;
 
 use comfy_table::{Cell, CellAlignment, Table};
 
-pub fn run(path: &Path, json: bool) -> Result<(), String> {
+pub fn run(path: &Path, json: bool, report: Option<&Path>) -> Result<(), String> {
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
     let cat = myriad_catalog::catalog();
     let r = myriad_search::planner::plan(&s, cat).map_err(|e| format!("{file}: {e}"))?;
-    if json {
+    if json || report.is_some() {
         let out = serde_json::json!({
             "format": "myriad-plan/1",
             "name": s.name,
@@ -27,11 +27,14 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
             "chosen_cluster": r.chosen_report,
             "skipped": r.skipped,
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
-        );
-        return Ok(());
+        super::write_report(report, &out, myriad_report::plan)?;
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+            );
+            return Ok(());
+        }
     }
     println!("{} — training on {:.3e} tokens", s.name, r.tokens);
     let mut t = Table::new();

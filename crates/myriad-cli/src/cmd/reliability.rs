@@ -45,6 +45,7 @@ pub fn run(
     seed: Option<u64>,
     compare: &[String],
     json: bool,
+    report: Option<&Path>,
 ) -> Result<(), String> {
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
@@ -70,6 +71,11 @@ pub fn run(
                 .map_err(|e| format!("{file}: {e}"))?,
         };
         tables.push((k, rows));
+    }
+    if report.is_some() {
+        let out = myriad_reliability::output::report(&setup, &r, &tables);
+        let v = serde_json::to_value(&out).map_err(|e| e.to_string())?;
+        super::write_report(report, &v, myriad_report::reliability)?;
     }
     if json {
         let out = myriad_reliability::output::report(&setup, &r, &tables);

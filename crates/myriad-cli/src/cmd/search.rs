@@ -66,7 +66,13 @@ fn parse_batches(s: &str) -> Result<Vec<u64>, String> {
     }
 }
 
-pub fn run(path: &Path, top: usize, batches: Option<&str>, json: bool) -> Result<(), String> {
+pub fn run(
+    path: &Path,
+    top: usize,
+    batches: Option<&str>,
+    json: bool,
+    report: Option<&Path>,
+) -> Result<(), String> {
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
     let cat = myriad_catalog::catalog();
@@ -111,7 +117,7 @@ pub fn run(path: &Path, top: usize, batches: Option<&str>, json: bool) -> Result
     }
     let secs = start.elapsed().as_secs_f64();
     let rate = r.evaluated as f64 / secs.max(1e-9);
-    if json {
+    if json || report.is_some() {
         let out = serde_json::json!({
             "format": "myriad-search/1",
             "name": s.name,
@@ -133,11 +139,14 @@ pub fn run(path: &Path, top: usize, batches: Option<&str>, json: bool) -> Result
                 "memory_gib_per_accelerator": b.estimate.memory.total_gib,
             })).collect::<Vec<_>>(),
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
-        );
-        return Ok(());
+        super::write_report(report, &out, myriad_report::search)?;
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+            );
+            return Ok(());
+        }
     }
     println!(
         "{} — {} on {} × {}: global batch {:?}, {}",

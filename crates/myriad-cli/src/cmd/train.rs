@@ -157,7 +157,7 @@ struct TimeToTrain {
     energy_cost_usd: f64,
 }
 
-pub fn run(path: &Path, backend: &str, json: bool) -> Result<(), String> {
+pub fn run(path: &Path, backend: &str, json: bool, html: Option<&Path>) -> Result<(), String> {
     let flow = match backend {
         "analytical" => false,
         "flow" => true,
@@ -252,6 +252,10 @@ pub fn run(path: &Path, backend: &str, json: bool) -> Result<(), String> {
         flow: flow_rows.as_ref().map(|f| f.json.clone()),
         ..report
     };
+    if html.is_some() {
+        let v = serde_json::to_value(&report).map_err(|e| e.to_string())?;
+        super::write_report(html, &v, myriad_report::train)?;
+    }
     if json {
         println!(
             "{}",

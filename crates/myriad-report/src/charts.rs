@@ -1,0 +1,517 @@
+//! SVG charts drawn with plotters into strings. Every chart has a title, axis labels with
+//! units and a legend where it has several series; colours come from one colour-blind-safe
+//! palette (Okabe–Ito) so reports read the same on screen and in print.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+type Res = Result<(), Box<dyn std::error::Error>>;
+
+/// Okabe–Ito, then greys: distinguishable with the common colour-vision deficiencies.
+pub const PALETTE: [RGBColor; 10] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(213, 94, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(204, 121, 167),
+    RGBColor(240, 228, 66),
+    RGBColor(0, 0, 0),
+    RGBColor(120, 120, 120),
+    RGBColor(180, 180, 180),
+];
+
+pub fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+const FONT: &str = "sans-serif";
+
+fn render(w: u32, h: u32, draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Res) -> String {
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, (w, h)).into_drawing_area();
+        let ok = root.fill(&WHITE).is_ok() && draw(&root).is_ok() && root.present().is_ok();
+        if !ok {
+            drop(root);
+            return error_svg(w, h);
+        }
+    }
+    s
+}
+
+fn error_svg(w: u32, h: u32) -> String {
+    format!(
+        r#"<svg width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg"><text x="10" y="20">chart could not be drawn</text></svg>"#
+    )
+}
+
+fn nice_max(x: f64) -> f64 {
+    if !(x.is_finite() && x > 0.0) {
+        return 1.0;
+    }
+    x * 1.08
+}
+
+/// One horizontal bar split into segments (where the step time or the memory goes), with
+/// an optional reference line (the HBM capacity).
+pub fn stacked_bar(
+    title: &str,
+    unit: &str,
+    segments: &[(String, f64)],
+    reference: Option<(&str, f64)>,
+) -> String {
+    let total: f64 = segments.iter().map(|s| s.1.max(0.0)).sum();
+    let xmax = nice_max(total.max(reference.map_or(0.0, |r| r.1)));
+    let rows = segments.iter().filter(|s| s.1 > 0.0).count().div_ceil(3) as u32;
+    render(900, 230 + 22 * rows, |root| {
+        let mut c = ChartBuilder::on(root)
+            .caption(title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(10)
+            .build_cartesian_2d(0f64..xmax, 0f64..(2.2 + 0.25 * rows as f64))?;
+        c.configure_mesh()
+            .disable_y_mesh()
+            .y_labels(0)
+            .x_desc(unit)
+            .label_style((FONT, 14))
+            .max_light_lines(0)
+            .draw()?;
+        let top = 2.1 + 0.25 * rows as f64;
+        let mut x = 0.0;
+        for (i, (name, v)) in segments.iter().enumerate() {
+            if *v <= 0.0 {
+                continue;
+            }
+            let col = color(i);
+            let share = if total > 0.0 { 100.0 * v / total } else { 0.0 };
+            c.draw_series(std::iter::once(Rectangle::new(
+                [(x, top - 0.9), (x + v, top - 0.1)],
+                col.filled(),
+            )))?
+            .label(format!("{name}: {v:.3} {unit} ({share:.1}%)"))
+            .legend(move |(lx, ly)| {
+                Rectangle::new([(lx, ly - 6), (lx + 12, ly + 6)], col.filled())
+            });
+            x += v;
+        }
+        if let Some((name, r)) = reference {
+            c.draw_series(std::iter::once(PathElement::new(
+                vec![(r, 0.0), (r, top)],
+                BLACK.stroke_width(3),
+            )))?
+            .label(format!("{name}: {r:.1} {unit}"))
+            .legend(|(lx, ly)| {
+                PathElement::new(vec![(lx, ly), (lx + 12, ly)], BLACK.stroke_width(3))
+            });
+        }
+        c.configure_series_labels()
+            .position(SeriesLabelPosition::LowerLeft)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.3))
+            .label_font((FONT, 13))
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// Horizontal bars, one per labelled row, largest first as given; `highlight` is drawn in
+/// the second colour.
+pub fn hbars(title: &str, unit: &str, rows: &[(String, f64)], highlight: Option<usize>) -> String {
+    let n = rows.len().max(1);
+    let xmax = nice_max(rows.iter().map(|r| r.1).fold(0.0, f64::max));
+    let labels: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+    render(900, 90 + 30 * n as u32, |root| {
+        let mut c = ChartBuilder::on(root)
+            .caption(title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(330)
+            .build_cartesian_2d(0f64..xmax, (0..n as i32).into_segmented())?;
+        c.configure_mesh()
+            .disable_y_mesh()
+            .x_desc(unit)
+            .y_labels(n)
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => labels
+                    .get((n as i32 - 1 - *i) as usize)
+                    .cloned()
+                    .unwrap_or_default(),
+                SegmentValue::Last => String::new(),
+            })
+            .label_style((FONT, 13))
+            .max_light_lines(0)
+            .draw()?;
+        c.draw_series(rows.iter().enumerate().map(|(i, (_, v))| {
+            let col = if Some(i) == highlight {
+                color(1)
+            } else {
+                color(0)
+            };
+            let row = n as i32 - 1 - i as i32;
+            let mut r = Rectangle::new(
+                [
+                    (0.0, SegmentValue::Exact(row)),
+                    (*v, SegmentValue::Exact(row + 1)),
+                ],
+                col.filled(),
+            );
+            r.set_margin(4, 4, 0, 0);
+            r
+        }))?;
+        Ok(())
+    })
+}
+
+/// A point of a scatter: x, y, on the front, label.
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+    pub front: bool,
+    pub label: String,
+}
+
+/// Candidates as points, the Pareto front joined, the chosen one ringed.
+pub fn front(
+    title: &str,
+    xdesc: &str,
+    ydesc: &str,
+    pts: &[Point],
+    chosen: Option<usize>,
+) -> String {
+    let xmax = nice_max(pts.iter().map(|p| p.x).fold(0.0, f64::max));
+    let ymax = nice_max(pts.iter().map(|p| p.y).fold(0.0, f64::max));
+    render(900, 560, |root| {
+        let mut c = ChartBuilder::on(root)
+            .caption(title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
+        c.configure_mesh()
+            .x_desc(xdesc)
+            .y_desc(ydesc)
+            .label_style((FONT, 14))
+            .max_light_lines(0)
+            .draw()?;
+        c.draw_series(
+            pts.iter()
+                .filter(|p| !p.front)
+                .map(|p| Circle::new((p.x, p.y), 4, color(8).filled())),
+        )?
+        .label("candidate")
+        .legend(|(x, y)| Circle::new((x + 6, y), 4, color(8).filled()));
+        let mut f: Vec<&Point> = pts.iter().filter(|p| p.front).collect();
+        f.sort_by(|a, b| a.x.total_cmp(&b.x));
+        c.draw_series(LineSeries::new(
+            f.iter().map(|p| (p.x, p.y)),
+            color(0).stroke_width(2),
+        ))?;
+        c.draw_series(
+            f.iter()
+                .map(|p| Circle::new((p.x, p.y), 5, color(0).filled())),
+        )?
+        .label("Pareto front")
+        .legend(|(x, y)| Circle::new((x + 6, y), 5, color(0).filled()));
+        c.draw_series(f.iter().map(|p| {
+            Text::new(
+                p.label.clone(),
+                (p.x, p.y),
+                (FONT, 12).into_font().color(&BLACK),
+            )
+        }))?;
+        if let Some(p) = chosen.and_then(|i| pts.get(i)) {
+            c.draw_series(std::iter::once(Circle::new(
+                (p.x, p.y),
+                10,
+                color(3).stroke_width(3),
+            )))?
+            .label(format!("chosen: {}", p.label))
+            .legend(|(x, y)| Circle::new((x + 6, y), 6, color(3).stroke_width(3)));
+        }
+        c.configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.3))
+            .label_font((FONT, 13))
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// A named series of (x, y) points.
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Lines (with markers) over a shared x axis, optionally logarithmic; `mark` draws a
+/// labelled vertical line (the optimum).
+pub fn lines(
+    title: &str,
+    xdesc: &str,
+    ydesc: &str,
+    series: &[Series],
+    log_x: bool,
+    mark: Option<(&str, f64)>,
+) -> String {
+    let all = || series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1) = all().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+        (a.min(p.0), b.max(p.0))
+    });
+    let (mut y0, mut y1) = all().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+        (a.min(p.1), b.max(p.1))
+    });
+    if !(x0.is_finite() && x1.is_finite()) {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if !(y0.is_finite() && y1.is_finite()) {
+        (y0, y1) = (0.0, 1.0);
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    let pad = ((y1 - y0) * 0.08).max(y1.abs() * 1e-3).max(1e-9);
+    let (y0, y1) = (y0 - pad, y1 + pad);
+    render(900, 500, |root| {
+        let mut b = ChartBuilder::on(root);
+        b.caption(title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(80);
+        macro_rules! body {
+            ($c:expr) => {{
+                let mut c = $c;
+                c.configure_mesh()
+                    .x_desc(xdesc)
+                    .y_desc(ydesc)
+                    .label_style((FONT, 14))
+                    .max_light_lines(0)
+                    .draw()?;
+                for (i, s) in series.iter().enumerate() {
+                    let col = color(i);
+                    c.draw_series(LineSeries::new(
+                        s.points.iter().copied(),
+                        col.stroke_width(2),
+                    ))?
+                    .label(s.name.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 14, y)], col.stroke_width(2))
+                    });
+                    c.draw_series(
+                        s.points
+                            .iter()
+                            .map(move |&p| Circle::new(p, 3, col.filled())),
+                    )?;
+                }
+                if let Some((name, x)) = mark {
+                    c.draw_series(std::iter::once(PathElement::new(
+                        vec![(x, y0), (x, y1)],
+                        BLACK.stroke_width(1),
+                    )))?
+                    .label(name.to_string())
+                    .legend(|(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 14, y)], BLACK.stroke_width(1))
+                    });
+                }
+                c.configure_series_labels()
+                    .position(SeriesLabelPosition::LowerRight)
+                    .background_style(WHITE.mix(0.9))
+                    .border_style(BLACK.mix(0.3))
+                    .label_font((FONT, 13))
+                    .draw()?;
+            }};
+        }
+        if log_x && x0 > 0.0 {
+            body!(b.build_cartesian_2d((x0 * 0.9..x1 * 1.1).log_scale(), y0..y1)?);
+        } else {
+            body!(b.build_cartesian_2d(x0..x1, y0..y1)?);
+        }
+        Ok(())
+    })
+}
+
+/// A point with an interval: x, mean, low, high.
+pub fn intervals(title: &str, xdesc: &str, ydesc: &str, pts: &[(f64, f64, f64, f64)]) -> String {
+    let x0 = pts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let x1 = pts.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    let y0 = pts.iter().map(|p| p.2).fold(f64::INFINITY, f64::min);
+    let y1 = pts.iter().map(|p| p.3).fold(f64::NEG_INFINITY, f64::max);
+    if !(x0.is_finite() && x1 > 0.0 && y0.is_finite() && y1.is_finite()) {
+        return error_svg(900, 500);
+    }
+    let pad = ((y1 - y0) * 0.1).max(1e-3);
+    render(900, 500, |root| {
+        let mut c = ChartBuilder::on(root)
+            .caption(title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(80)
+            .build_cartesian_2d(
+                ((x0 * 0.7).max(1e-9)..x1 * 1.4).log_scale(),
+                (y0 - pad)..(y1 + pad),
+            )?;
+        c.configure_mesh()
+            .x_desc(xdesc)
+            .y_desc(ydesc)
+            .label_style((FONT, 14))
+            .max_light_lines(0)
+            .draw()?;
+        c.draw_series(LineSeries::new(
+            pts.iter().map(|p| (p.0, p.1)),
+            color(0).stroke_width(2),
+        ))?
+        .label("mean")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color(0).stroke_width(2)));
+        c.draw_series(
+            pts.iter()
+                .map(|p| ErrorBar::new_vertical(p.0, p.2, p.1, p.3, color(0).stroke_width(2), 10)),
+        )?
+        .label("95% interval")
+        .legend(|(x, y)| PathElement::new(vec![(x + 7, y - 6), (x + 7, y + 6)], color(0)));
+        c.configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.3))
+            .label_font((FONT, 13))
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// A block on a timeline lane.
+pub struct Block {
+    pub lane: usize,
+    pub start: f64,
+    pub end: f64,
+    pub kind: usize,
+}
+
+/// Lanes of blocks over time (a pipeline schedule); `kinds` names the colours.
+pub fn timeline(
+    title: &str,
+    xdesc: &str,
+    lanes: &[String],
+    blocks: &[Block],
+    kinds: &[&str],
+) -> String {
+    let n = lanes.len().max(1);
+    let xmax = nice_max(blocks.iter().map(|b| b.end).fold(0.0, f64::max));
+    render(900, 130 + 28 * n as u32, |root| {
+        let mut c = ChartBuilder::on(root)
+            .caption(title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(90)
+            .build_cartesian_2d(0f64..xmax, (0..n as i32).into_segmented())?;
+        c.configure_mesh()
+            .disable_y_mesh()
+            .x_desc(xdesc)
+            .y_labels(n)
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => lanes
+                    .get((n as i32 - 1 - *i) as usize)
+                    .cloned()
+                    .unwrap_or_default(),
+                SegmentValue::Last => String::new(),
+            })
+            .label_style((FONT, 13))
+            .max_light_lines(0)
+            .draw()?;
+        for (k, name) in kinds.iter().enumerate() {
+            let col = color(k);
+            c.draw_series(blocks.iter().filter(|b| b.kind == k).map(|b| {
+                let row = n as i32 - 1 - b.lane as i32;
+                let mut r = Rectangle::new(
+                    [
+                        (b.start, SegmentValue::Exact(row)),
+                        (b.end, SegmentValue::Exact(row + 1)),
+                    ],
+                    col.filled(),
+                );
+                r.set_margin(3, 3, 0, 1);
+                r
+            }))?
+            .label(name.to_string())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 12, y + 6)], col.filled()));
+        }
+        c.configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.3))
+            .label_font((FONT, 13))
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// One row of the hierarchy picture: `count` boxes named `name`, `detail` beside them.
+pub struct Layer {
+    pub name: String,
+    pub count: u64,
+    pub detail: String,
+}
+
+/// The cluster drawn top-down: each switch tier and the scale-up domains as a row of boxes
+/// (at most 16 drawn, the rest elided with the total count), rows joined by links.
+pub fn hierarchy(title: &str, layers: &[Layer]) -> String {
+    let rows = layers.len().max(1) as i32;
+    let w = 1100;
+    let row_h = 90;
+    render(w as u32, (70 + rows * row_h) as u32, |root| {
+        root.draw(&Text::new(
+            title.to_string(),
+            (w / 2, 12),
+            TextStyle::from((FONT, 20).into_font()).pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Center,
+                plotters::style::text_anchor::VPos::Top,
+            )),
+        ))?;
+        let left = 20;
+        let area_w = 520;
+        let mut prev: Vec<(i32, i32)> = Vec::new();
+        for (r, l) in layers.iter().enumerate() {
+            let y = 50 + r as i32 * row_h;
+            let shown = l.count.clamp(1, 16) as i32;
+            let gap = 6;
+            let bw = ((area_w - gap * (shown - 1)) / shown).clamp(8, 90);
+            let span = bw * shown + gap * (shown - 1);
+            let x0 = left + (area_w - span) / 2;
+            let col = color(r);
+            let mut centers = Vec::new();
+            for i in 0..shown {
+                let x = x0 + i * (bw + gap);
+                centers.push((x + bw / 2, y));
+                root.draw(&Rectangle::new(
+                    [(x, y), (x + bw, y + 36)],
+                    col.mix(0.85).filled(),
+                ))?;
+            }
+            // Links to the row above (a sample: each box to the boxes above it).
+            for (i, &(cx, cy)) in centers.iter().enumerate() {
+                for (j, &(px, py)) in prev.iter().enumerate() {
+                    if prev.len() <= 4 || centers.len() <= 4 || (i + j) % 3 == 0 {
+                        root.draw(&PathElement::new(
+                            vec![(cx, cy), (px, py + 36)],
+                            BLACK.mix(0.25).stroke_width(1),
+                        ))?;
+                    }
+                }
+            }
+            let more = if l.count > 16 { " (16 drawn)" } else { "" };
+            root.draw(&Text::new(
+                format!("{} × {}{more}", l.name, l.count),
+                (left + area_w + 20, y + 4),
+                (FONT, 16).into_font().color(&BLACK),
+            ))?;
+            root.draw(&Text::new(
+                l.detail.clone(),
+                (left + area_w + 20, y + 24),
+                (FONT, 13).into_font().color(&color(8)),
+            ))?;
+            prev = centers;
+        }
+        Ok(())
+    })
+}
