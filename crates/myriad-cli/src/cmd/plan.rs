@@ -6,27 +6,8 @@ use comfy_table::{Cell, CellAlignment, Table};
 pub fn run(path: &Path, json: bool, report: Option<&Path>) -> Result<(), String> {
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
-    let cat = myriad_catalog::catalog();
-    let r = myriad_search::planner::plan(&s, cat).map_err(|e| format!("{file}: {e}"))?;
+    let (r, out) = myriad_api::plan(&s, &file)?;
     if json || report.is_some() {
-        let out = serde_json::json!({
-            "format": "myriad-plan/1",
-            "name": s.name,
-            "tokens": r.tokens,
-            "candidates": r.candidates.iter().map(|c| serde_json::json!({
-                "accelerator": c.accelerator, "scale_up": c.scale_up, "fabric": c.fabric,
-                "accelerators": c.accelerators, "days": c.days, "gpu_hours": c.gpu_hours,
-                "capex_usd": c.capex_usd, "facility_power_mw": c.facility_power_mw,
-                "energy_mwh": c.energy_mwh, "energy_cost_usd": c.energy_cost_usd,
-                "pareto": c.pareto, "violations": c.violations,
-                "step_time_s": c.best.as_ref().map(|b| b.estimate.step_time_s),
-                "mfu": c.best.as_ref().map(|b| b.estimate.mfu),
-                "plan": c.best.as_ref().map(|b| &b.plan),
-            })).collect::<Vec<_>>(),
-            "chosen": r.chosen.map(|i| &r.candidates[i]),
-            "chosen_cluster": r.chosen_report,
-            "skipped": r.skipped,
-        });
         super::write_report(report, &out, myriad_report::plan)?;
         if json {
             println!(

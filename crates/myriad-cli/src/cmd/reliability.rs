@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use comfy_table::{Cell, CellAlignment, Table};
-use myriad_reliability::{CompareRow, Options, Report, Setup};
+use myriad_reliability::{CompareRow, Report, Setup};
 
 /// Parses `--compare size,domain,checkpoint` (or `all`).
 fn compare_kinds(list: &[String]) -> Result<Vec<&'static str>, String> {
@@ -35,9 +35,6 @@ fn compare_kinds(list: &[String]) -> Result<Vec<&'static str>, String> {
     Ok(out)
 }
 
-/// Sizes of the size comparison.
-const SIZES: [u64; 7] = [1024, 4096, 8192, 16384, 32768, 65536, 100_000];
-
 pub fn run(
     path: &Path,
     days: Option<f64>,
@@ -49,43 +46,24 @@ pub fn run(
 ) -> Result<(), String> {
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
-    let cat = myriad_catalog::catalog();
     let kinds = compare_kinds(compare)?;
-    let setup = myriad_reliability::setup(&s, cat).map_err(|e| format!("{file}: {e}"))?;
-    let replicas = replicas.unwrap_or(setup.replicas);
-    if replicas == 0 {
+    if replicas == Some(0) {
         return Err("--replicas: must be at least 1".into());
     }
-    let o = Options {
-        days,
-        replicas,
-        seed: seed.unwrap_or(setup.seed),
-    };
-    let r = myriad_reliability::analyze(&setup, &o).map_err(|e| format!("{file}: {e}"))?;
-    let mut tables: Vec<(&str, Vec<CompareRow>)> = Vec::new();
-    for k in &kinds {
-        let rows = match *k {
-            "size" => myriad_reliability::compare_size(&setup, &o, &SIZES),
-            "domain" => myriad_reliability::compare_domain(&setup, &o, cat),
-            _ => myriad_reliability::compare_checkpoint(&setup, &o)
-                .map_err(|e| format!("{file}: {e}"))?,
-        };
-        tables.push((k, rows));
+    let run = myriad_api::reliability(&s, &file, days, replicas, seed, &kinds)?;
+    if json || report.is_some() {
+        let out = run.json();
+        super::write_report(report, &out, myriad_report::reliability)?;
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+            );
+            return Ok(());
+        }
     }
-    if report.is_some() {
-        let out = myriad_reliability::output::report(&setup, &r, &tables);
-        let v = serde_json::to_value(&out).map_err(|e| e.to_string())?;
-        super::write_report(report, &v, myriad_report::reliability)?;
-    }
-    if json {
-        let out = myriad_reliability::output::report(&setup, &r, &tables);
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
-        );
-        return Ok(());
-    }
-    print_text(&setup, &r, &tables);
+    let (setup, r, tables) = (&run.setup, &run.report, &run.tables);
+    print_text(setup, r, tables);
     Ok(())
 }
 

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use comfy_table::{Cell, CellAlignment, Table};
-use myriad_search::{search, Fixed, Ranked, Space};
+use myriad_search::Ranked;
 
 pub(crate) fn plan_summary(p: &myriad_train::Plan) -> String {
     format!(
@@ -75,21 +75,7 @@ pub fn run(
 ) -> Result<(), String> {
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
-    let cat = myriad_catalog::catalog();
-    let model = s
-        .model
-        .as_ref()
-        .ok_or_else(|| format!("{file}: model: missing; `myriad search` needs a model block"))?
-        .resolve(cat)
-        .map_err(|(p, m)| format!("{file}: model.{p}: {m}"))?;
-    let spec = s.training.clone().unwrap_or_default();
-    let cluster = myriad_cluster::build(&s, cat).map_err(|e| format!("{file}: {e}"))?;
-    let accelerators = spec.accelerators.unwrap_or(s.cluster.count);
-    let mut fixed = Fixed::from_spec(&spec, accelerators);
-    if let Some(b) = batches {
-        fixed.global_batches = parse_batches(b)?;
-    }
-    let space = Space::full(&model);
+    let batches = batches.map(parse_batches).transpose()?;
     let start = Instant::now();
     let bar = if !json && std::io::stderr().is_terminal() {
         let b = indicatif::ProgressBar::new(0);
@@ -111,34 +97,16 @@ pub fn run(
             b.set_position(done);
         }
     };
-    let r = search(&model, &cluster, &fixed, &space, top.max(2), &progress);
+    let run = myriad_api::search(&s, &file, top, batches, &progress)?;
+    let (r, model, cluster, accelerators) =
+        (&run.result, &run.model, &run.cluster, run.accelerators);
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
     let secs = start.elapsed().as_secs_f64();
     let rate = r.evaluated as f64 / secs.max(1e-9);
     if json || report.is_some() {
-        let out = serde_json::json!({
-            "format": "myriad-search/1",
-            "name": s.name,
-            "model": model.name,
-            "accelerators": accelerators,
-            "space": r.space,
-            "evaluated": r.evaluated,
-            "feasible": r.feasible,
-            "infeasible": r.infeasible,
-            "seconds": secs,
-            "configs_per_second": rate,
-            "best": r.top.first().map(|b| serde_json::json!({
-                "plan": b.plan, "step_time_s": b.estimate.step_time_s, "mfu": b.estimate.mfu,
-                "memory_gib_per_accelerator": b.estimate.memory.total_gib,
-                "breakdown": b.estimate.breakdown,
-            })),
-            "top": r.top.iter().take(top).map(|b| serde_json::json!({
-                "plan": b.plan, "step_time_s": b.estimate.step_time_s, "mfu": b.estimate.mfu,
-                "memory_gib_per_accelerator": b.estimate.memory.total_gib,
-            })).collect::<Vec<_>>(),
-        });
+        let out = run.json(&s, top, secs);
         super::write_report(report, &out, myriad_report::search)?;
         if json {
             println!(
@@ -154,8 +122,11 @@ pub fn run(
         model.name,
         accelerators,
         cluster.accelerator.name,
-        fixed.global_batches,
-        fixed.precision.as_str()
+        run.global_batches,
+        s.training
+            .as_ref()
+            .and_then(|t| t.precision)
+            .map_or("bf16", |p| p.as_str())
     );
     println!(
         "space {} configurations; {} divide and were estimated, {} fit in memory; {:.3} s ({:.0} configurations/s)",

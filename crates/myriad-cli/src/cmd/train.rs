@@ -2,31 +2,6 @@
 use std::path::Path;
 
 use comfy_table::{Cell, CellAlignment, Table};
-use serde::Serialize;
-
-#[derive(Serialize)]
-struct TrainReport<'a> {
-    format: &'static str,
-    name: &'a str,
-    model: &'a str,
-    accelerator: &'a str,
-    accelerators: u64,
-    step_time_s: f64,
-    mfu: f64,
-    hfu: f64,
-    mfu_bf16: f64,
-    tokens_per_s: f64,
-    memory_gib_per_accelerator: f64,
-    fits: bool,
-    breakdown: &'a myriad_train::Breakdown,
-    memory: &'a myriad_train::Memory,
-    plan: &'a myriad_train::Plan,
-    notes: &'a [String],
-    time_to_train: Option<TimeToTrain>,
-    /// `--backend flow`: the DP and EP collectives timed by the flow-level simulation.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    flow: Option<serde_json::Value>,
-}
 
 struct FlowStep {
     json: serde_json::Value,
@@ -147,16 +122,6 @@ fn flow_report(
     FlowStep { json, text }
 }
 
-#[derive(Serialize, Clone, Copy)]
-struct TimeToTrain {
-    tokens: f64,
-    steps: f64,
-    days: f64,
-    gpu_hours: f64,
-    energy_mwh: f64,
-    energy_cost_usd: f64,
-}
-
 pub fn run(path: &Path, backend: &str, json: bool, html: Option<&Path>) -> Result<(), String> {
     let flow = match backend {
         "analytical" => false,
@@ -165,27 +130,12 @@ pub fn run(path: &Path, backend: &str, json: bool, html: Option<&Path>) -> Resul
     };
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
-    let cat = myriad_catalog::catalog();
-    let model_spec = s
-        .model
-        .as_ref()
-        .ok_or_else(|| format!("{file}: model: missing; `myriad train` needs a model block"))?;
-    let model = model_spec
-        .resolve(cat)
-        .map_err(|(p, m)| format!("{file}: model.{p}: {m}"))?;
-    let spec = s.training.clone().unwrap_or_default();
-    let cluster = myriad_cluster::build(&s, cat).map_err(|e| format!("{file}: {e}"))?;
-    let accelerators = spec.accelerators.unwrap_or(s.cluster.count);
-    if accelerators > s.cluster.count {
-        return Err(format!(
-            "{file}: training.accelerators: {accelerators} is more than cluster.count {}",
-            s.cluster.count
-        ));
-    }
+    let input = myriad_api::train_input(&s, &file)?;
+    let (model, cluster, accelerators) = (&input.model, &input.cluster, input.accelerators);
     // The flow backend times every collective of the step by simulation (all groups of a
     // dimension at once, DP beside PP, the scenario's faults); the analytical estimate of
     // the same plan is kept for comparison.
-    let net = flow.then(|| myriad_netsim::Network::from_cluster(&cluster));
+    let net = flow.then(|| myriad_netsim::Network::from_cluster(cluster));
     let timer = net.as_ref().map(|net| {
         myriad_netsim::FlowTimer::new(
             net,
@@ -196,66 +146,31 @@ pub fn run(path: &Path, backend: &str, json: bool, html: Option<&Path>) -> Resul
             },
         )
     });
-    let t = match &timer {
-        Some(tm) => myriad_train::train_with(&spec, &model, &cluster, accelerators, tm),
-        None => myriad_train::train(&spec, &model, &cluster, accelerators),
-    }
-    .map_err(|e| format!("{file}: {e}"))?;
+    let run = myriad_api::train(
+        &s,
+        &file,
+        &input,
+        timer
+            .as_ref()
+            .map(|t| t as &dyn myriad_train::CollectiveTimer),
+    )?;
     if let Some(tm) = &timer {
         let errors = tm.errors();
         if !errors.is_empty() {
             return Err(format!("{file}: flow backend: {}", errors.join("; ")));
         }
     }
+    let (t, ttt) = (&run.result, run.time_to_train);
     let e = &t.estimate;
-    let ttt = spec.tokens.map(|tokens| {
-        let tokens_per_step = t.plan.global_batch as f64 * model.seq_len as f64;
-        let steps = (tokens / tokens_per_step).ceil();
-        let secs = steps * e.step_time_s;
-        let share = accelerators as f64 / s.cluster.count as f64;
-        let report = myriad_cluster::report(&cluster, &s);
-        let mw = report.facility_power_mw * share;
-        TimeToTrain {
-            tokens,
-            steps,
-            days: secs / 86400.0,
-            gpu_hours: secs / 3600.0 * accelerators as f64,
-            energy_mwh: mw * secs / 3600.0,
-            energy_cost_usd: mw * secs / 3600.0 * 1000.0 * s.cluster.datacenter.usd_per_kwh,
-        }
-    });
-    let report = TrainReport {
-        format: "myriad-train/1",
-        name: &s.name,
-        model: &model.name,
-        accelerator: &cluster.accelerator.id,
-        accelerators,
-        step_time_s: e.step_time_s,
-        mfu: e.mfu,
-        hfu: e.hfu,
-        mfu_bf16: e.mfu_bf16,
-        tokens_per_s: e.tokens_per_s,
-        memory_gib_per_accelerator: e.memory.total_gib,
-        fits: e.fits,
-        breakdown: &e.breakdown,
-        memory: &e.memory,
-        plan: &t.plan,
-        notes: &t.notes,
-        time_to_train: ttt,
-        flow: None,
-    };
+    let mut report = run.json(&s, &input);
     let flow_rows = timer.as_ref().map(|tm| {
-        let analytical = myriad_train::estimate(&model, &t.plan, &cluster);
+        let analytical = myriad_train::estimate(model, &t.plan, cluster);
         flow_report(&t.plan, tm, e, &analytical, &super::collective::faults(&s))
     });
-    let report = TrainReport {
-        flow: flow_rows.as_ref().map(|f| f.json.clone()),
-        ..report
-    };
-    if html.is_some() {
-        let v = serde_json::to_value(&report).map_err(|e| e.to_string())?;
-        super::write_report(html, &v, myriad_report::train)?;
+    if let Some(f) = &flow_rows {
+        report["flow"] = f.json.clone();
     }
+    super::write_report(html, &report, myriad_report::train)?;
     if json {
         println!(
             "{}",

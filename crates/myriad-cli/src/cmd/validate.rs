@@ -2,21 +2,6 @@
 use std::path::Path;
 
 use comfy_table::{Cell, CellAlignment, Table};
-use serde::Serialize;
-
-#[derive(Serialize)]
-struct JsonCase<'a> {
-    id: &'a str,
-    group: &'a str,
-    predicted_step_time_s: Option<f64>,
-    measured_step_time_s: f64,
-    error: Option<f64>,
-    superseded: bool,
-    mfu: Option<f64>,
-    breakdown: Option<&'a myriad_train::Breakdown>,
-    notes: &'a [String],
-    failure: Option<&'a str>,
-}
 
 pub fn run(path: &Path, json: bool) -> Result<(), String> {
     let name = path.display().to_string();
@@ -25,29 +10,7 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
         myriad_scenario::validation::parse_validation(&name, &text).map_err(|e| e.to_string())?;
     let report = myriad_train::validate::validate(&file.cases, myriad_catalog::catalog());
     if json {
-        let cases: Vec<JsonCase> = report
-            .cases
-            .iter()
-            .map(|c| JsonCase {
-                id: &c.id,
-                group: &c.group,
-                predicted_step_time_s: c.predicted_step_time_s,
-                measured_step_time_s: c.measured_step_time_s,
-                error: c.error,
-                superseded: c.superseded,
-                mfu: c.mfu,
-                breakdown: c.breakdown.as_ref(),
-                notes: &c.notes,
-                failure: c.failure.as_deref(),
-            })
-            .collect();
-        let out = serde_json::json!({
-            "format": "myriad-validation-report/1",
-            "file": name,
-            "warnings": file.warnings,
-            "cases": cases,
-            "summary": report.summary,
-        });
+        let out = myriad_api::validate(&name, &text)?;
         println!(
             "{}",
             serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?

@@ -1,0 +1,339 @@
+//! Myriad's commands as library calls: each takes a parsed scenario and returns what the
+//! command computes, with `json()` giving the stable JSON object the CLI prints with
+//! `--json` (and the Python package returns as plain dicts). No IO: callers read files.
+//!
+//! ```
+//! let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"),
+//!     "/../../examples/dgx-superpod-h100.yaml")).unwrap();
+//! let s = myriad_api::scenario("superpod.yaml", &text).unwrap();
+//! let input = myriad_api::train_input(&s, "superpod.yaml").unwrap();
+//! let t = myriad_api::train(&s, "superpod.yaml", &input, None).unwrap();
+//! let j = t.json(&s, &input);
+//! assert!(j["step_time_s"].as_f64().unwrap() > 0.0);
+//! assert_eq!(j["fits"], true);
+//! ```
+//!
+//! Invariant: the JSON shapes here are the contract of `--json` and of the Python package
+//! (`format` keys name their version); fields are added, never renamed.
+
+use myriad_cluster::BuiltCluster;
+use myriad_model::Transformer;
+use myriad_scenario::Scenario;
+use myriad_train::{CollectiveTimer, TrainEstimate};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// Parses and validates a `myriad/1` scenario (YAML or JSON text).
+pub fn scenario(file: &str, text: &str) -> Result<Scenario, String> {
+    myriad_scenario::parse_scenario(file, text, myriad_catalog::catalog())
+        .map_err(|e| e.to_string())
+}
+
+/// `myriad cluster`: the built cluster's report.
+pub fn cluster(s: &Scenario, file: &str) -> Result<Value, String> {
+    let built =
+        myriad_cluster::build(s, myriad_catalog::catalog()).map_err(|e| format!("{file}: {e}"))?;
+    serde_json::to_value(built.report()).map_err(|e| e.to_string())
+}
+
+/// Time, GPU-hours and energy to train on `training.tokens`.
+#[derive(Serialize, Clone, Copy, Debug)]
+pub struct TimeToTrain {
+    pub tokens: f64,
+    pub steps: f64,
+    pub days: f64,
+    pub gpu_hours: f64,
+    pub energy_mwh: f64,
+    pub energy_cost_usd: f64,
+}
+
+/// What `myriad train` runs on: the resolved model, the built cluster, the training block.
+pub struct TrainInput {
+    pub model: Transformer,
+    pub cluster: BuiltCluster,
+    pub spec: myriad_scenario::TrainingSpec,
+    pub accelerators: u64,
+}
+
+/// Resolves the scenario's model and training block and builds its cluster.
+pub fn train_input(s: &Scenario, file: &str) -> Result<TrainInput, String> {
+    let cat = myriad_catalog::catalog();
+    let model = s
+        .model
+        .as_ref()
+        .ok_or_else(|| format!("{file}: model: missing; `myriad train` needs a model block"))?
+        .resolve(cat)
+        .map_err(|(p, m)| format!("{file}: model.{p}: {m}"))?;
+    let spec = s.training.clone().unwrap_or_default();
+    let cluster = myriad_cluster::build(s, cat).map_err(|e| format!("{file}: {e}"))?;
+    let accelerators = spec.accelerators.unwrap_or(s.cluster.count);
+    if accelerators > s.cluster.count {
+        return Err(format!(
+            "{file}: training.accelerators: {accelerators} is more than cluster.count {}",
+            s.cluster.count
+        ));
+    }
+    Ok(TrainInput {
+        model,
+        cluster,
+        spec,
+        accelerators,
+    })
+}
+
+/// One `myriad train` estimate and the time to train on `training.tokens`.
+pub struct TrainRun {
+    pub result: TrainEstimate,
+    pub time_to_train: Option<TimeToTrain>,
+}
+
+/// `myriad train`: the step of `input` estimated with `timer` (e.g. the flow backend) or
+/// the analytical collective model.
+pub fn train(
+    s: &Scenario,
+    file: &str,
+    input: &TrainInput,
+    timer: Option<&dyn CollectiveTimer>,
+) -> Result<TrainRun, String> {
+    let i = input;
+    let result = match timer {
+        Some(t) => myriad_train::train_with(&i.spec, &i.model, &i.cluster, i.accelerators, t),
+        None => myriad_train::train(&i.spec, &i.model, &i.cluster, i.accelerators),
+    }
+    .map_err(|e| format!("{file}: {e}"))?;
+    let time_to_train = i.spec.tokens.map(|tokens| {
+        let tokens_per_step = result.plan.global_batch as f64 * i.model.seq_len as f64;
+        let steps = (tokens / tokens_per_step).ceil();
+        let secs = steps * result.estimate.step_time_s;
+        let share = i.accelerators as f64 / s.cluster.count as f64;
+        let mw = myriad_cluster::report(&i.cluster, s).facility_power_mw * share;
+        TimeToTrain {
+            tokens,
+            steps,
+            days: secs / 86400.0,
+            gpu_hours: secs / 3600.0 * i.accelerators as f64,
+            energy_mwh: mw * secs / 3600.0,
+            energy_cost_usd: mw * secs / 3600.0 * 1000.0 * s.cluster.datacenter.usd_per_kwh,
+        }
+    });
+    Ok(TrainRun {
+        result,
+        time_to_train,
+    })
+}
+
+impl TrainRun {
+    /// The `myriad-train/1` object.
+    pub fn json(&self, s: &Scenario, input: &TrainInput) -> Value {
+        let e = &self.result.estimate;
+        json!({
+            "format": "myriad-train/1",
+            "name": s.name,
+            "model": input.model.name,
+            "accelerator": input.cluster.accelerator.id,
+            "accelerators": input.accelerators,
+            "step_time_s": e.step_time_s,
+            "mfu": e.mfu,
+            "hfu": e.hfu,
+            "mfu_bf16": e.mfu_bf16,
+            "tokens_per_s": e.tokens_per_s,
+            "memory_gib_per_accelerator": e.memory.total_gib,
+            "fits": e.fits,
+            "breakdown": e.breakdown,
+            "memory": e.memory,
+            "plan": self.result.plan,
+            "notes": self.result.notes,
+            "time_to_train": self.time_to_train,
+        })
+    }
+}
+
+/// One `myriad search` run.
+pub struct SearchRun {
+    pub model: Transformer,
+    pub cluster: BuiltCluster,
+    pub accelerators: u64,
+    pub global_batches: Vec<u64>,
+    pub result: myriad_search::SearchResult,
+}
+
+/// `myriad search`: every valid plan estimated, the `top` fastest kept. `global_batches`
+/// replaces the scenario's global batch when given; `progress(done, total)` is called from
+/// the worker threads.
+pub fn search(
+    s: &Scenario,
+    file: &str,
+    top: usize,
+    global_batches: Option<Vec<u64>>,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<SearchRun, String> {
+    let cat = myriad_catalog::catalog();
+    let model = s
+        .model
+        .as_ref()
+        .ok_or_else(|| format!("{file}: model: missing; `myriad search` needs a model block"))?
+        .resolve(cat)
+        .map_err(|(p, m)| format!("{file}: model.{p}: {m}"))?;
+    let spec = s.training.clone().unwrap_or_default();
+    let cluster = myriad_cluster::build(s, cat).map_err(|e| format!("{file}: {e}"))?;
+    let accelerators = spec.accelerators.unwrap_or(s.cluster.count);
+    let mut fixed = myriad_search::Fixed::from_spec(&spec, accelerators);
+    if let Some(b) = global_batches {
+        fixed.global_batches = b;
+    }
+    let space = myriad_search::Space::full(&model);
+    let result = myriad_search::search(&model, &cluster, &fixed, &space, top.max(2), progress);
+    Ok(SearchRun {
+        model,
+        cluster,
+        accelerators,
+        global_batches: fixed.global_batches.clone(),
+        result,
+    })
+}
+
+impl SearchRun {
+    /// The `myriad-search/1` object (`seconds`: the caller's wall time for the search).
+    pub fn json(&self, s: &Scenario, top: usize, seconds: f64) -> Value {
+        let r = &self.result;
+        let entry = |b: &myriad_search::Ranked, breakdown: bool| {
+            let mut v = json!({
+                "plan": b.plan, "step_time_s": b.estimate.step_time_s, "mfu": b.estimate.mfu,
+                "memory_gib_per_accelerator": b.estimate.memory.total_gib,
+            });
+            if breakdown {
+                v["breakdown"] = json!(b.estimate.breakdown);
+            }
+            v
+        };
+        json!({
+            "format": "myriad-search/1",
+            "name": s.name,
+            "model": self.model.name,
+            "accelerators": self.accelerators,
+            "space": r.space,
+            "evaluated": r.evaluated,
+            "feasible": r.feasible,
+            "infeasible": r.infeasible,
+            "seconds": seconds,
+            "configs_per_second": r.evaluated as f64 / seconds.max(1e-9),
+            "best": r.top.first().map(|b| entry(b, true)),
+            "top": r.top.iter().take(top).map(|b| entry(b, false)).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// `myriad plan`: candidate clusters, the Pareto front and the choice (`myriad-plan/1`).
+pub fn plan(
+    s: &Scenario,
+    file: &str,
+) -> Result<(myriad_search::planner::PlanResult, Value), String> {
+    let r = myriad_search::planner::plan(s, myriad_catalog::catalog())
+        .map_err(|e| format!("{file}: {e}"))?;
+    let v = json!({
+        "format": "myriad-plan/1",
+        "name": s.name,
+        "tokens": r.tokens,
+        "candidates": r.candidates.iter().map(|c| json!({
+            "accelerator": c.accelerator, "scale_up": c.scale_up, "fabric": c.fabric,
+            "accelerators": c.accelerators, "days": c.days, "gpu_hours": c.gpu_hours,
+            "capex_usd": c.capex_usd, "facility_power_mw": c.facility_power_mw,
+            "energy_mwh": c.energy_mwh, "energy_cost_usd": c.energy_cost_usd,
+            "pareto": c.pareto, "violations": c.violations,
+            "step_time_s": c.best.as_ref().map(|b| b.estimate.step_time_s),
+            "mfu": c.best.as_ref().map(|b| b.estimate.mfu),
+            "plan": c.best.as_ref().map(|b| &b.plan),
+        })).collect::<Vec<_>>(),
+        "chosen": r.chosen.map(|i| &r.candidates[i]),
+        "chosen_cluster": r.chosen_report,
+        "skipped": r.skipped,
+    });
+    Ok((r, v))
+}
+
+/// Cluster sizes of the reliability size comparison.
+pub const RELIABILITY_SIZES: [u64; 7] = [1024, 4096, 8192, 16384, 32768, 65536, 100_000];
+
+/// One `myriad reliability` run: the setup, the analysis and the comparisons asked for.
+pub struct ReliabilityRun {
+    pub setup: myriad_reliability::Setup,
+    pub report: myriad_reliability::Report,
+    pub tables: Vec<(&'static str, Vec<myriad_reliability::CompareRow>)>,
+}
+
+/// `myriad reliability`: `compare` holds `size`, `domain` or `checkpoint`.
+pub fn reliability(
+    s: &Scenario,
+    file: &str,
+    days: Option<f64>,
+    replicas: Option<u32>,
+    seed: Option<u64>,
+    compare: &[&'static str],
+) -> Result<ReliabilityRun, String> {
+    let cat = myriad_catalog::catalog();
+    let setup = myriad_reliability::setup(s, cat).map_err(|e| format!("{file}: {e}"))?;
+    let replicas = replicas.unwrap_or(setup.replicas);
+    if replicas == 0 {
+        return Err("replicas: must be at least 1".into());
+    }
+    let o = myriad_reliability::Options {
+        days,
+        replicas,
+        seed: seed.unwrap_or(setup.seed),
+    };
+    let report = myriad_reliability::analyze(&setup, &o).map_err(|e| format!("{file}: {e}"))?;
+    let mut tables = Vec::new();
+    for &k in compare {
+        let rows = match k {
+            "size" => myriad_reliability::compare_size(&setup, &o, &RELIABILITY_SIZES),
+            "domain" => myriad_reliability::compare_domain(&setup, &o, cat),
+            "checkpoint" => myriad_reliability::compare_checkpoint(&setup, &o)
+                .map_err(|e| format!("{file}: {e}"))?,
+            other => {
+                return Err(format!(
+                    "compare: `{other}` is not size, domain or checkpoint"
+                ))
+            }
+        };
+        tables.push((k, rows));
+    }
+    Ok(ReliabilityRun {
+        setup,
+        report,
+        tables,
+    })
+}
+
+impl ReliabilityRun {
+    pub fn json(&self) -> Value {
+        let out = myriad_reliability::output::report(&self.setup, &self.report, &self.tables);
+        serde_json::to_value(out).unwrap_or(Value::Null)
+    }
+}
+
+/// `myriad validate`: every case of a `myriad-validation/1` file predicted
+/// (`myriad-validation-report/1`).
+pub fn validate(file: &str, text: &str) -> Result<Value, String> {
+    let f = myriad_scenario::validation::parse_validation(file, text).map_err(|e| e.to_string())?;
+    let report = myriad_train::validate::validate(&f.cases, myriad_catalog::catalog());
+    let cases: Vec<Value> = report
+        .cases
+        .iter()
+        .map(|c| {
+            json!({
+                "id": c.id, "group": c.group,
+                "predicted_step_time_s": c.predicted_step_time_s,
+                "measured_step_time_s": c.measured_step_time_s,
+                "error": c.error, "superseded": c.superseded, "mfu": c.mfu,
+                "breakdown": c.breakdown, "notes": c.notes, "failure": c.failure,
+            })
+        })
+        .collect();
+    Ok(json!({
+        "format": "myriad-validation-report/1",
+        "file": file,
+        "warnings": f.warnings,
+        "cases": cases,
+        "summary": report.summary,
+    }))
+}
