@@ -1,0 +1,165 @@
+//! The `myriad._myriad` extension module: each command of the CLI as a function taking a
+//! scenario as text (YAML or JSON) and returning the command's JSON output as a string.
+//! The Python package (`python/myriad`) wraps these into functions on dicts and files that
+//! return plain Python objects and pandas tables.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+fn err(e: String) -> PyErr {
+    PyValueError::new_err(e)
+}
+
+fn to_json(v: &serde_json::Value) -> PyResult<String> {
+    serde_json::to_string(v).map_err(|e| err(e.to_string()))
+}
+
+/// `myriad cluster`: the built cluster's report (JSON text).
+#[pyfunction]
+fn cluster(py: Python<'_>, file: &str, text: &str) -> PyResult<String> {
+    py.detach(|| {
+        let s = myriad_api::scenario(file, text)?;
+        myriad_api::cluster(&s, file)
+    })
+    .map_err(err)
+    .and_then(|v| to_json(&v))
+}
+
+/// `myriad train` (analytical backend): the step estimate (JSON text).
+#[pyfunction]
+fn train(py: Python<'_>, file: &str, text: &str) -> PyResult<String> {
+    py.detach(|| {
+        let s = myriad_api::scenario(file, text)?;
+        let input = myriad_api::train_input(&s, file)?;
+        let run = myriad_api::train(&s, file, &input, None)?;
+        Ok::<_, String>(run.json(&s, &input))
+    })
+    .map_err(err)
+    .and_then(|v| to_json(&v))
+}
+
+/// `myriad search`: the fastest plans (JSON text).
+#[pyfunction]
+#[pyo3(signature = (file, text, top=10, global_batches=None))]
+fn search(
+    py: Python<'_>,
+    file: &str,
+    text: &str,
+    top: usize,
+    global_batches: Option<Vec<u64>>,
+) -> PyResult<String> {
+    py.detach(|| {
+        let s = myriad_api::scenario(file, text)?;
+        let start = std::time::Instant::now();
+        let run = myriad_api::search(&s, file, top, global_batches, &|_, _| {})?;
+        Ok::<_, String>(run.json(&s, top, start.elapsed().as_secs_f64()))
+    })
+    .map_err(err)
+    .and_then(|v| to_json(&v))
+}
+
+/// `myriad plan`: candidate clusters and the Pareto front (JSON text).
+#[pyfunction]
+fn plan(py: Python<'_>, file: &str, text: &str) -> PyResult<String> {
+    py.detach(|| {
+        let s = myriad_api::scenario(file, text)?;
+        myriad_api::plan(&s, file).map(|(_, v)| v)
+    })
+    .map_err(err)
+    .and_then(|v| to_json(&v))
+}
+
+/// `myriad reliability` (JSON text); `compare` holds `size`, `domain`, `checkpoint`.
+#[pyfunction]
+#[pyo3(signature = (file, text, days=None, replicas=None, seed=None, compare=Vec::new()))]
+fn reliability(
+    py: Python<'_>,
+    file: &str,
+    text: &str,
+    days: Option<f64>,
+    replicas: Option<u32>,
+    seed: Option<u64>,
+    compare: Vec<String>,
+) -> PyResult<String> {
+    let mut kinds: Vec<&'static str> = Vec::new();
+    for c in &compare {
+        kinds.push(match c.as_str() {
+            "size" => "size",
+            "domain" => "domain",
+            "checkpoint" => "checkpoint",
+            other => {
+                return Err(err(format!(
+                    "compare: `{other}` is not size, domain or checkpoint"
+                )))
+            }
+        });
+    }
+    py.detach(|| {
+        let s = myriad_api::scenario(file, text)?;
+        myriad_api::reliability(&s, file, days, replicas, seed, &kinds).map(|r| r.json())
+    })
+    .map_err(err)
+    .and_then(|v| to_json(&v))
+}
+
+/// `myriad validate`: a `myriad-validation/1` file's cases predicted (JSON text).
+#[pyfunction]
+fn validate(py: Python<'_>, file: &str, text: &str) -> PyResult<String> {
+    py.detach(|| myriad_api::validate(file, text))
+        .map_err(err)
+        .and_then(|v| to_json(&v))
+}
+
+/// Rows `k`, `k + n`, … (1-based `k` of `n` shards) of the sweep spec at `path`, as CSV
+/// text with a header (the same columns as `myriad sweep`).
+#[pyfunction]
+#[pyo3(signature = (path, k=1, n=1))]
+fn sweep_csv(py: Python<'_>, path: &str, k: u64, n: u64) -> PyResult<String> {
+    py.detach(|| {
+        let sweep = myriad_sweep::Sweep::load(std::path::Path::new(path)).map_err(|e| e.to_string())?;
+        let shard = myriad_sweep::Shard::parse(&format!("{k}/{n}")).map_err(|e| e.to_string())?;
+        let ev = myriad_sweep::Evaluator::new(&sweep);
+        let mut out = myriad_sweep::csv::line(&sweep.header());
+        out.push('\n');
+        for id in shard.rows(sweep.rows) {
+            out.push_str(&ev.row(id).csv_line());
+            out.push('\n');
+        }
+        Ok::<_, String>(out)
+    })
+    .map_err(err)
+}
+
+/// The HTML report of a command's JSON output (`kind`: cluster, train, search, plan,
+/// reliability).
+#[pyfunction]
+fn report(kind: &str, json: &str) -> PyResult<String> {
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| err(e.to_string()))?;
+    let page: fn(&serde_json::Value) -> String = match kind {
+        "cluster" => myriad_report::cluster,
+        "train" => myriad_report::train,
+        "search" => myriad_report::search,
+        "plan" => myriad_report::plan,
+        "reliability" => myriad_report::reliability,
+        other => {
+            return Err(err(format!(
+                "report: `{other}` is not cluster, train, search, plan or reliability"
+            )))
+        }
+    };
+    Ok(page(&v))
+}
+
+#[pymodule]
+fn _myriad(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cluster, m)?)?;
+    m.add_function(wrap_pyfunction!(train, m)?)?;
+    m.add_function(wrap_pyfunction!(search, m)?)?;
+    m.add_function(wrap_pyfunction!(plan, m)?)?;
+    m.add_function(wrap_pyfunction!(reliability, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(report, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,115 @@
+"""Myriad: a simulator and planner for AI clusters, from Python.
+
+Every function takes a scenario as a path to a ``myriad/1`` file (YAML or JSON) or as a
+``dict`` with the same keys, and returns the same object the CLI prints with ``--json``, as
+plain Python ``dict``/``list``/``float`` values. Sweeps return pandas DataFrames.
+
+>>> import myriad
+>>> t = myriad.train("examples/dgx-superpod-h100.yaml")          # doctest: +SKIP
+>>> round(t["step_time_s"], 2), t["fits"]                         # doctest: +SKIP
+(8.21, True)
+>>> s = {"format": "myriad/1", "cluster": {"accelerator": "h100-sxm", "count": 1024}}
+>>> myriad.cluster(s)["switches_total"]                           # doctest: +SKIP
+48
+
+The Rust engine runs with the GIL released, so threads (or ``myriad.ray.sweep``) run
+several estimates at once.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+
+from . import _myriad
+
+__version__ = _myriad.__version__
+
+Scenario = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+
+__all__ = [
+    "cluster",
+    "train",
+    "search",
+    "plan",
+    "reliability",
+    "validate",
+    "sweep",
+    "report",
+    "__version__",
+]
+
+
+def _text(scenario: Scenario) -> tuple[str, str]:
+    """(file name for messages, scenario text)."""
+    if isinstance(scenario, Mapping):
+        return "<dict>", json.dumps(scenario)
+    path = os.fspath(scenario)
+    with open(path, encoding="utf-8") as f:
+        return path, f.read()
+
+
+def cluster(scenario: Scenario) -> dict:
+    """Build the cluster: hierarchy, tiers, bill of materials, power and cost
+    (``myriad cluster --json``)."""
+    return json.loads(_myriad.cluster(*_text(scenario)))
+
+
+def train(scenario: Scenario) -> dict:
+    """Estimate one training step: time and breakdown, MFU, memory, time to train
+    (``myriad train --json``, analytical backend)."""
+    return json.loads(_myriad.train(*_text(scenario)))
+
+
+def search(
+    scenario: Scenario, top: int = 10, global_batch: Optional[Sequence[int]] = None
+) -> dict:
+    """Search every valid parallel plan; the ``top`` fastest (``myriad search --json``).
+    ``global_batch`` replaces the scenario's global batch with a list to consider."""
+    gb = [int(x) for x in global_batch] if global_batch is not None else None
+    return json.loads(_myriad.search(*_text(scenario), top, gb))
+
+
+def plan(scenario: Scenario) -> dict:
+    """Candidate clusters for the model and token budget, the Pareto front of time
+    against cost and the choice (``myriad plan --json``)."""
+    return json.loads(_myriad.plan(*_text(scenario)))
+
+
+def reliability(
+    scenario: Scenario,
+    days: Optional[float] = None,
+    replicas: Optional[int] = None,
+    seed: Optional[int] = None,
+    compare: Iterable[str] = (),
+) -> dict:
+    """Failures, checkpointing, ETTR and goodput by seeded Monte Carlo
+    (``myriad reliability --json``); ``compare`` from ``size``, ``domain``,
+    ``checkpoint``."""
+    return json.loads(
+        _myriad.reliability(*_text(scenario), days, replicas, seed, list(compare))
+    )
+
+
+def validate(measurements: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> dict:
+    """Predict every case of a ``myriad-validation/1`` file (path or dict) and compare
+    with the measurements (``myriad validate --json``)."""
+    return json.loads(_myriad.validate(*_text(measurements)))
+
+
+def sweep(spec: Union[str, "os.PathLike[str]"], shard: tuple[int, int] = (1, 1)):
+    """Evaluate a ``myriad-sweep/1`` grid (or shard ``k`` of ``n`` of it) and return a
+    pandas DataFrame with the same columns as ``myriad sweep`` writes."""
+    import pandas as pd
+
+    k, n = shard
+    csv = _myriad.sweep_csv(os.fspath(spec), int(k), int(n))
+    return pd.read_csv(io.StringIO(csv), keep_default_na=False, na_values=[""])
+
+
+def report(kind: str, result: Mapping[str, Any]) -> str:
+    """The self-contained HTML report of a result of ``cluster``, ``train``, ``search``,
+    ``plan`` or ``reliability`` (what ``--report FILE.html`` writes)."""
+    return _myriad.report(kind, json.dumps(result))

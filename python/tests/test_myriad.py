@@ -1,0 +1,104 @@
+"""The Python package against the engine: same answers as the CLI's JSON, dicts and
+files alike, clear errors, sweeps as DataFrames, reports, and a Ray sweep on a local
+instance (127.0.0.1) equal to the single-process one."""
+
+import json
+import os
+import pathlib
+
+import pytest
+
+import myriad
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SUPERPOD = ROOT / "examples" / "dgx-superpod-h100.yaml"
+SWEEP = ROOT / "examples" / "sweep" / "oversubscription.yaml"
+
+
+def test_cluster_from_a_dict_counts_the_superpod_switches():
+    s = {
+        "format": "myriad/1",
+        "cluster": {
+            "accelerator": "h100-sxm",
+            "count": 1024,
+            "scale_up": "hgx-h100",
+            "scale_out": {"fabric": "infiniband-ndr", "topology": "fat-tree", "tiers": 2},
+        },
+    }
+    c = myriad.cluster(s)
+    # 1,024 NDR ports on 64-port switches, non-blocking: 32 leaves, 16 spines.
+    assert c["switches"] == {"leaf": 32, "spine": 16}
+    assert c["accelerators"] == 1024
+
+
+def test_train_returns_the_cli_object_and_is_deterministic():
+    t = myriad.train(SUPERPOD)
+    assert t["format"] == "myriad-train/1"
+    assert t["fits"] is True
+    b = t["breakdown"]
+    total = sum(v for k, v in b.items() if k.endswith("_s"))
+    assert abs(total - t["step_time_s"]) < 1e-9 * t["step_time_s"]
+    assert 0.2 < t["mfu"] < 0.8
+    assert myriad.train(str(SUPERPOD)) == t
+
+
+def test_train_from_a_dict_equals_train_from_the_file():
+    s = {
+        "format": "myriad/1",
+        "name": "dict",
+        "cluster": {"accelerator": "h100-sxm", "count": 64, "scale_up": "hgx-h100"},
+        "model": {"preset": "llama3-8b"},
+        "training": {"tp": 1, "pp": 1, "dp": 64, "global_batch": 512, "micro_batch": 1},
+    }
+    p = ROOT / "target" / "py-test-scenario.json"
+    p.parent.mkdir(exist_ok=True)
+    p.write_text(json.dumps(s))
+    a, b = myriad.train(s), myriad.train(p)
+    assert a == b
+    assert a["plan"]["dp"] == 64
+
+
+def test_bad_input_raises_a_clear_error():
+    s = {"format": "myriad/1", "cluster": {"accelerator": "h100-sxm", "count": 1001}}
+    with pytest.raises(ValueError, match=r"cluster\.count: 1001 does not fill whole scale-up domains of 8"):
+        myriad.cluster(s)
+    with pytest.raises(ValueError, match="compare"):
+        myriad.reliability(SUPERPOD, compare=["nope"])
+
+
+def test_search_ranks_plans_fastest_first():
+    r = myriad.search(SUPERPOD, top=5)
+    times = [p["step_time_s"] for p in r["top"]]
+    assert len(times) == 5 and times == sorted(times)
+    assert r["feasible"] <= r["evaluated"] <= r["space"]
+
+
+def test_sweep_is_a_dataframe_and_shards_partition_it():
+    df = myriad.sweep(SWEEP)
+    assert len(df) == 8
+    assert "step_time_s" in df.columns
+    a = myriad.sweep(SWEEP, shard=(1, 2))
+    b = myriad.sweep(SWEEP, shard=(2, 2))
+    assert len(a) + len(b) == 8
+    assert sorted(list(a.iloc[:, 0]) + list(b.iloc[:, 0])) == list(df.iloc[:, 0])
+
+
+def test_report_is_html_with_charts():
+    html = myriad.report("train", myriad.train(SUPERPOD))
+    assert html.startswith("<!doctype html>")
+    assert html.count('<figure class="chart"') == 3
+
+
+def test_ray_sweep_on_a_local_instance_equals_the_single_process_sweep():
+    pytest.importorskip("ray")
+    import myriad.ray
+
+    df = myriad.ray.sweep(
+        SWEEP,
+        shards=3,
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+    )
+    single = myriad.sweep(SWEEP)
+    assert df.equals(single), (df, single)
