@@ -246,6 +246,49 @@ pub fn layer_compute_times(
     (f, b)
 }
 
+/// Time (seconds) of `count` GEMMs C[m,n] = A[m,k]·B[k,n] in `precision` on `acc`: the step
+/// model's form (FLOPs / (peak × gemm efficiency) + fixed overhead, plus the fp8 input
+/// quantisation pass). Used by the serving model so that both share one compute model.
+pub fn gemm_time(
+    acc: &Accelerator,
+    precision: Precision,
+    m: f64,
+    n: f64,
+    k: f64,
+    count: f64,
+) -> f64 {
+    let fp8 = matches!(precision, Precision::Fp8 | Precision::Fp4);
+    let ctx = Ctx {
+        acc,
+        levels: &[],
+        gemm_peak: peak_tflops(acc, precision) * 1e12,
+        gemm_eff: if fp8 {
+            acc.efficiency.gemm_fp8
+        } else {
+            acc.efficiency.gemm_bf16
+        },
+        bf16_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
+        hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
+        fp8,
+    };
+    ctx.gemm(m, n, k, count)
+}
+
+/// Forward fused-attention time (seconds) of `flops` FLOPs at sequence length `seq` with
+/// `head_flops` = d_qk + d_v, on the bf16 peak (the step model's attention form).
+pub fn attention_fwd_time(acc: &Accelerator, flops: f64, seq: f64, head_flops: f64) -> f64 {
+    let ctx = Ctx {
+        acc,
+        levels: &[],
+        gemm_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
+        gemm_eff: acc.efficiency.gemm_bf16,
+        bf16_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
+        hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
+        fp8: false,
+    };
+    ctx.attention(flops, seq, head_flops, false)
+}
+
 /// Forward and backward time (seconds) of one fused-attention op on `acc` (bf16).
 pub fn attention_times(acc: &Accelerator, op: &Op) -> (f64, f64) {
     let ctx = Ctx {

@@ -1,0 +1,499 @@
+//! Per-iteration time of one serving instance (one model replica on `tp × attention_dp`
+//! accelerators), from first principles.
+//!
+//! One iteration runs every layer once over the tokens of the batch: `decode` sequences
+//! contribute one token each (1 + draft tokens with speculative decoding), prefill chunks
+//! contribute their prompt tokens. Per layer and per accelerator:
+//!
+//! - each weight GEMM takes `max(FLOPs / (peak × gemm eff) + overhead, weight bytes / (HBM ×
+//!   hbm eff) + overhead)`: the step model's GEMM form (`myriad_train::step::gemm_time`)
+//!   against streaming the weight shard once (decode is memory-bound, prefill compute-bound);
+//! - attention in prefill: the step model's fused-attention time over the causal pairs of
+//!   the chunk (quadratic in prompt length); in decode: `max(FLOPs, KV bytes)` where the KV
+//!   bytes are the cached context of every sequence in the KV precision (MLA: the latent
+//!   `kv_lora + rope` vector, replicated on every TP rank; GQA: `max(1, kv_heads/tp)` heads);
+//! - MoE: the routed experts read only the distinct experts the batch activates,
+//!   `E · (1 − (1 − k/E)^T)` for `T` tokens of top-`k` routing over `E` experts (uniform
+//!   routing), spread over the EP ranks; FLOPs are `2 · T · k · expert params`;
+//! - communication via `myriad_collective`: two TP all-reduces per layer, MoE dispatch and
+//!   combine all-to-alls over the EP group; exposed, or overlapped with compute (two-batch
+//!   overlap) when the framework does so;
+//! - plus a fixed per-iteration framework overhead (scheduler, sampling, launch).
+//!
+//! Invariants: pure, allocation-free per call; every efficiency comes from the catalog
+//! accelerator record or the framework table (`framework.rs`), never from a validation row.
+
+use myriad_catalog::Accelerator;
+use myriad_cluster::Level;
+use myriad_collective::{time as coll_time, Algorithm, GroupSpan, Op as CollOp};
+use myriad_model::Transformer;
+use myriad_scenario::Precision;
+use myriad_train::step::{attention_fwd_time, gemm_time, peak_tflops, BUFFERS_GIB};
+use serde::Serialize;
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// Queries per FlashAttention tile (FlashAttention-2/3 forward: 128-row query blocks):
+/// prefill re-reads the cached keys and values once per tile.
+pub const PREFILL_QUERY_TILE: f64 = 128.0;
+
+/// Bytes per element of a storage precision. NVFP4 stores 4-bit values plus one fp8 scale
+/// per 16 elements: 0.5 + 1/16 bytes.
+pub fn bytes_of(p: Precision) -> f64 {
+    match p {
+        Precision::Fp32 | Precision::Tf32 => 4.0,
+        Precision::Fp16 | Precision::Bf16 => 2.0,
+        Precision::Fp8 => 1.0,
+        Precision::Fp4 => 0.5625,
+    }
+}
+
+/// How one instance is cut over its accelerators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Parallel {
+    /// Tensor parallelism of attention (and of dense MLPs and shared experts).
+    pub tp: u32,
+    /// Attention data parallelism: independent attention ranks, each with its own
+    /// sequences and KV cache. Accelerators per instance = tp × attention_dp.
+    pub attention_dp: u32,
+    /// Expert parallelism of routed experts; expert TP = accelerators / ep.
+    pub ep: u32,
+}
+
+impl Parallel {
+    pub fn gpus(&self) -> u32 {
+        self.tp * self.attention_dp
+    }
+    pub fn etp(&self) -> u32 {
+        (self.gpus() / self.ep.max(1)).max(1)
+    }
+}
+
+/// Storage and compute precisions of one instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Precisions {
+    /// Attention, dense-MLP and shared-expert weights (and their GEMMs).
+    pub weights: Precision,
+    /// Routed-expert weights (and their grouped GEMMs).
+    pub experts: Precision,
+    /// KV cache.
+    pub kv: Precision,
+}
+
+/// Speculative decoding (draft or MTP): each decode step verifies `draft_tokens` extra
+/// tokens; each is accepted with probability `acceptance` given the previous ones were.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Speculative {
+    pub draft_tokens: u32,
+    pub acceptance: f64,
+}
+
+impl Speculative {
+    /// Expected tokens emitted per decode step: 1 + a + a² + … + a^n.
+    pub fn tokens_per_step(&self) -> f64 {
+        (0..=self.draft_tokens)
+            .map(|i| self.acceptance.powi(i as i32))
+            .sum()
+    }
+}
+
+/// The work of one iteration of an instance (totals over the instance).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Batch {
+    /// Sequences in the decode phase (each decodes one step).
+    pub decode_seqs: f64,
+    /// Sum over those sequences of their current context length (tokens in the KV cache).
+    pub decode_ctx: f64,
+    /// Prompt tokens computed this iteration (after prefix-cache hits).
+    pub prefill_tokens: f64,
+    /// Sum over those prompt tokens of the positions each attends to (causal pairs).
+    pub prefill_pairs: f64,
+    /// Prompts whose last chunk runs this iteration (they produce a token: LM head).
+    pub prefill_done: f64,
+}
+
+/// Where an iteration's time goes (seconds); the parts add up to `total_s`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct IterTime {
+    /// GEMMs (weights), compute- or memory-bound per op.
+    pub gemm_s: f64,
+    /// Attention cores (prefill FLOPs, decode KV reads).
+    pub attention_s: f64,
+    /// Other memory-bound ops (norms, activations, residuals).
+    pub memory_s: f64,
+    /// Exposed communication (TP all-reduce, EP all-to-all).
+    pub comm_s: f64,
+    /// Per-iteration framework overhead.
+    pub overhead_s: f64,
+    pub total_s: f64,
+}
+
+/// The iteration-time model of one instance: precomputed per-accelerator constants.
+#[derive(Debug, Clone)]
+pub struct InstanceModel {
+    pub acc: Accelerator,
+    pub levels: Vec<Level>,
+    pub model: Transformer,
+    pub par: Parallel,
+    pub prec: Precisions,
+    pub overhead_s: f64,
+    pub overlap_comm: bool,
+    pub spec: Option<Speculative>,
+    hbm_bps: f64,
+    attn_params: f64,
+    attn_gemms: f64,
+    dense_mlp_params: f64,
+    expert_params: f64,
+    shared_params: f64,
+    heads_gpu: f64,
+    /// (d_qk, d_v) of prefill attention and of decode attention (MLA decode is absorbed:
+    /// queries attend over the latent vector).
+    dims_prefill: (f64, f64),
+    dims_decode: (f64, f64),
+    /// KV bytes of one token of one layer on one accelerator.
+    kv_token_layer: f64,
+    tp_span: Option<GroupSpan>,
+    ep_span: Option<GroupSpan>,
+    act_bytes: f64,
+}
+
+/// A group of `n` consecutive accelerators laid on the hierarchy innermost first.
+pub fn span(n: u64, levels: &[Level]) -> GroupSpan {
+    let mut spans = vec![1u64; levels.len()];
+    let mut left = n.max(1);
+    let mut inner = 1u64;
+    for (i, l) in levels.iter().enumerate() {
+        let fit = (l.size / inner).max(1);
+        let s = left.min(fit);
+        spans[i] = s;
+        left = left.div_ceil(s);
+        inner = l.size;
+        if left <= 1 {
+            break;
+        }
+    }
+    GroupSpan::new(spans)
+}
+
+impl InstanceModel {
+    /// Builds the model; errors name what does not divide or fit.
+    pub fn new(
+        acc: &Accelerator,
+        levels: &[Level],
+        model: &Transformer,
+        par: Parallel,
+        prec: Precisions,
+        overhead_s: f64,
+        overlap_comm: bool,
+        spec: Option<Speculative>,
+    ) -> Result<Self, String> {
+        if par.tp == 0 || par.attention_dp == 0 || par.ep == 0 {
+            return Err("tp, attention_dp and ep must be at least 1".into());
+        }
+        if par.gpus() % par.ep != 0 {
+            return Err(format!(
+                "ep {} does not divide the instance's {} accelerators (tp {} × attention_dp {})",
+                par.ep,
+                par.gpus(),
+                par.tp,
+                par.attention_dp
+            ));
+        }
+        if model.heads % par.tp != 0 {
+            return Err(format!(
+                "tp {} does not divide the {} attention heads",
+                par.tp, model.heads
+            ));
+        }
+        if let Some(m) = &model.moe {
+            if m.experts % par.ep != 0 {
+                return Err(format!(
+                    "ep {} does not divide the {} experts",
+                    par.ep, m.experts
+                ));
+            }
+        } else if par.ep > 1 {
+            return Err(format!("ep {} needs a mixture-of-experts model", par.ep));
+        }
+        for (name, p) in [
+            ("weights", prec.weights),
+            ("experts", prec.experts),
+            ("kv", prec.kv),
+        ] {
+            if matches!(p, Precision::Fp8 | Precision::Fp4)
+                && myriad_train::step::supported_peak_tflops(acc, p).is_none()
+            {
+                return Err(format!(
+                    "{name} precision {} is not supported by {}",
+                    p.as_str(),
+                    acc.id
+                ));
+            }
+        }
+        let h = model.hidden as f64;
+        let tp = par.tp as f64;
+        let (dims_prefill, dims_decode, kv_token_layer, attn_gemms) = match &model.mla {
+            Some(m) => {
+                let r = m.kv_lora_rank as f64;
+                let rope = m.qk_rope_head_dim as f64;
+                (
+                    ((m.qk_nope_head_dim as f64 + rope), m.v_head_dim as f64),
+                    (r + rope, r),
+                    (r + rope) * bytes_of(prec.kv),
+                    if m.q_lora_rank.is_some() { 5.0 } else { 4.0 },
+                )
+            }
+            None => {
+                let d = model.head_dim() as f64;
+                let kv_gpu = (model.kv_heads as f64 / tp).ceil().max(1.0);
+                ((d, d), (d, d), 2.0 * kv_gpu * d * bytes_of(prec.kv), 2.0)
+            }
+        };
+        let (expert_params, shared_params) = match &model.moe {
+            Some(m) => {
+                let one = model.mlp_params(m.expert_ffn_hidden);
+                (one, one * m.shared_experts as f64)
+            }
+            None => (0.0, 0.0),
+        };
+        let tp_span = (par.tp > 1).then(|| span(par.tp as u64, levels));
+        let ep_span = (par.ep > 1).then(|| span(par.ep as u64, levels));
+        let _ = h;
+        Ok(Self {
+            acc: acc.clone(),
+            levels: levels.to_vec(),
+            model: model.clone(),
+            par,
+            prec,
+            overhead_s,
+            overlap_comm,
+            spec,
+            hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
+            attn_params: model.attention_params(),
+            attn_gemms,
+            dense_mlp_params: model.mlp_params(model.dense_ffn()),
+            expert_params,
+            shared_params,
+            heads_gpu: model.heads as f64 / tp,
+            dims_prefill,
+            dims_decode,
+            kv_token_layer,
+            tp_span,
+            ep_span,
+            act_bytes: 2.0,
+        })
+    }
+
+    /// Tokens emitted per decode step per sequence (1 without speculative decoding).
+    pub fn tokens_per_step(&self) -> f64 {
+        self.spec.map(|s| s.tokens_per_step()).unwrap_or(1.0)
+    }
+
+    /// Weight bytes held by one accelerator.
+    pub fn weight_bytes_per_gpu(&self) -> f64 {
+        let m = &self.model;
+        let tp = self.par.tp as f64;
+        let bw = bytes_of(self.prec.weights);
+        let be = bytes_of(self.prec.experts);
+        let layers = m.layers as f64;
+        let moe_layers = m.moe_layers() as f64;
+        let dense_layers = layers - moe_layers;
+        let embed = m.vocab as f64 * m.hidden as f64 * 2.0 / tp;
+        let mut w = layers * self.attn_params / tp * bw
+            + dense_layers * self.dense_mlp_params / tp * bw
+            + embed * if m.tied_embeddings { 1.0 } else { 2.0 };
+        if let Some(moe) = &m.moe {
+            w += moe_layers
+                * (moe.experts as f64 / self.par.ep as f64 * self.expert_params
+                    / self.par.etp() as f64
+                    * be
+                    + self.shared_params / tp * bw
+                    + m.hidden as f64 * moe.experts as f64 * 2.0);
+        }
+        w
+    }
+
+    /// KV-cache bytes of one token (all layers) on one accelerator of its attention rank.
+    pub fn kv_bytes_per_token_per_gpu(&self) -> f64 {
+        self.kv_token_layer * self.model.layers as f64
+    }
+
+    /// KV-cache bytes of one token over all layers as moved between instances (one copy).
+    pub fn kv_bytes_per_token(&self) -> f64 {
+        match &self.model.mla {
+            Some(_) => self.kv_bytes_per_token_per_gpu(),
+            None => {
+                self.kv_bytes_per_token_per_gpu() * self.par.tp as f64
+                    / ((self.par.tp as f64 / self.model.kv_heads as f64).max(1.0))
+            }
+        }
+    }
+
+    /// Tokens the instance's KV cache holds when `fraction` of the memory left after
+    /// weights and runtime buffers goes to it.
+    pub fn kv_capacity_tokens(&self, fraction: f64) -> f64 {
+        let free = self.acc.hbm_gib * GIB - self.weight_bytes_per_gpu() - BUFFERS_GIB * GIB;
+        (free.max(0.0) * fraction / self.kv_bytes_per_token_per_gpu()).floor()
+            * self.par.attention_dp as f64
+    }
+
+    fn weight_gemm(&self, p: Precision, tokens: f64, params: f64, kernels: f64) -> f64 {
+        if tokens <= 0.0 || params <= 0.0 {
+            return 0.0;
+        }
+        let k = self.model.hidden as f64;
+        let n = params / k;
+        let compute = gemm_time(&self.acc, p, tokens, n, k, 1.0);
+        let ov = self.acc.efficiency.gemm_overhead_us * 1e-6;
+        let memory = params * bytes_of(p) / self.hbm_bps + ov;
+        compute.max(memory) + (kernels - 1.0).max(0.0) * ov
+    }
+
+    fn coll(&self, op: CollOp, bytes: f64, g: &Option<GroupSpan>) -> f64 {
+        match g {
+            Some(g) if bytes > 0.0 => coll_time(op, Algorithm::Auto, bytes, g, &self.levels)
+                .map(|c| c.time_s)
+                .unwrap_or(f64::INFINITY),
+            _ => 0.0,
+        }
+    }
+
+    /// Expected number of distinct experts (of `experts`) that `tokens` top-`k` routings hit.
+    pub fn distinct_experts(experts: f64, top_k: f64, tokens: f64) -> f64 {
+        if tokens <= 0.0 {
+            return 0.0;
+        }
+        experts * (1.0 - (1.0 - top_k / experts).powf(tokens))
+    }
+
+    /// Time of one iteration over `b`.
+    pub fn iteration(&self, b: &Batch) -> IterTime {
+        let m = &self.model;
+        let acc = &self.acc;
+        let tp = self.par.tp as f64;
+        let dp = self.par.attention_dp as f64;
+        let gpus = self.par.gpus() as f64;
+        let h = m.hidden as f64;
+        let tps = self.tokens_per_step();
+        let draft = self.spec.map(|s| s.draft_tokens as f64).unwrap_or(0.0);
+        let dec_tokens = b.decode_seqs * (1.0 + draft);
+        let tokens = dec_tokens + b.prefill_tokens;
+        let _ = tps;
+        if tokens <= 0.0 {
+            return IterTime::default();
+        }
+        let t_r = tokens / dp;
+        let ov = acc.efficiency.gemm_overhead_us * 1e-6;
+        let bf16_peak = peak_tflops(acc, Precision::Bf16) * 1e12;
+
+        // --- attention block (every layer)
+        let attn_gemm = self.weight_gemm(
+            self.prec.weights,
+            t_r,
+            self.attn_params / tp,
+            self.attn_gemms,
+        );
+        let mut attn_core = 0.0;
+        if b.decode_seqs > 0.0 {
+            let (dq, dv) = self.dims_decode;
+            let flops = 2.0 * self.heads_gpu * (dq + dv) * b.decode_ctx / dp * (1.0 + draft);
+            let bytes = b.decode_ctx / dp * self.kv_token_layer;
+            let compute = flops / (bf16_peak * acc.efficiency.attention_fwd);
+            attn_core += compute.max(bytes / self.hbm_bps) + ov;
+        }
+        if b.prefill_tokens > 0.0 {
+            let (dq, dv) = self.dims_prefill;
+            let flops = 2.0 * self.heads_gpu * (dq + dv) * b.prefill_pairs / dp;
+            let seq = (2.0 * b.prefill_pairs / b.prefill_tokens).max(1.0);
+            // Fused attention reads the cached context once per tile of
+            // `PREFILL_QUERY_TILE` queries.
+            attn_core += attention_fwd_time(acc, flops, seq, dq + dv).max(
+                b.prefill_pairs / PREFILL_QUERY_TILE / dp * self.kv_token_layer / self.hbm_bps,
+            );
+        }
+        // Norms, rotary, residuals: about 10 reads/writes of the hidden state per token.
+        let norm_mem = 10.0 * t_r * h * self.act_bytes / self.hbm_bps;
+        let tp_ar = self.coll(CollOp::AllReduce, t_r * h * self.act_bytes, &self.tp_span);
+
+        // --- dense MLP layer
+        let dense_gemm = self.weight_gemm(self.prec.weights, t_r, self.dense_mlp_params / tp, 2.0);
+        let g = if m.gated_mlp { 3.0 } else { 2.0 };
+        let dense_act = g * t_r * m.dense_ffn() as f64 / tp * self.act_bytes / self.hbm_bps;
+
+        // --- MoE layer
+        let (moe_t, moe_comm) = match &m.moe {
+            Some(moe) => {
+                let e = moe.experts as f64;
+                let k = moe.top_k as f64;
+                let ep = self.par.ep as f64;
+                let etp = self.par.etp() as f64;
+                let local = e / ep;
+                let assign = tokens * k / ep;
+                let distinct = Self::distinct_experts(e, k, tokens) / ep;
+                let shard = self.expert_params / etp;
+                let compute =
+                    gemm_time(acc, self.prec.experts, assign / local, shard / h, h, local);
+                let memory = distinct * shard * bytes_of(self.prec.experts) / self.hbm_bps + ov;
+                let routed = compute.max(memory) + ov;
+                let shared = self.weight_gemm(self.prec.weights, t_r, self.shared_params / tp, 2.0);
+                let router = self.weight_gemm(Precision::Bf16, t_r, h * e, 1.0);
+                let act = (g * assign * moe.expert_ffn_hidden as f64 / etp
+                    + 4.0 * tokens * k / gpus * h)
+                    * self.act_bytes
+                    / self.hbm_bps;
+                let comm = if self.par.ep > 1 {
+                    let per_gpu = tokens / gpus * k * h;
+                    self.coll(CollOp::AllToAll, per_gpu * 1.0, &self.ep_span)
+                        + self.coll(CollOp::AllToAll, per_gpu * 2.0, &self.ep_span)
+                } else {
+                    0.0
+                };
+                (routed + shared + router + act, comm)
+            }
+            None => (0.0, 0.0),
+        };
+
+        let layers = m.layers as f64;
+        let moe_layers = m.moe_layers() as f64;
+        let dense_layers = layers - moe_layers;
+        let attention_s = layers * attn_core;
+        let mut gemm_s = layers * attn_gemm + dense_layers * dense_gemm + moe_layers * moe_t;
+        let memory_s = layers * norm_mem + dense_layers * dense_act;
+        // TP all-reduce after attention on every layer, after the MLP on dense layers and on
+        // MoE layers without EP (TP-sharded experts reduce like a dense MLP).
+        let mlp_ar_layers = if self.par.ep > 1 {
+            dense_layers
+        } else {
+            layers
+        };
+        let mut comm = (layers + mlp_ar_layers) * tp_ar + moe_layers * moe_comm;
+
+        // LM head over the tokens that sample (bf16 weights, vocab sharded over TP).
+        let logits = (dec_tokens + b.prefill_done) / dp;
+        gemm_s += self.weight_gemm(Precision::Bf16, logits, m.vocab as f64 * h / tp, 1.0);
+
+        // Speculative decoding: the draft (MTP) module runs one layer per draft token.
+        if draft > 0.0 && b.decode_seqs > 0.0 {
+            let per_layer = (attn_gemm + attn_core + norm_mem)
+                + if moe_layers > 0.0 { moe_t } else { dense_gemm };
+            gemm_s += draft * per_layer;
+        }
+
+        let compute = gemm_s + attention_s + memory_s;
+        if self.overlap_comm {
+            // Two micro-batches alternate compute and communication: the longer of the two
+            // sets the time (plus one exposed half of the shorter at the pipeline ends).
+            let exposed = (comm - compute).max(0.0) + comm.min(compute) / (2.0 * layers);
+            comm = exposed;
+        }
+        let overhead_s = self.overhead_s;
+        IterTime {
+            gemm_s,
+            attention_s,
+            memory_s,
+            comm_s: comm,
+            overhead_s,
+            total_s: compute + comm + overhead_s,
+        }
+    }
+}
