@@ -37,6 +37,16 @@ const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 /// prefill re-reads the cached keys and values once per tile.
 pub const PREFILL_QUERY_TILE: f64 = 128.0;
 
+/// Memory-bound kernels per layer besides GEMMs and attention (norm, rotary + KV append,
+/// residual + norm, activation), each charged the accelerator's fixed per-kernel cost.
+pub const DENSE_LAYER_KERNELS: f64 = 4.0;
+/// Extra kernels of a MoE layer (router top-k, permute, un-permute).
+pub const MOE_EXTRA_KERNELS: f64 = 3.0;
+
+/// Rows per tile of the grouped expert GEMM: each expert's token count is padded up to a
+/// multiple of this (CUTLASS/DeepGEMM grouped GEMMs use 64- or 128-row tiles; 64 taken).
+pub const GROUPED_GEMM_TILE_M: f64 = 64.0;
+
 /// Bytes per element of a storage precision. NVFP4 stores 4-bit values plus one fp8 scale
 /// per 16 elements: 0.5 + 1/16 bytes.
 pub fn bytes_of(p: Precision) -> f64 {
@@ -206,9 +216,9 @@ impl InstanceModel {
             ));
         }
         if let Some(m) = &model.moe {
-            if m.experts % par.ep != 0 {
+            if par.ep > m.experts {
                 return Err(format!(
-                    "ep {} does not divide the {} experts",
+                    "ep {} is more than the {} experts",
                     par.ep, m.experts
                 ));
             }
@@ -304,7 +314,7 @@ impl InstanceModel {
             + embed * if m.tied_embeddings { 1.0 } else { 2.0 };
         if let Some(moe) = &m.moe {
             w += moe_layers
-                * (moe.experts as f64 / self.par.ep as f64 * self.expert_params
+                * ((moe.experts as f64 / self.par.ep as f64).ceil() * self.expert_params
                     / self.par.etp() as f64
                     * be
                     + self.shared_params / tp * bw
@@ -427,12 +437,20 @@ impl InstanceModel {
                 let k = moe.top_k as f64;
                 let ep = self.par.ep as f64;
                 let etp = self.par.etp() as f64;
-                let local = e / ep;
                 let assign = tokens * k / ep;
                 let distinct = Self::distinct_experts(e, k, tokens) / ep;
                 let shard = self.expert_params / etp;
-                let compute =
-                    gemm_time(acc, self.prec.experts, assign / local, shard / h, h, local);
+                // Tokens per activated local expert, padded to whole tiles.
+                let per_expert = assign / distinct.max(1.0);
+                let padded = (per_expert / GROUPED_GEMM_TILE_M).ceil() * GROUPED_GEMM_TILE_M;
+                let compute = gemm_time(
+                    acc,
+                    self.prec.experts,
+                    padded,
+                    shard / h,
+                    h,
+                    distinct.max(1.0),
+                );
                 let memory = distinct * shard * bytes_of(self.prec.experts) / self.hbm_bps + ov;
                 let routed = compute.max(memory) + ov;
                 let shared = self.weight_gemm(self.prec.weights, t_r, self.shared_params / tp, 2.0);
@@ -458,7 +476,11 @@ impl InstanceModel {
         let dense_layers = layers - moe_layers;
         let attention_s = layers * attn_core;
         let mut gemm_s = layers * attn_gemm + dense_layers * dense_gemm + moe_layers * moe_t;
-        let memory_s = layers * norm_mem + dense_layers * dense_act;
+        // Memory-bound kernels pay the same fixed launch-and-tail cost as a GEMM: per layer
+        // the norms, rotary + KV append, residual and activation; MoE layers add the router
+        // top-k, token permute and un-permute.
+        let kernels = layers * DENSE_LAYER_KERNELS + moe_layers * MOE_EXTRA_KERNELS;
+        let memory_s = layers * norm_mem + dense_layers * dense_act + kernels * ov;
         // TP all-reduce after attention on every layer, after the MLP on dense layers and on
         // MoE layers without EP (TP-sharded experts reduce like a dense MLP).
         let mlp_ar_layers = if self.par.ep > 1 {

@@ -111,7 +111,9 @@ fn text(v: &Value, k: &str) -> String {
 
 /// Storage precision named in free text ("nvfp4 (table label FP4)", "fp8 (...)").
 fn precision_in(s: &str) -> Option<Precision> {
+    // The first clause states the format; later ones are commentary.
     let s = s.to_ascii_lowercase();
+    let s = s.split([';', '(']).next().unwrap_or("");
     if s.contains("fp4") {
         Some(Precision::Fp4)
     } else if s.contains("fp8") {
@@ -479,11 +481,29 @@ fn predict_inner(
                 Precision::Bf16
             }
         } else {
+            // "auto" (TensorRT-LLM on Hopper) keeps the model's 16-bit dtype.
             precision_in(&k).unwrap_or_else(|| {
                 notes.push("kv_cache_precision: bf16 (not given)".into());
                 Precision::Bf16
             })
         }
+    };
+    let acc = cat.accelerator(&acc_id).map_err(|e| e.message())?;
+    let fp4 = acc.dense_tflops.fp4.is_some();
+    let (weights, experts) = if !fp4 && (weights == Precision::Fp4 || experts == Precision::Fp4) {
+        notes.push(format!(
+            "{acc_id} has no fp4 tensor cores: fp4 weights run as fp8 GEMMs"
+        ));
+        let f = |p: Precision| {
+            if p == Precision::Fp4 {
+                Precision::Fp8
+            } else {
+                p
+            }
+        };
+        (f(weights), f(experts))
+    } else {
+        (weights, experts)
     };
     let prec = Precisions {
         weights,
@@ -498,7 +518,10 @@ fn predict_inner(
     ));
     let spec = {
         let s = text(sv, "speculative_decoding").to_ascii_lowercase();
-        if s.contains("mtp") || s.contains("eagle") || s.contains("draft") {
+        if (s.contains("mtp") || s.contains("eagle") || s.contains("draft"))
+            && !s.contains("none")
+            && !s.contains("not enabled")
+        {
             let n: u32 = s
                 .split(|c: char| !c.is_ascii_digit())
                 .filter_map(|x| x.parse().ok())
@@ -530,6 +553,22 @@ fn predict_inner(
     // output (tokens/s ÷ samples/s); the input mean is the dataset's.
     let mut isl = num(sv, "isl");
     let mut osl = num(sv, "osl");
+    if isl.is_none() && osl.is_none() {
+        if let (Some(tot), Some(out)) = (
+            num(ms, "total_tokens_per_s"),
+            num(ms, "output_tokens_per_s_total"),
+        ) {
+            // The workload's shape from what the benchmark printed: ISL/OSL = (total -
+            // output) / output tokens; ISL 1024 assumed.
+            let ratio = (tot - out) / out;
+            let o = (1024.0 / ratio).round();
+            isl = Some(1024.0);
+            osl = Some(o);
+            notes.push(format!(
+                "isl/osl: 1024/{o} (not given; ratio from the printed total/output tokens)"
+            ));
+        }
+    }
     if osl.is_none() {
         if let Some(o) = num(ms, "mean_output_tokens_per_sample_accuracy_run") {
             osl = Some(o);
@@ -539,8 +578,10 @@ fn predict_inner(
     if isl.is_none() {
         let ds = text(sv, "dataset").to_ascii_lowercase();
         let guess = if ds.contains("gsm8k") || ds.contains("mixtral") {
-            // MLPerf Mixtral mix (OpenOrca + GSM8K + MBXP): about 145 input tokens mean.
-            145.0
+            // MLPerf Mixtral mix (OpenOrca + GSM8K few-shot + MBXP few-shot): an estimate of
+            // 600 input tokens mean (OpenOrca ~300, the few-shot GSM8K and MBXP prompts
+            // longer); not a published statistic.
+            600.0
         } else {
             // MLPerf OpenOrca subset for Llama 2 70B: about 295 input tokens mean.
             295.0
@@ -772,8 +813,8 @@ fn predict_disagg(
     )?;
     let kv = dm.model.kv_capacity_tokens(kv_frac);
     let max_batch = uint(d, "max_running_requests")
-        .map(|x| x as f64)
-        .unwrap_or(fw.max_batch as f64 / 16.0 * dm.gpus as f64);
+        .map(|x| x as f64 * dm.model.par.attention_dp as f64)
+        .unwrap_or(fw.max_batch as f64 * dm.model.par.attention_dp as f64);
     let itl = num(sv, "itl_slo_ms").map(|x| x * 1e-3);
     let (dec, b) = decode_saturated(&dm.model, max_batch, kv, isl, osl, itl);
     notes.push(format!(
