@@ -390,6 +390,14 @@ const KNOWN_SERVING: &[&str] = &[
     "prefill",
     "decode",
     "dataset",
+    "prefill_nodes",
+    "decode_nodes",
+    "pd_disaggregated",
+    "dp_eq_ep",
+    "input_len",
+    "output_len",
+    "ttft_slo_s",
+    "itl_slo_ms",
     "checkpoint",
 ];
 
@@ -450,12 +458,32 @@ fn predict_inner(
     let acc_id = accelerator_id(hw);
     cat.accelerator(&acc_id).map_err(|e| e.message())?;
     let t = row_model(row.get("model").unwrap_or(&null), notes)?;
-    let fw_name = text(sv, "framework");
+    let mut fw_name = text(sv, "framework");
+    if fw_name.is_empty() {
+        // No framework field: the source may name it.
+        fw_name = match row.get("source") {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => String::new(),
+        };
+    }
     let fw = framework(&fw_name);
     notes.push(format!("framework: {} defaults", fw.id));
     // Precisions.
     let wtext = text(sv, "weight_precision");
-    let experts = precision_in(&wtext).unwrap_or(Precision::Bf16);
+    let experts = match precision_in(&wtext) {
+        Some(p) => p,
+        None if t.mla.is_some() && t.moe.is_some() => {
+            notes.push(
+                "weights: fp8 (not given; DeepSeek-V3/R1 weights are released in fp8)".into(),
+            );
+            Precision::Fp8
+        }
+        None => {
+            notes.push("weights: bf16 (not given)".into());
+            Precision::Bf16
+        }
+    };
     let wl = wtext.to_ascii_lowercase();
     // NVIDIA's and the SGLang FP4 DeepSeek checkpoints quantise only the MoE to NVFP4 and
     // keep attention/dense in FP8; dense models in FP4 are FP4 throughout.
@@ -551,8 +579,16 @@ fn predict_inner(
 
     // Lengths. MLPerf rows state no ISL/OSL: the output mean is the accuracy run's mean
     // output (tokens/s ÷ samples/s); the input mean is the dataset's.
-    let mut isl = num(sv, "isl");
-    let mut osl = num(sv, "osl");
+    let mut isl = num(sv, "isl").or_else(|| num(sv, "input_len"));
+    let mut osl = num(sv, "osl").or_else(|| num(sv, "output_len"));
+    if isl.is_none()
+        && ms
+            .get("decode_output_tokens_per_s_per_node_2k_input")
+            .is_some()
+    {
+        isl = Some(2000.0);
+        notes.push("isl: 2000 (the measurement's \"2k input\")".into());
+    }
     if isl.is_none() && osl.is_none() {
         if let (Some(tot), Some(out)) = (
             num(ms, "total_tokens_per_s"),
@@ -590,7 +626,10 @@ fn predict_inner(
         notes.push(format!("isl: {guess} (dataset mean, not given in the row)"));
     }
     let isl = isl.unwrap_or(1024.0);
-    let disagg = scenario.contains("disagg");
+    let disagg = scenario.contains("disagg")
+        || sv.get("pd_disaggregated").and_then(Value::as_bool) == Some(true)
+        || sv.get("dp_eq_ep").and_then(Value::as_bool) == Some(true)
+        || sv.get("prefill_nodes").is_some();
     let osl = match osl {
         Some(o) => o,
         None if disagg => {
@@ -603,12 +642,20 @@ fn predict_inner(
     // Measured quantity.
     let measured = num(ms, "output_tokens_per_s_per_gpu")
         .or_else(|| num(ms, "decode_output_tokens_per_s_per_gpu"))
-        .or_else(|| num(ms, "decode_output_tokens_per_s_per_node").map(|x| x / 8.0));
+        .or_else(|| {
+            let per_node = uint(hw, "per_node")
+                .or_else(|| uint(hw, "gpus_per_node"))
+                .unwrap_or(8) as f64;
+            num(ms, "decode_output_tokens_per_s_per_node")
+                .or_else(|| num(ms, "decode_output_tokens_per_s_per_node_2k_input"))
+                .or_else(|| num(ms, "decode_tokens_per_s_per_node"))
+                .map(|x| x / per_node)
+        });
     res.measured = measured;
 
     if disagg {
         return predict_disagg(
-            cat, &acc_id, &t, prec, fw, sv, ms, isl, osl, spec, kv_frac, res, notes,
+            cat, &acc_id, &t, prec, fw, row, isl, osl, spec, kv_frac, res, notes,
         );
     }
 
@@ -765,8 +812,7 @@ fn predict_disagg(
     t: &Transformer,
     prec: Precisions,
     fw: &Framework,
-    sv: &Value,
-    ms: &Value,
+    row: &Value,
     isl: f64,
     osl: f64,
     spec: Option<Speculative>,
@@ -775,8 +821,42 @@ fn predict_disagg(
     notes: &mut Vec<String>,
 ) -> Result<(), String> {
     let null = Value::Null;
-    let p = sv.get("prefill").unwrap_or(&null);
-    let d = sv.get("decode").unwrap_or(&null);
+    let hw = row.get("hardware").unwrap_or(&null);
+    let sv = row.get("serving").unwrap_or(&null);
+    let ms = row.get("measured").unwrap_or(&null);
+    let per_node = uint(hw, "per_node")
+        .or_else(|| uint(hw, "gpus_per_node"))
+        .unwrap_or(8);
+    // Roles: a `prefill`/`decode` block, or node counts, or "EPn" figures in the source
+    // text (prefill first, then decode).
+    let eps: Vec<u32> = {
+        let src = text(row, "source").to_ascii_uppercase();
+        src.match_indices("EP")
+            .filter_map(|(i, _)| {
+                let d: String = src[i + 2..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit())
+                    .collect();
+                d.parse().ok()
+            })
+            .collect()
+    };
+    let synth = |block: &str, nodes: &str, k: usize| -> Value {
+        if let Some(v) = sv.get(block).filter(|v| v.is_object()) {
+            return v.clone();
+        }
+        if let Some(n) = uint(sv, nodes) {
+            return serde_json::json!({ "gpus": n * per_node });
+        }
+        match eps.get(k) {
+            Some(e) => serde_json::json!({ "gpus": e, "parallel": format!("EP{e}") }),
+            None => Value::Null,
+        }
+    };
+    let p_owned = synth("prefill", "prefill_nodes", 0);
+    let d_owned = synth("decode", "decode_nodes", 1);
+    let p = &p_owned;
+    let d = &d_owned;
     let role_par = |v: &Value, default_gpus: u32, name: &str, notes: &mut Vec<String>| {
         let gpus = uint(v, "gpus_per_instance")
             .or_else(|| uint(v, "gpus"))
@@ -816,6 +896,12 @@ fn predict_disagg(
         .map(|x| x as f64 * dm.model.par.attention_dp as f64)
         .unwrap_or(fw.max_batch as f64 * dm.model.par.attention_dp as f64);
     let itl = num(sv, "itl_slo_ms").map(|x| x * 1e-3);
+    if let Some(l) = itl {
+        notes.push(format!(
+            "decode batch: the largest whose step meets the ITL limit of {:.0} ms",
+            l * 1e3
+        ));
+    }
     let (dec, b) = decode_saturated(&dm.model, max_batch, kv, isl, osl, itl);
     notes.push(format!(
         "decode: tp {} attention_dp {} ep {}, batch {:.0} ({:.0} per accelerator), context {:.0}",
@@ -848,6 +934,25 @@ fn predict_disagg(
     if let Some(m) = num(ms, "prefill_input_tokens_per_s_per_gpu") {
         res.extra
             .push(("prefill_input_tokens_per_s_per_gpu".into(), pre, m));
+    }
+    let pn = per_node as f64;
+    for k in [
+        "prefill_input_tokens_per_s_per_node",
+        "prefill_input_tokens_per_s_per_node_2k_input",
+        "prefill_tokens_per_s_per_node",
+    ] {
+        if let Some(m) = num(ms, k) {
+            res.extra.push((k.into(), pre * pn, m));
+        }
+    }
+    for k in [
+        "decode_output_tokens_per_s_per_node",
+        "decode_output_tokens_per_s_per_node_2k_input",
+        "decode_tokens_per_s_per_node",
+    ] {
+        if let Some(m) = num(ms, k) {
+            res.extra.push((k.into(), dec * pn, m));
+        }
     }
     Ok(())
 }
