@@ -120,6 +120,9 @@ pub struct Batch {
     pub prefill_pairs: f64,
     /// Prompts whose last chunk runs this iteration (they produce a token: LM head).
     pub prefill_done: f64,
+    /// Prompts with a chunk in this iteration. With attention data parallelism a prompt
+    /// runs on one rank, so fewer prompts than ranks leave ranks idle.
+    pub prefill_seqs: f64,
 }
 
 /// Where an iteration's time goes (seconds); the parts add up to `total_s`.
@@ -392,7 +395,15 @@ impl InstanceModel {
         if tokens <= 0.0 {
             return IterTime::default();
         }
-        let t_r = tokens / dp;
+        // Tokens on the busiest attention rank: decode sequences spread evenly; prompts
+        // are whole units, so fewer prompts than ranks cannot use every rank.
+        let prefill_ranks = if b.prefill_seqs > 0.0 {
+            b.prefill_seqs.min(dp).max(1.0)
+        } else {
+            dp
+        };
+        let t_r = dec_tokens / dp + b.prefill_tokens / prefill_ranks;
+        let pdp = prefill_ranks;
         let ov = acc.efficiency.gemm_overhead_us * 1e-6;
         let bf16_peak = peak_tflops(acc, Precision::Bf16) * 1e12;
 
@@ -413,12 +424,12 @@ impl InstanceModel {
         }
         if b.prefill_tokens > 0.0 {
             let (dq, dv) = self.dims_prefill;
-            let flops = 2.0 * self.heads_gpu * (dq + dv) * b.prefill_pairs / dp;
+            let flops = 2.0 * self.heads_gpu * (dq + dv) * b.prefill_pairs / pdp;
             let seq = (2.0 * b.prefill_pairs / b.prefill_tokens).max(1.0);
             // Fused attention reads the cached context once per tile of
             // `PREFILL_QUERY_TILE` queries.
             attn_core += attention_fwd_time(acc, flops, seq, dq + dv).max(
-                b.prefill_pairs / PREFILL_QUERY_TILE / dp * self.kv_token_layer / self.hbm_bps,
+                b.prefill_pairs / PREFILL_QUERY_TILE / pdp * self.kv_token_layer / self.hbm_bps,
             );
         }
         // Norms, rotary, residuals: about 10 reads/writes of the hidden state per token.

@@ -451,6 +451,7 @@ impl Sim<'_> {
                 break;
             };
             b.prefill_tokens += take;
+            b.prefill_seqs += 1.0;
             b.prefill_pairs += take * done as f64 + take * (take + 1.0) / 2.0;
             budget -= take;
             inst.prefill[k].1 = done + take as u32;

@@ -353,6 +353,7 @@ pub fn prefill_saturated(m: &InstanceModel, max_tokens: f64, isl: f64) -> f64 {
             prefill_tokens: tok,
             prefill_pairs: n * isl * (isl + 1.0) / 2.0,
             prefill_done: n,
+            prefill_seqs: n,
             ..Batch::default()
         })
         .total_s;
