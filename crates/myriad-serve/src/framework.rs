@@ -23,6 +23,9 @@ pub struct Framework {
     pub max_batch: u32,
     /// MoE all-to-all overlapped with compute (two micro-batches) by default.
     pub overlap_comm: bool,
+    /// Decode attention reads each K/V head once for its whole query group (GQA-aware,
+    /// e.g. TensorRT-LLM's XQA kernel); false: once per query head.
+    pub gqa_decode_kernel: bool,
     pub source: &'static str,
 }
 
@@ -34,6 +37,7 @@ pub const TRTLLM: Framework = Framework {
     max_num_tokens: 8192,
     max_batch: 2048,
     overlap_comm: false,
+    gqa_decode_kernel: true,
     source: "TensorRT-LLM: kv_cache_free_gpu_mem_fraction 0.9 (KvCacheConfig default); max_num_tokens 8192 and max_batch_size 2048 (BuildConfig / LLM-API defaults); trtllm-bench replaces both with its calc_engine_setting heuristic when ISL/OSL are known (see validate.rs). Iteration overhead: the PyTorch backend's overlap scheduler hides most host work; 0.3 ms per iteration is the remaining sampling/bookkeeping gap measured between CUDA-graph replays in NVIDIA's DeepSeek-R1 B200 min-latency blog profiles (about 5% of a 6-7 ms step)",
 };
 
@@ -45,6 +49,7 @@ pub const VLLM: Framework = Framework {
     max_num_tokens: 8192,
     max_batch: 1024,
     overlap_comm: false,
+    gqa_decode_kernel: true,
     source: "vLLM: gpu_memory_utilization 0.9; V1 engine default max_num_batched_tokens 8192 and max_num_seqs 1024 on large GPUs; about 1 ms of host scheduling and sampling per step that the V1 engine's async scheduling does not fully hide (vLLM V1 blog, 2025: CPU overhead was the bottleneck it removed)",
 };
 
@@ -56,7 +61,18 @@ pub const SGLANG: Framework = Framework {
     max_num_tokens: 16384,
     max_batch: 4096,
     overlap_comm: true,
+    gqa_decode_kernel: true,
     source: "SGLang: mem_fraction_static about 0.85-0.88 on 80-192 GB GPUs; chunked_prefill_size 8192-16384; zero-overhead overlap scheduler; two-batch overlap (--enable-two-batch-overlap) for large-EP DeepSeek deployments (LMSYS blog 2025-05-05); 0.5 ms per iteration left for the host",
+};
+
+/// TensorRT-LLM before v0.7: the same defaults, but static batching benchmarks and a
+/// decode attention kernel (masked multi-head attention) that reads K/V once per query
+/// head; the GQA-aware XQA kernel arrived with v0.7 (NVIDIA's Llama 2 70B H200 blog,
+/// December 2023, credits XQA with 2.4x decode throughput).
+pub const TRTLLM_PRE_XQA: Framework = Framework {
+    id: "tensorrt-llm<0.7",
+    gqa_decode_kernel: false,
+    ..TRTLLM
 };
 
 /// The framework a free-text name refers to (TensorRT-LLM when it names none we know).
@@ -66,6 +82,8 @@ pub fn framework(name: &str) -> &'static Framework {
         &SGLANG
     } else if n.contains("vllm") {
         &VLLM
+    } else if n.contains("v0.5") || n.contains("v0.6") {
+        &TRTLLM_PRE_XQA
     } else {
         &TRTLLM
     }

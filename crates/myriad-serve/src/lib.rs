@@ -109,7 +109,8 @@ pub fn role(
         overlap,
         spec,
     )
-    .map_err(|e| format!("serving.{path}: {e}"))?;
+    .map_err(|e| format!("serving.{path}: {e}"))?
+    .with_decode_kernel(fw.gqa_decode_kernel);
     let kv_tokens = m.kv_capacity_tokens(kv_fraction);
     if kv_tokens < 1.0 {
         return Err(format!(

@@ -152,6 +152,10 @@ pub struct InstanceModel {
     pub overhead_s: f64,
     pub overlap_comm: bool,
     pub spec: Option<Speculative>,
+    /// Times each cached K/V byte is read per decode step: 1 with a GQA-aware decode
+    /// kernel (one read serves the query heads of a group); `heads / kv_heads` with a
+    /// kernel that reads K/V once per query head (`Framework::gqa_decode_kernel` false).
+    pub decode_kv_reads: f64,
     hbm_bps: f64,
     attn_params: f64,
     attn_gemms: f64,
@@ -281,6 +285,7 @@ impl InstanceModel {
             overhead_s,
             overlap_comm,
             spec,
+            decode_kv_reads: 1.0,
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             attn_params: model.attention_params(),
             attn_gemms,
@@ -295,6 +300,17 @@ impl InstanceModel {
             ep_span,
             act_bytes: 2.0,
         })
+    }
+
+    /// Applies a framework's decode kernel: without GQA-aware decode attention every query
+    /// head re-reads its group's K/V.
+    pub fn with_decode_kernel(mut self, gqa_aware: bool) -> Self {
+        self.decode_kv_reads = if gqa_aware || self.model.mla.is_some() {
+            1.0
+        } else {
+            (self.model.heads / self.model.kv_heads.max(1)) as f64
+        };
+        self
     }
 
     /// Tokens emitted per decode step per sequence (1 without speculative decoding).
@@ -418,7 +434,7 @@ impl InstanceModel {
         if b.decode_seqs > 0.0 {
             let (dq, dv) = self.dims_decode;
             let flops = 2.0 * self.heads_gpu * (dq + dv) * b.decode_ctx / dp * (1.0 + draft);
-            let bytes = b.decode_ctx / dp * self.kv_token_layer;
+            let bytes = b.decode_ctx / dp * self.kv_token_layer * self.decode_kv_reads;
             let compute = flops / (bf16_peak * acc.efficiency.attention_fwd);
             attn_core += compute.max(bytes / self.hbm_bps) + ov;
         }

@@ -40,6 +40,8 @@ fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Opt
         m.spec,
     )
     .ok()?;
+    let mut im = im;
+    im.decode_kv_reads = m.decode_kv_reads;
     let kv = im.kv_capacity_tokens(kv_fraction);
     (kv >= 1.0).then_some(RoleSpec {
         model: im,

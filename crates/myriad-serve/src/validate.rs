@@ -305,7 +305,8 @@ fn build(
         fw.iteration_overhead_us * 1e-6,
         overlap,
         spec,
-    )?;
+    )?
+    .with_decode_kernel(fw.gqa_decode_kernel);
     Ok(Built {
         gpus: par.gpus(),
         model: m,
