@@ -38,7 +38,7 @@ pub const TRTLLM: Framework = Framework {
     max_batch: 2048,
     overlap_comm: false,
     gqa_decode_kernel: true,
-    source: "TensorRT-LLM: kv_cache_free_gpu_mem_fraction 0.9 (KvCacheConfig default); max_num_tokens 8192 and max_batch_size 2048 (BuildConfig / LLM-API defaults); trtllm-bench replaces both with its calc_engine_setting heuristic when ISL/OSL are known (see validate.rs). Iteration overhead: the PyTorch backend's overlap scheduler hides most host work; 0.3 ms per iteration is the remaining sampling/bookkeeping gap measured between CUDA-graph replays in NVIDIA's DeepSeek-R1 B200 min-latency blog profiles (about 5% of a 6-7 ms step)",
+    source: "TensorRT-LLM: kv_cache_free_gpu_mem_fraction 0.9 (KvCacheConfig default); max_num_tokens 8192 and max_batch_size 2048 (BuildConfig defaults); trtllm-bench replaces both with its calc_engine_setting heuristic when ISL/OSL are known (validate.rs). Iteration overhead 0.3 ms: an assumption, not a measurement — the PyTorch backend's overlap scheduler prepares iteration n+1 while the GPU runs n, leaving the sampling/bookkeeping hand-off (a few hundred microseconds of Python per step) exposed",
 };
 
 pub const VLLM: Framework = Framework {
@@ -50,7 +50,7 @@ pub const VLLM: Framework = Framework {
     max_batch: 1024,
     overlap_comm: false,
     gqa_decode_kernel: true,
-    source: "vLLM: gpu_memory_utilization 0.9; V1 engine default max_num_batched_tokens 8192 and max_num_seqs 1024 on large GPUs; about 1 ms of host scheduling and sampling per step that the V1 engine's async scheduling does not fully hide (vLLM V1 blog, 2025: CPU overhead was the bottleneck it removed)",
+    source: "vLLM: gpu_memory_utilization 0.9; V1 engine defaults max_num_batched_tokens 8192 and max_num_seqs 1024 on large GPUs. Iteration overhead 1 ms: an assumption — vLLM's V1 redesign (2025) names host scheduling and sampling as the bottleneck it reduced; without measurements here 1 ms per step is taken",
 };
 
 pub const SGLANG: Framework = Framework {
@@ -62,7 +62,7 @@ pub const SGLANG: Framework = Framework {
     max_batch: 4096,
     overlap_comm: true,
     gqa_decode_kernel: true,
-    source: "SGLang: mem_fraction_static about 0.85-0.88 on 80-192 GB GPUs; chunked_prefill_size 8192-16384; zero-overhead overlap scheduler; two-batch overlap (--enable-two-batch-overlap) for large-EP DeepSeek deployments (LMSYS blog 2025-05-05); 0.5 ms per iteration left for the host",
+    source: "SGLang: mem_fraction_static about 0.85-0.88 on 80-192 GB GPUs; chunked_prefill_size up to 16384; two-batch overlap for large-EP DeepSeek deployments (LMSYS blog 2025-05-05). Iteration overhead 0.5 ms: an assumption — the zero-overhead (overlap) scheduler hides batch preparation, leaving sampling and synchronisation",
 };
 
 /// TensorRT-LLM before v0.7: the same defaults, but static batching benchmarks and a

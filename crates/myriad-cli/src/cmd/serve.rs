@@ -298,6 +298,10 @@ fn run_validate(path: &Path, json: bool) -> Result<(), String> {
         ]);
     }
     println!("{t}");
+    println!("\nchosen per row (unstated settings filled the way the framework would):");
+    for c in &rep.cases {
+        println!("  {}: {}", c.id, c.notes.join("; "));
+    }
     let mut g = Table::new();
     g.set_header(vec![
         "group",
