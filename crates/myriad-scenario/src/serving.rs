@@ -203,7 +203,7 @@ impl RoleSpec {
         }
         let gpus = self.tp.unwrap_or(1) * self.attention_dp.unwrap_or(1);
         if let Some(ep) = self.ep {
-            if gpus % ep != 0 {
+            if !gpus.is_multiple_of(ep) {
                 return Err((
                     format!("{p}.ep"),
                     format!(

@@ -240,7 +240,7 @@ pub fn setup(
             let out = cluster.levels.get(1).unwrap_or(&cluster.levels[0]);
             Deployment::Disaggregated {
                 prefill: pr,
-                decode: de,
+                decode: Box::new(de),
                 kv_bps: out.gbps_per_accelerator * out.efficiency * 1e9,
                 kv_latency_s: out.latency_us * 1e-6,
             }

@@ -194,6 +194,7 @@ pub fn span(n: u64, levels: &[Level]) -> GroupSpan {
 
 impl InstanceModel {
     /// Builds the model; errors name what does not divide or fit.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         acc: &Accelerator,
         levels: &[Level],
@@ -207,7 +208,7 @@ impl InstanceModel {
         if par.tp == 0 || par.attention_dp == 0 || par.ep == 0 {
             return Err("tp, attention_dp and ep must be at least 1".into());
         }
-        if par.gpus() % par.ep != 0 {
+        if !par.gpus().is_multiple_of(par.ep) {
             return Err(format!(
                 "ep {} does not divide the instance's {} accelerators (tp {} × attention_dp {})",
                 par.ep,
@@ -216,7 +217,7 @@ impl InstanceModel {
                 par.attention_dp
             ));
         }
-        if model.heads % par.tp != 0 {
+        if !model.heads.is_multiple_of(par.tp) {
             return Err(format!(
                 "tp {} does not divide the {} attention heads",
                 par.tp, model.heads

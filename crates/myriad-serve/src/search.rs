@@ -198,7 +198,7 @@ pub fn search(
                 cands.push((
                     Deployment::Disaggregated {
                         prefill: pr,
-                        decode: de,
+                        decode: Box::new(de),
                         kv_bps,
                         kv_latency_s: kv_lat,
                     },

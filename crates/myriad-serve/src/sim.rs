@@ -136,7 +136,7 @@ pub enum Deployment {
     Aggregated(RoleSpec),
     Disaggregated {
         prefill: RoleSpec,
-        decode: RoleSpec,
+        decode: Box<RoleSpec>,
         /// Per-accelerator bandwidth of the KV transfer, bytes/s, and its latency, s.
         kv_bps: f64,
         kv_latency_s: f64,

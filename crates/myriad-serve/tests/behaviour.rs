@@ -306,9 +306,7 @@ fn bad(yaml: &str) -> String {
     match myriad_scenario::parse_scenario("s.yaml", &text, cat) {
         Ok(s) => {
             let b = myriad_cluster::build(&s, cat).unwrap();
-            myriad_serve::setup(&s, &b, cat, None)
-                .err()
-                .expect("setup should fail")
+            myriad_serve::setup(&s, &b, cat, None).expect_err("setup should fail")
         }
         Err(e) => e.to_string(),
     }
