@@ -58,6 +58,20 @@ pub fn bytes_of(p: Precision) -> f64 {
     }
 }
 
+/// The precision a GEMM on weights stored in `p` computes in: `p` where the accelerator
+/// has tensor cores for it, else bf16 (weight-only quantisation: fp8 or fp4 weights are
+/// widened to bf16 in the kernel, as Marlin/Triton W4A16 and W8A16 kernels do).
+pub fn compute_precision(acc: &Accelerator, p: Precision) -> Precision {
+    match p {
+        Precision::Fp8 | Precision::Fp4
+            if myriad_train::step::supported_peak_tflops(acc, p).is_none() =>
+        {
+            Precision::Bf16
+        }
+        _ => p,
+    }
+}
+
 /// How one instance is cut over its accelerators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Parallel {
@@ -233,21 +247,6 @@ impl InstanceModel {
         } else if par.ep > 1 {
             return Err(format!("ep {} needs a mixture-of-experts model", par.ep));
         }
-        for (name, p) in [
-            ("weights", prec.weights),
-            ("experts", prec.experts),
-            ("kv", prec.kv),
-        ] {
-            if matches!(p, Precision::Fp8 | Precision::Fp4)
-                && myriad_train::step::supported_peak_tflops(acc, p).is_none()
-            {
-                return Err(format!(
-                    "{name} precision {} is not supported by {}",
-                    p.as_str(),
-                    acc.id
-                ));
-            }
-        }
         let h = model.hidden as f64;
         let tp = par.tp as f64;
         let (dims_prefill, dims_decode, kv_token_layer, attn_gemms) = match &model.mla {
@@ -373,7 +372,14 @@ impl InstanceModel {
         }
         let k = self.model.hidden as f64;
         let n = params / k;
-        let compute = gemm_time(&self.acc, p, tokens, n, k, 1.0);
+        let compute = gemm_time(
+            &self.acc,
+            compute_precision(&self.acc, p),
+            tokens,
+            n,
+            k,
+            1.0,
+        );
         let ov = self.acc.efficiency.gemm_overhead_us * 1e-6;
         let memory = params * bytes_of(p) / self.hbm_bps + ov;
         compute.max(memory) + (kernels - 1.0).max(0.0) * ov
@@ -473,7 +479,7 @@ impl InstanceModel {
                 let padded = (per_expert / GROUPED_GEMM_TILE_M).ceil() * GROUPED_GEMM_TILE_M;
                 let compute = gemm_time(
                     acc,
-                    self.prec.experts,
+                    compute_precision(acc, self.prec.experts),
                     padded,
                     shard / h,
                     h,

@@ -519,22 +519,31 @@ fn predict_inner(
         }
     };
     let acc = cat.accelerator(&acc_id).map_err(|e| e.message())?;
-    let fp4 = acc.dense_tflops.fp4.is_some();
-    let (weights, experts) = if !fp4 && (weights == Precision::Fp4 || experts == Precision::Fp4) {
-        notes.push(format!(
-            "{acc_id} has no fp4 tensor cores: fp4 weights run as fp8 GEMMs"
-        ));
-        let f = |p: Precision| {
-            if p == Precision::Fp4 {
-                Precision::Fp8
-            } else {
-                p
-            }
-        };
-        (f(weights), f(experts))
+    // gpt-oss ships MXFP4 routed experts and bf16 attention (OpenAI model card); a row
+    // that leaves the format open but names MXFP4 gets that checkpoint.
+    let (weights, experts) = if t.name.to_ascii_lowercase().contains("gpt-oss")
+        && wl.contains("mxfp4")
+        && experts != Precision::Fp4
+    {
+        notes.push(
+            "weights: MXFP4 experts + bf16 attention (the upstream gpt-oss checkpoint; the row leaves the format open)"
+                .into(),
+        );
+        (Precision::Bf16, Precision::Fp4)
     } else {
         (weights, experts)
     };
+    for (k, p) in [("weights", weights), ("experts", experts)] {
+        let c = crate::model::compute_precision(acc, p);
+        if c != p {
+            notes.push(format!(
+                "{k}: {} stored, {} GEMMs ({acc_id} has no {} tensor cores)",
+                p.as_str(),
+                c.as_str(),
+                p.as_str()
+            ));
+        }
+    }
     let prec = Precisions {
         weights,
         experts,
