@@ -290,3 +290,31 @@ fn serve_bad_input_names_the_field() {
     assert_eq!(code, 2);
     assert!(err.contains("serving.slo.ttft_ms"), "{err}");
 }
+
+#[test]
+fn serve_reads_a_trace_of_arrivals() {
+    let dir = std::env::temp_dir().join("myriad-serve-cli-trace");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut csv = String::from("arrival_s,input_tokens,output_tokens\n");
+    for i in 0..200 {
+        csv.push_str(&format!(
+            "{},{},{}\n",
+            i as f64 * 0.05,
+            200 + (i % 7) * 50,
+            50 + (i % 5) * 20
+        ));
+    }
+    std::fs::write(dir.join("trace.csv"), csv).unwrap();
+    let f = dir.join("s.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: llama3-8b}\nserving:\n  weights: fp8\n  instance: {instances: 2, tp: 1}\n  trace: trace.csv\n  input: {mean: 1}\n  output: {mean: 1}\n",
+    )
+    .unwrap();
+    let v = json(&["serve", f.to_str().unwrap(), "--json"]);
+    assert_eq!(v["result"]["requests"].as_u64(), Some(200));
+    assert_eq!(v["result"]["completed"].as_u64(), Some(200));
+    // 200 requests over 10 s.
+    let rate = v["result"]["arrival_rate"].as_f64().unwrap();
+    assert!((rate - 20.0).abs() < 0.5, "{rate}");
+}

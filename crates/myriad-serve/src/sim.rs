@@ -429,6 +429,8 @@ impl Sim<'_> {
             inst.running as f64
         };
         let mut budget = (spec.max_tokens as f64 - dec * (1.0 + draft)).max(0.0);
+        let per_rank_budget =
+            (spec.max_tokens as f64 / spec.model.par.attention_dp as f64).max(1.0);
         let mut b = Batch {
             decode_seqs: dec,
             decode_ctx: if dec > 0.0 { inst.ctx } else { 0.0 },
@@ -444,7 +446,9 @@ impl Sim<'_> {
             let total = self.reqs[r as usize].input;
             let rem = (total - done) as f64;
             let take = if spec.chunked_prefill {
-                rem.min(budget)
+                // With attention data parallelism each rank schedules its own share of the
+                // budget: one prompt gets at most one rank's share per iteration.
+                rem.min(budget).min(per_rank_budget)
             } else if rem <= budget || b.prefill_tokens == 0.0 {
                 rem
             } else {

@@ -256,6 +256,40 @@ pub fn trtllm_bench_settings(kv_requests: f64, isl: f64, osl: f64) -> (u32, u32)
     (bs as u32, tok as u32)
 }
 
+/// The KV-cache capacity in requests as trtllm-bench's `calc_engine_setting` estimates it
+/// (not the runtime's): KV bytes per token `2 · layers · max(tp, kv_heads) · head_size ·
+/// kv bytes` with `head_size = hidden / heads` unless stated (MLA models are treated as
+/// multi-head attention, which overstates their cache), engine = parameters × weight bytes
+/// (fp8 1, NVFP4 0.5), memory = device memory × GPUs, 95% of the rest for the cache.
+pub fn trtllm_bench_kv_requests(
+    cat: &Catalog,
+    acc_id: &str,
+    t: &Transformer,
+    prec: Precisions,
+    tp: u32,
+    isl: f64,
+    osl: f64,
+) -> f64 {
+    let Ok(acc) = cat.accelerator(acc_id) else {
+        return 0.0;
+    };
+    let gib = 1024.0 * 1024.0 * 1024.0;
+    let b = |p: Precision| -> f64 {
+        match p {
+            Precision::Fp4 => 0.5,
+            Precision::Fp8 => 1.0,
+            _ => 2.0,
+        }
+    };
+    // The quantisation algorithm of the checkpoint: its lowest weight precision.
+    let w = b(prec.weights).min(b(prec.experts));
+    let head = t.head_dim.unwrap_or(t.hidden / t.heads.max(1)) as f64;
+    let per_token = 2.0 * t.layers as f64 * (tp.max(t.kv_heads)) as f64 * head * b(prec.kv);
+    let engine = t.params().total * w;
+    let free = acc.hbm_gib * gib * tp as f64 - engine;
+    (free * 0.95 / (per_token * (isl + osl))).max(0.0)
+}
+
 /// Parallel layout stated in free text: "EP16", "TP8", "DP+EP (8 GPUs)".
 fn parse_parallel(s: &str, gpus: u32) -> (u32, u32, u32) {
     let u = s.to_ascii_uppercase();
@@ -717,7 +751,8 @@ fn predict_inner(
     } else {
         // Per attention-DP rank in TensorRT-LLM's PyTorch backend.
         let is_trt = fw.id == "tensorrt-llm";
-        let (hb, ht) = trtllm_bench_settings((kv_tokens / (isl + osl)).floor(), isl, osl);
+        let kv_req = trtllm_bench_kv_requests(cat, &acc_id, &t, prec, gpus, isl, osl);
+        let (hb, ht) = trtllm_bench_settings(kv_req, isl, osl);
         let mb = match stated_batch {
             Some(x) => x * dp,
             None if is_trt => {
