@@ -62,7 +62,7 @@ fn describe(r: &RoleSpec) -> String {
 }
 
 fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String) -> Candidate {
-    let n = w.requests.min(2000);
+    let n = w.requests.min(1000);
     let run = |rate: f64| {
         let ww = Workload {
             arrivals: Arrivals::Poisson(rate),
@@ -124,12 +124,18 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String) -> Candidate 
 }
 
 /// Searches deployments around `base` (its model, precisions and framework settings) on
-/// scale-up domains of `domain` accelerators. Returns candidates, best first.
+/// a cluster of `accelerators` with scale-up domains of `domain`: instance sizes are powers
+/// of two up to the cluster (and the base deployment's own sizes), TP within the domain,
+/// attention-DP for the rest, EP 1 or the whole instance for MoE models, and per-rank batch
+/// limits of 32-2048. Aggregated candidates are evaluated first; disaggregated ones pair the
+/// six best aggregated shapes as prefill and decode roles (1:1, 1:2 and 2:1 instances).
+/// Returns candidates, best first.
 pub fn search(
     base: &Deployment,
     w: &Workload,
     slo: &Slo,
     domain: u32,
+    accelerators: u64,
     kv_fraction: f64,
 ) -> Vec<Candidate> {
     let role = match base {
@@ -137,15 +143,27 @@ pub fn search(
         Deployment::Disaggregated { decode, .. } => decode,
     };
     let moe = role.model.model.moe.is_some();
-    let mut sizes = vec![1u32];
-    while sizes.last().copied().unwrap_or(1) * 2 <= domain.max(1) {
-        let n = sizes.last().copied().unwrap_or(1) * 2;
-        sizes.push(n);
+    let limit = accelerators.clamp(1, 1024) as u32;
+    let mut sizes: Vec<u32> = (0..11).map(|i| 1u32 << i).filter(|&g| g <= limit).collect();
+    match base {
+        Deployment::Aggregated(r) => sizes.push(r.model.par.gpus()),
+        Deployment::Disaggregated {
+            prefill, decode, ..
+        } => {
+            sizes.push(prefill.model.par.gpus());
+            sizes.push(decode.model.par.gpus());
+        }
     }
+    sizes.sort_unstable();
+    sizes.dedup();
+    let tps: Vec<u32> = (0..11)
+        .map(|i| 1u32 << i)
+        .filter(|&t| t <= domain.max(1))
+        .collect();
     let batches = [32u32, 128, 512, 2048];
     let mut roles: Vec<RoleSpec> = Vec::new();
     for &g in &sizes {
-        for &tp in sizes.iter().filter(|&&t| t <= g && g % t == 0) {
+        for &tp in tps.iter().filter(|&&t| t <= g && g % t == 0) {
             let dp = g / tp;
             let eps: Vec<u32> = if moe { vec![1, g] } else { vec![1] };
             for ep in eps {
@@ -155,7 +173,7 @@ pub fn search(
                         attention_dp: dp,
                         ep,
                     };
-                    if let Some(r) = with(role, par, mb, kv_fraction) {
+                    if let Some(r) = with(role, par, mb * dp, kv_fraction) {
                         roles.push(r);
                     }
                 }
@@ -176,23 +194,33 @@ pub fn search(
             )
         }
     };
-    let mut cands: Vec<(Deployment, String)> = roles
-        .iter()
+    let mut out: Vec<Candidate> = roles
+        .par_iter()
         .map(|r| {
-            (
-                Deployment::Aggregated(r.clone()),
+            evaluate(
+                &Deployment::Aggregated(r.clone()),
+                w,
+                slo,
                 format!("aggregated {}", describe(r)),
             )
         })
         .collect();
-    // Disaggregated: prefill and decode use the best-shaped roles of each size, with 1:1,
-    // 1:2 and 2:1 instance ratios.
-    for p in roles.iter().filter(|r| r.max_batch == 128) {
-        for d in roles.iter().filter(|r| r.max_batch >= 512) {
+    // The six best aggregated shapes (by goodput) become prefill and decode roles.
+    let mut order: Vec<usize> = (0..roles.len()).collect();
+    order.sort_by(|&a, &b| {
+        out[b]
+            .goodput_tokens_per_s_per_accelerator
+            .total_cmp(&out[a].goodput_tokens_per_s_per_accelerator)
+            .then(a.cmp(&b))
+    });
+    let best: Vec<&RoleSpec> = order.iter().take(6).map(|&i| &roles[i]).collect();
+    let mut cands: Vec<(Deployment, String)> = Vec::new();
+    for p in &best {
+        for d in &best {
             for (np, nd) in [(1, 1), (1, 2), (2, 1)] {
-                let mut pr = p.clone();
+                let mut pr = (*p).clone();
                 pr.instances = np;
-                let mut de = d.clone();
+                let mut de = (*d).clone();
                 de.instances = nd;
                 let desc = format!("disaggregated P {} / D {}", describe(&pr), describe(&de));
                 cands.push((
@@ -207,10 +235,11 @@ pub fn search(
             }
         }
     }
-    let mut out: Vec<Candidate> = cands
+    let disagg: Vec<Candidate> = cands
         .par_iter()
         .map(|(d, desc)| evaluate(d, w, slo, desc.clone()))
         .collect();
+    out.extend(disagg);
     out.sort_by(|a, b| {
         b.goodput_tokens_per_s_per_accelerator
             .total_cmp(&a.goodput_tokens_per_s_per_accelerator)

@@ -103,6 +103,7 @@ pub fn run(
             &setup.workload,
             &setup.slo,
             cluster.scale_up.accelerators_per_domain,
+            cluster.accelerators,
             kv,
         );
         if json {
