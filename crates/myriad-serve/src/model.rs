@@ -28,7 +28,7 @@ use myriad_cluster::Level;
 use myriad_collective::{time as coll_time, Algorithm, GroupSpan, Op as CollOp};
 use myriad_model::Transformer;
 use myriad_scenario::Precision;
-use myriad_train::step::{attention_fwd_time, gemm_time, peak_tflops, BUFFERS_GIB};
+use myriad_train::step::{attention_fwd_time, gemm_time, peak_tflops, BUFFERS_GIB, COMM_SM_SHARE};
 use serde::Serialize;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -403,7 +403,42 @@ impl InstanceModel {
     }
 
     /// Time of one iteration over `b`.
+    ///
+    /// With `overlap_comm` the batch runs as two micro-batches that alternate, layer by
+    /// layer, between compute and communication (SGLang/DeepSeek two-batch overlap): each
+    /// half streams the weights again, and the step takes `2 · max(compute, comm)` of one
+    /// half.
     pub fn iteration(&self, b: &Batch) -> IterTime {
+        let tokens = b.decode_seqs + b.prefill_tokens;
+        if !self.overlap_comm || tokens < 2.0 {
+            return self.iteration_sequential(b);
+        }
+        let half = Batch {
+            decode_seqs: b.decode_seqs / 2.0,
+            decode_ctx: b.decode_ctx / 2.0,
+            prefill_tokens: b.prefill_tokens / 2.0,
+            prefill_pairs: b.prefill_pairs / 2.0,
+            prefill_done: b.prefill_done / 2.0,
+            prefill_seqs: (b.prefill_seqs / 2.0).max(b.prefill_seqs.min(1.0)),
+        };
+        let h = self.iteration_sequential(&half);
+        let compute = h.gemm_s + h.attention_s + h.memory_s;
+        // Hidden communication still takes SMs and HBM bandwidth from the compute it hides
+        // under (the training step model's `COMM_SM_SHARE`).
+        let slowed = compute + COMM_SM_SHARE * compute.min(h.comm_s);
+        let step = slowed.max(h.comm_s);
+        IterTime {
+            gemm_s: 2.0 * h.gemm_s,
+            attention_s: 2.0 * h.attention_s,
+            memory_s: 2.0 * h.memory_s,
+            comm_s: 2.0 * (step - compute),
+            overhead_s: h.overhead_s,
+            total_s: 2.0 * step + h.overhead_s,
+        }
+    }
+
+    /// One iteration with every collective exposed.
+    fn iteration_sequential(&self, b: &Batch) -> IterTime {
         let m = &self.model;
         let acc = &self.acc;
         let tp = self.par.tp as f64;
@@ -522,7 +557,7 @@ impl InstanceModel {
         } else {
             layers
         };
-        let mut comm = (layers + mlp_ar_layers) * tp_ar + moe_layers * moe_comm;
+        let comm = (layers + mlp_ar_layers) * tp_ar + moe_layers * moe_comm;
 
         // LM head over the tokens that sample (bf16 weights, vocab sharded over TP).
         let logits = (dec_tokens + b.prefill_done) / dp;
@@ -536,12 +571,6 @@ impl InstanceModel {
         }
 
         let compute = gemm_s + attention_s + memory_s;
-        if self.overlap_comm {
-            // Two micro-batches alternate compute and communication: the longer of the two
-            // sets the time (plus one exposed half of the shorter at the pipeline ends).
-            let exposed = (comm - compute).max(0.0) + comm.min(compute) / (2.0 * layers);
-            comm = exposed;
-        }
         let overhead_s = self.overhead_s;
         IterTime {
             gemm_s,

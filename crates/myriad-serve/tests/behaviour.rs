@@ -378,7 +378,7 @@ fn validation_mae_ratchet() {
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.20, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.195, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.20,
         "median {:.3}",
