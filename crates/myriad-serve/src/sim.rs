@@ -669,13 +669,14 @@ pub fn simulate_requests(
         Deployment::Aggregated(_) => Role::Both,
         Deployment::Disaggregated { .. } => Role::Prefill,
     };
+    let mut touched: Vec<usize> = Vec::new();
     while let Some(Reverse(e)) = sim.ev.pop() {
         sim.advance(e.t);
         match e.kind {
             Kind::Arrival => {
                 // All requests arriving at this same instant are queued before any starts.
                 let t = e.t;
-                let mut touched = Vec::new();
+                touched.clear();
                 while next < reqs_in.len() && reqs_in[next].0 <= t {
                     let i = sim.pick(entry);
                     sim.insts[i].waiting.push_back(next as u32);
@@ -688,7 +689,7 @@ pub fn simulate_requests(
                 if next < reqs_in.len() {
                     sim.push(reqs_in[next].0, Kind::Arrival, 0, 0);
                 }
-                for i in touched {
+                for &i in &touched {
                     if !sim.insts[i].busy {
                         sim.start(i, t);
                     }
