@@ -130,7 +130,7 @@ pub struct SpeculativeSpec {
     /// Draft tokens verified per step.
     pub draft_tokens: u32,
     /// Probability that each draft token is accepted given the previous one was; default
-    /// 0.85 (DeepSeek-V3 report §5.4.3: 85–90% acceptance of the second token).
+    /// 0.85 (the DeepSeek-V3 report gives 85–90% acceptance for its second-token prediction).
     #[serde(default)]
     pub acceptance: Option<f64>,
 }
