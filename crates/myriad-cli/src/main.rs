@@ -139,6 +139,25 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Inference serving: simulate requests on the scenario's `serving` deployment (TTFT,
+    /// TPOT, throughput, goodput), search deployments, or validate against measurements.
+    Serve {
+        scenario: Option<PathBuf>,
+        /// Predict every row of a myriad-measurements/1 serving file instead.
+        #[arg(long)]
+        validate: Option<PathBuf>,
+        /// Search roles, TP/EP and batch limits for the most goodput per accelerator.
+        #[arg(long)]
+        search: bool,
+        /// Random seed (default: serving.seed or 1).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Requests to simulate (default: serving.requests or 10,000).
+        #[arg(long)]
+        requests: Option<u64>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the JSON Schema of the myriad/1 scenario format.
     Schema,
 }
@@ -227,6 +246,21 @@ fn main() -> ExitCode {
             &compare,
             json,
             report.as_deref(),
+        ),
+        Command::Serve {
+            scenario,
+            validate,
+            search,
+            seed,
+            requests,
+            json,
+        } => cmd::serve::run(
+            scenario.as_deref(),
+            validate.as_deref(),
+            search,
+            seed,
+            requests,
+            json,
         ),
         Command::Schema => {
             println!(

@@ -247,3 +247,125 @@ fn train_flow_backend_times_every_collective_of_the_step() {
         "{err}"
     );
 }
+
+#[test]
+fn serve_example_reports_throughput_latency_and_goodput() {
+    let v = json(&[
+        "serve",
+        "examples/serve-llama3-70b-h100.yaml",
+        "--requests",
+        "3000",
+        "--json",
+    ]);
+    let r = &v["result"];
+    assert_eq!(r["completed"].as_u64(), Some(3000));
+    let out = r["output_tokens_per_s_per_accelerator"].as_f64().unwrap();
+    assert!(out > 100.0 && out < 5000.0, "{out}");
+    for k in ["ttft", "tpot", "latency"] {
+        for q in ["p50", "p90", "p99"] {
+            assert!(r[k][q].as_f64().unwrap() > 0.0, "{k}.{q}");
+        }
+    }
+    assert!(r["ttft"]["p99"].as_f64() >= r["ttft"]["p50"].as_f64());
+    assert!(v["accelerators_for_target_rate"].as_u64().unwrap() >= 8);
+    // Same seed, same bytes; the text form names the percentiles.
+    let again = json(&[
+        "serve",
+        "examples/serve-llama3-70b-h100.yaml",
+        "--requests",
+        "3000",
+        "--json",
+    ]);
+    assert_eq!(v, again);
+    let (code, text, err) = myriad(&["serve", "examples/serve-deepseek-v3-disagg.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("TTFT") && text.contains("TPOT"), "{text}");
+}
+
+#[test]
+fn serve_validate_json_has_cases_and_summary() {
+    let v = json(&[
+        "serve",
+        "--validate",
+        "../shared/validation/serving-public.json",
+        "--json",
+    ]);
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 84);
+    for c in cases {
+        for k in ["id", "predicted", "measured", "error"] {
+            assert!(c.get(k).is_some(), "case lacks {k}");
+        }
+    }
+    let s = &v["summary"];
+    for k in [
+        "count",
+        "mae",
+        "median_abs_error",
+        "worst_abs_error",
+        "worst_id",
+    ] {
+        assert!(s.get(k).is_some(), "summary lacks {k}");
+    }
+    assert!(s["count"].as_u64().unwrap() >= 81);
+    // A file it has never seen, with an unknown key: a warning, not an error.
+    let dir = std::env::temp_dir().join("myriad-serve-cli-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("one.json");
+    std::fs::write(
+        &f,
+        r#"{"format":"myriad-measurements/1","rows":[{"id":"x","group":"g",
+        "hardware":{"accelerator":"h100-sxm","count":8},
+        "model":{"layers":80,"hidden":8192,"ffn_hidden":28672,"heads":64,"kv_heads":8,"vocab":128256,"gated_mlp":true},
+        "serving":{"framework":"vLLM","weight_precision":"fp8","tp":8,"isl":1000,"osl":1000,"scenario":"offline","colour":"blue"},
+        "measured":{"output_tokens_per_s_per_gpu":1000}}]}"#,
+    )
+    .unwrap();
+    let (code, out, err) = myriad(&["serve", "--validate", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("serving.colour"), "{err}");
+    assert!(out.contains("| x "), "{out}");
+}
+
+#[test]
+fn serve_bad_input_names_the_field() {
+    let dir = std::env::temp_dir().join("myriad-serve-cli-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: llama3-70b}\nserving:\n  input: {mean: 100}\n  output: {mean: 100}\n  slo: {ttft_ms: 0}\n",
+    )
+    .unwrap();
+    let (code, _, err) = myriad(&["serve", f.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("serving.slo.ttft_ms"), "{err}");
+}
+
+#[test]
+fn serve_reads_a_trace_of_arrivals() {
+    let dir = std::env::temp_dir().join("myriad-serve-cli-trace");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut csv = String::from("arrival_s,input_tokens,output_tokens\n");
+    for i in 0..200 {
+        csv.push_str(&format!(
+            "{},{},{}\n",
+            i as f64 * 0.05,
+            200 + (i % 7) * 50,
+            50 + (i % 5) * 20
+        ));
+    }
+    std::fs::write(dir.join("trace.csv"), csv).unwrap();
+    let f = dir.join("s.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: llama3-8b}\nserving:\n  weights: fp8\n  instance: {instances: 2, tp: 1}\n  trace: trace.csv\n  input: {mean: 1}\n  output: {mean: 1}\n",
+    )
+    .unwrap();
+    let v = json(&["serve", f.to_str().unwrap(), "--json"]);
+    assert_eq!(v["result"]["requests"].as_u64(), Some(200));
+    assert_eq!(v["result"]["completed"].as_u64(), Some(200));
+    // 200 requests over 10 s.
+    let rate = v["result"]["arrival_rate"].as_f64().unwrap();
+    assert!((rate - 20.0).abs() < 0.5, "{rate}");
+}

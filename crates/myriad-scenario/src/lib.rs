@@ -15,7 +15,10 @@ use myriad_model::{Mla, Moe, Recompute, Transformer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub mod serving;
 pub mod validation;
+
+pub use serving::ServingSpec;
 
 pub const FORMAT: &str = "myriad/1";
 
@@ -59,6 +62,9 @@ pub struct Scenario {
     /// Failures, recovery, spares and checkpointing for `myriad reliability`.
     #[serde(default)]
     pub reliability: Option<ReliabilitySpec>,
+    /// Inference serving for `myriad serve` (docs/serving.md).
+    #[serde(default)]
+    pub serving: Option<ServingSpec>,
 }
 
 /// The `planning` block: which clusters `myriad plan` compares, and the constraints.
@@ -644,6 +650,10 @@ impl Scenario {
         if let Some(r) = &self.reliability {
             r.check()
                 .map_err(|(p, msg)| err(file, &format!("reliability.{p}"), msg))?;
+        }
+        if let Some(v) = &self.serving {
+            v.check()
+                .map_err(|(p, msg)| err(file, &format!("serving.{p}"), msg))?;
         }
         if let Some(p) = &self.planning {
             for (i, a) in p.accelerators.iter().enumerate() {

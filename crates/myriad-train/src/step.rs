@@ -148,7 +148,26 @@ struct Ctx<'a> {
     fp8: bool,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The compute context of `precision` on `acc` (GEMMs at that precision's peak and
+    /// efficiency, attention at the bf16 peak), collectives timed by `timer`.
+    fn new(acc: &'a Accelerator, precision: Precision, timer: &'a dyn CollectiveTimer) -> Self {
+        let fp8 = matches!(precision, Precision::Fp8 | Precision::Fp4);
+        Ctx {
+            acc,
+            timer,
+            gemm_peak: peak_tflops(acc, precision) * 1e12,
+            gemm_eff: if fp8 {
+                acc.efficiency.gemm_fp8
+            } else {
+                acc.efficiency.gemm_bf16
+            },
+            bf16_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
+            hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
+            fp8,
+        }
+    }
+
     fn gemm(&self, m: f64, n: f64, k: f64, count: f64) -> f64 {
         let e = &self.acc.efficiency;
         let flops = 2.0 * m * n * k * count;
@@ -261,39 +280,42 @@ pub fn layer_compute_times(
     precision: Precision,
     layer: u32,
 ) -> (f64, f64) {
-    let fp8 = matches!(precision, Precision::Fp8 | Precision::Fp4);
     let timer = Analytical { levels };
-    let ctx = Ctx {
-        acc,
-        timer: &timer,
-        gemm_peak: peak_tflops(acc, precision) * 1e12,
-        gemm_eff: if fp8 {
-            acc.efficiency.gemm_fp8
-        } else {
-            acc.efficiency.gemm_bf16
-        },
-        bf16_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
-        hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
-        fp8,
-    };
+    let ctx = Ctx::new(acc, precision, &timer);
     let mut ops = Vec::with_capacity(24);
     model.layer_ops(layer, shard, &mut ops);
     let (f, b, _, _) = ctx.times(&ops);
     (f, b)
 }
 
+/// Time (seconds) of `count` GEMMs C[m,n] = A[m,k]·B[k,n] in `precision` on `acc`: the step
+/// model's form (FLOPs / (peak × gemm efficiency) + fixed overhead, plus the fp8 input
+/// quantisation pass). Used by the serving model so that both share one compute model.
+pub fn gemm_time(
+    acc: &Accelerator,
+    precision: Precision,
+    m: f64,
+    n: f64,
+    k: f64,
+    count: f64,
+) -> f64 {
+    let timer = Analytical { levels: &[] };
+    let ctx = Ctx::new(acc, precision, &timer);
+    ctx.gemm(m, n, k, count)
+}
+
+/// Forward fused-attention time (seconds) of `flops` FLOPs at sequence length `seq` with
+/// `head_flops` = d_qk + d_v, on the bf16 peak (the step model's attention form).
+pub fn attention_fwd_time(acc: &Accelerator, flops: f64, seq: f64, head_flops: f64) -> f64 {
+    let timer = Analytical { levels: &[] };
+    let ctx = Ctx::new(acc, Precision::Bf16, &timer);
+    ctx.attention(flops, seq, head_flops, false)
+}
+
 /// Forward and backward time (seconds) of one fused-attention op on `acc` (bf16).
 pub fn attention_times(acc: &Accelerator, op: &Op) -> (f64, f64) {
     let timer = Analytical { levels: &[] };
-    let ctx = Ctx {
-        acc,
-        timer: &timer,
-        gemm_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
-        gemm_eff: acc.efficiency.gemm_bf16,
-        bf16_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
-        hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
-        fp8: false,
-    };
+    let ctx = Ctx::new(acc, Precision::Bf16, &timer);
     let (f, b, _, _) = ctx.times(std::slice::from_ref(op));
     (f, b)
 }
@@ -357,19 +379,7 @@ pub fn estimate_with(
     let fp8 = matches!(plan.precision, Precision::Fp8 | Precision::Fp4);
     let gemm_peak = peak_tflops(acc, plan.precision) * 1e12;
     let bf16_peak = peak_tflops(acc, Precision::Bf16) * 1e12;
-    let ctx = Ctx {
-        acc,
-        timer,
-        gemm_peak,
-        gemm_eff: if fp8 {
-            acc.efficiency.gemm_fp8
-        } else {
-            acc.efficiency.gemm_bf16
-        },
-        bf16_peak,
-        hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
-        fp8,
-    };
+    let ctx = Ctx::new(acc, plan.precision, timer);
     let shard = plan.shard();
     let h = model.hidden as f64;
     let tokens_mb = plan.micro_batch as f64 * model.seq_len as f64 / plan.cp as f64;
@@ -487,12 +497,7 @@ pub fn estimate_with(
     model.head_ops(&shard, &mut ops);
     // The output layer is a plain parallel linear in Megatron, outside Transformer
     // Engine's fp8 autocast: it runs in bf16 even in fp8 training.
-    let bf16_ctx = Ctx {
-        gemm_peak: bf16_peak,
-        gemm_eff: acc.efficiency.gemm_bf16,
-        fp8: false,
-        ..ctx
-    };
+    let bf16_ctx = Ctx::new(acc, Precision::Bf16, timer);
     let (head_f, head_b, head_w, _) = bf16_ctx.times(&ops);
     ops.clear();
     model.embedding_ops(&shard, &mut ops);

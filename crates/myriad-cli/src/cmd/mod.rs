@@ -4,6 +4,7 @@ pub mod collective;
 pub mod plan;
 pub mod reliability;
 pub mod search;
+pub mod serve;
 pub mod sweep;
 pub mod train;
 pub mod validate;

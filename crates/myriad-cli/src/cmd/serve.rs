@@ -1,0 +1,327 @@
+//! `myriad serve`: request-level serving simulation, deployment search, and validation
+//! against published serving measurements.
+use std::path::Path;
+
+use comfy_table::{Cell, CellAlignment, Table};
+
+fn right(s: String) -> Cell {
+    Cell::new(s).set_alignment(CellAlignment::Right)
+}
+
+/// Reads a trace file: CSV (`arrival_s,input_tokens,output_tokens`, optional header) or
+/// JSON lines (`{"arrival_s":..,"input_tokens":..,"output_tokens":..}`).
+fn read_trace(path: &Path) -> Result<Vec<(f64, u32, u32)>, String> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let row = if l.starts_with('{') {
+            let v: serde_json::Value = serde_json::from_str(l)
+                .map_err(|e| format!("{name}: line {}: invalid JSON: {e}", i + 1))?;
+            let g = |k: &str| {
+                v.get(k)
+                    .and_then(|x| x.as_f64())
+                    .ok_or_else(|| format!("{name}: line {}: missing number `{k}`", i + 1))
+            };
+            (g("arrival_s")?, g("input_tokens")?, g("output_tokens")?)
+        } else {
+            let f: Vec<&str> = l.split(',').map(str::trim).collect();
+            if f.len() < 3 {
+                return Err(format!(
+                    "{name}: line {}: expected arrival_s,input_tokens,output_tokens",
+                    i + 1
+                ));
+            }
+            match (f[0].parse(), f[1].parse(), f[2].parse()) {
+                (Ok(a), Ok(b), Ok(c)) => (a, b, c),
+                _ if out.is_empty() && i == 0 => continue, // header
+                _ => return Err(format!("{name}: line {}: not three numbers: `{l}`", i + 1)),
+            }
+        };
+        let (a, inp, o): (f64, f64, f64) = row;
+        if !(a >= 0.0 && a.is_finite()) || inp < 1.0 || o < 1.0 {
+            return Err(format!(
+                "{name}: line {}: arrival must be >= 0 and lengths >= 1",
+                i + 1
+            ));
+        }
+        out.push((a, inp as u32, o as u32));
+    }
+    if out.is_empty() {
+        return Err(format!("{name}: no requests in the trace"));
+    }
+    out.sort_by(|x, y| x.0.total_cmp(&y.0));
+    Ok(out)
+}
+
+pub fn run(
+    scenario: Option<&Path>,
+    validate: Option<&Path>,
+    search: bool,
+    seed: Option<u64>,
+    requests: Option<u64>,
+    json: bool,
+) -> Result<(), String> {
+    if let Some(f) = validate {
+        return run_validate(f, json);
+    }
+    let path = scenario.ok_or("serve: give a SCENARIO file or --validate FILE")?;
+    let s = super::load_scenario(path)?;
+    let file = path.display().to_string();
+    let cat = myriad_catalog::catalog();
+    let cluster = myriad_cluster::build(&s, cat).map_err(|e| format!("{file}: {e}"))?;
+    let trace = match s.serving.as_ref().and_then(|v| v.trace.as_ref()) {
+        Some(t) => {
+            let p = path.parent().unwrap_or(Path::new(".")).join(t);
+            Some(read_trace(&p)?)
+        }
+        None => None,
+    };
+    let mut setup =
+        myriad_serve::setup(&s, &cluster, cat, trace).map_err(|e| format!("{file}: {e}"))?;
+    if let Some(x) = seed {
+        setup.workload.seed = x;
+    }
+    if let Some(n) = requests {
+        if n == 0 {
+            return Err("--requests: must be at least 1".into());
+        }
+        setup.workload.requests = n;
+    }
+    if search {
+        let kv = s
+            .serving
+            .as_ref()
+            .and_then(|v| v.kv_cache_fraction)
+            .unwrap_or(setup.framework.kv_fraction);
+        let c = myriad_serve::search::search(
+            &setup.deployment,
+            &setup.workload,
+            &setup.slo,
+            cluster.scale_up.accelerators_per_domain,
+            cluster.accelerators,
+            kv,
+        );
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&serde_json::json!({ "candidates": c }))
+                    .map_err(|e| e.to_string())?
+            );
+            return Ok(());
+        }
+        println!(
+            "{} — serving search: {} candidates, goodput = highest rate with ≥{:.0}% of requests within the SLOs",
+            s.name,
+            c.len(),
+            myriad_serve::search::ATTAINMENT * 100.0
+        );
+        let mut t = Table::new();
+        t.set_header(vec![
+            "#",
+            "deployment",
+            "accelerators",
+            "max req/s",
+            "goodput tok/s/acc",
+            "TTFT p90 ms",
+            "TPOT p90 ms",
+        ]);
+        for (i, x) in c.iter().take(10).enumerate() {
+            t.add_row(vec![
+                right(format!("{}", i + 1)),
+                Cell::new(&x.description),
+                right(format!("{}", x.accelerators)),
+                right(format!("{:.2}", x.max_rate)),
+                right(format!("{:.0}", x.goodput_tokens_per_s_per_accelerator)),
+                right(format!("{:.1}", x.ttft_p90_s * 1e3)),
+                right(format!("{:.1}", x.tpot_p90_s * 1e3)),
+            ]);
+        }
+        println!("{t}");
+        return Ok(());
+    }
+    let rep = myriad_serve::run(&setup);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rep).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    let r = &rep.result;
+    println!(
+        "{} — {} requests on {} accelerators ({}), seed {}",
+        s.name, r.requests, r.accelerators, rep.framework, setup.workload.seed
+    );
+    for n in &rep.notes {
+        println!("  chose {n}");
+    }
+    let mut t = Table::new();
+    t.set_header(vec!["throughput", "per accelerator", "per node", "total"]);
+    let node = rep.accelerators_per_node as f64;
+    t.add_row(vec![
+        Cell::new("input tokens/s"),
+        right(format!("{:.0}", r.input_tokens_per_s_per_accelerator)),
+        right(format!(
+            "{:.0}",
+            r.input_tokens_per_s_per_accelerator * node
+        )),
+        right(format!("{:.0}", r.input_tokens_per_s)),
+    ]);
+    t.add_row(vec![
+        Cell::new("output tokens/s"),
+        right(format!("{:.0}", r.output_tokens_per_s_per_accelerator)),
+        right(format!(
+            "{:.0}",
+            r.output_tokens_per_s_per_accelerator * node
+        )),
+        right(format!("{:.0}", r.output_tokens_per_s)),
+    ]);
+    t.add_row(vec![
+        Cell::new("goodput output tokens/s"),
+        right(format!(
+            "{:.0}",
+            r.goodput_output_tokens_per_s / r.accelerators as f64
+        )),
+        right(format!(
+            "{:.0}",
+            r.goodput_output_tokens_per_s / r.accelerators as f64 * node
+        )),
+        right(format!("{:.0}", r.goodput_output_tokens_per_s)),
+    ]);
+    println!("{t}");
+    let mut l = Table::new();
+    l.set_header(vec!["latency (ms)", "mean", "p50", "p90", "p99"]);
+    for (name, p) in [
+        ("TTFT", r.ttft),
+        ("TPOT", r.tpot),
+        ("request latency", r.latency),
+    ] {
+        l.add_row(vec![
+            Cell::new(name),
+            right(format!("{:.1}", p.mean * 1e3)),
+            right(format!("{:.1}", p.p50 * 1e3)),
+            right(format!("{:.1}", p.p90 * 1e3)),
+            right(format!("{:.1}", p.p99 * 1e3)),
+        ]);
+    }
+    println!("{l}");
+    println!(
+        "completed {} of {} ({} rejected: larger than a KV cache) in {:.1} s · SLO attainment {:.1}% · goodput {:.2} req/s",
+        r.completed,
+        r.requests,
+        r.rejected,
+        r.duration_s,
+        r.slo_attainment * 100.0,
+        r.goodput_requests_per_s
+    );
+    println!(
+        "KV cache use: mean {:.1}%, peak {:.1}% · mean decode batch {:.1} · {} iterations · mean in system {:.1}",
+        r.kv_use_mean * 100.0,
+        r.kv_use_peak * 100.0,
+        r.mean_decode_batch,
+        r.iterations,
+        r.mean_in_system
+    );
+    if let (Some(t), Some(n)) = (setup.target_rate, rep.accelerators_for_target_rate) {
+        println!("accelerators for {t} requests/s within the SLOs: {n}");
+    }
+    Ok(())
+}
+
+fn run_validate(path: &Path, json: bool) -> Result<(), String> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{name}: invalid JSON: {e}"))?;
+    let rep = myriad_serve::validate::validate(myriad_catalog::catalog(), &doc)
+        .map_err(|e| format!("{name}: {e}"))?;
+    for w in &rep.warnings {
+        eprintln!("warning: {name}: {w}");
+    }
+    if json {
+        let cases: Vec<serde_json::Value> = rep
+            .cases
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "id": c.id, "predicted": c.predicted, "measured": c.measured, "error": c.error,
+                    "group": c.group,
+                    "extra": c.extra.iter().map(|(k, p, m)| serde_json::json!({"name": k, "predicted": p, "measured": m, "error": p / m - 1.0})).collect::<Vec<_>>(),
+                    "notes": c.notes,
+                })
+            })
+            .collect();
+        let s = &rep.summary;
+        let out = serde_json::json!({
+            "cases": cases,
+            "summary": {
+                "count": s.count, "mae": s.mae, "median_abs_error": s.median_abs_error,
+                "worst_abs_error": s.worst_abs_error, "worst_id": s.worst_id,
+            },
+            "groups": rep.groups,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    let mut t = Table::new();
+    t.set_header(vec![
+        "case",
+        "predicted tok/s/acc",
+        "measured",
+        "error",
+        "other",
+    ]);
+    for c in &rep.cases {
+        let f = |x: Option<f64>| x.map(|v| format!("{v:.0}")).unwrap_or("-".into());
+        let other: Vec<String> = c
+            .extra
+            .iter()
+            .map(|(k, p, m)| format!("{k} {p:.0}/{m:.0}"))
+            .collect();
+        t.add_row(vec![
+            Cell::new(&c.id),
+            right(f(c.predicted)),
+            right(f(c.measured)),
+            right(
+                c.error
+                    .map(|e| format!("{:+.1}%", e * 100.0))
+                    .unwrap_or("-".into()),
+            ),
+            Cell::new(other.join(", ")),
+        ]);
+    }
+    println!("{t}");
+    println!("\nchosen per row (unstated settings filled the way the framework would):");
+    for c in &rep.cases {
+        println!("  {}: {}", c.id, c.notes.join("; "));
+    }
+    let mut g = Table::new();
+    g.set_header(vec![
+        "group",
+        "cases",
+        "MAE",
+        "median",
+        "worst",
+        "worst case",
+    ]);
+    for s in rep.groups.iter().chain(std::iter::once(&rep.summary)) {
+        g.add_row(vec![
+            Cell::new(&s.group),
+            right(format!("{}", s.count)),
+            right(format!("{:.1}%", s.mae * 100.0)),
+            right(format!("{:.1}%", s.median_abs_error * 100.0)),
+            right(format!("{:.1}%", s.worst_abs_error * 100.0)),
+            Cell::new(&s.worst_id),
+        ]);
+    }
+    println!("{g}");
+    Ok(())
+}

@@ -1,0 +1,340 @@
+//! The `serving` block of a scenario (`myriad serve`): precisions, deployment (aggregated
+//! or prefill/decode disaggregated, parallelism and batch limits per role), request mix,
+//! arrivals and SLOs. The model is the scenario's `model` block; the accelerator, scale-up
+//! domain and scale-out fabric come from `cluster`.
+//!
+//! Every key is optional except `input` and `output`; defaults are stated per field and
+//! in docs/serving.md. `check` gives `(field path below serving, message)` errors.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::Precision;
+
+/// The `serving` block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServingSpec {
+    /// Serving framework whose defaults fill unstated settings: `tensorrt-llm` (default),
+    /// `vllm` or `sglang` (see docs/serving.md for each one's defaults).
+    #[serde(default)]
+    pub framework: Option<String>,
+    /// Precision of attention, dense-MLP and shared-expert weights and their GEMMs
+    /// (`bf16`, `fp8`, `fp4`); default `bf16`.
+    #[serde(default)]
+    pub weights: Option<Precision>,
+    /// Precision of the routed-expert weights; default: `weights`.
+    #[serde(default)]
+    pub experts: Option<Precision>,
+    /// Precision of the KV cache; default `bf16`.
+    #[serde(default)]
+    pub kv_cache: Option<Precision>,
+    /// `aggregated` (default: every instance prefills and decodes) or `disaggregated`
+    /// (separate `prefill` and `decode` instances; the KV cache moves between them).
+    #[serde(default)]
+    pub mode: Option<ServingMode>,
+    /// The instances of an aggregated deployment.
+    #[serde(default)]
+    pub instance: Option<RoleSpec>,
+    /// Prefill instances of a disaggregated deployment.
+    #[serde(default)]
+    pub prefill: Option<RoleSpec>,
+    /// Decode instances of a disaggregated deployment.
+    #[serde(default)]
+    pub decode: Option<RoleSpec>,
+    /// Split long prompts into chunks that share iterations with decode (Sarathi-Serve);
+    /// default: the framework's (on for all three).
+    #[serde(default)]
+    pub chunked_prefill: Option<bool>,
+    /// Share of the memory left after weights and runtime buffers given to the KV cache;
+    /// default: the framework's (0.90 TensorRT-LLM and vLLM, 0.85 SGLang).
+    #[serde(default)]
+    pub kv_cache_fraction: Option<f64>,
+    /// Fraction of prompt tokens found in the prefix cache (not recomputed); default 0.
+    #[serde(default)]
+    pub prefix_cache_hit: Option<f64>,
+    /// Host time per iteration not hidden by the GPU, microseconds; default: the
+    /// framework's.
+    #[serde(default)]
+    pub iteration_overhead_us: Option<f64>,
+    /// Overlap MoE all-to-all with compute (two micro-batches); default: the framework's.
+    #[serde(default)]
+    pub overlap_comm: Option<bool>,
+    /// Speculative decoding (draft model or multi-token prediction); default: none.
+    #[serde(default)]
+    pub speculative: Option<SpeculativeSpec>,
+    /// Poisson arrival rate, requests per second. Absent (and no `trace`): offline, every
+    /// request queued at time 0 (maximum throughput).
+    #[serde(default)]
+    pub arrival_rate: Option<f64>,
+    /// CSV or JSON-lines file of `arrival_s,input_tokens,output_tokens` (read by the CLI,
+    /// relative to the scenario file); replaces `arrival_rate`, `input`, `output`, `requests`.
+    #[serde(default)]
+    pub trace: Option<String>,
+    /// Requests to simulate; default 10,000 (`--requests` overrides).
+    #[serde(default)]
+    pub requests: Option<u64>,
+    /// Prompt length distribution, tokens.
+    pub input: LengthSpec,
+    /// Output length distribution, tokens.
+    pub output: LengthSpec,
+    /// Latency targets for goodput and for `--search`.
+    #[serde(default)]
+    pub slo: Option<SloSpec>,
+    /// Requests per second the deployment must sustain: the report says how many
+    /// accelerators that takes.
+    #[serde(default)]
+    pub target_rate: Option<f64>,
+    /// Random seed of arrivals and lengths; default 1 (`--seed` overrides).
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+/// Aggregated or disaggregated serving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ServingMode {
+    Aggregated,
+    Disaggregated,
+}
+
+/// One role's instances: how many, how each is cut, and its batch limits.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoleSpec {
+    /// Instances of this role; default: as many as fill `cluster.count` (aggregated) or 1.
+    #[serde(default)]
+    pub instances: Option<u32>,
+    /// Attention tensor parallelism; default 1.
+    #[serde(default)]
+    pub tp: Option<u32>,
+    /// Attention data parallelism (each rank its own sequences and KV); accelerators per
+    /// instance = tp × attention_dp; default 1.
+    #[serde(default)]
+    pub attention_dp: Option<u32>,
+    /// Expert parallelism of the routed experts (divides tp × attention_dp); default 1.
+    #[serde(default)]
+    pub ep: Option<u32>,
+    /// Most sequences running at once per instance; default: the framework's.
+    #[serde(default)]
+    pub max_batch: Option<u32>,
+    /// Token budget per iteration (decode tokens + prompt chunk); default: the framework's.
+    #[serde(default)]
+    pub max_num_tokens: Option<u32>,
+}
+
+/// Speculative decoding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SpeculativeSpec {
+    /// Draft tokens verified per step.
+    pub draft_tokens: u32,
+    /// Probability that each draft token is accepted given the previous one was; default
+    /// 0.85 (the DeepSeek-V3 report gives 85–90% acceptance for its second-token prediction).
+    #[serde(default)]
+    pub acceptance: Option<f64>,
+}
+
+/// A length distribution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LengthSpec {
+    /// `fixed` (default), `uniform` (between min and max), `normal` or `lognormal` (mean and
+    /// std, clipped to [min, max]).
+    #[serde(default)]
+    pub dist: Option<LengthDistKind>,
+    /// Mean (the value for `fixed`), tokens.
+    #[serde(default)]
+    pub mean: Option<f64>,
+    /// Standard deviation, tokens (normal, lognormal).
+    #[serde(default)]
+    pub std: Option<f64>,
+    /// Smallest length; default 1.
+    #[serde(default)]
+    pub min: Option<u32>,
+    /// Largest length; default 4 × mean (normal, lognormal); required for uniform.
+    #[serde(default)]
+    pub max: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LengthDistKind {
+    Fixed,
+    Uniform,
+    Normal,
+    Lognormal,
+}
+
+/// Latency targets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SloSpec {
+    /// Time to first token limit, milliseconds.
+    #[serde(default)]
+    pub ttft_ms: Option<f64>,
+    /// Time per output token limit (after the first), milliseconds.
+    #[serde(default)]
+    pub tpot_ms: Option<f64>,
+}
+
+fn positive(path: &str, v: Option<f64>) -> Result<(), (String, String)> {
+    match v {
+        Some(x) if !(x > 0.0 && x.is_finite()) => {
+            Err((path.into(), format!("{x} must be a positive number")))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl RoleSpec {
+    fn check(&self, p: &str) -> Result<(), (String, String)> {
+        for (k, v) in [
+            ("instances", self.instances),
+            ("tp", self.tp),
+            ("attention_dp", self.attention_dp),
+            ("ep", self.ep),
+            ("max_batch", self.max_batch),
+            ("max_num_tokens", self.max_num_tokens),
+        ] {
+            if v == Some(0) {
+                return Err((format!("{p}.{k}"), "must be at least 1, got 0".into()));
+            }
+        }
+        let gpus = self.tp.unwrap_or(1) * self.attention_dp.unwrap_or(1);
+        if let Some(ep) = self.ep {
+            if !gpus.is_multiple_of(ep) {
+                return Err((
+                    format!("{p}.ep"),
+                    format!(
+                        "{ep} does not divide the instance's {gpus} accelerators (tp × attention_dp)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl LengthSpec {
+    fn check(&self, p: &str) -> Result<(), (String, String)> {
+        let kind = self.dist.unwrap_or(LengthDistKind::Fixed);
+        match (kind, self.mean) {
+            (LengthDistKind::Uniform, _) => {
+                let (Some(lo), Some(hi)) = (self.min, self.max) else {
+                    return Err((format!("{p}.max"), "uniform needs min and max".into()));
+                };
+                if lo > hi || hi == 0 {
+                    return Err((
+                        format!("{p}.max"),
+                        format!("{hi} must be at least min {lo} and positive"),
+                    ));
+                }
+            }
+            (_, None) => return Err((format!("{p}.mean"), "missing required key".into())),
+            (_, Some(m)) if !(m >= 1.0 && m.is_finite()) => {
+                return Err((format!("{p}.mean"), format!("{m} must be at least 1 token")))
+            }
+            _ => {}
+        }
+        if matches!(kind, LengthDistKind::Normal | LengthDistKind::Lognormal) {
+            match self.std {
+                None => {
+                    return Err((
+                        format!("{p}.std"),
+                        "missing: normal and lognormal need std".into(),
+                    ))
+                }
+                Some(s) if !(s >= 0.0 && s.is_finite()) => {
+                    return Err((format!("{p}.std"), format!("{s} must be a number >= 0")))
+                }
+                _ => {}
+            }
+        }
+        if let (Some(lo), Some(hi)) = (self.min, self.max) {
+            if lo > hi {
+                return Err((format!("{p}.min"), format!("{lo} is larger than max {hi}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ServingSpec {
+    /// Range checks; errors are `(field path below serving, message)`.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        let mode = self.mode.unwrap_or(ServingMode::Aggregated);
+        if let Some(r) = &self.instance {
+            r.check("instance")?;
+        }
+        if let Some(r) = &self.prefill {
+            r.check("prefill")?;
+        }
+        if let Some(r) = &self.decode {
+            r.check("decode")?;
+        }
+        if mode == ServingMode::Disaggregated && (self.prefill.is_none() || self.decode.is_none()) {
+            let k = if self.prefill.is_none() {
+                "prefill"
+            } else {
+                "decode"
+            };
+            return Err((
+                k.into(),
+                "missing: a disaggregated deployment needs `prefill` and `decode`".into(),
+            ));
+        }
+        if mode == ServingMode::Aggregated && (self.prefill.is_some() || self.decode.is_some()) {
+            return Err((
+                "mode".into(),
+                "`prefill`/`decode` are given but mode is aggregated; set mode: disaggregated or use `instance`".into(),
+            ));
+        }
+        if let Some(f) = &self.framework {
+            let n = f.to_ascii_lowercase();
+            if !["tensorrt-llm", "trtllm", "trt-llm", "vllm", "sglang"].contains(&n.as_str()) {
+                return Err((
+                    "framework".into(),
+                    format!("`{f}` is not one of tensorrt-llm, vllm, sglang"),
+                ));
+            }
+        }
+        if let Some(x) = self.kv_cache_fraction {
+            if !(x > 0.0 && x <= 1.0) {
+                return Err(("kv_cache_fraction".into(), format!("{x} must be in (0, 1]")));
+            }
+        }
+        if let Some(x) = self.prefix_cache_hit {
+            if !(0.0..1.0).contains(&x) {
+                return Err(("prefix_cache_hit".into(), format!("{x} must be in [0, 1)")));
+            }
+        }
+        if let Some(x) = self.iteration_overhead_us {
+            if !(x >= 0.0 && x.is_finite()) {
+                return Err(("iteration_overhead_us".into(), format!("{x} must be >= 0")));
+            }
+        }
+        if let Some(s) = &self.speculative {
+            if let Some(a) = s.acceptance {
+                if !(0.0..=1.0).contains(&a) {
+                    return Err((
+                        "speculative.acceptance".into(),
+                        format!("{a} must be in [0, 1]"),
+                    ));
+                }
+            }
+        }
+        positive("arrival_rate", self.arrival_rate)?;
+        positive("target_rate", self.target_rate)?;
+        if self.requests == Some(0) {
+            return Err(("requests".into(), "must be at least 1, got 0".into()));
+        }
+        self.input.check("input")?;
+        self.output.check("output")?;
+        if let Some(s) = &self.slo {
+            positive("slo.ttft_ms", s.ttft_ms)?;
+            positive("slo.tpot_ms", s.tpot_ms)?;
+        }
+        Ok(())
+    }
+}

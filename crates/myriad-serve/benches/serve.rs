@@ -1,0 +1,93 @@
+//! Benchmarks: one iteration-time estimate, and 1,000,000 requests through the simulation.
+use myriad_scenario::Precision;
+use myriad_serve::{
+    simulate, Arrivals, Batch, Deployment, InstanceModel, LengthDist, Parallel, Precisions,
+    RoleSpec, Slo, Workload,
+};
+
+fn main() {
+    divan::main();
+}
+
+fn instance() -> InstanceModel {
+    let cat = myriad_catalog::catalog();
+    let acc = cat.accelerator("h100-sxm").unwrap();
+    let model = cat.model("llama3-70b").unwrap().model.clone();
+    let s = myriad_scenario::parse_scenario(
+        "bench",
+        "{\"format\":\"myriad/1\",\"cluster\":{\"accelerator\":\"h100-sxm\",\"count\":8}}",
+        cat,
+    )
+    .unwrap();
+    let b = myriad_cluster::build(&s, cat).unwrap();
+    InstanceModel::new(
+        acc,
+        &b.levels,
+        &model,
+        Parallel {
+            tp: 2,
+            attention_dp: 1,
+            ep: 1,
+        },
+        Precisions {
+            weights: Precision::Fp8,
+            experts: Precision::Fp8,
+            kv: Precision::Fp8,
+        },
+        300e-6,
+        false,
+        None,
+    )
+    .unwrap()
+}
+
+#[divan::bench]
+fn iteration_estimate(bencher: divan::Bencher) {
+    let m = instance();
+    let b = Batch {
+        decode_seqs: 256.0,
+        decode_ctx: 256.0 * 1500.0,
+        prefill_tokens: 2048.0,
+        prefill_pairs: 2048.0 * 1024.0,
+        prefill_done: 2.0,
+        prefill_seqs: 2.0,
+    };
+    bencher.bench(|| divan::black_box(&m).iteration(divan::black_box(&b)));
+}
+
+#[divan::bench(sample_count = 3)]
+fn simulate_1m_requests(bencher: divan::Bencher) {
+    let m = instance();
+    let kv = m.kv_capacity_tokens(0.9);
+    let d = Deployment::Aggregated(RoleSpec {
+        model: m,
+        instances: 4,
+        max_batch: 512,
+        max_tokens: 8192,
+        chunked_prefill: true,
+        kv_tokens: kv,
+    });
+    let w = Workload {
+        arrivals: Arrivals::Poisson(60.0),
+        input: LengthDist::LogNormal {
+            mean: 300.0,
+            std: 200.0,
+            min: 10,
+            max: 2000,
+        },
+        output: LengthDist::LogNormal {
+            mean: 250.0,
+            std: 150.0,
+            min: 5,
+            max: 1500,
+        },
+        requests: 1_000_000,
+        prefix_hit: 0.0,
+        seed: 1,
+    };
+    let slo = Slo {
+        ttft_s: Some(2.0),
+        tpot_s: Some(0.2),
+    };
+    bencher.bench(|| simulate(&d, &w, &slo));
+}

@@ -1,0 +1,349 @@
+//! Inference serving: how many tokens per second per accelerator a deployment delivers, at
+//! what time to first token (TTFT) and time per output token (TPOT), and how many
+//! accelerators a traffic level needs.
+//!
+//! - [`model`]: the per-iteration time of one instance from first principles (prefill
+//!   compute-bound GEMMs and quadratic attention; decode weight and KV-cache reads; TP
+//!   all-reduce and MoE all-to-all via `myriad-collective`; a framework overhead).
+//! - [`sim`]: the seeded request-level discrete-event simulation (continuous batching,
+//!   chunked prefill, KV-cache capacity, prefix cache, aggregated or disaggregated).
+//! - [`validate`]: builds the deployment a `myriad-measurements/1` serving row describes
+//!   and predicts its throughput.
+//! - [`search`]: picks roles, parallelism and batch limits that maximise goodput per
+//!   accelerator under the SLOs.
+//!
+//! Invariants:
+//! - No IO, no printing: callers pass scenario values and trace data in.
+//! - A run is a pure function of its inputs and seed (ChaCha8 streams).
+//! - Every efficiency comes from the catalog (accelerator, scale-up system, fabric) or the
+//!   framework table, each with its provenance; nothing is tuned per measurement.
+//! - Iteration parts (`IterTime`) add up to the iteration time; simulated throughput never
+//!   exceeds the roofline of the hardware (tested).
+
+pub mod framework;
+pub mod model;
+pub mod search;
+pub mod sim;
+pub mod validate;
+
+use myriad_catalog::Catalog;
+use myriad_cluster::BuiltCluster;
+use myriad_scenario::serving::{LengthDistKind, LengthSpec, RoleSpec as RoleIn, ServingMode};
+use myriad_scenario::{Precision, Scenario};
+use serde::Serialize;
+
+pub use framework::{framework, Framework};
+pub use model::{Batch, InstanceModel, IterTime, Parallel, Precisions, Speculative};
+pub use sim::{
+    simulate, simulate_requests, Arrivals, Deployment, LengthDist, RoleSpec, SimReport, Slo,
+    Workload,
+};
+
+/// Everything `myriad serve` needs, resolved from a scenario, with notes on defaults.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub deployment: Deployment,
+    pub workload: Workload,
+    pub slo: Slo,
+    pub framework: &'static Framework,
+    pub target_rate: Option<f64>,
+    pub notes: Vec<String>,
+    pub accelerators_per_node: u32,
+}
+
+/// Converts a scenario length block.
+pub fn length(l: &LengthSpec) -> LengthDist {
+    let mean = l.mean.unwrap_or(1.0);
+    let max = l.max.unwrap_or((4.0 * mean).ceil() as u32);
+    let min = l.min.unwrap_or(1);
+    match l.dist.unwrap_or(LengthDistKind::Fixed) {
+        LengthDistKind::Fixed => LengthDist::Fixed(mean.round() as u32),
+        LengthDistKind::Uniform => LengthDist::Uniform {
+            min,
+            max: l.max.unwrap_or(min),
+        },
+        LengthDistKind::Normal => LengthDist::Normal {
+            mean,
+            std: l.std.unwrap_or(0.0),
+            min,
+            max,
+        },
+        LengthDistKind::Lognormal => LengthDist::LogNormal {
+            mean,
+            std: l.std.unwrap_or(0.0),
+            min,
+            max,
+        },
+    }
+}
+
+/// A role's resolved settings.
+#[allow(clippy::too_many_arguments)]
+pub fn role(
+    r: &RoleIn,
+    path: &str,
+    cluster: &BuiltCluster,
+    model: &myriad_model::Transformer,
+    prec: Precisions,
+    fw: &Framework,
+    overhead_us: f64,
+    overlap: bool,
+    spec: Option<Speculative>,
+    kv_fraction: f64,
+    chunked: bool,
+    default_instances: u32,
+    notes: &mut Vec<String>,
+) -> Result<RoleSpec, String> {
+    let par = Parallel {
+        tp: r.tp.unwrap_or(1),
+        attention_dp: r.attention_dp.unwrap_or(1),
+        ep: r.ep.unwrap_or(1),
+    };
+    let m = InstanceModel::new(
+        &cluster.accelerator,
+        &cluster.levels,
+        model,
+        par,
+        prec,
+        overhead_us * 1e-6,
+        overlap,
+        spec,
+    )
+    .map_err(|e| format!("serving.{path}: {e}"))?
+    .with_decode_kernel(fw.gqa_decode_kernel);
+    let kv_tokens = m.kv_capacity_tokens(kv_fraction);
+    if kv_tokens < 1.0 {
+        return Err(format!(
+            "serving.{path}: the weights ({:.1} GiB per accelerator) leave no room for a KV cache on {} ({} GiB); use more tp/ep or smaller weights",
+            m.weight_bytes_per_gpu() / (1u64 << 30) as f64,
+            cluster.accelerator.id,
+            cluster.accelerator.hbm_gib
+        ));
+    }
+    let instances = r.instances.unwrap_or(default_instances.max(1));
+    if r.instances.is_none() {
+        notes.push(format!("{path}.instances: {instances} (not given)"));
+    }
+    if r.max_batch.is_none() {
+        notes.push(format!(
+            "{path}.max_batch: {} ({} default)",
+            fw.max_batch, fw.id
+        ));
+    }
+    if r.max_num_tokens.is_none() {
+        notes.push(format!(
+            "{path}.max_num_tokens: {} ({} default)",
+            fw.max_num_tokens, fw.id
+        ));
+    }
+    Ok(RoleSpec {
+        model: m,
+        instances,
+        max_batch: r.max_batch.unwrap_or(fw.max_batch),
+        max_tokens: r.max_num_tokens.unwrap_or(fw.max_num_tokens),
+        chunked_prefill: chunked,
+        kv_tokens,
+    })
+}
+
+/// Resolves the scenario's `serving` block on its built cluster. `trace` holds the rows of
+/// `serving.trace` when the caller read one.
+pub fn setup(
+    s: &Scenario,
+    cluster: &BuiltCluster,
+    cat: &Catalog,
+    trace: Option<Vec<(f64, u32, u32)>>,
+) -> Result<Setup, String> {
+    let sv = s
+        .serving
+        .as_ref()
+        .ok_or("serving: missing; `myriad serve` needs a `serving` block")?;
+    let model = s
+        .model
+        .as_ref()
+        .ok_or("model: missing; `myriad serve` needs a `model` block")?
+        .resolve(cat)
+        .map_err(|(p, m)| format!("model.{p}: {m}"))?;
+    let fw = framework(sv.framework.as_deref().unwrap_or("tensorrt-llm"));
+    let mut notes = Vec::new();
+    let weights = sv.weights.unwrap_or(Precision::Bf16);
+    let prec = Precisions {
+        weights,
+        experts: sv.experts.unwrap_or(weights),
+        kv: sv.kv_cache.unwrap_or(Precision::Bf16),
+    };
+    for (k, p) in [("weights", prec.weights), ("experts", prec.experts)] {
+        let c = model::compute_precision(&cluster.accelerator, p);
+        if c != p {
+            notes.push(format!(
+                "{k}: {} stored, {} GEMMs ({} has no {} tensor cores: weight-only quantisation)",
+                p.as_str(),
+                c.as_str(),
+                cluster.accelerator.id,
+                p.as_str()
+            ));
+        }
+    }
+    let overhead = sv.iteration_overhead_us.unwrap_or(fw.iteration_overhead_us);
+    let overlap = sv.overlap_comm.unwrap_or(fw.overlap_comm);
+    let kv_fraction = sv.kv_cache_fraction.unwrap_or(fw.kv_fraction);
+    let chunked = sv.chunked_prefill.unwrap_or(fw.chunked_prefill);
+    let spec = sv.speculative.as_ref().map(|x| Speculative {
+        draft_tokens: x.draft_tokens,
+        acceptance: x.acceptance.unwrap_or(0.85),
+    });
+    let count = cluster.accelerators as u32;
+    let mode = sv.mode.unwrap_or(ServingMode::Aggregated);
+    let deployment = match mode {
+        ServingMode::Aggregated => {
+            let r = sv.instance.clone().unwrap_or_default();
+            let gpus = r.tp.unwrap_or(1) * r.attention_dp.unwrap_or(1);
+            let spec_r = role(
+                &r,
+                "instance",
+                cluster,
+                &model,
+                prec,
+                fw,
+                overhead,
+                overlap,
+                spec,
+                kv_fraction,
+                chunked,
+                count / gpus,
+                &mut notes,
+            )?;
+            Deployment::Aggregated(spec_r)
+        }
+        ServingMode::Disaggregated => {
+            let p = sv.prefill.clone().unwrap_or_default();
+            let d = sv.decode.clone().unwrap_or_default();
+            let pr = role(
+                &p,
+                "prefill",
+                cluster,
+                &model,
+                prec,
+                fw,
+                overhead,
+                overlap,
+                None,
+                kv_fraction,
+                chunked,
+                1,
+                &mut notes,
+            )?;
+            let de = role(
+                &d,
+                "decode",
+                cluster,
+                &model,
+                prec,
+                fw,
+                overhead,
+                overlap,
+                spec,
+                kv_fraction,
+                chunked,
+                1,
+                &mut notes,
+            )?;
+            // KV moves over the scale-out NIC of each prefill accelerator.
+            let out = cluster.levels.get(1).unwrap_or(&cluster.levels[0]);
+            Deployment::Disaggregated {
+                prefill: pr,
+                decode: Box::new(de),
+                kv_bps: out.gbps_per_accelerator * out.efficiency * 1e9,
+                kv_latency_s: out.latency_us * 1e-6,
+            }
+        }
+    };
+    if deployment.accelerators() > cluster.accelerators {
+        return Err(format!(
+            "serving: the deployment needs {} accelerators but cluster.count is {}",
+            deployment.accelerators(),
+            cluster.accelerators
+        ));
+    }
+    let arrivals = match (&trace, sv.arrival_rate) {
+        (Some(t), _) => Arrivals::Trace(t.clone()),
+        (None, Some(r)) => Arrivals::Poisson(r),
+        (None, None) => {
+            notes
+                .push("arrivals: offline (no arrival_rate or trace): all requests at t = 0".into());
+            Arrivals::Offline
+        }
+    };
+    let requests = trace
+        .as_ref()
+        .map(|t| t.len() as u64)
+        .unwrap_or(sv.requests.unwrap_or(10_000));
+    Ok(Setup {
+        deployment,
+        workload: Workload {
+            arrivals,
+            input: length(&sv.input),
+            output: length(&sv.output),
+            requests,
+            prefix_hit: sv.prefix_cache_hit.unwrap_or(0.0),
+            seed: sv.seed.unwrap_or(1),
+        },
+        slo: Slo {
+            ttft_s: sv.slo.as_ref().and_then(|x| x.ttft_ms).map(|x| x * 1e-3),
+            tpot_s: sv.slo.as_ref().and_then(|x| x.tpot_ms).map(|x| x * 1e-3),
+        },
+        framework: fw,
+        target_rate: sv.target_rate,
+        notes,
+        accelerators_per_node: cluster.scale_up.accelerators_per_node,
+    })
+}
+
+/// Accelerators needed to sustain `rate` requests/s, from the goodput per accelerator a
+/// simulation measured (rounded up to whole deployments' worth of accelerators per
+/// instance).
+pub fn accelerators_for(rate: f64, r: &SimReport, per_instance: u64) -> Option<u64> {
+    let per_acc = r.goodput_requests_per_s / r.accelerators.max(1) as f64;
+    if per_acc <= 0.0 {
+        return None;
+    }
+    let n = (rate / per_acc).ceil() as u64;
+    Some(n.div_ceil(per_instance.max(1)) * per_instance.max(1))
+}
+
+/// The serve report: setup notes and simulation results.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServeReport {
+    pub notes: Vec<String>,
+    pub framework: &'static str,
+    pub accelerators: u64,
+    pub accelerators_per_node: u32,
+    pub output_tokens_per_s_per_node: f64,
+    pub input_tokens_per_s_per_node: f64,
+    pub accelerators_for_target_rate: Option<u64>,
+    pub result: SimReport,
+}
+
+/// Simulates a resolved setup.
+pub fn run(setup: &Setup) -> ServeReport {
+    let r = simulate(&setup.deployment, &setup.workload, &setup.slo);
+    let per_node = setup.accelerators_per_node as f64;
+    let per_instance = match &setup.deployment {
+        Deployment::Aggregated(x) => x.model.par.gpus() as u64,
+        Deployment::Disaggregated {
+            prefill, decode, ..
+        } => (prefill.model.par.gpus() + decode.model.par.gpus()) as u64,
+    };
+    ServeReport {
+        notes: setup.notes.clone(),
+        framework: setup.framework.id,
+        accelerators: r.accelerators,
+        accelerators_per_node: setup.accelerators_per_node,
+        output_tokens_per_s_per_node: r.output_tokens_per_s_per_accelerator * per_node,
+        input_tokens_per_s_per_node: r.input_tokens_per_s_per_accelerator * per_node,
+        accelerators_for_target_rate: setup
+            .target_rate
+            .and_then(|t| accelerators_for(t, &r, per_instance)),
+        result: r,
+    }
+}

@@ -1,0 +1,584 @@
+//! Per-iteration time of one serving instance (one model replica on `tp × attention_dp`
+//! accelerators), from first principles.
+//!
+//! One iteration runs every layer once over the tokens of the batch: `decode` sequences
+//! contribute one token each (1 + draft tokens with speculative decoding), prefill chunks
+//! contribute their prompt tokens. Per layer and per accelerator:
+//!
+//! - each weight GEMM takes `max(FLOPs / (peak × gemm eff) + overhead, weight bytes / (HBM ×
+//!   hbm eff) + overhead)`: the step model's GEMM form (`myriad_train::step::gemm_time`)
+//!   against streaming the weight shard once (decode is memory-bound, prefill compute-bound);
+//! - attention in prefill: the step model's fused-attention time over the causal pairs of
+//!   the chunk (quadratic in prompt length); in decode: `max(FLOPs, KV bytes)` where the KV
+//!   bytes are the cached context of every sequence in the KV precision (MLA: the latent
+//!   `kv_lora + rope` vector, replicated on every TP rank; GQA: `max(1, kv_heads/tp)` heads);
+//! - MoE: the routed experts read only the distinct experts the batch activates,
+//!   `E · (1 − (1 − k/E)^T)` for `T` tokens of top-`k` routing over `E` experts (uniform
+//!   routing), spread over the EP ranks; FLOPs are `2 · T · k · expert params`;
+//! - communication via `myriad_collective`: two TP all-reduces per layer, MoE dispatch and
+//!   combine all-to-alls over the EP group; exposed, or overlapped with compute (two-batch
+//!   overlap) when the framework does so;
+//! - plus a fixed per-iteration framework overhead (scheduler, sampling, launch).
+//!
+//! Invariants: pure, allocation-free per call; every efficiency comes from the catalog
+//! accelerator record or the framework table (`framework.rs`), never from a validation row.
+
+use myriad_catalog::Accelerator;
+use myriad_cluster::Level;
+use myriad_collective::{time as coll_time, Algorithm, GroupSpan, Op as CollOp};
+use myriad_model::Transformer;
+use myriad_scenario::Precision;
+use myriad_train::step::{attention_fwd_time, gemm_time, peak_tflops, BUFFERS_GIB, COMM_SM_SHARE};
+use serde::Serialize;
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// Queries per FlashAttention tile (FlashAttention-2/3 forward: 128-row query blocks):
+/// prefill re-reads the cached keys and values once per tile.
+pub const PREFILL_QUERY_TILE: f64 = 128.0;
+
+/// Memory-bound kernels per layer besides GEMMs and attention (norm, rotary + KV append,
+/// residual + norm, activation), each charged the accelerator's fixed per-kernel cost.
+pub const DENSE_LAYER_KERNELS: f64 = 4.0;
+/// Extra kernels of a MoE layer (router top-k, permute, un-permute).
+pub const MOE_EXTRA_KERNELS: f64 = 3.0;
+
+/// Rows per tile of the grouped expert GEMM: each expert's token count is padded up to a
+/// multiple of this (CUTLASS/DeepGEMM grouped GEMMs use 64- or 128-row tiles; 64 taken).
+pub const GROUPED_GEMM_TILE_M: f64 = 64.0;
+
+/// Bytes per element of a storage precision. NVFP4 stores 4-bit values plus one fp8 scale
+/// per 16 elements: 0.5 + 1/16 bytes.
+pub fn bytes_of(p: Precision) -> f64 {
+    match p {
+        Precision::Fp32 | Precision::Tf32 => 4.0,
+        Precision::Fp16 | Precision::Bf16 => 2.0,
+        Precision::Fp8 => 1.0,
+        Precision::Fp4 => 0.5625,
+    }
+}
+
+/// The precision a GEMM on weights stored in `p` computes in: `p` where the accelerator
+/// has tensor cores for it, else bf16 (weight-only quantisation: fp8 or fp4 weights are
+/// widened to bf16 in the kernel, as Marlin/Triton W4A16 and W8A16 kernels do).
+pub fn compute_precision(acc: &Accelerator, p: Precision) -> Precision {
+    match p {
+        Precision::Fp8 | Precision::Fp4
+            if myriad_train::step::supported_peak_tflops(acc, p).is_none() =>
+        {
+            Precision::Bf16
+        }
+        _ => p,
+    }
+}
+
+/// How one instance is cut over its accelerators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Parallel {
+    /// Tensor parallelism of attention (and of dense MLPs and shared experts).
+    pub tp: u32,
+    /// Attention data parallelism: independent attention ranks, each with its own
+    /// sequences and KV cache. Accelerators per instance = tp × attention_dp.
+    pub attention_dp: u32,
+    /// Expert parallelism of routed experts; expert TP = accelerators / ep.
+    pub ep: u32,
+}
+
+impl Parallel {
+    pub fn gpus(&self) -> u32 {
+        self.tp * self.attention_dp
+    }
+    pub fn etp(&self) -> u32 {
+        (self.gpus() / self.ep.max(1)).max(1)
+    }
+}
+
+/// Storage and compute precisions of one instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Precisions {
+    /// Attention, dense-MLP and shared-expert weights (and their GEMMs).
+    pub weights: Precision,
+    /// Routed-expert weights (and their grouped GEMMs).
+    pub experts: Precision,
+    /// KV cache.
+    pub kv: Precision,
+}
+
+/// Speculative decoding (draft or MTP): each decode step verifies `draft_tokens` extra
+/// tokens; each is accepted with probability `acceptance` given the previous ones were.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Speculative {
+    pub draft_tokens: u32,
+    pub acceptance: f64,
+}
+
+impl Speculative {
+    /// Expected tokens emitted per decode step: 1 + a + a² + … + a^n.
+    pub fn tokens_per_step(&self) -> f64 {
+        (0..=self.draft_tokens)
+            .map(|i| self.acceptance.powi(i as i32))
+            .sum()
+    }
+}
+
+/// The work of one iteration of an instance (totals over the instance).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Batch {
+    /// Sequences in the decode phase (each decodes one step).
+    pub decode_seqs: f64,
+    /// Sum over those sequences of their current context length (tokens in the KV cache).
+    pub decode_ctx: f64,
+    /// Prompt tokens computed this iteration (after prefix-cache hits).
+    pub prefill_tokens: f64,
+    /// Sum over those prompt tokens of the positions each attends to (causal pairs).
+    pub prefill_pairs: f64,
+    /// Prompts whose last chunk runs this iteration (they produce a token: LM head).
+    pub prefill_done: f64,
+    /// Prompts with a chunk in this iteration. With attention data parallelism a prompt
+    /// runs on one rank, so fewer prompts than ranks leave ranks idle.
+    pub prefill_seqs: f64,
+}
+
+/// Where an iteration's time goes (seconds); the parts add up to `total_s`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct IterTime {
+    /// GEMMs (weights), compute- or memory-bound per op.
+    pub gemm_s: f64,
+    /// Attention cores (prefill FLOPs, decode KV reads).
+    pub attention_s: f64,
+    /// Other memory-bound ops (norms, activations, residuals).
+    pub memory_s: f64,
+    /// Exposed communication (TP all-reduce, EP all-to-all).
+    pub comm_s: f64,
+    /// Per-iteration framework overhead.
+    pub overhead_s: f64,
+    pub total_s: f64,
+}
+
+/// The iteration-time model of one instance: precomputed per-accelerator constants.
+#[derive(Debug, Clone)]
+pub struct InstanceModel {
+    pub acc: Accelerator,
+    pub levels: Vec<Level>,
+    pub model: Transformer,
+    pub par: Parallel,
+    pub prec: Precisions,
+    pub overhead_s: f64,
+    pub overlap_comm: bool,
+    pub spec: Option<Speculative>,
+    /// Times each cached K/V byte is read per decode step: 1 with a GQA-aware decode
+    /// kernel (one read serves the query heads of a group); `heads / kv_heads` with a
+    /// kernel that reads K/V once per query head (`Framework::gqa_decode_kernel` false).
+    pub decode_kv_reads: f64,
+    hbm_bps: f64,
+    attn_params: f64,
+    attn_gemms: f64,
+    dense_mlp_params: f64,
+    expert_params: f64,
+    shared_params: f64,
+    heads_gpu: f64,
+    /// (d_qk, d_v) of prefill attention and of decode attention (MLA decode is absorbed:
+    /// queries attend over the latent vector).
+    dims_prefill: (f64, f64),
+    dims_decode: (f64, f64),
+    /// KV bytes of one token of one layer on one accelerator.
+    kv_token_layer: f64,
+    tp_span: Option<GroupSpan>,
+    ep_span: Option<GroupSpan>,
+    act_bytes: f64,
+}
+
+/// A group of `n` consecutive accelerators laid on the hierarchy innermost first.
+pub fn span(n: u64, levels: &[Level]) -> GroupSpan {
+    let mut spans = vec![1u64; levels.len()];
+    let mut left = n.max(1);
+    let mut inner = 1u64;
+    for (i, l) in levels.iter().enumerate() {
+        let fit = (l.size / inner).max(1);
+        let s = left.min(fit);
+        spans[i] = s;
+        left = left.div_ceil(s);
+        inner = l.size;
+        if left <= 1 {
+            break;
+        }
+    }
+    GroupSpan::new(spans)
+}
+
+impl InstanceModel {
+    /// Builds the model; errors name what does not divide or fit.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        acc: &Accelerator,
+        levels: &[Level],
+        model: &Transformer,
+        par: Parallel,
+        prec: Precisions,
+        overhead_s: f64,
+        overlap_comm: bool,
+        spec: Option<Speculative>,
+    ) -> Result<Self, String> {
+        if par.tp == 0 || par.attention_dp == 0 || par.ep == 0 {
+            return Err("tp, attention_dp and ep must be at least 1".into());
+        }
+        if !par.gpus().is_multiple_of(par.ep) {
+            return Err(format!(
+                "ep {} does not divide the instance's {} accelerators (tp {} × attention_dp {})",
+                par.ep,
+                par.gpus(),
+                par.tp,
+                par.attention_dp
+            ));
+        }
+        if !model.heads.is_multiple_of(par.tp) {
+            return Err(format!(
+                "tp {} does not divide the {} attention heads",
+                par.tp, model.heads
+            ));
+        }
+        if let Some(m) = &model.moe {
+            if par.ep > m.experts {
+                return Err(format!(
+                    "ep {} is more than the {} experts",
+                    par.ep, m.experts
+                ));
+            }
+        } else if par.ep > 1 {
+            return Err(format!("ep {} needs a mixture-of-experts model", par.ep));
+        }
+        let h = model.hidden as f64;
+        let tp = par.tp as f64;
+        let (dims_prefill, dims_decode, kv_token_layer, attn_gemms) = match &model.mla {
+            Some(m) => {
+                let r = m.kv_lora_rank as f64;
+                let rope = m.qk_rope_head_dim as f64;
+                (
+                    ((m.qk_nope_head_dim as f64 + rope), m.v_head_dim as f64),
+                    (r + rope, r),
+                    (r + rope) * bytes_of(prec.kv),
+                    if m.q_lora_rank.is_some() { 5.0 } else { 4.0 },
+                )
+            }
+            None => {
+                let d = model.head_dim() as f64;
+                let kv_gpu = (model.kv_heads as f64 / tp).ceil().max(1.0);
+                ((d, d), (d, d), 2.0 * kv_gpu * d * bytes_of(prec.kv), 2.0)
+            }
+        };
+        let (expert_params, shared_params) = match &model.moe {
+            Some(m) => {
+                let one = model.mlp_params(m.expert_ffn_hidden);
+                (one, one * m.shared_experts as f64)
+            }
+            None => (0.0, 0.0),
+        };
+        let tp_span = (par.tp > 1).then(|| span(par.tp as u64, levels));
+        let ep_span = (par.ep > 1).then(|| span(par.ep as u64, levels));
+        let _ = h;
+        Ok(Self {
+            acc: acc.clone(),
+            levels: levels.to_vec(),
+            model: model.clone(),
+            par,
+            prec,
+            overhead_s,
+            overlap_comm,
+            spec,
+            decode_kv_reads: 1.0,
+            hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
+            attn_params: model.attention_params(),
+            attn_gemms,
+            dense_mlp_params: model.mlp_params(model.dense_ffn()),
+            expert_params,
+            shared_params,
+            heads_gpu: model.heads as f64 / tp,
+            dims_prefill,
+            dims_decode,
+            kv_token_layer,
+            tp_span,
+            ep_span,
+            act_bytes: 2.0,
+        })
+    }
+
+    /// Applies a framework's decode kernel: without GQA-aware decode attention every query
+    /// head re-reads its group's K/V.
+    pub fn with_decode_kernel(mut self, gqa_aware: bool) -> Self {
+        self.decode_kv_reads = if gqa_aware || self.model.mla.is_some() {
+            1.0
+        } else {
+            (self.model.heads / self.model.kv_heads.max(1)) as f64
+        };
+        self
+    }
+
+    /// Tokens emitted per decode step per sequence (1 without speculative decoding).
+    pub fn tokens_per_step(&self) -> f64 {
+        self.spec.map(|s| s.tokens_per_step()).unwrap_or(1.0)
+    }
+
+    /// Weight bytes held by one accelerator.
+    pub fn weight_bytes_per_gpu(&self) -> f64 {
+        let m = &self.model;
+        let tp = self.par.tp as f64;
+        let bw = bytes_of(self.prec.weights);
+        let be = bytes_of(self.prec.experts);
+        let layers = m.layers as f64;
+        let moe_layers = m.moe_layers() as f64;
+        let dense_layers = layers - moe_layers;
+        let embed = m.vocab as f64 * m.hidden as f64 * 2.0 / tp;
+        let mut w = layers * self.attn_params / tp * bw
+            + dense_layers * self.dense_mlp_params / tp * bw
+            + embed * if m.tied_embeddings { 1.0 } else { 2.0 };
+        if let Some(moe) = &m.moe {
+            w += moe_layers
+                * ((moe.experts as f64 / self.par.ep as f64).ceil() * self.expert_params
+                    / self.par.etp() as f64
+                    * be
+                    + self.shared_params / tp * bw
+                    + m.hidden as f64 * moe.experts as f64 * 2.0);
+        }
+        w
+    }
+
+    /// KV-cache bytes of one token (all layers) on one accelerator of its attention rank.
+    pub fn kv_bytes_per_token_per_gpu(&self) -> f64 {
+        self.kv_token_layer * self.model.layers as f64
+    }
+
+    /// KV-cache bytes of one token over all layers as moved between instances (one copy).
+    pub fn kv_bytes_per_token(&self) -> f64 {
+        match &self.model.mla {
+            Some(_) => self.kv_bytes_per_token_per_gpu(),
+            None => {
+                self.kv_bytes_per_token_per_gpu() * self.par.tp as f64
+                    / ((self.par.tp as f64 / self.model.kv_heads as f64).max(1.0))
+            }
+        }
+    }
+
+    /// Tokens the instance's KV cache holds when `fraction` of the memory left after
+    /// weights and runtime buffers goes to it.
+    pub fn kv_capacity_tokens(&self, fraction: f64) -> f64 {
+        let free = self.acc.hbm_gib * GIB - self.weight_bytes_per_gpu() - BUFFERS_GIB * GIB;
+        (free.max(0.0) * fraction / self.kv_bytes_per_token_per_gpu()).floor()
+            * self.par.attention_dp as f64
+    }
+
+    fn weight_gemm(&self, p: Precision, tokens: f64, params: f64, kernels: f64) -> f64 {
+        if tokens <= 0.0 || params <= 0.0 {
+            return 0.0;
+        }
+        let k = self.model.hidden as f64;
+        let n = params / k;
+        let compute = gemm_time(
+            &self.acc,
+            compute_precision(&self.acc, p),
+            tokens,
+            n,
+            k,
+            1.0,
+        );
+        let ov = self.acc.efficiency.gemm_overhead_us * 1e-6;
+        let memory = params * bytes_of(p) / self.hbm_bps + ov;
+        compute.max(memory) + (kernels - 1.0).max(0.0) * ov
+    }
+
+    fn coll(&self, op: CollOp, bytes: f64, g: &Option<GroupSpan>) -> f64 {
+        match g {
+            Some(g) if bytes > 0.0 => coll_time(op, Algorithm::Auto, bytes, g, &self.levels)
+                .map(|c| c.time_s)
+                .unwrap_or(f64::INFINITY),
+            _ => 0.0,
+        }
+    }
+
+    /// Expected number of distinct experts (of `experts`) that `tokens` top-`k` routings hit.
+    pub fn distinct_experts(experts: f64, top_k: f64, tokens: f64) -> f64 {
+        if tokens <= 0.0 {
+            return 0.0;
+        }
+        experts * (1.0 - (1.0 - top_k / experts).powf(tokens))
+    }
+
+    /// Time of one iteration over `b`.
+    ///
+    /// With `overlap_comm` the batch runs as two micro-batches that alternate, layer by
+    /// layer, between compute and communication (SGLang/DeepSeek two-batch overlap): each
+    /// half streams the weights again, and the step takes `2 · max(compute, comm)` of one
+    /// half.
+    pub fn iteration(&self, b: &Batch) -> IterTime {
+        let tokens = b.decode_seqs + b.prefill_tokens;
+        if !self.overlap_comm || tokens < 2.0 {
+            return self.iteration_sequential(b);
+        }
+        let half = Batch {
+            decode_seqs: b.decode_seqs / 2.0,
+            decode_ctx: b.decode_ctx / 2.0,
+            prefill_tokens: b.prefill_tokens / 2.0,
+            prefill_pairs: b.prefill_pairs / 2.0,
+            prefill_done: b.prefill_done / 2.0,
+            prefill_seqs: (b.prefill_seqs / 2.0).max(b.prefill_seqs.min(1.0)),
+        };
+        let h = self.iteration_sequential(&half);
+        let compute = h.gemm_s + h.attention_s + h.memory_s;
+        // Hidden communication still takes SMs and HBM bandwidth from the compute it hides
+        // under (the training step model's `COMM_SM_SHARE`).
+        let slowed = compute + COMM_SM_SHARE * compute.min(h.comm_s);
+        let step = slowed.max(h.comm_s);
+        IterTime {
+            gemm_s: 2.0 * h.gemm_s,
+            attention_s: 2.0 * h.attention_s,
+            memory_s: 2.0 * h.memory_s,
+            comm_s: 2.0 * (step - compute),
+            overhead_s: h.overhead_s,
+            total_s: 2.0 * step + h.overhead_s,
+        }
+    }
+
+    /// One iteration with every collective exposed.
+    fn iteration_sequential(&self, b: &Batch) -> IterTime {
+        let m = &self.model;
+        let acc = &self.acc;
+        let tp = self.par.tp as f64;
+        let dp = self.par.attention_dp as f64;
+        let gpus = self.par.gpus() as f64;
+        let h = m.hidden as f64;
+        let tps = self.tokens_per_step();
+        let draft = self.spec.map(|s| s.draft_tokens as f64).unwrap_or(0.0);
+        let dec_tokens = b.decode_seqs * (1.0 + draft);
+        let tokens = dec_tokens + b.prefill_tokens;
+        let _ = tps;
+        if tokens <= 0.0 {
+            return IterTime::default();
+        }
+        // Tokens on the busiest attention rank: decode sequences spread evenly; prompts
+        // are whole units, so fewer prompts than ranks cannot use every rank.
+        let prefill_ranks = if b.prefill_seqs > 0.0 {
+            b.prefill_seqs.min(dp).max(1.0)
+        } else {
+            dp
+        };
+        let t_r = dec_tokens / dp + b.prefill_tokens / prefill_ranks;
+        let pdp = prefill_ranks;
+        let ov = acc.efficiency.gemm_overhead_us * 1e-6;
+        let bf16_peak = peak_tflops(acc, Precision::Bf16) * 1e12;
+
+        // --- attention block (every layer)
+        let attn_gemm = self.weight_gemm(
+            self.prec.weights,
+            t_r,
+            self.attn_params / tp,
+            self.attn_gemms,
+        );
+        let mut attn_core = 0.0;
+        if b.decode_seqs > 0.0 {
+            let (dq, dv) = self.dims_decode;
+            let flops = 2.0 * self.heads_gpu * (dq + dv) * b.decode_ctx / dp * (1.0 + draft);
+            let bytes = b.decode_ctx / dp * self.kv_token_layer * self.decode_kv_reads;
+            let compute = flops / (bf16_peak * acc.efficiency.attention_fwd);
+            attn_core += compute.max(bytes / self.hbm_bps) + ov;
+        }
+        if b.prefill_tokens > 0.0 {
+            let (dq, dv) = self.dims_prefill;
+            let flops = 2.0 * self.heads_gpu * (dq + dv) * b.prefill_pairs / pdp;
+            let seq = (2.0 * b.prefill_pairs / b.prefill_tokens).max(1.0);
+            // Fused attention reads the cached context once per tile of
+            // `PREFILL_QUERY_TILE` queries.
+            attn_core += attention_fwd_time(acc, flops, seq, dq + dv).max(
+                b.prefill_pairs / PREFILL_QUERY_TILE / pdp * self.kv_token_layer / self.hbm_bps,
+            );
+        }
+        // Norms, rotary, residuals: about 10 reads/writes of the hidden state per token.
+        let norm_mem = 10.0 * t_r * h * self.act_bytes / self.hbm_bps;
+        let tp_ar = self.coll(CollOp::AllReduce, t_r * h * self.act_bytes, &self.tp_span);
+
+        // --- dense MLP layer
+        let dense_gemm = self.weight_gemm(self.prec.weights, t_r, self.dense_mlp_params / tp, 2.0);
+        let g = if m.gated_mlp { 3.0 } else { 2.0 };
+        let dense_act = g * t_r * m.dense_ffn() as f64 / tp * self.act_bytes / self.hbm_bps;
+
+        // --- MoE layer
+        let (moe_t, moe_comm) = match &m.moe {
+            Some(moe) => {
+                let e = moe.experts as f64;
+                let k = moe.top_k as f64;
+                let ep = self.par.ep as f64;
+                let etp = self.par.etp() as f64;
+                let assign = tokens * k / ep;
+                let distinct = Self::distinct_experts(e, k, tokens) / ep;
+                let shard = self.expert_params / etp;
+                // Tokens per activated local expert, padded to whole tiles.
+                let per_expert = assign / distinct.max(1.0);
+                let padded = (per_expert / GROUPED_GEMM_TILE_M).ceil() * GROUPED_GEMM_TILE_M;
+                let compute = gemm_time(
+                    acc,
+                    compute_precision(acc, self.prec.experts),
+                    padded,
+                    shard / h,
+                    h,
+                    distinct.max(1.0),
+                );
+                let memory = distinct * shard * bytes_of(self.prec.experts) / self.hbm_bps + ov;
+                let routed = compute.max(memory) + ov;
+                let shared = self.weight_gemm(self.prec.weights, t_r, self.shared_params / tp, 2.0);
+                let router = self.weight_gemm(Precision::Bf16, t_r, h * e, 1.0);
+                let act = (g * assign * moe.expert_ffn_hidden as f64 / etp
+                    + 4.0 * tokens * k / gpus * h)
+                    * self.act_bytes
+                    / self.hbm_bps;
+                let comm = if self.par.ep > 1 {
+                    let per_gpu = tokens / gpus * k * h;
+                    self.coll(CollOp::AllToAll, per_gpu * 1.0, &self.ep_span)
+                        + self.coll(CollOp::AllToAll, per_gpu * 2.0, &self.ep_span)
+                } else {
+                    0.0
+                };
+                (routed + shared + router + act, comm)
+            }
+            None => (0.0, 0.0),
+        };
+
+        let layers = m.layers as f64;
+        let moe_layers = m.moe_layers() as f64;
+        let dense_layers = layers - moe_layers;
+        let attention_s = layers * attn_core;
+        let mut gemm_s = layers * attn_gemm + dense_layers * dense_gemm + moe_layers * moe_t;
+        // Memory-bound kernels pay the same fixed launch-and-tail cost as a GEMM: per layer
+        // the norms, rotary + KV append, residual and activation; MoE layers add the router
+        // top-k, token permute and un-permute.
+        let kernels = layers * DENSE_LAYER_KERNELS + moe_layers * MOE_EXTRA_KERNELS;
+        let memory_s = layers * norm_mem + dense_layers * dense_act + kernels * ov;
+        // TP all-reduce after attention on every layer, after the MLP on dense layers and on
+        // MoE layers without EP (TP-sharded experts reduce like a dense MLP).
+        let mlp_ar_layers = if self.par.ep > 1 {
+            dense_layers
+        } else {
+            layers
+        };
+        let comm = (layers + mlp_ar_layers) * tp_ar + moe_layers * moe_comm;
+
+        // LM head over the tokens that sample (bf16 weights, vocab sharded over TP).
+        let logits = (dec_tokens + b.prefill_done) / dp;
+        gemm_s += self.weight_gemm(Precision::Bf16, logits, m.vocab as f64 * h / tp, 1.0);
+
+        // Speculative decoding: the draft (MTP) module runs one layer per draft token.
+        if draft > 0.0 && b.decode_seqs > 0.0 {
+            let per_layer = (attn_gemm + attn_core + norm_mem)
+                + if moe_layers > 0.0 { moe_t } else { dense_gemm };
+            gemm_s += draft * per_layer;
+        }
+
+        let compute = gemm_s + attention_s + memory_s;
+        let overhead_s = self.overhead_s;
+        IterTime {
+            gemm_s,
+            attention_s,
+            memory_s,
+            comm_s: comm,
+            overhead_s,
+            total_s: compute + comm + overhead_s,
+        }
+    }
+}

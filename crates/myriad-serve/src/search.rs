@@ -1,0 +1,249 @@
+//! Deployment search: which roles, parallelism and batch limits give the most goodput per
+//! accelerator under the SLOs.
+//!
+//! Each candidate is one deployment unit (one aggregated instance, or one set of prefill
+//! and decode instances). For each, the highest Poisson rate at which at least
+//! `ATTAINMENT` of requests meet both SLOs is found by bisection (short seeded
+//! simulations), and goodput per accelerator = that rate × mean output tokens /
+//! accelerators of the unit. Candidates are evaluated in parallel (rayon); the result is
+//! deterministic (sorted by goodput, then by description).
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::model::{InstanceModel, Parallel};
+use crate::sim::{simulate, Arrivals, Deployment, RoleSpec, Slo, Workload};
+
+/// Share of requests that must meet the SLOs.
+pub const ATTAINMENT: f64 = 0.9;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Candidate {
+    pub description: String,
+    pub accelerators: u64,
+    pub max_rate: f64,
+    pub goodput_tokens_per_s_per_accelerator: f64,
+    pub ttft_p90_s: f64,
+    pub tpot_p90_s: f64,
+}
+
+fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Option<RoleSpec> {
+    let m = &base.model;
+    let im = InstanceModel::new(
+        &m.acc,
+        &m.levels,
+        &m.model,
+        par,
+        m.prec,
+        m.overhead_s,
+        m.overlap_comm,
+        m.spec,
+    )
+    .ok()?;
+    let mut im = im;
+    im.decode_kv_reads = m.decode_kv_reads;
+    let kv = im.kv_capacity_tokens(kv_fraction);
+    (kv >= 1.0).then_some(RoleSpec {
+        model: im,
+        instances: 1,
+        max_batch,
+        max_tokens: base.max_tokens,
+        chunked_prefill: base.chunked_prefill,
+        kv_tokens: kv,
+    })
+}
+
+fn describe(r: &RoleSpec) -> String {
+    let p = r.model.par;
+    format!(
+        "{}×(TP{} DP{} EP{}) mb{}",
+        r.instances, p.tp, p.attention_dp, p.ep, r.max_batch
+    )
+}
+
+fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String) -> Candidate {
+    let n = w.requests.min(1000);
+    let run = |rate: f64| {
+        let ww = Workload {
+            arrivals: Arrivals::Poisson(rate),
+            requests: n,
+            ..w.clone()
+        };
+        simulate(d, &ww, slo)
+    };
+    // Rate upper bound: offline throughput in requests/s.
+    let off = simulate(
+        d,
+        &Workload {
+            arrivals: Arrivals::Offline,
+            requests: n,
+            ..w.clone()
+        },
+        slo,
+    );
+    let mut hi = off.completed as f64 / off.duration_s;
+    let mut lo = 0.0;
+    let mut best = None;
+    for _ in 0..8 {
+        let mid = if best.is_none() && lo == 0.0 {
+            hi
+        } else {
+            (lo + hi) / 2.0
+        };
+        let r = run(mid.max(1e-6));
+        if r.slo_attainment >= ATTAINMENT && r.rejected == 0 {
+            lo = mid;
+            best = Some(r);
+            if mid >= hi {
+                break;
+            }
+        } else {
+            hi = mid;
+        }
+    }
+    let accs = d.accelerators();
+    let mean_out = w.output.mean();
+    match best {
+        Some(r) => Candidate {
+            description: desc,
+            accelerators: accs,
+            max_rate: lo,
+            goodput_tokens_per_s_per_accelerator: lo * mean_out * r.slo_attainment / accs as f64,
+            ttft_p90_s: r.ttft.p90,
+            tpot_p90_s: r.tpot.p90,
+        },
+        None => Candidate {
+            description: desc,
+            accelerators: accs,
+            max_rate: 0.0,
+            goodput_tokens_per_s_per_accelerator: 0.0,
+            ttft_p90_s: f64::NAN,
+            tpot_p90_s: f64::NAN,
+        },
+    }
+}
+
+/// Searches deployments around `base` (its model, precisions and framework settings) on
+/// a cluster of `accelerators` with scale-up domains of `domain`: instance sizes are powers
+/// of two up to the cluster (and the base deployment's own sizes), TP within the domain,
+/// attention-DP for the rest, EP 1 or the whole instance for MoE models, and per-rank batch
+/// limits of 32-2048. Aggregated candidates are evaluated first; disaggregated ones pair the
+/// six best aggregated shapes as prefill and decode roles (1:1, 1:2 and 2:1 instances).
+/// Returns candidates, best first.
+pub fn search(
+    base: &Deployment,
+    w: &Workload,
+    slo: &Slo,
+    domain: u32,
+    accelerators: u64,
+    kv_fraction: f64,
+) -> Vec<Candidate> {
+    let role = match base {
+        Deployment::Aggregated(r) => r,
+        Deployment::Disaggregated { decode, .. } => decode,
+    };
+    let moe = role.model.model.moe.is_some();
+    let limit = accelerators.clamp(1, 1024) as u32;
+    let mut sizes: Vec<u32> = (0..11).map(|i| 1u32 << i).filter(|&g| g <= limit).collect();
+    match base {
+        Deployment::Aggregated(r) => sizes.push(r.model.par.gpus()),
+        Deployment::Disaggregated {
+            prefill, decode, ..
+        } => {
+            sizes.push(prefill.model.par.gpus());
+            sizes.push(decode.model.par.gpus());
+        }
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    let tps: Vec<u32> = (0..11)
+        .map(|i| 1u32 << i)
+        .filter(|&t| t <= domain.max(1))
+        .collect();
+    let batches = [32u32, 128, 512, 2048];
+    let mut roles: Vec<RoleSpec> = Vec::new();
+    for &g in &sizes {
+        for &tp in tps.iter().filter(|&&t| t <= g && g % t == 0) {
+            let dp = g / tp;
+            let eps: Vec<u32> = if moe { vec![1, g] } else { vec![1] };
+            for ep in eps {
+                for &mb in &batches {
+                    let par = Parallel {
+                        tp,
+                        attention_dp: dp,
+                        ep,
+                    };
+                    if let Some(r) = with(role, par, mb * dp, kv_fraction) {
+                        roles.push(r);
+                    }
+                }
+            }
+        }
+    }
+    let (kv_bps, kv_lat) = match base {
+        Deployment::Disaggregated {
+            kv_bps,
+            kv_latency_s,
+            ..
+        } => (*kv_bps, *kv_latency_s),
+        _ => {
+            let l = role.model.levels.get(1).unwrap_or(&role.model.levels[0]);
+            (
+                l.gbps_per_accelerator * l.efficiency * 1e9,
+                l.latency_us * 1e-6,
+            )
+        }
+    };
+    let mut out: Vec<Candidate> = roles
+        .par_iter()
+        .map(|r| {
+            evaluate(
+                &Deployment::Aggregated(r.clone()),
+                w,
+                slo,
+                format!("aggregated {}", describe(r)),
+            )
+        })
+        .collect();
+    // The six best aggregated shapes (by goodput) become prefill and decode roles.
+    let mut order: Vec<usize> = (0..roles.len()).collect();
+    order.sort_by(|&a, &b| {
+        out[b]
+            .goodput_tokens_per_s_per_accelerator
+            .total_cmp(&out[a].goodput_tokens_per_s_per_accelerator)
+            .then(a.cmp(&b))
+    });
+    let best: Vec<&RoleSpec> = order.iter().take(6).map(|&i| &roles[i]).collect();
+    let mut cands: Vec<(Deployment, String)> = Vec::new();
+    for p in &best {
+        for d in &best {
+            for (np, nd) in [(1, 1), (1, 2), (2, 1)] {
+                let mut pr = (*p).clone();
+                pr.instances = np;
+                let mut de = (*d).clone();
+                de.instances = nd;
+                let desc = format!("disaggregated P {} / D {}", describe(&pr), describe(&de));
+                cands.push((
+                    Deployment::Disaggregated {
+                        prefill: pr,
+                        decode: Box::new(de),
+                        kv_bps,
+                        kv_latency_s: kv_lat,
+                    },
+                    desc,
+                ));
+            }
+        }
+    }
+    let disagg: Vec<Candidate> = cands
+        .par_iter()
+        .map(|(d, desc)| evaluate(d, w, slo, desc.clone()))
+        .collect();
+    out.extend(disagg);
+    out.sort_by(|a, b| {
+        b.goodput_tokens_per_s_per_accelerator
+            .total_cmp(&a.goodput_tokens_per_s_per_accelerator)
+            .then(a.description.cmp(&b.description))
+    });
+    out
+}

@@ -1,0 +1,789 @@
+//! The request-level discrete-event simulation.
+//!
+//! Events are iteration ends of instances, request arrivals and KV-cache arrivals at decode
+//! instances. Each iteration's time comes from `InstanceModel::iteration` over aggregates
+//! the instance keeps incrementally (decode sequences, the sum of their contexts), so one
+//! iteration costs O(1) plus O(log n) per request that finishes and O(chunks) for prefill:
+//! no per-token or per-sequence loop.
+//!
+//! Policy (Orca continuous batching, Sarathi-Serve chunked prefill, DistServe/Splitwise
+//! disaggregation): FCFS admission while the KV cache can hold the request's prompt and
+//! output (reserved at admission, so no preemption; requests wait while it is full) and
+//! the running sequences stay under `max_batch`; every iteration decodes all running
+//! sequences and fills the rest of the token budget with prompt chunks (whole prompts when
+//! chunking is off). Disaggregated: prefill instances only prefill; the KV cache then moves
+//! to the least-loaded decode instance over the scale-out network.
+//!
+//! Invariants: deterministic for a seed; time never goes backwards; every admitted request
+//! completes (a request larger than a whole KV cache is rejected and counted).
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::model::{Batch, InstanceModel};
+
+/// A length distribution (tokens), clipped to `[min, max]` where given.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum LengthDist {
+    Fixed(u32),
+    Uniform {
+        min: u32,
+        max: u32,
+    },
+    Normal {
+        mean: f64,
+        std: f64,
+        min: u32,
+        max: u32,
+    },
+    LogNormal {
+        mean: f64,
+        std: f64,
+        min: u32,
+        max: u32,
+    },
+}
+
+impl LengthDist {
+    pub fn mean(&self) -> f64 {
+        match *self {
+            LengthDist::Fixed(n) => n as f64,
+            LengthDist::Uniform { min, max } => (min as f64 + max as f64) / 2.0,
+            LengthDist::Normal { mean, .. } | LengthDist::LogNormal { mean, .. } => mean,
+        }
+    }
+
+    fn sample(&self, rng: &mut ChaCha8Rng) -> u32 {
+        let clip = |x: f64, lo: u32, hi: u32| x.round().clamp(lo.max(1) as f64, hi as f64) as u32;
+        match *self {
+            LengthDist::Fixed(n) => n.max(1),
+            LengthDist::Uniform { min, max } => {
+                let span = (max - min + 1) as u64;
+                min.max(1) + (rng.next_u64() % span) as u32
+            }
+            LengthDist::Normal {
+                mean,
+                std,
+                min,
+                max,
+            } => clip(mean + std * normal(rng), min, max),
+            LengthDist::LogNormal {
+                mean,
+                std,
+                min,
+                max,
+            } => {
+                // Parameters of the underlying normal from the lognormal's mean and std.
+                let s2 = (1.0 + (std / mean).powi(2)).ln();
+                let mu = mean.ln() - s2 / 2.0;
+                clip((mu + s2.sqrt() * normal(rng)).exp(), min, max)
+            }
+        }
+    }
+}
+
+fn uniform(rng: &mut ChaCha8Rng) -> f64 {
+    ((rng.next_u64() >> 11) + 1) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+fn normal(rng: &mut ChaCha8Rng) -> f64 {
+    let (u1, u2) = (uniform(rng), uniform(rng));
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+/// How requests arrive.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum Arrivals {
+    /// Poisson process, requests per second.
+    Poisson(f64),
+    /// All at time 0 (offline throughput).
+    Offline,
+    /// Given arrival times (s) with input and output lengths.
+    Trace(Vec<(f64, u32, u32)>),
+}
+
+/// The request mix.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Workload {
+    pub arrivals: Arrivals,
+    pub input: LengthDist,
+    pub output: LengthDist,
+    pub requests: u64,
+    /// Fraction of prompt tokens served from the prefix cache (not computed).
+    pub prefix_hit: f64,
+    pub seed: u64,
+}
+
+/// One role's configuration (an aggregated instance is one role that does both).
+#[derive(Debug, Clone)]
+pub struct RoleSpec {
+    pub model: InstanceModel,
+    pub instances: u32,
+    pub max_batch: u32,
+    pub max_tokens: u32,
+    pub chunked_prefill: bool,
+    /// KV-cache capacity per instance, tokens.
+    pub kv_tokens: f64,
+}
+
+/// Aggregated or prefill/decode disaggregated.
+#[derive(Debug, Clone)]
+pub enum Deployment {
+    Aggregated(RoleSpec),
+    Disaggregated {
+        prefill: RoleSpec,
+        decode: Box<RoleSpec>,
+        /// Per-accelerator bandwidth of the KV transfer, bytes/s, and its latency, s.
+        kv_bps: f64,
+        kv_latency_s: f64,
+    },
+}
+
+impl Deployment {
+    pub fn accelerators(&self) -> u64 {
+        let n = |r: &RoleSpec| r.instances as u64 * r.model.par.gpus() as u64;
+        match self {
+            Deployment::Aggregated(r) => n(r),
+            Deployment::Disaggregated {
+                prefill, decode, ..
+            } => n(prefill) + n(decode),
+        }
+    }
+}
+
+/// Latency targets.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Slo {
+    pub ttft_s: Option<f64>,
+    pub tpot_s: Option<f64>,
+}
+
+/// Percentiles of one latency, seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+}
+
+fn percentiles(v: &mut [f64]) -> Percentiles {
+    if v.is_empty() {
+        return Percentiles::default();
+    }
+    v.sort_unstable_by(f64::total_cmp);
+    let at = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize];
+    Percentiles {
+        mean: v.iter().sum::<f64>() / v.len() as f64,
+        p50: at(0.5),
+        p90: at(0.9),
+        p99: at(0.99),
+    }
+}
+
+/// What a simulation measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SimReport {
+    pub requests: u64,
+    pub completed: u64,
+    pub rejected: u64,
+    pub accelerators: u64,
+    /// First arrival to last completion, s.
+    pub duration_s: f64,
+    pub input_tokens_per_s: f64,
+    pub output_tokens_per_s: f64,
+    pub input_tokens_per_s_per_accelerator: f64,
+    pub output_tokens_per_s_per_accelerator: f64,
+    /// Output tokens/s per accelerator between the 10% and 90% completion marks (the
+    /// steady state of an offline run, without ramp-up and tail).
+    pub steady_output_tokens_per_s_per_accelerator: f64,
+    /// Prompt tokens/s per prefill accelerator and output tokens/s per decode accelerator
+    /// (disaggregated; the aggregated figures otherwise).
+    pub prefill_tokens_per_s_per_prefill_accelerator: f64,
+    pub decode_tokens_per_s_per_decode_accelerator: f64,
+    pub ttft: Percentiles,
+    pub tpot: Percentiles,
+    pub latency: Percentiles,
+    /// Requests/s that met both SLOs, and their output tokens/s.
+    pub goodput_requests_per_s: f64,
+    pub goodput_output_tokens_per_s: f64,
+    pub slo_attainment: f64,
+    /// KV-cache use, time-averaged and peak, as a fraction of capacity (all instances).
+    pub kv_use_mean: f64,
+    pub kv_use_peak: f64,
+    /// Time-averaged requests in the system (queued or running), and measured arrival rate.
+    pub mean_in_system: f64,
+    pub arrival_rate: f64,
+    pub mean_latency_s: f64,
+    pub iterations: u64,
+    pub mean_decode_batch: f64,
+}
+
+#[derive(Clone, Copy)]
+struct Req {
+    arrival: f64,
+    input: u32,
+    output: u32,
+    first: f64,
+    done: f64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    IterEnd,
+    KvArrive,
+    Arrival,
+}
+
+#[derive(Clone, Copy)]
+struct Ev {
+    t: f64,
+    seq: u64,
+    kind: Kind,
+    a: u32,
+    b: u32,
+}
+impl PartialEq for Ev {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Ev {}
+impl PartialOrd for Ev {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Ev {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.t.total_cmp(&o.t).then(self.seq.cmp(&o.seq))
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Both,
+    Prefill,
+    Decode,
+}
+
+struct Inst {
+    role: Role,
+    spec: usize,
+    waiting: VecDeque<u32>,
+    /// Admitted, prompt tokens done so far.
+    prefill: VecDeque<(u32, u32)>,
+    running: u32,
+    ctx: f64,
+    steps: u64,
+    finish: BinaryHeap<Reverse<(u64, u32)>>,
+    kv_used: f64,
+    busy: bool,
+    /// Prompts completed by the iteration in flight (at the queue front).
+    done_front: usize,
+    decoding: f64,
+}
+
+impl Inst {
+    fn load(&self) -> usize {
+        self.waiting.len() + self.prefill.len() + self.running as usize
+    }
+}
+
+struct Sim<'a> {
+    specs: Vec<&'a RoleSpec>,
+    insts: Vec<Inst>,
+    reqs: Vec<Req>,
+    ev: BinaryHeap<Reverse<Ev>>,
+    seq: u64,
+    prefix_hit: f64,
+    kv_bps: f64,
+    kv_latency: f64,
+    // statistics
+    in_system: f64,
+    area: f64,
+    last_t: f64,
+    kv_area: f64,
+    kv_peak: f64,
+    kv_total_cap: f64,
+    kv_total_used: f64,
+    completed: u64,
+    rejected: u64,
+    out_tokens: f64,
+    in_tokens: f64,
+    prefill_tokens: f64,
+    marks: [(u64, f64, f64); 2],
+    mark_at: [u64; 2],
+    iterations: u64,
+    decode_batch_sum: f64,
+    decode_iters: u64,
+}
+
+impl Sim<'_> {
+    fn push(&mut self, t: f64, kind: Kind, a: u32, b: u32) {
+        self.seq += 1;
+        self.ev.push(Reverse(Ev {
+            t,
+            seq: self.seq,
+            kind,
+            a,
+            b,
+        }));
+    }
+
+    fn advance(&mut self, t: f64) {
+        let dt = t - self.last_t;
+        if dt > 0.0 {
+            self.area += self.in_system * dt;
+            if self.kv_total_cap > 0.0 {
+                self.kv_area += self.kv_total_used / self.kv_total_cap * dt;
+            }
+            self.last_t = t;
+        }
+    }
+
+    fn kv_change(&mut self, i: usize, d: f64) {
+        self.insts[i].kv_used += d;
+        self.kv_total_used += d;
+        if self.kv_total_cap > 0.0 {
+            self.kv_peak = self.kv_peak.max(self.kv_total_used / self.kv_total_cap);
+        }
+    }
+
+    fn pick(&self, role: Role) -> usize {
+        let mut best = usize::MAX;
+        let mut load = usize::MAX;
+        for (i, x) in self.insts.iter().enumerate() {
+            if x.role == role && x.load() < load {
+                load = x.load();
+                best = i;
+            }
+        }
+        best
+    }
+
+    fn complete(&mut self, r: u32, t: f64) {
+        self.reqs[r as usize].done = t;
+        self.in_system -= 1.0;
+        self.completed += 1;
+        for k in 0..2 {
+            if self.completed == self.mark_at[k] {
+                self.marks[k] = (self.completed, t, self.out_tokens);
+            }
+        }
+    }
+
+    fn cached(&self, input: u32) -> u32 {
+        ((input as f64 * self.prefix_hit).floor() as u32).min(input.saturating_sub(1))
+    }
+
+    /// Starts an iteration on instance `i` at `t` if it has work.
+    fn start(&mut self, i: usize, t: f64) {
+        let spec = self.specs[self.insts[i].spec];
+        let tps = spec.model.tokens_per_step();
+        let draft = spec.model.spec.map(|s| s.draft_tokens).unwrap_or(0) as f64;
+        let cap = spec.kv_tokens;
+        let role = self.insts[i].role;
+        // Admission.
+        loop {
+            let inst = &self.insts[i];
+            let Some(&r) = inst.waiting.front() else {
+                break;
+            };
+            let q = self.reqs[r as usize];
+            let need = match role {
+                Role::Prefill => q.input as f64,
+                _ => (q.input + q.output) as f64,
+            };
+            let active = inst.running as usize + inst.prefill.len();
+            if need > cap {
+                self.insts[i].waiting.pop_front();
+                self.rejected += 1;
+                self.in_system -= 1.0;
+                continue;
+            }
+            if inst.kv_used + need > cap || active >= spec.max_batch as usize {
+                break;
+            }
+            self.insts[i].waiting.pop_front();
+            self.kv_change(i, need);
+            let inst = &mut self.insts[i];
+            if role == Role::Decode {
+                inst.running += 1;
+                inst.ctx += (q.input + 1) as f64;
+                let steps = ((q.output - 1) as f64 / tps).ceil() as u64;
+                inst.finish.push(Reverse((inst.steps + steps.max(1), r)));
+            } else {
+                let c = self.cached(q.input);
+                self.insts[i].prefill.push_back((r, c));
+            }
+        }
+        let inst = &mut self.insts[i];
+        let dec = if role == Role::Prefill {
+            0.0
+        } else {
+            inst.running as f64
+        };
+        let mut budget = (spec.max_tokens as f64 - dec * (1.0 + draft)).max(0.0);
+        let per_rank_budget =
+            (spec.max_tokens as f64 / spec.model.par.attention_dp as f64).max(1.0);
+        let mut b = Batch {
+            decode_seqs: dec,
+            decode_ctx: if dec > 0.0 { inst.ctx } else { 0.0 },
+            ..Batch::default()
+        };
+        let mut done_front = 0usize;
+        let mut all_done = true;
+        for k in 0..inst.prefill.len() {
+            if budget <= 0.0 {
+                break;
+            }
+            let (r, done) = inst.prefill[k];
+            let total = self.reqs[r as usize].input;
+            let rem = (total - done) as f64;
+            let take = if spec.chunked_prefill {
+                // With attention data parallelism each rank schedules its own share of the
+                // budget: one prompt gets at most one rank's share per iteration.
+                rem.min(budget).min(per_rank_budget)
+            } else if rem <= budget || b.prefill_tokens == 0.0 {
+                rem
+            } else {
+                break;
+            };
+            b.prefill_tokens += take;
+            b.prefill_seqs += 1.0;
+            b.prefill_pairs += take * done as f64 + take * (take + 1.0) / 2.0;
+            budget -= take;
+            inst.prefill[k].1 = done + take as u32;
+            if take >= rem && all_done {
+                done_front += 1;
+                b.prefill_done += 1.0;
+            } else {
+                all_done = false;
+            }
+        }
+        if b.decode_seqs == 0.0 && b.prefill_tokens == 0.0 {
+            inst.busy = false;
+            return;
+        }
+        inst.busy = true;
+        inst.done_front = done_front;
+        inst.decoding = dec;
+        self.prefill_tokens += b.prefill_tokens;
+        self.iterations += 1;
+        if dec > 0.0 {
+            self.decode_batch_sum += dec;
+            self.decode_iters += 1;
+        }
+        let dt = spec.model.iteration(&b).total_s;
+        self.push(t + dt.max(1e-9), Kind::IterEnd, i as u32, 0);
+    }
+
+    fn iter_end(&mut self, i: usize, t: f64) {
+        let spec = self.specs[self.insts[i].spec];
+        let tps = spec.model.tokens_per_step();
+        let role = self.insts[i].role;
+        let dec = self.insts[i].decoding;
+        if dec > 0.0 {
+            let inst = &mut self.insts[i];
+            inst.steps += 1;
+            inst.ctx += dec * tps;
+            self.out_tokens += dec * tps;
+            loop {
+                let inst = &mut self.insts[i];
+                match inst.finish.peek() {
+                    Some(Reverse((s, r))) if *s <= inst.steps => {
+                        let r = *r;
+                        inst.finish.pop();
+                        inst.running -= 1;
+                        let q = self.reqs[r as usize];
+                        let ctx = (q.input + q.output) as f64;
+                        inst.ctx -= ctx;
+                        // Tokens emitted beyond the request's output (speculative rounding).
+                        self.kv_change(i, -ctx);
+                        self.complete(r, t);
+                    }
+                    _ => break,
+                }
+            }
+            if self.insts[i].running == 0 {
+                self.insts[i].ctx = 0.0;
+            }
+        }
+        let n = self.insts[i].done_front;
+        self.insts[i].done_front = 0;
+        for _ in 0..n {
+            let (r, _) = self.insts[i].prefill.pop_front().expect("prefill front");
+            let q = self.reqs[r as usize];
+            self.in_tokens += q.input as f64;
+            self.out_tokens += 1.0;
+            match role {
+                Role::Prefill => {
+                    self.kv_change(i, -(q.input as f64));
+                    if q.output <= 1 {
+                        self.reqs[r as usize].first = t;
+                        self.complete(r, t);
+                    } else {
+                        let bytes = q.input as f64 * spec.model.kv_bytes_per_token();
+                        let gpus = spec.model.par.gpus() as f64;
+                        let arrive = t + self.kv_latency + bytes / (self.kv_bps * gpus);
+                        self.reqs[r as usize].first = arrive;
+                        let d = self.pick(Role::Decode);
+                        self.push(arrive, Kind::KvArrive, r, d as u32);
+                    }
+                }
+                _ => {
+                    self.reqs[r as usize].first = t;
+                    if q.output <= 1 {
+                        self.kv_change(i, -((q.input + q.output) as f64));
+                        self.complete(r, t);
+                    } else {
+                        let inst = &mut self.insts[i];
+                        inst.running += 1;
+                        inst.ctx += (q.input + 1) as f64;
+                        let steps = ((q.output - 1) as f64 / tps).ceil() as u64;
+                        inst.finish.push(Reverse((inst.steps + steps.max(1), r)));
+                    }
+                }
+            }
+        }
+        self.start(i, t);
+    }
+}
+
+/// Generates the requests of a workload (arrival time, input, output), seeded.
+pub fn generate(w: &Workload) -> Vec<(f64, u32, u32)> {
+    if let Arrivals::Trace(v) = &w.arrivals {
+        return v.clone();
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(w.seed);
+    let mut t = 0.0;
+    (0..w.requests)
+        .map(|_| {
+            if let Arrivals::Poisson(rate) = w.arrivals {
+                t += -uniform(&mut rng).ln() / rate;
+            }
+            let i = w.input.sample(&mut rng);
+            let o = w.output.sample(&mut rng);
+            (t, i, o)
+        })
+        .collect()
+}
+
+/// Simulates the workload on the deployment.
+pub fn simulate(d: &Deployment, w: &Workload, slo: &Slo) -> SimReport {
+    let reqs_in = generate(w);
+    simulate_requests(d, &reqs_in, w.prefix_hit, slo)
+}
+
+/// Simulates given requests `(arrival s, input, output)`, sorted by arrival.
+pub fn simulate_requests(
+    d: &Deployment,
+    reqs_in: &[(f64, u32, u32)],
+    prefix_hit: f64,
+    slo: &Slo,
+) -> SimReport {
+    let (specs, roles, kv_bps, kv_latency): (Vec<&RoleSpec>, Vec<Role>, f64, f64) = match d {
+        Deployment::Aggregated(r) => (vec![r], vec![Role::Both], 1.0, 0.0),
+        Deployment::Disaggregated {
+            prefill,
+            decode,
+            kv_bps,
+            kv_latency_s,
+        } => (
+            vec![prefill, decode],
+            vec![Role::Prefill, Role::Decode],
+            *kv_bps,
+            *kv_latency_s,
+        ),
+    };
+    let mut insts = Vec::new();
+    let mut kv_cap = 0.0;
+    for (k, s) in specs.iter().enumerate() {
+        for _ in 0..s.instances {
+            kv_cap += s.kv_tokens;
+            insts.push(Inst {
+                role: roles[k],
+                spec: k,
+                waiting: VecDeque::new(),
+                prefill: VecDeque::new(),
+                running: 0,
+                ctx: 0.0,
+                steps: 0,
+                finish: BinaryHeap::new(),
+                kv_used: 0.0,
+                busy: false,
+                done_front: 0,
+                decoding: 0.0,
+            });
+        }
+    }
+    let n = reqs_in.len() as u64;
+    let mut sim = Sim {
+        specs,
+        insts,
+        reqs: reqs_in
+            .iter()
+            .map(|&(a, i, o)| Req {
+                arrival: a,
+                input: i.max(1),
+                output: o.max(1),
+                first: f64::NAN,
+                done: f64::NAN,
+            })
+            .collect(),
+        ev: BinaryHeap::new(),
+        seq: 0,
+        prefix_hit: prefix_hit.clamp(0.0, 1.0),
+        kv_bps,
+        kv_latency,
+        in_system: 0.0,
+        area: 0.0,
+        last_t: reqs_in.first().map(|r| r.0).unwrap_or(0.0),
+        kv_area: 0.0,
+        kv_peak: 0.0,
+        kv_total_cap: kv_cap,
+        kv_total_used: 0.0,
+        completed: 0,
+        rejected: 0,
+        out_tokens: 0.0,
+        in_tokens: 0.0,
+        prefill_tokens: 0.0,
+        marks: [(0, 0.0, 0.0); 2],
+        mark_at: [(n / 10).max(1), (n * 9 / 10).max(1)],
+        iterations: 0,
+        decode_batch_sum: 0.0,
+        decode_iters: 0,
+    };
+    let t0 = sim.last_t;
+    // Arrivals are fed one at a time so the event heap stays small.
+    let mut next = 0usize;
+    if !reqs_in.is_empty() {
+        sim.push(reqs_in[0].0, Kind::Arrival, 0, 0);
+    }
+    let entry = match d {
+        Deployment::Aggregated(_) => Role::Both,
+        Deployment::Disaggregated { .. } => Role::Prefill,
+    };
+    let mut touched: Vec<usize> = Vec::new();
+    while let Some(Reverse(e)) = sim.ev.pop() {
+        sim.advance(e.t);
+        match e.kind {
+            Kind::Arrival => {
+                // All requests arriving at this same instant are queued before any starts.
+                let t = e.t;
+                touched.clear();
+                while next < reqs_in.len() && reqs_in[next].0 <= t {
+                    let i = sim.pick(entry);
+                    sim.insts[i].waiting.push_back(next as u32);
+                    sim.in_system += 1.0;
+                    if !touched.contains(&i) {
+                        touched.push(i);
+                    }
+                    next += 1;
+                }
+                if next < reqs_in.len() {
+                    sim.push(reqs_in[next].0, Kind::Arrival, 0, 0);
+                }
+                for &i in &touched {
+                    if !sim.insts[i].busy {
+                        sim.start(i, t);
+                    }
+                }
+            }
+            Kind::IterEnd => sim.iter_end(e.a as usize, e.t),
+            Kind::KvArrive => {
+                let i = e.b as usize;
+                sim.insts[i].waiting.push_back(e.a);
+                if !sim.insts[i].busy {
+                    sim.start(i, e.t);
+                }
+            }
+        }
+    }
+    // Report.
+    let end = sim.last_t;
+    let duration = (end - t0).max(1e-12);
+    let accs = d.accelerators();
+    let mut ttft = Vec::with_capacity(sim.completed as usize);
+    let mut tpot = Vec::with_capacity(sim.completed as usize);
+    let mut lat = Vec::with_capacity(sim.completed as usize);
+    let mut good = 0u64;
+    let mut good_tokens = 0.0;
+    for r in sim.reqs.iter().filter(|r| r.done.is_finite()) {
+        let a = r.first - r.arrival;
+        let p = if r.output > 1 {
+            (r.done - r.first).max(0.0) / (r.output - 1) as f64
+        } else {
+            0.0
+        };
+        ttft.push(a);
+        tpot.push(p);
+        lat.push(r.done - r.arrival);
+        if slo.ttft_s.is_none_or(|x| a <= x) && slo.tpot_s.is_none_or(|x| p <= x) {
+            good += 1;
+            good_tokens += r.output as f64;
+        }
+    }
+    let (prefill_accs, decode_accs) = match d {
+        Deployment::Aggregated(_) => (accs as f64, accs as f64),
+        Deployment::Disaggregated {
+            prefill, decode, ..
+        } => (
+            (prefill.instances * prefill.model.par.gpus()) as f64,
+            (decode.instances * decode.model.par.gpus()) as f64,
+        ),
+    };
+    let [(_, t1, o1), (_, t2, o2)] = sim.marks;
+    let steady = if t2 > t1 {
+        (o2 - o1) / (t2 - t1) / accs as f64
+    } else {
+        sim.out_tokens / duration / accs as f64
+    };
+    let mean_latency = if lat.is_empty() {
+        0.0
+    } else {
+        lat.iter().sum::<f64>() / lat.len() as f64
+    };
+    let last_arrival = reqs_in.last().map(|r| r.0).unwrap_or(0.0);
+    let completed = sim.completed.max(1) as f64;
+    SimReport {
+        requests: n,
+        completed: sim.completed,
+        rejected: sim.rejected,
+        accelerators: accs,
+        duration_s: duration,
+        input_tokens_per_s: sim.in_tokens / duration,
+        output_tokens_per_s: sim.out_tokens / duration,
+        input_tokens_per_s_per_accelerator: sim.in_tokens / duration / accs as f64,
+        output_tokens_per_s_per_accelerator: sim.out_tokens / duration / accs as f64,
+        steady_output_tokens_per_s_per_accelerator: steady,
+        prefill_tokens_per_s_per_prefill_accelerator: sim.prefill_tokens / duration / prefill_accs,
+        decode_tokens_per_s_per_decode_accelerator: sim.out_tokens / duration / decode_accs,
+        ttft: percentiles(&mut ttft),
+        tpot: percentiles(&mut tpot),
+        latency: percentiles(&mut lat),
+        goodput_requests_per_s: good as f64 / duration,
+        goodput_output_tokens_per_s: good_tokens / duration,
+        slo_attainment: good as f64 / completed,
+        kv_use_mean: sim.kv_area / duration,
+        kv_use_peak: sim.kv_peak,
+        mean_in_system: sim.area / duration,
+        arrival_rate: if last_arrival > t0 {
+            (n.saturating_sub(1)) as f64 / (last_arrival - t0)
+        } else {
+            f64::INFINITY
+        },
+        mean_latency_s: mean_latency,
+        iterations: sim.iterations,
+        mean_decode_batch: if sim.decode_iters > 0 {
+            sim.decode_batch_sum / sim.decode_iters as f64
+        } else {
+            0.0
+        },
+    }
+}

@@ -1,0 +1,1051 @@
+//! Predicting published serving measurements (`myriad-measurements/1`, kind inference).
+//!
+//! Each row is read leniently from JSON (unknown keys are listed as warnings, never
+//! errors). The deployment it describes is built with the stated settings; unstated ones
+//! are filled the way the named framework would (`framework.rs`; trtllm-bench's
+//! `calc_engine_setting` heuristic for TensorRT-LLM throughput runs) and every choice is
+//! reported per row. Then:
+//! - offline / max-throughput rows: the row's requests, all queued at t = 0, simulated to
+//!   the end (total output tokens / total time, as trtllm-bench and MLPerf Offline count);
+//! - static-batch rows: one batch of `max_batch` prompts prefilled together, then decoded;
+//! - server rows (MLPerf Server): Poisson arrivals at the row's target rate;
+//! - disaggregated rows: the decode pool saturated at its batch limit (largest batch whose
+//!   iteration meets the row's ITL limit when it states one) and the prefill pool's
+//!   token throughput.
+//!
+//! Errors are `predicted / measured - 1` on output tokens/s per accelerator (decode output
+//! tokens/s per decode accelerator for disaggregated rows).
+
+use myriad_catalog::Catalog;
+use myriad_cluster::Level;
+use myriad_model::{Mla, Moe, Transformer};
+use myriad_scenario::Precision;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::framework::{framework, Framework};
+use crate::model::{Batch, InstanceModel, Parallel, Precisions, Speculative};
+use crate::sim::{simulate_requests, Deployment, RoleSpec, Slo};
+
+/// One predicted row.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    pub id: String,
+    pub group: String,
+    /// Output tokens/s per accelerator (None when the row measured no throughput).
+    pub predicted: Option<f64>,
+    pub measured: Option<f64>,
+    pub error: Option<f64>,
+    /// Other predicted quantities with their measurements: (name, predicted, measured).
+    pub extra: Vec<(String, f64, f64)>,
+    /// What was chosen for unstated settings, and why a row may be off.
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupSummary {
+    pub group: String,
+    pub count: usize,
+    pub mae: f64,
+    pub median_abs_error: f64,
+    pub worst_abs_error: f64,
+    pub worst_id: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub cases: Vec<CaseResult>,
+    pub summary: GroupSummary,
+    pub groups: Vec<GroupSummary>,
+    pub warnings: Vec<String>,
+}
+
+fn summarize(group: &str, cases: &[&CaseResult]) -> GroupSummary {
+    let mut errs: Vec<(f64, &str)> = cases
+        .iter()
+        .filter_map(|c| c.error.map(|e| (e.abs(), c.id.as_str())))
+        .collect();
+    let n = errs.len();
+    if n == 0 {
+        return GroupSummary {
+            group: group.into(),
+            count: 0,
+            mae: 0.0,
+            median_abs_error: 0.0,
+            worst_abs_error: 0.0,
+            worst_id: String::new(),
+        };
+    }
+    let mae = errs.iter().map(|e| e.0).sum::<f64>() / n as f64;
+    errs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let median = if n % 2 == 1 {
+        errs[n / 2].0
+    } else {
+        (errs[n / 2 - 1].0 + errs[n / 2].0) / 2.0
+    };
+    GroupSummary {
+        group: group.into(),
+        count: n,
+        mae,
+        median_abs_error: median,
+        worst_abs_error: errs[n - 1].0,
+        worst_id: errs[n - 1].1.to_string(),
+    }
+}
+
+fn num(v: &Value, k: &str) -> Option<f64> {
+    match v.get(k) {
+        Some(Value::Number(n)) => n.as_f64(),
+        _ => None,
+    }
+}
+fn uint(v: &Value, k: &str) -> Option<u32> {
+    num(v, k).filter(|x| *x >= 1.0).map(|x| x as u32)
+}
+fn text(v: &Value, k: &str) -> String {
+    match v.get(k) {
+        Some(Value::String(s)) => s.clone(),
+        _ => String::new(),
+    }
+}
+
+/// Storage precision named in free text ("nvfp4 (table label FP4)", "fp8 (...)").
+fn precision_in(s: &str) -> Option<Precision> {
+    // The first clause states the format; later ones are commentary.
+    let s = s.to_ascii_lowercase();
+    let s = s.split([';', '(']).next().unwrap_or("");
+    if s.contains("fp4") {
+        Some(Precision::Fp4)
+    } else if s.contains("fp8") {
+        Some(Precision::Fp8)
+    } else if s.contains("bf16") || s.contains("fp16") || s.contains("16-bit") || s.contains("auto")
+    {
+        Some(Precision::Bf16)
+    } else {
+        None
+    }
+}
+
+fn accelerator_id(hw: &Value) -> String {
+    let a = text(hw, "accelerator");
+    if !a.is_empty() {
+        return a;
+    }
+    let g = text(hw, "gpu").to_ascii_lowercase();
+    for (k, id) in [
+        ("h800", "h800"),
+        ("h200", "h200"),
+        ("h20", "h20"),
+        ("h100", "h100-sxm"),
+        ("gb200", "gb200"),
+        ("b200", "b200"),
+        ("a100", "a100-sxm-80gb"),
+        ("mi300x", "mi300x"),
+    ] {
+        if g.contains(k) {
+            return id.into();
+        }
+    }
+    g
+}
+
+/// The model block of a row (tolerates `ffn`/`ffn_hidden`, `active`/`top_k`, MLA inside moe).
+fn row_model(m: &Value, notes: &mut Vec<String>) -> Result<Transformer, String> {
+    let req = |k: &str, alt: &str| {
+        uint(m, k)
+            .or_else(|| uint(m, alt))
+            .ok_or_else(|| format!("model.{k}: missing"))
+    };
+    let layers = req("layers", "layers")?;
+    let hidden = req("hidden", "hidden")?;
+    let ffn = req("ffn_hidden", "ffn")?;
+    let heads = req("heads", "heads")?;
+    let moe_v = m.get("moe").filter(|v| v.is_object());
+    let mla_v = m
+        .get("mla")
+        .filter(|v| v.is_object())
+        .or_else(|| moe_v.and_then(|x| x.get("mla")).filter(|v| v.is_object()));
+    let mla = mla_v.map(|x| Mla {
+        q_lora_rank: uint(x, "q_lora_rank"),
+        kv_lora_rank: uint(x, "kv_lora_rank").unwrap_or(512),
+        qk_nope_head_dim: uint(x, "qk_nope_head_dim").unwrap_or(128),
+        qk_rope_head_dim: uint(x, "qk_rope_head_dim").unwrap_or(64),
+        v_head_dim: uint(x, "v_head_dim").unwrap_or(128),
+    });
+    let moe = moe_v.map(|x| Moe {
+        experts: uint(x, "experts").unwrap_or(1),
+        top_k: uint(x, "top_k").or_else(|| uint(x, "active")).unwrap_or(1),
+        expert_ffn_hidden: uint(x, "expert_ffn_hidden")
+            .or_else(|| uint(x, "expert_ffn"))
+            .unwrap_or(ffn),
+        shared_experts: uint(x, "shared_experts").unwrap_or(0),
+        dense_layers: uint(x, "dense_layers")
+            .or_else(|| uint(x, "dense_layers_first"))
+            .unwrap_or(0),
+        dense_ffn_hidden: uint(x, "dense_ffn_hidden"),
+    });
+    let kv_heads = match uint(m, "kv_heads") {
+        Some(k) => k,
+        None => {
+            if mla.is_none() {
+                notes.push(format!("model.kv_heads: {heads} (not given; MHA assumed)"));
+            }
+            heads
+        }
+    };
+    let vocab = match uint(m, "vocab") {
+        Some(v) => v,
+        None => {
+            notes.push("model.vocab: 129280 (not given; DeepSeek-V3 tokenizer size)".into());
+            129_280
+        }
+    };
+    let t = Transformer {
+        name: text(m, "name"),
+        layers,
+        hidden,
+        ffn_hidden: ffn,
+        heads,
+        kv_heads,
+        head_dim: uint(m, "head_dim"),
+        vocab,
+        seq_len: 4096,
+        gated_mlp: m.get("gated_mlp").and_then(Value::as_bool).unwrap_or(true),
+        tied_embeddings: false,
+        moe,
+        mla,
+    };
+    t.check().map_err(|e| format!("model.{e}"))?;
+    Ok(t)
+}
+
+/// Hierarchy levels for `count` accelerators of `acc` on its default system and fabric.
+fn levels_for(cat: &Catalog, acc: &str, count: u64) -> Result<(Vec<Level>, u32), String> {
+    let su = cat
+        .default_scale_up_for(acc)
+        .ok_or_else(|| format!("no scale-up system holds `{acc}`"))?;
+    let dom = su.accelerators_per_domain as u64;
+    let count = count.max(1).div_ceil(dom) * dom;
+    let text = format!(
+        "{{\"format\":\"myriad/1\",\"cluster\":{{\"accelerator\":\"{acc}\",\"count\":{count}}}}}"
+    );
+    let s = myriad_scenario::parse_scenario("(row)", &text, cat).map_err(|e| e.to_string())?;
+    let b = myriad_cluster::build(&s, cat).map_err(|e| e.to_string())?;
+    Ok((b.levels, su.accelerators_per_node))
+}
+
+/// trtllm-bench's `calc_engine_setting` (TensorRT-LLM `bench/build/tuning.py`): max batch
+/// and max tokens from the KV capacity at the target ISL + OSL, rounded "optimistically".
+pub fn trtllm_bench_settings(kv_requests: f64, isl: f64, osl: f64) -> (u32, u32) {
+    let raw_bs = kv_requests.min(4096.0);
+    let raw_tok = (raw_bs * (1.0 + isl / osl)).min(32768.0);
+    let bs = if raw_bs < 256.0 {
+        (32.0 * (raw_bs / 32.0).ceil()).max(64.0)
+    } else if raw_bs < 1024.0 {
+        128.0 * (raw_bs / 128.0).ceil()
+    } else {
+        256.0 * (raw_bs / 256.0).ceil()
+    };
+    let tok = if raw_tok < 4096.0 {
+        (256.0 * (raw_tok / 256.0).ceil()).max(2048.0)
+    } else if raw_tok < 8192.0 {
+        512.0 * (raw_tok / 512.0).ceil()
+    } else {
+        1024.0 * (raw_tok / 1024.0).ceil()
+    };
+    (bs as u32, tok as u32)
+}
+
+/// The KV-cache capacity in requests as trtllm-bench's `calc_engine_setting` estimates it
+/// (not the runtime's): KV bytes per token `2 · layers · max(tp, kv_heads) · head_size ·
+/// kv bytes` with `head_size = hidden / heads` unless stated (MLA models are treated as
+/// multi-head attention, which overstates their cache), engine = parameters × weight bytes
+/// (fp8 1, NVFP4 0.5), memory = device memory × GPUs, 95% of the rest for the cache.
+pub fn trtllm_bench_kv_requests(
+    cat: &Catalog,
+    acc_id: &str,
+    t: &Transformer,
+    prec: Precisions,
+    tp: u32,
+    isl: f64,
+    osl: f64,
+) -> f64 {
+    let Ok(acc) = cat.accelerator(acc_id) else {
+        return 0.0;
+    };
+    let gib = 1024.0 * 1024.0 * 1024.0;
+    let b = |p: Precision| -> f64 {
+        match p {
+            Precision::Fp4 => 0.5,
+            Precision::Fp8 => 1.0,
+            _ => 2.0,
+        }
+    };
+    // The quantisation algorithm of the checkpoint: its lowest weight precision.
+    let w = b(prec.weights).min(b(prec.experts));
+    let head = t.head_dim.unwrap_or(t.hidden / t.heads.max(1)) as f64;
+    let per_token = 2.0 * t.layers as f64 * (tp.max(t.kv_heads)) as f64 * head * b(prec.kv);
+    let engine = t.params().total * w;
+    let free = acc.hbm_gib * gib * tp as f64 - engine;
+    (free * 0.95 / (per_token * (isl + osl))).max(0.0)
+}
+
+/// Parallel layout stated in free text: "EP16", "TP8", "DP+EP (8 GPUs)".
+fn parse_parallel(s: &str, gpus: u32) -> (u32, u32, u32) {
+    let u = s.to_ascii_uppercase();
+    let after = |k: &str| -> Option<u32> {
+        let i = u.find(k)? + k.len();
+        let d: String = u[i..].chars().take_while(|c| c.is_ascii_digit()).collect();
+        d.parse().ok()
+    };
+    if let Some(ep) = after("EP") {
+        // Large EP: attention data-parallel over the same ranks (DeepSeek/SGLang layout).
+        return (1, ep, ep);
+    }
+    if u.contains("DP") && u.contains("EP") {
+        return (1, gpus, gpus);
+    }
+    if let Some(tp) = after("TP") {
+        return (tp, 1, 1);
+    }
+    (1, gpus, gpus)
+}
+
+struct Built {
+    model: InstanceModel,
+    gpus: u32,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    cat: &Catalog,
+    acc_id: &str,
+    t: &Transformer,
+    par: Parallel,
+    prec: Precisions,
+    fw: &Framework,
+    overlap: bool,
+    spec: Option<Speculative>,
+    count: u64,
+) -> Result<Built, String> {
+    let acc = cat.accelerator(acc_id).map_err(|e| e.message())?;
+    let (levels, _) = levels_for(cat, acc_id, count.max(par.gpus() as u64))?;
+    let m = InstanceModel::new(
+        acc,
+        &levels,
+        t,
+        par,
+        prec,
+        fw.iteration_overhead_us * 1e-6,
+        overlap,
+        spec,
+    )?
+    .with_decode_kernel(fw.gqa_decode_kernel);
+    Ok(Built {
+        gpus: par.gpus(),
+        model: m,
+    })
+}
+
+/// Saturated decode throughput of one instance (output tokens/s per accelerator) at the
+/// largest batch that fits `max_batch`, the KV cache, and (when given) the ITL limit.
+pub fn decode_saturated(
+    m: &InstanceModel,
+    max_batch: f64,
+    kv_tokens: f64,
+    isl: f64,
+    osl: f64,
+    itl_limit_s: Option<f64>,
+) -> (f64, f64) {
+    let ctx_mean = isl + osl / 2.0;
+    let fit = (kv_tokens / (isl + osl)).floor().max(1.0);
+    let mut b = max_batch.min(fit).max(1.0);
+    let tps = m.tokens_per_step();
+    let it = |b: f64| {
+        m.iteration(&Batch {
+            decode_seqs: b,
+            decode_ctx: b * ctx_mean,
+            ..Batch::default()
+        })
+        .total_s
+    };
+    if let Some(l) = itl_limit_s {
+        // Per output token: the step time over the tokens it emits.
+        while b > 1.0 && it(b) / tps > l {
+            b = (b * 0.9).floor();
+        }
+    }
+    (b * tps / it(b) / m.par.gpus() as f64, b)
+}
+
+/// Prefill throughput of one instance (prompt tokens/s per accelerator): iterations of
+/// `max_tokens` worth of whole prompts of `isl` tokens.
+pub fn prefill_saturated(m: &InstanceModel, max_tokens: f64, isl: f64) -> f64 {
+    let n = (max_tokens / isl).floor().max(1.0);
+    let tok = n * isl;
+    let t = m
+        .iteration(&Batch {
+            prefill_tokens: tok,
+            prefill_pairs: n * isl * (isl + 1.0) / 2.0,
+            prefill_done: n,
+            prefill_seqs: n,
+            ..Batch::default()
+        })
+        .total_s;
+    tok / t / m.par.gpus() as f64
+}
+
+const KNOWN_SERVING: &[&str] = &[
+    "framework",
+    "weight_precision",
+    "activation_precision",
+    "kv_cache_precision",
+    "attention_precision",
+    "tp",
+    "pp",
+    "ep",
+    "attention_dp",
+    "gpus",
+    "gpus_per_instance",
+    "instances",
+    "max_batch",
+    "max_batch_per_instance",
+    "max_num_tokens",
+    "concurrency",
+    "num_requests",
+    "isl",
+    "osl",
+    "scenario",
+    "aggregation",
+    "speculative_decoding",
+    "kv_cache_free_gpu_mem_fraction",
+    "kv_cache_free_gpu_mem_frac",
+    "target_qps",
+    "ttft_limit_ms",
+    "tpot_limit_ms",
+    "prefill",
+    "decode",
+    "dataset",
+    "prefill_nodes",
+    "decode_nodes",
+    "pd_disaggregated",
+    "dp_eq_ep",
+    "input_len",
+    "output_len",
+    "ttft_slo_s",
+    "itl_slo_ms",
+    "checkpoint",
+];
+
+/// Predicts one row. `warnings` collects keys that were not understood.
+pub fn predict_row(cat: &Catalog, row: &Value, warnings: &mut Vec<String>) -> CaseResult {
+    let id = text(row, "id");
+    let group = {
+        let g = text(row, "group");
+        if g.is_empty() {
+            "ungrouped".into()
+        } else {
+            g
+        }
+    };
+    let mut notes = Vec::new();
+    let mut res = CaseResult {
+        id: id.clone(),
+        group,
+        predicted: None,
+        measured: None,
+        error: None,
+        extra: Vec::new(),
+        notes: Vec::new(),
+    };
+    match predict_inner(cat, row, &mut res, &mut notes, warnings) {
+        Ok(()) => {}
+        Err(e) => notes.push(format!("not predicted: {e}")),
+    }
+    if let (Some(p), Some(m)) = (res.predicted, res.measured) {
+        res.error = Some(p / m - 1.0);
+    }
+    res.notes = notes;
+    res
+}
+
+fn predict_inner(
+    cat: &Catalog,
+    row: &Value,
+    res: &mut CaseResult,
+    notes: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Result<(), String> {
+    let null = Value::Null;
+    let hw = row.get("hardware").unwrap_or(&null);
+    let sv = row.get("serving").unwrap_or(&null);
+    let ms = row.get("measured").unwrap_or(&null);
+    if let Some(o) = sv.as_object() {
+        for k in o.keys() {
+            if !KNOWN_SERVING.contains(&k.as_str())
+                && !k.ends_with("_note")
+                && !k.ends_with("notes")
+                && o[k] != Value::Null
+            {
+                warnings.push(format!("{}: serving.{k}: not used (ignored)", res.id));
+            }
+        }
+    }
+    let acc_id = accelerator_id(hw);
+    cat.accelerator(&acc_id).map_err(|e| e.message())?;
+    let t = row_model(row.get("model").unwrap_or(&null), notes)?;
+    let mut fw_name = text(sv, "framework");
+    if fw_name.is_empty() {
+        // No framework field: the source may name it.
+        fw_name = match row.get("source") {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => String::new(),
+        };
+    }
+    let fw = framework(&fw_name);
+    notes.push(format!("framework: {} defaults", fw.id));
+    // Precisions.
+    let wtext = text(sv, "weight_precision");
+    let experts = match precision_in(&wtext) {
+        Some(p) => p,
+        None if t.mla.is_some() && t.moe.is_some() => {
+            notes.push(
+                "weights: fp8 (not given; DeepSeek-V3/R1 weights are released in fp8)".into(),
+            );
+            Precision::Fp8
+        }
+        None => {
+            notes.push("weights: bf16 (not given)".into());
+            Precision::Bf16
+        }
+    };
+    let wl = wtext.to_ascii_lowercase();
+    // NVIDIA's and the SGLang FP4 DeepSeek checkpoints quantise only the MoE to NVFP4 and
+    // keep attention/dense in FP8; dense models in FP4 are FP4 throughout.
+    let weights = if experts == Precision::Fp4 && t.moe.is_some() {
+        Precision::Fp8
+    } else if wl.contains("fp8") || experts == Precision::Fp4 {
+        if experts == Precision::Fp4 {
+            Precision::Fp4
+        } else {
+            Precision::Fp8
+        }
+    } else {
+        experts
+    };
+    let kv_text = text(sv, "kv_cache_precision");
+    let kv = {
+        let k = kv_text.to_ascii_lowercase();
+        if k.contains("blackwell") && k.contains("hopper") {
+            // "fp8 on Blackwell; auto on Hopper"
+            if acc_id.starts_with('b') || acc_id.starts_with("gb") {
+                Precision::Fp8
+            } else {
+                Precision::Bf16
+            }
+        } else {
+            // "auto" (TensorRT-LLM on Hopper) keeps the model's 16-bit dtype.
+            precision_in(&k).unwrap_or_else(|| {
+                notes.push("kv_cache_precision: bf16 (not given)".into());
+                Precision::Bf16
+            })
+        }
+    };
+    let acc = cat.accelerator(&acc_id).map_err(|e| e.message())?;
+    // gpt-oss ships MXFP4 routed experts and bf16 attention (OpenAI model card); a row
+    // that leaves the format open but names MXFP4 gets that checkpoint.
+    let (weights, experts) = if t.name.to_ascii_lowercase().contains("gpt-oss")
+        && wl.contains("mxfp4")
+        && experts != Precision::Fp4
+    {
+        notes.push(
+            "weights: MXFP4 experts + bf16 attention (the upstream gpt-oss checkpoint; the row leaves the format open)"
+                .into(),
+        );
+        (Precision::Bf16, Precision::Fp4)
+    } else {
+        (weights, experts)
+    };
+    for (k, p) in [("weights", weights), ("experts", experts)] {
+        let c = crate::model::compute_precision(acc, p);
+        if c != p {
+            notes.push(format!(
+                "{k}: {} stored, {} GEMMs ({acc_id} has no {} tensor cores)",
+                p.as_str(),
+                c.as_str(),
+                p.as_str()
+            ));
+        }
+    }
+    let prec = Precisions {
+        weights,
+        experts,
+        kv,
+    };
+    notes.push(format!(
+        "precision: weights {} experts {} kv {}",
+        weights.as_str(),
+        experts.as_str(),
+        kv.as_str()
+    ));
+    let spec = {
+        let s = text(sv, "speculative_decoding").to_ascii_lowercase();
+        if (s.contains("mtp") || s.contains("eagle") || s.contains("draft"))
+            && !s.contains("none")
+            && !s.contains("not enabled")
+        {
+            let n: u32 = s
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|x| x.parse().ok())
+                .next_back()
+                .unwrap_or(1);
+            notes.push(format!(
+                "speculative: {n} draft tokens, acceptance 0.85 per token (DeepSeek-V3 report)"
+            ));
+            Some(Speculative {
+                draft_tokens: n,
+                acceptance: 0.85,
+            })
+        } else {
+            None
+        }
+    };
+    let scenario = format!(
+        "{} {}",
+        text(sv, "scenario").to_ascii_lowercase(),
+        text(sv, "aggregation").to_ascii_lowercase()
+    );
+    let kv_frac = num(sv, "kv_cache_free_gpu_mem_fraction")
+        .or_else(|| num(sv, "kv_cache_free_gpu_mem_frac"))
+        .unwrap_or(fw.kv_fraction);
+    let ttft_limit = num(sv, "ttft_limit_ms").map(|x| x * 1e-3);
+    let tpot_limit = num(sv, "tpot_limit_ms").map(|x| x * 1e-3);
+
+    // Lengths. MLPerf rows state no ISL/OSL: the output mean is the accuracy run's mean
+    // output (tokens/s ÷ samples/s); the input mean is the dataset's.
+    let mut isl = num(sv, "isl").or_else(|| num(sv, "input_len"));
+    let mut osl = num(sv, "osl").or_else(|| num(sv, "output_len"));
+    if isl.is_none()
+        && ms
+            .get("decode_output_tokens_per_s_per_node_2k_input")
+            .is_some()
+    {
+        isl = Some(2000.0);
+        notes.push("isl: 2000 (the measurement's \"2k input\")".into());
+    }
+    if isl.is_none() && osl.is_none() {
+        if let (Some(tot), Some(out)) = (
+            num(ms, "total_tokens_per_s"),
+            num(ms, "output_tokens_per_s_total"),
+        ) {
+            // The workload's shape from what the benchmark printed: ISL/OSL = (total -
+            // output) / output tokens; ISL 1024 assumed.
+            let ratio = (tot - out) / out;
+            let o = (1024.0 / ratio).round();
+            isl = Some(1024.0);
+            osl = Some(o);
+            notes.push(format!(
+                "isl/osl: 1024/{o} (not given; ratio from the printed total/output tokens)"
+            ));
+        }
+    }
+    if osl.is_none() {
+        if let Some(o) = num(ms, "mean_output_tokens_per_sample_accuracy_run") {
+            osl = Some(o);
+            notes.push(format!("osl: {o} (mean output of the accuracy run)"));
+        }
+    }
+    if isl.is_none() {
+        let ds = text(sv, "dataset").to_ascii_lowercase();
+        let guess = if ds.contains("gsm8k") || ds.contains("mixtral") {
+            // MLPerf Mixtral mix (OpenOrca + GSM8K few-shot + MBXP few-shot): an estimate of
+            // 600 input tokens mean (OpenOrca ~300, the few-shot GSM8K and MBXP prompts
+            // longer); not a published statistic.
+            600.0
+        } else {
+            // MLPerf OpenOrca subset for Llama 2 70B: about 295 input tokens mean.
+            295.0
+        };
+        isl = Some(guess);
+        notes.push(format!("isl: {guess} (dataset mean, not given in the row)"));
+    }
+    let isl = isl.unwrap_or(1024.0);
+    let disagg = scenario.contains("disagg")
+        || sv.get("pd_disaggregated").and_then(Value::as_bool) == Some(true)
+        || sv.get("dp_eq_ep").and_then(Value::as_bool) == Some(true)
+        || sv.get("prefill_nodes").is_some();
+    let osl = match osl {
+        Some(o) => o,
+        None if disagg => {
+            notes.push("osl: 1000 (not given; decode context = isl + osl/2)".into());
+            1000.0
+        }
+        None => return Err("serving.osl: not given".into()),
+    };
+
+    // Measured quantity.
+    let measured = num(ms, "output_tokens_per_s_per_gpu")
+        .or_else(|| num(ms, "decode_output_tokens_per_s_per_gpu"))
+        .or_else(|| {
+            let per_node = uint(hw, "per_node")
+                .or_else(|| uint(hw, "gpus_per_node"))
+                .unwrap_or(8) as f64;
+            num(ms, "decode_output_tokens_per_s_per_node")
+                .or_else(|| num(ms, "decode_output_tokens_per_s_per_node_2k_input"))
+                .or_else(|| num(ms, "decode_tokens_per_s_per_node"))
+                .map(|x| x / per_node)
+        });
+    res.measured = measured;
+
+    if disagg {
+        return predict_disagg(
+            cat, &acc_id, &t, prec, fw, row, isl, osl, spec, kv_frac, res, notes,
+        );
+    }
+
+    // Aggregated instance.
+    let count = uint(hw, "count").unwrap_or(8);
+    let tp_field = uint(sv, "tp").unwrap_or(1);
+    let gpus = uint(sv, "gpus_per_instance")
+        .or_else(|| uint(sv, "gpus"))
+        .unwrap_or(tp_field);
+    let dp = match sv.get("attention_dp") {
+        Some(Value::Number(n)) => n.as_u64().unwrap_or(1).max(1) as u32,
+        Some(Value::Bool(true)) => gpus,
+        _ => 1,
+    };
+    let ep = uint(sv, "ep").unwrap_or(1);
+    if t.moe.is_some() && sv.get("ep").is_none_or(Value::is_null) {
+        notes.push("ep: 1 (not given; experts tensor-parallel)".into());
+    }
+    let par = Parallel {
+        tp: (gpus / dp).max(1),
+        attention_dp: dp,
+        ep,
+    };
+    let instances = uint(sv, "instances").unwrap_or((count / par.gpus()).max(1));
+    let b = build(
+        cat,
+        &acc_id,
+        &t,
+        par,
+        prec,
+        fw,
+        fw.overlap_comm,
+        spec,
+        count as u64,
+    )?;
+    let kv_tokens = b.model.kv_capacity_tokens(kv_frac);
+    if kv_tokens < isl + osl {
+        return Err(format!(
+            "the weights leave {kv_tokens:.0} KV tokens per instance, less than one request"
+        ));
+    }
+    let static_batch = scenario.contains("static") || scenario.contains("batch 1");
+    let stated_batch = uint(sv, "max_batch_per_instance").or_else(|| uint(sv, "max_batch"));
+    let conc = uint(sv, "concurrency");
+    let (max_batch, max_tokens) = if static_batch {
+        let bsz = stated_batch.unwrap_or(1);
+        (bsz, (bsz as f64 * isl) as u32)
+    } else {
+        // Per attention-DP rank in TensorRT-LLM's PyTorch backend.
+        let is_trt = fw.id == "tensorrt-llm";
+        let kv_req = trtllm_bench_kv_requests(cat, &acc_id, &t, prec, gpus, isl, osl);
+        let (hb, ht) = trtllm_bench_settings(kv_req, isl, osl);
+        let mb = match stated_batch {
+            Some(x) => x * dp,
+            None if is_trt => {
+                notes.push(format!(
+                    "max_batch: {hb} per rank (trtllm-bench heuristic from KV capacity)"
+                ));
+                hb * dp
+            }
+            None => fw.max_batch,
+        };
+        let mt = match uint(sv, "max_num_tokens") {
+            Some(x) => x * dp,
+            None if is_trt => {
+                notes.push(format!(
+                    "max_num_tokens: {ht} per rank (trtllm-bench heuristic)"
+                ));
+                ht * dp
+            }
+            None => fw.max_num_tokens,
+        };
+        let mb = conc.map(|c| mb.min(c.div_ceil(instances))).unwrap_or(mb);
+        (mb, mt)
+    };
+    let role = RoleSpec {
+        model: b.model,
+        instances,
+        max_batch,
+        max_tokens,
+        chunked_prefill: !static_batch && fw.chunked_prefill,
+        kv_tokens,
+    };
+    notes.push(format!(
+        "instance: {} × (tp {} attention_dp {} ep {}), max_batch {}, max_num_tokens {}, KV {:.0} tokens",
+        instances, par.tp, par.attention_dp, par.ep, max_batch, max_tokens, kv_tokens
+    ));
+    let dep = Deployment::Aggregated(role);
+    let (isl_u, osl_u) = (isl.round() as u32, osl.round().max(1.0) as u32);
+    let server = scenario.contains("server");
+    let reqs: Vec<(f64, u32, u32)> = if server {
+        let rate = num(sv, "target_qps").unwrap_or(1.0);
+        let n = 20_000usize;
+        notes.push(format!(
+            "arrivals: Poisson at the target {rate} requests/s, {n} requests"
+        ));
+        let w = crate::sim::Workload {
+            arrivals: crate::sim::Arrivals::Poisson(rate),
+            input: crate::sim::LengthDist::Fixed(isl_u),
+            output: crate::sim::LengthDist::Fixed(osl_u),
+            requests: n as u64,
+            prefix_hit: 0.0,
+            seed: 1,
+        };
+        crate::sim::generate(&w)
+    } else {
+        let n = if static_batch {
+            max_batch as usize * instances as usize
+        } else {
+            uint(sv, "num_requests").map(|x| x as usize).unwrap_or(
+                if scenario.contains("mlperf") || scenario.contains("offline (max") {
+                    24_576
+                } else {
+                    (max_batch as usize * instances as usize * 3).max(1000)
+                },
+            )
+        };
+        let n = n.min(200_000);
+        vec![(0.0, isl_u, osl_u); n]
+    };
+    let slo = Slo {
+        ttft_s: ttft_limit,
+        tpot_s: tpot_limit,
+    };
+    let r = simulate_requests(&dep, &reqs, 0.0, &slo);
+    // MLPerf Server and offline runs alike count output tokens over the whole run.
+    res.predicted = Some(r.output_tokens_per_s_per_accelerator);
+    if let Some(m) = num(ms, "ttft_ms") {
+        res.extra.push(("ttft_ms".into(), r.ttft.mean * 1e3, m));
+    }
+    for (k, v) in [
+        ("ttft_p50_ms", r.ttft.p50),
+        ("ttft_p99_ms", r.ttft.p99),
+        ("tpot_p50_ms", r.tpot.p50),
+        ("tpot_p99_ms", r.tpot.p99),
+    ] {
+        if let Some(m) = num(ms, k) {
+            res.extra.push((k.into(), v * 1e3, m));
+        }
+    }
+    if res.measured.is_none() {
+        notes.push("no output tokens/s measured: only latencies compared".into());
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn predict_disagg(
+    cat: &Catalog,
+    acc_id: &str,
+    t: &Transformer,
+    prec: Precisions,
+    fw: &Framework,
+    row: &Value,
+    isl: f64,
+    osl: f64,
+    spec: Option<Speculative>,
+    kv_frac: f64,
+    res: &mut CaseResult,
+    notes: &mut Vec<String>,
+) -> Result<(), String> {
+    let null = Value::Null;
+    let hw = row.get("hardware").unwrap_or(&null);
+    let sv = row.get("serving").unwrap_or(&null);
+    let ms = row.get("measured").unwrap_or(&null);
+    let per_node = uint(hw, "per_node")
+        .or_else(|| uint(hw, "gpus_per_node"))
+        .unwrap_or(8);
+    // Roles: a `prefill`/`decode` block, or node counts, or "EPn" figures in the source
+    // text (prefill first, then decode).
+    let eps: Vec<u32> = {
+        let src = text(row, "source").to_ascii_uppercase();
+        src.match_indices("EP")
+            .filter_map(|(i, _)| {
+                let d: String = src[i + 2..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit())
+                    .collect();
+                d.parse().ok()
+            })
+            .collect()
+    };
+    let synth = |block: &str, nodes: &str, k: usize| -> Value {
+        if let Some(v) = sv.get(block).filter(|v| v.is_object()) {
+            return v.clone();
+        }
+        if let Some(n) = uint(sv, nodes) {
+            return serde_json::json!({ "gpus": n * per_node });
+        }
+        match eps.get(k) {
+            Some(e) => serde_json::json!({ "gpus": e, "parallel": format!("EP{e}") }),
+            None => Value::Null,
+        }
+    };
+    let p_owned = synth("prefill", "prefill_nodes", 0);
+    let d_owned = synth("decode", "decode_nodes", 1);
+    let p = &p_owned;
+    let d = &d_owned;
+    let role_par = |v: &Value, default_gpus: u32, name: &str, notes: &mut Vec<String>| {
+        let gpus = uint(v, "gpus_per_instance")
+            .or_else(|| uint(v, "gpus"))
+            .unwrap_or(default_gpus);
+        let txt = text(v, "parallel");
+        let (tp, ep, dp) = if txt.is_empty() {
+            notes.push(format!(
+                "{name}: DP-attention + EP over {gpus} accelerators (not stated; large-EP layout)"
+            ));
+            (1, gpus, gpus)
+        } else {
+            parse_parallel(&txt, gpus)
+        };
+        let ep = if t.moe.is_some() { ep } else { 1 };
+        Parallel {
+            tp,
+            attention_dp: dp.max(1),
+            ep: ep.max(1),
+        }
+    };
+    let pp = role_par(p, 8, "prefill", notes);
+    let dpar = role_par(d, 8, "decode", notes);
+    let overlap = true;
+    let dm = build(
+        cat,
+        acc_id,
+        t,
+        dpar,
+        prec,
+        fw,
+        overlap,
+        spec,
+        dpar.gpus() as u64,
+    )?;
+    let kv = dm.model.kv_capacity_tokens(kv_frac);
+    let max_batch = uint(d, "max_running_requests")
+        .map(|x| x as f64 * dm.model.par.attention_dp as f64)
+        .unwrap_or(fw.max_batch as f64 * dm.model.par.attention_dp as f64);
+    let itl = num(sv, "itl_slo_ms").map(|x| x * 1e-3);
+    if let Some(l) = itl {
+        notes.push(format!(
+            "decode batch: the largest whose step meets the ITL limit of {:.0} ms",
+            l * 1e3
+        ));
+    }
+    let (dec, b) = decode_saturated(&dm.model, max_batch, kv, isl, osl, itl);
+    notes.push(format!(
+        "decode: tp {} attention_dp {} ep {}, batch {:.0} ({:.0} per accelerator), context {:.0}",
+        dpar.tp,
+        dpar.attention_dp,
+        dpar.ep,
+        b,
+        b / dm.gpus as f64,
+        isl + osl / 2.0
+    ));
+    res.predicted = Some(dec);
+    let pm = build(
+        cat,
+        acc_id,
+        t,
+        pp,
+        prec,
+        fw,
+        overlap,
+        None,
+        pp.gpus() as u64,
+    )?;
+    let chunk = uint(p, "chunked_prefill_size").unwrap_or(fw.max_num_tokens) as f64
+        * pm.model.par.attention_dp as f64;
+    let pre = prefill_saturated(&pm.model, chunk, isl);
+    notes.push(format!(
+        "prefill: tp {} attention_dp {} ep {}, {:.0} tokens per iteration",
+        pp.tp, pp.attention_dp, pp.ep, chunk
+    ));
+    if let Some(m) = num(ms, "prefill_input_tokens_per_s_per_gpu") {
+        res.extra
+            .push(("prefill_input_tokens_per_s_per_gpu".into(), pre, m));
+    }
+    let pn = per_node as f64;
+    for k in [
+        "prefill_input_tokens_per_s_per_node",
+        "prefill_input_tokens_per_s_per_node_2k_input",
+        "prefill_tokens_per_s_per_node",
+    ] {
+        if let Some(m) = num(ms, k) {
+            res.extra.push((k.into(), pre * pn, m));
+        }
+    }
+    for k in [
+        "decode_output_tokens_per_s_per_node",
+        "decode_output_tokens_per_s_per_node_2k_input",
+        "decode_tokens_per_s_per_node",
+    ] {
+        if let Some(m) = num(ms, k) {
+            res.extra.push((k.into(), dec * pn, m));
+        }
+    }
+    Ok(())
+}
+
+/// Predicts every row of a `myriad-measurements/1` document (rows under `rows` or `cases`).
+pub fn validate(cat: &Catalog, doc: &Value) -> Result<Report, String> {
+    let fmt = text(doc, "format");
+    let mut warnings = Vec::new();
+    if fmt != "myriad-measurements/1" {
+        warnings.push(format!(
+            "format `{fmt}` is not myriad-measurements/1; reading rows anyway"
+        ));
+    }
+    let rows = doc
+        .get("rows")
+        .or_else(|| doc.get("cases"))
+        .and_then(Value::as_array)
+        .ok_or("no `rows` or `cases` array")?;
+    let cases: Vec<CaseResult> = {
+        use rayon::prelude::*;
+        let out: Vec<(CaseResult, Vec<String>)> = rows
+            .par_iter()
+            .map(|r| {
+                let mut w = Vec::new();
+                let c = predict_row(cat, r, &mut w);
+                (c, w)
+            })
+            .collect();
+        out.into_iter()
+            .map(|(c, w)| {
+                warnings.extend(w);
+                c
+            })
+            .collect()
+    };
+    let all: Vec<&CaseResult> = cases.iter().collect();
+    let summary = summarize("all", &all);
+    let mut names: Vec<&str> = cases.iter().map(|c| c.group.as_str()).collect();
+    names.sort();
+    names.dedup();
+    let groups = names
+        .iter()
+        .map(|g| {
+            let v: Vec<&CaseResult> = cases.iter().filter(|c| c.group == *g).collect();
+            summarize(g, &v)
+        })
+        .collect();
+    Ok(Report {
+        cases,
+        summary,
+        groups,
+        warnings,
+    })
+}

@@ -1,0 +1,413 @@
+//! Behaviour of the serving model and simulation: queueing laws, memory-traffic scaling,
+//! rooflines, determinism, input errors and the validation ratchet.
+use myriad_scenario::Precision;
+use myriad_serve::{
+    simulate, Arrivals, Batch, Deployment, InstanceModel, LengthDist, Parallel, Precisions,
+    RoleSpec, Slo, Workload,
+};
+
+fn levels(acc: &str, count: u32) -> Vec<myriad_cluster::Level> {
+    let cat = myriad_catalog::catalog();
+    let text = format!(
+        "{{\"format\":\"myriad/1\",\"cluster\":{{\"accelerator\":\"{acc}\",\"count\":{count}}}}}"
+    );
+    let s = myriad_scenario::parse_scenario("t", &text, cat).unwrap();
+    myriad_cluster::build(&s, cat).unwrap().levels
+}
+
+fn instance(
+    acc: &str,
+    preset: &str,
+    tp: u32,
+    w: Precision,
+    kv: Precision,
+    overhead_s: f64,
+) -> InstanceModel {
+    let cat = myriad_catalog::catalog();
+    InstanceModel::new(
+        cat.accelerator(acc).unwrap(),
+        &levels(acc, 8),
+        &cat.model(preset).unwrap().model,
+        Parallel {
+            tp,
+            attention_dp: 1,
+            ep: 1,
+        },
+        Precisions {
+            weights: w,
+            experts: w,
+            kv,
+        },
+        overhead_s,
+        false,
+        None,
+    )
+    .unwrap()
+}
+
+fn role(m: InstanceModel, instances: u32, max_batch: u32) -> RoleSpec {
+    let kv = m.kv_capacity_tokens(0.9);
+    RoleSpec {
+        model: m,
+        instances,
+        max_batch,
+        max_tokens: 8192,
+        chunked_prefill: true,
+        kv_tokens: kv,
+    }
+}
+
+fn chat(arrivals: Arrivals, requests: u64, seed: u64) -> Workload {
+    Workload {
+        arrivals,
+        input: LengthDist::LogNormal {
+            mean: 600.0,
+            std: 400.0,
+            min: 8,
+            max: 4096,
+        },
+        output: LengthDist::LogNormal {
+            mean: 200.0,
+            std: 150.0,
+            min: 2,
+            max: 1024,
+        },
+        requests,
+        prefix_hit: 0.0,
+        seed,
+    }
+}
+
+const NO_SLO: Slo = Slo {
+    ttft_s: None,
+    tpot_s: None,
+};
+
+#[test]
+fn littles_law_holds_in_the_simulation() {
+    // Time-averaged requests in the system (integrated from arrival and completion events)
+    // against arrival rate × mean time in system (from per-request timestamps).
+    let m = instance(
+        "h100-sxm",
+        "llama3-70b",
+        2,
+        Precision::Fp8,
+        Precision::Fp8,
+        300e-6,
+    );
+    let d = Deployment::Aggregated(role(m, 4, 256));
+    for rate in [4.0, 10.0] {
+        let r = simulate(&d, &chat(Arrivals::Poisson(rate), 20_000, 7), &NO_SLO);
+        assert_eq!(r.completed, 20_000);
+        let little = r.arrival_rate * r.mean_latency_s;
+        let err = r.mean_in_system / little - 1.0;
+        assert!(
+            err.abs() < 0.03,
+            "rate {rate}: L = {} but λW = {} ({:+.1}%)",
+            r.mean_in_system,
+            little,
+            err * 100.0
+        );
+        // And the measured arrival rate is the configured one.
+        assert!(
+            (r.arrival_rate / rate - 1.0).abs() < 0.03,
+            "{}",
+            r.arrival_rate
+        );
+    }
+}
+
+#[test]
+fn decode_step_grows_with_context_as_kv_traffic_predicts() {
+    // Llama 3 8B on one H100, bf16 weights and KV cache, no framework overhead. One decode
+    // sequence is memory-bound; each extra token of context adds its KV bytes:
+    // 32 layers × 8 KV heads × 128 dims × 2 (K and V) × 2 bytes = 131,072 bytes, read at
+    // 3.35 TB/s × 0.90 = 3.015e12 B/s. 10,000 more tokens: 1.31072e9 / 3.015e12 = 0.4347 ms.
+    let m = instance(
+        "h100-sxm",
+        "llama3-8b",
+        1,
+        Precision::Bf16,
+        Precision::Bf16,
+        0.0,
+    );
+    assert_eq!(m.kv_bytes_per_token_per_gpu(), 131_072.0);
+    let step = |b: f64, ctx: f64| {
+        m.iteration(&Batch {
+            decode_seqs: b,
+            decode_ctx: b * ctx,
+            ..Batch::default()
+        })
+        .total_s
+    };
+    let slope = step(1.0, 12_000.0) - step(1.0, 2_000.0);
+    assert!((slope / 0.4347e-3 - 1.0).abs() < 0.01, "slope {slope}");
+    // With 8 sequences the same context growth moves 8× the bytes.
+    let slope8 = step(8.0, 12_000.0) - step(8.0, 2_000.0);
+    assert!(
+        (slope8 / (8.0 * 0.4347e-3) - 1.0).abs() < 0.02,
+        "slope8 {slope8}"
+    );
+    // One sequence at short context: the weights stream once. Llama 3 8B has 8.03e9
+    // parameters (7.5e9 in the layers and 2 × 0.525e9 in embedding and output); the step
+    // reads the layers and the output layer in bf16: ~1.6e10 bytes / 3.015e12 = 5.3 ms,
+    // plus fixed per-kernel costs (≤ 32 layers × 9 kernels × 3.6 µs ≈ 1 ms).
+    let t1 = step(1.0, 100.0);
+    assert!(t1 > 5.1e-3 && t1 < 6.6e-3, "B=1 step {t1}");
+    // Memory-bound: doubling a small batch barely changes the step; the time per token
+    // falls. At large batch the GEMMs become compute-bound and the step grows.
+    let per_token = |b: f64| step(b, 1000.0) / b;
+    assert!(per_token(2.0) < 0.6 * per_token(1.0));
+    assert!(step(2.0, 1000.0) < 1.05 * step(1.0, 1000.0));
+    assert!(step(1024.0, 1000.0) > 2.0 * step(1.0, 1000.0));
+    let mut last = 0.0;
+    for b in [1.0, 4.0, 16.0, 64.0, 256.0, 1024.0] {
+        let t = step(b, 2000.0);
+        assert!(t > last, "step must grow with batch: {b} -> {t}");
+        last = t;
+    }
+}
+
+#[test]
+fn throughput_never_exceeds_the_roofline() {
+    // Every token processed (prompt or output) costs at least 2 × parameters FLOPs, and
+    // every decode step streams the weights at least once.
+    let cat = myriad_catalog::catalog();
+    let acc = cat.accelerator("h200").unwrap();
+    for (preset, tp) in [("llama3-8b", 1u32), ("llama3-70b", 2)] {
+        let model = &cat.model(preset).unwrap().model;
+        let params = model.params().total;
+        for (isl, osl, mb) in [
+            (128u32, 128u32, 2048u32),
+            (1000, 1000, 512),
+            (128, 2048, 64),
+            (4000, 200, 256),
+        ] {
+            let m = instance("h200", preset, tp, Precision::Fp8, Precision::Fp8, 0.0);
+            let d = Deployment::Aggregated(role(m, 1, mb));
+            let w = Workload {
+                arrivals: Arrivals::Offline,
+                input: LengthDist::Fixed(isl),
+                output: LengthDist::Fixed(osl),
+                requests: 3000,
+                prefix_hit: 0.0,
+                seed: 1,
+            };
+            let r = simulate(&d, &w, &NO_SLO);
+            let tokens = r.output_tokens_per_s * (1.0 + isl as f64 / osl as f64);
+            let flops_bound = acc.dense_tflops.fp8.unwrap() * 1e12 * tp as f64 / (2.0 * params);
+            assert!(
+                tokens < flops_bound,
+                "{preset} {isl}/{osl}: {tokens} tokens/s above the compute roofline {flops_bound}"
+            );
+            // Memory: at most max_batch tokens per weight read.
+            let weights = params; // fp8: one byte per parameter
+            let mem_bound = mb as f64 * acc.hbm_tbps * 1e12 * tp as f64 / weights;
+            assert!(
+                r.output_tokens_per_s < mem_bound,
+                "{preset}: above the memory roofline"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_seed_fixes_the_run() {
+    let m = instance(
+        "h100-sxm",
+        "llama3-70b",
+        2,
+        Precision::Fp8,
+        Precision::Fp8,
+        300e-6,
+    );
+    let d = Deployment::Aggregated(role(m, 4, 256));
+    let run = |seed| {
+        serde_json::to_string(&simulate(
+            &d,
+            &chat(Arrivals::Poisson(8.0), 5000, seed),
+            &NO_SLO,
+        ))
+        .unwrap()
+    };
+    assert_eq!(run(3), run(3));
+    assert_ne!(run(3), run(4));
+}
+
+#[test]
+fn kv_capacity_makes_requests_wait() {
+    // A tiny KV cache admits few requests at a time: the decode batch stays small and
+    // requests queue, so TTFT grows against a large cache.
+    let m = instance(
+        "h100-sxm",
+        "llama3-70b",
+        2,
+        Precision::Fp8,
+        Precision::Fp8,
+        300e-6,
+    );
+    let mut small = role(m.clone(), 1, 512);
+    small.kv_tokens = 8.0 * 1200.0;
+    let big = role(m, 1, 512);
+    let w = Workload {
+        arrivals: Arrivals::Poisson(3.0),
+        input: LengthDist::Fixed(1000),
+        output: LengthDist::Fixed(200),
+        requests: 2000,
+        prefix_hit: 0.0,
+        seed: 1,
+    };
+    let rs = simulate(&Deployment::Aggregated(small), &w, &NO_SLO);
+    let rb = simulate(&Deployment::Aggregated(big), &w, &NO_SLO);
+    assert!(
+        rs.mean_decode_batch <= 8.0 + 1e-9,
+        "{}",
+        rs.mean_decode_batch
+    );
+    assert!(
+        rs.ttft.p50 > 2.0 * rb.ttft.p50,
+        "{} vs {}",
+        rs.ttft.p50,
+        rb.ttft.p50
+    );
+    assert!(rs.kv_use_peak <= 1.0 + 1e-9);
+}
+
+#[test]
+fn prefix_cache_hits_cut_prefill() {
+    let m = instance(
+        "h100-sxm",
+        "llama3-70b",
+        2,
+        Precision::Fp8,
+        Precision::Fp8,
+        300e-6,
+    );
+    let d = Deployment::Aggregated(role(m, 1, 256));
+    let mut w = Workload {
+        arrivals: Arrivals::Offline,
+        input: LengthDist::Fixed(4000),
+        output: LengthDist::Fixed(100),
+        requests: 1000,
+        prefix_hit: 0.0,
+        seed: 1,
+    };
+    let cold = simulate(&d, &w, &NO_SLO);
+    w.prefix_hit = 0.75;
+    let warm = simulate(&d, &w, &NO_SLO);
+    assert!(warm.output_tokens_per_s > 1.5 * cold.output_tokens_per_s);
+}
+
+fn bad(yaml: &str) -> String {
+    let cat = myriad_catalog::catalog();
+    let text = format!(
+        "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8}}\nmodel: {{preset: llama3-70b}}\nserving:\n{yaml}"
+    );
+    match myriad_scenario::parse_scenario("s.yaml", &text, cat) {
+        Ok(s) => {
+            let b = myriad_cluster::build(&s, cat).unwrap();
+            myriad_serve::setup(&s, &b, cat, None).expect_err("setup should fail")
+        }
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn bad_serving_values_name_the_field() {
+    let base = "  input: {mean: 100}\n  output: {mean: 100}\n";
+    let cases = [
+        (
+            format!("{base}  instance: {{tp: 0}}\n"),
+            "serving.instance.tp",
+        ),
+        (
+            format!("{base}  instnce: {{tp: 2}}\n"),
+            "did you mean instance",
+        ),
+        (
+            format!("{base}  kv_cache_fraction: 1.5\n"),
+            "serving.kv_cache_fraction",
+        ),
+        (
+            format!("{base}  mode: disaggregated\n  prefill: {{tp: 2}}\n"),
+            "serving.decode",
+        ),
+        (
+            "  input: {dist: normal, mean: 100}\n  output: {mean: 10}\n".to_string(),
+            "serving.input.std",
+        ),
+        ("  input: {mean: 100}\n".to_string(), "serving.output"),
+        (
+            format!("{base}  arrival_rate: -1\n"),
+            "serving.arrival_rate",
+        ),
+        (format!("{base}  weights: fp5\n"), "serving.weights"),
+        (
+            format!("{base}  instance: {{tp: 3}}\n"),
+            "tp 3 does not divide",
+        ),
+        (
+            format!("{base}  instance: {{tp: 1, instances: 8}}\n  weights: bf16\n"),
+            "no room for a KV cache",
+        ),
+        (
+            format!("{base}  instance: {{tp: 8, instances: 2}}\n"),
+            "needs 16 accelerators",
+        ),
+    ];
+    for (yaml, want) in cases {
+        let e = bad(&yaml);
+        assert!(e.contains(want), "{yaml}: `{e}` should contain `{want}`");
+    }
+}
+
+fn validation() -> myriad_serve::validate::Report {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/validation/serving-public.json"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    myriad_serve::validate::validate(myriad_catalog::catalog(), &doc).unwrap()
+}
+
+#[test]
+fn validation_mae_ratchet() {
+    // Ratchet: the figures reached so far (docs/serving.md), rounded up a little. Lower
+    // them when the model improves; never raise them.
+    let r = validation();
+    let s = &r.summary;
+    assert!(s.count >= 81, "rows predicted: {}", s.count);
+    assert!(s.mae < 0.195, "MAE {:.3}", s.mae);
+    assert!(
+        s.median_abs_error < 0.20,
+        "median {:.3}",
+        s.median_abs_error
+    );
+}
+
+#[test]
+#[ignore = "issue 8 bar not met yet: see docs/serving.md (validation)"]
+fn validation_meets_the_issue_bar() {
+    let s = validation().summary;
+    assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
+}
+
+#[test]
+#[ignore = "issue 8 bar not met yet: large-EP DeepSeek decode is over-predicted (docs/serving.md)"]
+fn deepseek_large_ep_per_node_within_20_percent() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/validation/inference-public.json"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let r = myriad_serve::validate::validate(myriad_catalog::catalog(), &doc).unwrap();
+    for c in &r.cases {
+        for (k, p, m) in &c.extra {
+            if k.contains("per_node") {
+                assert!((p / m - 1.0).abs() < 0.20, "{} {k}: {p} vs {m}", c.id);
+            }
+        }
+    }
+}
