@@ -15,7 +15,10 @@ use myriad_model::{Mla, Moe, Recompute, Transformer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub mod scheduling;
 pub mod validation;
+
+pub use scheduling::SchedulingSpec;
 
 pub const FORMAT: &str = "myriad/1";
 
@@ -59,6 +62,9 @@ pub struct Scenario {
     /// Failures, recovery, spares and checkpointing for `myriad reliability`.
     #[serde(default)]
     pub reliability: Option<ReliabilitySpec>,
+    /// Jobs, policies and regions for `myriad sched` (see `scheduling`).
+    #[serde(default)]
+    pub scheduling: Option<SchedulingSpec>,
 }
 
 /// The `planning` block: which clusters `myriad plan` compares, and the constraints.
@@ -630,6 +636,10 @@ impl Scenario {
         if let Some(r) = &self.reliability {
             r.check()
                 .map_err(|(p, msg)| err(file, &format!("reliability.{p}"), msg))?;
+        }
+        if let Some(sc) = &self.scheduling {
+            sc.check()
+                .map_err(|(p, msg)| err(file, &format!("scheduling.{p}"), msg))?;
         }
         if let Some(p) = &self.planning {
             for (i, a) in p.accelerators.iter().enumerate() {

@@ -138,6 +138,7 @@ pub fn case_scenario(
         training: Some(case.training.clone()),
         planning: None,
         reliability: None,
+        scheduling: None,
     };
     Ok((scenario, notes))
 }
