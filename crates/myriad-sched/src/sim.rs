@@ -206,6 +206,7 @@ struct Sim<'a> {
     total_milli: f64,
     svcs: Vec<Svc>,
     services: &'a [crate::Service],
+    horizon: f64,
     now: f64,
     last_t: f64,
     bin_w: f64,
@@ -267,6 +268,7 @@ pub fn simulate(t: &Topology, w: &Workload, p: &Policy, o: &Options) -> Report {
             })
             .collect(),
         services: &w.services,
+        horizon,
         now: 0.0,
         last_t: 0.0,
         bin_w,
@@ -359,8 +361,8 @@ impl Sim<'_> {
         while t >= self.bin_start + self.bin_w {
             let end = self.bin_start + self.bin_w;
             self.bin_acc += used * (end - self.last_t);
-            self.flush_bin();
             self.last_t = end;
+            self.flush_bin();
             self.bin_start = end;
             self.open_bin(end);
         }
@@ -709,10 +711,11 @@ impl Sim<'_> {
     }
 
     fn svc_account(&mut self, i: usize) {
-        let now = self.now;
+        // Services are accounted up to the horizon, where they stop.
+        let now = self.now.min(self.horizon);
         let s = &mut self.svcs[i];
         let dt = now - s.last;
-        if dt > 0.0 {
+        if dt > 0.0 && s.last < self.horizon {
             let demand = self.services[i].demand(s.last) as f64;
             s.served += (s.running as f64).min(demand) * dt;
             s.demanded += demand * dt;
@@ -722,7 +725,7 @@ impl Sim<'_> {
             }
             s.replica_s += s.running as f64 * dt;
         }
-        s.last = now;
+        s.last = s.last.max(now);
     }
 
     fn svc_change(&mut self, j: usize, d: i32) {
