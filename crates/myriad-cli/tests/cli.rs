@@ -196,3 +196,86 @@ fn flow_backend_agrees_with_the_analytical_model_on_an_idle_fabric() {
     let (ta, tf) = (a["time_s"].as_f64().unwrap(), f["time_s"].as_f64().unwrap());
     assert!((tf / ta - 1.0).abs() < 0.10, "flow {tf} vs analytical {ta}");
 }
+
+#[test]
+fn sched_compares_policies_side_by_side() {
+    let args = [
+        "sched",
+        "examples/sched-nvl72-mixed.yaml",
+        "--policies",
+        "fifo,backfill,day-night",
+        "--json",
+    ];
+    let v = json(&args);
+    let p = v["policies"].as_array().unwrap();
+    assert_eq!(p.len(), 3);
+    for k in [
+        "allocation",
+        "all",
+        "classes",
+        "services",
+        "series",
+        "mean_frag_domain",
+    ] {
+        assert!(p[0].get(k).is_some(), "missing {k}");
+    }
+    let wait = |i: usize| p[i]["all"]["wait_s"]["mean"].as_f64().unwrap();
+    assert!(
+        wait(1) < wait(0),
+        "backfill {} vs fifo {}",
+        wait(1),
+        wait(0)
+    );
+    assert!(p[2]["services"][0]["slo_attainment"].as_f64().unwrap() > 0.99);
+    // Same seed, same bytes.
+    assert_eq!(v, json(&args));
+    let (code, out, _) = myriad(&["sched", "examples/sched-two-regions.yaml"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("jobs moved / GB staged"), "{out}");
+}
+
+#[test]
+fn sched_openb_replay_fgd_leaves_fewer_gpus_unallocated() {
+    let v = json(&[
+        "sched",
+        "--openb",
+        "../shared/traces/alibaba-openb-2023",
+        "--json",
+    ]);
+    assert_eq!(v["accelerators"], 6212);
+    assert_eq!(v["jobs"], 8152);
+    let sweep = v["load_sweep"].as_array().unwrap();
+    let at_full = |i: usize| {
+        let pts = sweep[i]["points"].as_array().unwrap();
+        pts.last().unwrap()["unallocated_gpus"].as_f64().unwrap()
+    };
+    assert_eq!(sweep[0]["policy"], "best-fit");
+    assert_eq!(sweep[1]["policy"], "fgd");
+    assert!(
+        at_full(1) < at_full(0),
+        "fgd {} vs best-fit {}",
+        at_full(1),
+        at_full(0)
+    );
+    let (code, out, err) = myriad(&["sched", "examples/sched-openb.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("load sweep"), "{out}");
+}
+
+#[test]
+fn sched_bad_policy_names_the_nearest() {
+    let (code, _, err) = myriad(&[
+        "sched",
+        "examples/sched-nvl72-mixed.yaml",
+        "--policies",
+        "fifo,backfil",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--policies: `backfil` is not a policy; did you mean backfill?"),
+        "{err}"
+    );
+    let (code, _, err) = myriad(&["sched"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("give a SCENARIO or --openb DIR"), "{err}");
+}

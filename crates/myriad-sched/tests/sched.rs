@@ -319,3 +319,30 @@ fn bad_values_name_the_field() {
         "openb_node_list_all_node.csv: line 2: gpu: `many` is not a whole number"
     );
 }
+
+/// The bench's workload (100,008 GB200, 1,000,000 jobs at offered load 0.9): every job runs.
+/// `cargo test -p myriad-sched --release -- --ignored` (about 10 s).
+#[test]
+#[ignore]
+fn hundred_thousand_accelerators_million_jobs_all_complete() {
+    let t = Topology::uniform(&["r0".to_string()], 1389, 54, 18, 4, "gb200");
+    let spec: SchedulingSpec = serde_json::from_value(serde_json::json!({
+        "arrivals": {"jobs": 1_000_000, "load": 0.9},
+        "classes": [
+            {"name": "dev", "kind": "dev", "share": 6, "size": {"dist": "empirical", "values": [1, 2, 4]},
+             "duration_h": {"dist": "exponential", "mean": 0.5}},
+            {"name": "train", "share": 3, "size": {"dist": "lognormal", "median": 64, "sigma": 1.5, "max": 4096},
+             "duration_h": {"dist": "lognormal", "median": 2, "sigma": 1}},
+            {"name": "nvl72", "share": 1, "segment": 72, "size": {"dist": "empirical", "values": [72, 144, 576]},
+             "duration_h": {"dist": "lognormal", "median": 4, "sigma": 1}}
+        ]
+    }))
+    .unwrap();
+    let w = workload::generate(&spec, &t, 1);
+    let r = simulate(&t, &w, &preset("topology").unwrap(), &Options::default());
+    eprintln!(
+        "completed {} rejected {} allocation {:.3} wait mean {:.0} s p99 {:.0} s makespan {:.1} d events {}",
+        r.completed, r.rejected, r.allocation, r.all.wait_s.mean, r.all.wait_s.p99, r.makespan_s / 86400.0, r.events
+    );
+    assert_eq!(r.completed, 1_000_000);
+}
