@@ -581,7 +581,7 @@ impl State {
             }
             Constraint::Segment(k) => {
                 let per = (k / g as u32).max(1) as usize;
-                if need % per != 0 {
+                if !need.is_multiple_of(per) {
                     return None;
                 }
                 let segs = need / per;

@@ -167,6 +167,9 @@ struct Run {
     vkey: (i64, u64),
 }
 
+/// (time bits, sequence, kind, job or hour, generation).
+type Event = (u64, u64, u8, u32, u32);
+
 const ARRIVE: u8 = 0;
 const FINISH: u8 = 1;
 const HOUR: u8 = 2;
@@ -195,7 +198,7 @@ struct Sim<'a> {
     runs: Vec<Run>,
     state: State,
     empty: State,
-    heap: BinaryHeap<Reverse<(u64, u64, u8, u32, u32)>>,
+    heap: BinaryHeap<Reverse<Event>>,
     seq: u64,
     queue: Vec<BTreeSet<(u64, u64, u32)>>,
     running: Vec<BTreeSet<(u64, u32)>>,
@@ -595,18 +598,12 @@ impl Sim<'_> {
     /// policy allows), then EASY backfill behind a blocked head.
     fn pass(&mut self, r: usize) {
         self.shadow[r] = None;
-        loop {
-            let Some(&(_, _, h)) = self.queue[r].first() else {
-                break;
-            };
+        while let Some(&(_, _, h)) = self.queue[r].first() {
             let h = h as usize;
-            if self.try_start(h) {
-                continue;
+            let started = self.try_start(h) || (self.p.preemption && self.try_preempt(h, r));
+            if !started {
+                break;
             }
-            if self.p.preemption && self.try_preempt(h, r) {
-                continue;
-            }
-            break;
         }
         if self.p.backfill {
             if let Some(&(_, _, h)) = self.queue[r].first() {
