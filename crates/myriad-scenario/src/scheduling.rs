@@ -156,6 +156,12 @@ pub struct ClassSpec {
     /// Data staged when the job runs outside its home region, GB (default 0).
     #[serde(default)]
     pub data_gb: f64,
+    /// Share of the run time, placed inside one pod, spent communicating across nodes
+    /// (default 0). That share runs at the bandwidth of the smallest level holding the job
+    /// (the cluster's hierarchy levels): faster inside one scale-up domain, slower across
+    /// oversubscribed pods.
+    #[serde(default)]
+    pub comm_share: f64,
 }
 
 fn one() -> f64 {
@@ -432,6 +438,12 @@ impl SchedulingSpec {
                         "segment and constraint cannot both be given".into(),
                     );
                 }
+            }
+            if !(0.0..=1.0).contains(&c.comm_share) {
+                return e(
+                    format!("{p}.comm_share"),
+                    format!("{} must be a share between 0 and 1", c.comm_share),
+                );
             }
             if !(c.data_gb >= 0.0 && c.data_gb.is_finite()) {
                 return e(

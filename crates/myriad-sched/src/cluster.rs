@@ -39,6 +39,10 @@ pub struct Topology {
     pub uniform_gpus: Option<u8>,
     /// Most nodes in one domain.
     pub max_nodes_per_domain: u32,
+    /// Bandwidth per accelerator inside a scale-up domain, a pod and a region (GB/s; the
+    /// hierarchy levels of the built cluster). Jobs with a `comm_share` run slower when
+    /// spread over a level with less bandwidth. Default 1, 1, 1 (no effect).
+    pub gbps: [f64; 3],
 }
 
 impl Topology {
@@ -112,6 +116,7 @@ impl Topology {
             gpu_types,
             uniform_gpus: None,
             max_nodes_per_domain: 0,
+            gbps: [1.0; 3],
         }
     }
 

@@ -86,6 +86,10 @@ pub struct Job {
     pub region: u16,
     /// Data to move when run outside its home region, GB.
     pub data_gb: f64,
+    /// Share of the run time (placed inside one pod) spent communicating across nodes; that
+    /// share scales with the bandwidth of the smallest level holding the job (0: placement
+    /// does not change speed).
+    pub comm_share: f64,
 }
 
 impl Job {
@@ -106,6 +110,7 @@ impl Job {
             priority: 0,
             region: 0,
             data_gb: 0.0,
+            comm_share: 0.0,
         }
     }
     /// Milli-GPU the job holds.

@@ -214,8 +214,8 @@ pub fn from_scenario(
         None => b
             .levels
             .iter()
-            .find(|l| l.name == "pod")
-            .or_else(|| b.levels.iter().find(|l| l.name == "island"))
+            .find(|l| l.name == "island")
+            .or_else(|| b.levels.iter().find(|l| l.name == "pod"))
             .or_else(|| {
                 b.levels
                     .iter()
@@ -248,7 +248,7 @@ pub fn from_scenario(
             ));
         }
     }
-    let topology = Topology::uniform(
+    let mut topology = Topology::uniform(
         &names_r,
         (h.domains / sites as u64) as u32,
         (pod / dom) as u32,
@@ -256,6 +256,16 @@ pub fn from_scenario(
         h.accelerators_per_node as u8,
         &b.accelerator.id,
     );
+    // Bandwidth per accelerator inside a domain, a pod (the largest level that fits in one)
+    // and a region (the largest level that fits in a site).
+    let per_site = h.accelerators_per_site.max(1);
+    let bw_at = |size: u64| {
+        b.levels
+            .iter()
+            .rfind(|l| l.size <= size)
+            .map_or(1.0, |l| l.gbps_per_accelerator)
+    };
+    topology.gbps = [bw_at(dom), bw_at(pod), bw_at(per_site)];
     let policies = policies(&sc.policies, names).map_err(|(p, m)| {
         if p.starts_with("--") {
             err(&p, m)

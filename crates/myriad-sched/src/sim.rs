@@ -84,6 +84,9 @@ pub struct ClassStats {
     pub in_domain: f64,
     /// The same inside one pod.
     pub in_pod: f64,
+    /// Mean over multi-GPU jobs of run time / run time inside one pod (placement speed:
+    /// below 1 inside a scale-up domain, above 1 across oversubscribed pods).
+    pub slowdown: f64,
     pub preemptions: u64,
 }
 
@@ -140,6 +143,18 @@ pub struct Report {
     pub events: u64,
 }
 
+#[derive(Debug, Clone, Default)]
+struct Acc {
+    jobs: u64,
+    completed: u64,
+    rejected: u64,
+    multi: u64,
+    in_domain: f64,
+    in_pod: f64,
+    slowdown: f64,
+    preemptions: u64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum St {
     Pending,
@@ -165,6 +180,8 @@ struct Run {
     in_pod: f64,
     finished: f64,
     vkey: (i64, u64),
+    factor: f64,
+    slowdown: f64,
 }
 
 /// (time bits, sequence, kind, job or hour, generation).
@@ -315,6 +332,8 @@ impl Run {
             in_pod: 1.0,
             finished: f64::NAN,
             vkey: (0, 0),
+            factor: 1.0,
+            slowdown: 1.0,
         }
     }
 }
@@ -529,25 +548,44 @@ impl Sim<'_> {
         self.state
             .apply_cpu(pl.cpu_node as usize, job.cpu_milli, job.memory_mib, true);
         self.dequeue(j);
+        // Topology quality: a ring over the job's GPUs crosses each domain (pod) boundary
+        // once per domain (pod) it spans.
+        let n = pl.pieces.len();
+        let (mut nd, mut np) = (1usize, 1usize);
+        if n > 1 {
+            let mut doms: Vec<u32> = pl
+                .pieces
+                .iter()
+                .map(|p| t.node_domain[p.node as usize])
+                .collect();
+            doms.dedup();
+            doms.sort_unstable();
+            doms.dedup();
+            let mut pods: Vec<u32> = doms.iter().map(|&d| t.domain_pod[d as usize]).collect();
+            pods.dedup();
+            pods.sort_unstable();
+            pods.dedup();
+            (nd, np) = (doms.len(), pods.len());
+        }
+        // Speed: the communicating share of the run time moves at the bandwidth of the
+        // smallest level holding the job, relative to one pod (where `duration` is given).
+        let bw = if np > 1 {
+            t.gbps[2]
+        } else if nd > 1 || n <= 1 {
+            t.gbps[1]
+        } else {
+            t.gbps[0]
+        };
+        let factor = if job.comm_share > 0.0 && n > 1 {
+            (1.0 - job.comm_share) + job.comm_share * t.gbps[1] / bw.max(1e-9)
+        } else {
+            1.0
+        };
         let run = &mut self.runs[j];
+        run.factor = factor;
         if run.first_start.is_nan() {
             run.first_start = self.now;
-            // Topology quality: a ring over the job's GPUs crosses each domain (pod) boundary
-            // once per domain (pod) it spans.
-            let n = pl.pieces.len();
             if n > 1 {
-                let mut doms: Vec<u32> = pl
-                    .pieces
-                    .iter()
-                    .map(|p| t.node_domain[p.node as usize])
-                    .collect();
-                doms.dedup();
-                doms.sort_unstable();
-                doms.dedup();
-                let mut pods: Vec<u32> = doms.iter().map(|&d| t.domain_pod[d as usize]).collect();
-                pods.dedup();
-                pods.sort_unstable();
-                pods.dedup();
                 let share = |k: usize| {
                     if k <= 1 {
                         1.0
@@ -555,13 +593,14 @@ impl Sim<'_> {
                         (n - k) as f64 / n as f64
                     }
                 };
-                run.in_domain = share(doms.len());
-                run.in_pod = share(pods.len());
+                run.in_domain = share(nd);
+                run.in_pod = share(np);
+                run.slowdown = factor;
             }
         }
         run.st = St::Running;
         run.gen += 1;
-        run.end = self.now + run.remaining;
+        run.end = self.now + run.remaining * run.factor;
         let (end, gen, r, prio) = (run.end, run.gen, run.region as usize, job.priority);
         self.running[r].insert((bits(end), j as u32));
         run.vkey = (prio as i64, u64::MAX - bits(self.now));
@@ -583,7 +622,7 @@ impl Sim<'_> {
         self.running[r].remove(&(bits(run.end), j as u32));
         let job = &self.jobs[j];
         self.victims[r].remove(&(run.vkey.0, run.vkey.1, j as u32));
-        run.remaining = (run.end - self.now).max(0.0);
+        run.remaining = ((run.end - self.now) / run.factor).max(0.0);
         run.st = to;
         run.gen += 1;
         self.state.apply(self.t, &pl.pieces, false);
@@ -808,7 +847,7 @@ impl Sim<'_> {
         let n_classes = w.classes.len().max(1);
         let mut wait: Vec<Vec<f64>> = vec![vec![]; n_classes];
         let mut jct: Vec<Vec<f64>> = vec![vec![]; n_classes];
-        let mut counts = vec![(0u64, 0u64, 0u64, 0u64, 0.0f64, 0.0f64, 0u64); n_classes];
+        let mut counts = vec![Acc::default(); n_classes];
         let mut makespan: f64 = 0.0;
         let first = self
             .jobs
@@ -821,20 +860,21 @@ impl Sim<'_> {
             let k = &mut counts[c];
             let replica = job.kind == Kind::Inference && !job.duration.is_finite();
             if !replica {
-                k.0 += 1;
+                k.jobs += 1;
             }
-            k.6 += run.preempted as u64;
+            k.preemptions += run.preempted as u64;
             match run.st {
-                St::Rejected => k.2 += 1,
+                St::Rejected => k.rejected += 1,
                 _ if !run.first_start.is_nan() => {
                     wait[c].push(run.first_start - job.arrival);
                     if job.gpus > 1 {
-                        k.3 += 1;
-                        k.4 += run.in_domain;
-                        k.5 += run.in_pod;
+                        k.multi += 1;
+                        k.in_domain += run.in_domain;
+                        k.in_pod += run.in_pod;
+                        k.slowdown += run.slowdown;
                     }
                     if run.st == St::Done {
-                        k.1 += 1;
+                        k.completed += 1;
                         jct[c].push(run.finished - job.arrival);
                         makespan = makespan.max(run.finished);
                     }
@@ -842,33 +882,35 @@ impl Sim<'_> {
                 _ => {}
             }
         }
-        let mk = |name: String,
-                  k: (u64, u64, u64, u64, f64, f64, u64),
-                  w: Vec<f64>,
-                  j: Vec<f64>| ClassStats {
-            class: name,
-            jobs: k.0,
-            completed: k.1,
-            rejected: k.2,
-            wait_s: Stat::of(w),
-            jct_s: Stat::of(j),
-            in_domain: if k.3 > 0 { k.4 / k.3 as f64 } else { 1.0 },
-            in_pod: if k.3 > 0 { k.5 / k.3 as f64 } else { 1.0 },
-            preemptions: k.6,
+        let mk = |name: String, k: &Acc, w: Vec<f64>, j: Vec<f64>| {
+            let mean = |x: f64| if k.multi > 0 { x / k.multi as f64 } else { 1.0 };
+            ClassStats {
+                class: name,
+                jobs: k.jobs,
+                completed: k.completed,
+                rejected: k.rejected,
+                wait_s: Stat::of(w),
+                jct_s: Stat::of(j),
+                in_domain: mean(k.in_domain),
+                in_pod: mean(k.in_pod),
+                slowdown: mean(k.slowdown),
+                preemptions: k.preemptions,
+            }
         };
-        let mut all_k = (0, 0, 0, 0, 0.0, 0.0, 0);
+        let mut all_k = Acc::default();
         for k in &counts {
-            all_k.0 += k.0;
-            all_k.1 += k.1;
-            all_k.2 += k.2;
-            all_k.3 += k.3;
-            all_k.4 += k.4;
-            all_k.5 += k.5;
-            all_k.6 += k.6;
+            all_k.jobs += k.jobs;
+            all_k.completed += k.completed;
+            all_k.rejected += k.rejected;
+            all_k.multi += k.multi;
+            all_k.in_domain += k.in_domain;
+            all_k.in_pod += k.in_pod;
+            all_k.slowdown += k.slowdown;
+            all_k.preemptions += k.preemptions;
         }
         let all = mk(
             "all".into(),
-            all_k,
+            &all_k,
             wait.iter().flatten().copied().collect(),
             jct.iter().flatten().copied().collect(),
         );
@@ -880,7 +922,7 @@ impl Sim<'_> {
             .map(|(i, ((k, w_), j))| {
                 mk(
                     w.classes.get(i).cloned().unwrap_or_else(|| "jobs".into()),
-                    k,
+                    &k,
                     w_,
                     j,
                 )

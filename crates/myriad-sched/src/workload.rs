@@ -200,6 +200,7 @@ pub fn generate(spec: &SchedulingSpec, t: &Topology, seed: u64) -> Workload {
             j.priority = c.priority;
             j.region = region;
             j.data_gb = c.data_gb;
+            j.comm_share = c.comm_share;
             jobs.push(j);
         }
     }

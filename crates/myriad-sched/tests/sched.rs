@@ -346,3 +346,46 @@ fn hundred_thousand_accelerators_million_jobs_all_complete() {
     );
     assert_eq!(r.completed, 1_000_000);
 }
+
+/// Placement changes speed through the hierarchy's bandwidths: 6,144 H100 in two islands of
+/// 3,072 (50 GB/s per GPU inside, 1:7 above: 7.14 GB/s), HGX domains of 8 (450 GB/s).
+/// With half the run time communicating (comm_share 0.5) and 1,000 s given for a placement
+/// inside one island: 8 GPUs in one domain take 0.5 + 0.5 * 50/450 = 0.556x; 2,048 GPUs in
+/// one island 1x; 4,096 GPUs (two islands) 0.5 + 0.5 * 50/7.14 = 4x.
+#[test]
+fn placement_speed_follows_the_hierarchy_bandwidth() {
+    let text =
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 6144, scale_up: hgx-h100, \
+                scale_out: {fabric: roce-400g, island: 3072, oversubscription: 7}}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("s.yaml", text, cat).unwrap();
+    let su = setup::from_scenario(&s, cat, "s.yaml", None, None).unwrap();
+    let t = &su.topology;
+    assert_eq!(t.pods(), 2, "pods are the islands");
+    assert_eq!(t.gbps[0], 450.0);
+    assert_eq!(t.gbps[1], 50.0);
+    assert!((t.gbps[2] - 50.0 / 7.0).abs() < 1e-9);
+    let mut jobs = vec![
+        Job::new(0, 0.0, 1000.0, 8),
+        Job::new(1, 0.0, 1000.0, 2048),
+        Job::new(2, 2000.0, 1000.0, 4096),
+    ];
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.comm_share = 0.5;
+        j.class = i as u16;
+    }
+    let w = Workload {
+        jobs,
+        classes: vec!["a".into(), "b".into(), "c".into()],
+        services: vec![],
+    };
+    let r = simulate(t, &w, &preset("topology").unwrap(), &Options::default());
+    let jct: Vec<f64> = r.classes.iter().map(|c| c.jct_s.mean).collect();
+    assert!(
+        (jct[0] - 1000.0 * (0.5 + 0.5 * 50.0 / 450.0)).abs() < 1e-6,
+        "{jct:?}"
+    );
+    assert!((jct[1] - 1000.0).abs() < 1e-6, "{jct:?}");
+    assert!((jct[2] - 4000.0).abs() < 1e-6, "{jct:?}");
+    assert!((r.classes[2].slowdown - 4.0).abs() < 1e-9);
+}

@@ -174,6 +174,23 @@ fn print_text(s: &Setup, reports: &[Report], sweeps: &[(String, Vec<LoadPoint>)]
     });
     row("makespan", &|r| hours(r.makespan_s));
     row("allocation (time avg)", &|r| pct(r.allocation));
+    row("allocation over time (8 spans, %)", &|r| {
+        // The series up to the makespan, in 8 equal spans of bins.
+        let bins: Vec<f64> = r
+            .series
+            .iter()
+            .filter(|b| b.t_s < r.makespan_s.max(1.0))
+            .map(|b| b.allocated)
+            .collect();
+        if bins.is_empty() {
+            return "-".into();
+        }
+        let k = bins.len().div_ceil(8);
+        bins.chunks(k)
+            .map(|c| format!("{:.0}", 100.0 * c.iter().sum::<f64>() / c.len() as f64))
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
     row("wait mean (all)", &|r| hours(r.all.wait_s.mean));
     row("wait p50 / p99 (all)", &|r| {
         format!("{} / {}", hours(r.all.wait_s.p50), hours(r.all.wait_s.p99))
@@ -209,6 +226,11 @@ fn print_text(s: &Setup, reports: &[Report], sweeps: &[(String, Vec<LoadPoint>)]
     row("traffic in one domain / pod", &|r| {
         format!("{} / {}", pct(r.all.in_domain), pct(r.all.in_pod))
     });
+    if reports.iter().any(|r| (r.all.slowdown - 1.0).abs() > 1e-9) {
+        row("run time from placement (x of in-pod)", &|r| {
+            format!("{:.3}", r.all.slowdown)
+        });
+    }
     row("preemptions", &|r| r.preemptions.to_string());
     if t.regions() > 1 {
         row("jobs moved / GB staged", &|r| {
