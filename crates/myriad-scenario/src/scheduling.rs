@@ -50,10 +50,29 @@ pub struct SchedulingSpec {
     /// Inference services run this many days (default: to the last arrival, whole days).
     #[serde(default)]
     pub horizon_days: Option<f64>,
+    /// Failures of running jobs (default: none). Present, running jobs fail at the Llama 3
+    /// hardware rates per accelerator (`myriad reliability`'s defaults) and lose the work
+    /// since their last checkpoint.
+    #[serde(default)]
+    pub failures: Option<FailuresSpec>,
     /// Arrived loads (share of GPU capacity requested) at which the trace load sweep
     /// reports unallocated GPUs (default 0.5, 0.7, 0.8, 0.9, 0.95, 1.0).
     #[serde(default)]
     pub loads: Vec<f64>,
+}
+
+/// Failures of running jobs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FailuresSpec {
+    /// Multiplies the per-accelerator failure rate (default 1: the Llama 3 hardware rates,
+    /// about 1.6e-5 interruptions per accelerator-hour on 8-GPU nodes).
+    #[serde(default = "one")]
+    pub scale: f64,
+    /// Checkpoint interval of every job, hours (default 1); a failure loses the work since
+    /// the last checkpoint.
+    #[serde(default = "one")]
+    pub checkpoint_h: f64,
 }
 
 /// Arrival process: Poisson, optionally modulated by a daily cycle.
@@ -402,6 +421,20 @@ impl SchedulingSpec {
                 if !(x >= 0.0 && x.is_finite()) {
                     return e(n.into(), format!("{x} must be a non-negative number"));
                 }
+            }
+        }
+        if let Some(f) = &self.failures {
+            if !(f.scale >= 0.0 && f.scale.is_finite()) {
+                return e(
+                    "failures.scale".into(),
+                    format!("{} must be a non-negative factor", f.scale),
+                );
+            }
+            if !(f.checkpoint_h > 0.0 && f.checkpoint_h.is_finite()) {
+                return e(
+                    "failures.checkpoint_h".into(),
+                    format!("{} must be a positive number of hours", f.checkpoint_h),
+                );
             }
         }
         for (i, l) in self.loads.iter().enumerate() {

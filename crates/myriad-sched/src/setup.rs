@@ -135,8 +135,36 @@ fn one(s: &PolicySpec, path: &str) -> Result<Policy, (String, String)> {
     Ok(p)
 }
 
-fn options(sc: &SchedulingSpec) -> Options {
+/// Job interruptions per accelerator-hour from `myriad-reliability`'s default (Llama 3)
+/// rates: the per-accelerator components (accelerator, HBM, NIC, unknown) plus the host rate
+/// shared by the node's accelerators. Switch, link and software faults are per job or per
+/// fabric element in that model and are left out here.
+pub fn failure_rate_per_accelerator_hour(accelerators_per_node: u32) -> f64 {
+    use myriad_reliability::Component;
+    let per_acc: f64 = [
+        Component::Accelerator,
+        Component::Hbm,
+        Component::Nic,
+        Component::Unknown,
+    ]
+    .iter()
+    .map(|c| c.default_per_hour())
+    .sum();
+    per_acc + Component::Host.default_per_hour() / accelerators_per_node.max(1) as f64
+}
+
+fn options(sc: &SchedulingSpec, accelerators_per_node: u32) -> Options {
+    let (fail, ckpt) = match &sc.failures {
+        Some(f) => (
+            f.scale * failure_rate_per_accelerator_hour(accelerators_per_node) / 3600.0,
+            f.checkpoint_h * 3600.0,
+        ),
+        None => (0.0, 3600.0),
+    };
     Options {
+        failure_per_gpu_s: fail,
+        checkpoint_s: ckpt,
+        seed: sc.seed.unwrap_or(1),
         sample_s: sc.sample_h.unwrap_or(0.0) * 3600.0,
         backfill_depth: sc.backfill_depth.unwrap_or(500) as usize,
         restart_s: sc.restart_s.unwrap_or(300.0),
@@ -156,8 +184,9 @@ pub fn openb(
     let (nodes, types) = openb::parse_nodes(nodes_text)?;
     let jobs = openb::parse_pods(pods_text, &types)?;
     let topology = Topology::from_nodes(nodes, types, 64);
-    let mut options = options(sc);
+    let mut options = options(sc, 8);
     options.fgd = Some(Fgd::from_jobs(&jobs));
+    options.seed = seed.or(sc.seed).unwrap_or(1);
     let names_default: Vec<String> = ["best-fit", "fgd"].iter().map(|s| s.to_string()).collect();
     let names = match (names, sc.policies.is_empty()) {
         (Some(n), _) => Some(n),
@@ -275,7 +304,8 @@ pub fn from_scenario(
     })?;
     let seed = seed.or(sc.seed).unwrap_or(1);
     let workload = crate::workload::generate(sc, &topology, seed);
-    let mut options = options(sc);
+    let mut options = options(sc, h.accelerators_per_node);
+    options.seed = seed;
     if let Some(d) = &s.cluster.dci {
         options.inter_region_gbps = d.gbps_per_site;
         options.inter_region_latency_s = d.distance_km * 5e-6;

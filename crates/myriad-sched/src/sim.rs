@@ -28,6 +28,12 @@ pub struct Options {
     pub fgd: Option<Fgd>,
     /// Check invariants after every event (capacity, aggregates, work conservation, gang).
     pub check: bool,
+    /// Interruptions per accelerator-second of a running job (0: no failures).
+    pub failure_per_gpu_s: f64,
+    /// Checkpoint interval: a failure loses the work since the last one, seconds.
+    pub checkpoint_s: f64,
+    /// Seed of the failure draws (job `i`'s `k`-th start uses its own stream).
+    pub seed: u64,
 }
 
 impl Default for Options {
@@ -41,6 +47,9 @@ impl Default for Options {
             inter_region_latency_s: 0.05,
             fgd: None,
             check: false,
+            failure_per_gpu_s: 0.0,
+            checkpoint_s: 3600.0,
+            seed: 1,
         }
     }
 }
@@ -137,6 +146,9 @@ pub struct Report {
     pub moved_jobs: u64,
     pub moved_gb: f64,
     pub preemptions: u64,
+    /// Job interruptions by failures, and the accelerator-hours of work they lost.
+    pub failures: u64,
+    pub lost_gpu_hours: f64,
     pub series: Vec<Sample>,
     /// Invariant violations found with `Options::check` (empty when none).
     pub violations: Vec<String>,
@@ -182,6 +194,8 @@ struct Run {
     vkey: (i64, u64),
     factor: f64,
     slowdown: f64,
+    last_start: f64,
+    starts: u32,
 }
 
 /// (time bits, sequence, kind, job or hour, generation).
@@ -190,6 +204,7 @@ type Event = (u64, u64, u8, u32, u32);
 const ARRIVE: u8 = 0;
 const FINISH: u8 = 1;
 const HOUR: u8 = 2;
+const FAIL: u8 = 3;
 
 fn bits(t: f64) -> u64 {
     // Non-negative finite times order like their bit patterns.
@@ -237,6 +252,8 @@ struct Sim<'a> {
     moved: u64,
     moved_gb: f64,
     preemptions: u64,
+    failures: u64,
+    lost_gpu_s: f64,
     events: u64,
 }
 
@@ -299,6 +316,8 @@ pub fn simulate(t: &Topology, w: &Workload, p: &Policy, o: &Options) -> Report {
         moved: 0,
         moved_gb: 0.0,
         preemptions: 0,
+        failures: 0,
+        lost_gpu_s: 0.0,
         events: 0,
     };
     for j in 0..s.jobs.len() {
@@ -334,6 +353,8 @@ impl Run {
             vkey: (0, 0),
             factor: 1.0,
             slowdown: 1.0,
+            last_start: 0.0,
+            starts: 0,
         }
     }
 }
@@ -358,6 +379,15 @@ impl Sim<'_> {
                     }
                     self.stop(j, St::Done);
                     self.runs[j].finished = t;
+                    let r = self.runs[j].region as usize;
+                    self.pass(r);
+                }
+                FAIL => {
+                    let j = id as usize;
+                    if self.runs[j].gen != gen || self.runs[j].st != St::Running {
+                        continue;
+                    }
+                    self.fail(j);
                     let r = self.runs[j].region as usize;
                     self.pass(r);
                 }
@@ -606,7 +636,23 @@ impl Sim<'_> {
         run.vkey = (prio as i64, u64::MAX - bits(self.now));
         self.victims[r].insert((run.vkey.0, run.vkey.1, j as u32));
         run.place = Some(pl);
-        if end.is_finite() {
+        run.last_start = self.now;
+        run.starts += 1;
+        let starts = run.starts;
+        // A failure before the end interrupts the job (one stream per job and start).
+        let rate = self.o.failure_per_gpu_s * job.gpus as f64;
+        let fail_at = if rate > 0.0 && job.kind != Kind::Inference {
+            let mut rng = crate::workload::Rng::new(
+                self.o.seed ^ 0x5EED_FA11,
+                ((j as u64) << 20) | starts as u64,
+            );
+            self.now + rng.exp(1.0 / rate)
+        } else {
+            f64::INFINITY
+        };
+        if fail_at < end {
+            self.push(fail_at, FAIL, j as u32, gen);
+        } else if end.is_finite() {
             self.push(end, FINISH, j as u32, gen);
         }
         if job.kind == Kind::Inference {
@@ -631,6 +677,19 @@ impl Sim<'_> {
         if job.kind == Kind::Inference {
             self.svc_change(j, -1);
         }
+    }
+
+    /// A running job fails: it loses the work since its last checkpoint (checkpoints every
+    /// `checkpoint_s` of progress since it started), pays `restart_s`, and queues again.
+    fn fail(&mut self, j: usize) {
+        let (start, factor) = (self.runs[j].last_start, self.runs[j].factor);
+        let done = (self.now - start) / factor;
+        let lost = done % self.o.checkpoint_s.max(1e-9);
+        self.stop(j, St::Queued);
+        self.runs[j].remaining += lost + self.o.restart_s;
+        self.failures += 1;
+        self.lost_gpu_s += lost * self.jobs[j].milli_total() as f64 / 1000.0;
+        self.enqueue(j);
     }
 
     /// Schedules region `r`: start jobs from the head while they fit (preempting if the
@@ -983,6 +1042,8 @@ impl Sim<'_> {
             moved_jobs: self.moved,
             moved_gb: self.moved_gb,
             preemptions: self.preemptions,
+            failures: self.failures,
+            lost_gpu_hours: self.lost_gpu_s / 3600.0,
             series: self.series,
             violations: self.violations,
             events: self.events,

@@ -311,6 +311,12 @@ fn bad_values_name_the_field() {
         scenario_err("  policies: [{name: mine, placement: fgd}]\n"),
         "ok"
     );
+    assert_eq!(
+        scenario_err("  failures: {checkpoint_h: 0}\n"),
+        "s.yaml: scheduling.failures.checkpoint_h: 0 must be a positive number of hours"
+    );
+    assert!(scenario_err("  classes: [{name: a, comm_share: 2}]\n")
+        .contains("scheduling.classes[0].comm_share: 2 must be a share"));
     // Bad trace text: the file and line.
     let e = myriad_sched::openb::parse_nodes("sn,cpu_milli,memory_mib,gpu,model\nx,1,2,many,T4\n")
         .unwrap_err();
@@ -388,4 +394,50 @@ fn placement_speed_follows_the_hierarchy_bandwidth() {
     assert!((jct[1] - 1000.0).abs() < 1e-6, "{jct:?}");
     assert!((jct[2] - 4000.0).abs() < 1e-6, "{jct:?}");
     assert!((r.classes[2].slowdown - 4.0).abs() < 1e-9);
+}
+
+/// Failures at the reliability crate's Llama 3 rates (scaled up 200x here so that a small
+/// run sees many): the count matches rate x accelerator-hours run, every job still completes,
+/// invariants hold, and the same seed gives the same run.
+#[test]
+fn failures_follow_the_reliability_rates() {
+    let rate_h = setup::failure_rate_per_accelerator_hour(8);
+    // Llama 3: 282 per-accelerator faults + 46 host faults in 54 days on 16,384 GPUs / 2,048 nodes.
+    let want = (282.0 / 16384.0 + 46.0 / 2048.0 / 8.0) / (54.0 * 24.0);
+    assert!((rate_h / want - 1.0).abs() < 1e-9, "{rate_h} vs {want}");
+    let t = Topology::uniform(&["r".to_string()], 64, 16, 1, 8, "h100");
+    let spec: SchedulingSpec = serde_json::from_value(serde_json::json!({
+        "arrivals": {"jobs": 400, "load": 0.7},
+        "classes": [{"name": "train", "size": {"dist": "empirical", "values": [8, 64, 256]},
+                     "duration_h": {"dist": "lognormal", "median": 10, "sigma": 0.5}}]
+    }))
+    .unwrap();
+    let w = workload::generate(&spec, &t, 5);
+    let o = Options {
+        failure_per_gpu_s: 200.0 * rate_h / 3600.0,
+        checkpoint_s: 3600.0,
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("backfill").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.completed, 400);
+    // Expected interruptions: rate x accelerator-hours actually run (work + redone work).
+    let work_gpu_h: f64 = w
+        .jobs
+        .iter()
+        .map(|j| j.gpus as f64 * j.duration / 3600.0)
+        .sum();
+    let expected = 200.0 * rate_h * (work_gpu_h + r.lost_gpu_hours);
+    let got = r.failures as f64;
+    assert!(expected > 50.0, "{expected}");
+    assert!(
+        (got / expected - 1.0).abs() < 0.25,
+        "{got} failures, expected {expected:.0}"
+    );
+    // Each failure loses less than one checkpoint interval of its job's accelerators.
+    assert!(r.lost_gpu_hours > 0.0 && r.lost_gpu_hours < got * 256.0);
+    let again = simulate(&t, &w, &preset("backfill").unwrap(), &o);
+    assert_eq!(again.failures, r.failures);
+    assert_eq!(again.all.jct_s, r.all.jct_s);
 }

@@ -232,6 +232,11 @@ fn print_text(s: &Setup, reports: &[Report], sweeps: &[(String, Vec<LoadPoint>)]
         });
     }
     row("preemptions", &|r| r.preemptions.to_string());
+    if reports.iter().any(|r| r.failures > 0) {
+        row("failures / GPU-hours lost", &|r| {
+            format!("{} / {:.0}", r.failures, r.lost_gpu_hours)
+        });
+    }
     if t.regions() > 1 {
         row("jobs moved / GB staged", &|r| {
             format!("{} / {:.0}", r.moved_jobs, r.moved_gb)
