@@ -66,7 +66,7 @@ pub struct SchedulingSpec {
 #[serde(deny_unknown_fields)]
 pub struct FailuresSpec {
     /// Multiplies the per-accelerator failure rate (default 1: the Llama 3 hardware rates,
-    /// about 1.6e-5 interruptions per accelerator-hour on 8-GPU nodes).
+    /// 1.55e-5 interruptions per accelerator-hour on 8-GPU nodes).
     #[serde(default = "one")]
     pub scale: f64,
     /// Checkpoint interval of every job, hours (default 1); a failure loses the work since
