@@ -504,7 +504,6 @@ impl State {
     /// One node with at least `k` wholly free GPUs on a uniform cluster, via the histograms.
     fn find_node_uniform(&self, t: &Topology, k: usize, mode: Mode, r: usize) -> Option<usize> {
         let ns = self.ns;
-        let h = |v: &[u32], i: usize| -> Vec<u32> { v[i * ns..(i + 1) * ns].to_vec() };
         match mode {
             Mode::FirstFit => {
                 let p = t
@@ -516,7 +515,7 @@ impl State {
                 t.domain_nodes(d).find(|&n| self.node_full[n] as usize >= k)
             }
             _ => {
-                let want = Self::smallest_ge(&h(&self.nh_reg, r), k)?;
+                let want = Self::smallest_ge(&self.nh_reg[r * ns..(r + 1) * ns], k)?;
                 let p = t.region_pods(r).find(|&p| self.nh_pod[p * ns + want] > 0)?;
                 let d = t.pod_domains(p).find(|&d| self.nh_dom[d * ns + want] > 0)?;
                 t.domain_nodes(d)

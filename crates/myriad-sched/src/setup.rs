@@ -27,34 +27,14 @@ pub struct Setup {
 /// Default arrived loads of the trace load sweep.
 pub const LOADS: [f64; 6] = [0.5, 0.7, 0.8, 0.9, 0.95, 1.0];
 
+/// "; did you mean X?" for the nearest preset (the scenario parser's rule), or the list.
 fn closest(name: &str) -> String {
-    let mut best = ("", 0.0);
-    for p in PRESETS {
-        let s = strsim_like(name, p);
-        if s > best.1 {
-            best = (p, s);
+    match myriad_catalog::closest(name, PRESETS.iter().copied()).first() {
+        Some(h) if strsim::normalized_damerau_levenshtein(name, h) >= 0.5 => {
+            format!("; did you mean {h}?")
         }
+        _ => format!("; expected one of {}", PRESETS.join(", ")),
     }
-    if best.1 >= 0.5 {
-        format!("; did you mean {}?", best.0)
-    } else {
-        format!("; expected one of {}", PRESETS.join(", "))
-    }
-}
-
-/// Normalised similarity from the edit distance (0..1).
-fn strsim_like(a: &str, b: &str) -> f64 {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        let mut cur = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let c = if a[i - 1] == b[j - 1] { 0 } else { 1 };
-            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + c);
-        }
-        prev = cur;
-    }
-    1.0 - prev[b.len()] as f64 / a.len().max(b.len()).max(1) as f64
 }
 
 /// Policies from the scenario's `policies` (or every preset), or from `--policies` names.
