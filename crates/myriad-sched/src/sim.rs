@@ -247,6 +247,8 @@ struct Sim<'a> {
     bin_w: f64,
     bin_start: f64,
     bin_acc: f64,
+    /// An event changed the state since the last fragmentation snapshot.
+    dirty: bool,
     series: Vec<Sample>,
     violations: Vec<String>,
     moved: u64,
@@ -311,6 +313,7 @@ pub fn simulate(t: &Topology, w: &Workload, p: &Policy, o: &Options) -> Report {
         bin_w,
         bin_start: 0.0,
         bin_acc: 0.0,
+        dirty: true,
         series: vec![],
         violations: vec![],
         moved: 0,
@@ -393,6 +396,7 @@ impl Sim<'_> {
                 }
                 _ => self.hour(id, horizon),
             }
+            self.dirty = true;
             if self.o.check {
                 self.check_all();
             }
@@ -424,17 +428,16 @@ impl Sim<'_> {
     }
 
     fn open_bin(&mut self, t0: f64) {
-        // Fragmentation at the bin's start (state is constant between events).
-        if let Some(prev) = self.series.last() {
-            if prev.t_s + self.bin_w == t0 && self.last_t < t0 {
-                // Nothing happened since the last bin opened: reuse its snapshot.
-                let mut s = *prev;
-                s.t_s = t0;
-                s.allocated = 0.0;
-                self.series.push(s);
-                return;
-            }
+        // Fragmentation at the bin's start. The state is constant between events, so bins
+        // opened with no event since the last snapshot reuse it.
+        if let (false, Some(prev)) = (self.dirty, self.series.last()) {
+            let mut s = *prev;
+            s.t_s = t0;
+            s.allocated = 0.0;
+            self.series.push(s);
+            return;
         }
+        self.dirty = false;
         let t = self.t;
         let (mut free, mut in_nodes, mut in_doms) = (0u64, 0u64, 0u64);
         let mut fgd = None;
