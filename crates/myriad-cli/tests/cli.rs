@@ -279,3 +279,36 @@ fn sched_bad_policy_names_the_nearest() {
     assert_eq!(code, 2);
     assert!(err.contains("give a SCENARIO or --openb DIR"), "{err}");
 }
+
+#[test]
+fn sched_replays_a_csv_job_trace_by_hand() {
+    // examples/sched-trace.csv on 1,024 GPUs: the 256-GPU job finishes at 16,200 s under FIFO
+    // (after both whole-cluster jobs) and at 9,000 s under EASY backfill (arrived at 180 s).
+    let v = json(&["sched", "examples/sched-trace.yaml", "--json"]);
+    let small = |i: usize| {
+        let c = &v["policies"][i]["classes"][3];
+        assert_eq!(c["class"], "small");
+        c["jct_s"]["mean"].as_f64().unwrap()
+    };
+    assert_eq!(small(0), 16_200.0 - 180.0);
+    assert_eq!(small(1), 9_000.0 - 180.0);
+    // A bad trace line names the scenario field, the file, the line and the column.
+    let dir = std::env::temp_dir().join(format!("myriad-sched-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("t.csv"),
+        "arrival_s,duration_s,accelerators\n0,10,8\n5,-1,8\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("s.yaml"),
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64}\nscheduling: {trace: {csv: t.csv}}\n",
+    )
+    .unwrap();
+    let (code, _, err) = myriad(&["sched", dir.join("s.yaml").to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("s.yaml: scheduling.trace.csv: t.csv: line 3: duration_s: `-1` is not a positive number"),
+        "{err}"
+    );
+}

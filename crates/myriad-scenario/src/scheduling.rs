@@ -303,8 +303,16 @@ pub struct RegionsSpec {
 #[serde(deny_unknown_fields)]
 pub struct TraceSpec {
     /// Directory of the Alibaba openb trace (`openb_node_list_all_node.csv` and
-    /// `openb_pod_list_*.csv`), relative to the scenario file.
-    pub openb: String,
+    /// `openb_pod_list_*.csv`), relative to the scenario file; its node list replaces the
+    /// cluster. Give this or `csv`.
+    #[serde(default)]
+    pub openb: Option<String>,
+    /// A job trace for the scenario's cluster, relative to the scenario file: CSV with a
+    /// header; columns `arrival_s`, `duration_s`, `accelerators` required; `class`, `kind`,
+    /// `priority`, `constraint` (none, domain, pod), `segment`, `region`, `data_gb`,
+    /// `comm_share` optional. Give this or `openb`.
+    #[serde(default)]
+    pub csv: Option<String>,
     /// Which pod list: `default` or `gpuspec33` (default `default`).
     #[serde(default = "default_pods")]
     pub pods: String,
@@ -509,6 +517,12 @@ impl SchedulingSpec {
             }
         }
         if let Some(t) = &self.trace {
+            if t.openb.is_some() == t.csv.is_some() {
+                return e(
+                    "trace".into(),
+                    "give exactly one of openb (a directory) and csv (a job file)".into(),
+                );
+            }
             if t.pods != "default" && t.pods != "gpuspec33" {
                 return e(
                     "trace.pods".into(),

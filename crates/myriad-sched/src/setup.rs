@@ -196,12 +196,14 @@ pub fn openb(
 }
 
 /// The generated-workload setup of a scenario.
+/// `csv`: the text of `scheduling.trace.csv` when the scenario has one (the caller reads it).
 pub fn from_scenario(
     s: &Scenario,
     cat: &Catalog,
     file: &str,
     names: Option<&[String]>,
     seed: Option<u64>,
+    csv: Option<&str>,
 ) -> Result<Setup, ScenarioError> {
     let err = |p: &str, m: String| ScenarioError::new(file, p, m);
     let default = SchedulingSpec::default();
@@ -283,7 +285,26 @@ pub fn from_scenario(
         }
     })?;
     let seed = seed.or(sc.seed).unwrap_or(1);
-    let workload = crate::workload::generate(sc, &topology, seed);
+    let workload = match csv {
+        Some(text) => {
+            let (jobs, classes) = crate::workload::parse_csv(text, &topology).map_err(|m| {
+                let f = sc
+                    .trace
+                    .as_ref()
+                    .and_then(|t| t.csv.clone())
+                    .unwrap_or_default();
+                err("scheduling.trace.csv", format!("{f}: {m}"))
+            })?;
+            let mut names = classes;
+            let services = crate::workload::services(sc, &topology, &mut names);
+            Workload {
+                jobs,
+                classes: names,
+                services,
+            }
+        }
+        None => crate::workload::generate(sc, &topology, seed),
+    };
     let mut options = options(sc, h.accelerators_per_node);
     options.seed = seed;
     if let Some(d) = &s.cluster.dci {

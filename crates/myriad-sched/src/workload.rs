@@ -205,8 +205,17 @@ pub fn generate(spec: &SchedulingSpec, t: &Topology, seed: u64) -> Workload {
         }
     }
     let mut names: Vec<String> = classes.iter().map(|c| c.name.clone()).collect();
-    let services = spec
-        .inference
+    let services = services(spec, t, &mut names);
+    Workload {
+        jobs,
+        classes: names,
+        services,
+    }
+}
+
+/// The inference services of `spec`; their classes are appended to `names`.
+pub fn services(spec: &SchedulingSpec, t: &Topology, names: &mut Vec<String>) -> Vec<Service> {
+    spec.inference
         .iter()
         .map(|s| {
             names.push(s.name.clone());
@@ -224,10 +233,146 @@ pub fn generate(spec: &SchedulingSpec, t: &Topology, seed: u64) -> Workload {
                 region: s.region.min(t.regions().saturating_sub(1) as u32) as u16,
             }
         })
-        .collect();
-    Workload {
-        jobs,
-        classes: names,
-        services,
+        .collect()
+}
+
+/// Parses a CSV job trace (see `TraceSpec::csv`) for topology `t`: sizes above one node
+/// are rounded up to whole nodes (whole segments with `segment`). Errors name the line and
+/// column. Returns the jobs (by arrival) and the class names in order of first appearance.
+pub fn parse_csv(text: &str, t: &Topology) -> Result<(Vec<Job>, Vec<String>), String> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (_, head) = lines.next().ok_or("empty file")?;
+    let cols: Vec<String> = head.split(',').map(|c| c.trim().to_string()).collect();
+    const KNOWN: [&str; 11] = [
+        "arrival_s",
+        "duration_s",
+        "accelerators",
+        "class",
+        "kind",
+        "priority",
+        "constraint",
+        "segment",
+        "region",
+        "data_gb",
+        "comm_share",
+    ];
+    for c in &cols {
+        if !KNOWN.contains(&c.as_str()) {
+            return Err(format!(
+                "line 1: unknown column `{c}`; expected {}",
+                KNOWN.join(", ")
+            ));
+        }
     }
+    for need in &KNOWN[..3] {
+        if !cols.iter().any(|c| c == need) {
+            return Err(format!("line 1: missing column `{need}`"));
+        }
+    }
+    let gpn = t.uniform_gpus.unwrap_or(1).max(1) as u32;
+    let mut classes: Vec<String> = vec![];
+    let mut jobs = vec![];
+    for (i, line) in lines {
+        let ln = i + 1;
+        let v: Vec<&str> = line.split(',').map(|x| x.trim()).collect();
+        if v.len() != cols.len() {
+            return Err(format!(
+                "line {ln}: {} fields for {} columns",
+                v.len(),
+                cols.len()
+            ));
+        }
+        let get = |name: &str| cols.iter().position(|c| c == name).map(|k| v[k]);
+        let num = |name: &str, pos: bool| -> Result<Option<f64>, String> {
+            match get(name) {
+                None | Some("") => Ok(None),
+                Some(x) => match x.parse::<f64>() {
+                    Ok(f) if f.is_finite() && f >= 0.0 && (!pos || f > 0.0) => Ok(Some(f)),
+                    _ => Err(format!(
+                        "line {ln}: {name}: `{x}` is not a {} number",
+                        if pos { "positive" } else { "non-negative" }
+                    )),
+                },
+            }
+        };
+        let arrival = num("arrival_s", false)?.ok_or(format!("line {ln}: arrival_s: empty"))?;
+        let duration = num("duration_s", true)?.ok_or(format!("line {ln}: duration_s: empty"))?;
+        let mut gpus = num("accelerators", true)?
+            .ok_or(format!("line {ln}: accelerators: empty"))?
+            .ceil() as u32;
+        let class = get("class").filter(|c| !c.is_empty()).unwrap_or("jobs");
+        let ci = match classes.iter().position(|c| c == class) {
+            Some(p) => p,
+            None => {
+                classes.push(class.to_string());
+                classes.len() - 1
+            }
+        };
+        let kind = match get("kind").unwrap_or("") {
+            "" | "training" => Kind::Training,
+            "inference" => Kind::Inference,
+            "dev" => Kind::Dev,
+            k => {
+                return Err(format!(
+                    "line {ln}: kind: `{k}` is not one of training, inference, dev"
+                ))
+            }
+        };
+        let segment = num("segment", true)?.map(|k| (k as u32).div_ceil(gpn) * gpn);
+        let constraint = match (segment, get("constraint").unwrap_or("")) {
+            (Some(k), "" | "none") => Constraint::Segment(k),
+            (Some(_), c) => {
+                return Err(format!(
+                    "line {ln}: constraint: `{c}` cannot be combined with segment"
+                ))
+            }
+            (None, "" | "none") => Constraint::None,
+            (None, "domain") => Constraint::Domain,
+            (None, "pod") => Constraint::Pod,
+            (None, c) => {
+                return Err(format!(
+                    "line {ln}: constraint: `{c}` is not one of none, domain, pod"
+                ))
+            }
+        };
+        if let Some(k) = segment {
+            gpus = gpus.div_ceil(k) * k;
+        } else if gpus > gpn {
+            gpus = gpus.div_ceil(gpn) * gpn;
+        }
+        let priority = match get("priority").unwrap_or("") {
+            "" => 0,
+            p => p
+                .parse::<i32>()
+                .map_err(|_| format!("line {ln}: priority: `{p}` is not a whole number"))?,
+        };
+        let comm = num("comm_share", false)?.unwrap_or(0.0);
+        if comm > 1.0 {
+            return Err(format!("line {ln}: comm_share: {comm} is more than 1"));
+        }
+        let region = num("region", false)?.unwrap_or(0.0) as usize;
+        if region >= t.regions() {
+            return Err(format!(
+                "line {ln}: region: {region} but the cluster has {} region(s)",
+                t.regions()
+            ));
+        }
+        let mut j = Job::new(0, arrival, duration, gpus);
+        j.class = ci as u16;
+        j.kind = kind;
+        j.constraint = constraint;
+        j.priority = priority;
+        j.region = region as u16;
+        j.data_gb = num("data_gb", false)?.unwrap_or(0.0);
+        j.comm_share = comm;
+        jobs.push(j);
+    }
+    jobs.sort_by(|a, b| a.arrival.total_cmp(&b.arrival));
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.id = i as u32;
+    }
+    Ok((jobs, classes))
 }

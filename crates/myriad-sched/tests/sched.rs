@@ -264,7 +264,7 @@ fn scenario_err(sched: &str) -> String {
     let cat = myriad_catalog::catalog();
     match myriad_scenario::parse_scenario("s.yaml", &text, cat) {
         Err(e) => e.to_string(),
-        Ok(s) => match setup::from_scenario(&s, cat, "s.yaml", None, None) {
+        Ok(s) => match setup::from_scenario(&s, cat, "s.yaml", None, None, None) {
             Err(e) => e.to_string(),
             Ok(_) => "ok".into(),
         },
@@ -365,7 +365,7 @@ fn placement_speed_follows_the_hierarchy_bandwidth() {
                 scale_out: {fabric: roce-400g, island: 3072, oversubscription: 7}}\n";
     let cat = myriad_catalog::catalog();
     let s = myriad_scenario::parse_scenario("s.yaml", text, cat).unwrap();
-    let su = setup::from_scenario(&s, cat, "s.yaml", None, None).unwrap();
+    let su = setup::from_scenario(&s, cat, "s.yaml", None, None, None).unwrap();
     let t = &su.topology;
     assert_eq!(t.pods(), 2, "pods are the islands");
     assert_eq!(t.gbps[0], 450.0);

@@ -43,13 +43,15 @@ pub fn run(
             let s = super::load_scenario(path)?;
             let file = path.display().to_string();
             let sc = s.scheduling.clone().unwrap_or_default();
+            let dir_of = |rel: &str| path.parent().unwrap_or(Path::new(".")).join(rel);
             let trace_dir = match (over, &sc.trace) {
                 (Some(d), _) => Some((d.to_path_buf(), "default".to_string())),
-                (None, Some(t)) => Some((
-                    path.parent().unwrap_or(Path::new(".")).join(&t.openb),
-                    t.pods.clone(),
-                )),
+                (None, Some(t)) => t.openb.as_ref().map(|o| (dir_of(o), t.pods.clone())),
                 (None, None) => None,
+            };
+            let csv = match sc.trace.as_ref().and_then(|t| t.csv.as_ref()) {
+                Some(c) if over.is_none() => Some(read(&dir_of(c))?),
+                _ => None,
             };
             match trace_dir {
                 Some((dir, pods)) => {
@@ -63,6 +65,7 @@ pub fn run(
                     &file,
                     names,
                     seed,
+                    csv.as_deref(),
                 )
                 .map_err(|e| e.to_string())?,
             }
