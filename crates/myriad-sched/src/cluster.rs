@@ -641,44 +641,36 @@ impl State {
                         take_from(d, need, &mut nodes);
                     }
                 }
-                if nodes.is_empty() && mode == Mode::BestFit {
+                let tightest_pod = || {
+                    t.region_pods(r)
+                        .filter(|&p| self.pod_free_nodes[p] as usize >= need)
+                        .min_by_key(|&p| self.pod_free_nodes[p])
+                };
+                let done = !nodes.is_empty();
+                if done {
+                    // One domain holds it.
+                } else if mode == Mode::FirstFit || mode == Mode::BestFit {
+                    // Lowest-index free nodes, pod by pod.
                     for p in t.region_pods(r) {
-                        if self.pod_free_nodes[p] == 0 {
-                            continue;
+                        if self.pod_free_nodes[p] > 0 {
+                            self.fill_pod(t, p, need, Mode::FirstFit, &mut nodes);
                         }
-                        self.fill_pod(t, p, need, Mode::FirstFit, &mut nodes);
                         if nodes.len() >= need {
                             break;
                         }
                     }
-                } else if nodes.is_empty() && best {
-                    // Topology: the tightest pod that holds the job; else pods with the
-                    // most free nodes first.
-                    if let Some(p) = t
+                } else if let Some(p) = tightest_pod() {
+                    // Topology: the tightest pod that holds the job.
+                    self.fill_pod(t, p, need, mode, &mut nodes);
+                } else {
+                    // Topology, no pod holds it: pods with the most free nodes first.
+                    let mut pods: Vec<usize> = t
                         .region_pods(r)
-                        .filter(|&p| self.pod_free_nodes[p] as usize >= need)
-                        .min_by_key(|&p| self.pod_free_nodes[p])
-                    {
+                        .filter(|&p| self.pod_free_nodes[p] > 0)
+                        .collect();
+                    pods.sort_by_key(|&p| std::cmp::Reverse(self.pod_free_nodes[p]));
+                    for p in pods {
                         self.fill_pod(t, p, need, mode, &mut nodes);
-                    } else {
-                        let mut pods: Vec<usize> = t
-                            .region_pods(r)
-                            .filter(|&p| self.pod_free_nodes[p] > 0)
-                            .collect();
-                        pods.sort_by_key(|&p| std::cmp::Reverse(self.pod_free_nodes[p]));
-                        for p in pods {
-                            self.fill_pod(t, p, need, mode, &mut nodes);
-                            if nodes.len() >= need {
-                                break;
-                            }
-                        }
-                    }
-                } else if nodes.is_empty() {
-                    for p in t.region_pods(r) {
-                        if self.pod_free_nodes[p] == 0 {
-                            continue;
-                        }
-                        self.fill_pod(t, p, need, Mode::FirstFit, &mut nodes);
                         if nodes.len() >= need {
                             break;
                         }

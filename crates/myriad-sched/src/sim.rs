@@ -247,6 +247,7 @@ struct Sim<'a> {
     bin_w: f64,
     bin_start: f64,
     bin_acc: f64,
+    first_t: f64,
     /// An event changed the state since the last fragmentation snapshot.
     dirty: bool,
     series: Vec<Sample>,
@@ -313,6 +314,7 @@ pub fn simulate(t: &Topology, w: &Workload, p: &Policy, o: &Options) -> Report {
         bin_w,
         bin_start: 0.0,
         bin_acc: 0.0,
+        first_t: 0.0,
         dirty: true,
         series: vec![],
         violations: vec![],
@@ -394,7 +396,7 @@ impl Sim<'_> {
                     let r = self.runs[j].region as usize;
                     self.pass(r);
                 }
-                _ => self.hour(id, horizon),
+                _ => self.hour(horizon),
             }
             self.dirty = true;
             if self.o.check {
@@ -410,6 +412,7 @@ impl Sim<'_> {
         if self.series.is_empty() {
             self.bin_start = (t / self.bin_w).floor() * self.bin_w;
             self.last_t = t;
+            self.first_t = t;
             self.open_bin(self.bin_start);
         }
         let used: u64 = self.state.reg_used_milli.iter().sum();
@@ -468,7 +471,8 @@ impl Sim<'_> {
 
     fn flush_bin(&mut self) {
         if let Some(s) = self.series.last_mut() {
-            let w = (self.last_t - s.t_s).max(0.0);
+            // The first bin is averaged from the first event, not from its start.
+            let w = (self.last_t - s.t_s.max(self.first_t)).max(0.0);
             let w = if w > 0.0 { w.min(self.bin_w) } else { 0.0 };
             s.allocated = if w > 0.0 { self.bin_acc / w } else { 0.0 };
         }
@@ -837,7 +841,7 @@ impl Sim<'_> {
 
     /// Hourly: each service scales to its target (the curve under day-night sharing, its
     /// peak otherwise); stops at the horizon.
-    fn hour(&mut self, h: u32, horizon: f64) {
+    fn hour(&mut self, horizon: f64) {
         let now = self.now;
         let mut touched = vec![false; self.t.regions()];
         for i in 0..self.services.len() {
@@ -850,7 +854,6 @@ impl Sim<'_> {
             } else {
                 sv.peak_replicas
             } as usize;
-            let _ = h;
             let r = (sv.region as usize).min(self.t.regions() - 1);
             touched[r] = true;
             while self.svcs[i].live.len() > target {
