@@ -134,7 +134,9 @@ pub struct Report {
     pub completed: u64,
     pub rejected: u64,
     pub makespan_s: f64,
-    /// Time-average allocated share of GPU capacity from the first arrival to the makespan.
+    /// Time-average allocated share of GPU capacity over the arrival window (first to last
+    /// arrival; to the makespan when every job arrives at once), at the resolution of the
+    /// time-series bins.
     pub allocation: f64,
     pub mean_frag_node: f64,
     pub mean_frag_domain: f64,
@@ -914,11 +916,12 @@ impl Sim<'_> {
         let mut jct: Vec<Vec<f64>> = vec![vec![]; n_classes];
         let mut counts = vec![Acc::default(); n_classes];
         let mut makespan: f64 = 0.0;
-        let first = self
+        let first = w
             .jobs
             .iter()
             .map(|j| j.arrival)
             .fold(f64::INFINITY, f64::min);
+        let first = if first.is_finite() { first } else { 0.0 };
         for (j, job) in self.jobs.iter().enumerate() {
             let run = &self.runs[j];
             let c = (job.class as usize).min(n_classes - 1);
@@ -1015,8 +1018,15 @@ impl Sim<'_> {
                 replica_hours: s.replica_s / 3600.0,
             })
             .collect();
-        // Allocation: time average over the bins from the first arrival to the makespan.
-        let end = makespan.max(self.now.min(makespan.max(first)));
+        // Allocation and fragmentation: time averages over the arrival window (first to last
+        // arrival of a job; to the makespan when all arrive at once), where the offered load
+        // applies, not over the drain after the last arrival.
+        let last = w.jobs.iter().map(|j| j.arrival).fold(first, f64::max);
+        let end = if last > first {
+            last
+        } else {
+            makespan.max(first)
+        };
         let (mut acc, mut wsum) = (0.0, 0.0);
         let (mut fnode, mut fdom, mut ffgd, mut nf) = (0.0, 0.0, 0.0, 0.0);
         for s in &self.series {

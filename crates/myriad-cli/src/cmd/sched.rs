@@ -176,7 +176,7 @@ fn print_text(s: &Setup, reports: &[Report], sweeps: &[(String, Vec<LoadPoint>)]
         format!("{} / {}", r.completed, r.rejected)
     });
     row("makespan", &|r| hours(r.makespan_s));
-    row("allocation (time avg)", &|r| pct(r.allocation));
+    row("allocation (arrival window)", &|r| pct(r.allocation));
     row("allocation over time (8 spans, %)", &|r| {
         // The series up to the makespan, in 8 equal spans of bins.
         let bins: Vec<f64> = r
