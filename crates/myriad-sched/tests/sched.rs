@@ -441,3 +441,54 @@ fn failures_follow_the_reliability_rates() {
     assert_eq!(again.failures, r.failures);
     assert_eq!(again.all.jct_s, r.all.jct_s);
 }
+
+#[test]
+fn cross_region_moves_work_to_the_idle_region_and_counts_the_data() {
+    // Two regions of 32 nodes; every job's data is in region 0.
+    let names = vec!["home".to_string(), "away".to_string()];
+    let t = Topology::uniform(&names, 32, 8, 1, 8, "h100");
+    let spec: SchedulingSpec = serde_json::from_value(serde_json::json!({
+        "arrivals": {"jobs": 600, "load": 0.8},
+        "regions": {"home_shares": [1, 0]},
+        "classes": [{"name": "j", "data_gb": 100, "size": {"dist": "empirical", "values": [8, 16, 64]},
+                     "duration_h": {"dist": "exponential", "mean": 2}}]
+    }))
+    .unwrap();
+    let w = workload::generate(&spec, &t, 2);
+    assert!(w.jobs.iter().all(|j| j.region == 0));
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let home = simulate(&t, &w, &preset("topology").unwrap(), &o);
+    let cross = simulate(&t, &w, &preset("cross-region").unwrap(), &o);
+    assert!(cross.violations.is_empty(), "{:?}", cross.violations);
+    assert_eq!(home.moved_jobs, 0);
+    assert!(cross.moved_jobs > 100, "{}", cross.moved_jobs);
+    assert_eq!(cross.moved_gb, 100.0 * cross.moved_jobs as f64);
+    // Offered 0.8 of both regions lands on one: staying home queues far longer.
+    assert!(
+        cross.all.wait_s.mean < home.all.wait_s.mean / 4.0,
+        "{} vs {}",
+        cross.all.wait_s.mean,
+        home.all.wait_s.mean
+    );
+}
+
+#[test]
+fn non_gang_jobs_split_into_one_node_tasks() {
+    let t = Topology::uniform(&["r".to_string()], 16, 4, 1, 8, "h100");
+    let spec: SchedulingSpec = serde_json::from_value(serde_json::json!({
+        "arrivals": {"jobs": 40, "rate_per_hour": 10},
+        "classes": [{"name": "array", "gang": false, "size": {"dist": "fixed", "value": 64}}]
+    }))
+    .unwrap();
+    let w = workload::generate(&spec, &t, 1);
+    assert_eq!(w.jobs.len(), 40);
+    assert!(w.jobs.iter().all(|j| j.gpus == 8));
+    // Eight tasks per 64-GPU job, all arriving together.
+    assert!(w
+        .jobs
+        .chunks(8)
+        .all(|c| c.iter().all(|j| j.arrival == c[0].arrival)));
+}
