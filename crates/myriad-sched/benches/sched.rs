@@ -1,7 +1,7 @@
 //! Scheduling speed. Bars: the openb replay (1,523 nodes, 8,152 tasks) under 2 s; a
 //! synthetic 100,000-accelerator cluster with 1,000,000 jobs under 60 s (2 cores).
 use myriad_scenario::scheduling::SchedulingSpec;
-use myriad_sched::{preset, setup, simulate, workload, Topology};
+use myriad_sched::{setup, simulate};
 
 fn main() {
     divan::main();
@@ -40,25 +40,16 @@ fn openb_replay_best_fit(b: divan::Bencher) {
     });
 }
 
-/// 100,008 GB200 (NVL72: 18 nodes of 4 per domain, pods of 54 domains), 1,000,000 jobs at
-/// offered load 0.9, FIFO + EASY backfill with topology-aware placement.
+/// `examples/sched-nvl72-100k.yaml`: 100,008 GB200 (NVL72: 18 nodes of 4 per domain, pods of
+/// 54 domains), 1,000,000 jobs at offered load 0.9, FIFO + EASY backfill with topology-aware
+/// placement. The workload is generated once, outside the timed loop.
 #[divan::bench(sample_count = 1)]
 fn synthetic_100k_accelerators_1m_jobs(b: divan::Bencher) {
-    let t = Topology::uniform(&["r0".to_string()], 1389, 54, 18, 4, "gb200");
-    let spec: SchedulingSpec = serde_json::from_value(serde_json::json!({
-        "arrivals": {"jobs": 1_000_000, "load": 0.9},
-        "classes": [
-            {"name": "dev", "kind": "dev", "share": 6, "size": {"dist": "empirical", "values": [1, 2, 4]},
-             "duration_h": {"dist": "exponential", "mean": 0.5}},
-            {"name": "train", "share": 3, "size": {"dist": "lognormal", "median": 64, "sigma": 1.5, "max": 4096},
-             "duration_h": {"dist": "lognormal", "median": 2, "sigma": 1}},
-            {"name": "nvl72", "share": 1, "segment": 72, "size": {"dist": "empirical", "values": [72, 144, 576]},
-             "duration_h": {"dist": "lognormal", "median": 4, "sigma": 1}}
-        ]
-    }))
-    .unwrap();
-    let w = workload::generate(&spec, &t, 1);
-    let p = preset("topology").unwrap();
-    let o = myriad_sched::Options::default();
-    b.bench(|| simulate(&t, &w, &p, &o).completed);
+    let text = include_str!("../../../examples/sched-nvl72-100k.yaml");
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("sched-nvl72-100k.yaml", text, cat).unwrap();
+    let su = setup::from_scenario(&s, cat, "sched-nvl72-100k.yaml", None, None, None).unwrap();
+    assert_eq!(su.topology.gpus(), 100_008);
+    assert_eq!(su.workload.jobs.len(), 1_000_000);
+    b.bench(|| simulate(&su.topology, &su.workload, &su.policies[0], &su.options).completed);
 }
