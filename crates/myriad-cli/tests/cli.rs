@@ -312,3 +312,16 @@ fn sched_replays_a_csv_job_trace_by_hand() {
         "{err}"
     );
 }
+
+#[test]
+fn every_sched_example_runs() {
+    for e in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("sched-") && name.ends_with(".yaml") {
+            let (code, out, err) = myriad(&["sched", p.to_str().unwrap()]);
+            assert_eq!(code, 0, "{name}: {err}");
+            assert!(out.contains("completed / rejected"), "{name}: {out}");
+        }
+    }
+}
