@@ -121,9 +121,12 @@ impl Default for ArrivalSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum JobKindSpec {
+    /// Training (gang, long).
     #[default]
     Training,
+    /// Inference (reported apart; services are given under `inference`).
     Inference,
+    /// Development and small interactive jobs.
     Dev,
 }
 
@@ -326,6 +329,7 @@ fn default_pods() -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum QueueSpec {
+    /// First come, first served.
     Fifo,
     /// Shortest job first.
     Sjf,
@@ -337,7 +341,9 @@ pub enum QueueSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlacementSpec {
+    /// Lowest-index place that fits.
     FirstFit,
+    /// The tightest node (or domain) that fits.
     BestFit,
     /// Smallest level (domain, pod) that holds the job (Slurm tree/block, Kueue preferred).
     Topology,
