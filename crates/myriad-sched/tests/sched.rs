@@ -357,6 +357,95 @@ fn hundred_thousand_accelerators_million_jobs_all_complete() {
     assert_eq!(r.completed, 1_000_000);
 }
 
+/// Placement changes speed through the hierarchy's bandwidths: 6,144 H100 in two islands of
+/// 3,072 (50 GB/s per GPU inside, 1:7 above: 7.14 GB/s), HGX domains of 8 (450 GB/s).
+/// With half the run time communicating (comm_share 0.5) and 1,000 s given for a placement
+/// inside one island: 8 GPUs in one domain take 0.5 + 0.5 * 50/450 = 0.556x; 2,048 GPUs in
+/// one island 1x; 4,096 GPUs (two islands) 0.5 + 0.5 * 50/7.14 = 4x.
+#[test]
+fn placement_speed_follows_the_hierarchy_bandwidth() {
+    let text =
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 6144, scale_up: hgx-h100, \
+                scale_out: {fabric: roce-400g, island: 3072, oversubscription: 7}}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("s.yaml", text, cat).unwrap();
+    let su = setup::from_scenario(&s, cat, "s.yaml", None, None, None).unwrap();
+    let t = &su.topology;
+    assert_eq!(t.pods(), 2, "pods are the islands");
+    assert_eq!(t.gbps[0], 450.0);
+    assert_eq!(t.gbps[1], 50.0);
+    assert!((t.gbps[2] - 50.0 / 7.0).abs() < 1e-9);
+    let mut jobs = vec![
+        Job::new(0, 0.0, 1000.0, 8),
+        Job::new(1, 0.0, 1000.0, 2048),
+        Job::new(2, 2000.0, 1000.0, 4096),
+    ];
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.comm_share = 0.5;
+        j.class = i as u16;
+    }
+    let w = Workload {
+        jobs,
+        classes: vec!["a".into(), "b".into(), "c".into()],
+        services: vec![],
+    };
+    let r = simulate(t, &w, &preset("topology").unwrap(), &Options::default());
+    let jct: Vec<f64> = r.classes.iter().map(|c| c.jct_s.mean).collect();
+    assert!(
+        (jct[0] - 1000.0 * (0.5 + 0.5 * 50.0 / 450.0)).abs() < 1e-6,
+        "{jct:?}"
+    );
+    assert!((jct[1] - 1000.0).abs() < 1e-6, "{jct:?}");
+    assert!((jct[2] - 4000.0).abs() < 1e-6, "{jct:?}");
+    assert!((r.classes[2].slowdown - 4.0).abs() < 1e-9);
+}
+
+/// Failures at the reliability crate's Llama 3 rates (scaled up 200x here so that a small
+/// run sees many): the count matches rate x accelerator-hours run, every job still completes,
+/// invariants hold, and the same seed gives the same run.
+#[test]
+fn failures_follow_the_reliability_rates() {
+    let rate_h = setup::failure_rate_per_accelerator_hour(8);
+    // Llama 3: 282 per-accelerator faults + 46 host faults in 54 days on 16,384 GPUs / 2,048 nodes.
+    let want = (282.0 / 16384.0 + 46.0 / 2048.0 / 8.0) / (54.0 * 24.0);
+    assert!((rate_h / want - 1.0).abs() < 1e-9, "{rate_h} vs {want}");
+    let t = Topology::uniform(&["r".to_string()], 64, 16, 1, 8, "h100");
+    let spec: SchedulingSpec = serde_json::from_value(serde_json::json!({
+        "arrivals": {"jobs": 400, "load": 0.7},
+        "classes": [{"name": "train", "size": {"dist": "empirical", "values": [8, 64, 256]},
+                     "duration_h": {"dist": "lognormal", "median": 10, "sigma": 0.5}}]
+    }))
+    .unwrap();
+    let w = workload::generate(&spec, &t, 5);
+    let o = Options {
+        failure_per_gpu_s: 200.0 * rate_h / 3600.0,
+        checkpoint_s: 3600.0,
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("backfill").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.completed, 400);
+    // Expected interruptions: rate x accelerator-hours actually run (work + redone work).
+    let work_gpu_h: f64 = w
+        .jobs
+        .iter()
+        .map(|j| j.gpus as f64 * j.duration / 3600.0)
+        .sum();
+    let expected = 200.0 * rate_h * (work_gpu_h + r.lost_gpu_hours);
+    let got = r.failures as f64;
+    assert!(expected > 50.0, "{expected}");
+    assert!(
+        (got / expected - 1.0).abs() < 0.25,
+        "{got} failures, expected {expected:.0}"
+    );
+    // Each failure loses less than one checkpoint interval of its job's accelerators.
+    assert!(r.lost_gpu_hours > 0.0 && r.lost_gpu_hours < got * 256.0);
+    let again = simulate(&t, &w, &preset("backfill").unwrap(), &o);
+    assert_eq!(again.failures, r.failures);
+    assert_eq!(again.all.jct_s, r.all.jct_s);
+}
+
 #[test]
 fn cross_region_moves_work_to_the_idle_region_and_counts_the_data() {
     // Two regions of 32 nodes; every job's data is in region 0.
