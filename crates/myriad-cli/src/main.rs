@@ -158,6 +158,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Many jobs on the cluster under several scheduling policies, side by side (seeded
+    /// discrete-event simulation); --openb DIR replays the Alibaba openb trace.
+    Sched {
+        scenario: Option<PathBuf>,
+        /// Replay the Alibaba openb trace in DIR (node list and default pod list).
+        #[arg(long)]
+        openb: Option<PathBuf>,
+        /// Comma-separated policies (presets or the scenario's): fifo,backfill,sjf,...
+        #[arg(long)]
+        policies: Option<String>,
+        /// Random seed (default: scheduling.seed or 1).
+        #[arg(long)]
+        seed: Option<u64>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the JSON Schema of the myriad/1 scenario format.
     Schema,
 }
@@ -261,6 +277,19 @@ fn main() -> ExitCode {
             seed,
             requests,
             json,
+        ),
+        Command::Sched {
+            scenario,
+            openb,
+            policies,
+            seed,
+            json,
+        } => cmd::sched::run(
+            scenario.as_deref(),
+            openb.as_deref(),
+            json,
+            seed,
+            policies.as_deref(),
         ),
         Command::Schema => {
             println!(

@@ -369,3 +369,132 @@ fn serve_reads_a_trace_of_arrivals() {
     let rate = v["result"]["arrival_rate"].as_f64().unwrap();
     assert!((rate - 20.0).abs() < 0.5, "{rate}");
 }
+
+#[test]
+fn sched_compares_policies_side_by_side() {
+    let args = [
+        "sched",
+        "examples/sched-nvl72-mixed.yaml",
+        "--policies",
+        "fifo,backfill,day-night",
+        "--json",
+    ];
+    let v = json(&args);
+    let p = v["policies"].as_array().unwrap();
+    assert_eq!(p.len(), 3);
+    for k in [
+        "allocation",
+        "all",
+        "classes",
+        "services",
+        "series",
+        "mean_frag_domain",
+    ] {
+        assert!(p[0].get(k).is_some(), "missing {k}");
+    }
+    let wait = |i: usize| p[i]["all"]["wait_s"]["mean"].as_f64().unwrap();
+    assert!(
+        wait(1) < wait(0),
+        "backfill {} vs fifo {}",
+        wait(1),
+        wait(0)
+    );
+    assert!(p[2]["services"][0]["slo_attainment"].as_f64().unwrap() > 0.99);
+    // Same seed, same bytes.
+    assert_eq!(v, json(&args));
+    let (code, out, _) = myriad(&["sched", "examples/sched-two-regions.yaml"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("jobs moved / GB staged"), "{out}");
+}
+
+#[test]
+fn sched_openb_replay_fgd_leaves_fewer_gpus_unallocated() {
+    let v = json(&[
+        "sched",
+        "--openb",
+        "../shared/traces/alibaba-openb-2023",
+        "--json",
+    ]);
+    assert_eq!(v["accelerators"], 6212);
+    assert_eq!(v["jobs"], 8152);
+    let sweep = v["load_sweep"].as_array().unwrap();
+    let at_full = |i: usize| {
+        let pts = sweep[i]["points"].as_array().unwrap();
+        pts.last().unwrap()["unallocated_gpus"].as_f64().unwrap()
+    };
+    assert_eq!(sweep[0]["policy"], "best-fit");
+    assert_eq!(sweep[1]["policy"], "fgd");
+    assert!(
+        at_full(1) < at_full(0),
+        "fgd {} vs best-fit {}",
+        at_full(1),
+        at_full(0)
+    );
+    let (code, out, err) = myriad(&["sched", "examples/sched-openb.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("load sweep"), "{out}");
+}
+
+#[test]
+fn sched_bad_policy_names_the_nearest() {
+    let (code, _, err) = myriad(&[
+        "sched",
+        "examples/sched-nvl72-mixed.yaml",
+        "--policies",
+        "fifo,backfil",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--policies: `backfil` is not a policy; did you mean backfill?"),
+        "{err}"
+    );
+    let (code, _, err) = myriad(&["sched"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("give a SCENARIO or --openb DIR"), "{err}");
+}
+
+#[test]
+fn sched_replays_a_csv_job_trace_by_hand() {
+    // examples/sched-trace.csv on 1,024 GPUs: the 256-GPU job finishes at 16,200 s under FIFO
+    // (after both whole-cluster jobs) and at 9,000 s under EASY backfill (arrived at 180 s).
+    let v = json(&["sched", "examples/sched-trace.yaml", "--json"]);
+    let small = |i: usize| {
+        let c = &v["policies"][i]["classes"][3];
+        assert_eq!(c["class"], "small");
+        c["jct_s"]["mean"].as_f64().unwrap()
+    };
+    assert_eq!(small(0), 16_200.0 - 180.0);
+    assert_eq!(small(1), 9_000.0 - 180.0);
+    // A bad trace line names the scenario field, the file, the line and the column.
+    let dir = std::env::temp_dir().join(format!("myriad-sched-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("t.csv"),
+        "arrival_s,duration_s,accelerators\n0,10,8\n5,-1,8\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("s.yaml"),
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64}\nscheduling: {trace: {csv: t.csv}}\n",
+    )
+    .unwrap();
+    let (code, _, err) = myriad(&["sched", dir.join("s.yaml").to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("s.yaml: scheduling.trace.csv: t.csv: line 3: duration_s: `-1` is not a positive number"),
+        "{err}"
+    );
+}
+
+#[test]
+fn every_sched_example_runs() {
+    for e in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("sched-") && name.ends_with(".yaml") {
+            let (code, out, err) = myriad(&["sched", p.to_str().unwrap()]);
+            assert_eq!(code, 0, "{name}: {err}");
+            assert!(out.contains("completed / rejected"), "{name}: {out}");
+        }
+    }
+}

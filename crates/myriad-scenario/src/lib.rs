@@ -15,9 +15,11 @@ use myriad_model::{Mla, Moe, Recompute, Transformer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub mod scheduling;
 pub mod serving;
 pub mod validation;
 
+pub use scheduling::SchedulingSpec;
 pub use serving::ServingSpec;
 
 pub const FORMAT: &str = "myriad/1";
@@ -65,6 +67,9 @@ pub struct Scenario {
     /// Inference serving for `myriad serve` (docs/serving.md).
     #[serde(default)]
     pub serving: Option<ServingSpec>,
+    /// Jobs, policies and regions for `myriad sched` (see `scheduling`).
+    #[serde(default)]
+    pub scheduling: Option<SchedulingSpec>,
 }
 
 /// The `planning` block: which clusters `myriad plan` compares, and the constraints.
@@ -654,6 +659,10 @@ impl Scenario {
         if let Some(v) = &self.serving {
             v.check()
                 .map_err(|(p, msg)| err(file, &format!("serving.{p}"), msg))?;
+        }
+        if let Some(sc) = &self.scheduling {
+            sc.check()
+                .map_err(|(p, msg)| err(file, &format!("scheduling.{p}"), msg))?;
         }
         if let Some(p) = &self.planning {
             for (i, a) in p.accelerators.iter().enumerate() {

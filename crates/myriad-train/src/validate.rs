@@ -139,6 +139,7 @@ pub fn case_scenario(
         planning: None,
         reliability: None,
         serving: None,
+        scheduling: None,
     };
     Ok((scenario, notes))
 }

@@ -3,6 +3,7 @@ pub mod cluster;
 pub mod collective;
 pub mod plan;
 pub mod reliability;
+pub mod sched;
 pub mod search;
 pub mod serve;
 pub mod sweep;

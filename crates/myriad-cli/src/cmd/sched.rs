@@ -1,0 +1,282 @@
+//! `myriad sched`: many jobs on the cluster under several policies, side by side (seeded
+//! discrete-event simulation); `--openb DIR` replays the Alibaba openb trace.
+use std::path::Path;
+
+use comfy_table::{Cell, CellAlignment, Table};
+use myriad_sched::openb::LoadPoint;
+use myriad_sched::setup::Setup;
+use myriad_sched::{simulate, Report};
+
+fn read(p: &Path) -> Result<String, String> {
+    std::fs::read_to_string(p).map_err(|e| format!("{}: cannot read: {e}", p.display()))
+}
+
+fn openb_texts(dir: &Path, pods: &str) -> Result<(String, String), String> {
+    Ok((
+        read(&dir.join("openb_node_list_all_node.csv"))?,
+        read(&dir.join(format!("openb_pod_list_{pods}.csv")))?,
+    ))
+}
+
+pub fn run(
+    scenario: Option<&Path>,
+    openb: Option<&Path>,
+    json: bool,
+    seed: Option<u64>,
+    policies: Option<&str>,
+) -> Result<(), String> {
+    let names: Option<Vec<String>> = policies.map(|p| {
+        p.split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    });
+    let names = names.as_deref();
+    let setup: Setup = match (scenario, openb) {
+        (None, None) => return Err("give a SCENARIO or --openb DIR".into()),
+        (None, Some(dir)) => {
+            let (n, p) = openb_texts(dir, "default")?;
+            myriad_sched::setup::openb(&n, &p, &Default::default(), names, seed)
+                .map_err(|e| format!("{}: {e}", dir.display()))?
+        }
+        (Some(path), over) => {
+            let s = super::load_scenario(path)?;
+            let file = path.display().to_string();
+            let sc = s.scheduling.clone().unwrap_or_default();
+            let dir_of = |rel: &str| path.parent().unwrap_or(Path::new(".")).join(rel);
+            let trace_dir = match (over, &sc.trace) {
+                (Some(d), _) => Some((d.to_path_buf(), "default".to_string())),
+                (None, Some(t)) => t.openb.as_ref().map(|o| (dir_of(o), t.pods.clone())),
+                (None, None) => None,
+            };
+            let csv = match sc.trace.as_ref().and_then(|t| t.csv.as_ref()) {
+                Some(c) if over.is_none() => Some(read(&dir_of(c))?),
+                _ => None,
+            };
+            match trace_dir {
+                Some((dir, pods)) => {
+                    let (n, p) = openb_texts(&dir, &pods)?;
+                    myriad_sched::setup::openb(&n, &p, &sc, names, seed)
+                        .map_err(|e| format!("{file}: scheduling.trace: {e}"))?
+                }
+                None => myriad_sched::setup::from_scenario(
+                    &s,
+                    myriad_catalog::catalog(),
+                    &file,
+                    names,
+                    seed,
+                    csv.as_deref(),
+                )
+                .map_err(|e| e.to_string())?,
+            }
+        }
+    };
+    let started = std::time::Instant::now();
+    let reports: Vec<Report> = setup
+        .policies
+        .iter()
+        .map(|p| simulate(&setup.topology, &setup.workload, p, &setup.options))
+        .collect();
+    let sweeps: Vec<(String, Vec<LoadPoint>)> = if setup.trace {
+        let fgd = setup
+            .options
+            .fgd
+            .as_ref()
+            .expect("trace has a task distribution");
+        setup
+            .policies
+            .iter()
+            .map(|p| {
+                (
+                    p.name.clone(),
+                    myriad_sched::openb::load_sweep(
+                        &setup.topology,
+                        &setup.workload.jobs,
+                        p.placement,
+                        fgd,
+                        &setup.loads,
+                        setup.seed,
+                    ),
+                )
+            })
+            .collect()
+    } else {
+        vec![]
+    };
+    let secs = started.elapsed().as_secs_f64();
+    if json {
+        let v = serde_json::json!({
+            "name": setup.name,
+            "accelerator": setup.accelerator,
+            "accelerators": setup.topology.gpus(),
+            "nodes": setup.topology.nodes.len(),
+            "regions": setup.topology.region_names,
+            "seed": setup.seed,
+            "jobs": setup.workload.jobs.len(),
+            "policies": reports,
+            "load_sweep": sweeps.iter().map(|(n, pts)| serde_json::json!({"policy": n, "points": pts})).collect::<Vec<_>>(),
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    print_text(&setup, &reports, &sweeps, secs);
+    Ok(())
+}
+
+fn right(s: String) -> Cell {
+    Cell::new(s).set_alignment(CellAlignment::Right)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn hours(s: f64) -> String {
+    if s < 3600.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{:.2} h", s / 3600.0)
+    }
+}
+
+fn print_text(s: &Setup, reports: &[Report], sweeps: &[(String, Vec<LoadPoint>)], secs: f64) {
+    let t = &s.topology;
+    println!(
+        "{} — {} accelerators ({}) in {} nodes, {} scale-up domains, {} pods, {} region(s); {} jobs{}, seed {}; {} policies in {:.2} s",
+        s.name,
+        t.gpus(),
+        s.accelerator,
+        t.nodes.len(),
+        t.domains(),
+        t.pods(),
+        t.regions(),
+        s.workload.jobs.len(),
+        if s.workload.services.is_empty() {
+            String::new()
+        } else {
+            format!(" + {} inference services", s.workload.services.len())
+        },
+        s.seed,
+        reports.len(),
+        secs
+    );
+    let mut tb = Table::new();
+    let mut head = vec![Cell::new("metric")];
+    head.extend(reports.iter().map(|r| Cell::new(&r.policy.name)));
+    tb.set_header(head);
+    let mut row = |name: &str, f: &dyn Fn(&Report) -> String| {
+        let mut cells = vec![Cell::new(name)];
+        cells.extend(reports.iter().map(|r| right(f(r))));
+        tb.add_row(cells);
+    };
+    row("completed / rejected", &|r| {
+        format!("{} / {}", r.completed, r.rejected)
+    });
+    row("makespan", &|r| hours(r.makespan_s));
+    row("allocation (arrival window)", &|r| pct(r.allocation));
+    row("allocation over time (8 spans, %)", &|r| {
+        // The series up to the makespan, in 8 equal spans of bins.
+        let bins: Vec<f64> = r
+            .series
+            .iter()
+            .filter(|b| b.t_s < r.makespan_s.max(1.0))
+            .map(|b| b.allocated)
+            .collect();
+        if bins.is_empty() {
+            return "-".into();
+        }
+        let k = bins.len().div_ceil(8);
+        bins.chunks(k)
+            .map(|c| format!("{:.0}", 100.0 * c.iter().sum::<f64>() / c.len() as f64))
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    row("wait mean (all)", &|r| hours(r.all.wait_s.mean));
+    row("wait p50 / p99 (all)", &|r| {
+        format!("{} / {}", hours(r.all.wait_s.p50), hours(r.all.wait_s.p99))
+    });
+    row("JCT mean (all)", &|r| hours(r.all.jct_s.mean));
+    row("JCT p50 / p99 (all)", &|r| {
+        format!("{} / {}", hours(r.all.jct_s.p50), hours(r.all.jct_s.p99))
+    });
+    let nclass = reports.first().map_or(0, |r| r.classes.len());
+    for c in 0..nclass {
+        let name = reports[0].classes[c].class.clone();
+        if reports[0].classes[c].jobs == 0 {
+            continue;
+        }
+        row(&format!("wait mean / p99 ({name})"), &|r| {
+            let k = &r.classes[c];
+            format!("{} / {}", hours(k.wait_s.mean), hours(k.wait_s.p99))
+        });
+        row(&format!("JCT p50 / p99 ({name})"), &|r| {
+            let k = &r.classes[c];
+            format!("{} / {}", hours(k.jct_s.p50), hours(k.jct_s.p99))
+        });
+    }
+    row("frag: free GPUs off free nodes", &|r| pct(r.mean_frag_node));
+    row("frag: free GPUs off free domains", &|r| {
+        pct(r.mean_frag_domain)
+    });
+    if reports.iter().any(|r| r.mean_frag_fgd.is_some()) {
+        row("frag: FGD expected fragment (GPUs)", &|r| {
+            r.mean_frag_fgd.map_or("-".into(), |x| format!("{x:.0}"))
+        });
+    }
+    row("traffic in one domain / pod", &|r| {
+        format!("{} / {}", pct(r.all.in_domain), pct(r.all.in_pod))
+    });
+    if reports.iter().any(|r| (r.all.slowdown - 1.0).abs() > 1e-9) {
+        row("run time from placement (x of in-pod)", &|r| {
+            format!("{:.3}", r.all.slowdown)
+        });
+    }
+    row("preemptions", &|r| r.preemptions.to_string());
+    if reports.iter().any(|r| r.failures > 0) {
+        row("failures / GPU-hours lost", &|r| {
+            format!("{} / {:.0}", r.failures, r.lost_gpu_hours)
+        });
+    }
+    if t.regions() > 1 {
+        row("jobs moved / GB staged", &|r| {
+            format!("{} / {:.0}", r.moved_jobs, r.moved_gb)
+        });
+    }
+    let nsvc = reports.first().map_or(0, |r| r.services.len());
+    for i in 0..nsvc {
+        let name = reports[0].services[i].service.clone();
+        row(&format!("SLO attainment ({name})"), &|r| {
+            pct(r.services[i].slo_attainment)
+        });
+    }
+    println!("{tb}");
+    if !sweeps.is_empty() {
+        println!(
+            "\nload sweep (FGD paper protocol: tasks drawn from the trace, no departures): GPUs left unallocated / GPU demand of failed tasks, of {} GPUs",
+            t.gpus()
+        );
+        let mut tb = Table::new();
+        let mut head = vec![Cell::new("arrived load")];
+        head.extend(sweeps.iter().map(|(n, _)| Cell::new(n)));
+        tb.set_header(head);
+        let n = sweeps[0].1.len();
+        for i in 0..n {
+            let mut cells = vec![right(pct(sweeps[0].1[i].arrived))];
+            for (_, pts) in sweeps {
+                let p = &pts[i];
+                cells.push(right(format!(
+                    "{:.0} unallocated ({}) · {:.0} failed · frag {:.0}",
+                    p.unallocated_gpus,
+                    pct(p.unallocated_gpus / t.gpus() as f64),
+                    p.failed_gpus,
+                    p.frag_gpus
+                )));
+            }
+            tb.add_row(cells);
+        }
+        println!("{tb}");
+    }
+}

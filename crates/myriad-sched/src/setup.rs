@@ -1,0 +1,332 @@
+//! Scenario -> what the simulation needs: the topology from the built cluster (regions =
+//! sites, pods, scale-up domains, nodes), the workload, the policies and the options.
+
+use myriad_catalog::Catalog;
+use myriad_scenario::scheduling::{PlacementSpec, PolicySpec, QueueSpec, SchedulingSpec};
+use myriad_scenario::{Scenario, ScenarioError};
+
+use crate::cluster::{Mode, Topology};
+use crate::sim::Options;
+use crate::{openb, preset, Fgd, Policy, QueueOrder, Workload, PRESETS};
+
+/// Everything one `myriad sched` run needs.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub name: String,
+    pub accelerator: String,
+    pub topology: Topology,
+    pub workload: Workload,
+    pub policies: Vec<Policy>,
+    pub options: Options,
+    pub seed: u64,
+    /// The workload is the openb trace (load sweep applies).
+    pub trace: bool,
+    pub loads: Vec<f64>,
+}
+
+/// Default arrived loads of the trace load sweep.
+pub const LOADS: [f64; 6] = [0.5, 0.7, 0.8, 0.9, 0.95, 1.0];
+
+/// "; did you mean X?" for the nearest preset (the scenario parser's rule), or the list.
+fn closest(name: &str) -> String {
+    match myriad_catalog::closest(name, PRESETS.iter().copied()).first() {
+        Some(h) if strsim::normalized_damerau_levenshtein(name, h) >= 0.5 => {
+            format!("; did you mean {h}?")
+        }
+        _ => format!("; expected one of {}", PRESETS.join(", ")),
+    }
+}
+
+/// Policies from the scenario's `policies` (or every preset), or from `--policies` names.
+pub fn policies(
+    specs: &[PolicySpec],
+    names: Option<&[String]>,
+) -> Result<Vec<Policy>, (String, String)> {
+    if let Some(names) = names {
+        return names
+            .iter()
+            .map(|n| {
+                // A scenario policy of that name wins over the preset.
+                if let Some(sp) = specs.iter().find(|s| &s.name == n) {
+                    return one(sp, "--policies");
+                }
+                preset(n).ok_or_else(|| {
+                    (
+                        "--policies".to_string(),
+                        format!("`{n}` is not a policy{}", closest(n)),
+                    )
+                })
+            })
+            .collect();
+    }
+    if specs.is_empty() {
+        return Ok(PRESETS.iter().map(|n| preset(n).expect("preset")).collect());
+    }
+    specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| one(s, &format!("policies[{i}]")))
+        .collect()
+}
+
+fn one(s: &PolicySpec, path: &str) -> Result<Policy, (String, String)> {
+    let custom = s.queue.is_some()
+        || s.backfill.is_some()
+        || s.preemption.is_some()
+        || s.placement.is_some()
+        || s.day_night.is_some()
+        || s.cross_region.is_some();
+    let mut p = match preset(&s.name) {
+        Some(p) => p,
+        None if custom => Policy {
+            name: s.name.clone(),
+            ..preset("backfill").expect("preset")
+        },
+        None => {
+            return Err((
+                format!("{path}.name"),
+                format!(
+                    "`{}` is not a preset (and no field overrides one){}",
+                    s.name,
+                    closest(&s.name)
+                ),
+            ))
+        }
+    };
+    if let Some(q) = s.queue {
+        p.queue = match q {
+            QueueSpec::Fifo => QueueOrder::Fifo,
+            QueueSpec::Sjf => QueueOrder::Sjf,
+            QueueSpec::Priority => QueueOrder::Priority,
+        };
+    }
+    if let Some(m) = s.placement {
+        p.placement = match m {
+            PlacementSpec::FirstFit => Mode::FirstFit,
+            PlacementSpec::BestFit => Mode::BestFit,
+            PlacementSpec::Topology => Mode::Topology,
+            PlacementSpec::Fgd => Mode::Fgd,
+        };
+    }
+    p.backfill = s.backfill.unwrap_or(p.backfill);
+    p.preemption = s.preemption.unwrap_or(p.preemption);
+    p.day_night = s.day_night.unwrap_or(p.day_night);
+    p.cross_region = s.cross_region.unwrap_or(p.cross_region);
+    Ok(p)
+}
+
+/// Job interruptions per accelerator-hour from `myriad-reliability`'s default (Llama 3)
+/// rates: the per-accelerator components (accelerator, HBM, NIC, unknown) plus the host rate
+/// shared by the node's accelerators. Switch, link and software faults are per job or per
+/// fabric element in that model and are left out here.
+pub fn failure_rate_per_accelerator_hour(accelerators_per_node: u32) -> f64 {
+    use myriad_reliability::Component;
+    let per_acc: f64 = [
+        Component::Accelerator,
+        Component::Hbm,
+        Component::Nic,
+        Component::Unknown,
+    ]
+    .iter()
+    .map(|c| c.default_per_hour())
+    .sum();
+    per_acc + Component::Host.default_per_hour() / accelerators_per_node.max(1) as f64
+}
+
+fn options(sc: &SchedulingSpec, accelerators_per_node: u32) -> Options {
+    let (fail, ckpt) = match &sc.failures {
+        Some(f) => (
+            f.scale * failure_rate_per_accelerator_hour(accelerators_per_node) / 3600.0,
+            f.checkpoint_h * 3600.0,
+        ),
+        None => (0.0, 3600.0),
+    };
+    Options {
+        failure_per_gpu_s: fail,
+        checkpoint_s: ckpt,
+        seed: sc.seed.unwrap_or(1),
+        sample_s: sc.sample_h.unwrap_or(0.0) * 3600.0,
+        backfill_depth: sc.backfill_depth.unwrap_or(500) as usize,
+        restart_s: sc.restart_s.unwrap_or(300.0),
+        horizon_s: sc.horizon_days.unwrap_or(0.0) * 86400.0,
+        ..Options::default()
+    }
+}
+
+/// The openb trace replay: node list and pod list texts.
+pub fn openb(
+    nodes_text: &str,
+    pods_text: &str,
+    sc: &SchedulingSpec,
+    names: Option<&[String]>,
+    seed: Option<u64>,
+) -> Result<Setup, String> {
+    let (nodes, types) = openb::parse_nodes(nodes_text)?;
+    let jobs = openb::parse_pods(pods_text, &types)?;
+    let topology = Topology::from_nodes(nodes, types, 64);
+    let mut options = options(sc, 8);
+    options.fgd = Some(Fgd::from_jobs(&jobs));
+    options.seed = seed.or(sc.seed).unwrap_or(1);
+    let names_default: Vec<String> = ["best-fit", "fgd"].iter().map(|s| s.to_string()).collect();
+    let names = match (names, sc.policies.is_empty()) {
+        (Some(n), _) => Some(n),
+        (None, true) => Some(&names_default[..]),
+        (None, false) => None,
+    };
+    let policies = policies(&sc.policies, names).map_err(|(p, m)| format!("{p}: {m}"))?;
+    Ok(Setup {
+        name: "alibaba-openb-2023".into(),
+        accelerator: "mixed (openb)".into(),
+        topology,
+        workload: Workload {
+            jobs,
+            classes: openb::CLASSES.iter().map(|s| s.to_string()).collect(),
+            services: vec![],
+        },
+        policies,
+        options,
+        seed: seed.or(sc.seed).unwrap_or(1),
+        trace: true,
+        loads: if sc.loads.is_empty() {
+            LOADS.to_vec()
+        } else {
+            sc.loads.clone()
+        },
+    })
+}
+
+/// The generated-workload setup of a scenario.
+/// `csv`: the text of `scheduling.trace.csv` when the scenario has one (the caller reads it).
+pub fn from_scenario(
+    s: &Scenario,
+    cat: &Catalog,
+    file: &str,
+    names: Option<&[String]>,
+    seed: Option<u64>,
+    csv: Option<&str>,
+) -> Result<Setup, ScenarioError> {
+    let err = |p: &str, m: String| ScenarioError::new(file, p, m);
+    let default = SchedulingSpec::default();
+    let sc = s.scheduling.as_ref().unwrap_or(&default);
+    let b = myriad_cluster::build(s, cat).map_err(|e| err(&e.path, e.message))?;
+    let h = &b.hierarchy;
+    if h.accelerators_per_node == 0 || h.accelerators_per_node > 64 {
+        return Err(err(
+            "cluster.scale_up",
+            format!(
+                "{} accelerators per node: the scheduler supports 1..64",
+                h.accelerators_per_node
+            ),
+        ));
+    }
+    let dom = h.accelerators_per_domain.max(1) as u64;
+    let pod = match sc.pod {
+        Some(p) => p,
+        None => b
+            .levels
+            .iter()
+            .find(|l| l.name == "island")
+            .or_else(|| b.levels.iter().find(|l| l.name == "pod"))
+            .or_else(|| {
+                b.levels
+                    .iter()
+                    .rev()
+                    .find(|l| l.name != "cluster" && l.name != "site")
+            })
+            .map(|l| l.size)
+            .unwrap_or(dom),
+    };
+    if pod % dom != 0 {
+        return Err(err(
+            "scheduling.pod",
+            format!("{pod} accelerators is not a whole number of scale-up domains of {dom}"),
+        ));
+    }
+    let sites = h.sites.max(1) as usize;
+    let names_r: Vec<String> = (0..sites)
+        .map(|i| {
+            sc.regions
+                .as_ref()
+                .and_then(|r| r.names.get(i).cloned())
+                .unwrap_or_else(|| format!("region-{i}"))
+        })
+        .collect();
+    if let Some(r) = &sc.regions {
+        if r.names.len() > sites {
+            return Err(err(
+                "scheduling.regions.names",
+                format!("{} names for {sites} sites (cluster.sites)", r.names.len()),
+            ));
+        }
+    }
+    let mut topology = Topology::uniform(
+        &names_r,
+        (h.domains / sites as u64) as u32,
+        (pod / dom) as u32,
+        h.nodes_per_domain,
+        h.accelerators_per_node as u8,
+        &b.accelerator.id,
+    );
+    // Bandwidth per accelerator inside a domain, a pod (the largest level that fits in one)
+    // and a region (the largest level that fits in a site).
+    let per_site = h.accelerators_per_site.max(1);
+    let bw_at = |size: u64| {
+        b.levels
+            .iter()
+            .rfind(|l| l.size <= size)
+            .map_or(1.0, |l| l.gbps_per_accelerator)
+    };
+    topology.gbps = [bw_at(dom), bw_at(pod), bw_at(per_site)];
+    let policies = policies(&sc.policies, names).map_err(|(p, m)| {
+        if p.starts_with("--") {
+            err(&p, m)
+        } else {
+            err(&format!("scheduling.{p}"), m)
+        }
+    })?;
+    let seed = seed.or(sc.seed).unwrap_or(1);
+    let workload = match csv {
+        Some(text) => {
+            let (jobs, classes) = crate::workload::parse_csv(text, &topology).map_err(|m| {
+                let f = sc
+                    .trace
+                    .as_ref()
+                    .and_then(|t| t.csv.clone())
+                    .unwrap_or_default();
+                err("scheduling.trace.csv", format!("{f}: {m}"))
+            })?;
+            let mut names = classes;
+            let services = crate::workload::services(sc, &topology, &mut names);
+            Workload {
+                jobs,
+                classes: names,
+                services,
+            }
+        }
+        None => crate::workload::generate(sc, &topology, seed),
+    };
+    let mut options = options(sc, h.accelerators_per_node);
+    options.seed = seed;
+    if let Some(d) = &s.cluster.dci {
+        options.inter_region_gbps = d.gbps_per_site;
+        options.inter_region_latency_s = d.distance_km * 5e-6;
+    }
+    if policies.iter().any(|p| p.placement == Mode::Fgd) {
+        options.fgd = Some(Fgd::from_jobs(&workload.jobs));
+    }
+    Ok(Setup {
+        name: if s.name.is_empty() {
+            b.name.clone()
+        } else {
+            s.name.clone()
+        },
+        accelerator: b.accelerator.id.clone(),
+        topology,
+        workload,
+        policies,
+        options,
+        seed,
+        trace: false,
+        loads: vec![],
+    })
+}

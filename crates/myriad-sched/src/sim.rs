@@ -1,0 +1,1068 @@
+//! The event loop: arrivals, completions and hourly inference scaling over every region's
+//! queue, with metrics integrated between events.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
+
+use serde::Serialize;
+
+use crate::cluster::{State, Topology};
+use crate::frag::Fgd;
+use crate::{Job, Kind, Placement, Policy, QueueOrder, Workload};
+
+/// Simulation options.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Width of the allocation time series bins, seconds (0: span / 100, at least one hour).
+    pub sample_s: f64,
+    /// Most queued jobs examined for backfill after the head (Slurm `bf_max_job_test`).
+    pub backfill_depth: usize,
+    /// Seconds a preempted job loses when it resumes.
+    pub restart_s: f64,
+    /// Inference services run until this time, seconds (0: the last arrival, whole days).
+    pub horizon_s: f64,
+    /// Inter-region bandwidth for staging data, Gbit/s, and one-way latency, seconds.
+    pub inter_region_gbps: f64,
+    pub inter_region_latency_s: f64,
+    /// FGD task-type distribution (needed by the `fgd` placement and the FGD fragment measure).
+    pub fgd: Option<Fgd>,
+    /// Check invariants after every event (capacity, aggregates, work conservation, gang).
+    pub check: bool,
+    /// Interruptions per accelerator-second of a running job (0: no failures).
+    pub failure_per_gpu_s: f64,
+    /// Checkpoint interval: a failure loses the work since the last one, seconds.
+    pub checkpoint_s: f64,
+    /// Seed of the failure draws (job `i`'s `k`-th start uses its own stream).
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            sample_s: 0.0,
+            backfill_depth: 500,
+            restart_s: 300.0,
+            horizon_s: 0.0,
+            inter_region_gbps: 100.0,
+            inter_region_latency_s: 0.05,
+            fgd: None,
+            check: false,
+            failure_per_gpu_s: 0.0,
+            checkpoint_s: 3600.0,
+            seed: 1,
+        }
+    }
+}
+
+/// Mean, p50 and p99 of a sample.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Stat {
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+}
+
+impl Stat {
+    fn of(mut v: Vec<f64>) -> Stat {
+        if v.is_empty() {
+            return Stat::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+        Stat {
+            mean: v.iter().sum::<f64>() / v.len() as f64,
+            p50: q(0.5),
+            p99: q(0.99),
+        }
+    }
+}
+
+/// Per job class.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassStats {
+    pub class: String,
+    pub jobs: u64,
+    pub completed: u64,
+    /// Could never run on this cluster (too large, GPU type absent).
+    pub rejected: u64,
+    /// Seconds from arrival to first start.
+    pub wait_s: Stat,
+    /// Seconds from arrival to completion.
+    pub jct_s: Stat,
+    /// Mean over multi-GPU jobs of the share of ring traffic inside one scale-up domain.
+    pub in_domain: f64,
+    /// The same inside one pod.
+    pub in_pod: f64,
+    /// Mean over multi-GPU jobs of run time / run time inside one pod (placement speed:
+    /// below 1 inside a scale-up domain, above 1 across oversubscribed pods).
+    pub slowdown: f64,
+    pub preemptions: u64,
+}
+
+/// One bin of the allocation time series (plus fragmentation at the bin's start).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Sample {
+    pub t_s: f64,
+    /// Time-average allocated share of GPU capacity in the bin (milli-GPU precise).
+    pub allocated: f64,
+    /// Free whole GPUs that are not on a wholly free node (cannot host a one-node gang), as
+    /// a share of free GPUs.
+    pub frag_node: f64,
+    /// Free whole GPUs outside wholly free scale-up domains, share of free GPUs.
+    pub frag_domain: f64,
+    /// FGD's expected fragment, GPUs (with a task-type distribution).
+    pub frag_fgd: Option<f64>,
+    pub queued: u64,
+}
+
+/// Per inference service.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServiceStats {
+    pub service: String,
+    /// Replica-hours served / replica-hours demanded by the daily curve.
+    pub slo_attainment: f64,
+    /// Share of time with every demanded replica running.
+    pub time_fully_served: f64,
+    pub replica_hours: f64,
+}
+
+/// The outcome of one policy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub policy: Policy,
+    pub jobs: u64,
+    pub completed: u64,
+    pub rejected: u64,
+    pub makespan_s: f64,
+    /// Time-average allocated share of GPU capacity over the arrival window (first to last
+    /// arrival; to the makespan when every job arrives at once), at the resolution of the
+    /// time-series bins.
+    pub allocation: f64,
+    pub mean_frag_node: f64,
+    pub mean_frag_domain: f64,
+    pub mean_frag_fgd: Option<f64>,
+    pub classes: Vec<ClassStats>,
+    pub all: ClassStats,
+    pub services: Vec<ServiceStats>,
+    /// Jobs run outside their home region, and the data they moved (GB).
+    pub moved_jobs: u64,
+    pub moved_gb: f64,
+    pub preemptions: u64,
+    /// Job interruptions by failures, and the accelerator-hours of work they lost.
+    pub failures: u64,
+    pub lost_gpu_hours: f64,
+    pub series: Vec<Sample>,
+    /// Invariant violations found with `Options::check` (empty when none).
+    pub violations: Vec<String>,
+    pub events: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Acc {
+    jobs: u64,
+    completed: u64,
+    rejected: u64,
+    multi: u64,
+    in_domain: f64,
+    in_pod: f64,
+    slowdown: f64,
+    preemptions: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum St {
+    Pending,
+    Queued,
+    Running,
+    Done,
+    Rejected,
+    Cancelled,
+}
+
+#[derive(Debug, Clone)]
+struct Run {
+    st: St,
+    region: u16,
+    first_start: f64,
+    end: f64,
+    remaining: f64,
+    gen: u32,
+    key: (u64, u64),
+    place: Option<Placement>,
+    preempted: u32,
+    in_domain: f64,
+    in_pod: f64,
+    finished: f64,
+    vkey: (i64, u64),
+    factor: f64,
+    slowdown: f64,
+    last_start: f64,
+    starts: u32,
+}
+
+/// (time bits, sequence, kind, job or hour, generation).
+type Event = (u64, u64, u8, u32, u32);
+
+const ARRIVE: u8 = 0;
+const FINISH: u8 = 1;
+const HOUR: u8 = 2;
+const FAIL: u8 = 3;
+
+fn bits(t: f64) -> u64 {
+    // Non-negative finite times order like their bit patterns.
+    t.max(0.0).to_bits()
+}
+
+struct Svc {
+    live: Vec<u32>,
+    running: u32,
+    served: f64,
+    demanded: f64,
+    full_time: f64,
+    total_time: f64,
+    last: f64,
+    replica_s: f64,
+}
+
+struct Sim<'a> {
+    t: &'a Topology,
+    p: &'a Policy,
+    o: &'a Options,
+    jobs: Vec<Job>,
+    runs: Vec<Run>,
+    state: State,
+    empty: State,
+    heap: BinaryHeap<Reverse<Event>>,
+    seq: u64,
+    queue: Vec<BTreeSet<(u64, u64, u32)>>,
+    running: Vec<BTreeSet<(u64, u32)>>,
+    victims: Vec<BTreeSet<(i64, u64, u32)>>,
+    queued_gpu_s: Vec<f64>,
+    shadow: Vec<Option<(f64, i64)>>,
+    region_gpus: Vec<u64>,
+    total_milli: f64,
+    svcs: Vec<Svc>,
+    services: &'a [crate::Service],
+    horizon: f64,
+    now: f64,
+    last_t: f64,
+    bin_w: f64,
+    bin_start: f64,
+    bin_acc: f64,
+    first_t: f64,
+    /// An event changed the state since the last fragmentation snapshot.
+    dirty: bool,
+    series: Vec<Sample>,
+    violations: Vec<String>,
+    moved: u64,
+    moved_gb: f64,
+    preemptions: u64,
+    failures: u64,
+    lost_gpu_s: f64,
+    events: u64,
+}
+
+/// Runs `w` under policy `p` on `t`.
+pub fn simulate(t: &Topology, w: &Workload, p: &Policy, o: &Options) -> Report {
+    let regions = t.regions();
+    let last_arrival = w.jobs.iter().map(|j| j.arrival).fold(0.0, f64::max);
+    let horizon = if o.horizon_s > 0.0 {
+        o.horizon_s
+    } else {
+        ((last_arrival / 86400.0).ceil().max(1.0)) * 86400.0
+    };
+    let span_guess = last_arrival.max(if w.services.is_empty() { 0.0 } else { horizon });
+    let bin_w = if o.sample_s > 0.0 {
+        o.sample_s
+    } else {
+        (span_guess / 100.0).max(3600.0)
+    };
+    let state = State::new(t);
+    let mut s = Sim {
+        t,
+        p,
+        o,
+        jobs: w.jobs.clone(),
+        runs: Vec::with_capacity(w.jobs.len()),
+        empty: state.clone(),
+        state,
+        heap: BinaryHeap::with_capacity(w.jobs.len() + 1024),
+        seq: 0,
+        queue: vec![BTreeSet::new(); regions],
+        running: vec![BTreeSet::new(); regions],
+        victims: vec![BTreeSet::new(); regions],
+        queued_gpu_s: vec![0.0; regions],
+        shadow: vec![None; regions],
+        region_gpus: (0..regions).map(|r| t.region_gpus(r)).collect(),
+        total_milli: t.gpus() as f64 * 1000.0,
+        svcs: w
+            .services
+            .iter()
+            .map(|_| Svc {
+                live: vec![],
+                running: 0,
+                served: 0.0,
+                demanded: 0.0,
+                full_time: 0.0,
+                total_time: 0.0,
+                last: 0.0,
+                replica_s: 0.0,
+            })
+            .collect(),
+        services: &w.services,
+        horizon,
+        now: 0.0,
+        last_t: 0.0,
+        bin_w,
+        bin_start: 0.0,
+        bin_acc: 0.0,
+        first_t: 0.0,
+        dirty: true,
+        series: vec![],
+        violations: vec![],
+        moved: 0,
+        moved_gb: 0.0,
+        preemptions: 0,
+        failures: 0,
+        lost_gpu_s: 0.0,
+        events: 0,
+    };
+    for j in 0..s.jobs.len() {
+        s.runs.push(Run::new());
+        let a = s.jobs[j].arrival;
+        s.push(a, ARRIVE, j as u32, 0);
+    }
+    if !w.services.is_empty() {
+        let hours = (horizon / 3600.0).ceil() as u32;
+        for h in 0..=hours {
+            s.push(h as f64 * 3600.0, HOUR, h, 0);
+        }
+    }
+    s.run(horizon);
+    s.report(w)
+}
+
+impl Run {
+    fn new() -> Run {
+        Run {
+            st: St::Pending,
+            region: 0,
+            first_start: f64::NAN,
+            end: f64::INFINITY,
+            remaining: 0.0,
+            gen: 0,
+            key: (0, 0),
+            place: None,
+            preempted: 0,
+            in_domain: 1.0,
+            in_pod: 1.0,
+            finished: f64::NAN,
+            vkey: (0, 0),
+            factor: 1.0,
+            slowdown: 1.0,
+            last_start: 0.0,
+            starts: 0,
+        }
+    }
+}
+
+impl Sim<'_> {
+    fn push(&mut self, t: f64, kind: u8, id: u32, gen: u32) {
+        self.seq += 1;
+        self.heap.push(Reverse((bits(t), self.seq, kind, id, gen)));
+    }
+
+    fn run(&mut self, horizon: f64) {
+        while let Some(Reverse((tb, _, kind, id, gen))) = self.heap.pop() {
+            let t = f64::from_bits(tb);
+            self.advance(t);
+            self.events += 1;
+            match kind {
+                ARRIVE => self.arrive(id as usize),
+                FINISH => {
+                    let j = id as usize;
+                    if self.runs[j].gen != gen || self.runs[j].st != St::Running {
+                        continue;
+                    }
+                    self.stop(j, St::Done);
+                    self.runs[j].finished = t;
+                    let r = self.runs[j].region as usize;
+                    self.pass(r);
+                }
+                FAIL => {
+                    let j = id as usize;
+                    if self.runs[j].gen != gen || self.runs[j].st != St::Running {
+                        continue;
+                    }
+                    self.fail(j);
+                    let r = self.runs[j].region as usize;
+                    self.pass(r);
+                }
+                _ => self.hour(horizon),
+            }
+            self.dirty = true;
+            if self.o.check {
+                self.check_all();
+            }
+        }
+        self.advance(self.now);
+        self.flush_bin();
+    }
+
+    /// Integrates allocation up to `t`, closing bins on the way.
+    fn advance(&mut self, t: f64) {
+        if self.series.is_empty() {
+            self.bin_start = (t / self.bin_w).floor() * self.bin_w;
+            self.last_t = t;
+            self.first_t = t;
+            self.open_bin(self.bin_start);
+        }
+        let used: u64 = self.state.reg_used_milli.iter().sum();
+        let used = used as f64 / self.total_milli;
+        while t >= self.bin_start + self.bin_w {
+            let end = self.bin_start + self.bin_w;
+            self.bin_acc += used * (end - self.last_t);
+            self.last_t = end;
+            self.flush_bin();
+            self.bin_start = end;
+            self.open_bin(end);
+        }
+        self.bin_acc += used * (t - self.last_t);
+        self.last_t = t;
+        self.now = t;
+    }
+
+    fn open_bin(&mut self, t0: f64) {
+        // Fragmentation at the bin's start. The state is constant between events, so bins
+        // opened with no event since the last snapshot reuse it.
+        if let (false, Some(prev)) = (self.dirty, self.series.last()) {
+            let mut s = *prev;
+            s.t_s = t0;
+            s.allocated = 0.0;
+            self.series.push(s);
+            return;
+        }
+        self.dirty = false;
+        let t = self.t;
+        let (mut free, mut in_nodes, mut in_doms) = (0u64, 0u64, 0u64);
+        let mut fgd = None;
+        for r in 0..t.regions() {
+            free += self.state.reg_free_full[r];
+            in_nodes += self.state.free_in_free_nodes(t, r);
+            in_doms += self.state.free_in_free_domains(t, r);
+            if let Some(f) = &self.o.fgd {
+                *fgd.get_or_insert(0.0) += f.cluster(t, &self.state, r);
+            }
+        }
+        let share = |x: u64| {
+            if free == 0 {
+                0.0
+            } else {
+                (free - x.min(free)) as f64 / free as f64
+            }
+        };
+        self.series.push(Sample {
+            t_s: t0,
+            allocated: 0.0,
+            frag_node: share(in_nodes),
+            frag_domain: share(in_doms),
+            frag_fgd: fgd,
+            queued: self.queue.iter().map(|q| q.len() as u64).sum(),
+        });
+    }
+
+    fn flush_bin(&mut self) {
+        if let Some(s) = self.series.last_mut() {
+            // The first bin is averaged from the first event, not from its start.
+            let w = (self.last_t - s.t_s.max(self.first_t)).max(0.0);
+            let w = if w > 0.0 { w.min(self.bin_w) } else { 0.0 };
+            s.allocated = if w > 0.0 { self.bin_acc / w } else { 0.0 };
+        }
+        self.bin_acc = 0.0;
+    }
+
+    fn queue_key(&self, j: usize) -> (u64, u64) {
+        let job = &self.jobs[j];
+        match self.p.queue {
+            QueueOrder::Fifo => (bits(job.arrival), j as u64),
+            QueueOrder::Sjf => (bits(job.duration), j as u64),
+            QueueOrder::Priority => ((i64::MAX - job.priority as i64) as u64, j as u64),
+        }
+    }
+
+    fn arrive(&mut self, j: usize) {
+        let job = &self.jobs[j];
+        let home = (job.region as usize).min(self.t.regions() - 1);
+        let mut r = home;
+        if self.p.cross_region && self.t.regions() > 1 {
+            let transfer = job.data_gb * 8.0 / self.o.inter_region_gbps.max(1e-9)
+                + self.o.inter_region_latency_s;
+            let cost = |x: usize, s: &Sim| {
+                s.queued_gpu_s[x] / s.region_gpus[x].max(1) as f64
+                    + if x == home { 0.0 } else { transfer }
+            };
+            for x in 0..self.t.regions() {
+                if cost(x, self) < cost(r, self) {
+                    r = x;
+                }
+            }
+            if r != home {
+                self.moved += 1;
+                self.moved_gb += job.data_gb;
+                self.jobs[j].duration += transfer;
+            }
+        }
+        let job = &self.jobs[j];
+        self.runs[j].region = r as u16;
+        self.runs[j].remaining = job.duration;
+        if self
+            .empty
+            .find(self.t, job, self.p.placement, r, None)
+            .is_none()
+        {
+            self.runs[j].st = St::Rejected;
+            return;
+        }
+        let key = self.queue_key(j);
+        self.runs[j].key = key;
+        self.enqueue(j);
+        let head = self.queue[r].first().map(|e| e.2 as usize);
+        if head == Some(j) {
+            self.pass(r);
+        } else if self.p.backfill {
+            if let Some((shadow, extra)) = self.shadow[r] {
+                self.try_backfill(j, r, shadow, extra);
+                self.after_pass(r);
+            }
+        }
+    }
+
+    fn enqueue(&mut self, j: usize) {
+        let r = self.runs[j].region as usize;
+        let (a, b) = self.runs[j].key;
+        self.queue[r].insert((a, b, j as u32));
+        self.runs[j].st = St::Queued;
+        self.queued_gpu_s[r] += self.runs[j].remaining * self.jobs[j].milli_total() as f64 / 1000.0;
+    }
+
+    fn dequeue(&mut self, j: usize) {
+        let r = self.runs[j].region as usize;
+        let (a, b) = self.runs[j].key;
+        self.queue[r].remove(&(a, b, j as u32));
+        self.queued_gpu_s[r] -= self.runs[j].remaining * self.jobs[j].milli_total() as f64 / 1000.0;
+        if self.queue[r].is_empty() {
+            self.queued_gpu_s[r] = 0.0;
+        }
+    }
+
+    fn try_start(&mut self, j: usize) -> bool {
+        let r = self.runs[j].region as usize;
+        let job = &self.jobs[j];
+        if job.milli == 1000 && self.state.reg_free_full[r] < job.gpus as u64 {
+            return false;
+        }
+        let Some(pl) = self
+            .state
+            .find(self.t, job, self.p.placement, r, self.o.fgd.as_ref())
+        else {
+            return false;
+        };
+        self.start(j, pl);
+        true
+    }
+
+    fn start(&mut self, j: usize, pl: Placement) {
+        let t = self.t;
+        let job = self.jobs[j].clone();
+        if self.o.check {
+            let held: u64 = pl.pieces.iter().map(|p| p.milli as u64).sum();
+            if held < job.milli_total() || (job.milli < 1000 && pl.pieces.len() > 1) {
+                self.violations.push(format!(
+                    "job {j}: gang of {} milli-GPU placed with {held}",
+                    job.milli_total()
+                ));
+            }
+        }
+        self.state.apply(t, &pl.pieces, true);
+        self.state
+            .apply_cpu(pl.cpu_node as usize, job.cpu_milli, job.memory_mib, true);
+        self.dequeue(j);
+        // Topology quality: a ring over the job's GPUs crosses each domain (pod) boundary
+        // once per domain (pod) it spans.
+        let n = pl.pieces.len();
+        let (mut nd, mut np) = (1usize, 1usize);
+        if n > 1 {
+            let mut doms: Vec<u32> = pl
+                .pieces
+                .iter()
+                .map(|p| t.node_domain[p.node as usize])
+                .collect();
+            doms.dedup();
+            doms.sort_unstable();
+            doms.dedup();
+            let mut pods: Vec<u32> = doms.iter().map(|&d| t.domain_pod[d as usize]).collect();
+            pods.dedup();
+            pods.sort_unstable();
+            pods.dedup();
+            (nd, np) = (doms.len(), pods.len());
+        }
+        // Speed: the communicating share of the run time moves at the bandwidth of the
+        // smallest level holding the job, relative to one pod (where `duration` is given).
+        let bw = if np > 1 {
+            t.gbps[2]
+        } else if nd > 1 || n <= 1 {
+            t.gbps[1]
+        } else {
+            t.gbps[0]
+        };
+        let factor = if job.comm_share > 0.0 && n > 1 {
+            (1.0 - job.comm_share) + job.comm_share * t.gbps[1] / bw.max(1e-9)
+        } else {
+            1.0
+        };
+        let run = &mut self.runs[j];
+        run.factor = factor;
+        if run.first_start.is_nan() {
+            run.first_start = self.now;
+            if n > 1 {
+                let share = |k: usize| {
+                    if k <= 1 {
+                        1.0
+                    } else {
+                        (n - k) as f64 / n as f64
+                    }
+                };
+                run.in_domain = share(nd);
+                run.in_pod = share(np);
+                run.slowdown = factor;
+            }
+        }
+        run.st = St::Running;
+        run.gen += 1;
+        run.end = self.now + run.remaining * run.factor;
+        let (end, gen, r, prio) = (run.end, run.gen, run.region as usize, job.priority);
+        self.running[r].insert((bits(end), j as u32));
+        run.vkey = (prio as i64, u64::MAX - bits(self.now));
+        self.victims[r].insert((run.vkey.0, run.vkey.1, j as u32));
+        run.place = Some(pl);
+        run.last_start = self.now;
+        run.starts += 1;
+        let starts = run.starts;
+        // A failure before the end interrupts the job (one stream per job and start).
+        let rate = self.o.failure_per_gpu_s * job.gpus as f64;
+        let fail_at = if rate > 0.0 && job.kind != Kind::Inference {
+            let mut rng = crate::workload::Rng::new(
+                self.o.seed ^ 0x5EED_FA11,
+                ((j as u64) << 20) | starts as u64,
+            );
+            self.now + rng.exp(1.0 / rate)
+        } else {
+            f64::INFINITY
+        };
+        if fail_at < end {
+            self.push(fail_at, FAIL, j as u32, gen);
+        } else if end.is_finite() {
+            self.push(end, FINISH, j as u32, gen);
+        }
+        if job.kind == Kind::Inference {
+            self.svc_change(j, 1);
+        }
+    }
+
+    /// Takes a running job off the cluster (finished, preempted or scaled down).
+    fn stop(&mut self, j: usize, to: St) {
+        let run = &mut self.runs[j];
+        let pl = run.place.take().expect("running job has a placement");
+        let r = run.region as usize;
+        self.running[r].remove(&(bits(run.end), j as u32));
+        let job = &self.jobs[j];
+        self.victims[r].remove(&(run.vkey.0, run.vkey.1, j as u32));
+        run.remaining = ((run.end - self.now) / run.factor).max(0.0);
+        run.st = to;
+        run.gen += 1;
+        self.state.apply(self.t, &pl.pieces, false);
+        self.state
+            .apply_cpu(pl.cpu_node as usize, job.cpu_milli, job.memory_mib, false);
+        if job.kind == Kind::Inference {
+            self.svc_change(j, -1);
+        }
+    }
+
+    /// A running job fails: it loses the work since its last checkpoint (checkpoints every
+    /// `checkpoint_s` of progress since it started), pays `restart_s`, and queues again.
+    fn fail(&mut self, j: usize) {
+        let (start, factor) = (self.runs[j].last_start, self.runs[j].factor);
+        let done = (self.now - start) / factor;
+        let lost = done % self.o.checkpoint_s.max(1e-9);
+        self.stop(j, St::Queued);
+        self.runs[j].remaining += lost + self.o.restart_s;
+        self.failures += 1;
+        self.lost_gpu_s += lost * self.jobs[j].milli_total() as f64 / 1000.0;
+        self.enqueue(j);
+    }
+
+    /// Schedules region `r`: start jobs from the head while they fit (preempting if the
+    /// policy allows), then EASY backfill behind a blocked head.
+    fn pass(&mut self, r: usize) {
+        self.shadow[r] = None;
+        while let Some(&(_, _, h)) = self.queue[r].first() {
+            let h = h as usize;
+            let started = self.try_start(h) || (self.p.preemption && self.try_preempt(h, r));
+            if !started {
+                break;
+            }
+        }
+        if self.p.backfill {
+            if let Some(&(_, _, h)) = self.queue[r].first() {
+                let (shadow, extra) = self.shadow_of(h as usize, r);
+                self.shadow[r] = Some((shadow, extra));
+                let cands: Vec<u32> = self.queue[r]
+                    .iter()
+                    .skip(1)
+                    .take(self.o.backfill_depth)
+                    .map(|e| e.2)
+                    .collect();
+                for c in cands {
+                    let (s, e) = self.shadow[r].expect("set above");
+                    self.try_backfill(c as usize, r, s, e);
+                }
+            }
+        }
+        self.after_pass(r);
+    }
+
+    fn try_backfill(&mut self, j: usize, r: usize, shadow: f64, extra: i64) {
+        let job = &self.jobs[j];
+        let gpus = (job.milli_total() / 1000) as i64;
+        let ends_before = self.now + self.runs[j].remaining <= shadow;
+        if !ends_before && gpus > extra {
+            return;
+        }
+        if self.try_start(j) && !ends_before {
+            self.shadow[r] = Some((shadow, extra - gpus.max(1)));
+        }
+    }
+
+    /// EASY reservation for head `h`: the earliest time enough GPUs are free (running jobs
+    /// end as planned), and the GPUs left over at that time beyond what `h` needs.
+    fn shadow_of(&self, h: usize, r: usize) -> (f64, i64) {
+        let need = self.jobs[h].gpus.max(1) as i64;
+        let mut free = self.state.reg_free_full[r] as i64;
+        for &(eb, j) in &self.running[r] {
+            let end = f64::from_bits(eb);
+            if !end.is_finite() {
+                break;
+            }
+            let pl = self.runs[j as usize].place.as_ref().expect("running");
+            free += pl.pieces.iter().filter(|p| p.milli == 1000).count() as i64;
+            if free >= need {
+                return (end, free - need);
+            }
+        }
+        (f64::INFINITY, 0)
+    }
+
+    /// Preempts running jobs of lower priority than `h` (lowest priority, latest started
+    /// first) until `h` fits. Returns whether `h` started.
+    fn try_preempt(&mut self, h: usize, r: usize) -> bool {
+        let prio = self.jobs[h].priority as i64;
+        let cands: Vec<u32> = self.victims[r].range(..(prio, 0, 0)).map(|e| e.2).collect();
+        let avail: u64 = cands
+            .iter()
+            .map(|&c| self.jobs[c as usize].milli_total())
+            .sum::<u64>()
+            + self.state.reg_free_full[r] * 1000;
+        if cands.is_empty() || avail < self.jobs[h].milli_total() {
+            return false;
+        }
+        for c in cands {
+            let c = c as usize;
+            self.stop(c, St::Queued);
+            self.runs[c].remaining += self.o.restart_s;
+            self.runs[c].preempted += 1;
+            self.preemptions += 1;
+            self.enqueue(c);
+            if self.try_start(h) {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn after_pass(&mut self, r: usize) {
+        if !self.o.check {
+            return;
+        }
+        if let Some(&(_, _, h)) = self.queue[r].first() {
+            let job = &self.jobs[h as usize];
+            if self
+                .state
+                .find(self.t, job, self.p.placement, r, self.o.fgd.as_ref())
+                .is_some()
+            {
+                self.violations.push(format!(
+                    "t={}: head job {h} fits but waits (work conservation)",
+                    self.now
+                ));
+            }
+        }
+    }
+
+    fn check_all(&mut self) {
+        if let Err(e) = self.state.check(self.t) {
+            self.violations.push(format!("t={}: {e}", self.now));
+        }
+    }
+
+    fn svc_account(&mut self, i: usize) {
+        // Services are accounted up to the horizon, where they stop.
+        let now = self.now.min(self.horizon);
+        let s = &mut self.svcs[i];
+        let dt = now - s.last;
+        if dt > 0.0 && s.last < self.horizon {
+            let demand = self.services[i].demand(s.last) as f64;
+            s.served += (s.running as f64).min(demand) * dt;
+            s.demanded += demand * dt;
+            s.total_time += dt;
+            if s.running as f64 >= demand {
+                s.full_time += dt;
+            }
+            s.replica_s += s.running as f64 * dt;
+        }
+        s.last = s.last.max(now);
+    }
+
+    fn svc_change(&mut self, j: usize, d: i32) {
+        let class = self.jobs[j].class;
+        if let Some(i) = self.services.iter().position(|s| s.class == class) {
+            self.svc_account(i);
+            let s = &mut self.svcs[i];
+            s.running = (s.running as i32 + d).max(0) as u32;
+        }
+    }
+
+    /// Hourly: each service scales to its target (the curve under day-night sharing, its
+    /// peak otherwise); stops at the horizon.
+    fn hour(&mut self, horizon: f64) {
+        let now = self.now;
+        let mut touched = vec![false; self.t.regions()];
+        for i in 0..self.services.len() {
+            self.svc_account(i);
+            let sv = &self.services[i];
+            let target = if now >= horizon {
+                0
+            } else if self.p.day_night {
+                sv.demand(now)
+            } else {
+                sv.peak_replicas
+            } as usize;
+            let r = (sv.region as usize).min(self.t.regions() - 1);
+            touched[r] = true;
+            while self.svcs[i].live.len() > target {
+                // Scale down: newest replica first (queued ones before running ones).
+                let pos = self.svcs[i]
+                    .live
+                    .iter()
+                    .rposition(|&j| self.runs[j as usize].st == St::Queued)
+                    .unwrap_or(self.svcs[i].live.len() - 1);
+                let j = self.svcs[i].live.remove(pos) as usize;
+                match self.runs[j].st {
+                    St::Queued => {
+                        self.dequeue(j);
+                        self.runs[j].st = St::Cancelled;
+                    }
+                    St::Running => self.stop(j, St::Cancelled),
+                    _ => {}
+                }
+            }
+            while self.svcs[i].live.len() < target {
+                let sv = &self.services[i];
+                let id = self.jobs.len();
+                let mut job = Job::new(id as u32, now, f64::INFINITY, sv.replica_gpus);
+                job.class = sv.class;
+                job.kind = Kind::Inference;
+                job.priority = sv.priority;
+                job.region = r as u16;
+                self.jobs.push(job);
+                let mut run = Run::new();
+                run.region = r as u16;
+                run.remaining = f64::INFINITY;
+                self.runs.push(run);
+                if self
+                    .empty
+                    .find(self.t, &self.jobs[id], self.p.placement, r, None)
+                    .is_none()
+                {
+                    self.runs[id].st = St::Rejected;
+                    break;
+                }
+                self.runs[id].key = self.queue_key(id);
+                // Replicas are not part of the expected-wait estimate (they never end).
+                self.queue[r].insert((self.runs[id].key.0, self.runs[id].key.1, id as u32));
+                self.runs[id].st = St::Queued;
+                self.svcs[i].live.push(id as u32);
+            }
+        }
+        for (r, t) in touched.into_iter().enumerate() {
+            if t {
+                self.pass(r);
+            }
+        }
+    }
+
+    fn report(mut self, w: &Workload) -> Report {
+        let n_classes = w.classes.len().max(1);
+        let mut wait: Vec<Vec<f64>> = vec![vec![]; n_classes];
+        let mut jct: Vec<Vec<f64>> = vec![vec![]; n_classes];
+        let mut counts = vec![Acc::default(); n_classes];
+        let mut makespan: f64 = 0.0;
+        let first = w
+            .jobs
+            .iter()
+            .map(|j| j.arrival)
+            .fold(f64::INFINITY, f64::min);
+        let first = if first.is_finite() { first } else { 0.0 };
+        for (j, job) in self.jobs.iter().enumerate() {
+            let run = &self.runs[j];
+            let c = (job.class as usize).min(n_classes - 1);
+            let k = &mut counts[c];
+            let replica = job.kind == Kind::Inference && !job.duration.is_finite();
+            if !replica {
+                k.jobs += 1;
+            }
+            k.preemptions += run.preempted as u64;
+            match run.st {
+                St::Rejected => k.rejected += 1,
+                _ if !run.first_start.is_nan() => {
+                    wait[c].push(run.first_start - job.arrival);
+                    if job.gpus > 1 {
+                        k.multi += 1;
+                        k.in_domain += run.in_domain;
+                        k.in_pod += run.in_pod;
+                        k.slowdown += run.slowdown;
+                    }
+                    if run.st == St::Done {
+                        k.completed += 1;
+                        jct[c].push(run.finished - job.arrival);
+                        makespan = makespan.max(run.finished);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mk = |name: String, k: &Acc, w: Vec<f64>, j: Vec<f64>| {
+            let mean = |x: f64| if k.multi > 0 { x / k.multi as f64 } else { 1.0 };
+            ClassStats {
+                class: name,
+                jobs: k.jobs,
+                completed: k.completed,
+                rejected: k.rejected,
+                wait_s: Stat::of(w),
+                jct_s: Stat::of(j),
+                in_domain: mean(k.in_domain),
+                in_pod: mean(k.in_pod),
+                slowdown: mean(k.slowdown),
+                preemptions: k.preemptions,
+            }
+        };
+        let mut all_k = Acc::default();
+        for k in &counts {
+            all_k.jobs += k.jobs;
+            all_k.completed += k.completed;
+            all_k.rejected += k.rejected;
+            all_k.multi += k.multi;
+            all_k.in_domain += k.in_domain;
+            all_k.in_pod += k.in_pod;
+            all_k.slowdown += k.slowdown;
+            all_k.preemptions += k.preemptions;
+        }
+        let all = mk(
+            "all".into(),
+            &all_k,
+            wait.iter().flatten().copied().collect(),
+            jct.iter().flatten().copied().collect(),
+        );
+        let classes: Vec<ClassStats> = counts
+            .into_iter()
+            .zip(wait)
+            .zip(jct)
+            .enumerate()
+            .map(|(i, ((k, w_), j))| {
+                mk(
+                    w.classes.get(i).cloned().unwrap_or_else(|| "jobs".into()),
+                    &k,
+                    w_,
+                    j,
+                )
+            })
+            .collect();
+        for i in 0..self.services.len() {
+            self.svc_account(i);
+        }
+        let services = self
+            .services
+            .iter()
+            .zip(&self.svcs)
+            .map(|(sv, s)| ServiceStats {
+                service: sv.name.clone(),
+                slo_attainment: if s.demanded > 0.0 {
+                    s.served / s.demanded
+                } else {
+                    1.0
+                },
+                time_fully_served: if s.total_time > 0.0 {
+                    s.full_time / s.total_time
+                } else {
+                    1.0
+                },
+                replica_hours: s.replica_s / 3600.0,
+            })
+            .collect();
+        // Allocation and fragmentation: time averages over the arrival window (first to last
+        // arrival of a job; to the makespan when all arrive at once), where the offered load
+        // applies, not over the drain after the last arrival.
+        let last = w.jobs.iter().map(|j| j.arrival).fold(first, f64::max);
+        let end = if last > first {
+            last
+        } else {
+            makespan.max(first)
+        };
+        let (mut acc, mut wsum) = (0.0, 0.0);
+        let (mut fnode, mut fdom, mut ffgd, mut nf) = (0.0, 0.0, 0.0, 0.0);
+        for s in &self.series {
+            let a = s.t_s.max(first);
+            let b = (s.t_s + self.bin_w).min(end);
+            if b > a {
+                acc += s.allocated * (b - a);
+                wsum += b - a;
+                fnode += s.frag_node;
+                fdom += s.frag_domain;
+                ffgd += s.frag_fgd.unwrap_or(0.0);
+                nf += 1.0;
+            }
+        }
+        let has_fgd = self.o.fgd.is_some();
+        Report {
+            policy: self.p.clone(),
+            jobs: all.jobs,
+            completed: all.completed,
+            rejected: all.rejected,
+            makespan_s: makespan,
+            allocation: if wsum > 0.0 { acc / wsum } else { 0.0 },
+            mean_frag_node: if nf > 0.0 { fnode / nf } else { 0.0 },
+            mean_frag_domain: if nf > 0.0 { fdom / nf } else { 0.0 },
+            mean_frag_fgd: has_fgd.then(|| if nf > 0.0 { ffgd / nf } else { 0.0 }),
+            classes,
+            all,
+            services,
+            moved_jobs: self.moved,
+            moved_gb: self.moved_gb,
+            preemptions: self.preemptions,
+            failures: self.failures,
+            lost_gpu_hours: self.lost_gpu_s / 3600.0,
+            series: self.series,
+            violations: self.violations,
+            events: self.events,
+        }
+    }
+}

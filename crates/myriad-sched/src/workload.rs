@@ -1,0 +1,378 @@
+//! Generated workloads: a Poisson arrival process (optionally with a daily cycle, by
+//! thinning), job classes with size and duration distributions, and inference services.
+//! Everything is drawn from one ChaCha8 stream of the seed.
+
+use myriad_scenario::scheduling::{
+    ConstraintSpec, DistKind, DistSpec, JobKindSpec, SchedulingSpec,
+};
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::{Constraint, Job, Kind, Service, Topology, Workload};
+
+/// A seeded random stream.
+pub struct Rng(ChaCha8Rng);
+
+impl Rng {
+    pub fn new(seed: u64, stream: u64) -> Rng {
+        let mut r = ChaCha8Rng::seed_from_u64(seed);
+        r.set_stream(stream);
+        Rng(r)
+    }
+    /// Uniform in (0, 1].
+    pub fn uniform(&mut self) -> f64 {
+        ((self.0.next_u64() >> 11) + 1) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+    pub fn exp(&mut self, mean: f64) -> f64 {
+        -mean * self.uniform().ln()
+    }
+    pub fn normal(&mut self) -> f64 {
+        let (u, v) = (self.uniform(), self.uniform());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.uniform() * n as f64) as usize).min(n.saturating_sub(1))
+    }
+    /// Index drawn with the given weights.
+    pub fn weighted(&mut self, w: &[f64]) -> usize {
+        let total: f64 = w.iter().sum();
+        let mut x = self.uniform() * total;
+        for (i, &wi) in w.iter().enumerate() {
+            if x <= wi {
+                return i;
+            }
+            x -= wi;
+        }
+        w.len() - 1
+    }
+}
+
+/// One draw of `d` (a checked spec).
+pub fn sample(d: &DistSpec, rng: &mut Rng) -> f64 {
+    let x = match d.dist {
+        DistKind::Fixed => d.value.unwrap_or(1.0),
+        DistKind::Uniform => {
+            let (a, b) = (d.min.unwrap_or(0.0), d.max.unwrap_or(1.0));
+            a + (b - a) * rng.uniform()
+        }
+        DistKind::Exponential => rng.exp(d.mean.unwrap_or(1.0)),
+        DistKind::Lognormal => {
+            d.median.unwrap_or(1.0) * (d.sigma.unwrap_or(0.0) * rng.normal()).exp()
+        }
+        DistKind::Empirical => {
+            let i = if d.weights.is_empty() {
+                rng.below(d.values.len())
+            } else {
+                rng.weighted(&d.weights)
+            };
+            d.values[i]
+        }
+    };
+    x.max(d.min.unwrap_or(f64::MIN))
+        .min(d.max.unwrap_or(f64::MAX))
+}
+
+/// The default daily curve of an inference service: 0.3 of the peak at 04:00, 1.0 at 16:00.
+pub fn diurnal(h: usize) -> f64 {
+    0.65 - 0.35 * (2.0 * std::f64::consts::PI * (h as f64 - 16.0) / 24.0).cos()
+}
+
+fn default_classes() -> Vec<myriad_scenario::scheduling::ClassSpec> {
+    let s: SchedulingSpec = serde_json::from_value(serde_json::json!({
+        "classes": [{"name": "training", "size": {"dist": "lognormal", "median": 16, "sigma": 1.5, "min": 1}}]
+    }))
+    .expect("default class parses");
+    s.classes
+}
+
+/// Generates the workload of `spec` for topology `t`.
+pub fn generate(spec: &SchedulingSpec, t: &Topology, seed: u64) -> Workload {
+    let classes = if spec.classes.is_empty() {
+        default_classes()
+    } else {
+        spec.classes.clone()
+    };
+    let gpn = t.uniform_gpus.unwrap_or(1).max(1) as u32;
+    let region_max = (0..t.regions())
+        .map(|r| t.region_gpus(r))
+        .min()
+        .unwrap_or(0) as u32;
+    let domain_gpus = t.max_nodes_per_domain * gpn;
+    let pod_gpus = (0..t.pods())
+        .map(|p| {
+            let d0 = t.pod_first_domain[p] as usize;
+            let d1 = t.pod_first_domain[p + 1] as usize;
+            (t.domain_first_node[d1] - t.domain_first_node[d0]) * gpn
+        })
+        .max()
+        .unwrap_or(0);
+    // Size of one job of class c, rounded and clamped to what the cluster can hold.
+    let size_of = |c: &myriad_scenario::scheduling::ClassSpec, rng: &mut Rng| -> u32 {
+        let mut g = sample(&c.size, rng).round().max(1.0) as u32;
+        let cap = match c.constraint {
+            ConstraintSpec::Domain => domain_gpus,
+            ConstraintSpec::Pod => pod_gpus,
+            ConstraintSpec::None => region_max,
+        };
+        if let Some(k) = c.segment {
+            let k = k.div_ceil(gpn) * gpn;
+            g = g.div_ceil(k) * k;
+            let cap = region_max / k * k;
+            return g.min(cap.max(k));
+        }
+        if g > gpn {
+            g = g.div_ceil(gpn) * gpn;
+        }
+        g.min((cap / gpn * gpn).max(gpn.min(cap)))
+    };
+    let shares: Vec<f64> = classes.iter().map(|c| c.share).collect();
+    let a = &spec.arrivals;
+    let gpus = t.gpus() as f64;
+    let rate_per_s = match a.rate_per_hour {
+        Some(r) => r / 3600.0,
+        None => {
+            // Offered load: rate = load * GPUs / E[GPUs * seconds], E by 20,000 draws.
+            let mut rng = Rng::new(seed, 1);
+            let mut m = 0.0;
+            let n = 20_000;
+            for _ in 0..n {
+                let c = &classes[rng.weighted(&shares)];
+                m += size_of(c, &mut rng) as f64 * sample(&c.duration_h, &mut rng) * 3600.0;
+            }
+            a.load.unwrap_or(0.8) * gpus / (m / n as f64).max(1e-9)
+        }
+    };
+    let amp = a.daily_amplitude;
+    let homes: Vec<f64> = match &spec.regions {
+        Some(r) if !r.home_shares.is_empty() => (0..t.regions())
+            .map(|i| r.home_shares.get(i).copied().unwrap_or(0.0))
+            .collect(),
+        _ => vec![1.0; t.regions()],
+    };
+    let homes = if homes.iter().sum::<f64>() > 0.0 {
+        homes
+    } else {
+        vec![1.0; t.regions()]
+    };
+    let mut rng = Rng::new(seed, 0);
+    let mut jobs = Vec::with_capacity(a.jobs as usize);
+    let mut now = 0.0;
+    let lmax = rate_per_s * (1.0 + amp);
+    while (jobs.len() as u64) < a.jobs {
+        now += rng.exp(1.0 / lmax);
+        if amp > 0.0 {
+            let h = (now / 3600.0) % 24.0;
+            let l = rate_per_s
+                * (1.0 + amp * (2.0 * std::f64::consts::PI * (h - a.peak_hour) / 24.0).cos());
+            if rng.uniform() * lmax > l {
+                continue;
+            }
+        }
+        let ci = rng.weighted(&shares);
+        let c = &classes[ci];
+        let size = size_of(c, &mut rng);
+        let dur = (sample(&c.duration_h, &mut rng) * 3600.0).max(1.0);
+        let region = rng.weighted(&homes) as u16;
+        let kind = match c.kind {
+            JobKindSpec::Training => Kind::Training,
+            JobKindSpec::Inference => Kind::Inference,
+            JobKindSpec::Dev => Kind::Dev,
+        };
+        let constraint = match (c.segment, c.constraint) {
+            (Some(k), _) => Constraint::Segment(k.div_ceil(gpn) * gpn),
+            (None, ConstraintSpec::Domain) => Constraint::Domain,
+            (None, ConstraintSpec::Pod) => Constraint::Pod,
+            (None, ConstraintSpec::None) => Constraint::None,
+        };
+        let pieces: Vec<u32> = if c.gang || size <= gpn {
+            vec![size]
+        } else {
+            vec![gpn; (size / gpn) as usize]
+        };
+        for g in pieces {
+            if (jobs.len() as u64) >= a.jobs {
+                break;
+            }
+            let mut j = Job::new(jobs.len() as u32, now, dur, g);
+            j.class = ci as u16;
+            j.kind = kind;
+            j.constraint = if c.gang { constraint } else { Constraint::None };
+            j.priority = c.priority;
+            j.region = region;
+            j.data_gb = c.data_gb;
+            j.comm_share = c.comm_share;
+            jobs.push(j);
+        }
+    }
+    let mut names: Vec<String> = classes.iter().map(|c| c.name.clone()).collect();
+    let services = services(spec, t, &mut names);
+    Workload {
+        jobs,
+        classes: names,
+        services,
+    }
+}
+
+/// The inference services of `spec`; their classes are appended to `names`.
+pub fn services(spec: &SchedulingSpec, t: &Topology, names: &mut Vec<String>) -> Vec<Service> {
+    spec.inference
+        .iter()
+        .map(|s| {
+            names.push(s.name.clone());
+            let mut curve = [0.0; 24];
+            for (h, c) in curve.iter_mut().enumerate() {
+                *c = s.curve.get(h).copied().unwrap_or_else(|| diurnal(h));
+            }
+            Service {
+                name: s.name.clone(),
+                class: (names.len() - 1) as u16,
+                replica_gpus: s.replica_size,
+                peak_replicas: s.peak_replicas,
+                curve,
+                priority: s.priority,
+                region: s.region.min(t.regions().saturating_sub(1) as u32) as u16,
+            }
+        })
+        .collect()
+}
+
+/// Parses a CSV job trace (see `TraceSpec::csv`) for topology `t`: sizes above one node
+/// are rounded up to whole nodes (whole segments with `segment`). Errors name the line and
+/// column. Returns the jobs (by arrival) and the class names in order of first appearance.
+pub fn parse_csv(text: &str, t: &Topology) -> Result<(Vec<Job>, Vec<String>), String> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (_, head) = lines.next().ok_or("empty file")?;
+    let cols: Vec<String> = head.split(',').map(|c| c.trim().to_string()).collect();
+    const KNOWN: [&str; 11] = [
+        "arrival_s",
+        "duration_s",
+        "accelerators",
+        "class",
+        "kind",
+        "priority",
+        "constraint",
+        "segment",
+        "region",
+        "data_gb",
+        "comm_share",
+    ];
+    for c in &cols {
+        if !KNOWN.contains(&c.as_str()) {
+            return Err(format!(
+                "line 1: unknown column `{c}`; expected {}",
+                KNOWN.join(", ")
+            ));
+        }
+    }
+    for need in &KNOWN[..3] {
+        if !cols.iter().any(|c| c == need) {
+            return Err(format!("line 1: missing column `{need}`"));
+        }
+    }
+    let gpn = t.uniform_gpus.unwrap_or(1).max(1) as u32;
+    let mut classes: Vec<String> = vec![];
+    let mut jobs = vec![];
+    for (i, line) in lines {
+        let ln = i + 1;
+        let v: Vec<&str> = line.split(',').map(|x| x.trim()).collect();
+        if v.len() != cols.len() {
+            return Err(format!(
+                "line {ln}: {} fields for {} columns",
+                v.len(),
+                cols.len()
+            ));
+        }
+        let get = |name: &str| cols.iter().position(|c| c == name).map(|k| v[k]);
+        let num = |name: &str, pos: bool| -> Result<Option<f64>, String> {
+            match get(name) {
+                None | Some("") => Ok(None),
+                Some(x) => match x.parse::<f64>() {
+                    Ok(f) if f.is_finite() && f >= 0.0 && (!pos || f > 0.0) => Ok(Some(f)),
+                    _ => Err(format!(
+                        "line {ln}: {name}: `{x}` is not a {} number",
+                        if pos { "positive" } else { "non-negative" }
+                    )),
+                },
+            }
+        };
+        let arrival = num("arrival_s", false)?.ok_or(format!("line {ln}: arrival_s: empty"))?;
+        let duration = num("duration_s", true)?.ok_or(format!("line {ln}: duration_s: empty"))?;
+        let mut gpus = num("accelerators", true)?
+            .ok_or(format!("line {ln}: accelerators: empty"))?
+            .ceil() as u32;
+        let class = get("class").filter(|c| !c.is_empty()).unwrap_or("jobs");
+        let ci = match classes.iter().position(|c| c == class) {
+            Some(p) => p,
+            None => {
+                classes.push(class.to_string());
+                classes.len() - 1
+            }
+        };
+        let kind = match get("kind").unwrap_or("") {
+            "" | "training" => Kind::Training,
+            "inference" => Kind::Inference,
+            "dev" => Kind::Dev,
+            k => {
+                return Err(format!(
+                    "line {ln}: kind: `{k}` is not one of training, inference, dev"
+                ))
+            }
+        };
+        let segment = num("segment", true)?.map(|k| (k as u32).div_ceil(gpn) * gpn);
+        let constraint = match (segment, get("constraint").unwrap_or("")) {
+            (Some(k), "" | "none") => Constraint::Segment(k),
+            (Some(_), c) => {
+                return Err(format!(
+                    "line {ln}: constraint: `{c}` cannot be combined with segment"
+                ))
+            }
+            (None, "" | "none") => Constraint::None,
+            (None, "domain") => Constraint::Domain,
+            (None, "pod") => Constraint::Pod,
+            (None, c) => {
+                return Err(format!(
+                    "line {ln}: constraint: `{c}` is not one of none, domain, pod"
+                ))
+            }
+        };
+        if let Some(k) = segment {
+            gpus = gpus.div_ceil(k) * k;
+        } else if gpus > gpn {
+            gpus = gpus.div_ceil(gpn) * gpn;
+        }
+        let priority = match get("priority").unwrap_or("") {
+            "" => 0,
+            p => p
+                .parse::<i32>()
+                .map_err(|_| format!("line {ln}: priority: `{p}` is not a whole number"))?,
+        };
+        let comm = num("comm_share", false)?.unwrap_or(0.0);
+        if comm > 1.0 {
+            return Err(format!("line {ln}: comm_share: {comm} is more than 1"));
+        }
+        let region = num("region", false)?.unwrap_or(0.0) as usize;
+        if region >= t.regions() {
+            return Err(format!(
+                "line {ln}: region: {region} but the cluster has {} region(s)",
+                t.regions()
+            ));
+        }
+        let mut j = Job::new(0, arrival, duration, gpus);
+        j.class = ci as u16;
+        j.kind = kind;
+        j.constraint = constraint;
+        j.priority = priority;
+        j.region = region as u16;
+        j.data_gb = num("data_gb", false)?.unwrap_or(0.0);
+        j.comm_share = comm;
+        jobs.push(j);
+    }
+    jobs.sort_by(|a, b| a.arrival.total_cmp(&b.arrival));
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.id = i as u32;
+    }
+    Ok((jobs, classes))
+}

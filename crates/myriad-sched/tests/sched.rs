@@ -1,0 +1,498 @@
+//! Behaviour of the scheduler: hand-checked schedules, invariants under load, determinism,
+//! FGD against best-fit on the openb trace, and errors for bad input.
+use myriad_scenario::scheduling::SchedulingSpec;
+use myriad_sched::{
+    preset, setup, simulate, workload, Constraint, Job, Mode, Options, Report, State, Topology,
+    Workload,
+};
+
+fn two_nodes() -> Topology {
+    Topology::uniform(&["r".to_string()], 2, 2, 1, 8, "h100")
+}
+
+fn finish_times(r: &Report) -> Vec<f64> {
+    // Completion = arrival + JCT; recovered per job from a one-job-per-class workload.
+    r.classes.iter().map(|c| c.jct_s.mean).collect()
+}
+
+/// 2 nodes of 8 GPUs. J0 (t=0, 8 GPUs, 100 s), J1 (t=1, 16 GPUs, 50 s), J2 (t=2, 8 GPUs,
+/// 50 s), J3 (t=3, 8 GPUs, 200 s).
+/// FIFO: J1 waits for J0 (starts 100, ends 150); J2 waits behind J1 (150-200); J3 150-350.
+/// EASY backfill: J1's reservation is t=100; J2 ends at 52 <= 100 so it backfills on the
+/// free node (2-52); J3 would end after 100 and the reservation leaves no spare GPU, so it
+/// waits (150-350).
+#[test]
+fn hand_checked_fifo_and_backfill() {
+    let jobs = vec![
+        Job::new(0, 0.0, 100.0, 8),
+        Job::new(1, 1.0, 50.0, 16),
+        Job::new(2, 2.0, 50.0, 8),
+        Job::new(3, 3.0, 200.0, 8),
+    ];
+    let mut w = Workload {
+        jobs,
+        classes: (0..4).map(|i| format!("j{i}")).collect(),
+        services: vec![],
+    };
+    for (i, j) in w.jobs.iter_mut().enumerate() {
+        j.class = i as u16;
+    }
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let t = two_nodes();
+    let fifo = simulate(&t, &w, &preset("fifo").unwrap(), &o);
+    let bf = simulate(&t, &w, &preset("backfill").unwrap(), &o);
+    assert!(fifo.violations.is_empty(), "{:?}", fifo.violations);
+    assert!(bf.violations.is_empty(), "{:?}", bf.violations);
+    let arrivals = [0.0, 1.0, 2.0, 3.0];
+    let done = |r: &Report| -> Vec<f64> {
+        finish_times(r)
+            .iter()
+            .zip(arrivals)
+            .map(|(jct, a)| jct + a)
+            .collect()
+    };
+    assert_eq!(done(&fifo), vec![100.0, 150.0, 200.0, 350.0]);
+    assert_eq!(done(&bf), vec![100.0, 150.0, 52.0, 350.0]);
+    assert_eq!(fifo.makespan_s, 350.0);
+    // 2 nodes busy 0-100 (one), 100-150 (both), 150-350 (both then one): allocation check.
+    let busy_gpu_s = 8.0 * 100.0 + 16.0 * 50.0 + 8.0 * 50.0 + 8.0 * 200.0;
+    assert!(
+        (fifo.allocation - busy_gpu_s / (16.0 * 350.0)).abs() < 1e-9,
+        "{}",
+        fifo.allocation
+    );
+}
+
+fn mixed_spec(jobs: u64) -> SchedulingSpec {
+    serde_json::from_value(serde_json::json!({
+        "arrivals": {"jobs": jobs, "load": 1.1, "daily_amplitude": 0.4},
+        "classes": [
+            {"name": "dev", "kind": "dev", "share": 5, "size": {"dist": "empirical", "values": [1, 2, 3, 4]},
+             "duration_h": {"dist": "exponential", "mean": 0.5}},
+            {"name": "train", "share": 3, "priority": 5, "size": {"dist": "lognormal", "median": 32, "sigma": 1.5, "max": 576},
+             "duration_h": {"dist": "lognormal", "median": 2, "sigma": 1}},
+            {"name": "rack", "share": 1, "segment": 72, "size": {"dist": "empirical", "values": [72, 144]},
+             "duration_h": {"dist": "lognormal", "median": 3, "sigma": 0.5}},
+            {"name": "in-domain", "share": 1, "constraint": "domain", "size": {"dist": "empirical", "values": [16, 36]},
+             "duration_h": {"dist": "exponential", "mean": 1}},
+            {"name": "in-pod", "share": 1, "constraint": "pod", "size": {"dist": "empirical", "values": [128, 256]},
+             "duration_h": {"dist": "exponential", "mean": 1}}
+        ],
+        "inference": [{"name": "chat", "replica_size": 8, "peak_replicas": 20}]
+    }))
+    .unwrap()
+}
+
+/// 16 NVL72 domains (18 nodes of 4 GPUs) in 2 pods of 8 domains: 1,152 GPUs.
+fn nvl72_small() -> Topology {
+    Topology::uniform(&["r".to_string()], 16, 8, 18, 4, "gb200")
+}
+
+#[test]
+fn invariants_hold_under_every_policy() {
+    // Capacity never exceeded and aggregates consistent (after every event), gang jobs whole,
+    // and the head of every queue does not fit after each pass (work conservation).
+    let t = nvl72_small();
+    let w = workload::generate(&mixed_spec(1500), &t, 3);
+    let mut o = Options {
+        check: true,
+        ..Options::default()
+    };
+    o.fgd = Some(myriad_sched::Fgd::from_jobs(&w.jobs));
+    for name in myriad_sched::PRESETS {
+        let r = simulate(&t, &w, &preset(name).unwrap(), &o);
+        assert!(
+            r.violations.is_empty(),
+            "{name}: {:?}",
+            &r.violations[..r.violations.len().min(3)]
+        );
+        assert_eq!(r.completed + r.rejected, r.jobs, "{name}: every job ends");
+        assert_eq!(r.rejected, 0, "{name}");
+        // Domain-constrained jobs keep all their traffic inside one domain.
+        let d = r.classes.iter().find(|c| c.class == "in-domain").unwrap();
+        assert_eq!(d.in_domain, 1.0, "{name}");
+        let p = r.classes.iter().find(|c| c.class == "in-pod").unwrap();
+        assert_eq!(p.in_pod, 1.0, "{name}");
+        assert!(
+            r.allocation > 0.3 && r.allocation <= 1.0,
+            "{name}: {}",
+            r.allocation
+        );
+    }
+}
+
+#[test]
+fn backfill_beats_fifo_and_preemption_serves_priority() {
+    let t = nvl72_small();
+    let w = workload::generate(&mixed_spec(1500), &t, 3);
+    let o = Options::default();
+    let fifo = simulate(&t, &w, &preset("fifo").unwrap(), &o);
+    let bf = simulate(&t, &w, &preset("backfill").unwrap(), &o);
+    let pr = simulate(&t, &w, &preset("priority").unwrap(), &o);
+    assert!(bf.all.wait_s.mean < fifo.all.wait_s.mean);
+    let train = |r: &Report| {
+        r.classes
+            .iter()
+            .find(|c| c.class == "train")
+            .unwrap()
+            .wait_s
+            .mean
+    };
+    assert!(train(&pr) < train(&bf), "{} vs {}", train(&pr), train(&bf));
+    assert!(pr.preemptions > 0);
+    // Inference at priority 100 always gets its replicas under preemption.
+    assert!(pr.services[0].slo_attainment > 0.999, "{:?}", pr.services);
+    let dn = simulate(&t, &w, &preset("day-night").unwrap(), &o);
+    assert!(dn.services[0].slo_attainment > 0.999, "{:?}", dn.services);
+    // Day-night: the service gives back capacity at night, so it holds fewer replica-hours.
+    assert!(dn.services[0].replica_hours < pr.services[0].replica_hours);
+}
+
+#[test]
+fn segments_stay_inside_domains_and_gangs_are_whole() {
+    let t = nvl72_small();
+    let mut s = State::new(&t);
+    // Fragment: one 4-GPU node busy in each of the first 12 domains.
+    for d in 0..12u32 {
+        let n = t.domain_first_node[d as usize];
+        let pieces: Vec<_> = (0..4)
+            .map(|g| myriad_sched::Piece {
+                node: n,
+                gpu: g,
+                milli: 1000,
+            })
+            .collect();
+        s.apply(&t, &pieces, true);
+    }
+    let mut j = Job::new(0, 0.0, 1.0, 288);
+    j.constraint = Constraint::Segment(72);
+    for mode in [Mode::FirstFit, Mode::BestFit, Mode::Topology] {
+        let p = s
+            .find(&t, &j, mode, 0, None)
+            .expect("4 whole domains are free");
+        assert_eq!(p.pieces.len(), 288);
+        let mut per_domain = std::collections::BTreeMap::new();
+        for pc in &p.pieces {
+            *per_domain
+                .entry(t.node_domain[pc.node as usize])
+                .or_insert(0) += 1;
+        }
+        assert!(
+            per_domain.values().all(|&c| c % 72 == 0),
+            "{mode:?}: {per_domain:?}"
+        );
+    }
+    // 5 segments cannot fit: only 4 whole domains are free.
+    j.gpus = 360;
+    assert!(s.find(&t, &j, Mode::Topology, 0, None).is_none());
+    assert!(s.check(&t).is_ok());
+}
+
+#[test]
+fn same_seed_same_report_other_seed_differs() {
+    let t = nvl72_small();
+    let spec = mixed_spec(800);
+    let run = |seed| {
+        let w = workload::generate(&spec, &t, seed);
+        let r = simulate(&t, &w, &preset("backfill").unwrap(), &Options::default());
+        serde_json::to_string(&r).unwrap()
+    };
+    assert_eq!(run(7), run(7));
+    assert_ne!(run(7), run(8));
+}
+
+fn openb(pods: &str) -> Option<(String, String)> {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/traces/alibaba-openb-2023"
+    );
+    Some((
+        std::fs::read_to_string(format!("{dir}/openb_node_list_all_node.csv")).ok()?,
+        std::fs::read_to_string(format!("{dir}/openb_pod_list_{pods}.csv")).ok()?,
+    ))
+}
+
+#[test]
+fn openb_replay_parses_the_trace_and_fgd_beats_best_fit_under_load() {
+    let (n, p) = openb("default").expect("../shared/traces/alibaba-openb-2023");
+    let s = setup::openb(&n, &p, &SchedulingSpec::default(), None, None).unwrap();
+    assert_eq!(s.topology.nodes.len(), 1523);
+    assert_eq!(s.topology.gpus(), 6212);
+    assert_eq!(s.workload.jobs.len(), 8152);
+    // Time replay: every task runs (the trace is lightly loaded over its 149 days).
+    for pol in &s.policies {
+        let r = simulate(&s.topology, &s.workload, pol, &s.options);
+        assert_eq!(r.completed, 8152, "{}", pol.name);
+    }
+    // Load sweep at an arrived load of 100% of GPU capacity, three seeds: FGD leaves fewer
+    // GPUs unallocated and fails less demand than best-fit.
+    let fgd = s.options.fgd.as_ref().unwrap();
+    for seed in 1..=3 {
+        let sweep = |m| {
+            myriad_sched::openb::load_sweep(
+                &s.topology,
+                &s.workload.jobs,
+                m,
+                fgd,
+                &[0.8, 1.0],
+                seed,
+            )
+        };
+        let (b, f) = (sweep(Mode::BestFit), sweep(Mode::Fgd));
+        assert_eq!(b[0].failed_gpus, 0.0, "seed {seed}: nothing fails at 80%");
+        assert!(
+            f[1].unallocated_gpus < b[1].unallocated_gpus,
+            "seed {seed}: {f:?} vs {b:?}"
+        );
+        assert!(f[1].frag_gpus < b[1].frag_gpus, "seed {seed}");
+    }
+    // GPU-type constraints: the gpuspec33 list parses and every constrained task fits a type.
+    let (n, p) = openb("gpuspec33").unwrap();
+    let s = setup::openb(&n, &p, &SchedulingSpec::default(), None, None).unwrap();
+    assert!(s.workload.jobs.iter().filter(|j| j.gpu_types != 0).count() > 2000);
+    let r = simulate(&s.topology, &s.workload, &s.policies[1], &s.options);
+    assert_eq!(r.completed + r.rejected, 8152);
+}
+
+fn scenario_err(sched: &str) -> String {
+    let text = format!(
+        "format: myriad/1\ncluster: {{accelerator: gb200, count: 1152}}\nscheduling:\n{sched}"
+    );
+    let cat = myriad_catalog::catalog();
+    match myriad_scenario::parse_scenario("s.yaml", &text, cat) {
+        Err(e) => e.to_string(),
+        Ok(s) => match setup::from_scenario(&s, cat, "s.yaml", None, None, None) {
+            Err(e) => e.to_string(),
+            Ok(_) => "ok".into(),
+        },
+    }
+}
+
+#[test]
+fn bad_values_name_the_field() {
+    assert_eq!(
+        scenario_err("  clases: []\n"),
+        "s.yaml: scheduling.clases: unknown key; did you mean classes?"
+    );
+    assert!(
+        scenario_err("  arrivals: {load: -1}\n")
+            .starts_with("s.yaml: scheduling.arrivals.load: -1 must be a positive share"),
+        "{}",
+        scenario_err("  arrivals: {load: -1}\n")
+    );
+    assert_eq!(
+        scenario_err("  classes: [{name: a, size: {dist: lognormal, median: 8}}]\n"),
+        "s.yaml: scheduling.classes[0].size.sigma: missing; `lognormal` needs sigma"
+    );
+    assert_eq!(
+        scenario_err("  policies: [{name: backfil}]\n"),
+        "s.yaml: scheduling.policies[0].name: `backfil` is not a preset (and no field overrides one); did you mean backfill?"
+    );
+    assert!(
+        scenario_err("  inference: [{name: x, peak_replicas: 2, curve: [1, 2]}]\n")
+            .contains("scheduling.inference[0].curve: 2 values given; expected 24")
+    );
+    assert!(
+        scenario_err("  classes: [{name: a, size: {dist: lognormal}}]\n")
+            .contains("scheduling.classes[0].size.median")
+    );
+    assert!(
+        scenario_err("  policies: [{name: mine, placement: topolgy}]\n")
+            .contains("scheduling.policies[0].placement")
+    );
+    assert_eq!(
+        scenario_err("  pod: 100\n"),
+        "s.yaml: scheduling.pod: 100 accelerators is not a whole number of scale-up domains of 72"
+    );
+    assert_eq!(
+        scenario_err("  policies: [{name: mine, placement: fgd}]\n"),
+        "ok"
+    );
+    assert_eq!(
+        scenario_err("  failures: {checkpoint_h: 0}\n"),
+        "s.yaml: scheduling.failures.checkpoint_h: 0 must be a positive number of hours"
+    );
+    assert!(scenario_err("  classes: [{name: a, comm_share: 2}]\n")
+        .contains("scheduling.classes[0].comm_share: 2 must be a share"));
+    // Bad trace text: the file and line.
+    let e = myriad_sched::openb::parse_nodes("sn,cpu_milli,memory_mib,gpu,model\nx,1,2,many,T4\n")
+        .unwrap_err();
+    assert_eq!(
+        e,
+        "openb_node_list_all_node.csv: line 2: gpu: `many` is not a whole number"
+    );
+}
+
+/// The bench's scenario (`examples/sched-nvl72-100k.yaml`: 100,008 GB200, 1,000,000 jobs at
+/// offered load 0.9): every job runs. `cargo test -p myriad-sched --release -- --ignored`.
+#[test]
+#[ignore]
+fn hundred_thousand_accelerators_million_jobs_all_complete() {
+    let text = include_str!("../../../examples/sched-nvl72-100k.yaml");
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("e.yaml", text, cat).unwrap();
+    let su = setup::from_scenario(&s, cat, "e.yaml", None, None, None).unwrap();
+    assert_eq!(
+        (
+            su.topology.gpus(),
+            su.topology.domains(),
+            su.topology.pods()
+        ),
+        (100_008, 1389, 26)
+    );
+    let r = simulate(&su.topology, &su.workload, &su.policies[0], &su.options);
+    eprintln!(
+        "completed {} rejected {} allocation {:.3} wait mean {:.0} s p99 {:.0} s makespan {:.1} d events {}",
+        r.completed,
+        r.rejected,
+        r.allocation,
+        r.all.wait_s.mean,
+        r.all.wait_s.p99,
+        r.makespan_s / 86400.0,
+        r.events
+    );
+    assert_eq!(r.completed, 1_000_000);
+}
+
+/// Placement changes speed through the hierarchy's bandwidths: 6,144 H100 in two islands of
+/// 3,072 (50 GB/s per GPU inside, 1:7 above: 7.14 GB/s), HGX domains of 8 (450 GB/s).
+/// With half the run time communicating (comm_share 0.5) and 1,000 s given for a placement
+/// inside one island: 8 GPUs in one domain take 0.5 + 0.5 * 50/450 = 0.556x; 2,048 GPUs in
+/// one island 1x; 4,096 GPUs (two islands) 0.5 + 0.5 * 50/7.14 = 4x.
+#[test]
+fn placement_speed_follows_the_hierarchy_bandwidth() {
+    let text =
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 6144, scale_up: hgx-h100, \
+                scale_out: {fabric: roce-400g, island: 3072, oversubscription: 7}}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("s.yaml", text, cat).unwrap();
+    let su = setup::from_scenario(&s, cat, "s.yaml", None, None, None).unwrap();
+    let t = &su.topology;
+    assert_eq!(t.pods(), 2, "pods are the islands");
+    assert_eq!(t.gbps[0], 450.0);
+    assert_eq!(t.gbps[1], 50.0);
+    assert!((t.gbps[2] - 50.0 / 7.0).abs() < 1e-9);
+    let mut jobs = vec![
+        Job::new(0, 0.0, 1000.0, 8),
+        Job::new(1, 0.0, 1000.0, 2048),
+        Job::new(2, 2000.0, 1000.0, 4096),
+    ];
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.comm_share = 0.5;
+        j.class = i as u16;
+    }
+    let w = Workload {
+        jobs,
+        classes: vec!["a".into(), "b".into(), "c".into()],
+        services: vec![],
+    };
+    let r = simulate(t, &w, &preset("topology").unwrap(), &Options::default());
+    let jct: Vec<f64> = r.classes.iter().map(|c| c.jct_s.mean).collect();
+    assert!(
+        (jct[0] - 1000.0 * (0.5 + 0.5 * 50.0 / 450.0)).abs() < 1e-6,
+        "{jct:?}"
+    );
+    assert!((jct[1] - 1000.0).abs() < 1e-6, "{jct:?}");
+    assert!((jct[2] - 4000.0).abs() < 1e-6, "{jct:?}");
+    assert!((r.classes[2].slowdown - 4.0).abs() < 1e-9);
+}
+
+/// Failures at the reliability crate's Llama 3 rates (scaled up 200x here so that a small
+/// run sees many): the count matches rate x accelerator-hours run, every job still completes,
+/// invariants hold, and the same seed gives the same run.
+#[test]
+fn failures_follow_the_reliability_rates() {
+    let rate_h = setup::failure_rate_per_accelerator_hour(8);
+    // Llama 3: 282 per-accelerator faults + 46 host faults in 54 days on 16,384 GPUs / 2,048 nodes.
+    let want = (282.0 / 16384.0 + 46.0 / 2048.0 / 8.0) / (54.0 * 24.0);
+    assert!((rate_h / want - 1.0).abs() < 1e-9, "{rate_h} vs {want}");
+    let t = Topology::uniform(&["r".to_string()], 64, 16, 1, 8, "h100");
+    let spec: SchedulingSpec = serde_json::from_value(serde_json::json!({
+        "arrivals": {"jobs": 400, "load": 0.7},
+        "classes": [{"name": "train", "size": {"dist": "empirical", "values": [8, 64, 256]},
+                     "duration_h": {"dist": "lognormal", "median": 10, "sigma": 0.5}}]
+    }))
+    .unwrap();
+    let w = workload::generate(&spec, &t, 5);
+    let o = Options {
+        failure_per_gpu_s: 200.0 * rate_h / 3600.0,
+        checkpoint_s: 3600.0,
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("backfill").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.completed, 400);
+    // Expected interruptions: rate x accelerator-hours actually run (work + redone work).
+    let work_gpu_h: f64 = w
+        .jobs
+        .iter()
+        .map(|j| j.gpus as f64 * j.duration / 3600.0)
+        .sum();
+    let expected = 200.0 * rate_h * (work_gpu_h + r.lost_gpu_hours);
+    let got = r.failures as f64;
+    assert!(expected > 50.0, "{expected}");
+    assert!(
+        (got / expected - 1.0).abs() < 0.25,
+        "{got} failures, expected {expected:.0}"
+    );
+    // Each failure loses less than one checkpoint interval of its job's accelerators.
+    assert!(r.lost_gpu_hours > 0.0 && r.lost_gpu_hours < got * 256.0);
+    let again = simulate(&t, &w, &preset("backfill").unwrap(), &o);
+    assert_eq!(again.failures, r.failures);
+    assert_eq!(again.all.jct_s, r.all.jct_s);
+}
+
+#[test]
+fn cross_region_moves_work_to_the_idle_region_and_counts_the_data() {
+    // Two regions of 32 nodes; every job's data is in region 0.
+    let names = vec!["home".to_string(), "away".to_string()];
+    let t = Topology::uniform(&names, 32, 8, 1, 8, "h100");
+    let spec: SchedulingSpec = serde_json::from_value(serde_json::json!({
+        "arrivals": {"jobs": 600, "load": 0.8},
+        "regions": {"home_shares": [1, 0]},
+        "classes": [{"name": "j", "data_gb": 100, "size": {"dist": "empirical", "values": [8, 16, 64]},
+                     "duration_h": {"dist": "exponential", "mean": 2}}]
+    }))
+    .unwrap();
+    let w = workload::generate(&spec, &t, 2);
+    assert!(w.jobs.iter().all(|j| j.region == 0));
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let home = simulate(&t, &w, &preset("topology").unwrap(), &o);
+    let cross = simulate(&t, &w, &preset("cross-region").unwrap(), &o);
+    assert!(cross.violations.is_empty(), "{:?}", cross.violations);
+    assert_eq!(home.moved_jobs, 0);
+    assert!(cross.moved_jobs > 100, "{}", cross.moved_jobs);
+    assert_eq!(cross.moved_gb, 100.0 * cross.moved_jobs as f64);
+    // Offered 0.8 of both regions lands on one: staying home queues far longer.
+    assert!(
+        cross.all.wait_s.mean < home.all.wait_s.mean / 4.0,
+        "{} vs {}",
+        cross.all.wait_s.mean,
+        home.all.wait_s.mean
+    );
+}
+
+#[test]
+fn non_gang_jobs_split_into_one_node_tasks() {
+    let t = Topology::uniform(&["r".to_string()], 16, 4, 1, 8, "h100");
+    let spec: SchedulingSpec = serde_json::from_value(serde_json::json!({
+        "arrivals": {"jobs": 40, "rate_per_hour": 10},
+        "classes": [{"name": "array", "gang": false, "size": {"dist": "fixed", "value": 64}}]
+    }))
+    .unwrap();
+    let w = workload::generate(&spec, &t, 1);
+    assert_eq!(w.jobs.len(), 40);
+    assert!(w.jobs.iter().all(|j| j.gpus == 8));
+    // Eight tasks per 64-GPU job, all arriving together.
+    assert!(w
+        .jobs
+        .chunks(8)
+        .all(|c| c.iter().all(|j| j.arrival == c[0].arrival)));
+}
