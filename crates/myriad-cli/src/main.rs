@@ -143,6 +143,9 @@ enum Command {
     /// TPOT, throughput, goodput), search deployments, or validate against measurements.
     Serve {
         scenario: Option<PathBuf>,
+        /// Also write a self-contained HTML report with charts to this file.
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
         /// Predict every row of a myriad-measurements/1 serving file instead.
         #[arg(long)]
         validate: Option<PathBuf>,
@@ -162,6 +165,9 @@ enum Command {
     /// discrete-event simulation); --openb DIR replays the Alibaba openb trace.
     Sched {
         scenario: Option<PathBuf>,
+        /// Also write a self-contained HTML report with charts to this file.
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
         /// Replay the Alibaba openb trace in DIR (node list and default pod list).
         #[arg(long)]
         openb: Option<PathBuf>,
@@ -270,6 +276,7 @@ fn main() -> ExitCode {
             seed,
             requests,
             json,
+            report,
         } => cmd::serve::run(
             scenario.as_deref(),
             validate.as_deref(),
@@ -277,6 +284,7 @@ fn main() -> ExitCode {
             seed,
             requests,
             json,
+            report.as_deref(),
         ),
         Command::Sched {
             scenario,
@@ -284,12 +292,14 @@ fn main() -> ExitCode {
             policies,
             seed,
             json,
+            report,
         } => cmd::sched::run(
             scenario.as_deref(),
             openb.as_deref(),
             json,
             seed,
             policies.as_deref(),
+            report.as_deref(),
         ),
         Command::Schema => {
             println!(

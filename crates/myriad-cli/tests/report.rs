@@ -64,6 +64,26 @@ const KINDS: &[(&str, &[&str], usize)] = &[
         ],
         3,
     ),
+    (
+        "serve",
+        &[
+            "serve",
+            "examples/serve-llama3-70b-h100.yaml",
+            "--requests",
+            "2000",
+        ],
+        3,
+    ),
+    (
+        "sched",
+        &[
+            "sched",
+            "examples/sched-nvl72-mixed.yaml",
+            "--policies",
+            "fifo,backfill,fgd",
+        ],
+        3,
+    ),
 ];
 
 #[test]

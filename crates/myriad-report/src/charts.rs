@@ -299,11 +299,14 @@ pub fn lines(
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 14, y)], col.stroke_width(2))
                     });
-                    c.draw_series(
-                        s.points
-                            .iter()
-                            .map(move |&p| Circle::new(p, 3, col.filled())),
-                    )?;
+                    // Markers only where points are few enough to read one by one.
+                    if s.points.len() <= 40 {
+                        c.draw_series(
+                            s.points
+                                .iter()
+                                .map(move |&p| Circle::new(p, 3, col.filled())),
+                        )?;
+                    }
                 }
                 if let Some((name, x)) = mark {
                     c.draw_series(std::iter::once(PathElement::new(

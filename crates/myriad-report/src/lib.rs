@@ -738,6 +738,268 @@ pub fn reliability(j: &Value) -> String {
     p.finish()
 }
 
+/// `myriad serve --report`: throughput, latency percentiles and, when the CLI swept the
+/// arrival rate (`load_sweep`), latency and throughput against load.
+pub fn serve(j: &Value) -> String {
+    let r = get(j, "result").cloned().unwrap_or(Value::Null);
+    let mut p = Page::new(
+        "Serving",
+        &format!(
+            "{} requests on {} accelerators ({})",
+            f(&r, "requests"),
+            f(j, "accelerators"),
+            s(j, "framework")
+        ),
+    );
+    let ms = |k: &str| {
+        format!(
+            "{:.1} / {:.1} / {:.1}",
+            1e3 * f(&r, &format!("{k}.p50")),
+            1e3 * f(&r, &format!("{k}.p90")),
+            1e3 * f(&r, &format!("{k}.p99"))
+        )
+    };
+    p.summary(
+        "Summary",
+        &[
+            (
+                "output tokens/s per accelerator".into(),
+                sig(f(&r, "output_tokens_per_s_per_accelerator")),
+            ),
+            (
+                "input tokens/s per accelerator".into(),
+                sig(f(&r, "input_tokens_per_s_per_accelerator")),
+            ),
+            (
+                "output tokens/s per node".into(),
+                sig(f(j, "output_tokens_per_s_per_node")),
+            ),
+            ("TTFT p50 / p90 / p99 (ms)".into(), ms("ttft")),
+            ("TPOT p50 / p90 / p99 (ms)".into(), ms("tpot")),
+            (
+                "goodput (output tokens/s)".into(),
+                sig(f(&r, "goodput_output_tokens_per_s")),
+            ),
+            (
+                "accelerators for the target rate".into(),
+                sig(f(j, "accelerators_for_target_rate")),
+            ),
+        ],
+    );
+    let sweep = get(j, "load_sweep")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if sweep.len() >= 2 {
+        let series = |key: &str| -> Vec<Series> {
+            ["p50", "p90", "p99"]
+                .iter()
+                .map(|q| Series {
+                    name: format!("{} {q}", key.to_uppercase()),
+                    points: sweep
+                        .iter()
+                        .map(|x| (f(x, "rate"), 1e3 * f(x, &format!("{key}.{q}"))))
+                        .collect(),
+                })
+                .collect()
+        };
+        p.chart(
+            "ttft-load",
+            "Time to first token against the arrival rate (the scenario's rate scaled).",
+            charts::lines(
+                "TTFT against load",
+                "arrival rate (requests/s)",
+                "TTFT (ms)",
+                &series("ttft"),
+                false,
+                None,
+            ),
+        );
+        p.chart(
+            "tpot-load",
+            "Time per output token against the arrival rate.",
+            charts::lines(
+                "TPOT against load",
+                "arrival rate (requests/s)",
+                "TPOT (ms)",
+                &series("tpot"),
+                false,
+                None,
+            ),
+        );
+        p.chart(
+            "throughput-load",
+            "Output tokens/s per accelerator against the arrival rate: it follows the load until the deployment saturates.",
+            charts::lines(
+                "Throughput against load",
+                "arrival rate (requests/s)",
+                "output tokens/s per accelerator",
+                &[
+                    Series {
+                        name: "throughput".into(),
+                        points: sweep.iter().map(|x| (f(x, "rate"), f(x, "output_tokens_per_s_per_accelerator"))).collect(),
+                    },
+                    Series {
+                        name: "goodput (within SLOs)".into(),
+                        points: sweep.iter().map(|x| (f(x, "rate"), f(x, "goodput_output_tokens_per_s_per_accelerator"))).collect(),
+                    },
+                ],
+                false,
+                None,
+            ),
+        );
+    } else {
+        let rows: Vec<(String, f64)> = ["ttft", "tpot", "latency"]
+            .iter()
+            .flat_map(|k| {
+                let r = &r;
+                ["p50", "p90", "p99"]
+                    .into_iter()
+                    .map(move |q| (format!("{k} {q}"), 1e3 * f(r, &format!("{k}.{q}"))))
+            })
+            .collect();
+        p.chart(
+            "latency",
+            "Latency percentiles at the simulated load.",
+            charts::hbars("Latency percentiles", "milliseconds", &rows, None),
+        );
+    }
+    if let Some(notes) = get(j, "notes").and_then(Value::as_array) {
+        for n in notes.iter().filter_map(Value::as_str) {
+            p.note(&format!("chose {n}"));
+        }
+    }
+    p.finish()
+}
+
+/// `myriad sched --report`: the policies side by side, allocation and queue length over
+/// time, and (openb) unallocated GPUs against the arrived load.
+pub fn sched(j: &Value) -> String {
+    let pols = get(j, "policies")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut p = Page::new(
+        &format!("Scheduling: {}", s(j, "name")),
+        &format!(
+            "{} jobs on {} × {} ({} nodes), seed {}",
+            f(j, "jobs"),
+            f(j, "accelerators"),
+            s(j, "accelerator"),
+            f(j, "nodes"),
+            f(j, "seed")
+        ),
+    );
+    let name = |x: &Value| s(x, "policy.name");
+    let rows: Vec<Vec<String>> = pols
+        .iter()
+        .map(|x| {
+            vec![
+                name(x),
+                format!("{} / {}", f(x, "completed"), f(x, "rejected")),
+                sig(f(x, "all.wait_s.mean") / 3600.0),
+                sig(f(x, "all.wait_s.p99") / 3600.0),
+                sig(f(x, "all.jct_s.mean") / 3600.0),
+                format!("{:.1}%", 100.0 * f(x, "allocation")),
+                format!("{:.1}%", 100.0 * f(x, "mean_frag_domain")),
+                format!("{:.1}%", 100.0 * f(x, "all.in_domain")),
+                sig(f(x, "preemptions")),
+            ]
+        })
+        .collect();
+    p.table(
+        "Policies side by side",
+        &[
+            "policy",
+            "completed / rejected",
+            "mean wait (h)",
+            "p99 wait (h)",
+            "mean JCT (h)",
+            "allocation",
+            "fragmentation (domain)",
+            "traffic in domain",
+            "preemptions",
+        ],
+        &rows,
+    );
+    let over = |key: &str, scale: f64| -> Vec<Series> {
+        pols.iter()
+            .map(|x| Series {
+                name: name(x),
+                points: get(x, "series")
+                    .and_then(Value::as_array)
+                    .map(|v| {
+                        v.iter()
+                            .map(|q| (f(q, "t_s") / 3600.0, scale * f(q, key)))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            })
+            .collect()
+    };
+    let alloc = over("allocated", 100.0);
+    if alloc.iter().any(|s| s.points.len() >= 2) {
+        p.chart(
+            "allocation",
+            "Share of accelerators allocated over simulated time, per policy.",
+            charts::lines(
+                "Allocation over time",
+                "time (hours)",
+                "allocated (%)",
+                &alloc,
+                false,
+                None,
+            ),
+        );
+        p.chart(
+            "queue",
+            "Jobs waiting over simulated time, per policy.",
+            charts::lines(
+                "Queue length over time",
+                "time (hours)",
+                "jobs queued",
+                &over("queued", 1.0),
+                false,
+                None,
+            ),
+        );
+    }
+    let waits: Vec<(String, f64)> = pols
+        .iter()
+        .map(|x| (name(x), f(x, "all.wait_s.mean") / 3600.0))
+        .collect();
+    p.chart(
+        "wait",
+        "Mean queueing delay of all jobs, per policy.",
+        charts::hbars("Mean wait by policy", "hours", &waits, None),
+    );
+    if let Some(ls) = get(j, "load_sweep")
+        .and_then(Value::as_array)
+        .filter(|v| !v.is_empty())
+    {
+        let series: Vec<Series> = ls
+            .iter()
+            .map(|x| Series {
+                name: s(x, "policy"),
+                points: get(x, "points")
+                    .and_then(Value::as_array)
+                    .map(|v| {
+                        v.iter()
+                            .map(|q| (100.0 * f(q, "arrived"), f(q, "unallocated_gpus")))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            })
+            .collect();
+        p.chart(
+            "openb-load",
+            "Unallocated GPUs against the arrived load (tasks sampled from the trace, as in the FGD paper): lower is better once the cluster is loaded.",
+            charts::lines("Unallocated GPUs against load", "arrived load (% of GPUs)", "unallocated GPUs", &series, false, None),
+        );
+    }
+    p.finish()
+}
+
 /// Any command's JSON as a generic page (a table of its scalar fields), for outputs without
 /// a dedicated report.
 pub fn generic(title: &str, j: &Value) -> String {

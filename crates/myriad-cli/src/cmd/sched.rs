@@ -24,6 +24,7 @@ pub fn run(
     json: bool,
     seed: Option<u64>,
     policies: Option<&str>,
+    report: Option<&Path>,
 ) -> Result<(), String> {
     let names: Option<Vec<String>> = policies.map(|p| {
         p.split(',')
@@ -104,7 +105,7 @@ pub fn run(
         vec![]
     };
     let secs = started.elapsed().as_secs_f64();
-    if json {
+    if json || report.is_some() {
         let v = serde_json::json!({
             "name": setup.name,
             "accelerator": setup.accelerator,
@@ -116,11 +117,14 @@ pub fn run(
             "policies": reports,
             "load_sweep": sweeps.iter().map(|(n, pts)| serde_json::json!({"policy": n, "points": pts})).collect::<Vec<_>>(),
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
-        );
-        return Ok(());
+        super::write_report(report, &v, myriad_report::sched)?;
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+            );
+            return Ok(());
+        }
     }
     print_text(&setup, &reports, &sweeps, secs);
     Ok(())

@@ -65,6 +65,7 @@ pub fn run(
     seed: Option<u64>,
     requests: Option<u64>,
     json: bool,
+    report: Option<&Path>,
 ) -> Result<(), String> {
     if let Some(f) = validate {
         return run_validate(f, json);
@@ -145,6 +146,11 @@ pub fn run(
         return Ok(());
     }
     let rep = myriad_serve::run(&setup);
+    if report.is_some() {
+        let mut v = serde_json::to_value(&rep).map_err(|e| e.to_string())?;
+        v["load_sweep"] = load_sweep(&setup);
+        super::write_report(report, &v, myriad_report::serve)?;
+    }
     if json {
         println!(
             "{}",
@@ -324,4 +330,31 @@ fn run_validate(path: &Path, json: bool) -> Result<(), String> {
     }
     println!("{g}");
     Ok(())
+}
+
+/// Latency and throughput at 25%…150% of the scenario's Poisson arrival rate (at most 5,000
+/// requests each), for the report's charts against load. Empty for offline or trace
+/// arrivals.
+fn load_sweep(setup: &myriad_serve::Setup) -> serde_json::Value {
+    let myriad_serve::Arrivals::Poisson(rate) = setup.workload.arrivals else {
+        return serde_json::json!([]);
+    };
+    let points: Vec<serde_json::Value> = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5]
+        .iter()
+        .map(|f| {
+            let mut s = setup.clone();
+            s.workload.arrivals = myriad_serve::Arrivals::Poisson(rate * f);
+            s.workload.requests = setup.workload.requests.min(5000);
+            let r = myriad_serve::run(&s).result;
+            serde_json::json!({
+                "rate": rate * f,
+                "ttft": r.ttft,
+                "tpot": r.tpot,
+                "output_tokens_per_s_per_accelerator": r.output_tokens_per_s_per_accelerator,
+                "goodput_output_tokens_per_s_per_accelerator":
+                    r.goodput_output_tokens_per_s / r.accelerators.max(1) as f64,
+            })
+        })
+        .collect();
+    serde_json::json!(points)
 }
