@@ -36,6 +36,9 @@ __all__ = [
     "plan",
     "reliability",
     "validate",
+    "serve",
+    "serve_validate",
+    "sched",
     "sweep",
     "report",
     "__version__",
@@ -99,6 +102,45 @@ def validate(measurements: Union[str, "os.PathLike[str]", Mapping[str, Any]]) ->
     return json.loads(_myriad.validate(*_text(measurements)))
 
 
+def _base(scenario: Scenario) -> str:
+    """The directory files named inside a scenario are relative to."""
+    if isinstance(scenario, Mapping):
+        return os.getcwd()
+    return os.path.dirname(os.path.abspath(os.fspath(scenario)))
+
+
+def serve(
+    scenario: Scenario, seed: Optional[int] = None, requests: Optional[int] = None
+) -> dict:
+    """Simulate the scenario's ``serving`` deployment request by request: throughput,
+    TTFT/TPOT percentiles, goodput, KV-cache use (``myriad serve --json``)."""
+    file, text = _text(scenario)
+    return json.loads(_myriad.serve(file, text, _base(scenario), seed, requests))
+
+
+def serve_validate(measurements: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> dict:
+    """Predict every row of a ``myriad-measurements/1`` serving file (path or dict)
+    (``myriad serve --validate FILE --json``)."""
+    return json.loads(_myriad.serve_validate(*_text(measurements)))
+
+
+def sched(
+    scenario: Optional[Scenario] = None,
+    openb: Optional[Union[str, "os.PathLike[str]"]] = None,
+    policies: Optional[Sequence[str]] = None,
+    seed: Optional[int] = None,
+) -> dict:
+    """Run the scenario's ``scheduling`` workload under several policies side by side, or
+    replay the Alibaba openb trace in directory ``openb`` (``myriad sched --json``)."""
+    if scenario is None and openb is None:
+        raise ValueError("give a scenario or an openb directory")
+    file, text = _text(scenario) if scenario is not None else ("<openb>", "")
+    base = _base(scenario) if scenario is not None else os.getcwd()
+    ob = os.fspath(openb) if openb is not None else None
+    pol = list(policies) if policies is not None else None
+    return json.loads(_myriad.sched(file, text, base, ob, pol, seed))
+
+
 def sweep(spec: Union[str, "os.PathLike[str]"], shard: tuple[int, int] = (1, 1)):
     """Evaluate a ``myriad-sweep/1`` grid (or shard ``k`` of ``n`` of it) and return a
     pandas DataFrame with the same columns as ``myriad sweep`` writes."""
@@ -111,5 +153,6 @@ def sweep(spec: Union[str, "os.PathLike[str]"], shard: tuple[int, int] = (1, 1))
 
 def report(kind: str, result: Mapping[str, Any]) -> str:
     """The self-contained HTML report of a result of ``cluster``, ``train``, ``search``,
-    ``plan`` or ``reliability`` (what ``--report FILE.html`` writes)."""
+    ``plan``, ``reliability``, ``serve`` or ``sched`` (what ``--report FILE.html``
+    writes)."""
     return _myriad.report(kind, json.dumps(result))

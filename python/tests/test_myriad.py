@@ -83,6 +83,26 @@ def test_sweep_is_a_dataframe_and_shards_partition_it():
     assert sorted(list(a.iloc[:, 0]) + list(b.iloc[:, 0])) == list(df.iloc[:, 0])
 
 
+def test_serve_obeys_littles_law_roughly_and_is_seeded():
+    a = myriad.serve(ROOT / "examples" / "serve-llama3-70b-h100.yaml", requests=2000, seed=3)
+    b = myriad.serve(ROOT / "examples" / "serve-llama3-70b-h100.yaml", requests=2000, seed=3)
+    assert a == b
+    r = a["result"]
+    assert r["completed"] == 2000
+    assert 0 < r["ttft"]["p50"] <= r["ttft"]["p99"]
+
+
+def test_sched_compares_policies_and_replays_openb():
+    v = myriad.sched(ROOT / "examples" / "sched-nvl72-mixed.yaml", policies=["fifo", "backfill"])
+    names = [p["policy"]["name"] for p in v["policies"]]
+    assert names == ["fifo", "backfill"]
+    # Backfill never makes the mean wait longer than FIFO on the same jobs.
+    w = {p["policy"]["name"]: p["all"]["wait_s"]["mean"] for p in v["policies"]}
+    assert w["backfill"] <= w["fifo"]
+    with pytest.raises(ValueError, match="did you mean backfill"):
+        myriad.sched(ROOT / "examples" / "sched-nvl72-mixed.yaml", policies=["backfil"])
+
+
 def test_report_is_html_with_charts():
     html = myriad.report("train", myriad.train(SUPERPOD))
     assert html.startswith("<!doctype html>")

@@ -311,6 +311,238 @@ impl ReliabilityRun {
     }
 }
 
+/// Reads a file a scenario refers to (a serving trace, a job trace, the openb CSVs): the
+/// caller's IO, so that this crate does none.
+pub type Reader<'a> = &'a dyn Fn(&std::path::Path) -> Result<String, String>;
+
+/// Parses a serving trace (`serving.trace`): CSV (`arrival_s,input_tokens,output_tokens`, optional header) or
+/// JSON lines (`{"arrival_s":..,"input_tokens":..,"output_tokens":..}`).
+pub fn parse_serve_trace(name: &str, text: &str) -> Result<Vec<(f64, u32, u32)>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let row = if l.starts_with('{') {
+            let v: serde_json::Value = serde_json::from_str(l)
+                .map_err(|e| format!("{name}: line {}: invalid JSON: {e}", i + 1))?;
+            let g = |k: &str| {
+                v.get(k)
+                    .and_then(|x| x.as_f64())
+                    .ok_or_else(|| format!("{name}: line {}: missing number `{k}`", i + 1))
+            };
+            (g("arrival_s")?, g("input_tokens")?, g("output_tokens")?)
+        } else {
+            let f: Vec<&str> = l.split(',').map(str::trim).collect();
+            if f.len() < 3 {
+                return Err(format!(
+                    "{name}: line {}: expected arrival_s,input_tokens,output_tokens",
+                    i + 1
+                ));
+            }
+            match (f[0].parse(), f[1].parse(), f[2].parse()) {
+                (Ok(a), Ok(b), Ok(c)) => (a, b, c),
+                _ if out.is_empty() && i == 0 => continue, // header
+                _ => return Err(format!("{name}: line {}: not three numbers: `{l}`", i + 1)),
+            }
+        };
+        let (a, inp, o): (f64, f64, f64) = row;
+        if !(a >= 0.0 && a.is_finite()) || inp < 1.0 || o < 1.0 {
+            return Err(format!(
+                "{name}: line {}: arrival must be >= 0 and lengths >= 1",
+                i + 1
+            ));
+        }
+        out.push((a, inp as u32, o as u32));
+    }
+    if out.is_empty() {
+        return Err(format!("{name}: no requests in the trace"));
+    }
+    out.sort_by(|x, y| x.0.total_cmp(&y.0));
+    Ok(out)
+}
+
+/// `myriad serve`: the resolved serving setup (trace read through `read`, relative to
+/// `base`, the scenario's directory) and the built cluster; `seed` and `requests` override
+/// the scenario's.
+pub fn serve_setup(
+    s: &Scenario,
+    file: &str,
+    base: &std::path::Path,
+    read: Reader,
+    seed: Option<u64>,
+    requests: Option<u64>,
+) -> Result<(myriad_serve::Setup, BuiltCluster), String> {
+    let cat = myriad_catalog::catalog();
+    let cluster = myriad_cluster::build(s, cat).map_err(|e| format!("{file}: {e}"))?;
+    let trace = match s.serving.as_ref().and_then(|v| v.trace.as_ref()) {
+        Some(t) => {
+            let p = base.join(t);
+            let name = p.display().to_string();
+            Some(parse_serve_trace(&name, &read(&p)?)?)
+        }
+        None => None,
+    };
+    let mut setup =
+        myriad_serve::setup(s, &cluster, cat, trace).map_err(|e| format!("{file}: {e}"))?;
+    if let Some(x) = seed {
+        setup.workload.seed = x;
+    }
+    if let Some(n) = requests {
+        if n == 0 {
+            return Err("requests: must be at least 1".into());
+        }
+        setup.workload.requests = n;
+    }
+    Ok((setup, cluster))
+}
+
+/// `myriad serve --validate`: every row of a `myriad-measurements/1` serving file predicted,
+/// with the `{"cases", "summary", "groups"}` object (warnings returned beside it).
+pub fn serve_validate(
+    name: &str,
+    text: &str,
+) -> Result<(myriad_serve::validate::Report, Value), String> {
+    let doc: Value =
+        serde_json::from_str(text).map_err(|e| format!("{name}: invalid JSON: {e}"))?;
+    let rep = myriad_serve::validate::validate(myriad_catalog::catalog(), &doc)
+        .map_err(|e| format!("{name}: {e}"))?;
+    let cases: Vec<Value> = rep
+        .cases
+        .iter()
+        .map(|c| {
+            json!({
+                "id": c.id, "predicted": c.predicted, "measured": c.measured, "error": c.error,
+                "group": c.group,
+                "extra": c.extra.iter().map(|(k, p, m)| json!({"name": k, "predicted": p, "measured": m, "error": p / m - 1.0})).collect::<Vec<_>>(),
+                "notes": c.notes,
+            })
+        })
+        .collect();
+    let sm = &rep.summary;
+    let out = json!({
+        "cases": cases,
+        "summary": {
+            "count": sm.count, "mae": sm.mae, "median_abs_error": sm.median_abs_error,
+            "worst_abs_error": sm.worst_abs_error, "worst_id": sm.worst_id,
+        },
+        "groups": rep.groups,
+        "warnings": rep.warnings,
+    });
+    Ok((rep, out))
+}
+
+/// One `myriad sched` run: the setup, one report per policy, the openb load sweeps.
+pub struct SchedRun {
+    pub setup: myriad_sched::setup::Setup,
+    pub reports: Vec<myriad_sched::Report>,
+    pub sweeps: Vec<(String, Vec<myriad_sched::openb::LoadPoint>)>,
+}
+
+/// `myriad sched`: the scenario's `scheduling` block (job traces read through `read`,
+/// relative to `base`), or the openb trace in `openb` alone; `policies` picks presets or
+/// the scenario's policies by name.
+pub fn sched(
+    s: Option<(&Scenario, &str)>,
+    base: &std::path::Path,
+    openb: Option<&std::path::Path>,
+    read: Reader,
+    policies: Option<&[String]>,
+    seed: Option<u64>,
+) -> Result<SchedRun, String> {
+    let openb_texts = |dir: &std::path::Path, pods: &str| -> Result<(String, String), String> {
+        Ok((
+            read(&dir.join("openb_node_list_all_node.csv"))?,
+            read(&dir.join(format!("openb_pod_list_{pods}.csv")))?,
+        ))
+    };
+    let setup = match (s, openb) {
+        (None, None) => return Err("give a scenario or an openb directory".into()),
+        (None, Some(dir)) => {
+            let (n, p) = openb_texts(dir, "default")?;
+            myriad_sched::setup::openb(&n, &p, &Default::default(), policies, seed)
+                .map_err(|e| format!("{}: {e}", dir.display()))?
+        }
+        (Some((s, file)), over) => {
+            let sc = s.scheduling.clone().unwrap_or_default();
+            let trace_dir = match (over, &sc.trace) {
+                (Some(d), _) => Some((d.to_path_buf(), "default".to_string())),
+                (None, Some(t)) => t.openb.as_ref().map(|o| (base.join(o), t.pods.clone())),
+                (None, None) => None,
+            };
+            let csv = match sc.trace.as_ref().and_then(|t| t.csv.as_ref()) {
+                Some(c) if over.is_none() => Some(read(&base.join(c))?),
+                _ => None,
+            };
+            match trace_dir {
+                Some((dir, pods)) => {
+                    let (n, p) = openb_texts(&dir, &pods)?;
+                    myriad_sched::setup::openb(&n, &p, &sc, policies, seed)
+                        .map_err(|e| format!("{file}: scheduling.trace: {e}"))?
+                }
+                None => myriad_sched::setup::from_scenario(
+                    s,
+                    myriad_catalog::catalog(),
+                    file,
+                    policies,
+                    seed,
+                    csv.as_deref(),
+                )
+                .map_err(|e| e.to_string())?,
+            }
+        }
+    };
+    let reports: Vec<myriad_sched::Report> = setup
+        .policies
+        .iter()
+        .map(|p| myriad_sched::simulate(&setup.topology, &setup.workload, p, &setup.options))
+        .collect();
+    let sweeps = match (setup.trace, setup.options.fgd.as_ref()) {
+        (true, Some(fgd)) => setup
+            .policies
+            .iter()
+            .map(|p| {
+                (
+                    p.name.clone(),
+                    myriad_sched::openb::load_sweep(
+                        &setup.topology,
+                        &setup.workload.jobs,
+                        p.placement,
+                        fgd,
+                        &setup.loads,
+                        setup.seed,
+                    ),
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(SchedRun {
+        setup,
+        reports,
+        sweeps,
+    })
+}
+
+impl SchedRun {
+    /// The `myriad sched --json` object.
+    pub fn json(&self) -> Value {
+        let setup = &self.setup;
+        json!({
+            "name": setup.name,
+            "accelerator": setup.accelerator,
+            "accelerators": setup.topology.gpus(),
+            "nodes": setup.topology.nodes.len(),
+            "regions": setup.topology.region_names,
+            "seed": setup.seed,
+            "jobs": setup.workload.jobs.len(),
+            "policies": self.reports,
+            "load_sweep": self.sweeps.iter().map(|(n, pts)| json!({"policy": n, "points": pts})).collect::<Vec<_>>(),
+        })
+    }
+}
+
 /// `myriad validate`: every case of a `myriad-validation/1` file predicted
 /// (`myriad-validation-report/1`).
 pub fn validate(file: &str, text: &str) -> Result<Value, String> {

@@ -130,6 +130,79 @@ fn sweep_csv(py: Python<'_>, path: &str, k: u64, n: u64) -> PyResult<String> {
     .map_err(err)
 }
 
+fn read_file(p: &std::path::Path) -> Result<String, String> {
+    std::fs::read_to_string(p).map_err(|e| format!("{}: cannot read: {e}", p.display()))
+}
+
+/// `myriad serve`: the request-level simulation of the scenario's `serving` block (JSON
+/// text); a trace it names is read relative to `base`.
+#[pyfunction]
+#[pyo3(signature = (file, text, base, seed=None, requests=None))]
+fn serve(
+    py: Python<'_>,
+    file: &str,
+    text: &str,
+    base: &str,
+    seed: Option<u64>,
+    requests: Option<u64>,
+) -> PyResult<String> {
+    py.detach(|| {
+        let s = myriad_api::scenario(file, text)?;
+        let (setup, _) = myriad_api::serve_setup(
+            &s,
+            file,
+            std::path::Path::new(base),
+            &read_file,
+            seed,
+            requests,
+        )?;
+        serde_json::to_value(myriad_serve::run(&setup)).map_err(|e| e.to_string())
+    })
+    .map_err(err)
+    .and_then(|v| to_json(&v))
+}
+
+/// `myriad serve --validate`: a `myriad-measurements/1` serving file predicted (JSON text).
+#[pyfunction]
+fn serve_validate(py: Python<'_>, file: &str, text: &str) -> PyResult<String> {
+    py.detach(|| myriad_api::serve_validate(file, text).map(|(_, v)| v))
+        .map_err(err)
+        .and_then(|v| to_json(&v))
+}
+
+/// `myriad sched`: policies side by side on the scenario's `scheduling` block, or the
+/// openb trace in `openb` when `text` is empty (JSON text).
+#[pyfunction]
+#[pyo3(signature = (file, text, base, openb=None, policies=None, seed=None))]
+fn sched(
+    py: Python<'_>,
+    file: &str,
+    text: &str,
+    base: &str,
+    openb: Option<String>,
+    policies: Option<Vec<String>>,
+    seed: Option<u64>,
+) -> PyResult<String> {
+    py.detach(|| {
+        let s = if text.is_empty() {
+            None
+        } else {
+            Some(myriad_api::scenario(file, text)?)
+        };
+        myriad_api::sched(
+            s.as_ref().map(|s| (s, file)),
+            std::path::Path::new(base),
+            openb.as_deref().map(std::path::Path::new),
+            &read_file,
+            policies.as_deref(),
+            seed,
+        )
+        .map(|r| r.json())
+    })
+    .map_err(err)
+    .and_then(|v| to_json(&v))
+}
+
 /// The HTML report of a command's JSON output (`kind`: cluster, train, search, plan,
 /// reliability).
 #[pyfunction]
@@ -141,9 +214,11 @@ fn report(kind: &str, json: &str) -> PyResult<String> {
         "search" => myriad_report::search,
         "plan" => myriad_report::plan,
         "reliability" => myriad_report::reliability,
+        "serve" => myriad_report::serve,
+        "sched" => myriad_report::sched,
         other => {
             return Err(err(format!(
-                "report: `{other}` is not cluster, train, search, plan or reliability"
+                "report: `{other}` is not cluster, train, search, plan, reliability, serve or sched"
             )))
         }
     };
@@ -159,6 +234,9 @@ fn _myriad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reliability, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(serve, m)?)?;
+    m.add_function(wrap_pyfunction!(serve_validate, m)?)?;
+    m.add_function(wrap_pyfunction!(sched, m)?)?;
     m.add_function(wrap_pyfunction!(report, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -33,3 +33,8 @@ pub fn write_report(
     }
     Ok(())
 }
+
+/// Reads a file a scenario refers to (traces): the CLI's reader for `myriad_api`.
+pub fn read_file(p: &Path) -> Result<String, String> {
+    std::fs::read_to_string(p).map_err(|e| format!("{}: cannot read: {e}", p.display()))
+}

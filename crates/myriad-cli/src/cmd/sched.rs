@@ -5,18 +5,7 @@ use std::path::Path;
 use comfy_table::{Cell, CellAlignment, Table};
 use myriad_sched::openb::LoadPoint;
 use myriad_sched::setup::Setup;
-use myriad_sched::{simulate, Report};
-
-fn read(p: &Path) -> Result<String, String> {
-    std::fs::read_to_string(p).map_err(|e| format!("{}: cannot read: {e}", p.display()))
-}
-
-fn openb_texts(dir: &Path, pods: &str) -> Result<(String, String), String> {
-    Ok((
-        read(&dir.join("openb_node_list_all_node.csv"))?,
-        read(&dir.join(format!("openb_pod_list_{pods}.csv")))?,
-    ))
-}
+use myriad_sched::Report;
 
 pub fn run(
     scenario: Option<&Path>,
@@ -33,90 +22,29 @@ pub fn run(
             .collect()
     });
     let names = names.as_deref();
-    let setup: Setup = match (scenario, openb) {
-        (None, None) => return Err("give a SCENARIO or --openb DIR".into()),
-        (None, Some(dir)) => {
-            let (n, p) = openb_texts(dir, "default")?;
-            myriad_sched::setup::openb(&n, &p, &Default::default(), names, seed)
-                .map_err(|e| format!("{}: {e}", dir.display()))?
-        }
-        (Some(path), over) => {
-            let s = super::load_scenario(path)?;
-            let file = path.display().to_string();
-            let sc = s.scheduling.clone().unwrap_or_default();
-            let dir_of = |rel: &str| path.parent().unwrap_or(Path::new(".")).join(rel);
-            let trace_dir = match (over, &sc.trace) {
-                (Some(d), _) => Some((d.to_path_buf(), "default".to_string())),
-                (None, Some(t)) => t.openb.as_ref().map(|o| (dir_of(o), t.pods.clone())),
-                (None, None) => None,
-            };
-            let csv = match sc.trace.as_ref().and_then(|t| t.csv.as_ref()) {
-                Some(c) if over.is_none() => Some(read(&dir_of(c))?),
-                _ => None,
-            };
-            match trace_dir {
-                Some((dir, pods)) => {
-                    let (n, p) = openb_texts(&dir, &pods)?;
-                    myriad_sched::setup::openb(&n, &p, &sc, names, seed)
-                        .map_err(|e| format!("{file}: scheduling.trace: {e}"))?
-                }
-                None => myriad_sched::setup::from_scenario(
-                    &s,
-                    myriad_catalog::catalog(),
-                    &file,
-                    names,
-                    seed,
-                    csv.as_deref(),
-                )
-                .map_err(|e| e.to_string())?,
-            }
-        }
-    };
+    if scenario.is_none() && openb.is_none() {
+        return Err("give a SCENARIO or --openb DIR".into());
+    }
     let started = std::time::Instant::now();
-    let reports: Vec<Report> = setup
-        .policies
-        .iter()
-        .map(|p| simulate(&setup.topology, &setup.workload, p, &setup.options))
-        .collect();
-    let sweeps: Vec<(String, Vec<LoadPoint>)> = if setup.trace {
-        let fgd = setup
-            .options
-            .fgd
-            .as_ref()
-            .expect("trace has a task distribution");
-        setup
-            .policies
-            .iter()
-            .map(|p| {
-                (
-                    p.name.clone(),
-                    myriad_sched::openb::load_sweep(
-                        &setup.topology,
-                        &setup.workload.jobs,
-                        p.placement,
-                        fgd,
-                        &setup.loads,
-                        setup.seed,
-                    ),
-                )
-            })
-            .collect()
-    } else {
-        vec![]
-    };
+    let loaded = scenario
+        .map(|p| super::load_scenario(p).map(|s| (s, p.display().to_string())))
+        .transpose()?;
+    let base = scenario
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let run = myriad_api::sched(
+        loaded.as_ref().map(|(s, f)| (s, f.as_str())),
+        &base,
+        openb,
+        &super::read_file,
+        names,
+        seed,
+    )?;
+    let (setup, reports, sweeps) = (&run.setup, &run.reports, &run.sweeps);
     let secs = started.elapsed().as_secs_f64();
     if json || report.is_some() {
-        let v = serde_json::json!({
-            "name": setup.name,
-            "accelerator": setup.accelerator,
-            "accelerators": setup.topology.gpus(),
-            "nodes": setup.topology.nodes.len(),
-            "regions": setup.topology.region_names,
-            "seed": setup.seed,
-            "jobs": setup.workload.jobs.len(),
-            "policies": reports,
-            "load_sweep": sweeps.iter().map(|(n, pts)| serde_json::json!({"policy": n, "points": pts})).collect::<Vec<_>>(),
-        });
+        let v = run.json();
         super::write_report(report, &v, myriad_report::sched)?;
         if json {
             println!(
@@ -126,7 +54,7 @@ pub fn run(
             return Ok(());
         }
     }
-    print_text(&setup, &reports, &sweeps, secs);
+    print_text(setup, reports, sweeps, secs);
     Ok(())
 }
 

@@ -8,56 +8,6 @@ fn right(s: String) -> Cell {
     Cell::new(s).set_alignment(CellAlignment::Right)
 }
 
-/// Reads a trace file: CSV (`arrival_s,input_tokens,output_tokens`, optional header) or
-/// JSON lines (`{"arrival_s":..,"input_tokens":..,"output_tokens":..}`).
-fn read_trace(path: &Path) -> Result<Vec<(f64, u32, u32)>, String> {
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let l = line.trim();
-        if l.is_empty() || l.starts_with('#') {
-            continue;
-        }
-        let row = if l.starts_with('{') {
-            let v: serde_json::Value = serde_json::from_str(l)
-                .map_err(|e| format!("{name}: line {}: invalid JSON: {e}", i + 1))?;
-            let g = |k: &str| {
-                v.get(k)
-                    .and_then(|x| x.as_f64())
-                    .ok_or_else(|| format!("{name}: line {}: missing number `{k}`", i + 1))
-            };
-            (g("arrival_s")?, g("input_tokens")?, g("output_tokens")?)
-        } else {
-            let f: Vec<&str> = l.split(',').map(str::trim).collect();
-            if f.len() < 3 {
-                return Err(format!(
-                    "{name}: line {}: expected arrival_s,input_tokens,output_tokens",
-                    i + 1
-                ));
-            }
-            match (f[0].parse(), f[1].parse(), f[2].parse()) {
-                (Ok(a), Ok(b), Ok(c)) => (a, b, c),
-                _ if out.is_empty() && i == 0 => continue, // header
-                _ => return Err(format!("{name}: line {}: not three numbers: `{l}`", i + 1)),
-            }
-        };
-        let (a, inp, o): (f64, f64, f64) = row;
-        if !(a >= 0.0 && a.is_finite()) || inp < 1.0 || o < 1.0 {
-            return Err(format!(
-                "{name}: line {}: arrival must be >= 0 and lengths >= 1",
-                i + 1
-            ));
-        }
-        out.push((a, inp as u32, o as u32));
-    }
-    if out.is_empty() {
-        return Err(format!("{name}: no requests in the trace"));
-    }
-    out.sort_by(|x, y| x.0.total_cmp(&y.0));
-    Ok(out)
-}
-
 pub fn run(
     scenario: Option<&Path>,
     validate: Option<&Path>,
@@ -73,26 +23,17 @@ pub fn run(
     let path = scenario.ok_or("serve: give a SCENARIO file or --validate FILE")?;
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
-    let cat = myriad_catalog::catalog();
-    let cluster = myriad_cluster::build(&s, cat).map_err(|e| format!("{file}: {e}"))?;
-    let trace = match s.serving.as_ref().and_then(|v| v.trace.as_ref()) {
-        Some(t) => {
-            let p = path.parent().unwrap_or(Path::new(".")).join(t);
-            Some(read_trace(&p)?)
-        }
-        None => None,
-    };
-    let mut setup =
-        myriad_serve::setup(&s, &cluster, cat, trace).map_err(|e| format!("{file}: {e}"))?;
-    if let Some(x) = seed {
-        setup.workload.seed = x;
+    if requests == Some(0) {
+        return Err("--requests: must be at least 1".into());
     }
-    if let Some(n) = requests {
-        if n == 0 {
-            return Err("--requests: must be at least 1".into());
-        }
-        setup.workload.requests = n;
-    }
+    let (setup, cluster) = myriad_api::serve_setup(
+        &s,
+        &file,
+        path.parent().unwrap_or(Path::new(".")),
+        &super::read_file,
+        seed,
+        requests,
+    )?;
     if search {
         let kv = s
             .serving
@@ -241,36 +182,12 @@ pub fn run(
 
 fn run_validate(path: &Path, json: bool) -> Result<(), String> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
-    let doc: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{name}: invalid JSON: {e}"))?;
-    let rep = myriad_serve::validate::validate(myriad_catalog::catalog(), &doc)
-        .map_err(|e| format!("{name}: {e}"))?;
+    let text = super::read_file(path)?;
+    let (rep, out) = myriad_api::serve_validate(&name, &text)?;
     for w in &rep.warnings {
         eprintln!("warning: {name}: {w}");
     }
     if json {
-        let cases: Vec<serde_json::Value> = rep
-            .cases
-            .iter()
-            .map(|c| {
-                serde_json::json!({
-                    "id": c.id, "predicted": c.predicted, "measured": c.measured, "error": c.error,
-                    "group": c.group,
-                    "extra": c.extra.iter().map(|(k, p, m)| serde_json::json!({"name": k, "predicted": p, "measured": m, "error": p / m - 1.0})).collect::<Vec<_>>(),
-                    "notes": c.notes,
-                })
-            })
-            .collect();
-        let s = &rep.summary;
-        let out = serde_json::json!({
-            "cases": cases,
-            "summary": {
-                "count": s.count, "mae": s.mae, "median_abs_error": s.median_abs_error,
-                "worst_abs_error": s.worst_abs_error, "worst_id": s.worst_id,
-            },
-            "groups": rep.groups,
-        });
         println!(
             "{}",
             serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
