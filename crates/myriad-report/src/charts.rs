@@ -27,6 +27,18 @@ pub fn color(i: usize) -> RGBColor {
 
 const FONT: &str = "sans-serif";
 
+/// The legend every chart draws: on a translucent white box at `$pos`.
+macro_rules! legend {
+    ($c:expr, $pos:expr) => {
+        $c.configure_series_labels()
+            .position($pos)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.3))
+            .label_font((FONT, 13))
+            .draw()?
+    };
+}
+
 fn render(w: u32, h: u32, draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Res) -> String {
     let mut s = String::new();
     {
@@ -106,14 +118,52 @@ pub fn stacked_bar(
                 PathElement::new(vec![(lx, ly), (lx + 12, ly)], BLACK.stroke_width(3))
             });
         }
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::LowerLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.3))
-            .label_font((FONT, 13))
-            .draw()?;
+        legend!(c, SeriesLabelPosition::LowerLeft);
         Ok(())
     })
+}
+
+type RowChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<
+        plotters::coord::types::RangedCoordf64,
+        plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordi32>,
+    >,
+>;
+
+/// A chart whose y axis is `labels.len()` named rows, the first on top, and whose x axis
+/// runs from 0 to `xmax` in `xdesc`.
+fn row_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: &str,
+    xdesc: &str,
+    xmax: f64,
+    labels: &[String],
+    label_area: u32,
+) -> Result<RowChart<'a, 'b>, Box<dyn std::error::Error>> {
+    let n = labels.len().max(1);
+    let mut c = ChartBuilder::on(root)
+        .caption(title, (FONT, 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(label_area)
+        .build_cartesian_2d(0f64..xmax, (0..n as i32).into_segmented())?;
+    c.configure_mesh()
+        .disable_y_mesh()
+        .x_desc(xdesc)
+        .y_labels(n)
+        .y_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => labels
+                .get((n as i32 - 1 - *i) as usize)
+                .cloned()
+                .unwrap_or_default(),
+            SegmentValue::Last => String::new(),
+        })
+        .label_style((FONT, 13))
+        .max_light_lines(0)
+        .draw()?;
+    Ok(c)
 }
 
 /// Horizontal bars, one per labelled row, largest first as given; `highlight` is drawn in
@@ -123,26 +173,7 @@ pub fn hbars(title: &str, unit: &str, rows: &[(String, f64)], highlight: Option<
     let xmax = nice_max(rows.iter().map(|r| r.1).fold(0.0, f64::max));
     let labels: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
     render(900, 90 + 30 * n as u32, |root| {
-        let mut c = ChartBuilder::on(root)
-            .caption(title, (FONT, 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(330)
-            .build_cartesian_2d(0f64..xmax, (0..n as i32).into_segmented())?;
-        c.configure_mesh()
-            .disable_y_mesh()
-            .x_desc(unit)
-            .y_labels(n)
-            .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => labels
-                    .get((n as i32 - 1 - *i) as usize)
-                    .cloned()
-                    .unwrap_or_default(),
-                SegmentValue::Last => String::new(),
-            })
-            .label_style((FONT, 13))
-            .max_light_lines(0)
-            .draw()?;
+        let mut c = row_chart(root, title, unit, xmax, &labels, 330)?;
         c.draw_series(rows.iter().enumerate().map(|(i, (_, v))| {
             let col = if Some(i) == highlight {
                 color(1)
@@ -230,12 +261,7 @@ pub fn front(
             .label(format!("chosen: {}", p.label))
             .legend(|(x, y)| Circle::new((x + 6, y), 6, color(3).stroke_width(3)));
         }
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.3))
-            .label_font((FONT, 13))
-            .draw()?;
+        legend!(c, SeriesLabelPosition::UpperRight);
         Ok(())
     })
 }
@@ -318,12 +344,7 @@ pub fn lines(
                         PathElement::new(vec![(x, y), (x + 14, y)], BLACK.stroke_width(1))
                     });
                 }
-                c.configure_series_labels()
-                    .position(SeriesLabelPosition::LowerRight)
-                    .background_style(WHITE.mix(0.9))
-                    .border_style(BLACK.mix(0.3))
-                    .label_font((FONT, 13))
-                    .draw()?;
+                legend!(c, SeriesLabelPosition::LowerRight);
             }};
         }
         if log_x && x0 > 0.0 {
@@ -373,12 +394,7 @@ pub fn intervals(title: &str, xdesc: &str, ydesc: &str, pts: &[(f64, f64, f64, f
         )?
         .label("95% interval")
         .legend(|(x, y)| PathElement::new(vec![(x + 7, y - 6), (x + 7, y + 6)], color(0)));
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.3))
-            .label_font((FONT, 13))
-            .draw()?;
+        legend!(c, SeriesLabelPosition::UpperRight);
         Ok(())
     })
 }
@@ -402,26 +418,7 @@ pub fn timeline(
     let n = lanes.len().max(1);
     let xmax = nice_max(blocks.iter().map(|b| b.end).fold(0.0, f64::max));
     render(900, 130 + 28 * n as u32, |root| {
-        let mut c = ChartBuilder::on(root)
-            .caption(title, (FONT, 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(90)
-            .build_cartesian_2d(0f64..xmax, (0..n as i32).into_segmented())?;
-        c.configure_mesh()
-            .disable_y_mesh()
-            .x_desc(xdesc)
-            .y_labels(n)
-            .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => lanes
-                    .get((n as i32 - 1 - *i) as usize)
-                    .cloned()
-                    .unwrap_or_default(),
-                SegmentValue::Last => String::new(),
-            })
-            .label_style((FONT, 13))
-            .max_light_lines(0)
-            .draw()?;
+        let mut c = row_chart(root, title, xdesc, xmax, lanes, 90)?;
         for (k, name) in kinds.iter().enumerate() {
             let col = color(k);
             c.draw_series(blocks.iter().filter(|b| b.kind == k).map(|b| {
@@ -439,12 +436,7 @@ pub fn timeline(
             .label(name.to_string())
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 12, y + 6)], col.filled()));
         }
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.3))
-            .label_font((FONT, 13))
-            .draw()?;
+        legend!(c, SeriesLabelPosition::UpperRight);
         Ok(())
     })
 }

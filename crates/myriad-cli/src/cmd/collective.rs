@@ -246,10 +246,7 @@ pub fn run(path: &Path, a: Args) -> Result<(), String> {
         } else {
             serde_json::json!({"group_size": span.size(), "spans": span.spans, "points": pts})
         };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
-        );
+        super::print_json(&out)?;
         return Ok(());
     }
     println!(
@@ -408,10 +405,7 @@ fn run_flow(
         out["backend"] = serde_json::json!("flow");
         out["links"] = serde_json::json!(links);
         out["faults"] = serde_json::json!(faults);
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
-        );
+        super::print_json(&out)?;
         return Ok(());
     }
     println!(

@@ -38,3 +38,12 @@ pub fn write_report(
 pub fn read_file(p: &Path) -> Result<String, String> {
     std::fs::read_to_string(p).map_err(|e| format!("{}: cannot read: {e}", p.display()))
 }
+
+/// Prints `v` as pretty JSON on stdout (`--json`).
+pub fn print_json<T: serde::Serialize + ?Sized>(v: &T) -> Result<(), String> {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).map_err(|e| e.to_string())?
+    );
+    Ok(())
+}

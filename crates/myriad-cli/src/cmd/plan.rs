@@ -10,10 +10,7 @@ pub fn run(path: &Path, json: bool, report: Option<&Path>) -> Result<(), String>
     if json || report.is_some() {
         super::write_report(report, &out, myriad_report::plan)?;
         if json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
-            );
+            super::print_json(&out)?;
             return Ok(());
         }
     }

@@ -55,10 +55,7 @@ pub fn run(
         let out = run.json();
         super::write_report(report, &out, myriad_report::reliability)?;
         if json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
-            );
+            super::print_json(&out)?;
             return Ok(());
         }
     }

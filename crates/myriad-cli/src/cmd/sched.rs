@@ -47,10 +47,7 @@ pub fn run(
         let v = run.json();
         super::write_report(report, &v, myriad_report::sched)?;
         if json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
-            );
+            super::print_json(&v)?;
             return Ok(());
         }
     }

@@ -49,11 +49,7 @@ pub fn run(
             kv,
         );
         if json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&serde_json::json!({ "candidates": c }))
-                    .map_err(|e| e.to_string())?
-            );
+            super::print_json(&serde_json::json!({ "candidates": c }))?;
             return Ok(());
         }
         println!(
@@ -93,10 +89,7 @@ pub fn run(
         super::write_report(report, &v, myriad_report::serve)?;
     }
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&rep).map_err(|e| e.to_string())?
-        );
+        super::print_json(&rep)?;
         return Ok(());
     }
     let r = &rep.result;
@@ -188,10 +181,7 @@ fn run_validate(path: &Path, json: bool) -> Result<(), String> {
         eprintln!("warning: {name}: {w}");
     }
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
-        );
+        super::print_json(&out)?;
         return Ok(());
     }
     let mut t = Table::new();

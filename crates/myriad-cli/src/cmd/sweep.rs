@@ -19,10 +19,7 @@ pub fn run(
         }
         let m = myriad_sweep::merge(spec, out).map_err(|e| e.to_string())?;
         if json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&m).map_err(|e| e.to_string())?
-            );
+            super::print_json(&m)?;
         } else {
             println!(
                 "merged {} shard files: {} rows ({} with errors) -> {}",
@@ -41,10 +38,7 @@ pub fn run(
     let sweep = Sweep::load(spec).map_err(|e| e.to_string())?;
     let s = myriad_sweep::run(&sweep, shard, out).map_err(|e| e.to_string())?;
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?
-        );
+        super::print_json(&s)?;
     } else {
         println!(
             "{}: shard {} holds {} of {} rows: evaluated {}, {} already present, {} with errors; {:.2} s ({:.0} rows/s) -> {}",

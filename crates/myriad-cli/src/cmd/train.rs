@@ -172,10 +172,7 @@ pub fn run(path: &Path, backend: &str, json: bool, html: Option<&Path>) -> Resul
     }
     super::write_report(html, &report, myriad_report::train)?;
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
-        );
+        super::print_json(&report)?;
         return Ok(());
     }
     let p = &t.plan;

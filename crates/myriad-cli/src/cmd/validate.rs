@@ -11,10 +11,7 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
     let report = myriad_train::validate::validate(&file.cases, myriad_catalog::catalog());
     if json {
         let out = myriad_api::validate(&name, &text)?;
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
-        );
+        super::print_json(&out)?;
         return Ok(());
     }
     for w in &file.warnings {
