@@ -39,6 +39,7 @@ __all__ = [
     "serve",
     "serve_validate",
     "sched",
+    "collective",
     "sweep",
     "report",
     "__version__",
@@ -139,6 +140,23 @@ def sched(
     ob = os.fspath(openb) if openb is not None else None
     pol = list(policies) if policies is not None else None
     return json.loads(_myriad.sched(file, text, base, ob, pol, seed))
+
+
+def collective(
+    scenario: Scenario,
+    op: str,
+    bytes: Union[int, float, str, None] = None,
+    sweep: Optional[str] = None,
+    group: str = "all",
+    algorithm: str = "auto",
+) -> dict:
+    """Time a collective on a group of the scenario's cluster with the analytical model,
+    nccl-tests conventions (``myriad collective --json``): ``op`` all-reduce, all-gather,
+    reduce-scatter, all-to-all, broadcast, send-recv; ``bytes`` (``1 << 30`` or ``"1GiB"``)
+    or ``sweep`` (``"8B..16GiB"``); ``group`` tp, dp, ep, pp, cp, all or ranks ``"0-7"``.
+    (The flow-level backend is the CLI's ``--backend flow``.)"""
+    b = None if bytes is None else str(bytes)
+    return json.loads(_myriad.collective(*_text(scenario), op, b, sweep, group, algorithm))
 
 
 def sweep(spec: Union[str, "os.PathLike[str]"], shard: tuple[int, int] = (1, 1)):

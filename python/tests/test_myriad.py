@@ -103,6 +103,18 @@ def test_sched_compares_policies_and_replays_openb():
         myriad.sched(ROOT / "examples" / "sched-nvl72-mixed.yaml", policies=["backfil"])
 
 
+def test_collective_ring_all_reduce_matches_the_closed_form_bound():
+    # One DGX H100 on NVLink: a large all-reduce's bus bandwidth stays under the 450 GB/s
+    # per-direction line rate, and time grows with size.
+    c = myriad.collective(SUPERPOD, "all-reduce", sweep="1MiB..1GiB", group="0-7", algorithm="ring")
+    pts = c["points"]
+    assert c["group_size"] == 8
+    assert all(p["busbw_gbps"] < 450 for p in pts)
+    assert [p["time_s"] for p in pts] == sorted(p["time_s"] for p in pts)
+    one = myriad.collective(SUPERPOD, "all-reduce", bytes=1 << 30, group="0-7", algorithm="ring")
+    assert abs(one["time_s"] - pts[-1]["time_s"]) < 1e-12
+
+
 def test_report_is_html_with_charts():
     html = myriad.report("train", myriad.train(SUPERPOD))
     assert html.startswith("<!doctype html>")

@@ -16,6 +16,12 @@
 //! Invariant: the JSON shapes here are the contract of `--json` and of the Python package
 //! (`format` keys name their version); fields are added, never renamed.
 
+mod collective;
+
+pub use collective::{
+    collective_analytical, collective_input, group_span, parse_algorithm, parse_bytes, parse_op,
+    CollectiveInput,
+};
 use myriad_cluster::BuiltCluster;
 use myriad_model::Transformer;
 use myriad_scenario::Scenario;

@@ -116,7 +116,8 @@ fn validate(py: Python<'_>, file: &str, text: &str) -> PyResult<String> {
 #[pyo3(signature = (path, k=1, n=1))]
 fn sweep_csv(py: Python<'_>, path: &str, k: u64, n: u64) -> PyResult<String> {
     py.detach(|| {
-        let sweep = myriad_sweep::Sweep::load(std::path::Path::new(path)).map_err(|e| e.to_string())?;
+        let sweep =
+            myriad_sweep::Sweep::load(std::path::Path::new(path)).map_err(|e| e.to_string())?;
         let shard = myriad_sweep::Shard::parse(&format!("{k}/{n}")).map_err(|e| e.to_string())?;
         let ev = myriad_sweep::Evaluator::new(&sweep);
         let mut out = myriad_sweep::csv::line(&sweep.header());
@@ -203,6 +204,30 @@ fn sched(
     .and_then(|v| to_json(&v))
 }
 
+/// `myriad collective` (analytical model): time, algorithm and bus bandwidth of one size or
+/// a doubling sweep (JSON text).
+#[pyfunction]
+#[pyo3(signature = (file, text, op, bytes=None, sweep=None, group="all", algorithm="auto"))]
+#[allow(clippy::too_many_arguments)]
+fn collective(
+    py: Python<'_>,
+    file: &str,
+    text: &str,
+    op: &str,
+    bytes: Option<&str>,
+    sweep: Option<&str>,
+    group: &str,
+    algorithm: &str,
+) -> PyResult<String> {
+    py.detach(|| {
+        let s = myriad_api::scenario(file, text)?;
+        let input = myriad_api::collective_input(&s, file, op, bytes, sweep, group, algorithm)?;
+        myriad_api::collective_analytical(&input, file).map(|(_, v)| v)
+    })
+    .map_err(err)
+    .and_then(|v| to_json(&v))
+}
+
 /// The HTML report of a command's JSON output (`kind`: cluster, train, search, plan,
 /// reliability).
 #[pyfunction]
@@ -237,6 +262,7 @@ fn _myriad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add_function(wrap_pyfunction!(serve_validate, m)?)?;
     m.add_function(wrap_pyfunction!(sched, m)?)?;
+    m.add_function(wrap_pyfunction!(collective, m)?)?;
     m.add_function(wrap_pyfunction!(report, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
