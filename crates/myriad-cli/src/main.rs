@@ -37,10 +37,14 @@ enum Command {
         /// Also write a self-contained HTML report with charts to this file.
         #[arg(long, value_name = "FILE.html")]
         report: Option<PathBuf>,
-        /// analytical | flow (also time the step's DP and EP collectives, every group at
-        /// once, with the flow-level network simulation; see docs/netsim.md).
+        /// analytical | flow (time every collective of the step, every group of a dimension
+        /// at once, with the flow-level network simulation; see docs/netsim.md).
         #[arg(long, default_value = "analytical")]
         backend: String,
+        /// With --backend flow: write a Chrome/Perfetto trace (JSON) of the step's phases and
+        /// every simulated collective.
+        #[arg(long)]
+        trace: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -200,9 +204,16 @@ fn main() -> ExitCode {
         Command::Train {
             scenario,
             backend,
+            trace,
             json,
             report,
-        } => cmd::train::run(&scenario, &backend, json, report.as_deref()),
+        } => cmd::train::run(
+            &scenario,
+            &backend,
+            trace.as_deref(),
+            json,
+            report.as_deref(),
+        ),
         Command::Validate { file, json } => cmd::validate::run(&file, json),
         Command::Search {
             scenario,

@@ -498,3 +498,60 @@ fn every_sched_example_runs() {
         }
     }
 }
+
+#[test]
+fn train_flow_backend_writes_a_step_trace() {
+    let dir = std::env::temp_dir().join(format!("myriad-step-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut texts = Vec::new();
+    for i in 0..2 {
+        let out = dir.join(format!("step-{i}.json"));
+        let (code, _, err) = myriad(&[
+            "train",
+            "examples/dgx-superpod-h100.yaml",
+            "--backend",
+            "flow",
+            "--trace",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        texts.push(std::fs::read_to_string(&out).unwrap());
+    }
+    assert_eq!(texts[0], texts[1], "same input, same trace bytes");
+    let v: serde_json::Value = serde_json::from_str(&texts[0]).unwrap();
+    let ev = v["traceEvents"].as_array().unwrap();
+    let names: Vec<&str> = ev
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[0], "step (model timeline)");
+    assert!(
+        names.iter().any(|n| n.starts_with("ReduceScatter")),
+        "{names:?}"
+    );
+    // The step's phases add up to the step time.
+    let step: f64 = ev
+        .iter()
+        .filter(|e| e["cat"] == "step")
+        .map(|e| e["dur"].as_f64().unwrap())
+        .sum();
+    let t = json(&[
+        "train",
+        "examples/dgx-superpod-h100.yaml",
+        "--backend",
+        "flow",
+        "--json",
+    ]);
+    let want = t["step_time_s"].as_f64().unwrap() * 1e6;
+    assert!((step / want - 1.0).abs() < 1e-6, "{step} vs {want}");
+    let (code, _, err) = myriad(&[
+        "train",
+        "examples/dgx-superpod-h100.yaml",
+        "--trace",
+        "x.json",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--trace needs --backend flow"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

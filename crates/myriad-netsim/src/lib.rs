@@ -52,7 +52,7 @@ pub use program::{
     LAUNCH_S,
 };
 pub use timer::{FlowTimer, TimedCollective};
-pub use trace::chrome_trace;
+pub use trace::{chrome_trace, chrome_trace_parts};
 
 use myriad_cluster::Level;
 use myriad_collective::{bus_factor, Algorithm, GroupSpan, Op, Protocol, ProtocolCost, PROTOCOLS};

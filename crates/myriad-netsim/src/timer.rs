@@ -22,7 +22,10 @@ use myriad_cluster::Level;
 use myriad_collective::{Algorithm, CollectiveTimer, Concurrent, GroupSpan, Layout, Op};
 use serde::Serialize;
 
-use crate::{flow_choice, groups_program, simulate, strided, Network, SimOptions};
+use crate::{
+    chrome_trace_parts, flow_choice, groups_program, simulate, strided, Network, Program,
+    SimOptions, SimResult,
+};
 
 /// One collective the timer simulated, for reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,6 +54,8 @@ pub struct FlowTimer<'a> {
     cache: RefCell<HashMap<Key, f64>>,
     log: RefCell<Vec<TimedCollective>>,
     errors: RefCell<Vec<String>>,
+    /// With `SimOptions::trace`: each simulation and its programs, for [`FlowTimer::chrome_trace`].
+    traces: RefCell<Vec<(SimResult, Vec<Program>)>>,
 }
 
 impl<'a> FlowTimer<'a> {
@@ -62,12 +67,22 @@ impl<'a> FlowTimer<'a> {
             cache: RefCell::default(),
             log: RefCell::default(),
             errors: RefCell::default(),
+            traces: RefCell::default(),
         }
     }
 
     /// Every distinct collective simulated so far, in the order first asked for.
     pub fn log(&self) -> Vec<TimedCollective> {
         self.log.borrow().clone()
+    }
+
+    /// A Chrome/Perfetto trace: `timeline` (a step's phases, seconds) in the first process,
+    /// then every collective simulated so far with its flows (needs `SimOptions::trace`).
+    pub fn chrome_trace(&self, timeline: &[(String, f64)]) -> String {
+        let traces = self.traces.borrow();
+        let parts: Vec<(&SimResult, &[Program])> =
+            traces.iter().map(|(r, p)| (r, p.as_slice())).collect();
+        chrome_trace_parts(timeline, &parts)
     }
 
     /// Collectives that could not be simulated (each timed as infinity).
@@ -141,6 +156,9 @@ impl<'a> FlowTimer<'a> {
         }
         let sim = simulate(self.net, &programs, &self.opts).map_err(|e| e.to_string())?;
         let flow_s = sim.programs.first().map_or(sim.time_s, |p| p.end_s);
+        if self.opts.trace {
+            self.traces.borrow_mut().push((sim.clone(), programs));
+        }
         let analytical_s = myriad_collective::time(op, Algorithm::Auto, bytes, span, self.levels)
             .map(|t| t.time_s)
             .unwrap_or(f64::NAN);

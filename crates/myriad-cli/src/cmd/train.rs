@@ -122,12 +122,21 @@ fn flow_report(
     FlowStep { json, text }
 }
 
-pub fn run(path: &Path, backend: &str, json: bool, html: Option<&Path>) -> Result<(), String> {
+pub fn run(
+    path: &Path,
+    backend: &str,
+    trace: Option<&Path>,
+    json: bool,
+    html: Option<&Path>,
+) -> Result<(), String> {
     let flow = match backend {
         "analytical" => false,
         "flow" => true,
         b => return Err(format!("--backend: `{b}` is not analytical or flow")),
     };
+    if trace.is_some() && !flow {
+        return Err("--trace needs --backend flow".into());
+    }
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
     let input = myriad_api::train_input(&s, &file)?;
@@ -142,6 +151,7 @@ pub fn run(path: &Path, backend: &str, json: bool, html: Option<&Path>) -> Resul
             &cluster.levels,
             myriad_netsim::SimOptions {
                 faults: super::collective::faults(&s),
+                trace: trace.is_some(),
                 ..Default::default()
             },
         )
@@ -162,6 +172,27 @@ pub fn run(path: &Path, backend: &str, json: bool, html: Option<&Path>) -> Resul
     }
     let (t, ttt) = (&run.result, run.time_to_train);
     let e = &t.estimate;
+    if let (Some(out), Some(tm)) = (trace, &timer) {
+        let b = &e.breakdown;
+        let timeline: Vec<(String, f64)> = [
+            ("forward", b.forward_s),
+            ("backward", b.backward_s),
+            ("recompute", b.recompute_s),
+            ("TP/SP comm (exposed)", b.tp_comm_s),
+            ("CP comm (exposed)", b.cp_comm_s),
+            ("EP comm (exposed)", b.ep_comm_s),
+            ("PP comm (exposed)", b.pp_comm_s),
+            ("DP comm (exposed)", b.dp_comm_s),
+            ("pipeline bubble", b.pipeline_bubble_s),
+            ("optimizer", b.optimizer_s),
+        ]
+        .iter()
+        .map(|(n, v)| (n.to_string(), *v))
+        .collect();
+        std::fs::write(out, tm.chrome_trace(&timeline))
+            .map_err(|e| format!("{}: cannot write the trace: {e}", out.display()))?;
+        eprintln!("trace written to {}", out.display());
+    }
     let mut report = run.json(&s, &input);
     let flow_rows = timer.as_ref().map(|tm| {
         let analytical = myriad_train::estimate(model, &t.plan, cluster);
