@@ -16,7 +16,7 @@ H=1750 shot cluster cluster examples/dgx-superpod-h100.yaml
 H=1650 shot train train examples/dgx-superpod-h100.yaml
 H=1250 shot search search examples/dgx-superpod-h100.yaml --top 8
 H=1300 shot plan plan examples/plan-llama3-70b.yaml
-H=1900 shot reliability reliability examples/reliability-llama3.yaml --days 54 --replicas 200 --compare size
+H=1900 shot reliability reliability examples/reliability-llama3.yaml --days 54 --replicas 200
 H=1700 shot serve serve examples/serve-llama3-70b-h100.yaml
 H=1650 shot sched sched examples/sched-nvl72-mixed.yaml
 rm -rf "$out"

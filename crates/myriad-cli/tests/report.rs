@@ -59,8 +59,6 @@ const KINDS: &[(&str, &[&str], usize)] = &[
             "54",
             "--replicas",
             "50",
-            "--compare",
-            "size",
         ],
         3,
     ),

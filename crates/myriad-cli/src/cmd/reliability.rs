@@ -46,7 +46,11 @@ pub fn run(
 ) -> Result<(), String> {
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
-    let kinds = compare_kinds(compare)?;
+    let mut kinds = compare_kinds(compare)?;
+    // The report shows ETTR against cluster size: run that comparison for it.
+    if report.is_some() && !kinds.contains(&"size") {
+        kinds.push("size");
+    }
     if replicas == Some(0) {
         return Err("--replicas: must be at least 1".into());
     }
