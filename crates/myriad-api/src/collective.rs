@@ -155,7 +155,6 @@ pub fn group_span(
 /// A collective request resolved against a scenario.
 pub struct CollectiveInput {
     pub cluster: myriad_cluster::BuiltCluster,
-    pub plan: Option<myriad_train::Plan>,
     pub op: Op,
     pub algorithm: Algorithm,
     /// The group on the hierarchy, and its ranks (accelerator ids).
@@ -214,7 +213,6 @@ pub fn collective_input(
     };
     Ok(CollectiveInput {
         cluster,
-        plan,
         op,
         algorithm,
         span,

@@ -90,19 +90,17 @@ impl<'a> FlowTimer<'a> {
         self.errors.borrow().clone()
     }
 
-    fn groups(&self, span: &GroupSpan, layout: &Layout) -> Vec<Vec<u32>> {
+    /// The ranks of the first `limit` groups of `layout` that fit in the cluster.
+    fn groups(&self, layout: &Layout, limit: usize) -> Vec<Vec<u32>> {
         let n = layout.n.max(1);
         let stride = layout.stride.max(1);
-        let inside_domain = span.spans.iter().skip(1).all(|&s| s <= 1);
-        let starts = layout.group_starts().filter(|&r| {
-            // Every group must fit in the cluster.
-            r + (n - 1) * stride < self.net.accelerators() as u64
-        });
-        if inside_domain {
-            starts.take(1).map(|r| strided(r, n, stride)).collect()
-        } else {
-            starts.map(|r| strided(r, n, stride)).collect()
-        }
+        let acc = self.net.accelerators() as u64;
+        layout
+            .group_starts()
+            .filter(|&r| r + (n - 1) * stride < acc)
+            .take(limit)
+            .map(|r| strided(r, n, stride))
+            .collect()
     }
 
     fn simulate(
@@ -113,7 +111,9 @@ impl<'a> FlowTimer<'a> {
         layout: &Layout,
         background: &[Concurrent],
     ) -> Result<(f64, TimedCollective), String> {
-        let groups = self.groups(span, layout);
+        // Groups inside one scale-up domain share no link with each other: one is enough.
+        let inside_domain = span.spans.iter().skip(1).all(|&s| s <= 1);
+        let groups = self.groups(layout, if inside_domain { 1 } else { usize::MAX });
         if groups.is_empty() {
             return Err(format!(
                 "{op:?}: no group of {} ranks at stride {} fits the {} accelerators",
@@ -132,14 +132,7 @@ impl<'a> FlowTimer<'a> {
                 continue;
             }
             let bg_span = GroupSpan::new(vec![c.layout.n]);
-            let bg_groups: Vec<Vec<u32>> = c
-                .layout
-                .group_starts()
-                .filter(|&r| {
-                    r + (c.layout.n - 1) * c.layout.stride.max(1) < self.net.accelerators() as u64
-                })
-                .map(|r| strided(r, c.layout.n, c.layout.stride))
-                .collect();
+            let bg_groups = self.groups(&c.layout, usize::MAX);
             if bg_groups.is_empty() {
                 continue;
             }

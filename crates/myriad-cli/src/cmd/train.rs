@@ -144,13 +144,14 @@ pub fn run(
     // The flow backend times every collective of the step by simulation (all groups of a
     // dimension at once, DP beside PP, the scenario's faults); the analytical estimate of
     // the same plan is kept for comparison.
+    let faults = super::collective::faults(&s);
     let net = flow.then(|| myriad_netsim::Network::from_cluster(cluster));
     let timer = net.as_ref().map(|net| {
         myriad_netsim::FlowTimer::new(
             net,
             &cluster.levels,
             myriad_netsim::SimOptions {
-                faults: super::collective::faults(&s),
+                faults: faults.clone(),
                 trace: trace.is_some(),
                 ..Default::default()
             },
@@ -196,7 +197,7 @@ pub fn run(
     let mut report = run.json(&s, &input);
     let flow_rows = timer.as_ref().map(|tm| {
         let analytical = myriad_train::estimate(model, &t.plan, cluster);
-        flow_report(&t.plan, tm, e, &analytical, &super::collective::faults(&s))
+        flow_report(&t.plan, tm, e, &analytical, &faults)
     });
     if let Some(f) = &flow_rows {
         report["flow"] = f.json.clone();
