@@ -97,6 +97,12 @@ pub struct ComputeEfficiency {
     pub attention_fwd_score_flops: f64,
     /// Same for the backward pass (F = 5·(d_qk + d_v)).
     pub attention_bwd_score_flops: f64,
+    /// Chip-to-chip spread of sustained speed: the standard deviation, as a fraction of
+    /// the median chip, of how fast identical parts run the same kernels (manufacturing
+    /// variation under the power cap). A synchronous job waits for its slowest chip, so
+    /// its compute runs `1 + speed_sigma · E[max of N standard normals]` times longer
+    /// than on the median chip the other fractions describe.
+    pub speed_sigma: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -362,6 +362,12 @@ fn accelerator_ranges() {
                 ));
             }
         }
+        if !(0.0..0.1).contains(&e.speed_sigma) {
+            problems.push(format!(
+                "{}: efficiency.speed_sigma = {} outside [0, 0.1)",
+                a.id, e.speed_sigma
+            ));
+        }
         for (name, v, lo, hi) in [
             ("hbm_gib", a.hbm_gib, 16.0, 1024.0),
             ("hbm_tbps", a.hbm_tbps, 0.5, 30.0),

@@ -114,3 +114,36 @@ fn unsupported_precision_is_an_error() {
         "{e}"
     );
 }
+
+#[test]
+fn expected_maximum_of_normals_matches_order_statistics() {
+    use myriad_train::step::expected_max_std_normal as z;
+    assert_eq!(z(1), 0.0);
+    // E[max of 2] = 1/sqrt(pi) = 0.5642 exactly; Blom's form is within 5%.
+    assert!((z(2) / (1.0 / std::f64::consts::PI.sqrt()) - 1.0).abs() < 0.05);
+    // Tabulated expected maxima (Harter 1961): n = 10 -> 1.5388, n = 100 -> 2.5076.
+    assert!((z(10) / 1.5388 - 1.0).abs() < 0.01, "{}", z(10));
+    assert!((z(100) / 2.5076 - 1.0).abs() < 0.01, "{}", z(100));
+    let mut last = 0.0;
+    for n in [2, 8, 64, 1024, 16384, 131072] {
+        assert!(z(n) > last);
+        last = z(n);
+    }
+}
+
+#[test]
+fn the_slowest_chip_paces_compute_and_not_communication() {
+    let (s, c, m) = setup("{tp: 8, pp: 8, dp: 16, global_batch: 1536, micro_batch: 1, vpp: 3}");
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+    let mut even = c.clone();
+    even.accelerator.efficiency.speed_sigma = 0.0;
+    let t0 = myriad_train::train(s.training.as_ref().unwrap(), &m, &even, 1024).unwrap();
+    let pace = myriad_train::step::straggler_pace(&c.accelerator, 1024);
+    assert!(pace > 1.02 && pace < 1.06, "{pace}");
+    let (a, b) = (&t.estimate.breakdown, &t0.estimate.breakdown);
+    assert!((a.forward_s / b.forward_s - pace).abs() < 1e-9);
+    assert!((a.backward_s / b.backward_s - pace).abs() < 1e-9);
+    assert!((a.recompute_s - pace * b.recompute_s).abs() < 1e-9);
+    assert!((a.pp_comm_s - b.pp_comm_s).abs() < 1e-12);
+    assert!(t.estimate.step_time_s > t0.estimate.step_time_s);
+}
