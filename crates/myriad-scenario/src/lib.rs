@@ -367,6 +367,10 @@ pub struct TrainingSpec {
     pub sequence_parallel: Option<bool>,
     #[serde(default)]
     pub recompute: Option<Recompute>,
+    /// With `recompute: full`: recompute only the first N layers of every pipeline chunk
+    /// (Megatron `--recompute-method block --recompute-num-layers N`); default: all of them.
+    #[serde(default)]
+    pub recompute_layers: Option<u32>,
     #[serde(default)]
     pub precision: Option<Precision>,
     /// Megatron distributed optimizer (ZeRO-1-like sharding of optimizer state over DP).

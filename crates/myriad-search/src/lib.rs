@@ -289,6 +289,7 @@ pub fn candidates(
                                             global_batch: gb,
                                             sequence_parallel: sp,
                                             recompute: r,
+                                            recompute_fraction: 1.0,
                                             precision: fixed.precision,
                                             distributed_optimizer: z >= 1,
                                             zero_stage: z,

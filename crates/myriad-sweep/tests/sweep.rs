@@ -383,8 +383,21 @@ fn the_example_sweep_runs() {
         let t: Vec<f64> = (0..4).map(|o| step(lines[o * 2 + mb])).collect();
         assert!(t.windows(2).all(|w| w[0] <= w[1]), "{t:?}");
     }
-    // Row 6 (1:7, micro-batch 1) is the example scenario itself: `myriad train` gives 7.63 s.
-    assert!((step(lines[6]) - 7.63).abs() < 0.01, "{}", lines[6]);
+    // Row 6 (1:7, micro-batch 1) is the example scenario itself: the same step as `myriad
+    // train` on it.
+    let cat = myriad_catalog::catalog();
+    let path = repo().join("examples/llama3-24k-h100.yaml");
+    let text = fs::read_to_string(&path).unwrap();
+    let sc = myriad_scenario::parse_scenario("llama3-24k-h100.yaml", &text, cat).unwrap();
+    let cluster = myriad_cluster::build(&sc, cat).unwrap();
+    let model = sc.model.as_ref().unwrap().resolve(cat).unwrap();
+    let t = myriad_train::train(sc.training.as_ref().unwrap(), &model, &cluster, 16384).unwrap();
+    let want = t.estimate.step_time_s;
+    assert!(
+        (step(lines[6]) / want - 1.0).abs() < 1e-9,
+        "{} vs {want}",
+        lines[6]
+    );
 }
 
 #[test]

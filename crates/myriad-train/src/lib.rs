@@ -84,26 +84,40 @@ pub fn train_with(
     };
     let mut best: Option<(Plan, StepEstimate)> = None;
     let mut smallest: Option<(Plan, StepEstimate)> = None;
+    // Full recompute may cover only the first N layers of every pipeline chunk (Megatron's
+    // block method): every N is a candidate when recompute is not given.
+    let chunk = plan.chunk_layers(model.layers).round().max(1.0) as u32;
     for &z in &zs {
         for &r in &rs {
-            plan.recompute = r;
-            plan.zero_stage = z;
-            if free_sharding {
-                plan.distributed_optimizer = z >= 1;
-            }
-            let e = estimate_with(model, &plan, cluster, timer);
-            if e.fits
-                && best
+            let blocks: Vec<f64> = if r == Recompute::Full
+                && !recomputes.is_empty()
+                && spec.recompute_layers.is_none()
+            {
+                (1..=chunk).map(|k| k as f64 / chunk as f64).collect()
+            } else {
+                vec![plan.recompute_fraction]
+            };
+            for &f in &blocks {
+                plan.recompute = r;
+                plan.recompute_fraction = f;
+                plan.zero_stage = z;
+                if free_sharding {
+                    plan.distributed_optimizer = z >= 1;
+                }
+                let e = estimate_with(model, &plan, cluster, timer);
+                if e.fits
+                    && best
+                        .as_ref()
+                        .is_none_or(|(_, b)| e.step_time_s < b.step_time_s)
+                {
+                    best = Some((plan.clone(), e.clone()));
+                }
+                if smallest
                     .as_ref()
-                    .is_none_or(|(_, b)| e.step_time_s < b.step_time_s)
-            {
-                best = Some((plan.clone(), e.clone()));
-            }
-            if smallest
-                .as_ref()
-                .is_none_or(|(_, b)| e.memory.total_gib < b.memory.total_gib)
-            {
-                smallest = Some((plan.clone(), e));
+                    .is_none_or(|(_, b)| e.memory.total_gib < b.memory.total_gib)
+                {
+                    smallest = Some((plan.clone(), e));
+                }
             }
         }
     }
@@ -119,9 +133,13 @@ pub fn train_with(
         notes.push(format!(
             "recompute: {} (not given; {fit_note})",
             match plan.recompute {
-                Recompute::None => "none",
-                Recompute::Selective => "selective",
-                Recompute::Full => "full",
+                Recompute::None => "none".to_string(),
+                Recompute::Selective => "selective".to_string(),
+                Recompute::Full if plan.recompute_fraction < 1.0 => format!(
+                    "full on the first {} of {chunk} layers of every pipeline chunk (block)",
+                    (plan.recompute_fraction * chunk as f64).round()
+                ),
+                Recompute::Full => "full".to_string(),
             }
         ));
     }

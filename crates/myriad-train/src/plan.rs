@@ -24,6 +24,11 @@ pub struct Plan {
     pub global_batch: u64,
     pub sequence_parallel: bool,
     pub recompute: Recompute,
+    /// With full recompute: the share of each pipeline chunk's layers that are recomputed
+    /// (Megatron `--recompute-method block --recompute-num-layers N`: the first N layers of
+    /// every chunk, N / layers-per-chunk); the other layers keep all their activations.
+    /// 1 recomputes every layer (`--recompute-method uniform`).
+    pub recompute_fraction: f64,
     pub precision: Precision,
     pub distributed_optimizer: bool,
     pub zero_stage: u8,
@@ -52,6 +57,17 @@ impl Plan {
             let k = layers as f64 / pp;
             (s as f64 * k, (s as f64 + 1.0) * k)
         }
+    }
+
+    /// Transformer layers in one pipeline chunk (a stage's share of one virtual stage).
+    pub fn chunk_layers(&self, layers: u32) -> f64 {
+        let split = layers as f64
+            + if self.embedding_in_pipeline_split {
+                2.0
+            } else {
+                0.0
+            };
+        (split / (self.pp as f64 * self.vpp.max(1) as f64)).max(1.0)
     }
 
     /// Micro-batches per pipeline per step.
@@ -329,6 +345,27 @@ pub fn resolve(
         None => DEFAULT_PLACEMENT,
     };
     let recompute = spec.recompute.unwrap_or(Recompute::None);
+    let mut recompute_fraction = 1.0;
+    if let Some(n) = spec.recompute_layers {
+        if recompute != Recompute::Full {
+            return Err(bad(
+                "recompute_layers",
+                "needs `recompute: full` (it chooses how many layers of each chunk are recomputed)"
+                    .to_string(),
+            ));
+        }
+        let split = model.layers + if embedding_in_pipeline_split { 2 } else { 0 };
+        let chunk = (split as f64 / (pp as f64 * vpp.max(1) as f64))
+            .round()
+            .max(1.0) as u32;
+        if n == 0 || n > chunk {
+            return Err(bad(
+                "recompute_layers",
+                format!("{n} is not between 1 and the {chunk} layers of a pipeline chunk (layers / (pp*vpp))"),
+            ));
+        }
+        recompute_fraction = n as f64 / chunk as f64;
+    }
     let attention = match spec.attention {
         Some(a) => a,
         None if precision == Precision::Fp16 => {
@@ -354,6 +391,7 @@ pub fn resolve(
             global_batch,
             sequence_parallel,
             recompute,
+            recompute_fraction,
             precision,
             distributed_optimizer,
             zero_stage,

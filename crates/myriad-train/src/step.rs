@@ -437,7 +437,7 @@ pub fn estimate_with(
         st.recompute = match plan.recompute {
             Recompute::None => 0.0,
             Recompute::Selective => attn_f,
-            Recompute::Full => f,
+            Recompute::Full => plan.recompute_fraction * f,
         };
         // TP: with SP, all-gather before and reduce-scatter after each of the two blocks;
         // without SP, one all-reduce after each block. Same again in backward.
@@ -468,7 +468,7 @@ pub fn estimate_with(
                 comm
             };
             let recompute_comm = if plan.recompute == Recompute::Full {
-                exposed / 2.0
+                plan.recompute_fraction * exposed / 2.0
             } else {
                 0.0
             };
@@ -741,7 +741,16 @@ pub fn estimate_with(
     let step = breakdown.total();
 
     // Memory on each stage; report the peak.
-    let act = model.activation_memory(&shard, plan.recompute, if fp8 { 1.0 } else { 2.0 });
+    let gemm_input_bytes = if fp8 { 1.0 } else { 2.0 };
+    let mut act = model.activation_memory(&shard, plan.recompute, gemm_input_bytes);
+    if plan.recompute == Recompute::Full && plan.recompute_fraction < 1.0 {
+        // Block recompute: the first share of each chunk's layers keeps only its input, the
+        // rest keep everything.
+        let kept = model.activation_memory(&shard, Recompute::None, gemm_input_bytes);
+        let f = plan.recompute_fraction;
+        act.dense_layer = f * act.dense_layer + (1.0 - f) * kept.dense_layer;
+        act.moe_layer = f * act.moe_layer + (1.0 - f) * kept.moe_layer;
+    }
     let mut memory = Memory::default();
     for s in 0..pp {
         let (d, e) = stage_params(s);
@@ -795,7 +804,7 @@ pub fn estimate_with(
     let recompute_flops = match plan.recompute {
         Recompute::None => 0.0,
         Recompute::Selective => flops.attention,
-        Recompute::Full => flops.forward,
+        Recompute::Full => plan.recompute_fraction * flops.forward,
     } * plan.global_batch as f64;
     StepEstimate {
         step_time_s: step,

@@ -147,3 +147,57 @@ fn the_slowest_chip_paces_compute_and_not_communication() {
     assert!((a.pp_comm_s - b.pp_comm_s).abs() < 1e-12);
     assert!(t.estimate.step_time_s > t0.estimate.step_time_s);
 }
+
+#[test]
+fn block_recompute_sits_between_none_and_full() {
+    // GPT-3 175B, TP8 PP8 VPP3: 96 / (8*3) = 4 layers per chunk.
+    let base = "tp: 8, pp: 8, dp: 16, global_batch: 1536, micro_batch: 1, vpp: 3";
+    let run = |extra: &str| {
+        let (s, c, m) = setup(&format!("{{{base}, {extra}}}"));
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024)
+            .unwrap()
+            .estimate
+    };
+    let none = run("recompute: none");
+    let full = run("recompute: full");
+    let all4 = run("recompute: full, recompute_layers: 4");
+    assert_eq!(full.step_time_s, all4.step_time_s);
+    assert_eq!(full.memory.total_gib, all4.memory.total_gib);
+    let mut last = (none.step_time_s, none.memory.total_gib);
+    for n in 1..=4 {
+        let e = run(&format!("recompute: full, recompute_layers: {n}"));
+        assert!(e.step_time_s > last.0 && e.memory.total_gib < last.1, "{n}");
+        // Recompute time is the recomputed share of the forward pass.
+        let share = e.breakdown.recompute_s / full.breakdown.recompute_s;
+        assert!((share - n as f64 / 4.0).abs() < 1e-9, "{n}: {share}");
+        last = (e.step_time_s, e.memory.total_gib);
+    }
+}
+
+#[test]
+fn recompute_layers_errors_name_the_numbers() {
+    let e = err(
+        "{tp: 8, pp: 8, dp: 16, global_batch: 1536, vpp: 3, recompute: full, recompute_layers: 5}",
+    );
+    assert!(
+        e.contains("recompute_layers") && e.contains("5") && e.contains("4 layers"),
+        "{e}"
+    );
+    let e = err(
+        "{tp: 8, pp: 8, dp: 16, global_batch: 1536, recompute: selective, recompute_layers: 2}",
+    );
+    assert!(e.contains("recompute: full"), "{e}");
+}
+
+#[test]
+fn the_free_choice_recomputes_no_more_than_needed() {
+    // Nothing given: the chosen plan fits and is at least as fast as full recompute.
+    let (s, c, m) = setup("{tp: 8, pp: 8, dp: 16, global_batch: 1536, micro_batch: 4, vpp: 3}");
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+    assert!(t.estimate.fits);
+    let (s2, c2, m2) = setup(
+        "{tp: 8, pp: 8, dp: 16, global_batch: 1536, micro_batch: 4, vpp: 3, recompute: full, distributed_optimizer: true}",
+    );
+    let f = myriad_train::train(s2.training.as_ref().unwrap(), &m2, &c2, 1024).unwrap();
+    assert!(t.estimate.step_time_s <= f.estimate.step_time_s + 1e-12);
+}

@@ -212,10 +212,15 @@ pub fn run(
         "{} — {} on {} × {}",
         s.name, model.name, accelerators, cluster.accelerator.name
     );
+    let recompute = if p.recompute == myriad_model::Recompute::Full && p.recompute_fraction < 1.0 {
+        format!("Full ({:.0}% of layers)", 100.0 * p.recompute_fraction)
+    } else {
+        format!("{:?}", p.recompute)
+    };
     println!(
-        "plan: TP {} · PP {} (VPP {}) · CP {} · DP {} · EP {} · micro-batch {} · global batch {} · {} · recompute {:?} · SP {} · {} micro-batches",
+        "plan: TP {} · PP {} (VPP {}) · CP {} · DP {} · EP {} · micro-batch {} · global batch {} · {} · recompute {} · SP {} · {} micro-batches",
         p.tp, p.pp, p.vpp, p.cp, p.dp, p.ep, p.micro_batch, p.global_batch, p.precision.as_str(),
-        p.recompute, p.sequence_parallel, e.micro_batches
+        recompute, p.sequence_parallel, e.micro_batches
     );
     for n in &t.notes {
         println!("  chose {n}");
