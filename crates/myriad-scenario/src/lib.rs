@@ -373,6 +373,12 @@ pub struct TrainingSpec {
     pub recompute_layers: Option<u32>,
     #[serde(default)]
     pub precision: Option<Precision>,
+    /// Gradient buffers and their data-parallel reduction in fp32 (Megatron
+    /// `--accumulate-allreduce-grads-in-fp32`, mcore `grad_reduce_in_fp32`); `false` keeps
+    /// them in the parameter precision (bf16/fp16), as NVIDIA's NeMo and Megatron-Bridge
+    /// performance recipes do. Default `true`.
+    #[serde(default)]
+    pub grad_reduce_in_fp32: Option<bool>,
     /// Megatron distributed optimizer (ZeRO-1-like sharding of optimizer state over DP).
     #[serde(default)]
     pub distributed_optimizer: Option<bool>,

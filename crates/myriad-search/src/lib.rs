@@ -133,6 +133,8 @@ pub struct Fixed {
     pub precision: Precision,
     pub attention: AttentionKernel,
     pub schedule: PipelineSchedule,
+    /// Gradient buffers in fp32 (`training.grad_reduce_in_fp32`, default true).
+    pub grad_reduce_in_fp32: bool,
 }
 
 impl Fixed {
@@ -148,6 +150,7 @@ impl Fixed {
                 AttentionKernel::Flash
             }),
             schedule: spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB),
+            grad_reduce_in_fp32: spec.grad_reduce_in_fp32.unwrap_or(true),
         }
     }
 }
@@ -292,6 +295,7 @@ pub fn candidates(
                                             recompute_fraction: 1.0,
                                             precision: fixed.precision,
                                             distributed_optimizer: z >= 1,
+                                            grad_reduce_in_fp32: fixed.grad_reduce_in_fp32,
                                             zero_stage: z,
                                             schedule: fixed.schedule,
                                             tp_comm_overlap: sp

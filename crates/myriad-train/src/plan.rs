@@ -31,6 +31,8 @@ pub struct Plan {
     pub recompute_fraction: f64,
     pub precision: Precision,
     pub distributed_optimizer: bool,
+    /// Gradient buffers and DP reduction in fp32 (else in the 2-byte parameter precision).
+    pub grad_reduce_in_fp32: bool,
     pub zero_stage: u8,
     pub schedule: PipelineSchedule,
     /// Tensor-parallel communication overlapped with GEMMs (Transformer Engine userbuffers).
@@ -394,6 +396,7 @@ pub fn resolve(
             recompute_fraction,
             precision,
             distributed_optimizer,
+            grad_reduce_in_fp32: spec.grad_reduce_in_fp32.unwrap_or(true),
             zero_stage,
             schedule,
             tp_comm_overlap,

@@ -149,6 +149,8 @@ struct Ctx<'a> {
     /// Compute-time multiplier: how much slower than the median chip the job's slowest
     /// chip runs ([`straggler_pace`]); 1 outside a synchronous job.
     pace: f64,
+    /// Bytes per element of the gradient buffer the weight-gradient GEMMs accumulate into.
+    grad_bytes: f64,
 }
 
 impl<'a> Ctx<'a> {
@@ -169,6 +171,15 @@ impl<'a> Ctx<'a> {
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             fp8,
             pace: 1.0,
+            grad_bytes: 4.0,
+        }
+    }
+
+    /// The same context accumulating weight gradients into `bytes`-byte elements.
+    fn grads(self, bytes: f64) -> Self {
+        Ctx {
+            grad_bytes: bytes,
+            ..self
         }
     }
 
@@ -231,10 +242,11 @@ impl<'a> Ctx<'a> {
                     }
                     // dgrad: [m,n]x[n,k]; wgrad: [k,m]x[m,n]
                     let dg = self.gemm(m, k, n, count);
-                    // The weight gradient accumulates into the fp32 main-grad buffer across
+                    // The weight gradient accumulates into the main-grad buffer across
                     // micro-batches (Megatron gradient-accumulation fusion): the GEMM's
-                    // epilogue reads and writes 8 bytes per weight element.
-                    let wg = self.gemm(k, n, m, count) + 8.0 * k * n * count / self.hbm_bps;
+                    // epilogue reads and writes one gradient element per weight element.
+                    let wg = self.gemm(k, n, m, count)
+                        + 2.0 * self.grad_bytes * k * n * count / self.hbm_bps;
                     b += dg + wg;
                     w += wg;
                 }
@@ -410,7 +422,11 @@ pub fn estimate_with(
     let bf16_peak = peak_tflops(acc, Precision::Bf16) * 1e12;
     // The step runs at the pace of the job's slowest chip.
     let pace = straggler_pace(acc, plan.accelerators);
-    let ctx = Ctx::new(acc, plan.precision, timer).paced(pace);
+    // Gradient buffers: fp32 main grads, or the 2-byte parameter precision.
+    let grad_bytes = if plan.grad_reduce_in_fp32 { 4.0 } else { 2.0 };
+    let ctx = Ctx::new(acc, plan.precision, timer)
+        .paced(pace)
+        .grads(grad_bytes);
     let shard = plan.shard();
     let h = model.hidden as f64;
     let tokens_mb = plan.micro_batch as f64 * model.seq_len as f64 / plan.cp as f64;
@@ -528,7 +544,9 @@ pub fn estimate_with(
     model.head_ops(&shard, &mut ops);
     // The output layer is a plain parallel linear in Megatron, outside Transformer
     // Engine's fp8 autocast: it runs in bf16 even in fp8 training.
-    let bf16_ctx = Ctx::new(acc, Precision::Bf16, timer).paced(pace);
+    let bf16_ctx = Ctx::new(acc, Precision::Bf16, timer)
+        .paced(pace)
+        .grads(grad_bytes);
     let (head_f, head_b, head_w, _) = bf16_ctx.times(&ops);
     ops.clear();
     model.embedding_ops(&shard, &mut ops);
@@ -649,9 +667,8 @@ pub fn estimate_with(
         plan.stride(Dim::Dp),
         plan.accelerators,
     );
-    let grad_bytes = 4.0; // fp32 gradient buffers (Megatron main_grad)
-                          // The gradient reduce-scatter overlaps the last backward passes, while the pipeline
-                          // still sends activation gradients between stages over the same NICs.
+    // The gradient reduce-scatter overlaps the last backward passes, while the pipeline
+    // still sends activation gradients between stages over the same NICs.
     let pp_background = [Concurrent {
         op: CollOp::SendRecv,
         bytes: act_bytes,

@@ -201,3 +201,22 @@ fn the_free_choice_recomputes_no_more_than_needed() {
     let f = myriad_train::train(s2.training.as_ref().unwrap(), &m2, &c2, 1024).unwrap();
     assert!(t.estimate.step_time_s <= f.estimate.step_time_s + 1e-12);
 }
+
+#[test]
+fn two_byte_gradients_halve_gradient_memory_and_data_parallel_bytes() {
+    let base = "tp: 8, pp: 8, dp: 16, global_batch: 1536, micro_batch: 1, vpp: 3, recompute: full, distributed_optimizer: true";
+    let run = |extra: &str| {
+        let (s, c, m) = setup(&format!("{{{base}{extra}}}"));
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024)
+            .unwrap()
+            .estimate
+    };
+    let fp32 = run("");
+    let bf16 = run(", grad_reduce_in_fp32: false");
+    assert!((bf16.memory.gradients_gib / fp32.memory.gradients_gib - 0.5).abs() < 1e-9);
+    assert_eq!(bf16.memory.weights_gib, fp32.memory.weights_gib);
+    assert!(bf16.breakdown.dp_comm_s <= fp32.breakdown.dp_comm_s);
+    // The weight-gradient epilogue moves half the bytes: backward is faster, forward equal.
+    assert!(bf16.breakdown.backward_s < fp32.breakdown.backward_s);
+    assert_eq!(bf16.breakdown.forward_s, fp32.breakdown.forward_s);
+}
