@@ -396,8 +396,8 @@ impl Sim<'_> {
             };
             let q = self.reqs[r as usize];
             let need = match role {
-                Role::Prefill => q.input as f64,
-                _ => (q.input + q.output) as f64,
+                Role::Prefill => spec.model.kv_need(q.input as f64),
+                _ => spec.model.kv_need((q.input + q.output) as f64),
             };
             let active = inst.running as usize + inst.prefill.len();
             if need > cap {
@@ -504,7 +504,7 @@ impl Sim<'_> {
                         let ctx = (q.input + q.output) as f64;
                         inst.ctx -= ctx;
                         // Tokens emitted beyond the request's output (speculative rounding).
-                        self.kv_change(i, -ctx);
+                        self.kv_change(i, -spec.model.kv_need(ctx));
                         self.complete(r, t);
                     }
                     _ => break,
@@ -523,7 +523,7 @@ impl Sim<'_> {
             self.out_tokens += 1.0;
             match role {
                 Role::Prefill => {
-                    self.kv_change(i, -(q.input as f64));
+                    self.kv_change(i, -spec.model.kv_need(q.input as f64));
                     if q.output <= 1 {
                         self.reqs[r as usize].first = t;
                         self.complete(r, t);
@@ -539,7 +539,7 @@ impl Sim<'_> {
                 _ => {
                     self.reqs[r as usize].first = t;
                     if q.output <= 1 {
-                        self.kv_change(i, -((q.input + q.output) as f64));
+                        self.kv_change(i, -spec.model.kv_need((q.input + q.output) as f64));
                         self.complete(r, t);
                     } else {
                         let inst = &mut self.insts[i];
