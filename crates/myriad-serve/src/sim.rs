@@ -438,6 +438,12 @@ impl Sim<'_> {
         };
         let mut done_front = 0usize;
         let mut all_done = true;
+        // Whole prompts (no chunking) are packed rank by rank: each attention-DP rank has
+        // its own share of the token budget, less its own decode tokens.
+        let ranks = spec.model.par.attention_dp.max(1);
+        let rank_full = (per_rank_budget - dec * (1.0 + draft) / ranks as f64).max(0.0);
+        let mut rank = 0u32;
+        let mut room = rank_full;
         for k in 0..inst.prefill.len() {
             if budget <= 0.0 {
                 break;
@@ -449,7 +455,12 @@ impl Sim<'_> {
                 // With attention data parallelism each rank schedules its own share of the
                 // budget: one prompt gets at most one rank's share per iteration.
                 rem.min(budget).min(per_rank_budget)
-            } else if rem <= budget || b.prefill_tokens == 0.0 {
+            } else if b.prefill_tokens == 0.0 || rem <= room {
+                room -= rem;
+                rem
+            } else if rank + 1 < ranks && rem <= rank_full {
+                rank += 1;
+                room = rank_full - rem;
                 rem
             } else {
                 break;

@@ -848,6 +848,15 @@ fn predict_inner(
         ));
     }
     let static_batch = scenario.contains("static") || scenario.contains("batch 1");
+    // trtllm-bench runs without chunked prefill unless asked (`enable_chunked_prefill`
+    // defaults to False in `bench/benchmark/utils/general.py`, `get_settings`).
+    let bench_unchunked = fw.id == "tensorrt-llm"
+        && text(sv, "framework")
+            .to_ascii_lowercase()
+            .contains("trtllm-bench");
+    if bench_unchunked && !static_batch {
+        notes.push("chunked prefill: off (trtllm-bench default)".into());
+    }
     let stated_batch = uint(sv, "max_batch_per_instance").or_else(|| uint(sv, "max_batch"));
     let conc = uint(sv, "concurrency");
     let (max_batch, max_tokens) = if static_batch {
@@ -871,10 +880,17 @@ fn predict_inner(
         let mt = match uint(sv, "max_num_tokens") {
             Some(x) => x * dp,
             None if is_trt => {
+                // Without chunked prefill trtllm-bench raises the budget to hold the
+                // longest prompt next to a full batch of decodes (`get_settings`).
+                let t = if bench_unchunked {
+                    ht.max(isl.round() as u32 + hb)
+                } else {
+                    ht
+                };
                 notes.push(format!(
-                    "max_num_tokens: {ht} per rank (trtllm-bench heuristic)"
+                    "max_num_tokens: {t} per rank (trtllm-bench heuristic)"
                 ));
-                ht * dp
+                t * dp
             }
             None => fw.max_num_tokens,
         };
@@ -886,7 +902,7 @@ fn predict_inner(
         instances,
         max_batch,
         max_tokens,
-        chunked_prefill: !static_batch && fw.chunked_prefill,
+        chunked_prefill: !static_batch && fw.chunked_prefill && !bench_unchunked,
         kv_tokens,
     };
     notes.push(format!(
