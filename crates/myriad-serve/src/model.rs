@@ -176,6 +176,9 @@ pub struct InstanceModel {
     /// The KV cache holds only the window of windowed layers (`kv_need` shrinks); false
     /// where the framework keeps (and reserves) the whole sequence for every layer.
     pub window_bounds_kv: bool,
+    /// Decode batch sizes (per attention rank) with a captured CUDA graph, ascending, when
+    /// the framework pads a decode-only batch up to the next one (empty: no padding).
+    pub graph_batch_sizes: Vec<u32>,
     hbm_bps: f64,
     attn_params: f64,
     attn_gemms: f64,
@@ -294,6 +297,7 @@ impl InstanceModel {
             decode_kv_reads: 1.0,
             window: None,
             window_bounds_kv: false,
+            graph_batch_sizes: Vec::new(),
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             attn_params: model.attention_params(),
             attn_gemms,
@@ -340,6 +344,31 @@ impl InstanceModel {
         match self.window {
             Some((w, f)) if self.window_bounds_kv => tokens * (1.0 - f) + tokens.min(w) * f,
             _ => tokens,
+        }
+    }
+
+    /// Decode-only iterations run a captured CUDA graph padded up to the next of `sizes`
+    /// (per attention rank): the padding rows cost GEMM work but hold no context.
+    pub fn with_graph_padding(mut self, mut sizes: Vec<u32>) -> Self {
+        sizes.retain(|&s| s > 0);
+        sizes.sort_unstable();
+        sizes.dedup();
+        self.graph_batch_sizes = sizes;
+        self
+    }
+
+    /// The decode batch a decode-only iteration of `seqs` sequences computes: per rank,
+    /// the next captured graph size, or `seqs` when none is larger (eager, unpadded).
+    pub fn padded_decode_seqs(&self, seqs: f64) -> f64 {
+        let dp = self.par.attention_dp.max(1) as f64;
+        let per_rank = (seqs / dp).ceil();
+        match self
+            .graph_batch_sizes
+            .iter()
+            .find(|&&s| s as f64 >= per_rank)
+        {
+            Some(&s) => (s as f64 * dp).max(seqs),
+            None => seqs,
         }
     }
 
@@ -439,6 +468,20 @@ impl InstanceModel {
     /// half streams the weights again, and the step takes `2 · max(compute, comm)` of one
     /// half.
     pub fn iteration(&self, b: &Batch) -> IterTime {
+        if b.prefill_tokens <= 0.0 && b.decode_seqs > 0.0 && !self.graph_batch_sizes.is_empty() {
+            let padded = self.padded_decode_seqs(b.decode_seqs);
+            if padded > b.decode_seqs {
+                // Padding rows: GEMM rows without context (decode_ctx unchanged).
+                return self.iteration_unpadded(&Batch {
+                    decode_seqs: padded,
+                    ..*b
+                });
+            }
+        }
+        self.iteration_unpadded(b)
+    }
+
+    fn iteration_unpadded(&self, b: &Batch) -> IterTime {
         let tokens = b.decode_seqs + b.prefill_tokens;
         if !self.overlap_comm || tokens < 2.0 {
             return self.iteration_sequential(b);

@@ -393,13 +393,41 @@ pub fn sliding_window(t: &Transformer) -> Option<(u32, u32)> {
         .then_some((128, t.layers.div_ceil(2)))
 }
 
-/// Published checkpoints whose quantisation config names an FP8 KV cache
-/// (`hf_quant_config.json`: `kv_cache_quant_algo: FP8`), which TensorRT-LLM's `auto` KV
-/// dtype follows; (lower-case repository id, where that was read).
-pub const CHECKPOINT_KV_FP8: &[(&str, &str)] = &[(
-    "nvidia/llama-3.3-70b-instruct-fp4",
-    "hf_quant_config.json {quant_algo NVFP4, kv_cache_quant_algo FP8, group_size 16}, as checked against the downloaded snapshot by a public deployment script (search index file 63143559752)",
-)];
+/// Published checkpoints that run with an FP8 KV cache in TensorRT-LLM when the row
+/// states no KV precision: their quantisation config names one (`hf_quant_config.json`
+/// `kv_cache_quant_algo: FP8`, which the `auto` KV dtype follows), or trtllm-bench's
+/// documented mapping gives them one. (lower-case repository id, where that was read)
+pub const CHECKPOINT_KV_FP8: &[(&str, &str)] = &[
+    (
+        "nvidia/llama-3.3-70b-instruct-fp4",
+        "hf_quant_config.json {quant_algo NVFP4, kv_cache_quant_algo FP8, group_size 16}, as checked against the downloaded snapshot by a public deployment script (search index file 63143559752)",
+    ),
+    (
+        "nvidia/llama-3.1-8b-instruct-fp8",
+        "TensorRT-LLM docs, performance/perf-benchmarking.md, 'Quantization in the PyTorch Flow': this checkpoint (named there) has kv_cache_quant_algo null and trtllm-bench maps FP8|null to an FP8 KV cache. Consistent with physics: a 16-bit cache cannot reach the published H200 figures - at 2048/2048 the 247 requests it holds (0.95 of 140 GiB less 9.6 GB of weights, 128 KiB per token) read 99.5 GB of KV per step, 20.7 ms at the full 4.8 TB/s, at most 11,900 tokens/s against 12,194 measured; at 20000/2000 at most 1,742 against 1,804",
+    ),
+    (
+        "nvidia/llama-3.1-405b-instruct-fp8",
+        "TensorRT-LLM docs, performance/perf-benchmarking.md, 'Quantization in the PyTorch Flow': this checkpoint (named there) has kv_cache_quant_algo null and trtllm-bench maps FP8|null to an FP8 KV cache",
+    ),
+];
+
+/// TensorRT-LLM's CUDA-graph batch sizes for `max_batch` with padding enabled
+/// (`CudaGraphConfig._generate_cuda_graph_batch_sizes`, llmapi/llm_args.py): 1, 2, 4, the
+/// multiples of 8 to 128, the powers of two from 256 below `max_batch`, and `max_batch`.
+pub fn trtllm_graph_batch_sizes(max_batch: u32) -> Vec<u32> {
+    let mut v: Vec<u32> = [1, 2, 4]
+        .into_iter()
+        .chain((1..=16).map(|i| i * 8))
+        .collect();
+    let top = (max_batch.max(1) as f64).log2().floor() as u32;
+    v.extend((8..top).map(|i| 1u32 << i));
+    v.retain(|&x| x <= max_batch);
+    if v.last() != Some(&max_batch) {
+        v.push(max_batch);
+    }
+    v
+}
 
 struct Built {
     model: InstanceModel,
@@ -529,6 +557,7 @@ const KNOWN_SERVING: &[&str] = &[
     "ttft_slo_s",
     "itl_slo_ms",
     "checkpoint",
+    "cuda_graph_batch_sizes",
 ];
 
 /// Predicts one row. `warnings` collects keys that were not understood.
@@ -897,8 +926,32 @@ fn predict_inner(
         let mb = conc.map(|c| mb.min(c.div_ceil(instances))).unwrap_or(mb);
         (mb, mt)
     };
+    // Decode-only iterations replay CUDA graphs padded to the next captured batch size:
+    // the row's list, else (trtllm-bench, which always sets `enable_padding`) TensorRT-LLM's
+    // generated list for the per-rank max batch.
+    let graph_sizes: Vec<u32> = match sv.get("cuda_graph_batch_sizes").and_then(Value::as_array) {
+        Some(a) => a
+            .iter()
+            .filter_map(Value::as_u64)
+            .map(|x| x as u32)
+            .collect(),
+        None if bench_unchunked && !static_batch => {
+            trtllm_graph_batch_sizes((max_batch / dp).max(1))
+        }
+        None => Vec::new(),
+    };
+    if let (Some(&hi), false) = (graph_sizes.last(), static_batch) {
+        notes.push(format!(
+            "CUDA graphs: decode-only batches padded to the next captured size (up to {hi} per rank)"
+        ));
+    }
+    let model = if static_batch {
+        b.model
+    } else {
+        b.model.with_graph_padding(graph_sizes)
+    };
     let role = RoleSpec {
-        model: b.model,
+        model,
         instances,
         max_batch,
         max_tokens,

@@ -378,9 +378,9 @@ fn validation_mae_ratchet() {
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.175, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.15, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.11,
+        s.median_abs_error < 0.09,
         "median {:.3}",
         s.median_abs_error
     );
@@ -671,4 +671,52 @@ fn trtllm_bench_without_chunking_fits_the_longest_prompt() {
     assert_eq!(budget(&b.notes), 2048);
     assert!(a.notes.iter().any(|n| n.contains("chunked prefill: off")));
     assert!(!b.notes.iter().any(|n| n.contains("chunked prefill: off")));
+}
+
+#[test]
+fn cuda_graph_sizes_follow_tensorrt_llm() {
+    use myriad_serve::validate::trtllm_graph_batch_sizes as sizes;
+    let small: Vec<u32> = [1, 2, 4]
+        .into_iter()
+        .chain((1..=16).map(|i| i * 8))
+        .collect();
+    let with = |tail: &[u32]| -> Vec<u32> { small.iter().chain(tail).copied().collect() };
+    // Powers of two from 256 while below 2^floor(log2 max): 768 gets 256 only, then 768.
+    assert_eq!(sizes(768), with(&[256, 768]));
+    assert_eq!(sizes(1024), with(&[256, 512, 1024]));
+    assert_eq!(sizes(128), small);
+    assert_eq!(
+        sizes(100),
+        [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 100]
+    );
+}
+
+#[test]
+fn graph_padding_costs_gemm_rows_not_context() {
+    let m = instance("h200", "llama3-8b", 1, Precision::Fp8, Precision::Fp8, 0.0);
+    let p = m.clone().with_graph_padding(vec![1, 2, 4, 256, 512, 1024]);
+    // 600 sequences pad to 1024; 1024 and batches beyond the largest graph stay as is.
+    assert_eq!(p.padded_decode_seqs(600.0), 1024.0);
+    assert_eq!(p.padded_decode_seqs(1024.0), 1024.0);
+    assert_eq!(p.padded_decode_seqs(3000.0), 3000.0);
+    assert_eq!(m.padded_decode_seqs(600.0), 600.0);
+    let it = |m: &InstanceModel, seqs: f64, prefill: f64| {
+        m.iteration(&Batch {
+            decode_seqs: seqs,
+            decode_ctx: seqs * 1000.0,
+            prefill_tokens: prefill,
+            prefill_pairs: prefill * (prefill + 1.0) / 2.0,
+            prefill_done: if prefill > 0.0 { 1.0 } else { 0.0 },
+            prefill_seqs: if prefill > 0.0 { 1.0 } else { 0.0 },
+        })
+    };
+    // A padded decode step costs what 1024 rows of GEMM cost, with 600 sequences' KV.
+    let (a, b) = (it(&p, 600.0, 0.0), it(&m, 600.0, 0.0));
+    let full = it(&m, 1024.0, 0.0);
+    assert!(a.gemm_s > b.gemm_s);
+    assert!((a.gemm_s - full.gemm_s).abs() < 1e-12);
+    assert!((a.attention_s - b.attention_s).abs() < 1e-12);
+    // Mixed iterations run eagerly: no padding.
+    let (c, d) = (it(&p, 600.0, 512.0), it(&m, 600.0, 512.0));
+    assert!((c.total_s - d.total_s).abs() < 1e-12);
 }
