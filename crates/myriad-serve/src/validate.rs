@@ -460,7 +460,9 @@ fn build(
     )?
     .with_decode_kernel(fw.gqa_decode_kernel);
     let m = match sliding_window(t) {
-        Some((w, layers)) if fw.sliding_window => m.with_sliding_window(w, layers, true),
+        Some((w, layers)) if fw.sliding_window_attention => {
+            m.with_sliding_window(w, layers, fw.sliding_window_kv)
+        }
         _ => m,
     };
     Ok(Built {

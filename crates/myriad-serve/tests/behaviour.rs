@@ -720,3 +720,15 @@ fn graph_padding_costs_gemm_rows_not_context() {
     let (c, d) = (it(&p, 600.0, 512.0), it(&m, 600.0, 512.0));
     assert!((c.total_s - d.total_s).abs() < 1e-12);
 }
+
+#[test]
+fn framework_named_by_its_developers_blog() {
+    // LMSYS Org develops SGLang: a row sourced from its blog is an SGLang run.
+    let f = myriad_serve::framework("LMSYS blog 2025-05-05 'Deploying DeepSeek ...'");
+    assert_eq!(f.id, "sglang");
+    assert_eq!(myriad_serve::framework("vLLM 0.11").id, "vllm");
+    assert_eq!(
+        myriad_serve::framework("TensorRT-LLM v1.0").id,
+        "tensorrt-llm"
+    );
+}
