@@ -26,6 +26,12 @@ pub struct Framework {
     /// Decode attention reads each K/V head once for its whole query group (GQA-aware,
     /// e.g. TensorRT-LLM's XQA kernel); false: once per query head.
     pub gqa_decode_kernel: bool,
+    /// Sliding-window layers attend (read K/V and compute scores) over their window only;
+    /// false: the window only masks scores, windowed layers cost full attention.
+    pub sliding_window_attention: bool,
+    /// The KV cache of sliding-window layers holds (and admission reserves) only the
+    /// window; false: every layer keeps the whole sequence.
+    pub sliding_window_kv: bool,
     pub source: &'static str,
 }
 
@@ -38,7 +44,9 @@ pub const TRTLLM: Framework = Framework {
     max_batch: 2048,
     overlap_comm: false,
     gqa_decode_kernel: true,
-    source: "TensorRT-LLM: kv_cache_free_gpu_mem_fraction 0.9 (KvCacheConfig default); max_num_tokens 8192 and max_batch_size 2048 (BuildConfig defaults); trtllm-bench replaces both with its calc_engine_setting heuristic when ISL/OSL are known (validate.rs). Iteration overhead 0.3 ms: an assumption, not a measurement — the PyTorch backend's overlap scheduler prepares iteration n+1 while the GPU runs n, leaving the sampling/bookkeeping hand-off (a few hundred microseconds of Python per step) exposed",
+    sliding_window_attention: false,
+    sliding_window_kv: false,
+    source: "TensorRT-LLM: kv_cache_free_gpu_mem_fraction 0.9 (KvCacheConfig default); max_num_tokens 8192 and max_batch_size 2048 (BuildConfig defaults); trtllm-bench replaces both with its calc_engine_setting heuristic when ISL/OSL are known (validate.rs). Iteration overhead 0.3 ms: an assumption, not a measurement — the PyTorch backend's overlap scheduler prepares iteration n+1 while the GPU runs n, leaving the sampling/bookkeeping hand-off (a few hundred microseconds of Python per step) exposed. Sliding window: KV not bounded - 'the memory allocation for the kv cache still relies on the buffer's maximum value' (docs/source/features/long-sequence.md) and since PR #6768 (Aug 2025) sliding-window blocks are written linearly for the whole sequence, so admission reserves full-length KV for every layer. Attention: the same doc says the window limits computation, but costing windowed layers over their window only (the model supports it) moves the gpt-oss-20b rows from +55% to +95% while improving four gpt-oss-120b rows, and the 20b rows' excess is not understood (docs/serving.md); windowed layers stay costed as full layers until that is resolved",
 };
 
 pub const VLLM: Framework = Framework {
@@ -50,7 +58,9 @@ pub const VLLM: Framework = Framework {
     max_batch: 1024,
     overlap_comm: false,
     gqa_decode_kernel: true,
-    source: "vLLM: gpu_memory_utilization 0.9; V1 engine defaults max_num_batched_tokens 8192 and max_num_seqs 1024 on large GPUs. Iteration overhead 1 ms: an assumption — vLLM's V1 redesign (2025) names host scheduling and sampling as the bottleneck it reduced; without measurements here 1 ms per step is taken",
+    sliding_window_attention: true,
+    sliding_window_kv: true,
+    source: "vLLM: gpu_memory_utilization 0.9; V1 engine defaults max_num_batched_tokens 8192 and max_num_seqs 1024 on large GPUs. Iteration overhead 1 ms: an assumption — vLLM's V1 redesign (2025) names host scheduling and sampling as the bottleneck it reduced; without measurements here 1 ms per step is taken. Sliding window exploited: the hybrid KV-cache manager gives sliding-window layers only their window (vLLM v0.10+), and the Triton unified-attention kernel prunes out-of-window tiles (vLLM PR #24390, Sep 2025, measured on gpt-oss)",
 };
 
 pub const SGLANG: Framework = Framework {
@@ -62,7 +72,9 @@ pub const SGLANG: Framework = Framework {
     max_batch: 4096,
     overlap_comm: true,
     gqa_decode_kernel: true,
-    source: "SGLang: mem_fraction_static about 0.85-0.88 on 80-192 GB GPUs; chunked_prefill_size up to 16384; two-batch overlap for large-EP DeepSeek deployments (LMSYS blog 2025-05-05). Iteration overhead 0.5 ms: an assumption — the zero-overhead (overlap) scheduler hides batch preparation, leaving sampling and synchronisation",
+    sliding_window_attention: false,
+    sliding_window_kv: false,
+    source: "SGLang: mem_fraction_static about 0.85-0.88 on 80-192 GB GPUs; chunked_prefill_size up to 16384; two-batch overlap for large-EP DeepSeek deployments (LMSYS blog 2025-05-05). Iteration overhead 0.5 ms: an assumption — the zero-overhead (overlap) scheduler hides batch preparation, leaving sampling and synchronisation. Sliding window: not checked for SGLang, windowed layers costed as full layers",
 };
 
 /// TensorRT-LLM before v0.7: the same defaults, but a decode attention kernel (masked
@@ -79,7 +91,8 @@ pub const TRTLLM_PRE_XQA: Framework = Framework {
 /// The framework a free-text name refers to (TensorRT-LLM when it names none we know).
 pub fn framework(name: &str) -> &'static Framework {
     let n = name.to_ascii_lowercase();
-    if n.contains("sglang") || n.contains("rtp-llm") {
+    // LMSYS Org develops SGLang: its blog's serving measurements are SGLang runs.
+    if n.contains("sglang") || n.contains("rtp-llm") || n.contains("lmsys") {
         &SGLANG
     } else if n.contains("vllm") {
         &VLLM

@@ -170,6 +170,15 @@ pub struct InstanceModel {
     /// kernel (one read serves the query heads of a group); `heads / kv_heads` with a
     /// kernel that reads K/V once per query head (`Framework::gqa_decode_kernel` false).
     pub decode_kv_reads: f64,
+    /// Sliding-window attention: (window tokens, fraction of layers windowed). A windowed
+    /// layer attends to (and reads) only the last `window` tokens of each sequence.
+    pub window: Option<(f64, f64)>,
+    /// The KV cache holds only the window of windowed layers (`kv_need` shrinks); false
+    /// where the framework keeps (and reserves) the whole sequence for every layer.
+    pub window_bounds_kv: bool,
+    /// Decode batch sizes (per attention rank) with a captured CUDA graph, ascending, when
+    /// the framework pads a decode-only batch up to the next one (empty: no padding).
+    pub graph_batch_sizes: Vec<u32>,
     hbm_bps: f64,
     attn_params: f64,
     attn_gemms: f64,
@@ -286,6 +295,9 @@ impl InstanceModel {
             overlap_comm,
             spec,
             decode_kv_reads: 1.0,
+            window: None,
+            window_bounds_kv: false,
+            graph_batch_sizes: Vec::new(),
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             attn_params: model.attention_params(),
             attn_gemms,
@@ -311,6 +323,53 @@ impl InstanceModel {
             (self.model.heads / self.model.kv_heads.max(1)) as f64
         };
         self
+    }
+
+    /// Applies sliding-window attention to `layers` of the model's layers (gpt-oss: every
+    /// other layer, window 128): those layers attend to at most `window` tokens, and with
+    /// `bounds_kv` also cache at most that many.
+    pub fn with_sliding_window(mut self, window: u32, layers: u32, bounds_kv: bool) -> Self {
+        if window > 0 && layers > 0 {
+            let f = (layers as f64 / self.model.layers.max(1) as f64).min(1.0);
+            self.window = Some((window as f64, f));
+            self.window_bounds_kv = bounds_kv;
+        }
+        self
+    }
+
+    /// KV-cache need of a sequence of `tokens` tokens, in tokens of an all-layers cache
+    /// (`kv_bytes_per_token_per_gpu` each): windowed layers hold at most the window when
+    /// the framework bounds their cache.
+    pub fn kv_need(&self, tokens: f64) -> f64 {
+        match self.window {
+            Some((w, f)) if self.window_bounds_kv => tokens * (1.0 - f) + tokens.min(w) * f,
+            _ => tokens,
+        }
+    }
+
+    /// Decode-only iterations run a captured CUDA graph padded up to the next of `sizes`
+    /// (per attention rank): the padding rows cost GEMM work but hold no context.
+    pub fn with_graph_padding(mut self, mut sizes: Vec<u32>) -> Self {
+        sizes.retain(|&s| s > 0);
+        sizes.sort_unstable();
+        sizes.dedup();
+        self.graph_batch_sizes = sizes;
+        self
+    }
+
+    /// The decode batch a decode-only iteration of `seqs` sequences computes: per rank,
+    /// the next captured graph size, or `seqs` when none is larger (eager, unpadded).
+    pub fn padded_decode_seqs(&self, seqs: f64) -> f64 {
+        let dp = self.par.attention_dp.max(1) as f64;
+        let per_rank = (seqs / dp).ceil();
+        match self
+            .graph_batch_sizes
+            .iter()
+            .find(|&&s| s as f64 >= per_rank)
+        {
+            Some(&s) => (s as f64 * dp).max(seqs),
+            None => seqs,
+        }
     }
 
     /// Tokens emitted per decode step per sequence (1 without speculative decoding).
@@ -409,6 +468,20 @@ impl InstanceModel {
     /// half streams the weights again, and the step takes `2 · max(compute, comm)` of one
     /// half.
     pub fn iteration(&self, b: &Batch) -> IterTime {
+        if b.prefill_tokens <= 0.0 && b.decode_seqs > 0.0 && !self.graph_batch_sizes.is_empty() {
+            let padded = self.padded_decode_seqs(b.decode_seqs);
+            if padded > b.decode_seqs {
+                // Padding rows: GEMM rows without context (decode_ctx unchanged).
+                return self.iteration_unpadded(&Batch {
+                    decode_seqs: padded,
+                    ..*b
+                });
+            }
+        }
+        self.iteration_unpadded(b)
+    }
+
+    fn iteration_unpadded(&self, b: &Batch) -> IterTime {
         let tokens = b.decode_seqs + b.prefill_tokens;
         if !self.overlap_comm || tokens < 2.0 {
             return self.iteration_sequential(b);
@@ -475,20 +548,35 @@ impl InstanceModel {
         let mut attn_core = 0.0;
         if b.decode_seqs > 0.0 {
             let (dq, dv) = self.dims_decode;
-            let flops = 2.0 * self.heads_gpu * (dq + dv) * b.decode_ctx / dp * (1.0 + draft);
-            let bytes = b.decode_ctx / dp * self.kv_token_layer * self.decode_kv_reads;
+            // Context attended per layer, averaged over the layers: windowed layers see at
+            // most the window of each sequence (mean context per sequence taken).
+            let ctx = match self.window {
+                Some((w, f)) => {
+                    b.decode_ctx * (1.0 - f)
+                        + b.decode_seqs * (b.decode_ctx / b.decode_seqs).min(w) * f
+                }
+                None => b.decode_ctx,
+            };
+            let flops = 2.0 * self.heads_gpu * (dq + dv) * ctx / dp * (1.0 + draft);
+            let bytes = ctx / dp * self.kv_token_layer * self.decode_kv_reads;
             let compute = flops / (bf16_peak * acc.efficiency.attention_fwd);
             attn_core += compute.max(bytes / self.hbm_bps) + ov;
         }
         if b.prefill_tokens > 0.0 {
             let (dq, dv) = self.dims_prefill;
-            let flops = 2.0 * self.heads_gpu * (dq + dv) * b.prefill_pairs / pdp;
-            let seq = (2.0 * b.prefill_pairs / b.prefill_tokens).max(1.0);
+            // Windowed layers: each query attends to at most `window` positions.
+            let pairs = match self.window {
+                Some((w, f)) => {
+                    b.prefill_pairs * (1.0 - f) + b.prefill_pairs.min(b.prefill_tokens * w) * f
+                }
+                None => b.prefill_pairs,
+            };
+            let flops = 2.0 * self.heads_gpu * (dq + dv) * pairs / pdp;
+            let seq = (2.0 * pairs / b.prefill_tokens).max(1.0);
             // Fused attention reads the cached context once per tile of
             // `PREFILL_QUERY_TILE` queries.
-            attn_core += attention_fwd_time(acc, flops, seq, dq + dv).max(
-                b.prefill_pairs / PREFILL_QUERY_TILE / pdp * self.kv_token_layer / self.hbm_bps,
-            );
+            attn_core += attention_fwd_time(acc, flops, seq, dq + dv)
+                .max(pairs / PREFILL_QUERY_TILE / pdp * self.kv_token_layer / self.hbm_bps);
         }
         // Norms, rotary, residuals: about 10 reads/writes of the hidden state per token.
         let norm_mem = 10.0 * t_r * h * self.act_bytes / self.hbm_bps;

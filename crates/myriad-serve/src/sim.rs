@@ -396,8 +396,8 @@ impl Sim<'_> {
             };
             let q = self.reqs[r as usize];
             let need = match role {
-                Role::Prefill => q.input as f64,
-                _ => (q.input + q.output) as f64,
+                Role::Prefill => spec.model.kv_need(q.input as f64),
+                _ => spec.model.kv_need((q.input + q.output) as f64),
             };
             let active = inst.running as usize + inst.prefill.len();
             if need > cap {
@@ -438,6 +438,12 @@ impl Sim<'_> {
         };
         let mut done_front = 0usize;
         let mut all_done = true;
+        // Whole prompts (no chunking) are packed rank by rank: each attention-DP rank has
+        // its own share of the token budget, less its own decode tokens.
+        let ranks = spec.model.par.attention_dp.max(1);
+        let rank_full = (per_rank_budget - dec * (1.0 + draft) / ranks as f64).max(0.0);
+        let mut rank = 0u32;
+        let mut room = rank_full;
         for k in 0..inst.prefill.len() {
             if budget <= 0.0 {
                 break;
@@ -449,7 +455,12 @@ impl Sim<'_> {
                 // With attention data parallelism each rank schedules its own share of the
                 // budget: one prompt gets at most one rank's share per iteration.
                 rem.min(budget).min(per_rank_budget)
-            } else if rem <= budget || b.prefill_tokens == 0.0 {
+            } else if b.prefill_tokens == 0.0 || rem <= room {
+                room -= rem;
+                rem
+            } else if rank + 1 < ranks && rem <= rank_full {
+                rank += 1;
+                room = rank_full - rem;
                 rem
             } else {
                 break;
@@ -504,7 +515,7 @@ impl Sim<'_> {
                         let ctx = (q.input + q.output) as f64;
                         inst.ctx -= ctx;
                         // Tokens emitted beyond the request's output (speculative rounding).
-                        self.kv_change(i, -ctx);
+                        self.kv_change(i, -spec.model.kv_need(ctx));
                         self.complete(r, t);
                     }
                     _ => break,
@@ -523,7 +534,7 @@ impl Sim<'_> {
             self.out_tokens += 1.0;
             match role {
                 Role::Prefill => {
-                    self.kv_change(i, -(q.input as f64));
+                    self.kv_change(i, -spec.model.kv_need(q.input as f64));
                     if q.output <= 1 {
                         self.reqs[r as usize].first = t;
                         self.complete(r, t);
@@ -539,7 +550,7 @@ impl Sim<'_> {
                 _ => {
                     self.reqs[r as usize].first = t;
                     if q.output <= 1 {
-                        self.kv_change(i, -((q.input + q.output) as f64));
+                        self.kv_change(i, -spec.model.kv_need((q.input + q.output) as f64));
                         self.complete(r, t);
                     } else {
                         let inst = &mut self.insts[i];

@@ -256,16 +256,90 @@ pub fn trtllm_bench_settings(kv_requests: f64, isl: f64, osl: f64) -> (u32, u32)
     (bs as u32, tok as u32)
 }
 
+/// The checkpoint's quantisation format as trtllm-bench reads it (`quant_algo` of the
+/// checkpoint's quantisation config).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuantAlgo {
+    None,
+    Fp8,
+    /// NVIDIA NVFP4: two 4-bit values per stored byte, one fp8 scale per 16 values.
+    Nvfp4,
+    /// OCP MXFP4 (gpt-oss): two 4-bit values per stored byte, one e8m0 scale per 32.
+    Mxfp4,
+}
+
+impl QuantAlgo {
+    /// The format of a checkpoint whose lowest weight precision is in `prec`.
+    pub fn of(prec: Precisions, mxfp4: bool) -> Self {
+        if prec.weights == Precision::Fp4 || prec.experts == Precision::Fp4 {
+            if mxfp4 {
+                QuantAlgo::Mxfp4
+            } else {
+                QuantAlgo::Nvfp4
+            }
+        } else if prec.weights == Precision::Fp8 || prec.experts == Precision::Fp8 {
+            QuantAlgo::Fp8
+        } else {
+            QuantAlgo::None
+        }
+    }
+
+    /// trtllm-bench's `BYTES_PER_ELEM` (`bench/build/tuning.py`): NO_QUANT 2, FP8 1,
+    /// NVFP4 0.5, anything else (MXFP4 included) the default 2.
+    pub fn bench_bytes_per_elem(self) -> f64 {
+        match self {
+            QuantAlgo::Fp8 => 1.0,
+            QuantAlgo::Nvfp4 => 0.5,
+            QuantAlgo::None | QuantAlgo::Mxfp4 => 2.0,
+        }
+    }
+
+    /// Elements a safetensors header lists per 4-bit parameter: the packed byte holds two
+    /// values (0.5) plus the block scales (NVFP4 1/16, MXFP4 1/32).
+    fn stored_elems_per_fp4_param(self) -> f64 {
+        match self {
+            QuantAlgo::Mxfp4 => 0.5 + 1.0 / 32.0,
+            _ => 0.5 + 1.0 / 16.0,
+        }
+    }
+}
+
+/// The parameter count trtllm-bench reads: the sum of the element counts in the
+/// checkpoint's safetensors headers (`ModelConfig.get_param_count`,
+/// `bench/build/dataclasses.py`). 4-bit weights are stored packed two per byte, so the
+/// headers list about half as many elements as there are parameters.
+pub fn trtllm_bench_param_count(t: &Transformer, prec: Precisions, algo: QuantAlgo) -> f64 {
+    let p = t.params();
+    let moe_layers = t.moe_layers() as f64;
+    let dense_layers = t.layers as f64 - moe_layers;
+    let experts = moe_layers * p.experts_per_moe_layer;
+    // Linear weights besides the routed experts (attention, dense MLPs, shared experts);
+    // embeddings, norms and routers stay 16-bit in the published checkpoints.
+    let router = t
+        .moe
+        .as_ref()
+        .map_or(0.0, |m| t.hidden as f64 * m.experts as f64);
+    let linear = t.layers as f64 * p.attention_per_layer
+        + dense_layers * p.dense_mlp_per_layer
+        + moe_layers * (p.moe_shared_per_layer - router);
+    let fp4 = algo.stored_elems_per_fp4_param();
+    let stored = |n: f64, q: Precision| if q == Precision::Fp4 { n * fp4 } else { n };
+    p.total - experts - linear + stored(experts, prec.experts) + stored(linear, prec.weights)
+}
+
 /// The KV-cache capacity in requests as trtllm-bench's `calc_engine_setting` estimates it
 /// (not the runtime's): KV bytes per token `2 · layers · max(tp, kv_heads) · head_size ·
 /// kv bytes` with `head_size = hidden / heads` unless stated (MLA models are treated as
-/// multi-head attention, which overstates their cache), engine = parameters × weight bytes
-/// (fp8 1, NVFP4 0.5), memory = device memory × GPUs, 95% of the rest for the cache.
+/// multi-head attention, which overstates their cache), engine = header parameter count
+/// (`trtllm_bench_param_count`) × `BYTES_PER_ELEM` of the checkpoint's format, memory =
+/// device memory × GPUs, 95% of the rest for the cache.
+#[allow(clippy::too_many_arguments)]
 pub fn trtllm_bench_kv_requests(
     cat: &Catalog,
     acc_id: &str,
     t: &Transformer,
     prec: Precisions,
+    algo: QuantAlgo,
     tp: u32,
     isl: f64,
     osl: f64,
@@ -274,18 +348,14 @@ pub fn trtllm_bench_kv_requests(
         return 0.0;
     };
     let gib = 1024.0 * 1024.0 * 1024.0;
-    let b = |p: Precision| -> f64 {
-        match p {
-            Precision::Fp4 => 0.5,
-            Precision::Fp8 => 1.0,
-            _ => 2.0,
-        }
+    let kv_bytes = match prec.kv {
+        Precision::Fp8 => 1.0,
+        Precision::Fp4 => 0.5,
+        _ => 2.0,
     };
-    // The quantisation algorithm of the checkpoint: its lowest weight precision.
-    let w = b(prec.weights).min(b(prec.experts));
     let head = t.head_dim.unwrap_or(t.hidden / t.heads.max(1)) as f64;
-    let per_token = 2.0 * t.layers as f64 * (tp.max(t.kv_heads)) as f64 * head * b(prec.kv);
-    let engine = t.params().total * w;
+    let per_token = 2.0 * t.layers as f64 * (tp.max(t.kv_heads)) as f64 * head * kv_bytes;
+    let engine = trtllm_bench_param_count(t, prec, algo) * algo.bench_bytes_per_elem();
     let free = acc.hbm_gib * gib * tp as f64 - engine;
     (free * 0.95 / (per_token * (isl + osl))).max(0.0)
 }
@@ -309,6 +379,54 @@ fn parse_parallel(s: &str, gpus: u32) -> (u32, u32, u32) {
         return (tp, 1, 1);
     }
     (1, gpus, gpus)
+}
+
+/// Sliding-window attention of a known architecture: (window tokens, windowed layers).
+/// gpt-oss alternates full-context and 128-token banded layers (OpenAI gpt-oss model card,
+/// 2025: "alternating dense and locally banded sparse attention ... bandwidth of 128
+/// tokens"; Hugging Face config `sliding_window: 128`, `layer_types` alternating
+/// sliding/full, the first layer windowed), so half the layers (rounded up) are windowed.
+pub fn sliding_window(t: &Transformer) -> Option<(u32, u32)> {
+    t.name
+        .to_ascii_lowercase()
+        .contains("gpt-oss")
+        .then_some((128, t.layers.div_ceil(2)))
+}
+
+/// Published checkpoints that run with an FP8 KV cache in TensorRT-LLM when the row
+/// states no KV precision: their quantisation config names one (`hf_quant_config.json`
+/// `kv_cache_quant_algo: FP8`, which the `auto` KV dtype follows), or trtllm-bench's
+/// documented mapping gives them one. (lower-case repository id, where that was read)
+pub const CHECKPOINT_KV_FP8: &[(&str, &str)] = &[
+    (
+        "nvidia/llama-3.3-70b-instruct-fp4",
+        "hf_quant_config.json {quant_algo NVFP4, kv_cache_quant_algo FP8, group_size 16}, as checked against the downloaded snapshot by a public deployment script (search index file 63143559752)",
+    ),
+    (
+        "nvidia/llama-3.1-8b-instruct-fp8",
+        "TensorRT-LLM docs, performance/perf-benchmarking.md, 'Quantization in the PyTorch Flow': this checkpoint (named there) has kv_cache_quant_algo null and trtllm-bench maps FP8|null to an FP8 KV cache. Consistent with physics: a 16-bit cache cannot reach the published H200 figures - at 2048/2048 the 247 requests it holds (0.95 of 140 GiB less 9.6 GB of weights, 128 KiB per token) read 99.5 GB of KV per step, 20.7 ms at the full 4.8 TB/s, at most 11,900 tokens/s against 12,194 measured; at 20000/2000 at most 1,742 against 1,804",
+    ),
+    (
+        "nvidia/llama-3.1-405b-instruct-fp8",
+        "TensorRT-LLM docs, performance/perf-benchmarking.md, 'Quantization in the PyTorch Flow': this checkpoint (named there) has kv_cache_quant_algo null and trtllm-bench maps FP8|null to an FP8 KV cache",
+    ),
+];
+
+/// TensorRT-LLM's CUDA-graph batch sizes for `max_batch` with padding enabled
+/// (`CudaGraphConfig._generate_cuda_graph_batch_sizes`, llmapi/llm_args.py): 1, 2, 4, the
+/// multiples of 8 to 128, the powers of two from 256 below `max_batch`, and `max_batch`.
+pub fn trtllm_graph_batch_sizes(max_batch: u32) -> Vec<u32> {
+    let mut v: Vec<u32> = [1, 2, 4]
+        .into_iter()
+        .chain((1..=16).map(|i| i * 8))
+        .collect();
+    let top = (max_batch.max(1) as f64).log2().floor() as u32;
+    v.extend((8..top).map(|i| 1u32 << i));
+    v.retain(|&x| x <= max_batch);
+    if v.last() != Some(&max_batch) {
+        v.push(max_batch);
+    }
+    v
 }
 
 struct Built {
@@ -341,6 +459,12 @@ fn build(
         spec,
     )?
     .with_decode_kernel(fw.gqa_decode_kernel);
+    let m = match sliding_window(t) {
+        Some((w, layers)) if fw.sliding_window_attention => {
+            m.with_sliding_window(w, layers, fw.sliding_window_kv)
+        }
+        _ => m,
+    };
     Ok(Built {
         gpus: par.gpus(),
         model: m,
@@ -358,7 +482,7 @@ pub fn decode_saturated(
     itl_limit_s: Option<f64>,
 ) -> (f64, f64) {
     let ctx_mean = isl + osl / 2.0;
-    let fit = (kv_tokens / (isl + osl)).floor().max(1.0);
+    let fit = (kv_tokens / m.kv_need(isl + osl)).floor().max(1.0);
     let mut b = max_batch.min(fit).max(1.0);
     let tps = m.tokens_per_step();
     let it = |b: f64| {
@@ -435,6 +559,7 @@ const KNOWN_SERVING: &[&str] = &[
     "ttft_slo_s",
     "itl_slo_ms",
     "checkpoint",
+    "cuda_graph_batch_sizes",
 ];
 
 /// Predicts one row. `warnings` collects keys that were not understood.
@@ -546,19 +671,17 @@ fn predict_inner(
             }
         } else {
             // "auto" (TensorRT-LLM on Hopper) keeps the model's 16-bit dtype.
-            precision_in(&k).unwrap_or_else(|| {
-                notes.push("kv_cache_precision: bf16 (not given)".into());
-                Precision::Bf16
-            })
+            precision_in(&k).unwrap_or(Precision::Bf16)
         }
     };
+    let kv_stated = !kv_text.is_empty();
     let acc = cat.accelerator(&acc_id).map_err(|e| e.message())?;
     // gpt-oss ships MXFP4 routed experts and bf16 attention (OpenAI model card); a row
     // that leaves the format open but names MXFP4 gets that checkpoint.
-    let (weights, experts) = if t.name.to_ascii_lowercase().contains("gpt-oss")
+    let mxfp4 = t.name.to_ascii_lowercase().contains("gpt-oss")
         && wl.contains("mxfp4")
-        && experts != Precision::Fp4
-    {
+        && experts != Precision::Fp4;
+    let (weights, experts) = if mxfp4 {
         notes.push(
             "weights: MXFP4 experts + bf16 attention (the upstream gpt-oss checkpoint; the row leaves the format open)"
                 .into(),
@@ -578,16 +701,29 @@ fn predict_inner(
             ));
         }
     }
-    let prec = Precisions {
+    let mut prec = Precisions {
         weights,
         experts,
         kv,
     };
+    let quant_algo = QuantAlgo::of(prec, mxfp4);
+    if !kv_stated {
+        let ckpt = text(sv, "checkpoint").to_ascii_lowercase();
+        if let Some((_, src)) = CHECKPOINT_KV_FP8.iter().find(|(c, _)| ckpt == *c) {
+            // TensorRT-LLM's "auto" KV dtype follows the checkpoint's kv_cache_quant_algo.
+            notes.push(format!(
+                "kv_cache_precision: fp8 (not given; the checkpoint's kv_cache_quant_algo: {src})"
+            ));
+            prec.kv = Precision::Fp8;
+        } else {
+            notes.push("kv_cache_precision: bf16 (not given)".into());
+        }
+    }
     notes.push(format!(
         "precision: weights {} experts {} kv {}",
         weights.as_str(),
         experts.as_str(),
-        kv.as_str()
+        prec.kv.as_str()
     ));
     let spec = {
         let s = text(sv, "speculative_decoding").to_ascii_lowercase();
@@ -743,6 +879,15 @@ fn predict_inner(
         ));
     }
     let static_batch = scenario.contains("static") || scenario.contains("batch 1");
+    // trtllm-bench runs without chunked prefill unless asked (`enable_chunked_prefill`
+    // defaults to False in `bench/benchmark/utils/general.py`, `get_settings`).
+    let bench_unchunked = fw.id == "tensorrt-llm"
+        && text(sv, "framework")
+            .to_ascii_lowercase()
+            .contains("trtllm-bench");
+    if bench_unchunked && !static_batch {
+        notes.push("chunked prefill: off (trtllm-bench default)".into());
+    }
     let stated_batch = uint(sv, "max_batch_per_instance").or_else(|| uint(sv, "max_batch"));
     let conc = uint(sv, "concurrency");
     let (max_batch, max_tokens) = if static_batch {
@@ -751,7 +896,7 @@ fn predict_inner(
     } else {
         // Per attention-DP rank in TensorRT-LLM's PyTorch backend.
         let is_trt = fw.id == "tensorrt-llm";
-        let kv_req = trtllm_bench_kv_requests(cat, &acc_id, &t, prec, gpus, isl, osl);
+        let kv_req = trtllm_bench_kv_requests(cat, &acc_id, &t, prec, quant_algo, gpus, isl, osl);
         let (hb, ht) = trtllm_bench_settings(kv_req, isl, osl);
         let mb = match stated_batch {
             Some(x) => x * dp,
@@ -766,22 +911,53 @@ fn predict_inner(
         let mt = match uint(sv, "max_num_tokens") {
             Some(x) => x * dp,
             None if is_trt => {
+                // Without chunked prefill trtllm-bench raises the budget to hold the
+                // longest prompt next to a full batch of decodes (`get_settings`).
+                let t = if bench_unchunked {
+                    ht.max(isl.round() as u32 + hb)
+                } else {
+                    ht
+                };
                 notes.push(format!(
-                    "max_num_tokens: {ht} per rank (trtllm-bench heuristic)"
+                    "max_num_tokens: {t} per rank (trtllm-bench heuristic)"
                 ));
-                ht * dp
+                t * dp
             }
             None => fw.max_num_tokens,
         };
         let mb = conc.map(|c| mb.min(c.div_ceil(instances))).unwrap_or(mb);
         (mb, mt)
     };
+    // Decode-only iterations replay CUDA graphs padded to the next captured batch size:
+    // the row's list, else (trtllm-bench, which always sets `enable_padding`) TensorRT-LLM's
+    // generated list for the per-rank max batch.
+    let graph_sizes: Vec<u32> = match sv.get("cuda_graph_batch_sizes").and_then(Value::as_array) {
+        Some(a) => a
+            .iter()
+            .filter_map(Value::as_u64)
+            .map(|x| x as u32)
+            .collect(),
+        None if bench_unchunked && !static_batch => {
+            trtllm_graph_batch_sizes((max_batch / dp).max(1))
+        }
+        None => Vec::new(),
+    };
+    if let (Some(&hi), false) = (graph_sizes.last(), static_batch) {
+        notes.push(format!(
+            "CUDA graphs: decode-only batches padded to the next captured size (up to {hi} per rank)"
+        ));
+    }
+    let model = if static_batch {
+        b.model
+    } else {
+        b.model.with_graph_padding(graph_sizes)
+    };
     let role = RoleSpec {
-        model: b.model,
+        model,
         instances,
         max_batch,
         max_tokens,
-        chunked_prefill: !static_batch && fw.chunked_prefill,
+        chunked_prefill: !static_batch && fw.chunked_prefill && !bench_unchunked,
         kv_tokens,
     };
     notes.push(format!(
