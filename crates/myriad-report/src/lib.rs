@@ -181,7 +181,12 @@ fn plan_label(p: &Value) -> String {
     }
     out += &format!(" mb{}", f(p, "micro_batch"));
     if let Some(r) = get(p, "recompute").and_then(Value::as_str) {
-        if r != "none" {
+        let share = get(p, "recompute_fraction")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0);
+        if r == "full" && share < 1.0 {
+            out += &format!(" rc:full {:.0}%", 100.0 * share);
+        } else if r != "none" {
             out += &format!(" rc:{r}");
         }
     }

@@ -316,6 +316,32 @@ pub fn candidates(
     (out, rej)
 }
 
+/// The fastest block recompute of a plan whose full recompute fits (step time `full_s`):
+/// binary search over the layers of a chunk for the fewest recomputed ones that still fit.
+/// Returns (step time, recomputed share).
+fn least_block_recompute(
+    model: &Transformer,
+    plan: &Plan,
+    cluster: &BuiltCluster,
+    full_s: f64,
+) -> (f64, f64) {
+    let layers = plan.chunk_layers(model.layers).round().max(1.0) as u32;
+    let (mut lo, mut hi, mut best) = (1u32, layers, full_s);
+    let mut q = plan.clone();
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        q.recompute_fraction = mid as f64 / layers as f64;
+        let e = estimate(model, &q, cluster);
+        if e.fits {
+            hi = mid;
+            best = e.step_time_s;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    (best, hi as f64 / layers as f64)
+}
+
 /// Searches the space; `progress` is called with the number of plans estimated so far
 /// (every 4,096 plans) and the total.
 pub fn search(
@@ -329,8 +355,11 @@ pub fn search(
     let (plans, rej) = candidates(model, cluster, fixed, space);
     let total = plans.len() as u64;
     let done = AtomicU64::new(0);
-    // (step time, index) of every plan that fits.
-    let mut fits: Vec<(f64, usize)> = plans
+    // (step time per sequence, index, recompute share, exact) of every plan that fits. A
+    // plan with full recompute that fits may recompute only part of every chunk (Megatron's
+    // block method): its time with one layer per chunk recomputed is a lower bound, exact
+    // when that already fits; the others are refined only if they reach the top.
+    let mut fits: Vec<(f64, usize, f64, bool)> = plans
         .par_iter()
         .enumerate()
         .filter_map(|(i, p)| {
@@ -339,10 +368,22 @@ pub fn search(
             if d % 4096 == 0 {
                 progress(d, total);
             }
+            if !(e.fits && e.step_time_s.is_finite()) {
+                return None;
+            }
+            let per_seq = |t: f64| t / p.global_batch as f64;
+            let layers = p.chunk_layers(model.layers).round().max(1.0);
+            if p.recompute == Recompute::Full && layers > 1.0 {
+                let least = Plan {
+                    recompute_fraction: 1.0 / layers,
+                    ..p.clone()
+                };
+                let l = estimate(model, &least, cluster);
+                return Some((per_seq(l.step_time_s), i, 1.0 / layers, l.fits));
+            }
             // Rank by time per sequence: the step time when the batch is fixed, and the
             // right comparison across a range of global batches.
-            (e.fits && e.step_time_s.is_finite())
-                .then_some((e.step_time_s / p.global_batch as f64, i))
+            Some((per_seq(e.step_time_s), i, p.recompute_fraction, true))
         })
         .collect();
     progress(total, total);
@@ -357,11 +398,27 @@ pub fn search(
     // (within 0.01%)
     // adds nothing to the list.
     let mut top: Vec<Ranked> = Vec::with_capacity(top_n);
-    for &(t, i) in &fits {
-        if top.len() == top_n {
-            break;
+    let mut k = 0;
+    while k < fits.len() && top.len() < top_n {
+        let (t, i, share, exact) = fits[k];
+        if !exact {
+            // A lower bound reached the front: refine it and put it back in rank order
+            // (refining only moves an entry down, so the walk stays exact).
+            let p = &plans[i];
+            let full = estimate(model, p, cluster).step_time_s;
+            let (t, share) = least_block_recompute(model, p, cluster, full);
+            let e = (t / p.global_batch as f64, i, share, true);
+            fits.remove(k);
+            let at =
+                k + fits[k..].partition_point(|x| x.0.total_cmp(&e.0).then(x.1.cmp(&e.1)).is_lt());
+            fits.insert(at, e);
+            continue;
         }
-        let p = &plans[i];
+        k += 1;
+        let p = &Plan {
+            recompute_fraction: share,
+            ..plans[i].clone()
+        };
         let same = top.iter().any(|r| {
             (r.estimate.step_time_s / r.plan.global_batch as f64 - t).abs() <= 1e-4 * t
                 && Plan {

@@ -40,9 +40,22 @@ fn best_equals_brute_force_minimum_and_fits() {
     let space = Space::full(&m);
     let r = search(&m, &c, &f, &space, 5, &|_, _| {});
     let (plans, _) = candidates(&m, &c, &f, &space);
+    // Brute force, including every block-recompute share of the full-recompute plans.
     let brute = plans
         .iter()
-        .map(|p| myriad_train::estimate(&m, p, &c))
+        .flat_map(|p| {
+            let layers = p.chunk_layers(m.layers).round().max(1.0) as u32;
+            let shares: Vec<f64> = if p.recompute == myriad_model::Recompute::Full {
+                (1..=layers).map(|k| k as f64 / layers as f64).collect()
+            } else {
+                vec![1.0]
+            };
+            shares.into_iter().map(move |f| myriad_train::Plan {
+                recompute_fraction: f,
+                ..p.clone()
+            })
+        })
+        .map(|p| myriad_train::estimate(&m, &p, &c))
         .filter(|e| e.fits)
         .map(|e| e.step_time_s)
         .fold(f64::INFINITY, f64::min);
@@ -200,4 +213,43 @@ fn pruned_search_matches_exhaustive_evaluation() {
     let r = search(&m, &c, &f, &space, 1, &|_, _| {});
     assert!(valid > 100, "{valid}");
     assert_eq!(r.top[0].estimate.step_time_s, best);
+}
+
+#[test]
+fn tight_memory_finds_the_least_block_recompute() {
+    // Llama 3.1 405B at 8K context on 1,024 H100 without context parallelism: nothing fits
+    // without recompute, so the best plan recomputes only part of every pipeline chunk.
+    let (m, c, f) = setup("format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: llama3-405b, seq_len: 8192}\ntraining: {global_batch: 512, precision: bf16}\n");
+    let space = Space {
+        tp: vec![8],
+        sequence_parallel: vec![true],
+        cp: vec![1],
+        pp: vec![16],
+        vpp: vec![1, 2, 4],
+        micro_batch: vec![1],
+        recompute: vec![myriad_model::Recompute::None, myriad_model::Recompute::Full],
+        zero_stage: vec![1],
+        ..Space::full(&m)
+    };
+    let r = search(&m, &c, &f, &space, 3, &|_, _| {});
+    let best = &r.top[0];
+    assert!(best.estimate.fits);
+    assert_eq!(best.plan.recompute, myriad_model::Recompute::Full);
+    let layers = best.plan.chunk_layers(m.layers).round();
+    let share = best.plan.recompute_fraction;
+    assert!(share < 1.0, "{share}");
+    // Minimal: one layer fewer per chunk does not fit.
+    let fewer = myriad_train::Plan {
+        recompute_fraction: share - 1.0 / layers,
+        ..best.plan.clone()
+    };
+    if fewer.recompute_fraction > 0.0 {
+        assert!(!myriad_train::estimate(&m, &fewer, &c).fits);
+    }
+    // And faster than recomputing everything.
+    let all = myriad_train::Plan {
+        recompute_fraction: 1.0,
+        ..best.plan.clone()
+    };
+    assert!(best.estimate.step_time_s < myriad_train::estimate(&m, &all, &c).step_time_s);
 }

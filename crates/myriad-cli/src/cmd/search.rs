@@ -8,7 +8,7 @@ use myriad_search::Ranked;
 
 pub(crate) fn plan_summary(p: &myriad_train::Plan) -> String {
     format!(
-        "TP{} PP{}{} CP{} DP{}{} mb{} {:?}{} ZeRO-{}{}",
+        "TP{} PP{}{} CP{} DP{}{} mb{} {}{} ZeRO-{}{}",
         p.tp,
         p.pp,
         if p.vpp > 1 {
@@ -24,7 +24,11 @@ pub(crate) fn plan_summary(p: &myriad_train::Plan) -> String {
             String::new()
         },
         p.micro_batch,
-        p.recompute,
+        if p.recompute == myriad_model::Recompute::Full && p.recompute_fraction < 1.0 {
+            format!("Full{:.0}%", 100.0 * p.recompute_fraction)
+        } else {
+            format!("{:?}", p.recompute)
+        },
         if p.sequence_parallel { " SP" } else { "" },
         p.zero_stage,
         if p.placement[3] == myriad_scenario::Dim::Pp {
