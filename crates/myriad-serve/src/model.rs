@@ -26,9 +26,12 @@
 use myriad_catalog::Accelerator;
 use myriad_cluster::Level;
 use myriad_collective::{time as coll_time, Algorithm, GroupSpan, Op as CollOp};
+use myriad_model::moe_balance::{busiest_rank_factor, rank_load_cv, Placement};
 use myriad_model::Transformer;
 use myriad_scenario::Precision;
-use myriad_train::step::{attention_fwd_time, gemm_time, peak_tflops, BUFFERS_GIB, COMM_SM_SHARE};
+use myriad_train::step::{
+    attention_fwd_time, expected_max_std_normal, gemm_time, peak_tflops, BUFFERS_GIB, COMM_SM_SHARE,
+};
 use serde::Serialize;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -179,6 +182,13 @@ pub struct InstanceModel {
     /// Decode batch sizes (per attention rank) with a captured CUDA graph, ascending, when
     /// the framework pads a decode-only batch up to the next one (empty: no padding).
     pub graph_batch_sizes: Vec<u32>,
+    /// Per-expert token-load CV of the model's router (`myriad_model::moe_balance`): the
+    /// published figure where one exists (DeepSeek-V3/R1), else 0 (uniform routing).
+    pub expert_load_cv: f64,
+    /// Expert placement on the EP ranks (static unless the deployment runs EPLB).
+    pub placement: Placement,
+    /// Expected maximum of `ep` standard normals (busiest-rank order statistic).
+    ep_max_z: f64,
     hbm_bps: f64,
     attn_params: f64,
     attn_gemms: f64,
@@ -195,6 +205,23 @@ pub struct InstanceModel {
     tp_span: Option<GroupSpan>,
     ep_span: Option<GroupSpan>,
     act_bytes: f64,
+}
+
+/// The published per-expert token-load CV of `model`'s router: DeepSeek-V3/R1 (256
+/// routed experts, top-8) has TensorRT-LLM's measured 164.1/128 (tech blog 4, Table 1;
+/// `moe_balance::DEEPSEEK_R1_EXPERT_LOAD_CV`). No other model's figure was found
+/// published: 0 (uniform routing; only the sampling noise of a finite batch remains).
+pub fn published_expert_load_cv(model: &Transformer) -> f64 {
+    match &model.moe {
+        Some(m)
+            if model.name.to_ascii_lowercase().contains("deepseek")
+                && m.experts == 256
+                && m.top_k == 8 =>
+        {
+            myriad_model::moe_balance::DEEPSEEK_R1_EXPERT_LOAD_CV
+        }
+        _ => 0.0,
+    }
 }
 
 /// A group of `n` consecutive accelerators laid on the hierarchy innermost first.
@@ -298,6 +325,9 @@ impl InstanceModel {
             window: None,
             window_bounds_kv: false,
             graph_batch_sizes: Vec::new(),
+            expert_load_cv: published_expert_load_cv(model),
+            placement: Placement::Static,
+            ep_max_z: expected_max_std_normal(par.ep as u64),
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             attn_params: model.attention_params(),
             attn_gemms,
@@ -344,6 +374,26 @@ impl InstanceModel {
         match self.window {
             Some((w, f)) if self.window_bounds_kv => tokens * (1.0 - f) + tokens.min(w) * f,
             _ => tokens,
+        }
+    }
+
+    /// Places the routed experts with `placement` (EPLB: redundant experts placed from
+    /// load statistics, which leaves the measured residual imbalance).
+    pub fn with_placement(mut self, placement: Placement) -> Self {
+        self.placement = placement;
+        self
+    }
+
+    /// Load of the busiest EP rank relative to the mean for `assign` mean token-expert
+    /// assignments per rank (1 without EP): `myriad_model::moe_balance`.
+    pub fn busiest_rank_factor(&self, assign: f64) -> f64 {
+        match &self.model.moe {
+            Some(m) if self.par.ep > 1 => {
+                let per_rank = m.experts as f64 / self.par.ep as f64;
+                let cv = rank_load_cv(self.placement, self.expert_load_cv, per_rank, assign);
+                busiest_rank_factor(cv, self.ep_max_z)
+            }
+            _ => 1.0,
         }
     }
 
@@ -595,10 +645,14 @@ impl InstanceModel {
                 let ep = self.par.ep as f64;
                 let etp = self.par.etp() as f64;
                 let assign = tokens * k / ep;
+                // The busiest EP rank receives `hot` of them (expert-load imbalance,
+                // `myriad_model::moe_balance`); every rank waits for it at the combine.
+                let imbalance = self.busiest_rank_factor(assign);
+                let hot = assign * imbalance;
                 let distinct = Self::distinct_experts(e, k, tokens) / ep;
                 let shard = self.expert_params / etp;
                 // Tokens per activated local expert, padded to whole tiles.
-                let per_expert = assign / distinct.max(1.0);
+                let per_expert = hot / distinct.max(1.0);
                 let padded = (per_expert / GROUPED_GEMM_TILE_M).ceil() * GROUPED_GEMM_TILE_M;
                 let compute = gemm_time(
                     acc,
@@ -612,12 +666,14 @@ impl InstanceModel {
                 let routed = compute.max(memory) + ov;
                 let shared = self.weight_gemm(self.prec.weights, t_r, self.shared_params / tp, 2.0);
                 let router = self.weight_gemm(Precision::Bf16, t_r, h * e, 1.0);
-                let act = (g * assign * moe.expert_ffn_hidden as f64 / etp
-                    + 4.0 * tokens * k / gpus * h)
+                let act = (g * hot * moe.expert_ffn_hidden as f64 / etp
+                    + 4.0 * tokens * k / gpus * h * imbalance)
                     * self.act_bytes
                     / self.hbm_bps;
                 let comm = if self.par.ep > 1 {
-                    let per_gpu = tokens / gpus * k * h;
+                    // The all-to-all lasts until the busiest rank has received (dispatch)
+                    // and sent back (combine) its `imbalance`-times-mean share.
+                    let per_gpu = tokens / gpus * k * h * imbalance;
                     self.coll(CollOp::AllToAll, per_gpu * 1.0, &self.ep_span)
                         + self.coll(CollOp::AllToAll, per_gpu * 2.0, &self.ep_span)
                 } else {

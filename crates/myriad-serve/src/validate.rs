@@ -18,7 +18,7 @@
 
 use myriad_catalog::Catalog;
 use myriad_cluster::Level;
-use myriad_model::{Mla, Moe, Transformer};
+use myriad_model::{Mla, Moe, Placement, Transformer};
 use myriad_scenario::Precision;
 use serde::Serialize;
 use serde_json::Value;
@@ -872,6 +872,12 @@ fn predict_inner(
         spec,
         count as u64,
     )?;
+    if par.ep > 1 && b.model.expert_load_cv > 0.0 {
+        notes.push(format!(
+            "experts: static placement ({} default: no expert load balancer), per-expert load CV {:.3} (published)",
+            fw.id, b.model.expert_load_cv
+        ));
+    }
     let kv_tokens = b.model.kv_capacity_tokens(kv_frac);
     if kv_tokens < isl + osl {
         return Err(format!(
@@ -1023,6 +1029,46 @@ fn predict_inner(
     Ok(())
 }
 
+/// Expert placement of a disaggregated deployment: EPLB (redundant experts placed from
+/// load statistics) where the row says so (`EPLB` or a load balancer in its serving
+/// text), or for SGLang-family large-EP runs: the LMSYS large-EP post states EPLB for its
+/// 96-H100 deployment and its GB200 posts mirror that setup; RTP-LLM reproduces DeepSeek's
+/// inference system, which places redundant experts (DeepSeek-V3 report). Otherwise the
+/// frameworks' default, static placement (TensorRT-LLM `load_balancer` None, vLLM
+/// `enable_eplb` False).
+fn disagg_placement(
+    row: &Value,
+    fw: &Framework,
+    t: &Transformer,
+    ep: u32,
+    notes: &mut Vec<String>,
+) -> Placement {
+    if t.moe.is_none() || ep <= 1 {
+        return Placement::Static;
+    }
+    let sv = row.get("serving").unwrap_or(&Value::Null);
+    let said = ["dispatch", "other", "load_balancer"].iter().any(|k| {
+        let x = text(sv, k).to_ascii_lowercase();
+        x.contains("eplb") || x.contains("load balancer")
+    });
+    if said {
+        notes.push("experts: EPLB placement (stated)".into());
+        Placement::Eplb
+    } else if fw.id == "sglang" {
+        notes.push(
+            "experts: EPLB placement (not stated; SGLang/RTP-LLM large-EP deployments run EPLB as DeepSeek's does)"
+                .into(),
+        );
+        Placement::Eplb
+    } else {
+        notes.push(format!(
+            "experts: static placement ({} default: no expert load balancer)",
+            fw.id
+        ));
+        Placement::Static
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn predict_disagg(
     cat: &Catalog,
@@ -1098,6 +1144,7 @@ fn predict_disagg(
     let pp = role_par(p, 8, "prefill", notes);
     let dpar = role_par(d, 8, "decode", notes);
     let overlap = true;
+    let placement = disagg_placement(row, fw, t, dpar.ep.max(pp.ep), notes);
     let dm = build(
         cat,
         acc_id,
@@ -1109,6 +1156,10 @@ fn predict_disagg(
         spec,
         dpar.gpus() as u64,
     )?;
+    let dm = Built {
+        model: dm.model.with_placement(placement),
+        ..dm
+    };
     let kv = dm.model.kv_capacity_tokens(kv_frac);
     let max_batch = uint(d, "max_running_requests")
         .map(|x| x as f64 * dm.model.par.attention_dp as f64)
@@ -1142,6 +1193,10 @@ fn predict_disagg(
         None,
         pp.gpus() as u64,
     )?;
+    let pm = Built {
+        model: pm.model.with_placement(placement),
+        ..pm
+    };
     let chunk = uint(p, "chunked_prefill_size").unwrap_or(fw.max_num_tokens) as f64
         * pm.model.par.attention_dp as f64;
     let pre = prefill_saturated(&pm.model, chunk, isl);
