@@ -122,7 +122,47 @@ impl Speculative {
             .map(|i| self.acceptance.powi(i as i32))
             .sum()
     }
+
+    /// The chain of `draft_tokens` whose per-token acceptance `a` gives a measured mean of
+    /// `tokens_per_step` tokens per step (`1 + a + … + a^n = τ`, solved by bisection; `τ`
+    /// clamped to `[1, 1 + n]`). Measured acceptance lengths already hold the fall of
+    /// acceptance with draft depth; one `a` per depth reproduces its mean exactly.
+    pub fn with_mean_tokens(draft_tokens: u32, tokens_per_step: f64) -> Self {
+        let n = draft_tokens as f64;
+        let tau = if tokens_per_step.is_finite() {
+            tokens_per_step.clamp(1.0, 1.0 + n)
+        } else {
+            1.0
+        };
+        let (mut lo, mut hi) = (0.0f64, 1.0f64);
+        for _ in 0..60 {
+            let mid = 0.5 * (lo + hi);
+            let s = Speculative {
+                draft_tokens,
+                acceptance: mid,
+            };
+            if s.tokens_per_step() < tau {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Speculative {
+            draft_tokens,
+            acceptance: 0.5 * (lo + hi),
+        }
+    }
 }
+
+/// DeepSeek-R1's measured mean tokens per decode step with 1–5 autoregressive MTP draft
+/// layers, strict (top-1) acceptance: 1.92, 2.58, 2.82, 2.99, 3.01 (TensorRT-LLM tech blog
+/// 1, "Pushing Latency Boundaries", table "Autoregressive MTP Layers", column "Acceptance
+/// Rate"; 8×B200, ISL/OSL 1K/2K). Deeper drafts reuse the one MTP module and accept less.
+pub const DEEPSEEK_R1_MTP_TOKENS_PER_STEP: [f64; 5] = [1.92, 2.58, 2.82, 2.99, 3.01];
+
+/// The same with relaxed acceptance in the thinking phase, MTP3, top-10, delta 0.6: 3.10
+/// (tech blog 1, table "Relax Acceptance Verification").
+pub const DEEPSEEK_R1_MTP3_RELAXED_TOKENS_PER_STEP: f64 = 3.10;
 
 /// The work of one iteration of an instance (totals over the instance).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]

@@ -731,18 +731,40 @@ fn predict_inner(
             && !s.contains("none")
             && !s.contains("not enabled")
         {
-            let n: u32 = s
-                .split(|c: char| !c.is_ascii_digit())
-                .filter_map(|x| x.parse().ok())
-                .next_back()
-                .unwrap_or(1);
-            notes.push(format!(
-                "speculative: {n} draft tokens, acceptance 0.85 per token (DeepSeek-V3 report)"
-            ));
-            Some(Speculative {
-                draft_tokens: n,
-                acceptance: 0.85,
-            })
+            let n = draft_depth(&s);
+            let deepseek = t.name.to_ascii_lowercase().contains("deepseek")
+                && t.moe.as_ref().is_some_and(|m| m.experts == 256);
+            let relaxed = s.contains("relaxed");
+            let measured = match (deepseek && s.contains("mtp"), relaxed, n) {
+                (true, true, 3) => Some((
+                    crate::model::DEEPSEEK_R1_MTP3_RELAXED_TOKENS_PER_STEP,
+                    "relaxed acceptance",
+                )),
+                (true, false, 1..=5) => Some((
+                    crate::model::DEEPSEEK_R1_MTP_TOKENS_PER_STEP[n as usize - 1],
+                    "strict acceptance",
+                )),
+                _ => None,
+            };
+            match measured {
+                Some((tau, how)) => {
+                    let sp = Speculative::with_mean_tokens(n, tau);
+                    notes.push(format!(
+                        "speculative: {n} MTP draft tokens, {tau} tokens per step measured for DeepSeek-R1 with {how} (TensorRT-LLM tech blog 1; {:.3} per token)",
+                        sp.acceptance
+                    ));
+                    Some(sp)
+                }
+                None => {
+                    notes.push(format!(
+                        "speculative: {n} draft tokens, acceptance 0.85 per token (DeepSeek-V3 report)"
+                    ));
+                    Some(Speculative {
+                        draft_tokens: n,
+                        acceptance: 0.85,
+                    })
+                }
+            }
         } else {
             None
         }
@@ -1029,6 +1051,31 @@ fn predict_inner(
     Ok(())
 }
 
+/// Draft depth named in a speculative-decoding description: the number after
+/// `num_nextn_predict_layers`, else the digits right after `mtp`/`eagle`, else the first
+/// number, else 1 ("MTP3 autoregressive, relaxed (top-10, delta 0.6; ~3.1)" is 3).
+fn draft_depth(s: &str) -> u32 {
+    let after = |key: &str| -> Option<u32> {
+        let i = s.find(key)? + key.len();
+        let d: String = s[i..]
+            .trim_start_matches([' ', '=', ':', '_', '-'])
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        d.parse().ok().filter(|&n| n > 0)
+    };
+    after("num_nextn_predict_layers")
+        .or_else(|| after("nextn"))
+        .or_else(|| after("mtp"))
+        .or_else(|| after("eagle"))
+        .or_else(|| {
+            s.split(|c: char| !c.is_ascii_digit())
+                .filter_map(|x| x.parse().ok())
+                .find(|&n| n > 0)
+        })
+        .unwrap_or(1)
+}
+
 /// Expert placement of a disaggregated deployment: EPLB (redundant experts placed from
 /// load statistics) where the row says so (`EPLB` or a load balancer in its serving
 /// text), or for SGLang-family large-EP runs: the LMSYS large-EP post states EPLB for its
@@ -1279,4 +1326,23 @@ pub fn validate(cat: &Catalog, doc: &Value) -> Result<Report, String> {
         groups,
         warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::draft_depth;
+
+    #[test]
+    fn draft_depth_reads_the_named_depth() {
+        assert_eq!(draft_depth("mtp, num_nextn_predict_layers 3"), 3);
+        // Not the last number of the text (the old parser read 1 from "~3.1").
+        assert_eq!(
+            draft_depth(
+                "mtp3 autoregressive, relaxed acceptance (top-10, delta 0.6; acceptance ~3.1)"
+            ),
+            3
+        );
+        assert_eq!(draft_depth("eagle-2 draft"), 2);
+        assert_eq!(draft_depth("mtp"), 1);
+    }
 }

@@ -380,7 +380,7 @@ fn validation_mae_ratchet() {
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.155, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.153, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.08,
         "median {:.3}",
@@ -798,4 +798,30 @@ fn expert_imbalance_slows_the_step_and_eplb_recovers_it() {
     uniform.expert_load_cv = 0.0;
     let uni = uniform.iteration(&b).total_s;
     assert!(uni < eplb && eplb < stat, "{uni} {eplb} {stat}");
+}
+
+#[test]
+fn measured_mtp_acceptance_length_is_reproduced() {
+    use myriad_serve::model::DEEPSEEK_R1_MTP_TOKENS_PER_STEP as TAU;
+    use myriad_serve::Speculative;
+    // MTP1: 1 + a = 1.92 gives a = 0.92 exactly; every depth reproduces its mean.
+    let s1 = Speculative::with_mean_tokens(1, TAU[0]);
+    assert!((s1.acceptance - 0.92).abs() < 1e-9);
+    for (i, &tau) in TAU.iter().enumerate() {
+        let s = Speculative::with_mean_tokens(i as u32 + 1, tau);
+        assert!((s.tokens_per_step() - tau).abs() < 1e-9, "depth {}", i + 1);
+    }
+    // MTP3 2.82: 1 + a + a² + a³ = 2.82 at a = 0.7705 (hand: 1 + 0.7705 + 0.5937 + 0.4574).
+    let s3 = Speculative::with_mean_tokens(3, TAU[2]);
+    assert!((s3.acceptance - 0.7705).abs() < 5e-4, "{}", s3.acceptance);
+    // Deeper drafts accept less per token (the one MTP module reused).
+    let a: Vec<f64> = TAU
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| Speculative::with_mean_tokens(i as u32 + 1, t).acceptance)
+        .collect();
+    assert!(a.windows(2).all(|w| w[1] < w[0]), "{a:?}");
+    // Out-of-range input is clamped, not a panic.
+    assert!((Speculative::with_mean_tokens(2, 9.0).tokens_per_step() - 3.0).abs() < 1e-9);
+    assert!(Speculative::with_mean_tokens(2, f64::NAN).acceptance < 1e-9);
 }
