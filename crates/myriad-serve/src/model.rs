@@ -14,7 +14,10 @@
 //!   `kv_lora + rope` vector, replicated on every TP rank; GQA: `max(1, kv_heads/tp)` heads);
 //! - MoE: the routed experts read only the distinct experts the batch activates,
 //!   `E · (1 − (1 − k/E)^T)` for `T` tokens of top-`k` routing over `E` experts (uniform
-//!   routing), spread over the EP ranks; FLOPs are `2 · T · k · expert params`;
+//!   routing), spread over the EP ranks; FLOPs are `2 · T · k · expert params`; the
+//!   busiest EP rank receives `1 + cv · E[max of ep normals]` times the mean tokens
+//!   (`myriad_model::moe_balance`: the router's published per-expert load CV, EPLB
+//!   residual, Poisson sampling), which lengthens its grouped GEMM and the all-to-alls;
 //! - communication via `myriad_collective`: two TP all-reduces per layer, MoE dispatch and
 //!   combine all-to-alls over the EP group; exposed, or overlapped with compute (two-batch
 //!   overlap) when the framework does so;
