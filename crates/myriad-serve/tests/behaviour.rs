@@ -825,3 +825,31 @@ fn measured_mtp_acceptance_length_is_reproduced() {
     assert!((Speculative::with_mean_tokens(2, 9.0).tokens_per_step() - 3.0).abs() < 1e-9);
     assert!(Speculative::with_mean_tokens(2, f64::NAN).acceptance < 1e-9);
 }
+
+#[test]
+fn sglang_disaggregated_large_ep_runs_eplb_and_search_keeps_it() {
+    let cat = myriad_catalog::catalog();
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/serve-deepseek-v3-disagg.yaml"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let s = myriad_scenario::parse_scenario(path, &text, cat).unwrap();
+    let b = myriad_cluster::build(&s, cat).unwrap();
+    let setup = myriad_serve::setup(&s, &b, cat, None).unwrap();
+    match &setup.deployment {
+        Deployment::Disaggregated {
+            prefill, decode, ..
+        } => {
+            assert_eq!(prefill.model.placement, myriad_model::Placement::Eplb);
+            assert_eq!(decode.model.placement, myriad_model::Placement::Eplb);
+            // EP144 of 256 experts: EPLB's busiest rank is within 20% of the mean, static
+            // placement's far beyond (1.28/√1.78 · E[max of 144] ≈ 0.96 · 2.62 ≈ 2.5 above the mean).
+            let m = &decode.model;
+            assert!(m.busiest_rank_factor(800.0) < 1.2);
+            let stat = m.clone().with_placement(myriad_model::Placement::Static);
+            assert!(stat.busiest_rank_factor(800.0) > 3.0);
+        }
+        _ => panic!("disaggregated expected"),
+    }
+}
