@@ -89,7 +89,8 @@ pub fn eplb_residual_cv() -> f64 {
 /// placement; for EPLB the smaller of that and [`eplb_residual_cv`] (balancing cannot make
 /// a rank worse). Zero for a uniform router (`expert_cv = 0`).
 pub fn placement_cv(placement: Placement, expert_cv: f64, experts_per_rank: f64) -> f64 {
-    if !(expert_cv > 0.0) {
+    // Only a positive, finite CV spreads the load (NaN and infinity read as none).
+    if !expert_cv.is_finite() || expert_cv <= 0.0 {
         return 0.0;
     }
     let fixed = expert_cv / experts_per_rank.max(1.0).sqrt();
