@@ -13,11 +13,13 @@ use serde::{Deserialize, Serialize};
 
 pub mod flops;
 pub mod memory;
+pub mod moe_balance;
 pub mod ops;
 pub mod params;
 
 pub use flops::ModelFlops;
 pub use memory::ActivationMemory;
+pub use moe_balance::Placement;
 pub use ops::{LayerKind, Op, OpKind, Shard};
 pub use params::ParamCount;
 

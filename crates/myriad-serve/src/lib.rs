@@ -248,6 +248,17 @@ pub fn setup(
                 1,
                 &mut notes,
             )?;
+            // Expert placement: SGLang's large-EP disaggregated deployments place redundant
+            // experts with EPLB (LMSYS 2025-05-05); other frameworks default to static
+            // placement (`myriad_model::moe_balance`).
+            let (mut pr, mut de) = (pr, de);
+            if fw.id == "sglang" && (pr.model.par.ep > 1 || de.model.par.ep > 1) {
+                notes.push(
+                    "experts: EPLB placement (SGLang large-EP disaggregated deployment)".into(),
+                );
+                pr.model = pr.model.with_placement(myriad_model::Placement::Eplb);
+                de.model = de.model.with_placement(myriad_model::Placement::Eplb);
+            }
             // KV moves over the scale-out NIC of each prefill accelerator.
             let out = cluster.levels.get(1).unwrap_or(&cluster.levels[0]);
             Deployment::Disaggregated {

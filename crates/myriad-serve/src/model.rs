@@ -14,7 +14,10 @@
 //!   `kv_lora + rope` vector, replicated on every TP rank; GQA: `max(1, kv_heads/tp)` heads);
 //! - MoE: the routed experts read only the distinct experts the batch activates,
 //!   `E · (1 − (1 − k/E)^T)` for `T` tokens of top-`k` routing over `E` experts (uniform
-//!   routing), spread over the EP ranks; FLOPs are `2 · T · k · expert params`;
+//!   routing), spread over the EP ranks; FLOPs are `2 · T · k · expert params`; the
+//!   busiest EP rank receives `1 + cv · E[max of ep normals]` times the mean tokens
+//!   (`myriad_model::moe_balance`: the router's published per-expert load CV, EPLB
+//!   residual, Poisson sampling), which lengthens its grouped GEMM and the all-to-alls;
 //! - communication via `myriad_collective`: two TP all-reduces per layer, MoE dispatch and
 //!   combine all-to-alls over the EP group; exposed, or overlapped with compute (two-batch
 //!   overlap) when the framework does so;
@@ -26,9 +29,12 @@
 use myriad_catalog::Accelerator;
 use myriad_cluster::Level;
 use myriad_collective::{time as coll_time, Algorithm, GroupSpan, Op as CollOp};
+use myriad_model::moe_balance::{busiest_rank_factor, rank_load_cv, Placement};
 use myriad_model::Transformer;
 use myriad_scenario::Precision;
-use myriad_train::step::{attention_fwd_time, gemm_time, peak_tflops, BUFFERS_GIB, COMM_SM_SHARE};
+use myriad_train::step::{
+    attention_fwd_time, expected_max_std_normal, gemm_time, peak_tflops, BUFFERS_GIB, COMM_SM_SHARE,
+};
 use serde::Serialize;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -119,7 +125,47 @@ impl Speculative {
             .map(|i| self.acceptance.powi(i as i32))
             .sum()
     }
+
+    /// The chain of `draft_tokens` whose per-token acceptance `a` gives a measured mean of
+    /// `tokens_per_step` tokens per step (`1 + a + … + a^n = τ`, solved by bisection; `τ`
+    /// clamped to `[1, 1 + n]`). Measured acceptance lengths already hold the fall of
+    /// acceptance with draft depth; one `a` per depth reproduces its mean exactly.
+    pub fn with_mean_tokens(draft_tokens: u32, tokens_per_step: f64) -> Self {
+        let n = draft_tokens as f64;
+        let tau = if tokens_per_step.is_finite() {
+            tokens_per_step.clamp(1.0, 1.0 + n)
+        } else {
+            1.0
+        };
+        let (mut lo, mut hi) = (0.0f64, 1.0f64);
+        for _ in 0..60 {
+            let mid = 0.5 * (lo + hi);
+            let s = Speculative {
+                draft_tokens,
+                acceptance: mid,
+            };
+            if s.tokens_per_step() < tau {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Speculative {
+            draft_tokens,
+            acceptance: 0.5 * (lo + hi),
+        }
+    }
 }
+
+/// DeepSeek-R1's measured mean tokens per decode step with 1–5 autoregressive MTP draft
+/// layers, strict (top-1) acceptance: 1.92, 2.58, 2.82, 2.99, 3.01 (TensorRT-LLM tech blog
+/// 1, "Pushing Latency Boundaries", table "Autoregressive MTP Layers", column "Acceptance
+/// Rate"; 8×B200, ISL/OSL 1K/2K). Deeper drafts reuse the one MTP module and accept less.
+pub const DEEPSEEK_R1_MTP_TOKENS_PER_STEP: [f64; 5] = [1.92, 2.58, 2.82, 2.99, 3.01];
+
+/// The same with relaxed acceptance in the thinking phase, MTP3, top-10, delta 0.6: 3.10
+/// (tech blog 1, table "Relax Acceptance Verification").
+pub const DEEPSEEK_R1_MTP3_RELAXED_TOKENS_PER_STEP: f64 = 3.10;
 
 /// The work of one iteration of an instance (totals over the instance).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -179,6 +225,13 @@ pub struct InstanceModel {
     /// Decode batch sizes (per attention rank) with a captured CUDA graph, ascending, when
     /// the framework pads a decode-only batch up to the next one (empty: no padding).
     pub graph_batch_sizes: Vec<u32>,
+    /// Per-expert token-load CV of the model's router (`myriad_model::moe_balance`): the
+    /// published figure where one exists (DeepSeek-V3/R1), else 0 (uniform routing).
+    pub expert_load_cv: f64,
+    /// Expert placement on the EP ranks (static unless the deployment runs EPLB).
+    pub placement: Placement,
+    /// Expected maximum of `ep` standard normals (busiest-rank order statistic).
+    ep_max_z: f64,
     hbm_bps: f64,
     attn_params: f64,
     attn_gemms: f64,
@@ -195,6 +248,23 @@ pub struct InstanceModel {
     tp_span: Option<GroupSpan>,
     ep_span: Option<GroupSpan>,
     act_bytes: f64,
+}
+
+/// The published per-expert token-load CV of `model`'s router: DeepSeek-V3/R1 (256
+/// routed experts, top-8) has TensorRT-LLM's measured 164.1/128 (tech blog 4, Table 1;
+/// `moe_balance::DEEPSEEK_R1_EXPERT_LOAD_CV`). No other model's figure was found
+/// published: 0 (uniform routing; only the sampling noise of a finite batch remains).
+pub fn published_expert_load_cv(model: &Transformer) -> f64 {
+    match &model.moe {
+        Some(m)
+            if model.name.to_ascii_lowercase().contains("deepseek")
+                && m.experts == 256
+                && m.top_k == 8 =>
+        {
+            myriad_model::moe_balance::DEEPSEEK_R1_EXPERT_LOAD_CV
+        }
+        _ => 0.0,
+    }
 }
 
 /// A group of `n` consecutive accelerators laid on the hierarchy innermost first.
@@ -298,6 +368,9 @@ impl InstanceModel {
             window: None,
             window_bounds_kv: false,
             graph_batch_sizes: Vec::new(),
+            expert_load_cv: published_expert_load_cv(model),
+            placement: Placement::Static,
+            ep_max_z: expected_max_std_normal(par.ep as u64),
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             attn_params: model.attention_params(),
             attn_gemms,
@@ -344,6 +417,26 @@ impl InstanceModel {
         match self.window {
             Some((w, f)) if self.window_bounds_kv => tokens * (1.0 - f) + tokens.min(w) * f,
             _ => tokens,
+        }
+    }
+
+    /// Places the routed experts with `placement` (EPLB: redundant experts placed from
+    /// load statistics, which leaves the measured residual imbalance).
+    pub fn with_placement(mut self, placement: Placement) -> Self {
+        self.placement = placement;
+        self
+    }
+
+    /// Load of the busiest EP rank relative to the mean for `assign` mean token-expert
+    /// assignments per rank (1 without EP): `myriad_model::moe_balance`.
+    pub fn busiest_rank_factor(&self, assign: f64) -> f64 {
+        match &self.model.moe {
+            Some(m) if self.par.ep > 1 => {
+                let per_rank = m.experts as f64 / self.par.ep as f64;
+                let cv = rank_load_cv(self.placement, self.expert_load_cv, per_rank, assign);
+                busiest_rank_factor(cv, self.ep_max_z)
+            }
+            _ => 1.0,
         }
     }
 
@@ -595,10 +688,14 @@ impl InstanceModel {
                 let ep = self.par.ep as f64;
                 let etp = self.par.etp() as f64;
                 let assign = tokens * k / ep;
+                // The busiest EP rank receives `hot` of them (expert-load imbalance,
+                // `myriad_model::moe_balance`); every rank waits for it at the combine.
+                let imbalance = self.busiest_rank_factor(assign);
+                let hot = assign * imbalance;
                 let distinct = Self::distinct_experts(e, k, tokens) / ep;
                 let shard = self.expert_params / etp;
                 // Tokens per activated local expert, padded to whole tiles.
-                let per_expert = assign / distinct.max(1.0);
+                let per_expert = hot / distinct.max(1.0);
                 let padded = (per_expert / GROUPED_GEMM_TILE_M).ceil() * GROUPED_GEMM_TILE_M;
                 let compute = gemm_time(
                     acc,
@@ -612,12 +709,14 @@ impl InstanceModel {
                 let routed = compute.max(memory) + ov;
                 let shared = self.weight_gemm(self.prec.weights, t_r, self.shared_params / tp, 2.0);
                 let router = self.weight_gemm(Precision::Bf16, t_r, h * e, 1.0);
-                let act = (g * assign * moe.expert_ffn_hidden as f64 / etp
-                    + 4.0 * tokens * k / gpus * h)
+                let act = (g * hot * moe.expert_ffn_hidden as f64 / etp
+                    + 4.0 * tokens * k / gpus * h * imbalance)
                     * self.act_bytes
                     / self.hbm_bps;
                 let comm = if self.par.ep > 1 {
-                    let per_gpu = tokens / gpus * k * h;
+                    // The all-to-all lasts until the busiest rank has received (dispatch)
+                    // and sent back (combine) its `imbalance`-times-mean share.
+                    let per_gpu = tokens / gpus * k * h * imbalance;
                     self.coll(CollOp::AllToAll, per_gpu * 1.0, &self.ep_span)
                         + self.coll(CollOp::AllToAll, per_gpu * 2.0, &self.ep_span)
                 } else {

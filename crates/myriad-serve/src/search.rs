@@ -40,8 +40,9 @@ fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Opt
         m.spec,
     )
     .ok()?;
-    let mut im = im;
+    let mut im = im.with_placement(m.placement);
     im.decode_kv_reads = m.decode_kv_reads;
+    im.expert_load_cv = m.expert_load_cv;
     let kv = im.kv_capacity_tokens(kv_fraction);
     (kv >= 1.0).then_some(RoleSpec {
         model: im,

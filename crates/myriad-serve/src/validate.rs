@@ -18,7 +18,7 @@
 
 use myriad_catalog::Catalog;
 use myriad_cluster::Level;
-use myriad_model::{Mla, Moe, Transformer};
+use myriad_model::{Mla, Moe, Placement, Transformer};
 use myriad_scenario::Precision;
 use serde::Serialize;
 use serde_json::Value;
@@ -731,18 +731,40 @@ fn predict_inner(
             && !s.contains("none")
             && !s.contains("not enabled")
         {
-            let n: u32 = s
-                .split(|c: char| !c.is_ascii_digit())
-                .filter_map(|x| x.parse().ok())
-                .next_back()
-                .unwrap_or(1);
-            notes.push(format!(
-                "speculative: {n} draft tokens, acceptance 0.85 per token (DeepSeek-V3 report)"
-            ));
-            Some(Speculative {
-                draft_tokens: n,
-                acceptance: 0.85,
-            })
+            let n = draft_depth(&s);
+            let deepseek = t.name.to_ascii_lowercase().contains("deepseek")
+                && t.moe.as_ref().is_some_and(|m| m.experts == 256);
+            let relaxed = s.contains("relaxed");
+            let measured = match (deepseek && s.contains("mtp"), relaxed, n) {
+                (true, true, 3) => Some((
+                    crate::model::DEEPSEEK_R1_MTP3_RELAXED_TOKENS_PER_STEP,
+                    "relaxed acceptance",
+                )),
+                (true, false, 1..=5) => Some((
+                    crate::model::DEEPSEEK_R1_MTP_TOKENS_PER_STEP[n as usize - 1],
+                    "strict acceptance",
+                )),
+                _ => None,
+            };
+            match measured {
+                Some((tau, how)) => {
+                    let sp = Speculative::with_mean_tokens(n, tau);
+                    notes.push(format!(
+                        "speculative: {n} MTP draft tokens, {tau} tokens per step measured for DeepSeek-R1 with {how} (TensorRT-LLM tech blog 1; {:.3} per token)",
+                        sp.acceptance
+                    ));
+                    Some(sp)
+                }
+                None => {
+                    notes.push(format!(
+                        "speculative: {n} draft tokens, acceptance 0.85 per token (DeepSeek-V3 report)"
+                    ));
+                    Some(Speculative {
+                        draft_tokens: n,
+                        acceptance: 0.85,
+                    })
+                }
+            }
         } else {
             None
         }
@@ -872,6 +894,12 @@ fn predict_inner(
         spec,
         count as u64,
     )?;
+    if par.ep > 1 && b.model.expert_load_cv > 0.0 {
+        notes.push(format!(
+            "experts: static placement ({} default: no expert load balancer), per-expert load CV {:.3} (published)",
+            fw.id, b.model.expert_load_cv
+        ));
+    }
     let kv_tokens = b.model.kv_capacity_tokens(kv_frac);
     if kv_tokens < isl + osl {
         return Err(format!(
@@ -1023,6 +1051,71 @@ fn predict_inner(
     Ok(())
 }
 
+/// Draft depth named in a speculative-decoding description: the number after
+/// `num_nextn_predict_layers`, else the digits right after `mtp`/`eagle`, else the first
+/// number, else 1 ("MTP3 autoregressive, relaxed (top-10, delta 0.6; ~3.1)" is 3).
+fn draft_depth(s: &str) -> u32 {
+    let after = |key: &str| -> Option<u32> {
+        let i = s.find(key)? + key.len();
+        let d: String = s[i..]
+            .trim_start_matches([' ', '=', ':', '_', '-'])
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        d.parse().ok().filter(|&n| n > 0)
+    };
+    after("num_nextn_predict_layers")
+        .or_else(|| after("nextn"))
+        .or_else(|| after("mtp"))
+        .or_else(|| after("eagle"))
+        .or_else(|| {
+            s.split(|c: char| !c.is_ascii_digit())
+                .filter_map(|x| x.parse().ok())
+                .find(|&n| n > 0)
+        })
+        .unwrap_or(1)
+}
+
+/// Expert placement of a disaggregated deployment: EPLB (redundant experts placed from
+/// load statistics) where the row says so (`EPLB` or a load balancer in its serving
+/// text), or for SGLang-family large-EP runs: the LMSYS large-EP post states EPLB for its
+/// 96-H100 deployment and its GB200 posts mirror that setup; RTP-LLM reproduces DeepSeek's
+/// inference system, which places redundant experts (DeepSeek-V3 report). Otherwise the
+/// frameworks' default, static placement (TensorRT-LLM `load_balancer` None, vLLM
+/// `enable_eplb` False).
+fn disagg_placement(
+    row: &Value,
+    fw: &Framework,
+    t: &Transformer,
+    ep: u32,
+    notes: &mut Vec<String>,
+) -> Placement {
+    if t.moe.is_none() || ep <= 1 {
+        return Placement::Static;
+    }
+    let sv = row.get("serving").unwrap_or(&Value::Null);
+    let said = ["dispatch", "other", "load_balancer"].iter().any(|k| {
+        let x = text(sv, k).to_ascii_lowercase();
+        x.contains("eplb") || x.contains("load balancer")
+    });
+    if said {
+        notes.push("experts: EPLB placement (stated)".into());
+        Placement::Eplb
+    } else if fw.id == "sglang" {
+        notes.push(
+            "experts: EPLB placement (not stated; SGLang/RTP-LLM large-EP deployments run EPLB as DeepSeek's does)"
+                .into(),
+        );
+        Placement::Eplb
+    } else {
+        notes.push(format!(
+            "experts: static placement ({} default: no expert load balancer)",
+            fw.id
+        ));
+        Placement::Static
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn predict_disagg(
     cat: &Catalog,
@@ -1098,6 +1191,7 @@ fn predict_disagg(
     let pp = role_par(p, 8, "prefill", notes);
     let dpar = role_par(d, 8, "decode", notes);
     let overlap = true;
+    let placement = disagg_placement(row, fw, t, dpar.ep.max(pp.ep), notes);
     let dm = build(
         cat,
         acc_id,
@@ -1109,6 +1203,10 @@ fn predict_disagg(
         spec,
         dpar.gpus() as u64,
     )?;
+    let dm = Built {
+        model: dm.model.with_placement(placement),
+        ..dm
+    };
     let kv = dm.model.kv_capacity_tokens(kv_frac);
     let max_batch = uint(d, "max_running_requests")
         .map(|x| x as f64 * dm.model.par.attention_dp as f64)
@@ -1142,6 +1240,10 @@ fn predict_disagg(
         None,
         pp.gpus() as u64,
     )?;
+    let pm = Built {
+        model: pm.model.with_placement(placement),
+        ..pm
+    };
     let chunk = uint(p, "chunked_prefill_size").unwrap_or(fw.max_num_tokens) as f64
         * pm.model.par.attention_dp as f64;
     let pre = prefill_saturated(&pm.model, chunk, isl);
@@ -1224,4 +1326,23 @@ pub fn validate(cat: &Catalog, doc: &Value) -> Result<Report, String> {
         groups,
         warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::draft_depth;
+
+    #[test]
+    fn draft_depth_reads_the_named_depth() {
+        assert_eq!(draft_depth("mtp, num_nextn_predict_layers 3"), 3);
+        // Not the last number of the text (the old parser read 1 from "~3.1").
+        assert_eq!(
+            draft_depth(
+                "mtp3 autoregressive, relaxed acceptance (top-10, delta 0.6; acceptance ~3.1)"
+            ),
+            3
+        );
+        assert_eq!(draft_depth("eagle-2 draft"), 2);
+        assert_eq!(draft_depth("mtp"), 1);
+    }
 }
