@@ -66,13 +66,15 @@ per-source parameter; these are explanations, not corrections):
   performance recipes keep gradients in bf16 (`grad_reduce_in_fp32 = False` in the NeMo and
   Megatron-Bridge perf configs; `training.grad_reduce_in_fp32: false` models it), which
   saves 10.7 GiB; the rest is within the uncertainty of fixed buffers and fragmentation.
-- **Llama 3 70B at TP 1 on GB200 (+15…+17%).** Same cause: full activations of 80 layers at
+- **Llama 3 70B at TP 1 on GB200 (+26/+29%).** Same cause: full activations of 80 layers at
   8K context do not fit without recompute or offloading; Megatron-Bridge can offload
   activations to the Grace CPU's memory over NVLink-C2C, which Myriad does not model.
-- **Dense Blackwell runs (B200/GB200, −6…−19%).** Their GEMM and attention efficiencies are
-  derived from H100 measurements and published best-case ratios, not measured on
-  transformer shapes; the consistent sign points at those numbers.
-- **MoE runs.** Token-dropping Qwen3 rows (−31/−33%) and gpt-oss bf16 on GB200 (−37%) run
+- **Dense Blackwell runs.** With the B200 GEMM efficiency fitted to 1,304 measured B200
+  GEMMs (nod-ai/iree-kernel-benchmark) and Blackwell attention from NVIDIA's cuDNN benchmark
+  CSVs, the dense B200/GB200 rows are within −12…+6%; GB200's GEMM efficiency is still the
+  B200 fit scaled by a best-shape ratio, and the remaining fp8 rows (Llama 3 8B −7…−12%)
+  point at it.
+- **MoE runs.** Token-dropping Qwen3 rows (−27/−30%) and gpt-oss bf16 on GB200 (−33%) run
   much slower than the same models in later releases; the same Qwen3-30B plan ran in 9.66 s
   on B200 (26.04.01) and 6.56 s on GB200 (26.08), a 47% gap against 11% more peak. Routing
   imbalance, permutation kernels and the grouped-GEMM padding of those releases are not
