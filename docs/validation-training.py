@@ -66,9 +66,12 @@ per-source parameter; these are explanations, not corrections):
   performance recipes keep gradients in bf16 (`grad_reduce_in_fp32 = False` in the NeMo and
   Megatron-Bridge perf configs; `training.grad_reduce_in_fp32: false` models it), which
   saves 10.7 GiB; the rest is within the uncertainty of fixed buffers and fragmentation.
-- **Llama 3 70B at TP 1 on GB200 (+26/+29%).** Same cause: full activations of 80 layers at
-  8K context do not fit without recompute or offloading; Megatron-Bridge can offload
-  activations to the Grace CPU's memory over NVLink-C2C, which Myriad does not model.
+- **Llama 3 70B at TP 1 on GB200 (+26/+29%).** Megatron-Bridge's recipe for this row
+  (`LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2` in `scripts/performance/configs/llama/
+  llama3_workload_base_configs.py`: micro-batch 2, Megatron FSDP, `cpu_offloading_num_layers
+  = 40`) offloads the activations of 40 of the 80 layers to the Grace CPU's LPDDR5X over
+  NVLink-C2C instead of recomputing them. Myriad has no activation-offload model yet, so
+  it recomputes (block recompute of 39 of 80 layers, the least that fits).
 - **Dense Blackwell runs.** With the B200 GEMM efficiency fitted to 1,304 measured B200
   GEMMs (nod-ai/iree-kernel-benchmark) and Blackwell attention from NVIDIA's cuDNN benchmark
   CSVs, the dense B200/GB200 rows are within −12…+6%; GB200's GEMM efficiency is still the
@@ -78,7 +81,9 @@ per-source parameter; these are explanations, not corrections):
   much slower than the same models in later releases; the same Qwen3-30B plan ran in 9.66 s
   on B200 (26.04.01) and 6.56 s on GB200 (26.08), a 47% gap against 11% more peak. Routing
   imbalance, permutation kernels and the grouped-GEMM padding of those releases are not
-  captured.
+  captured. (Megatron-Bridge's gpt-oss-120b recipes recompute only the layernorms and the
+  MoE activation, `recompute_modules = ["layernorm", "moe_act"]`, a module-level selective
+  recompute Myriad does not offer; its `selective` is the attention core.)
 - **Korthikanti 1T (+7/+10%).** PP 64 with 512 micro-batches and no stated interleaving:
   Myriad charges the 1F1B bubble (63/512 of the step); the paper may have interleaved.
 """
