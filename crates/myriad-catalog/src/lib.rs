@@ -183,6 +183,13 @@ pub struct ScaleUpSystem {
     pub node_price_usd: f64,
     /// Price of the scale-up fabric per domain not inside nodes (switch trays, cables), USD.
     pub fabric_price_usd_per_domain: f64,
+    /// Bandwidth from one accelerator to host memory per direction, GB/s, for activation
+    /// offloading (Grace NVLink-C2C on GB200/GB300). Absent: offloading is not modelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_offload_gbps: Option<f64>,
+    /// Host memory per accelerator that offloaded activations may use, GiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_memory_gib: Option<f64>,
     pub sources: Sources,
 }
 

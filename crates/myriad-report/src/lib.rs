@@ -441,6 +441,7 @@ pub fn train(j: &Value) -> String {
         ("DP comm", "dp_comm_s"),
         ("pipeline bubble", "pipeline_bubble_s"),
         ("optimizer", "optimizer_s"),
+        ("activation offload", "offload_s"),
     ];
     let seg: Vec<(String, f64)> = parts
         .iter()

@@ -371,6 +371,13 @@ pub struct TrainingSpec {
     /// (Megatron `--recompute-method block --recompute-num-layers N`); default: all of them.
     #[serde(default)]
     pub recompute_layers: Option<u32>,
+    /// Offload the activations of the first N layers of every pipeline chunk to host memory
+    /// after their forward pass and reload them for backward (Megatron
+    /// `cpu_offloading_num_layers`); needs a scale-up system with a host memory link in the
+    /// catalog (GB200/GB300 NVL72). Default: none, or the least that fits when `recompute`
+    /// is not given either.
+    #[serde(default)]
+    pub offload_layers: Option<u32>,
     #[serde(default)]
     pub precision: Option<Precision>,
     /// Gradient buffers and their data-parallel reduction in fp32 (Megatron

@@ -293,6 +293,7 @@ pub fn candidates(
                                             sequence_parallel: sp,
                                             recompute: r,
                                             recompute_fraction: 1.0,
+                                            offload_fraction: 0.0,
                                             precision: fixed.precision,
                                             distributed_optimizer: z >= 1,
                                             grad_reduce_in_fp32: fixed.grad_reduce_in_fp32,

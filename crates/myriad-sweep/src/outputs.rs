@@ -101,6 +101,7 @@ pub const DEFAULT: &[&str] = &[
     "dp_comm_s",
     "pipeline_bubble_s",
     "optimizer_s",
+    "offload_s",
     "capex_usd",
     "it_power_mw",
     "switches_total",
@@ -232,6 +233,12 @@ pub static ALL: &[Output] = &[
     t!(Float, "optimizer_s", "breakdown: optimizer step", |c| {
         Cell::F(c.t().estimate.breakdown.optimizer_s)
     }),
+    t!(
+        Float,
+        "offload_s",
+        "breakdown: activation offload, exposed",
+        |c| { Cell::F(c.t().estimate.breakdown.offload_s) }
+    ),
     t!(Float, "weights_gib", "memory: weights", |c| Cell::F(
         c.t().estimate.memory.weights_gib
     )),

@@ -87,6 +87,8 @@ pub fn train_with(
     // Full recompute may cover only the first N layers of every pipeline chunk (Megatron's
     // block method): every N is a candidate when recompute is not given.
     let chunk = plan.chunk_layers(model.layers).round().max(1.0) as u32;
+    let (base_recompute_fraction, base_offload_fraction) =
+        (plan.recompute_fraction, plan.offload_fraction);
     for &z in &zs {
         for &r in &rs {
             let blocks: Vec<f64> = if r == Recompute::Full
@@ -95,11 +97,26 @@ pub fn train_with(
             {
                 (1..=chunk).map(|k| k as f64 / chunk as f64).collect()
             } else {
-                vec![plan.recompute_fraction]
+                vec![base_recompute_fraction]
             };
-            for &f in &blocks {
+            // Without recompute, activations may go to host memory instead (systems with a
+            // host memory link): every share of a chunk's layers is a candidate.
+            let offloads: Vec<f64> = if r == Recompute::None
+                && !recomputes.is_empty()
+                && spec.offload_layers.is_none()
+                && cluster.scale_up.host_offload_gbps.is_some()
+            {
+                (0..=chunk).map(|k| k as f64 / chunk as f64).collect()
+            } else {
+                vec![base_offload_fraction]
+            };
+            for (&f, &o) in blocks
+                .iter()
+                .flat_map(|f| offloads.iter().map(move |o| (f, o)))
+            {
                 plan.recompute = r;
                 plan.recompute_fraction = f;
+                plan.offload_fraction = o;
                 plan.zero_stage = z;
                 if free_sharding {
                     plan.distributed_optimizer = z >= 1;
@@ -141,6 +158,12 @@ pub fn train_with(
                 ),
                 Recompute::Full => "full".to_string(),
             }
+        ));
+    }
+    if plan.offload_fraction > 0.0 && spec.offload_layers.is_none() {
+        notes.push(format!(
+            "offload: activations of the first {} of {chunk} layers of every pipeline chunk to host memory (not given; {fit_note})",
+            (plan.offload_fraction * chunk as f64).round()
         ));
     }
     if free_sharding {

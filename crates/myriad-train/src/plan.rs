@@ -29,6 +29,9 @@ pub struct Plan {
     /// every chunk, N / layers-per-chunk); the other layers keep all their activations.
     /// 1 recomputes every layer (`--recompute-method uniform`).
     pub recompute_fraction: f64,
+    /// The share of each pipeline chunk's layers whose activations are offloaded to host
+    /// memory after their forward pass (Megatron `cpu_offloading_num_layers`); 0: none.
+    pub offload_fraction: f64,
     pub precision: Precision,
     pub distributed_optimizer: bool,
     /// Gradient buffers and DP reduction in fp32 (else in the 2-byte parameter precision).
@@ -368,6 +371,31 @@ pub fn resolve(
         }
         recompute_fraction = n as f64 / chunk as f64;
     }
+    let mut offload_fraction = 0.0;
+    if let Some(n) = spec.offload_layers {
+        if cluster.scale_up.host_offload_gbps.is_none() {
+            return Err(bad(
+                "offload_layers",
+                format!(
+                    "the scale-up system `{}` has no host memory link in the catalog (activation offloading is modelled on GB200/GB300 NVL72)",
+                    cluster.scale_up.id
+                ),
+            ));
+        }
+        let split = model.layers + if embedding_in_pipeline_split { 2 } else { 0 };
+        let chunk = (split as f64 / (pp as f64 * vpp.max(1) as f64))
+            .round()
+            .max(1.0) as u32;
+        if n > chunk {
+            return Err(bad(
+                "offload_layers",
+                format!(
+                    "{n} is more than the {chunk} layers of a pipeline chunk (layers / (pp*vpp))"
+                ),
+            ));
+        }
+        offload_fraction = n as f64 / chunk as f64;
+    }
     let attention = match spec.attention {
         Some(a) => a,
         None if precision == Precision::Fp16 => {
@@ -394,6 +422,7 @@ pub fn resolve(
             sequence_parallel,
             recompute,
             recompute_fraction,
+            offload_fraction,
             precision,
             distributed_optimizer,
             grad_reduce_in_fp32: spec.grad_reduce_in_fp32.unwrap_or(true),

@@ -42,6 +42,8 @@ pub struct Breakdown {
     pub dp_comm_s: f64,
     pub pipeline_bubble_s: f64,
     pub optimizer_s: f64,
+    /// Activation offloading to host memory: transfer time not hidden under compute.
+    pub offload_s: f64,
 }
 
 impl Breakdown {
@@ -56,6 +58,7 @@ impl Breakdown {
             + self.dp_comm_s
             + self.pipeline_bubble_s
             + self.optimizer_s
+            + self.offload_s
     }
 }
 
@@ -70,6 +73,8 @@ pub struct Memory {
     pub in_flight_micro_batches: f64,
     /// CUDA context, communication buffers, allocator fragmentation.
     pub buffers_gib: f64,
+    /// Activations offloaded to host memory (not counted in `total_gib`).
+    pub host_offload_gib: f64,
     pub total_gib: f64,
     pub capacity_gib: f64,
     /// The pipeline stage with the peak (0-based).
@@ -741,6 +746,35 @@ pub fn estimate_with(
         + pe / (edp as f64).max(1.0) * if shard_div > 1.0 { 1.0 } else { edp as f64 };
     let optimizer = opt_params * 34.0 / ctx.hbm_bps * pace;
 
+    let gemm_input_bytes = if fp8 { 1.0 } else { 2.0 };
+    let mut act = model.activation_memory(&shard, plan.recompute, gemm_input_bytes);
+    if plan.recompute == Recompute::Full && plan.recompute_fraction < 1.0 {
+        // Block recompute: the first share of each chunk's layers keeps only its input, the
+        // rest keep everything.
+        let kept = model.activation_memory(&shard, Recompute::None, gemm_input_bytes);
+        let f = plan.recompute_fraction;
+        act.dense_layer = f * act.dense_layer + (1.0 - f) * kept.dense_layer;
+        act.moe_layer = f * act.moe_layer + (1.0 - f) * kept.moe_layer;
+    }
+    // Activation offloading: the first share of each chunk's layers sends its activations
+    // to host memory after its forward pass and fetches them back before its backward; a
+    // transfer hides under the layer's own compute, what does not fit under it is exposed.
+    let offload_bw = cluster.scale_up.host_offload_gbps.unwrap_or(0.0) * 1e9;
+    let offload_s = if plan.offload_fraction > 0.0 {
+        let exposed = |bytes: f64, t: &StageTimes| -> f64 {
+            if offload_bw <= 0.0 {
+                return f64::INFINITY;
+            }
+            let x = bytes / offload_bw;
+            (x - t.fwd).max(0.0) + (x - t.bwd).max(0.0)
+        };
+        let (d, mo) = split(crit_idx as u32);
+        m * plan.offload_fraction
+            * (d * exposed(act.dense_layer, &dense_t) + mo * exposed(act.moe_layer, &moe_t))
+    } else {
+        0.0
+    };
+
     // Assemble: m slots of the critical stage plus fill/drain.
     let fill = bubble;
     let breakdown = Breakdown {
@@ -754,20 +788,11 @@ pub fn estimate_with(
         dp_comm_s: dp_exposed,
         pipeline_bubble_s: fill,
         optimizer_s: optimizer,
+        offload_s,
     };
     let step = breakdown.total();
 
     // Memory on each stage; report the peak.
-    let gemm_input_bytes = if fp8 { 1.0 } else { 2.0 };
-    let mut act = model.activation_memory(&shard, plan.recompute, gemm_input_bytes);
-    if plan.recompute == Recompute::Full && plan.recompute_fraction < 1.0 {
-        // Block recompute: the first share of each chunk's layers keeps only its input, the
-        // rest keep everything.
-        let kept = model.activation_memory(&shard, Recompute::None, gemm_input_bytes);
-        let f = plan.recompute_fraction;
-        act.dense_layer = f * act.dense_layer + (1.0 - f) * kept.dense_layer;
-        act.moe_layer = f * act.moe_layer + (1.0 - f) * kept.moe_layer;
-    }
     let mut memory = Memory::default();
     for s in 0..pp {
         let (d, e) = stage_params(s);
@@ -793,7 +818,13 @@ pub fn estimate_with(
             _ if v > 1.0 => (pp - s) as f64 + (pp as f64 - 1.0) / v,
             _ => ((pp - s) as f64).min(m),
         };
-        let mut acts = per_mb * in_flight;
+        // Offloaded layers leave HBM; one layer's activations stay as the transfer buffer.
+        let off = plan.offload_fraction;
+        let host = per_mb * in_flight * off;
+        let mut acts = per_mb * in_flight * (1.0 - off);
+        if off > 0.0 {
+            acts += act.dense_layer.max(act.moe_layer);
+        }
         if s == pp - 1 {
             acts += act.head;
         }
@@ -806,6 +837,7 @@ pub fn estimate_with(
                 activations_gib: acts / GIB,
                 in_flight_micro_batches: in_flight,
                 buffers_gib: BUFFERS_GIB,
+                host_offload_gib: host / GIB,
                 total_gib: total,
                 capacity_gib: acc.hbm_gib,
                 peak_stage: s,
@@ -813,7 +845,9 @@ pub fn estimate_with(
         }
     }
     memory.capacity_gib = acc.hbm_gib;
-    let fits = memory.total_gib <= acc.hbm_gib;
+    let host_fits =
+        memory.host_offload_gib <= cluster.scale_up.host_memory_gib.unwrap_or(0.0) + 1e-9;
+    let fits = memory.total_gib <= acc.hbm_gib && (plan.offload_fraction == 0.0 || host_fits);
 
     let flops = model.flops_per_sequence();
     let model_flops = flops.training * plan.global_batch as f64;

@@ -220,3 +220,77 @@ fn two_byte_gradients_halve_gradient_memory_and_data_parallel_bytes() {
     assert!(bf16.breakdown.backward_s < fp32.breakdown.backward_s);
     assert_eq!(bf16.breakdown.forward_s, fp32.breakdown.forward_s);
 }
+
+fn gb200(training: &str) -> myriad_train::TrainEstimate {
+    let text = format!(
+        "format: myriad/1\ncluster: {{accelerator: gb200, count: 72}}\nmodel: {{preset: llama3-70b, seq_len: 8192}}\ntraining: {training}\n"
+    );
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", &text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 64).unwrap()
+}
+
+#[test]
+fn offloaded_activations_leave_hbm_and_cost_only_what_compute_cannot_hide() {
+    let base = "tp: 1, pp: 1, dp: 64, global_batch: 256, micro_batch: 2, precision: fp8, recompute: none, zero_stage: 3";
+    let none = gb200(&format!("{{{base}}}")).estimate;
+    let half = gb200(&format!("{{{base}, offload_layers: 40}}")).estimate;
+    let all = gb200(&format!("{{{base}, offload_layers: 80}}")).estimate;
+    // HBM keeps the other layers plus one as the transfer buffer (and the output layer's
+    // logits), the host holds the offloaded share: with L the 80 layers' activations and H
+    // the head's, none = L + H and all = L/80 + H.
+    let layers = (none.memory.activations_gib - all.memory.activations_gib) * 80.0 / 79.0;
+    let head = none.memory.activations_gib - layers;
+    assert!(head >= 0.0);
+    let want = 0.5 * layers + layers / 80.0 + head;
+    assert!(
+        (half.memory.activations_gib - want).abs() < 1e-6,
+        "{} vs {want}",
+        half.memory.activations_gib
+    );
+    assert!((half.memory.host_offload_gib - 0.5 * layers).abs() < 1e-6);
+    assert!((all.memory.host_offload_gib - layers).abs() < 1e-6);
+    // All 80 layers (about 280 GiB) do not fit in the 223 GiB of host memory per GPU.
+    assert!(all.memory.host_offload_gib > 223.0 && !all.fits);
+    // Transfers hide under compute except where a layer's bytes take longer than the layer:
+    // never negative, more layers never cheaper, and compute itself unchanged.
+    assert!(half.breakdown.offload_s >= 0.0 && all.breakdown.offload_s >= half.breakdown.offload_s);
+    assert_eq!(half.breakdown.forward_s, none.breakdown.forward_s);
+    assert!(half.step_time_s >= none.step_time_s);
+    assert!(
+        !none.fits && half.fits,
+        "{} / {}",
+        none.memory.total_gib,
+        half.memory.total_gib
+    );
+}
+
+#[test]
+fn offload_needs_a_host_memory_link() {
+    let e = err("{tp: 8, pp: 8, dp: 16, global_batch: 1536, offload_layers: 2}");
+    assert!(
+        e.contains("offload_layers") && e.contains("host memory link"),
+        "{e}"
+    );
+    let text = "format: myriad/1\ncluster: {accelerator: gb200, count: 72}\nmodel: {preset: llama3-70b, seq_len: 8192}\ntraining: {tp: 1, pp: 1, dp: 64, global_batch: 256, offload_layers: 81}\n";
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    let e = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 64)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("81") && e.contains("80 layers"), "{e}");
+}
+
+#[test]
+fn the_free_choice_offloads_instead_of_recomputing_where_it_is_faster() {
+    let t = gb200("{tp: 1, pp: 1, dp: 64, global_batch: 256, micro_batch: 2, precision: fp8}");
+    assert!(t.estimate.fits);
+    assert!(t.plan.offload_fraction > 0.0, "{:?}", t.notes);
+    assert!(t.notes.iter().any(|n| n.starts_with("offload:")));
+    let r = gb200("{tp: 1, pp: 1, dp: 64, global_batch: 256, micro_batch: 2, precision: fp8, recompute: full}");
+    assert!(t.estimate.step_time_s < r.estimate.step_time_s);
+}

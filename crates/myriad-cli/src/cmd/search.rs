@@ -182,6 +182,7 @@ fn why(a: &Ranked, b: &Ranked) {
         ("DP comm", x.dp_comm_s, y.dp_comm_s),
         ("pipeline bubble", x.pipeline_bubble_s, y.pipeline_bubble_s),
         ("optimizer", x.optimizer_s, y.optimizer_s),
+        ("activation offload", x.offload_s, y.offload_s),
         ("step", a.estimate.step_time_s, b.estimate.step_time_s),
     ];
     let mut t = Table::new();

@@ -186,6 +186,7 @@ pub fn run(
             ("DP comm (exposed)", b.dp_comm_s),
             ("pipeline bubble", b.pipeline_bubble_s),
             ("optimizer", b.optimizer_s),
+            ("activation offload", b.offload_s),
         ]
         .iter()
         .map(|(n, v)| (n.to_string(), *v))
@@ -240,6 +241,7 @@ pub fn run(
         ("DP comm (exposed)", b.dp_comm_s),
         ("pipeline bubble", b.pipeline_bubble_s),
         ("optimizer step", b.optimizer_s),
+        ("activation offload (exposed)", b.offload_s),
     ];
     for (name, v) in rows {
         tb.add_row(vec![
@@ -286,6 +288,13 @@ pub fn run(
         "activations: {:.1} micro-batches in flight on pipeline stage {} (the peak stage)",
         m.in_flight_micro_batches, m.peak_stage
     );
+    if m.host_offload_gib > 0.0 {
+        println!(
+            "offloaded to host memory: {:.1} GiB of activations (of {:.0} GiB per accelerator)",
+            m.host_offload_gib,
+            cluster.scale_up.host_memory_gib.unwrap_or(0.0)
+        );
+    }
     if e.fits {
         println!(
             "fits: yes ({:.1} GiB of {:.0})",
