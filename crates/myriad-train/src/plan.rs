@@ -350,6 +350,11 @@ pub fn resolve(
         None => DEFAULT_PLACEMENT,
     };
     let recompute = spec.recompute.unwrap_or(Recompute::None);
+    // Layers in one pipeline chunk (the unit of block recompute and offloading).
+    let chunk = ((model.layers + if embedding_in_pipeline_split { 2 } else { 0 }) as f64
+        / (pp as f64 * vpp.max(1) as f64))
+        .round()
+        .max(1.0) as u32;
     let mut recompute_fraction = 1.0;
     if let Some(n) = spec.recompute_layers {
         if recompute != Recompute::Full {
@@ -359,10 +364,6 @@ pub fn resolve(
                     .to_string(),
             ));
         }
-        let split = model.layers + if embedding_in_pipeline_split { 2 } else { 0 };
-        let chunk = (split as f64 / (pp as f64 * vpp.max(1) as f64))
-            .round()
-            .max(1.0) as u32;
         if n == 0 || n > chunk {
             return Err(bad(
                 "recompute_layers",
@@ -382,10 +383,6 @@ pub fn resolve(
                 ),
             ));
         }
-        let split = model.layers + if embedding_in_pipeline_split { 2 } else { 0 };
-        let chunk = (split as f64 / (pp as f64 * vpp.max(1) as f64))
-            .round()
-            .max(1.0) as u32;
         if n > chunk {
             return Err(bad(
                 "offload_layers",

@@ -47,6 +47,28 @@ pub struct Breakdown {
 }
 
 impl Breakdown {
+    /// Every part as (JSON key, label, seconds), in the order reports list them; `total` is
+    /// their sum.
+    pub fn parts(&self) -> [(&'static str, &'static str, f64); 11] {
+        [
+            ("forward_s", "forward", self.forward_s),
+            ("backward_s", "backward", self.backward_s),
+            ("recompute_s", "recompute", self.recompute_s),
+            ("tp_comm_s", "TP/SP comm", self.tp_comm_s),
+            ("cp_comm_s", "CP comm", self.cp_comm_s),
+            ("ep_comm_s", "EP comm", self.ep_comm_s),
+            ("pp_comm_s", "PP comm", self.pp_comm_s),
+            ("dp_comm_s", "DP comm", self.dp_comm_s),
+            (
+                "pipeline_bubble_s",
+                "pipeline bubble",
+                self.pipeline_bubble_s,
+            ),
+            ("optimizer_s", "optimizer", self.optimizer_s),
+            ("offload_s", "activation offload", self.offload_s),
+        ]
+    }
+
     pub fn total(&self) -> f64 {
         self.forward_s
             + self.backward_s

@@ -171,20 +171,12 @@ pub fn run(
 /// The best plan's breakdown beside the runner-up's.
 fn why(a: &Ranked, b: &Ranked) {
     let (x, y) = (&a.estimate.breakdown, &b.estimate.breakdown);
-    let rows = [
-        ("forward", x.forward_s, y.forward_s),
-        ("backward", x.backward_s, y.backward_s),
-        ("recompute", x.recompute_s, y.recompute_s),
-        ("TP/SP comm", x.tp_comm_s, y.tp_comm_s),
-        ("CP comm", x.cp_comm_s, y.cp_comm_s),
-        ("EP comm", x.ep_comm_s, y.ep_comm_s),
-        ("PP comm", x.pp_comm_s, y.pp_comm_s),
-        ("DP comm", x.dp_comm_s, y.dp_comm_s),
-        ("pipeline bubble", x.pipeline_bubble_s, y.pipeline_bubble_s),
-        ("optimizer", x.optimizer_s, y.optimizer_s),
-        ("activation offload", x.offload_s, y.offload_s),
-        ("step", a.estimate.step_time_s, b.estimate.step_time_s),
-    ];
+    let rows = x
+        .parts()
+        .into_iter()
+        .zip(y.parts())
+        .map(|((_, n, p), (_, _, q))| (n, p, q))
+        .chain([("step", a.estimate.step_time_s, b.estimate.step_time_s)]);
     let mut t = Table::new();
     t.set_header(vec!["why #1 wins (seconds)", "#1", "#2", "#2 - #1"]);
     for (n, p, q) in rows {

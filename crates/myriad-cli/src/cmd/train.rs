@@ -175,22 +175,11 @@ pub fn run(
     let e = &t.estimate;
     if let (Some(out), Some(tm)) = (trace, &timer) {
         let b = &e.breakdown;
-        let timeline: Vec<(String, f64)> = [
-            ("forward", b.forward_s),
-            ("backward", b.backward_s),
-            ("recompute", b.recompute_s),
-            ("TP/SP comm (exposed)", b.tp_comm_s),
-            ("CP comm (exposed)", b.cp_comm_s),
-            ("EP comm (exposed)", b.ep_comm_s),
-            ("PP comm (exposed)", b.pp_comm_s),
-            ("DP comm (exposed)", b.dp_comm_s),
-            ("pipeline bubble", b.pipeline_bubble_s),
-            ("optimizer", b.optimizer_s),
-            ("activation offload", b.offload_s),
-        ]
-        .iter()
-        .map(|(n, v)| (n.to_string(), *v))
-        .collect();
+        let timeline: Vec<(String, f64)> = b
+            .parts()
+            .iter()
+            .map(|(_, n, v)| (n.to_string(), *v))
+            .collect();
         std::fs::write(out, tm.chrome_trace(&timeline))
             .map_err(|e| format!("{}: cannot write the trace: {e}", out.display()))?;
         eprintln!("trace written to {}", out.display());
