@@ -190,6 +190,12 @@ fn plan_label(p: &Value) -> String {
             out += &format!(" rc:{r}");
         }
     }
+    let off = get(p, "offload_fraction")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    if off > 0.0 {
+        out += &format!(" offload {:.0}%", 100.0 * off);
+    }
     out
 }
 

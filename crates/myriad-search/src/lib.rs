@@ -343,6 +343,33 @@ fn least_block_recompute(
     (best, hi as f64 / layers as f64)
 }
 
+/// The least share of every chunk's layers whose activations must go to host memory for a
+/// plan without recompute to fit in HBM (binary search; HBM use falls as the share grows),
+/// if the host memory then holds them. Returns (step time, offloaded share).
+fn least_offload(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> Option<(f64, f64)> {
+    let layers = plan.chunk_layers(model.layers).round().max(1.0) as u32;
+    let mut q = plan.clone();
+    let mut at = |k: u32| {
+        q.offload_fraction = k as f64 / layers as f64;
+        estimate(model, &q, cluster)
+    };
+    let hbm_fits = |e: &StepEstimate| e.memory.total_gib <= e.memory.capacity_gib;
+    if !hbm_fits(&at(layers)) {
+        return None;
+    }
+    let (mut lo, mut hi) = (1u32, layers);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if hbm_fits(&at(mid)) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    let e = at(hi);
+    (e.fits && e.step_time_s.is_finite()).then_some((e.step_time_s, hi as f64 / layers as f64))
+}
+
 /// Searches the space; `progress` is called with the number of plans estimated so far
 /// (every 4,096 plans) and the total.
 pub fn search(
@@ -360,7 +387,7 @@ pub fn search(
     // plan with full recompute that fits may recompute only part of every chunk (Megatron's
     // block method): its time with one layer per chunk recomputed is a lower bound, exact
     // when that already fits; the others are refined only if they reach the top.
-    let mut fits: Vec<(f64, usize, f64, bool)> = plans
+    let mut fits: Vec<(f64, usize, f64, f64, bool)> = plans
         .par_iter()
         .enumerate()
         .filter_map(|(i, p)| {
@@ -369,22 +396,28 @@ pub fn search(
             if d % 4096 == 0 {
                 progress(d, total);
             }
-            if !(e.fits && e.step_time_s.is_finite()) {
-                return None;
-            }
             let per_seq = |t: f64| t / p.global_batch as f64;
             let layers = p.chunk_layers(model.layers).round().max(1.0);
+            if !(e.fits && e.step_time_s.is_finite()) {
+                // Without recompute, activations may go to host memory instead (systems with
+                // a host memory link): the least offloaded share that fits, if any.
+                if p.recompute == Recompute::None && cluster.scale_up.host_offload_gbps.is_some() {
+                    return least_offload(model, p, cluster)
+                        .map(|(t, off)| (per_seq(t), i, p.recompute_fraction, off, true));
+                }
+                return None;
+            }
             if p.recompute == Recompute::Full && layers > 1.0 {
                 let least = Plan {
                     recompute_fraction: 1.0 / layers,
                     ..p.clone()
                 };
                 let l = estimate(model, &least, cluster);
-                return Some((per_seq(l.step_time_s), i, 1.0 / layers, l.fits));
+                return Some((per_seq(l.step_time_s), i, 1.0 / layers, 0.0, l.fits));
             }
             // Rank by time per sequence: the step time when the batch is fixed, and the
             // right comparison across a range of global batches.
-            Some((per_seq(e.step_time_s), i, p.recompute_fraction, true))
+            Some((per_seq(e.step_time_s), i, p.recompute_fraction, 0.0, true))
         })
         .collect();
     progress(total, total);
@@ -401,14 +434,14 @@ pub fn search(
     let mut top: Vec<Ranked> = Vec::with_capacity(top_n);
     let mut k = 0;
     while k < fits.len() && top.len() < top_n {
-        let (t, i, share, exact) = fits[k];
+        let (t, i, share, off, exact) = fits[k];
         if !exact {
             // A lower bound reached the front: refine it and put it back in rank order
             // (refining only moves an entry down, so the walk stays exact).
             let p = &plans[i];
             let full = estimate(model, p, cluster).step_time_s;
             let (t, share) = least_block_recompute(model, p, cluster, full);
-            let e = (t / p.global_batch as f64, i, share, true);
+            let e = (t / p.global_batch as f64, i, share, 0.0, true);
             fits.remove(k);
             let at =
                 k + fits[k..].partition_point(|x| x.0.total_cmp(&e.0).then(x.1.cmp(&e.1)).is_lt());
@@ -418,6 +451,7 @@ pub fn search(
         k += 1;
         let p = &Plan {
             recompute_fraction: share,
+            offload_fraction: off,
             ..plans[i].clone()
         };
         let same = top.iter().any(|r| {

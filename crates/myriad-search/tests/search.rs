@@ -253,3 +253,31 @@ fn tight_memory_finds_the_least_block_recompute() {
     };
     assert!(best.estimate.step_time_s < myriad_train::estimate(&m, &all, &c).step_time_s);
 }
+
+#[test]
+fn gb200_search_offloads_activations_when_nothing_else_fits() {
+    // Llama 3 70B at 8K context with TP 1 and no pipeline on GB200: without recompute only
+    // offloading activations to the Grace memory fits; the search finds the least share.
+    let (m, c, f) = setup("format: myriad/1\ncluster: {accelerator: gb200, count: 72}\nmodel: {preset: llama3-70b, seq_len: 8192}\ntraining: {global_batch: 288, precision: fp8}\n");
+    let space = Space {
+        tp: vec![1],
+        cp: vec![1],
+        pp: vec![1],
+        vpp: vec![1],
+        micro_batch: vec![2],
+        recompute: vec![myriad_model::Recompute::None],
+        zero_stage: vec![3],
+        ..Space::full(&m)
+    };
+    let r = search(&m, &c, &f, &space, 1, &|_, _| {});
+    let best = &r.top[0];
+    assert!(best.estimate.fits);
+    let share = best.plan.offload_fraction;
+    assert!(share > 0.0 && share < 1.0, "{share}");
+    let fewer = myriad_train::Plan {
+        offload_fraction: share - 1.0 / 80.0,
+        ..best.plan.clone()
+    };
+    let e = myriad_train::estimate(&m, &fewer, &c);
+    assert!(e.memory.total_gib > e.memory.capacity_gib);
+}

@@ -29,7 +29,17 @@ pub(crate) fn plan_summary(p: &myriad_train::Plan) -> String {
         } else {
             format!("{:?}", p.recompute)
         },
-        if p.sequence_parallel { " SP" } else { "" },
+        if p.offload_fraction > 0.0 {
+            format!(
+                "{} offload{:.0}%",
+                if p.sequence_parallel { " SP" } else { "" },
+                100.0 * p.offload_fraction
+            )
+        } else if p.sequence_parallel {
+            " SP".to_string()
+        } else {
+            String::new()
+        },
         p.zero_stage,
         if p.placement[3] == myriad_scenario::Dim::Pp {
             " (DP outermost)"
