@@ -66,13 +66,13 @@ per-source parameter; these are explanations, not corrections):
   performance recipes keep gradients in bf16 (`grad_reduce_in_fp32 = False` in the NeMo and
   Megatron-Bridge perf configs; `training.grad_reduce_in_fp32: false` models it), which
   saves 10.7 GiB; the rest is within the uncertainty of fixed buffers and fragmentation.
-- **Llama 3 70B at TP 1 on GB200 (+15/+18%).** Megatron-Bridge's recipe for this row
+- **Llama 3 70B at TP 1 on GB200 (now −1%/+1%).** Megatron-Bridge's recipe for this row
   (`LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2` in `scripts/performance/configs/llama/
   llama3_workload_base_configs.py`: micro-batch 2, Megatron FSDP, `cpu_offloading_num_layers
   = 40`) offloads the activations of 40 of the 80 layers to the Grace CPU's LPDDR5X over
-  NVLink-C2C; Myriad's free choice now finds the same (37 of 80, `training.offload_layers`).
-  What remains is the ZeRO-3 parameter traffic (1.6 s), which Myriad counts without overlap
-  (DeepSpeed's behaviour) while Megatron FSDP prefetches it under compute.
+  NVLink-C2C and prefetches FSDP parameters under compute; Myriad's free choice finds 37 of
+  80 (`training.offload_layers`) and prefetches (`training.zero3_prefetch`, on by default;
+  the validator turns it off only for sources from before 2022, the DeepSpeed 0.3 era).
 - **Dense Blackwell runs.** With the B200 GEMM efficiency fitted to 1,304 measured B200
   GEMMs (nod-ai/iree-kernel-benchmark) and Blackwell attention from NVIDIA's cuDNN benchmark
   CSVs, the dense B200/GB200 rows are within −12…+6%; GB200's GEMM efficiency is still the

@@ -386,6 +386,12 @@ pub struct TrainingSpec {
     /// performance recipes do. Default `true`.
     #[serde(default)]
     pub grad_reduce_in_fp32: Option<bool>,
+    /// ZeRO-3 prefetches the next layer's parameters while the current one computes (PyTorch
+    /// FSDP, Megatron FSDP, DeepSpeed since 2022); `false` gathers each layer's parameters
+    /// when it runs, on the critical path, as DeepSpeed 0.3 did (a device synchronisation
+    /// before every parameter's all-gather). Default `true`.
+    #[serde(default)]
+    pub zero3_prefetch: Option<bool>,
     /// Megatron distributed optimizer (ZeRO-1-like sharding of optimizer state over DP).
     #[serde(default)]
     pub distributed_optimizer: Option<bool>,

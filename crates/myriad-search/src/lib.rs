@@ -135,6 +135,8 @@ pub struct Fixed {
     pub schedule: PipelineSchedule,
     /// Gradient buffers in fp32 (`training.grad_reduce_in_fp32`, default true).
     pub grad_reduce_in_fp32: bool,
+    /// ZeRO-3 with prefetch (`training.zero3_prefetch`, default true).
+    pub zero3_prefetch: bool,
 }
 
 impl Fixed {
@@ -151,6 +153,7 @@ impl Fixed {
             }),
             schedule: spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB),
             grad_reduce_in_fp32: spec.grad_reduce_in_fp32.unwrap_or(true),
+            zero3_prefetch: spec.zero3_prefetch.unwrap_or(true),
         }
     }
 }
@@ -297,6 +300,7 @@ pub fn candidates(
                                             precision: fixed.precision,
                                             distributed_optimizer: z >= 1,
                                             grad_reduce_in_fp32: fixed.grad_reduce_in_fp32,
+                                            zero3_prefetch: fixed.zero3_prefetch,
                                             zero_stage: z,
                                             schedule: fixed.schedule,
                                             tp_comm_overlap: sp

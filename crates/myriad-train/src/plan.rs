@@ -36,6 +36,9 @@ pub struct Plan {
     pub distributed_optimizer: bool,
     /// Gradient buffers and DP reduction in fp32 (else in the 2-byte parameter precision).
     pub grad_reduce_in_fp32: bool,
+    /// ZeRO-3 prefetches the next layer's parameters under compute (FSDP); false: gathers
+    /// on demand on the critical path (DeepSpeed before 2022).
+    pub zero3_prefetch: bool,
     pub zero_stage: u8,
     pub schedule: PipelineSchedule,
     /// Tensor-parallel communication overlapped with GEMMs (Transformer Engine userbuffers).
@@ -423,6 +426,7 @@ pub fn resolve(
             precision,
             distributed_optimizer,
             grad_reduce_in_fp32: spec.grad_reduce_in_fp32.unwrap_or(true),
+            zero3_prefetch: spec.zero3_prefetch.unwrap_or(true),
             zero_stage,
             schedule,
             tp_comm_overlap,

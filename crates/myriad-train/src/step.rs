@@ -734,11 +734,21 @@ pub fn estimate_with(
     let (rs, ag) = (rs_d + rs_e, ag_d + ag_e);
     let total_local = pd + pe;
     let bucket = (40e6_f64.max(1e6 * plan.dp as f64) / total_local.max(1.0)).min(1.0);
-    let dp_exposed = if plan.zero_stage >= 3 {
-        // ZeRO-3 (DeepSpeed): each micro-batch all-gathers the parameters for forward and
-        // again for backward, and reduce-scatters the gradients. DeepSpeed fetches a layer's
-        // parameters when the layer runs (its prefetch covers the next small bucket only),
-        // so the gathers sit on the critical path: counted without overlap.
+    let dp_exposed = if plan.zero_stage >= 3 && plan.zero3_prefetch {
+        // ZeRO-3 with prefetch (PyTorch FSDP, Megatron FSDP, DeepSpeed since 2022): each
+        // micro-batch gathers the next layer's parameters while the current one computes,
+        // forward and again backward, and reduce-scatters each layer's gradients under the
+        // rest of the backward pass; the first layer's gather and what compute cannot cover
+        // are exposed, and hidden traffic slows compute by the SM share.
+        let layers = (split(crit_idx as u32).0 + split(crit_idx as u32).1).max(1.0);
+        m * ((ag - crit.fwd).max(0.0)
+            + (ag + rs - crit.bwd).max(0.0)
+            + 2.0 * ag / layers
+            + COMM_SM_SHARE * (ag.min(crit.fwd) + (ag + rs).min(crit.bwd)))
+    } else if plan.zero_stage >= 3 {
+        // ZeRO-3 gathered on demand (DeepSpeed before 2022: a device synchronisation before
+        // each parameter's gather): each micro-batch all-gathers the parameters for forward
+        // and again for backward, and reduce-scatters the gradients, on the critical path.
         m * (2.0 * ag + rs)
     } else if plan.zero_stage == 2 {
         // ZeRO-2: gradients are sharded, so every micro-batch's gradients are

@@ -279,10 +279,45 @@ fn predict(
     let cluster = myriad_cluster::build(&scenario, cat).map_err(|e| e.to_string())?;
     let (model, note) = case_model_noted(case, cat)?;
     notes.extend(note);
-    let t =
-        train(&case.training, &model, &cluster, case.system.count).map_err(|e| e.to_string())?;
+    // ZeRO-3 before 2022 was DeepSpeed 0.3-0.5, which synchronised the device before each
+    // parameter's all-gather (`_allgather_param` in `partition_parameters.py`): no prefetch.
+    let mut training = case.training.clone();
+    if training.zero3_prefetch.is_none() && source_year(case).is_some_and(|y| y < 2022) {
+        training.zero3_prefetch = Some(false);
+    }
+    let t = train(&training, &model, &cluster, case.system.count).map_err(|e| e.to_string())?;
+    if t.plan.zero_stage >= 3 && !t.plan.zero3_prefetch && case.training.zero3_prefetch.is_none() {
+        notes.push(
+            "zero3_prefetch: false (a source from before 2022: DeepSpeed then gathered each parameter after a device synchronisation)"
+                .into(),
+        );
+    }
     notes.extend(t.notes.iter().cloned());
     Ok((t, notes))
+}
+
+/// The year a case's source was published: an arXiv identifier (`arXiv:YYMM.NNNNN`) or the
+/// first year 2015-2039 written in its source or id.
+fn source_year(case: &ValidationCase) -> Option<u32> {
+    let text = format!("{} {}", case.source.as_deref().unwrap_or(""), case.id);
+    if let Some(i) = text.find("arXiv:") {
+        let d = text[i + 6..].as_bytes();
+        if d.len() >= 4 && d[..4].iter().all(u8::is_ascii_digit) {
+            return Some(2000 + ((d[0] - b'0') * 10 + (d[1] - b'0')) as u32);
+        }
+    }
+    let b = text.as_bytes();
+    (0..b.len().saturating_sub(3)).find_map(|i| {
+        let four = &b[i..i + 4];
+        let bounded = (i == 0 || !b[i - 1].is_ascii_digit())
+            && b.get(i + 4).is_none_or(|c| !c.is_ascii_digit());
+        if bounded && four.iter().all(u8::is_ascii_digit) {
+            let y: u32 = std::str::from_utf8(four).ok()?.parse().ok()?;
+            (2015..2040).contains(&y).then_some(y)
+        } else {
+            None
+        }
+    })
 }
 
 fn summarize(results: &[CaseResult]) -> Summary {
