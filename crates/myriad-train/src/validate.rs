@@ -3,7 +3,10 @@
 //! Each case's `system` becomes a cluster: the catalog scale-up system built with the
 //! accelerator whose node and domain sizes match, the fabric of the stated kind and rate,
 //! and enough whole scale-up domains to hold the job. Nulls in `training` take the
-//! defaults of [`crate::plan::resolve`]; each choice is reported in the case's notes.
+//! defaults of [`crate::plan::resolve`]; each choice is reported in the case's notes. One
+//! framework-era default depends on the source's date: ZeRO-3 in sources from before 2022
+//! gathers parameters on demand (DeepSpeed 0.3 synchronised the device before each gather),
+//! later ones prefetch (FSDP).
 //!
 //! Superseded rows: a row is marked `superseded` when another row of the same benchmark
 //! (same model name, accelerator, accelerator count and precision) carries a newer software
