@@ -32,9 +32,11 @@ pub struct TrainEstimate {
 ///
 /// Fields the spec leaves unset that decide whether the plan fits are chosen the way a user
 /// would: when `recompute` is not given, and when neither `distributed_optimizer` nor
-/// `zero_stage` is given, every combination (recompute none/selective/full × optimizer
-/// sharding ZeRO-1/2/3) is estimated and the fastest that fits is kept; if none fits, the
-/// one needing the least memory is reported (with `fits: false`). Each choice is noted.
+/// `zero_stage` is given, every combination (recompute none/selective/full, full recompute
+/// of the first 1..N layers of every pipeline chunk, activation offload of 0..N layers to
+/// host memory where the system has a host link, × optimizer sharding ZeRO-1/2/3) is
+/// estimated and the fastest that fits is kept; if none fits, the one needing the least
+/// memory is reported (with `fits: false`). Each choice is noted.
 pub fn train(
     spec: &TrainingSpec,
     model: &Transformer,
