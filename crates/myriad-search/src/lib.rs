@@ -321,37 +321,40 @@ pub fn candidates(
     (out, rej)
 }
 
-/// The fastest block recompute of a plan whose full recompute fits (step time `full_s`):
-/// binary search over the layers of a chunk for the fewest recomputed ones that still fit.
-/// Returns (step time, recomputed share).
-fn least_block_recompute(
-    model: &Transformer,
-    plan: &Plan,
-    cluster: &BuiltCluster,
-    full_s: f64,
-) -> (f64, f64) {
-    let layers = plan.chunk_layers(model.layers).round().max(1.0) as u32;
-    let (mut lo, mut hi, mut best) = (1u32, layers, full_s);
-    let mut q = plan.clone();
+/// The least `k` in `1..=n` for which `fits(k)` holds, given that it holds at `n` and, once
+/// it holds, for every larger `k` (binary search).
+fn least_share(n: u32, mut fits: impl FnMut(u32) -> bool) -> u32 {
+    let (mut lo, mut hi) = (1u32, n);
     while lo < hi {
         let mid = (lo + hi) / 2;
-        q.recompute_fraction = mid as f64 / layers as f64;
-        let e = estimate(model, &q, cluster);
-        if e.fits {
+        if fits(mid) {
             hi = mid;
-            best = e.step_time_s;
         } else {
             lo = mid + 1;
         }
     }
-    (best, hi as f64 / layers as f64)
+    hi
+}
+
+/// The fastest block recompute of a plan whose full recompute fits: the fewest recomputed
+/// layers per chunk that still fit (memory falls and time rises with the share). Returns
+/// (step time, recomputed share).
+fn least_block_recompute(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> (f64, f64) {
+    let layers = plan.chunk_layers(model.layers);
+    let mut q = plan.clone();
+    let mut at = |k: u32| {
+        q.recompute_fraction = k as f64 / layers as f64;
+        estimate(model, &q, cluster)
+    };
+    let k = least_share(layers, |k| at(k).fits);
+    (at(k).step_time_s, k as f64 / layers as f64)
 }
 
 /// The least share of every chunk's layers whose activations must go to host memory for a
-/// plan without recompute to fit in HBM (binary search; HBM use falls as the share grows),
-/// if the host memory then holds them. Returns (step time, offloaded share).
+/// plan without recompute to fit in HBM (HBM use falls as the share grows), if the host
+/// memory then holds them. Returns (step time, offloaded share).
 fn least_offload(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> Option<(f64, f64)> {
-    let layers = plan.chunk_layers(model.layers).round().max(1.0) as u32;
+    let layers = plan.chunk_layers(model.layers);
     let mut q = plan.clone();
     let mut at = |k: u32| {
         q.offload_fraction = k as f64 / layers as f64;
@@ -361,17 +364,9 @@ fn least_offload(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> Op
     if !hbm_fits(&at(layers)) {
         return None;
     }
-    let (mut lo, mut hi) = (1u32, layers);
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        if hbm_fits(&at(mid)) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    let e = at(hi);
-    (e.fits && e.step_time_s.is_finite()).then_some((e.step_time_s, hi as f64 / layers as f64))
+    let k = least_share(layers, |k| hbm_fits(&at(k)));
+    let e = at(k);
+    (e.fits && e.step_time_s.is_finite()).then_some((e.step_time_s, k as f64 / layers as f64))
 }
 
 /// Searches the space; `progress` is called with the number of plans estimated so far
@@ -401,7 +396,7 @@ pub fn search(
                 progress(d, total);
             }
             let per_seq = |t: f64| t / p.global_batch as f64;
-            let layers = p.chunk_layers(model.layers).round().max(1.0);
+            let layers = p.chunk_layers(model.layers) as f64;
             if !(e.fits && e.step_time_s.is_finite()) {
                 // Without recompute, activations may go to host memory instead (systems with
                 // a host memory link): the least offloaded share that fits, if any.
@@ -443,8 +438,7 @@ pub fn search(
             // A lower bound reached the front: refine it and put it back in rank order
             // (refining only moves an entry down, so the walk stays exact).
             let p = &plans[i];
-            let full = estimate(model, p, cluster).step_time_s;
-            let (t, share) = least_block_recompute(model, p, cluster, full);
+            let (t, share) = least_block_recompute(model, p, cluster);
             let e = (t / p.global_batch as f64, i, share, 0.0, true);
             fits.remove(k);
             let at =

@@ -44,7 +44,7 @@ fn best_equals_brute_force_minimum_and_fits() {
     let brute = plans
         .iter()
         .flat_map(|p| {
-            let layers = p.chunk_layers(m.layers).round().max(1.0) as u32;
+            let layers = p.chunk_layers(m.layers);
             let shares: Vec<f64> = if p.recompute == myriad_model::Recompute::Full {
                 (1..=layers).map(|k| k as f64 / layers as f64).collect()
             } else {
@@ -235,7 +235,7 @@ fn tight_memory_finds_the_least_block_recompute() {
     let best = &r.top[0];
     assert!(best.estimate.fits);
     assert_eq!(best.plan.recompute, myriad_model::Recompute::Full);
-    let layers = best.plan.chunk_layers(m.layers).round();
+    let layers = best.plan.chunk_layers(m.layers) as f64;
     let share = best.plan.recompute_fraction;
     assert!(share < 1.0, "{share}");
     // Minimal: one layer fewer per chunk does not fit.

@@ -88,7 +88,7 @@ pub fn train_with(
     let mut smallest: Option<(Plan, StepEstimate)> = None;
     // Full recompute may cover only the first N layers of every pipeline chunk (Megatron's
     // block method): every N is a candidate when recompute is not given.
-    let chunk = plan.chunk_layers(model.layers).round().max(1.0) as u32;
+    let chunk = plan.chunk_layers(model.layers);
     let (base_recompute_fraction, base_offload_fraction) =
         (plan.recompute_fraction, plan.offload_fraction);
     for &z in &zs {

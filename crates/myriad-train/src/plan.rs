@@ -67,15 +67,10 @@ impl Plan {
         }
     }
 
-    /// Transformer layers in one pipeline chunk (a stage's share of one virtual stage).
-    pub fn chunk_layers(&self, layers: u32) -> f64 {
-        let split = layers as f64
-            + if self.embedding_in_pipeline_split {
-                2.0
-            } else {
-                0.0
-            };
-        (split / (self.pp as f64 * self.vpp.max(1) as f64)).max(1.0)
+    /// Transformer layers in one pipeline chunk (a stage's share of one virtual stage): the
+    /// unit of block recompute and activation offloading.
+    pub fn chunk_layers(&self, layers: u32) -> u32 {
+        layers_per_chunk(layers, self.embedding_in_pipeline_split, self.pp, self.vpp)
     }
 
     /// Micro-batches per pipeline per step.
@@ -167,6 +162,15 @@ pub enum PlanError {
         field: &'static str,
         message: String,
     },
+}
+
+/// Transformer layers in one pipeline chunk, at least 1: `layers` (plus the embedding and
+/// the loss when they count as stages) over PP × VPP, rounded.
+pub fn layers_per_chunk(layers: u32, embedding_in_split: bool, pp: u32, vpp: u32) -> u32 {
+    let split = layers + if embedding_in_split { 2 } else { 0 };
+    (split as f64 / (pp.max(1) as f64 * vpp.max(1) as f64))
+        .round()
+        .max(1.0) as u32
 }
 
 fn bad(field: &'static str, message: impl Into<String>) -> PlanError {
@@ -353,11 +357,7 @@ pub fn resolve(
         None => DEFAULT_PLACEMENT,
     };
     let recompute = spec.recompute.unwrap_or(Recompute::None);
-    // Layers in one pipeline chunk (the unit of block recompute and offloading).
-    let chunk = ((model.layers + if embedding_in_pipeline_split { 2 } else { 0 }) as f64
-        / (pp as f64 * vpp.max(1) as f64))
-        .round()
-        .max(1.0) as u32;
+    let chunk = layers_per_chunk(model.layers, embedding_in_pipeline_split, pp, vpp);
     let mut recompute_fraction = 1.0;
     if let Some(n) = spec.recompute_layers {
         if recompute != Recompute::Full {

@@ -740,7 +740,8 @@ pub fn estimate_with(
         // forward and again backward, and reduce-scatters each layer's gradients under the
         // rest of the backward pass; the first layer's gather and what compute cannot cover
         // are exposed, and hidden traffic slows compute by the SM share.
-        let layers = (split(crit_idx as u32).0 + split(crit_idx as u32).1).max(1.0);
+        let (d, mo) = split(crit_idx as u32);
+        let layers = (d + mo).max(1.0);
         m * ((ag - crit.fwd).max(0.0)
             + (ag + rs - crit.bwd).max(0.0)
             + 2.0 * ag / layers

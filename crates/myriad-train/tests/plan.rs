@@ -191,15 +191,24 @@ fn recompute_layers_errors_name_the_numbers() {
 
 #[test]
 fn the_free_choice_recomputes_no_more_than_needed() {
-    // Nothing given: the chosen plan fits and is at least as fast as full recompute.
-    let (s, c, m) = setup("{tp: 8, pp: 8, dp: 16, global_batch: 1536, micro_batch: 4, vpp: 3}");
+    // Nothing given, micro-batch 8: nothing fits without recompute, so the choice recomputes
+    // part of every chunk; it fits, beats full recompute, and one layer fewer would not fit.
+    let (s, c, m) = setup("{tp: 8, pp: 8, dp: 16, global_batch: 1536, micro_batch: 8, vpp: 3}");
     let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
     assert!(t.estimate.fits);
+    assert_eq!(t.plan.recompute, myriad_model::Recompute::Full);
+    let share = t.plan.recompute_fraction;
+    assert!(share < 1.0, "{share}");
     let (s2, c2, m2) = setup(
-        "{tp: 8, pp: 8, dp: 16, global_batch: 1536, micro_batch: 4, vpp: 3, recompute: full, distributed_optimizer: true}",
+        "{tp: 8, pp: 8, dp: 16, global_batch: 1536, micro_batch: 8, vpp: 3, recompute: full, distributed_optimizer: true}",
     );
     let f = myriad_train::train(s2.training.as_ref().unwrap(), &m2, &c2, 1024).unwrap();
-    assert!(t.estimate.step_time_s <= f.estimate.step_time_s + 1e-12);
+    assert!(t.estimate.step_time_s < f.estimate.step_time_s);
+    let fewer = myriad_train::Plan {
+        recompute_fraction: share - 1.0 / t.plan.chunk_layers(m.layers) as f64,
+        ..t.plan.clone()
+    };
+    assert!(fewer.recompute_fraction <= 0.0 || !myriad_train::estimate(&m, &fewer, &c).fits);
 }
 
 #[test]
