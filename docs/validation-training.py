@@ -45,20 +45,26 @@ WHY = """
 What in each source's setup the model does not capture (the model has no per-case or
 per-source parameter; these are explanations, not corrections):
 
-- **DeepSpeed ZeRO-3, SC'21 Table 2 (−22…−72%).** The measured step stays flat from 768 to
-  1,536 GPUs (66.7 s) while compute halves, so the cost grows with the number of ranks.
-  DeepSpeed v0.3.13-0.3.15 (the spring-2021 releases, `deepspeed/runtime/zero/
-  partition_parameters.py`) gathers every parameter with its own
-  `torch.distributed.all_gather(list_of_n_views, ...)` (after a `torch.cuda.synchronize()`)
-  and reduces every gradient with `torch.distributed.reduce_scatter(out, list_of_n_views)`.
-  In PyTorch 1.8 those list APIs run NCCL on a flat buffer and copy each of the n rank
-  chunks in or out with its own `copy_` (the copies `_all_gather_base` was added to remove,
-  PyTorch PRs #56315 and #57769, April-May 2021; PR #33924 measured the flatten copies
-  making an 8-GPU all-gather 4.6x slower). About 3,500 per-parameter collectives per step,
-  each issuing n host-launched copies, is millions of launches at n = 1,536, a cost that
-  grows with n. Myriad models ZeRO-3 as coalesced per-layer collectives (FSDP/DeepSpeed
-  today), so these rows are under-predicted; modelling the 2021 implementation would need a
-  measured per-copy host cost, which we do not have.
+- **DeepSpeed ZeRO-3, SC'21 Table 2 (−10…−30%, was −22…−72%).** The measured step stays
+  flat from 768 to 1,536 GPUs (66.7 s) while compute halves, so the cost grows with the
+  number of ranks. DeepSpeed v0.3.13-0.3.15 (the spring-2021 releases, `deepspeed/runtime/
+  zero/partition_parameters.py` and `stage3.py`) gathers every weight matrix with its own
+  `torch.distributed.all_gather(list_of_n_views, ...)` after a `torch.cuda.synchronize()`
+  (tensors under `stage3_param_persistence_threshold` = 1e5 elements stay whole; the default
+  reuse distance of 1e9 elements releases each matrix between forward, recompute and
+  backward), and reduces every gradient with `torch.distributed.reduce_scatter(out,
+  list_of_n_views)`. DeepSpeed builds the n views in a Python loop, and PyTorch 1.8's list
+  APIs copy each of the n rank chunks in or out with its own `copy_` (the copies
+  `_all_gather_base` was added to remove, PyTorch PRs #56315 and #57769; PR #33924 measured
+  the flatten copies making an 8-GPU all-gather 4.6x slower). Myriad models exactly this
+  when `training.zero3_prefetch` is false (the validator's default for sources before 2022):
+  each collective on the critical path with its own latency, plus per rank one Python view
+  op (3.35 µs, PyTorch's eager operator micro-benchmark) and one launch (5 µs, the
+  collective model's calibrated launch cost). That moved these six rows from 46% to 20%
+  mean error. They are still under-predicted, the 530B model more (−19…−30%) than the
+  175B (−10…−23%): the rank-dependent cost measured for 530B is about twice the 175B's,
+  which a per-collective host cost cannot give, and no measured 2021 host costs exist to
+  settle it.
 - **Nemotron-4 340B at DP 2 (dgxc and NeMo 24.07, +19…+22%).** Myriad's memory model needs
   93 GiB per GPU without recompute (bf16: weights 10.7, fp32 gradients 21.5, optimizer 32.2,
   activations 25.7, buffers 3), so it picks full recompute; the published step times are

@@ -28,6 +28,24 @@ pub struct ParamCount {
     pub active: f64,
 }
 
+/// Parameter tensors of one layer ([`Transformer::tensors_per_layer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LayerTensors {
+    /// Weight matrices.
+    pub matrices: f64,
+    /// Vectors: norm weights and biases.
+    pub vectors: f64,
+}
+
+/// Parameter tensors of one MoE layer ([`Transformer::tensors_per_layer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct MoeLayerTensors {
+    /// Attention, norms, router and shared experts.
+    pub dense: LayerTensors,
+    /// Routed-expert matrices on one expert-parallel rank.
+    pub experts: f64,
+}
+
 impl Transformer {
     /// Weights of one attention block.
     pub fn attention_params(&self) -> f64 {
@@ -99,5 +117,36 @@ impl Transformer {
             total,
             active,
         }
+    }
+
+    /// Parameter tensors of one layer as a framework's module tree holds them (what a
+    /// framework gathering one tensor at a time, as DeepSpeed ZeRO-3 did before 2022,
+    /// issues one collective for). Megatron-style fusion: one QKV matrix (MLA: its down
+    /// and up projections), the output projection, the MLP's in (gate and up fused) and
+    /// out matrices; vectors: two norms, and for models without a gated MLP, taken as
+    /// GPT-style, a bias on every matrix and LayerNorm biases (gated models are taken as
+    /// Llama-style: no biases, RMSNorm). For an MoE layer `experts` counts the routed-expert
+    /// matrices held by one of `ep` expert-parallel ranks.
+    pub fn tensors_per_layer(&self, ep: u32) -> (LayerTensors, MoeLayerTensors) {
+        let gpt_style = !self.gated_mlp;
+        let (attn_mats, attn_norms) = match &self.mla {
+            Some(m) if m.q_lora_rank.is_some() => (5.0, 2.0),
+            Some(_) => (4.0, 1.0),
+            None => (2.0, 0.0),
+        };
+        let tensors = |mats: f64| LayerTensors {
+            matrices: mats,
+            vectors: attn_norms + if gpt_style { mats + 4.0 } else { 2.0 },
+        };
+        let dense = tensors(attn_mats + 2.0);
+        let moe = match &self.moe {
+            Some(m) => MoeLayerTensors {
+                // + the router
+                dense: tensors(attn_mats + 2.0 * m.shared_experts as f64 + 1.0),
+                experts: 2.0 * (m.experts as f64 / ep.max(1) as f64).max(1.0),
+            },
+            None => MoeLayerTensors::default(),
+        };
+        (dense, moe)
     }
 }

@@ -254,3 +254,28 @@ fn unfused_attention_computes_the_full_square() {
     assert!((flops(true) - proj - causal).abs() < 1.0);
     assert!((flops(false) - proj - 2.0 * causal).abs() < 1.0);
 }
+
+#[test]
+fn tensors_per_layer_follow_the_module_tree() {
+    // GPT-style: QKV, projection, fc1, fc2 with a bias each, two LayerNorms (weight, bias).
+    let g = gpt(96, 12288, 96, 2048);
+    let (t, moe) = g.tensors_per_layer(1);
+    assert_eq!((t.matrices, t.vectors), (4.0, 8.0));
+    assert_eq!(moe.experts, 0.0);
+    // Llama-style (gated MLP, gate and up fused): no biases, two RMSNorm weights.
+    let mut l = gpt(80, 8192, 64, 8192);
+    l.gated_mlp = true;
+    l.moe = Some(Moe {
+        experts: 64,
+        top_k: 8,
+        expert_ffn_hidden: 2048,
+        shared_experts: 1,
+        dense_layers: 0,
+        dense_ffn_hidden: None,
+    });
+    let (t, moe) = l.tensors_per_layer(8);
+    assert_eq!((t.matrices, t.vectors), (4.0, 2.0));
+    // attention 2 + shared expert 2 + router 1; 64 / 8 experts of 2 matrices on one rank.
+    assert_eq!((moe.dense.matrices, moe.dense.vectors), (5.0, 2.0));
+    assert_eq!(moe.experts, 16.0);
+}

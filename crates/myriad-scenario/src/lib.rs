@@ -387,9 +387,10 @@ pub struct TrainingSpec {
     #[serde(default)]
     pub grad_reduce_in_fp32: Option<bool>,
     /// ZeRO-3 prefetches the next layer's parameters while the current one computes (PyTorch
-    /// FSDP, Megatron FSDP, DeepSpeed since 2022); `false` gathers each layer's parameters
-    /// when it runs, on the critical path, as DeepSpeed 0.3 did (a device synchronisation
-    /// before every parameter's all-gather). Default `true`.
+    /// FSDP, Megatron FSDP, DeepSpeed since 2022); `false` gathers each weight matrix when
+    /// it runs, on the critical path, as DeepSpeed 0.3 did (a device synchronisation before
+    /// every parameter's all-gather, list collectives whose host work grows with the
+    /// number of ranks). Default `true`.
     #[serde(default)]
     pub zero3_prefetch: Option<bool>,
     /// Megatron distributed optimizer (ZeRO-1-like sharding of optimizer state over DP).

@@ -37,7 +37,8 @@ pub struct Plan {
     /// Gradient buffers and DP reduction in fp32 (else in the 2-byte parameter precision).
     pub grad_reduce_in_fp32: bool,
     /// ZeRO-3 prefetches the next layer's parameters under compute (FSDP); false: gathers
-    /// on demand on the critical path (DeepSpeed before 2022).
+    /// on demand on the critical path, one tensor at a time with list collectives
+    /// (DeepSpeed before 2022).
     pub zero3_prefetch: bool,
     pub zero_stage: u8,
     pub schedule: PipelineSchedule,

@@ -419,6 +419,26 @@ pub fn straggler_pace(acc: &Accelerator, n: u64) -> f64 {
 
 /// Fixed memory outside the model (CUDA context, NCCL buffers, allocator fragmentation).
 pub const BUFFERS_GIB: f64 = 3.0;
+
+/// Host time of one eager PyTorch view op (`narrow`, `view`) called from Python: 3.3-3.4 µs,
+/// PyTorch's operator micro-benchmark of eager `split` on CUDA tensors (PR #32194, 2020).
+pub const PY_VIEW_OP_S: f64 = 3.35e-6;
+
+/// Host time of one per-chunk copy in torch.distributed's list collectives before PyTorch
+/// 1.9 (`all_gather(tensor_list, t)` copies each of the n gathered chunks out with its own
+/// `copy_`, `reduce_scatter(t, tensor_list)` each of the n inputs in; PyTorch PR #33924
+/// measured a 4.6x slowdown from them, `_all_gather_base` (PRs #56315, #57769) removed
+/// them). Each copy is one kernel launch: [`myriad_collective::LAUNCH_US`], the launch cost
+/// calibrated on the DGX H100 all-reduce curve.
+pub const LIST_COPY_S: f64 = myriad_collective::LAUNCH_US * 1e-6;
+
+/// Host work per rank of one DeepSpeed v0.3 parameter all-gather: a Python `narrow` to
+/// build the rank's output view, and torch's copy of that chunk.
+pub const LIST_GATHER_HOST_S: f64 = PY_VIEW_OP_S + LIST_COPY_S;
+
+/// Host work per rank of one DeepSpeed v0.3 gradient reduce-scatter: `view(-1).narrow` to
+/// build the rank's input, and torch's copy of it into the flat buffer.
+pub const LIST_REDUCE_SCATTER_HOST_S: f64 = 2.0 * PY_VIEW_OP_S + LIST_COPY_S;
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 /// Estimates one training step of `model` under `plan` on `cluster`, with the analytical
@@ -747,10 +767,45 @@ pub fn estimate_with(
             + 2.0 * ag / layers
             + COMM_SM_SHARE * (ag.min(crit.fwd) + (ag + rs).min(crit.bwd)))
     } else if plan.zero_stage >= 3 {
-        // ZeRO-3 gathered on demand (DeepSpeed before 2022: a device synchronisation before
-        // each parameter's gather): each micro-batch all-gathers the parameters for forward
-        // and again for backward, and reduce-scatters the gradients, on the critical path.
-        m * (2.0 * ag + rs)
+        // ZeRO-3 gathered on demand, as DeepSpeed did before 2022 (v0.3, read in its source):
+        // every weight matrix is all-gathered on its own after a device synchronisation,
+        // once for forward, again for the recompute and again for backward (the default
+        // reuse distance, 1e9 elements, is shorter than a layer of these models, so each
+        // is released in between); tensors under 1e5 elements (biases, norms) stay whole;
+        // every tensor's gradient is reduce-scattered on its own. Each collective is a
+        // torch.distributed list collective: the latency, and the host work per rank
+        // chunk (DeepSpeed's Python view per rank, torch's copy per rank), sit on the
+        // critical path.
+        let (d, mo) = split(crit_idx as u32);
+        let (t_dense, t_moe) = model.tensors_per_layer(plan.ep);
+        let mut mats = d * t_dense.matrices + mo * t_moe.dense.matrices;
+        if crit_idx == 0 {
+            mats += 1.0;
+        }
+        if crit_idx as u32 == pp - 1 && !model.tied_embeddings {
+            mats += 1.0;
+        }
+        let vectors = d * t_dense.vectors + mo * t_moe.dense.vectors;
+        let gathers = if plan.recompute == Recompute::Full {
+            3.0 * (plan.recompute_fraction) + 2.0 * (1.0 - plan.recompute_fraction)
+        } else {
+            2.0
+        };
+        let list_cost = |p: f64, mats: f64, vectors: f64, g: &Group| -> f64 {
+            if mats <= 0.0 || p <= 0.0 || g.size() <= 1 {
+                return 0.0;
+            }
+            let one = p / mats;
+            let n = g.size() as f64;
+            mats * gathers * (ctx.coll(CollOp::AllGather, one * 2.0, g) + n * LIST_GATHER_HOST_S)
+                + mats
+                    * (ctx.coll(CollOp::ReduceScatter, one * grad_bytes, g)
+                        + n * LIST_REDUCE_SCATTER_HOST_S)
+                + vectors
+                    * (ctx.coll(CollOp::ReduceScatter, model.hidden as f64 * grad_bytes, g)
+                        + n * LIST_REDUCE_SCATTER_HOST_S)
+        };
+        m * (list_cost(pd, mats, vectors, &g_dpcp) + list_cost(pe, mo * t_moe.experts, 0.0, &g_edp))
     } else if plan.zero_stage == 2 {
         // ZeRO-2: gradients are sharded, so every micro-batch's gradients are
         // reduce-scattered during its backward; parameters gathered once per step.

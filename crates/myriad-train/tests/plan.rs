@@ -321,3 +321,37 @@ fn zero3_prefetch_hides_gathers_under_compute() {
     assert!(on.estimate.breakdown.dp_comm_s < off.estimate.breakdown.dp_comm_s);
     assert!(on.estimate.breakdown.dp_comm_s > 0.0);
 }
+
+#[test]
+fn on_demand_zero3_pays_host_work_per_rank_of_every_tensor_collective() {
+    // DeepSpeed v0.3 gathers each weight matrix three times under full recompute and
+    // reduce-scatters every tensor, each a list collective with host work per rank: twice
+    // the ranks at the same per-rank work adds at least that host work once more.
+    let run = |count: u64| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: a100-sxm-80gb, count: {count}, scale_out: {{fabric: infiniband-hdr}}}}\nmodel: {{preset: gpt3-175b}}\ntraining: {{tp: 8, pp: 1, dp: {}, global_batch: {}, micro_batch: 1, recompute: full, zero_stage: 3, zero3_prefetch: false}}\n",
+            count / 8,
+            count / 8
+        );
+        let cat = myriad_catalog::catalog();
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, count).unwrap()
+    };
+    let (a, b) = (run(1024), run(2048));
+    // Same per-rank compute (up to the slowest-chip pace, which grows slowly with N).
+    let (fa, fb) = (
+        a.estimate.breakdown.forward_s,
+        b.estimate.breakdown.forward_s,
+    );
+    assert!(fb >= fa && fb < 1.01 * fa, "{fa} {fb}");
+    // GPT-style layer: 4 matrices, 8 vectors (4 biases, 2 LayerNorms of weight and bias).
+    let per_rank = 96.0
+        * (4.0 * 3.0 * myriad_train::step::LIST_GATHER_HOST_S
+            + 12.0 * myriad_train::step::LIST_REDUCE_SCATTER_HOST_S);
+    let added = b.estimate.breakdown.dp_comm_s - a.estimate.breakdown.dp_comm_s;
+    assert!(added >= per_rank * 128.0, "{added} < {}", per_rank * 128.0);
+    // ... and not much more: the collectives' own latency grows too, but less.
+    assert!(added < 2.0 * per_rank * 128.0, "{added}");
+}

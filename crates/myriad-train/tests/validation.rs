@@ -80,7 +80,7 @@ fn accuracy_does_not_regress() {
     print(&r);
     let s = &r.summary;
     assert_eq!(s.failed, 0, "every case must be predicted");
-    assert!(s.mae < 0.1045, "mean absolute error {:.2}%", 100.0 * s.mae);
+    assert!(s.mae < 0.0895, "mean absolute error {:.2}%", 100.0 * s.mae);
     assert!(
         s.median_abs_error < 0.0650,
         "median {:.2}%",
@@ -107,6 +107,20 @@ fn accuracy_does_not_regress() {
         dense_mae < 0.0560,
         "dense-model mean absolute error {:.2}%",
         100.0 * dense_mae
+    );
+    // DeepSpeed ZeRO-3 (SC'21): per-tensor list collectives on the critical path.
+    let z: Vec<f64> = r
+        .cases
+        .iter()
+        .filter(|c| c.id.contains("zero3"))
+        .filter_map(|c| c.error.map(f64::abs))
+        .collect();
+    let z_mae = z.iter().sum::<f64>() / z.len().max(1) as f64;
+    eprintln!("zero-3: {} cases, mae {:.2}%", z.len(), 100.0 * z_mae);
+    assert!(
+        z.len() == 6 && z_mae < 0.21,
+        "ZeRO-3 mean absolute error {:.2}%",
+        100.0 * z_mae
     );
 }
 
