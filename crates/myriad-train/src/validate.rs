@@ -3,10 +3,12 @@
 //! Each case's `system` becomes a cluster: the catalog scale-up system built with the
 //! accelerator whose node and domain sizes match, the fabric of the stated kind and rate,
 //! and enough whole scale-up domains to hold the job. Nulls in `training` take the
-//! defaults of [`crate::plan::resolve`]; each choice is reported in the case's notes. One
-//! framework-era default depends on the source's date: ZeRO-3 in sources from before 2022
-//! gathers parameters on demand (DeepSpeed 0.3 synchronised the device before each gather),
-//! later ones prefetch (FSDP).
+//! defaults of [`crate::plan::resolve`]; each choice is reported in the case's notes. Two
+//! framework-era defaults depend on the source's date. ZeRO-3 in sources from before 2022
+//! gathers parameters on demand, one tensor at a time (DeepSpeed 0.3 synchronised the
+//! device before each gather); later ones prefetch (FSDP). An unstated recompute in a
+//! source from before 2022 is none if it fits, else full on every layer: selective
+//! recompute (Korthikanti et al., 2022) and recomputing some layers only came later.
 //!
 //! Superseded rows: a row is marked `superseded` when another row of the same benchmark
 //! (same model name, accelerator, accelerator count and precision) carries a newer software
@@ -14,6 +16,7 @@
 //! but not in the worst case.
 
 use myriad_catalog::{Catalog, FabricKind};
+use myriad_model::Recompute;
 use myriad_scenario::validation::ValidationCase;
 use myriad_scenario::{ClusterSpec, DatacenterSpec, ScaleOutSpec, Scenario, FORMAT};
 use serde::Serialize;
@@ -288,7 +291,31 @@ fn predict(
     if training.zero3_prefetch.is_none() && source_year(case).is_some_and(|y| y < 2022) {
         training.zero3_prefetch = Some(false);
     }
-    let t = train(&training, &model, &cluster, case.system.count).map_err(|e| e.to_string())?;
+    // Selective recompute (Korthikanti et al., 2022) and recomputing only some layers came
+    // later: before 2022 a run recomputed every layer or none.
+    let era_recompute = training.recompute.is_none()
+        && training.recompute_layers.is_none()
+        && source_year(case).is_some_and(|y| y < 2022);
+    let t = if era_recompute {
+        training.recompute = Some(Recompute::None);
+        let none = train(&training, &model, &cluster, case.system.count);
+        match none {
+            Ok(t) if t.estimate.fits => {
+                notes.push("recompute: none (not given; fits)".into());
+                t
+            }
+            _ => {
+                training.recompute = Some(Recompute::Full);
+                notes.push(
+                    "recompute: full on every layer (not given; none does not fit, and a source from before 2022 had no selective or partial recompute)"
+                        .into(),
+                );
+                train(&training, &model, &cluster, case.system.count).map_err(|e| e.to_string())?
+            }
+        }
+    } else {
+        train(&training, &model, &cluster, case.system.count).map_err(|e| e.to_string())?
+    };
     if t.plan.zero_stage >= 3 && !t.plan.zero3_prefetch && case.training.zero3_prefetch.is_none() {
         notes.push(
             "zero3_prefetch: false (a source from before 2022: DeepSpeed then gathered each parameter after a device synchronisation)"

@@ -80,7 +80,7 @@ fn accuracy_does_not_regress() {
     print(&r);
     let s = &r.summary;
     assert_eq!(s.failed, 0, "every case must be predicted");
-    assert!(s.mae < 0.0895, "mean absolute error {:.2}%", 100.0 * s.mae);
+    assert!(s.mae < 0.0870, "mean absolute error {:.2}%", 100.0 * s.mae);
     assert!(
         s.median_abs_error < 0.0650,
         "median {:.2}%",
@@ -118,7 +118,7 @@ fn accuracy_does_not_regress() {
     let z_mae = z.iter().sum::<f64>() / z.len().max(1) as f64;
     eprintln!("zero-3: {} cases, mae {:.2}%", z.len(), 100.0 * z_mae);
     assert!(
-        z.len() == 6 && z_mae < 0.21,
+        z.len() == 6 && z_mae < 0.17,
         "ZeRO-3 mean absolute error {:.2}%",
         100.0 * z_mae
     );
@@ -178,6 +178,18 @@ fn zero3_before_2022_is_gathered_on_demand() {
     };
     // SC'21 (arXiv 2104): DeepSpeed 0.3 synchronised before every gather.
     assert!(notes("megatron-sc21-t2-zero3-174.6b-1536gpu").contains("zero3_prefetch: false"));
+    // ... and recomputed every layer or none: selective and block recompute came later.
+    for id in [
+        "megatron-sc21-t2-zero3-174.6b-1536gpu",
+        "megatron-sc21-t2-zero3-529.6b-640gpu",
+    ] {
+        let n = notes(id);
+        assert!(n.contains("recompute: full on every layer"), "{n}");
+        assert!(
+            !n.contains("recompute: selective") && !n.contains("(block)"),
+            "{n}"
+        );
+    }
     // Megatron-Bridge 26.04 with Megatron FSDP prefetches.
     let n = notes("mb-26.04.01-llama3_70b-dgx-gb200-64gpu-fp8");
     assert!(n.contains("ZeRO-3") && !n.contains("zero3_prefetch"), "{n}");
