@@ -45,7 +45,7 @@ WHY = """
 What in each source's setup the model does not capture (the model has no per-case or
 per-source parameter; these are explanations, not corrections):
 
-- **DeepSpeed ZeRO-3, SC'21 Table 2 (−10…−30%, was −22…−72%).** The measured step stays
+- **DeepSpeed ZeRO-3, SC'21 Table 2 (−7…−28%, was −22…−72%).** The measured step stays
   flat from 768 to 1,536 GPUs (66.7 s) while compute halves, so the cost grows with the
   number of ranks. DeepSpeed v0.3.13-0.3.15 (the spring-2021 releases, `deepspeed/runtime/
   zero/partition_parameters.py` and `stage3.py`) gathers every weight matrix with its own
@@ -60,9 +60,10 @@ per-source parameter; these are explanations, not corrections):
   when `training.zero3_prefetch` is false (the validator's default for sources before 2022):
   each collective on the critical path with its own latency, plus per rank one Python view
   op (3.35 µs, PyTorch's eager operator micro-benchmark) and one launch (5 µs, the
-  collective model's calibrated launch cost). That moved these six rows from 46% to 20%
-  mean error. They are still under-predicted, the 530B model more (−19…−30%) than the
-  175B (−10…−23%): the rank-dependent cost measured for 530B is about twice the 175B's,
+  collective model's calibrated launch cost). With the era's recompute (every layer or
+  none; selective recompute came in 2022) that moved these six rows from 46% to 17% mean
+  error. They are still under-predicted, the 530B model more (−19…−28%) than the 175B
+  (−7…−16%): the rank-dependent cost measured for 530B is about twice the 175B's,
   which a per-collective host cost cannot give, and no measured 2021 host costs exist to
   settle it.
 - **Nemotron-4 340B at DP 2 (dgxc and NeMo 24.07, +19…+22%).** Myriad's memory model needs
