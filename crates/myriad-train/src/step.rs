@@ -863,6 +863,18 @@ pub fn estimate_with(
         0.0
     };
 
+    // EP all-to-all. DualPipe (DeepSeek-V3 report, section 3.2.1) pairs one micro-batch's
+    // forward chunk with another's backward chunk so that each one's dispatch and combine
+    // run under the other's compute, on a share of the SMs (20 of H800's 132): only what
+    // the paired compute cannot cover is exposed, and the hidden traffic slows compute by
+    // the SM share. Other schedules run the all-to-all on the critical path.
+    let ep_slot = if plan.schedule == PipelineSchedule::Dualpipe {
+        let cover = crit.fwd + crit.bwd + crit.recompute;
+        (crit.ep - cover).max(0.0) + COMM_SM_SHARE * crit.ep.min(cover)
+    } else {
+        crit.ep
+    };
+
     // Assemble: m slots of the critical stage plus fill/drain.
     let fill = bubble;
     let breakdown = Breakdown {
@@ -871,7 +883,7 @@ pub fn estimate_with(
         recompute_s: m * crit.recompute,
         tp_comm_s: m * crit.tp,
         cp_comm_s: m * crit.cp,
-        ep_comm_s: m * crit.ep,
+        ep_comm_s: m * ep_slot,
         pp_comm_s: pp_comm,
         dp_comm_s: dp_exposed,
         pipeline_bubble_s: fill,

@@ -355,3 +355,35 @@ fn on_demand_zero3_pays_host_work_per_rank_of_every_tensor_collective() {
     // ... and not much more: the collectives' own latency grows too, but less.
     assert!(added < 2.0 * per_rank * 128.0, "{added}");
 }
+
+#[test]
+fn dualpipe_hides_the_expert_all_to_all_under_the_paired_chunk() {
+    // DeepSeek-V3-like plan on 2,048 H800: the same plan under 1F1B runs every dispatch and
+    // combine on the critical path; DualPipe exposes only what the paired forward and
+    // backward compute cannot cover, plus the SM share the hidden traffic takes.
+    let run = |schedule: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: h800, count: 2048, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: deepseek-v3, layers: 64}}\ntraining: {{global_batch: 15360, micro_batch: 1, tp: 1, pp: 16, dp: 128, ep: 64, precision: fp8, recompute: full, pipeline_schedule: {schedule}}}\n"
+        );
+        let cat = myriad_catalog::catalog();
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 2048).unwrap()
+    };
+    let (a, d) = (run("1f1b"), run("dualpipe"));
+    let (ba, bd) = (&a.estimate.breakdown, &d.estimate.breakdown);
+    // Same compute, same all-to-all traffic.
+    assert_eq!(ba.forward_s, bd.forward_s);
+    let traffic = ba.ep_comm_s;
+    let cover = bd.forward_s + bd.backward_s + bd.recompute_s;
+    assert!(traffic > 0.0 && traffic < cover, "{traffic} {cover}");
+    // Fully covered here: exposed = SM share x traffic.
+    let expect = myriad_train::step::COMM_SM_SHARE * traffic;
+    assert!(
+        (bd.ep_comm_s - expect).abs() < 1e-9 * expect,
+        "{} {expect}",
+        bd.ep_comm_s
+    );
+    assert!(d.estimate.step_time_s < a.estimate.step_time_s);
+}
