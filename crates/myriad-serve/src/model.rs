@@ -20,7 +20,9 @@
 //!   residual, Poisson sampling), which lengthens its grouped GEMM and the all-to-alls;
 //! - communication via `myriad_collective`: two TP all-reduces per layer, MoE dispatch and
 //!   combine all-to-alls over the EP group; exposed, or overlapped with compute (two-batch
-//!   overlap) when the framework does so;
+//!   overlap) when the framework does so; decode with EP follows DeepSeek's published
+//!   schedule, where each all-to-all hides only under one named stage of the other
+//!   micro-batch (`InstanceModel::decode_two_batch_overlap`);
 //! - plus a fixed per-iteration framework overhead (scheduler, sampling, launch).
 //!
 //! Invariants: pure, allocation-free per call; every efficiency comes from the catalog
