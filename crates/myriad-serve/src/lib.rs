@@ -33,7 +33,7 @@ use myriad_scenario::{Precision, Scenario};
 use serde::Serialize;
 
 pub use framework::{framework, Framework};
-pub use model::{Batch, InstanceModel, IterTime, Parallel, Precisions, Speculative};
+pub use model::{Batch, InstanceModel, IterTime, MoeStages, Parallel, Precisions, Speculative};
 pub use sim::{
     simulate, simulate_requests, Arrivals, Deployment, LengthDist, RoleSpec, SimReport, Slo,
     Workload,

@@ -20,7 +20,9 @@
 //!   residual, Poisson sampling), which lengthens its grouped GEMM and the all-to-alls;
 //! - communication via `myriad_collective`: two TP all-reduces per layer, MoE dispatch and
 //!   combine all-to-alls over the EP group; exposed, or overlapped with compute (two-batch
-//!   overlap) when the framework does so;
+//!   overlap) when the framework does so; decode with EP follows DeepSeek's published
+//!   schedule, where each all-to-all hides only under one named stage of the other
+//!   micro-batch (`InstanceModel::decode_two_batch_overlap`);
 //! - plus a fixed per-iteration framework overhead (scheduler, sampling, launch).
 //!
 //! Invariants: pure, allocation-free per call; every efficiency comes from the catalog
@@ -235,6 +237,10 @@ pub struct InstanceModel {
     hbm_bps: f64,
     attn_params: f64,
     attn_gemms: f64,
+    /// Attention weights applied after the core (MLA: the value half of `kv_b`, absorbed
+    /// as `w_vc`, and `o_proj`; GQA: `o_proj`); the rest (query and key/value
+    /// projections) runs before it.
+    attn_post_params: f64,
     dense_mlp_params: f64,
     expert_params: f64,
     shared_params: f64,
@@ -354,7 +360,11 @@ impl InstanceModel {
         };
         let tp_span = (par.tp > 1).then(|| span(par.tp as u64, levels));
         let ep_span = (par.ep > 1).then(|| span(par.ep as u64, levels));
-        let _ = h;
+        let heads = model.heads as f64;
+        let attn_post_params = match &model.mla {
+            Some(m) => (m.kv_lora_rank as f64 + h) * heads * m.v_head_dim as f64,
+            None => heads * model.head_dim() as f64 * h,
+        };
         Ok(Self {
             acc: acc.clone(),
             levels: levels.to_vec(),
@@ -374,6 +384,7 @@ impl InstanceModel {
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             attn_params: model.attention_params(),
             attn_gemms,
+            attn_post_params,
             dense_mlp_params: model.mlp_params(model.dense_ffn()),
             expert_params,
             shared_params,
@@ -579,6 +590,9 @@ impl InstanceModel {
         if !self.overlap_comm || tokens < 2.0 {
             return self.iteration_sequential(b);
         }
+        if b.prefill_tokens <= 0.0 && self.par.ep > 1 && self.model.moe.is_some() {
+            return self.decode_two_batch_overlap(b);
+        }
         let half = Batch {
             decode_seqs: b.decode_seqs / 2.0,
             decode_ctx: b.decode_ctx / 2.0,
@@ -603,8 +617,102 @@ impl InstanceModel {
         }
     }
 
+    /// A decode-only iteration under DeepSeek's decode two-batch overlap, which SGLang
+    /// reproduces: the batch runs as two halves, and in every MoE
+    /// layer each half's dispatch hides only under the shared experts and the other half's
+    /// MLA projections (ATTN-0), its combine only under the other half's core attention,
+    /// output projection and gate (ATTN-1), while the routed-expert MLP overlaps no
+    /// communication. One MoE layer takes `2·[max(shared + pre, dispatch) + mlp +
+    /// max(core, combine)]` of one half; dense layers, the TP all-reduces and the draft
+    /// module run in turn for both halves; the LM head runs once over the whole batch
+    /// (SGLang splits only the decoder layers). Over RDMA (an EP group that leaves the
+    /// scale-up domain) the low-latency all-to-all posts RDMA writes and holds no SMs while
+    /// in flight, so hidden communication does not slow the compute it hides under; within
+    /// one NVLink domain its warps copy the tokens with SM loads and stores (DeepEP
+    /// `csrc/kernels/legacy/internode_ll.cu`: `UNROLLED_WARP_COPY` to NVLink-reachable peers,
+    /// `nvshmemi_ibgda_put_nbi_warp` to the others), and the training model's
+    /// `COMM_SM_SHARE` slows the compute it hides under, as in the generic overlap.
+    ///
+    /// Sources:
+    /// - deepseek-ai/profile-data README and `assets/decode.jpg` (Feb 2025): decoding (EP128,
+    ///   TP1, batch 128 per GPU) runs two micro-batches; per layer the computation stream runs
+    ///   SHARED(0), ATTN-0(1), MLP(0), ATTN-1(1), SHARED(1), ATTN-0(0), MLP(1), ATTN-1(0), with
+    ///   DISPATCH(0) under SHARED(0)+ATTN-0(1), COMBINE(0) under ATTN-1(1), and the same for
+    ///   micro-batch 1 (ATTN-0: "MLA down/up projection and other ops after combine all-to-all
+    ///   and before core attention"; ATTN-1: "core attention, attention output projection and
+    ///   MoE routing gate"); "the all-to-all communication during decoding does not occupy GPU
+    ///   SMs: after RDMA messages are issued, all GPU SMs are freed".
+    /// - SGLang `operations_strategy.py` `_compute_moe_deepseek_blog_decode`: stages
+    ///   [prepare_attn + attn.op_prepare] | [attn.op_core + gate + select_experts] |
+    ///   [dispatch_a + shared_experts] | [dispatch_b + experts + combine_a] | [combine_b] |
+    ///   [output, which runs with the next layer's first stage: no yield between layers],
+    ///   the second micro-batch two stages behind (`tbo_delta_stages=2`): the same pairing.
+    /// - LMSYS blog 2025-05-05 (96 H100): "SGLang's decode kernel breakdown aligns closely with
+    ///   DeepSeek's"; its combine "appears 2x slower than DeepSeek's due to shorter attention
+    ///   computation, causing communication kernels to busy-wait" (the combine hides only under
+    ///   ATTN-1); decode communication kernels "either fully utilize SMs (during send/receive)
+    ///   or none (during inflight waiting), avoiding resource contention with computation".
+    fn decode_two_batch_overlap(&self, b: &Batch) -> IterTime {
+        let half = Batch {
+            decode_seqs: b.decode_seqs / 2.0,
+            decode_ctx: b.decode_ctx / 2.0,
+            ..*b
+        };
+        let (h, st) = self.sequential(&half);
+        let (_, full) = self.sequential_lm_head(b);
+        let moe_layers = self.model.moe_layers() as f64;
+        let compute = h.gemm_s + h.attention_s + h.memory_s;
+        let moe_compute = moe_layers * (st.pre + st.core + st.shared + st.mlp);
+        let other = compute - moe_compute - st.lm_head;
+        let tp_comm = h.comm_s - moe_layers * (st.dispatch + st.combine);
+        let sm_share = if self.ep_over_rdma() {
+            0.0
+        } else {
+            COMM_SM_SHARE
+        };
+        let hide = |c: f64, m: f64| (c + sm_share * c.min(m)).max(m);
+        let stage = hide(st.shared + st.pre, st.dispatch) + st.mlp + hide(st.core, st.combine);
+        let step = 2.0 * (moe_layers * stage + other + tp_comm) + full;
+        let compute_all = 2.0 * (compute - st.lm_head) + full;
+        IterTime {
+            gemm_s: 2.0 * (h.gemm_s - st.lm_head) + full,
+            attention_s: 2.0 * h.attention_s,
+            memory_s: 2.0 * h.memory_s,
+            comm_s: step - compute_all,
+            overhead_s: h.overhead_s,
+            total_s: step + h.overhead_s,
+        }
+    }
+
+    /// The EP group leaves the scale-up domain: its all-to-all crosses the scale-out NICs.
+    pub fn ep_over_rdma(&self) -> bool {
+        self.ep_span
+            .as_ref()
+            .is_some_and(|g| g.spans.iter().skip(1).any(|&s| s > 1))
+    }
+
+    /// The LM head's time over the sampling tokens of `b` (busiest attention rank).
+    fn sequential_lm_head(&self, b: &Batch) -> (f64, f64) {
+        let dp = self.par.attention_dp as f64;
+        let draft = self.spec.map(|s| s.draft_tokens as f64).unwrap_or(0.0);
+        let logits = (b.decode_seqs * (1.0 + draft) + b.prefill_done) / dp;
+        let t = self.weight_gemm(
+            Precision::Bf16,
+            logits,
+            self.model.vocab as f64 * self.model.hidden as f64 / self.par.tp as f64,
+            1.0,
+        );
+        (logits, t)
+    }
+
     /// One iteration with every collective exposed.
     fn iteration_sequential(&self, b: &Batch) -> IterTime {
+        self.sequential(b).0
+    }
+
+    /// One iteration with every collective exposed, and the parts of one MoE layer that the
+    /// decode two-batch overlap schedules (`MoeStages`).
+    fn sequential(&self, b: &Batch) -> (IterTime, MoeStages) {
         let m = &self.model;
         let acc = &self.acc;
         let tp = self.par.tp as f64;
@@ -617,7 +725,7 @@ impl InstanceModel {
         let tokens = dec_tokens + b.prefill_tokens;
         let _ = tps;
         if tokens <= 0.0 {
-            return IterTime::default();
+            return (IterTime::default(), MoeStages::default());
         }
         // Tokens on the busiest attention rank: decode sequences spread evenly; prompts
         // are whole units, so fewer prompts than ranks cannot use every rank.
@@ -638,6 +746,11 @@ impl InstanceModel {
             self.attn_params / tp,
             self.attn_gemms,
         );
+        // The part after the core (MLA's absorbed value up-projection and the output
+        // projection), by weight share: the rest (query and key/value projections) runs
+        // before it.
+        let attn_post_gemm = attn_gemm * self.attn_post_params / self.attn_params;
+        let attn_pre_gemm = attn_gemm - attn_post_gemm;
         let mut attn_core = 0.0;
         if b.decode_seqs > 0.0 {
             let (dq, dv) = self.dims_decode;
@@ -681,6 +794,7 @@ impl InstanceModel {
         let dense_act = g * t_r * m.dense_ffn() as f64 / tp * self.act_bytes / self.hbm_bps;
 
         // --- MoE layer
+        let mut stages = MoeStages::default();
         let (moe_t, moe_comm) = match &m.moe {
             Some(moe) => {
                 let e = moe.experts as f64;
@@ -713,16 +827,31 @@ impl InstanceModel {
                     + 4.0 * tokens * k / gpus * h * imbalance)
                     * self.act_bytes
                     / self.hbm_bps;
-                let comm = if self.par.ep > 1 {
+                let (dispatch, combine) = if self.par.ep > 1 {
                     // The all-to-all lasts until the busiest rank has received (dispatch)
                     // and sent back (combine) its `imbalance`-times-mean share.
                     let per_gpu = tokens / gpus * k * h * imbalance;
-                    self.coll(CollOp::AllToAll, per_gpu * 1.0, &self.ep_span)
-                        + self.coll(CollOp::AllToAll, per_gpu * 2.0, &self.ep_span)
+                    (
+                        self.coll(CollOp::AllToAll, per_gpu * 1.0, &self.ep_span),
+                        self.coll(CollOp::AllToAll, per_gpu * 2.0, &self.ep_span),
+                    )
                 } else {
-                    0.0
+                    (0.0, 0.0)
                 };
-                (routed + shared + router + act, comm)
+                // The per-kernel costs of the layer's memory-bound kernels go with the
+                // stage that runs them: input norm and rotary + KV append before the core;
+                // residual + norm and router top-k after it; activation, permute and
+                // un-permute with the experts (`DENSE_LAYER_KERNELS + MOE_EXTRA_KERNELS`).
+                stages = MoeStages {
+                    pre: attn_pre_gemm + norm_mem + 2.0 * ov,
+                    core: attn_core + attn_post_gemm + router + 2.0 * ov,
+                    shared,
+                    mlp: routed + act + 3.0 * ov,
+                    dispatch,
+                    combine,
+                    lm_head: 0.0,
+                };
+                (routed + shared + router + act, dispatch + combine)
             }
             None => (0.0, 0.0),
         };
@@ -747,8 +876,9 @@ impl InstanceModel {
         let comm = (layers + mlp_ar_layers) * tp_ar + moe_layers * moe_comm;
 
         // LM head over the tokens that sample (bf16 weights, vocab sharded over TP).
-        let logits = (dec_tokens + b.prefill_done) / dp;
-        gemm_s += self.weight_gemm(Precision::Bf16, logits, m.vocab as f64 * h / tp, 1.0);
+        let (_, lm_head) = self.sequential_lm_head(b);
+        stages.lm_head = lm_head;
+        gemm_s += lm_head;
 
         // Speculative decoding: the draft (MTP) module runs one layer per draft token.
         if draft > 0.0 && b.decode_seqs > 0.0 {
@@ -759,13 +889,43 @@ impl InstanceModel {
 
         let compute = gemm_s + attention_s + memory_s;
         let overhead_s = self.overhead_s;
-        IterTime {
-            gemm_s,
-            attention_s,
-            memory_s,
-            comm_s: comm,
-            overhead_s,
-            total_s: compute + comm + overhead_s,
-        }
+        (
+            IterTime {
+                gemm_s,
+                attention_s,
+                memory_s,
+                comm_s: comm,
+                overhead_s,
+                total_s: compute + comm + overhead_s,
+            },
+            stages,
+        )
     }
+
+    /// The parts of one MoE layer of `b` as the decode two-batch overlap schedules them
+    /// (seconds; zero without MoE layers).
+    pub fn moe_stages(&self, b: &Batch) -> MoeStages {
+        self.sequential(b).1
+    }
+}
+
+/// One MoE layer's work on the busiest rank, in the stages of DeepSeek's decode two-batch
+/// overlap (`InstanceModel::decode_two_batch_overlap`), plus the iteration's LM head.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct MoeStages {
+    /// ATTN-0: query and key/value projections (MLA down/up and the absorbed key
+    /// up-projection), norms, rotary and KV append.
+    pub pre: f64,
+    /// ATTN-1: core attention, value up-projection and output projection, router gate.
+    pub core: f64,
+    /// Shared experts.
+    pub shared: f64,
+    /// Routed experts: grouped GEMMs, activation, permute and un-permute.
+    pub mlp: f64,
+    /// Dispatch all-to-all (fp8), until the busiest rank has received its tokens.
+    pub dispatch: f64,
+    /// Combine all-to-all (bf16).
+    pub combine: f64,
+    /// The LM head over the iteration's sampling tokens (once per iteration).
+    pub lm_head: f64,
 }

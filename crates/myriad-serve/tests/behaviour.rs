@@ -396,7 +396,6 @@ fn validation_meets_the_issue_bar() {
 }
 
 #[test]
-#[ignore = "issue 8 bar not met yet: large-EP DeepSeek decode is over-predicted (docs/serving.md)"]
 fn deepseek_large_ep_per_node_within_20_percent() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -851,5 +850,170 @@ fn sglang_disaggregated_large_ep_runs_eplb_and_search_keeps_it() {
             assert!(stat.busiest_rank_factor(800.0) > 3.0);
         }
         _ => panic!("disaggregated expected"),
+    }
+}
+
+/// DeepSeek-V3 decode as SGLang ran it on 96 H100 (LMSYS blog 2025-05-05): EP72 over 9
+/// nodes, DP attention, fp8 weights, bf16 KV, EPLB, two-batch overlap.
+fn sglang_ep72(overlap: bool) -> InstanceModel {
+    let cat = myriad_catalog::catalog();
+    InstanceModel::new(
+        cat.accelerator("h100-sxm").unwrap(),
+        &levels("h100-sxm", 72),
+        &cat.model("deepseek-v3").unwrap().model,
+        Parallel {
+            tp: 1,
+            attention_dp: 72,
+            ep: 72,
+        },
+        Precisions {
+            weights: Precision::Fp8,
+            experts: Precision::Fp8,
+            kv: Precision::Bf16,
+        },
+        myriad_serve::framework::SGLANG.iteration_overhead_us * 1e-6,
+        overlap,
+        None,
+    )
+    .unwrap()
+    .with_placement(myriad_model::Placement::Eplb)
+}
+
+#[test]
+fn decode_two_batch_overlap_follows_deepseeks_schedule() {
+    // The post's decode point: 256 sequences per GPU at KV length 2,000 (its profile table).
+    let per_gpu = 256.0;
+    let b = Batch {
+        decode_seqs: per_gpu * 72.0,
+        decode_ctx: per_gpu * 72.0 * 2000.0,
+        ..Batch::default()
+    };
+    let half = Batch {
+        decode_seqs: b.decode_seqs / 2.0,
+        decode_ctx: b.decode_ctx / 2.0,
+        ..b
+    };
+    let m = sglang_ep72(true);
+    assert!(m.ep_over_rdma());
+    let st = m.moe_stages(&half);
+    // At 128 tokens per micro-batch the all-to-alls outlast what hides them: the dispatch
+    // is longer than shared experts + MLA projections, the combine longer than core
+    // attention + output projection + gate (the post: SGLang's combine busy-waits because
+    // its attention is short).
+    assert!(st.dispatch > st.shared + st.pre, "{st:?}");
+    assert!(st.combine > st.core, "{st:?}");
+    // Closed form: per MoE layer 2·(dispatch + mlp + combine); the rest (dense layers,
+    // draft, TP) in turn for both halves; the LM head once over the whole batch.
+    let moe_layers = 58.0;
+    let full = m.moe_stages(&b).lm_head;
+    let h = sglang_ep72(false).iteration(&half);
+    let moe_compute = moe_layers * (st.pre + st.core + st.shared + st.mlp);
+    let other = h.gemm_s + h.attention_s + h.memory_s - moe_compute - st.lm_head;
+    let want =
+        2.0 * (moe_layers * (st.dispatch + st.mlp + st.combine) + other) + full + m.overhead_s;
+    let got = m.iteration(&b).total_s;
+    assert!((got / want - 1.0).abs() < 1e-9, "{got} vs {want}");
+    // Bounds: no shorter than either resource's serial work, no longer than no overlap.
+    let seq = sglang_ep72(false).iteration(&b).total_s;
+    assert!(got < seq, "{got} vs sequential {seq}");
+    assert!(got > 2.0 * moe_layers * (st.dispatch + st.combine));
+    // The post measured 22,282 tokens/s per node at this point: 2,048 sequences per node
+    // per step, 91.9 ms. The model's step is within 20% of it (it was 61 ms, -34%, when any
+    // communication could hide under any compute).
+    let measured = 8.0 * per_gpu / 22_282.0;
+    assert!((got / measured - 1.0).abs() < 0.20, "{got} vs {measured}");
+}
+
+#[test]
+fn deepep_low_latency_kernels_reproduced() {
+    // DeepEP's published low-latency kernels (README, now docs/legacy.md; H800, ConnectX-7
+    // 400 Gb/s InfiniBand, 128 tokens per rank, hidden 7168, top-8, fp8 dispatch, bf16
+    // combine): (EP, dispatch µs, combine µs). The serving model times the same bytes per
+    // rank (tokens·top-k·hidden, 1 byte dispatched, 2 combined) with myriad-collective's
+    // all-to-all over the EP group laid on H800 nodes (NVLink 8, NDR InfiniBand).
+    // EP8 (one node) is left out: the published kernel sends over RDMA even within a node.
+    const DEEPEP_LL: [(u64, f64, f64); 5] = [
+        (16, 118.0, 195.0),
+        (32, 155.0, 273.0),
+        (64, 173.0, 314.0),
+        (128, 192.0, 369.0),
+        (256, 194.0, 360.0),
+    ];
+    use myriad_collective::{time, Algorithm, Op};
+    let lv = levels("h800", 256);
+    let bytes = 128.0 * 8.0 * 7168.0;
+    let mut sum = 0.0;
+    for (ep, d_us, c_us) in DEEPEP_LL {
+        let g = myriad_serve::model::span(ep, &lv);
+        let d = time(Op::AllToAll, Algorithm::Auto, bytes, &g, &lv)
+            .unwrap()
+            .time_s
+            * 1e6;
+        let c = time(Op::AllToAll, Algorithm::Auto, 2.0 * bytes, &g, &lv)
+            .unwrap()
+            .time_s
+            * 1e6;
+        for (got, want) in [(d, d_us), (c, c_us)] {
+            let e = got / want - 1.0;
+            assert!(
+                e.abs() < 0.30,
+                "EP{ep}: {got:.0} µs vs published {want:.0} µs"
+            );
+            sum += e.abs();
+        }
+    }
+    let mean = sum / (2.0 * DEEPEP_LL.len() as f64);
+    assert!(mean < 0.15, "mean abs error {mean:.3}");
+}
+
+#[test]
+fn flashmla_decode_figures_reproduced() {
+    // FlashMLA (deepseek-ai/FlashMLA README): dense MLA decode on H800 SXM5 reaches 3000 GB/s
+    // memory-bound and 580 TFLOPS compute-bound (Feb 2025, CUDA 12.6), 660 TFLOPS after the
+    // 2025-04-22 update. Its benchmark shapes: batch 128, KV length 4096, d_qk 576, d_v 512;
+    // 128 query heads with two query tokens (MTP) is compute-bound, 16 heads (TP8) with one
+    // is memory-bound. The serving model's decode attention (bf16 peak × attention_fwd,
+    // KV bytes at HBM × hbm) on the h800 record:
+    let cat = myriad_catalog::catalog();
+    let h800 = cat.accelerator("h800").unwrap();
+    let e = &h800.efficiency;
+    let ov = e.gemm_overhead_us * 1e-6;
+    let (b, s_k, dqk, dv) = (128.0, 4096.0, 576.0, 512.0);
+    // Compute-bound: FLOPs 2·b·s_q·h·s_k·(d_qk + d_v).
+    let flops = 2.0 * b * 2.0 * 128.0 * s_k * (dqk + dv);
+    let t = flops / (h800.dense_tflops.bf16.unwrap() * 1e12 * e.attention_fwd) + ov;
+    let tflops = flops / t / 1e12;
+    assert!((560.0..=680.0).contains(&tflops), "{tflops:.0} TFLOPS");
+    // Memory-bound: the latent KV cache (576 bf16 values per token) read once.
+    let bytes = b * s_k * dqk * 2.0;
+    let t = bytes / (h800.hbm_tbps * 1e12 * e.hbm) + ov;
+    let gbps = bytes / t / 1e9;
+    assert!((gbps / 3000.0 - 1.0).abs() < 0.05, "{gbps:.0} GB/s");
+}
+
+#[test]
+fn deepgemm_masked_grouped_gemm_figures_within_30_percent() {
+    // DeepGEMM's published masked-layout grouped GEMMs (the decode MoE kernel; README of
+    // 2025-02-25/03-25, H800 SXM5, NVCC 12.8): (groups, m per group, n, k, TFLOPS). The
+    // step model's GEMM form (fp8 peak × gemm_fp8 + overhead + input quantisation) puts
+    // each within 30%; it is 12-27% fast on the K = 2048 down projections (DeepGEMM's
+    // smaller K has less reuse per tile), within 15% on the K = 7168 gate/up ones.
+    const MASKED: [(f64, f64, f64, f64, f64); 6] = [
+        (1.0, 1024.0, 4096.0, 7168.0, 1233.0),
+        (1.0, 1024.0, 7168.0, 2048.0, 925.0),
+        (2.0, 512.0, 4096.0, 7168.0, 1040.0),
+        (2.0, 512.0, 7168.0, 2048.0, 916.0),
+        (4.0, 256.0, 4096.0, 7168.0, 932.0),
+        (4.0, 256.0, 7168.0, 2048.0, 815.0),
+    ];
+    let h800 = myriad_catalog::catalog().accelerator("h800").unwrap();
+    for (g, m, n, k, published) in MASKED {
+        let t = myriad_train::step::gemm_time(h800, Precision::Fp8, m, n, k, g);
+        let tflops = 2.0 * g * m * n * k / t / 1e12;
+        let e = tflops / published - 1.0;
+        assert!(
+            e.abs() < 0.30,
+            "{g}x{m} n{n} k{k}: {tflops:.0} vs {published}"
+        );
     }
 }
