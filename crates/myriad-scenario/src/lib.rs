@@ -363,6 +363,16 @@ pub struct TrainingSpec {
     /// Virtual pipeline stages per rank (interleaving).
     #[serde(default)]
     pub vpp: Option<u32>,
+    /// Transformer layers of the first pipeline stage (Megatron-Core
+    /// `--decoder-first-pipeline-num-layers`); the other layers split evenly over the other
+    /// stages. For layer counts that PP does not divide (DeepSeek-V3's 61 on PP 16). Needs
+    /// `vpp` 1.
+    #[serde(default)]
+    pub first_stage_layers: Option<u32>,
+    /// Transformer layers of the last pipeline stage (`--decoder-last-pipeline-num-layers`),
+    /// as `first_stage_layers`.
+    #[serde(default)]
+    pub last_stage_layers: Option<u32>,
     #[serde(default)]
     pub sequence_parallel: Option<bool>,
     #[serde(default)]

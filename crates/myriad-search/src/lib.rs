@@ -308,6 +308,7 @@ pub fn candidates(
                                             placement,
                                             attention: fixed.attention,
                                             embedding_in_pipeline_split: !even,
+                                            edge_stage_layers: None,
                                         });
                                     }
                                 }

@@ -50,6 +50,10 @@ pub struct Plan {
     /// (Megatron-Core `account_for_embedding/loss_in_pipeline_split`): used when
     /// `layers + 2`, not `layers`, divides by PP×VPP (Llama 3.1 405B: 126 + 2 = 128).
     pub embedding_in_pipeline_split: bool,
+    /// Transformer layers of the first and of the last pipeline stage when they are set
+    /// apart (Megatron-Core `decoder_first/last_pipeline_num_layers`); the other stages
+    /// share the rest evenly. `None`: the even split.
+    pub edge_stage_layers: Option<(u32, u32)>,
 }
 
 impl Plan {
@@ -57,6 +61,18 @@ impl Plan {
     /// (fractional when the split is uneven).
     pub fn stage_layers(&self, layers: u32, s: u32) -> (f64, f64) {
         let pp = self.pp as f64;
+        if let Some((first, last)) = self.edge_stage_layers {
+            let (first, last) = (first as f64, last as f64);
+            let middle = (layers as f64 - first - last) / (pp - 2.0).max(1.0);
+            return if s == 0 {
+                (0.0, first)
+            } else if s + 1 == self.pp {
+                (layers as f64 - last, layers as f64)
+            } else {
+                let lo = first + (s - 1) as f64 * middle;
+                (lo, lo + middle)
+            };
+        }
         if self.embedding_in_pipeline_split {
             let k = (layers as f64 + 2.0) / pp;
             let lo = (s as f64 * k - 1.0).max(0.0);
@@ -71,7 +87,18 @@ impl Plan {
     /// Transformer layers in one pipeline chunk (a stage's share of one virtual stage): the
     /// unit of block recompute and activation offloading.
     pub fn chunk_layers(&self, layers: u32) -> u32 {
-        layers_per_chunk(layers, self.embedding_in_pipeline_split, self.pp, self.vpp)
+        match self.edge_stage_layers {
+            // The largest stage: block recompute and offloading count its layers.
+            Some(_) => (0..self.pp)
+                .map(|s| {
+                    let (lo, hi) = self.stage_layers(layers, s);
+                    (hi - lo).round() as u32
+                })
+                .max()
+                .unwrap_or(1)
+                .max(1),
+            None => layers_per_chunk(layers, self.embedding_in_pipeline_split, self.pp, self.vpp),
+        }
     }
 
     /// Micro-batches per pipeline per step.
@@ -258,7 +285,10 @@ pub fn resolve(
     }
     let vpp = spec.vpp.unwrap_or(1);
     let mut embedding_in_pipeline_split = false;
-    if model.layers % (pp * vpp) != 0 {
+    let edge_stage_layers = edge_stages(spec, model.layers, pp, vpp)?;
+    if edge_stage_layers.is_some() {
+        // The edge stages are set apart; the rest divides evenly (checked above).
+    } else if model.layers % (pp * vpp) != 0 {
         if pp > 1 && (model.layers + 2) % (pp * vpp) == 0 {
             embedding_in_pipeline_split = true;
             notes.push(format!(
@@ -358,7 +388,17 @@ pub fn resolve(
         None => DEFAULT_PLACEMENT,
     };
     let recompute = spec.recompute.unwrap_or(Recompute::None);
-    let chunk = layers_per_chunk(model.layers, embedding_in_pipeline_split, pp, vpp);
+    let chunk = match edge_stage_layers {
+        Some((first, last)) => {
+            let middle = if pp > 2 {
+                (model.layers - first - last) / (pp - 2)
+            } else {
+                0
+            };
+            first.max(last).max(middle).max(1)
+        }
+        None => layers_per_chunk(model.layers, embedding_in_pipeline_split, pp, vpp),
+    };
     let mut recompute_fraction = 1.0;
     if let Some(n) = spec.recompute_layers {
         if recompute != Recompute::Full {
@@ -434,7 +474,65 @@ pub fn resolve(
             placement,
             attention,
             embedding_in_pipeline_split,
+            edge_stage_layers,
         },
         notes,
     ))
+}
+
+/// `first_stage_layers` / `last_stage_layers`: the layers of the first and last pipeline
+/// stages, the rest split evenly over the other stages (Megatron-Core's
+/// `decoder_first/last_pipeline_num_layers`); `None` when neither is given.
+fn edge_stages(
+    spec: &TrainingSpec,
+    layers: u32,
+    pp: u32,
+    vpp: u32,
+) -> Result<Option<(u32, u32)>, PlanError> {
+    let (first, last) = (spec.first_stage_layers, spec.last_stage_layers);
+    if first.is_none() && last.is_none() {
+        return Ok(None);
+    }
+    let field = if first.is_some() {
+        "first_stage_layers"
+    } else {
+        "last_stage_layers"
+    };
+    if pp < 2 {
+        return Err(bad(field, format!("needs PP of at least 2, got {pp}")));
+    }
+    if vpp > 1 {
+        return Err(bad(
+            field,
+            format!("needs vpp 1 (an uneven split of virtual stages is not modelled), got {vpp}"),
+        ));
+    }
+    let given = first.unwrap_or(0) + last.unwrap_or(0);
+    if given > layers {
+        return Err(bad(
+            field,
+            format!("first + last stage layers = {given} is more than the model's {layers} layers"),
+        ));
+    }
+    let others = pp - first.is_some() as u32 - last.is_some() as u32;
+    let rest = layers - given;
+    if others == 0 {
+        if rest != 0 {
+            return Err(bad(
+                field,
+                format!(
+                    "with PP 2 the first and last stages hold every layer: {given} != {layers}"
+                ),
+            ));
+        }
+        return Ok(Some((first.unwrap_or(0), last.unwrap_or(0))));
+    }
+    if rest % others != 0 {
+        return Err(bad(
+            field,
+            format!("the other {rest} layers do not split evenly over the other {others} stages"),
+        ));
+    }
+    let each = rest / others;
+    Ok(Some((first.unwrap_or(each), last.unwrap_or(each))))
 }

@@ -387,3 +387,64 @@ fn dualpipe_hides_the_expert_all_to_all_under_the_paired_chunk() {
     );
     assert!(d.estimate.step_time_s < a.estimate.step_time_s);
 }
+
+fn dsv3(training: &str) -> Result<myriad_train::TrainEstimate, String> {
+    let text = format!(
+        "format: myriad/1\ncluster: {{accelerator: h800, count: 2048, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: deepseek-v3}}\ntraining: {{global_batch: 15360, micro_batch: 1, tp: 1, pp: 16, dp: 128, ep: 64, precision: fp8, {training}}}\n"
+    );
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", &text, cat).map_err(|e| e.to_string())?;
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 2048).map_err(|e| e.to_string())
+}
+
+#[test]
+fn edge_stages_split_layers_that_pp_does_not_divide() {
+    // DeepSeek-V3's 61 layers on PP 16: without an uneven split the plan is impossible.
+    let e = dsv3("recompute: full").unwrap_err();
+    assert!(e.contains("not divisible by PP*VPP"), "{e}");
+    // One layer on the first stage, 60 over the other 15 (4 each).
+    let t = dsv3("recompute: full, first_stage_layers: 1").unwrap();
+    let p = &t.plan;
+    let counts: Vec<f64> = (0..16)
+        .map(|s| {
+            let (lo, hi) = p.stage_layers(61, s);
+            hi - lo
+        })
+        .collect();
+    assert_eq!(counts[0], 1.0);
+    assert!(counts[1..].iter().all(|&c| c == 4.0), "{counts:?}");
+    assert_eq!(counts.iter().sum::<f64>(), 61.0);
+    assert_eq!(p.chunk_layers(61), 4);
+    // The critical (last) stage holds 4 MoE layers and the head, as in an even split of
+    // a 64-layer DeepSeek-V3: the same forward time per step.
+    let text = "format: myriad/1\ncluster: {accelerator: h800, count: 2048, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: deepseek-v3, layers: 64}\ntraining: {global_batch: 15360, micro_batch: 1, tp: 1, pp: 16, dp: 128, ep: 64, precision: fp8, recompute: full}\n";
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    let even = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 2048).unwrap();
+    let (a, b) = (
+        t.estimate.breakdown.forward_s,
+        even.estimate.breakdown.forward_s,
+    );
+    assert!((a - b).abs() < 1e-9 * b, "{a} {b}");
+    // Both edges: 1 first, 4 last, 56 over 14 stages.
+    let t2 = dsv3("recompute: full, first_stage_layers: 1, last_stage_layers: 4").unwrap();
+    assert_eq!(t2.plan.stage_layers(61, 15), (57.0, 61.0));
+    assert_eq!(t2.plan.stage_layers(61, 1), (1.0, 5.0));
+}
+
+#[test]
+fn edge_stage_errors_name_the_numbers() {
+    let e = dsv3("first_stage_layers: 3").unwrap_err();
+    assert_eq!(
+        e,
+        "training.first_stage_layers: the other 58 layers do not split evenly over the other 15 stages"
+    );
+    let e = dsv3("first_stage_layers: 40, last_stage_layers: 30").unwrap_err();
+    assert!(e.contains("70 is more than the model's 61 layers"), "{e}");
+    let e = dsv3("first_stage_layers: 1, vpp: 2").unwrap_err();
+    assert!(e.contains("needs vpp 1"), "{e}");
+}
