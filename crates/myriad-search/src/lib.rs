@@ -46,13 +46,19 @@ pub struct Space {
 impl Space {
     /// The full space for a model: every power-of-two TP up to 64, CP up to 16, every PP
     /// that divides the layers (or layers + 2, with the embedding and loss counted as
-    /// stages), interleaving depths, every EP dividing the experts, micro-batches 1-8,
+    /// stages) and every power-of-two PP whose stages can hold ceil(layers / PP) layers
+    /// each with the remainder on the first (Megatron-Core's first-stage layer count),
+    /// interleaving depths, every EP dividing the experts, micro-batches 1-8,
     /// the three recompute modes, ZeRO-1/2/3, and two placement orders (PP outermost, or
     /// DP outermost).
     pub fn full(model: &Transformer) -> Self {
         let l = model.layers;
         let mut pp: Vec<u32> = (1..=l.min(128))
-            .filter(|p| l % p == 0 || (*p > 1 && (l + 2) % p == 0))
+            .filter(|p| {
+                l % p == 0
+                    || (*p > 1 && (l + 2) % p == 0)
+                    || (p.is_power_of_two() && *p > 1 && l >= (p - 1) * l.div_ceil(*p))
+            })
             .collect();
         pp.dedup();
         let ep = match &model.moe {
@@ -235,7 +241,16 @@ pub fn candidates(
                     let stages = pp * vpp;
                     let even = model.layers % stages == 0;
                     let with_ends = pp > 1 && (model.layers + 2) % stages == 0;
-                    if !even && !with_ends {
+                    // Otherwise (vpp 1) the first stage may take the remainder, the others
+                    // ceil(layers / pp) each (Megatron-Core's first-stage layer count).
+                    let edge = (!even && !with_ends && vpp == 1 && pp > 1)
+                        .then(|| {
+                            let k = model.layers.div_ceil(pp);
+                            let rest = (pp - 1) * k;
+                            (model.layers >= rest).then(|| (model.layers - rest, k))
+                        })
+                        .flatten();
+                    if !even && !with_ends && edge.is_none() {
                         reject(&mut rej, "layers not divisible by pp*vpp", per_vpp);
                         continue;
                     }
@@ -307,8 +322,8 @@ pub fn candidates(
                                                 && fixed.attention == AttentionKernel::Flash,
                                             placement,
                                             attention: fixed.attention,
-                                            embedding_in_pipeline_split: !even,
-                                            edge_stage_layers: None,
+                                            embedding_in_pipeline_split: !even && edge.is_none(),
+                                            edge_stage_layers: edge,
                                         });
                                     }
                                 }

@@ -281,3 +281,25 @@ fn gb200_search_offloads_activations_when_nothing_else_fits() {
     let e = myriad_train::estimate(&m, &fewer, &c);
     assert!(e.memory.total_gib > e.memory.capacity_gib);
 }
+
+#[test]
+fn layers_that_pp_does_not_divide_get_a_first_stage_remainder() {
+    // DeepSeek-V3's 61 layers: PP 16 is a candidate with 1 layer on the first stage and 4 on
+    // each other, and every stage split covers all layers.
+    let (m, c, f) = setup("format: myriad/1\ncluster: {accelerator: h800, count: 2048, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: deepseek-v3}\ntraining: {global_batch: 15360, precision: fp8}\n");
+    let space = Space::full(&m);
+    let (plans, _) = candidates(&m, &c, &f, &space);
+    assert!(plans
+        .iter()
+        .any(|p| p.pp == 16 && p.edge_stage_layers == Some((1, 4))));
+    for p in plans.iter().filter(|p| p.edge_stage_layers.is_some()) {
+        assert_eq!(p.vpp, 1);
+        let total: f64 = (0..p.pp)
+            .map(|s| {
+                let (lo, hi) = p.stage_layers(m.layers, s);
+                hi - lo
+            })
+            .sum();
+        assert_eq!(total, m.layers as f64, "{p:?}");
+    }
+}

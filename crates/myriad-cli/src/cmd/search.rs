@@ -11,10 +11,11 @@ pub(crate) fn plan_summary(p: &myriad_train::Plan) -> String {
         "TP{} PP{}{} CP{} DP{}{} mb{} {}{} ZeRO-{}{}",
         p.tp,
         p.pp,
-        if p.vpp > 1 {
-            format!("x{}", p.vpp)
-        } else {
-            String::new()
+        match (p.vpp > 1, p.edge_stage_layers) {
+            (true, _) => format!("x{}", p.vpp),
+            // Layers of the first stage / of each other stage.
+            (false, Some((first, rest))) => format!("[{first}/{rest}]"),
+            _ => String::new(),
         },
         p.cp,
         p.dp,

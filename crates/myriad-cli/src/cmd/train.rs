@@ -212,6 +212,9 @@ pub fn run(
         p.tp, p.pp, p.vpp, p.cp, p.dp, p.ep, p.micro_batch, p.global_batch, p.precision.as_str(),
         recompute, p.sequence_parallel, e.micro_batches
     );
+    if let Some((first, last)) = p.edge_stage_layers {
+        println!("  pipeline split: {first} layers on the first stage, {last} on the last, the rest evenly");
+    }
     for n in &t.notes {
         println!("  chose {n}");
     }
