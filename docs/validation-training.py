@@ -96,4 +96,66 @@ per-source parameter; these are explanations, not corrections):
   Myriad charges the 1F1B bubble (63/512 of the step); the paper may have interleaved.
 """
 lines.append(WHY)
+
+# Kept aside: MLPerf Training GPT-3 175B (nothing in the model was tuned on these runs).
+MLPERF = "validation/training-heldout-mlperf.json"
+m = json.loads(subprocess.run(
+    ["cargo", "run", "--release", "-q", "--", "validate", MLPERF, "--json"],
+    check=True, capture_output=True, text=True,
+).stdout)
+ms = m["summary"]
+lines += [
+    "",
+    "## Kept aside: MLPerf Training GPT-3 175B",
+    "",
+    f"`{MLPERF}` holds {ms['count']} closed-division GPT-3 175B submissions from "
+    "mlcommons/training_results_v3.0 to v4.1 (NVIDIA, CoreWeave, Azure and Oracle on H100; "
+    "NVIDIA's 64-GPU B200 preview), all FP8 with NeMo/Megatron. Layouts (TP, PP, interleaving, "
+    "micro-batch, distributed optimizer) come from each submission's `config_*.sh` and "
+    "`conf/custom.yaml`, fabrics from its `systems/*.json`. The step time is measured from the "
+    "`:::MLLOG` timestamps of the three `result_*.txt` logs: training time between `block_start` "
+    "and `block_stop` (evaluation runs between blocks, so it is excluded; each run's first block "
+    "is dropped) divided by the steps in those blocks (`epoch_count` tokens / (global batch x "
+    "2048)), pooled over the logs; the v3.0 logs have no `block_stop`, so there consecutive "
+    "per-step `tracked_stats` timestamps are used, skipping pairs with an evaluation between "
+    "them. Each case's `basis` gives the per-log figures.",
+    "",
+    "| id | GPUs | global batch | TP/PP/VPP/mb | predicted s | measured s | error |",
+    "|---|---:|---:|---|---:|---:|---:|",
+]
+spec = {c["id"]: c for c in json.load(open(MLPERF))["cases"]}
+for c in m["cases"]:
+    t = spec[c["id"]]["training"]
+    layout = f"{t['tp']}/{t['pp']}/{t['vpp']}/{t['micro_batch']}"
+    n = spec[c["id"]]["system"]["count"]
+    if c.get("error") is None:
+        lines.append(f"| {c['id']} | {n} | {t['global_batch']} | {layout} | - | "
+                     f"{c['measured_step_time_s']:.4f} | failed |")
+        continue
+    lines.append(
+        f"| {c['id']} | {n} | {t['global_batch']} | {layout} | {c['predicted_step_time_s']:.3f} | "
+        f"{c['measured_step_time_s']:.4f} | {100 * c['error']:+.1f}% |"
+    )
+met = ms["mae"] < 0.10 and ms["worst_abs_error_all"] < 0.25
+lines += [
+    "",
+    f"Summary: {ms['count']} cases, mean |error| {100 * ms['mae']:.1f}%, median "
+    f"{100 * ms['median_abs_error']:.1f}%, worst |error| {100 * ms['worst_abs_error_all']:.1f}% "
+    f"({ms['worst_id_all']}).",
+    "",
+    ("The issue's bar for kept-aside data (mean under 10%, no case worse than 25%) is met."
+     if met else
+     "**The issue's bar for kept-aside data (mean under 10%, no case worse than 25%) is not "
+     "met**: the mean is under 10% but the worst case is not. In the worst case (11,616 H100, "
+     "TP 4, PP 6, VPP 8, 6 micro-batches of 1 per step) Myriad leaves 0.42 s of data-parallel "
+     "traffic exposed in a 0.92 s step (0.31 s at 10,752 GPUs in v3.1, +8…+11%): it overlaps "
+     "the gradient reduce-scatter only with the last micro-batch's backward and the parameter "
+     "all-gather with the first forward. The runs used NeMo's distributed Adam with "
+     "`overlap_grad_sync` and `overlap_param_sync`, bf16 gradient reduction (`grad_sync_dtype`) "
+     "and, from v4.0, FP8 parameters (`FP8_PARAMS=True`); which of these hides the traffic is "
+     "not established, and nothing was changed to fit these runs. "
+     "`crates/myriad-train/tests/heldout_mlperf.rs` holds a ratchet just above these figures "
+     "and states the bar in an ignored test."),
+    "",
+]
 open("docs/validation-training.md", "w").write("\n".join(lines))

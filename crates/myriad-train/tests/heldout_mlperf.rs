@@ -1,0 +1,85 @@
+//! MLPerf Training GPT-3 175B submissions kept aside (`validation/training-heldout-mlperf.json`
+//! in this repository; nothing in the model was tuned on them). The bar for measurements
+//! kept aside is a mean absolute error under 10% and no case worse than 25%.
+//!
+//! The bar is NOT met yet. At the commit that added the file the 12 cases (v3.0 to v4.1; NVIDIA,
+//! CoreWeave, Azure and Oracle on 256 to 11,616 H100, plus NVIDIA's 64-GPU B200 preview) gave
+//! mean 9.27% (median 8.1%) and worst +27.8%: mlperf-v4.0-nvidia-gpt3-11616xh100 (TP 4, PP 6,
+//! VPP 8, 6 micro-batches per step), where Myriad exposes 0.42 s of data-parallel traffic in a
+//! 0.92 s step. The ratchet test holds those figures; the bar test runs with `--ignored`.
+
+use myriad_scenario::validation::parse_validation;
+
+fn report() -> myriad_train::validate::ValidationReport {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../validation/training-heldout-mlperf.json"
+    );
+    let text =
+        std::fs::read_to_string(path).expect("the MLPerf held-out file is in the repository");
+    let file = parse_validation(path, &text).expect("the MLPerf held-out file parses");
+    myriad_train::validate::validate(&file.cases, myriad_catalog::catalog())
+}
+
+fn print(r: &myriad_train::validate::ValidationReport) {
+    for c in &r.cases {
+        eprintln!(
+            "{:42} {:>9} {:>9.4} {:>8} {}",
+            c.id,
+            c.predicted_step_time_s
+                .map(|p| format!("{p:.4}"))
+                .unwrap_or("-".into()),
+            c.measured_step_time_s,
+            c.error
+                .map(|e| format!("{:+.1}%", 100.0 * e))
+                .unwrap_or("-".into()),
+            c.failure.as_deref().unwrap_or("")
+        );
+    }
+    let s = &r.summary;
+    eprintln!(
+        "count {} failed {} mae {:.2}% median {:.2}% worst {:.1}% ({})",
+        s.count,
+        s.failed,
+        100.0 * s.mae,
+        100.0 * s.median_abs_error,
+        100.0 * s.worst_abs_error_all,
+        s.worst_id_all
+    );
+}
+
+/// Ratchet just above the figures measured when the file was added (mean 9.27%, worst 27.8%):
+/// fails if a change makes the kept-aside MLPerf predictions worse.
+#[test]
+fn mlperf_held_out_runs_do_not_regress() {
+    let r = report();
+    print(&r);
+    let s = &r.summary;
+    assert_eq!(s.failed, 0);
+    assert_eq!(s.count, 12);
+    assert!(s.mae < 0.094, "mean absolute error {:.2}%", 100.0 * s.mae);
+    assert!(
+        s.worst_abs_error_all < 0.280,
+        "{} at {:.1}%",
+        s.worst_id_all,
+        100.0 * s.worst_abs_error_all
+    );
+}
+
+/// The bar for kept-aside data: mean absolute error under 10%, no case worse than 25%.
+/// The mean is met (9.27%); the worst case (+27.8%, mlperf-v4.0-nvidia-gpt3-11616xh100) is not.
+#[test]
+#[ignore = "kept-aside bar not met: worst +27.8% (mlperf-v4.0-nvidia-gpt3-11616xh100)"]
+fn mlperf_held_out_runs_meet_the_kept_aside_bar() {
+    let r = report();
+    print(&r);
+    let s = &r.summary;
+    assert_eq!(s.failed, 0);
+    assert!(s.mae < 0.10, "mean absolute error {:.2}%", 100.0 * s.mae);
+    assert!(
+        s.worst_abs_error_all < 0.25,
+        "{} at {:.1}%",
+        s.worst_id_all,
+        100.0 * s.worst_abs_error_all
+    );
+}
