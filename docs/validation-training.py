@@ -143,7 +143,14 @@ lines += [
     f"{100 * ms['median_abs_error']:.1f}%, worst |error| {100 * ms['worst_abs_error_all']:.1f}% "
     f"({ms['worst_id_all']}).",
     "",
-    ("The issue's bar for kept-aside data (mean under 10%, no case worse than 25%) is met."
+    ("The issue's bar for kept-aside data (mean under 10%, no case worse than 25%) is met, "
+     "and `crates/myriad-train/tests/heldout_mlperf.rs` holds it. The 11,616-GPU v4.0 run "
+     "reduces gradients in bf16, as its submission's optimizer config states (`grad_sync_dtype: "
+     "bf16` in `conf/optim/distributed_fused_adam.yaml`; `training.grad_reduce_in_fp32: false`); "
+     "the other submissions do not state it and keep the fp32 default. Read as fp32, that run "
+     "was +27.8%. The larger runs are over-predicted by 6-11%: Myriad overlaps the gradient "
+     "reduce-scatter only with the last micro-batch's backward and the parameter all-gather "
+     "with the first forward, where NeMo's distributed Adam chunks both by virtual stage."
      if met else
      "**The issue's bar for kept-aside data (mean under 10%, no case worse than 25%) is not "
      "met**: the mean is under 10% but the worst case is not. In the worst case (11,616 H100, "
