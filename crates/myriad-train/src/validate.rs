@@ -119,6 +119,12 @@ pub fn case_scenario(
             da.total_cmp(&db).then(a.id.cmp(&b.id))
         })
         .ok_or_else(|| "no fabric in the catalog".to_string())?;
+    if sys.scale_out_gbps_per_accelerator.is_none() {
+        notes.push(format!(
+            "scale_out_gbps_per_accelerator: {gbps} (not given; {}'s {} NICs of {} Gb/s per {} accelerators)",
+            su.id, su.nics_per_node, su.nic_gbps, su.accelerators_per_node
+        ));
+    }
     if sys.scale_out_fabric.is_none() {
         notes.push(format!("scale_out_fabric: {} (not given)", fabric.id));
     }

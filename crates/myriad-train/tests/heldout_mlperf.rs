@@ -81,3 +81,19 @@ fn mlperf_held_out_runs_meet_the_kept_aside_bar() {
         100.0 * s.worst_abs_error_all
     );
 }
+
+/// A null field is filled and said: the B200 preview's systems file gives no network rate.
+#[test]
+fn unstated_scale_out_rate_is_reported() {
+    let r = report();
+    let c = r
+        .cases
+        .iter()
+        .find(|c| c.id == "mlperf-v4.1-nvidia-gpt3-64xb200")
+        .expect("the B200 case");
+    let notes = c.notes.join(" | ");
+    assert!(
+        notes.contains("scale_out_gbps_per_accelerator: 400 (not given; hgx-b200's 8 NICs"),
+        "{notes}"
+    );
+}
