@@ -8,44 +8,15 @@
 //! its submission's optimizer config states (`grad_sync_dtype: bf16`); read as fp32 it was
 //! +27.8%.
 
-use myriad_scenario::validation::parse_validation;
+mod common;
+use common::print;
 
 fn report() -> myriad_train::validate::ValidationReport {
-    let path = concat!(
+    common::report_of(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../validation/training-heldout-mlperf.json"
-    );
-    let text =
-        std::fs::read_to_string(path).expect("the MLPerf held-out file is in the repository");
-    let file = parse_validation(path, &text).expect("the MLPerf held-out file parses");
-    myriad_train::validate::validate(&file.cases, myriad_catalog::catalog())
-}
-
-fn print(r: &myriad_train::validate::ValidationReport) {
-    for c in &r.cases {
-        eprintln!(
-            "{:42} {:>9} {:>9.4} {:>8} {}",
-            c.id,
-            c.predicted_step_time_s
-                .map(|p| format!("{p:.4}"))
-                .unwrap_or("-".into()),
-            c.measured_step_time_s,
-            c.error
-                .map(|e| format!("{:+.1}%", 100.0 * e))
-                .unwrap_or("-".into()),
-            c.failure.as_deref().unwrap_or("")
-        );
-    }
-    let s = &r.summary;
-    eprintln!(
-        "count {} failed {} mae {:.2}% median {:.2}% worst {:.1}% ({})",
-        s.count,
-        s.failed,
-        100.0 * s.mae,
-        100.0 * s.median_abs_error,
-        100.0 * s.worst_abs_error_all,
-        s.worst_id_all
-    );
+    ))
+    .expect("the MLPerf held-out file is in the repository")
 }
 
 /// Ratchet just above the figures measured (mean 7.2%, worst 11.2%): fails if a change makes

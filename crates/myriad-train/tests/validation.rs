@@ -1,53 +1,14 @@
 //! The accuracy bar on the public validation file (../shared/validation/training-public.json):
 //! mean absolute error under 5% and no current (not superseded) case worse than 20%.
 
-use myriad_scenario::validation::parse_validation;
+mod common;
+use common::print;
 
 fn report() -> Option<myriad_train::validate::ValidationReport> {
-    let path = concat!(
+    common::report_of(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../../shared/validation/training-public.json"
-    );
-    let Ok(text) = std::fs::read_to_string(path) else {
-        eprintln!("skipping: {path} not found");
-        return None;
-    };
-    let file = parse_validation(path, &text).expect("the public file parses");
-    Some(myriad_train::validate::validate(
-        &file.cases,
-        myriad_catalog::catalog(),
     ))
-}
-
-fn print(r: &myriad_train::validate::ValidationReport) {
-    for c in &r.cases {
-        eprintln!(
-            "{:60} {:>9} {:>9.3} {:>8} {}",
-            c.id,
-            c.predicted_step_time_s
-                .map(|p| format!("{p:.3}"))
-                .unwrap_or("-".into()),
-            c.measured_step_time_s,
-            c.error
-                .map(|e| format!("{:+.1}%", 100.0 * e))
-                .unwrap_or("-".into()),
-            c.failure
-                .as_deref()
-                .unwrap_or(if c.superseded { "superseded" } else { "" })
-        );
-    }
-    let s = &r.summary;
-    eprintln!(
-        "count {} failed {} mae {:.2}% median {:.2}% worst {:.1}% ({}) worst-all {:.1}% ({})",
-        s.count,
-        s.failed,
-        100.0 * s.mae,
-        100.0 * s.median_abs_error,
-        100.0 * s.worst_abs_error,
-        s.worst_id,
-        100.0 * s.worst_abs_error_all,
-        s.worst_id_all
-    );
 }
 
 /// The bar (mean under 5%, no current case worse than 20%) is not met yet; this
@@ -146,13 +107,11 @@ fn older_releases_are_marked_superseded() {
 /// aside, mean absolute error under 10% and no case worse than 25%.
 #[test]
 fn held_out_runs_meet_the_kept_aside_bar() {
-    let path = concat!(
+    let r = common::report_of(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../validation/training-heldout.json"
-    );
-    let text = std::fs::read_to_string(path).expect("the held-out file is in the repository");
-    let file = parse_validation(path, &text).expect("the held-out file parses");
-    let r = myriad_train::validate::validate(&file.cases, myriad_catalog::catalog());
+    ))
+    .expect("the held-out file is in the repository");
     print(&r);
     let s = &r.summary;
     assert_eq!(s.failed, 0);

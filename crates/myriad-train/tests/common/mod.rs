@@ -1,0 +1,49 @@
+//! Shared by the validation tests: load a `myriad-validation/1` file and print its report.
+
+use myriad_scenario::validation::parse_validation;
+use myriad_train::validate::ValidationReport;
+
+/// Predicts every case of the file at `path`; `None` when it is absent (`../shared` may be).
+pub fn report_of(path: &str) -> Option<ValidationReport> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        eprintln!("skipping: {path} not found");
+        return None;
+    };
+    let file = parse_validation(path, &text).expect("the validation file parses");
+    Some(myriad_train::validate::validate(
+        &file.cases,
+        myriad_catalog::catalog(),
+    ))
+}
+
+/// One line per case, then the summary, on stderr (shown with `--nocapture`).
+pub fn print(r: &ValidationReport) {
+    for c in &r.cases {
+        eprintln!(
+            "{:60} {:>9} {:>9.3} {:>8} {}",
+            c.id,
+            c.predicted_step_time_s
+                .map(|p| format!("{p:.3}"))
+                .unwrap_or("-".into()),
+            c.measured_step_time_s,
+            c.error
+                .map(|e| format!("{:+.1}%", 100.0 * e))
+                .unwrap_or("-".into()),
+            c.failure
+                .as_deref()
+                .unwrap_or(if c.superseded { "superseded" } else { "" })
+        );
+    }
+    let s = &r.summary;
+    eprintln!(
+        "count {} failed {} mae {:.2}% median {:.2}% worst {:.1}% ({}) worst-all {:.1}% ({})",
+        s.count,
+        s.failed,
+        100.0 * s.mae,
+        100.0 * s.median_abs_error,
+        100.0 * s.worst_abs_error,
+        s.worst_id,
+        100.0 * s.worst_abs_error_all,
+        s.worst_id_all
+    );
+}
