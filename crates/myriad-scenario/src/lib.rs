@@ -365,8 +365,8 @@ pub struct TrainingSpec {
     pub vpp: Option<u32>,
     /// Transformer layers of the first pipeline stage (Megatron-Core
     /// `--decoder-first-pipeline-num-layers`); the other layers split evenly over the other
-    /// stages. For layer counts that PP does not divide (DeepSeek-V3's 61 on PP 16). Needs
-    /// `vpp` 1.
+    /// stages. For layer counts that PP does not divide (DeepSeek-V3's 61 on PP 16). With
+    /// `vpp` > 1 every stage's layers must divide by it.
     #[serde(default)]
     pub first_stage_layers: Option<u32>,
     /// Transformer layers of the last pipeline stage (`--decoder-last-pipeline-num-layers`),

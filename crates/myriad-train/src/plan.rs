@@ -89,14 +89,15 @@ impl Plan {
     pub fn chunk_layers(&self, layers: u32) -> u32 {
         match self.edge_stage_layers {
             // The largest stage: block recompute and offloading count its layers.
-            Some(_) => (0..self.pp)
+            Some(_) => ((0..self.pp)
                 .map(|s| {
                     let (lo, hi) = self.stage_layers(layers, s);
                     (hi - lo).round() as u32
                 })
                 .max()
                 .unwrap_or(1)
-                .max(1),
+                / self.vpp.max(1))
+            .max(1),
             None => layers_per_chunk(layers, self.embedding_in_pipeline_split, self.pp, self.vpp),
         }
     }
@@ -395,7 +396,7 @@ pub fn resolve(
             } else {
                 0
             };
-            first.max(last).max(middle).max(1)
+            (first.max(last).max(middle) / vpp.max(1)).max(1)
         }
         None => layers_per_chunk(model.layers, embedding_in_pipeline_split, pp, vpp),
     };
@@ -501,12 +502,6 @@ fn edge_stages(
     if pp < 2 {
         return Err(bad(field, format!("needs PP of at least 2, got {pp}")));
     }
-    if vpp > 1 {
-        return Err(bad(
-            field,
-            format!("needs vpp 1 (an uneven split of virtual stages is not modelled), got {vpp}"),
-        ));
-    }
     let given = first.unwrap_or(0) + last.unwrap_or(0);
     if given > layers {
         return Err(bad(
@@ -534,5 +529,26 @@ fn edge_stages(
         ));
     }
     let each = rest / others;
-    Ok(Some((first.unwrap_or(each), last.unwrap_or(each))))
+    let (first, last) = (first.unwrap_or(each), last.unwrap_or(each));
+    // With interleaving every virtual stage of a pipeline stage holds the same layers.
+    if vpp > 1 {
+        for (name, n) in [
+            ("first_stage_layers", first),
+            ("last_stage_layers", last),
+            ("pp", each),
+        ] {
+            if n % vpp != 0 {
+                let what = if name == "pp" {
+                    format!("the {each} layers of each other stage")
+                } else {
+                    format!("{n} layers")
+                };
+                return Err(bad(
+                    if name == "pp" { field } else { name },
+                    format!("{what} not divisible by VPP {vpp} (every virtual stage of a stage holds the same layers)"),
+                ));
+            }
+        }
+    }
+    Ok(Some((first, last)))
 }

@@ -446,5 +446,41 @@ fn edge_stage_errors_name_the_numbers() {
     let e = dsv3("first_stage_layers: 40, last_stage_layers: 30").unwrap_err();
     assert!(e.contains("70 is more than the model's 61 layers"), "{e}");
     let e = dsv3("first_stage_layers: 1, vpp: 2").unwrap_err();
-    assert!(e.contains("needs vpp 1"), "{e}");
+    assert_eq!(
+        e,
+        "training.first_stage_layers: 1 layers not divisible by VPP 2 (every virtual stage of a stage holds the same layers)"
+    );
+}
+
+#[test]
+fn edge_stages_with_interleaving_split_every_stage_evenly_over_its_virtual_stages() {
+    // Llama 3 70B's 80 layers on PP 6 with VPP 2: 12 + 4 x 14 + 12.
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 48, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: llama3-70b}\ntraining: {tp: 8, pp: 6, dp: 1, vpp: 2, global_batch: 32, micro_batch: 1, recompute: full, first_stage_layers: 12, last_stage_layers: 12}\n";
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 48).unwrap();
+    let counts: Vec<f64> = (0..6)
+        .map(|st| {
+            let (lo, hi) = t.plan.stage_layers(80, st);
+            hi - lo
+        })
+        .collect();
+    assert_eq!(counts, vec![12.0, 14.0, 14.0, 14.0, 14.0, 12.0]);
+    // A virtual stage (the unit of block recompute) holds 14 / 2 layers on the largest stage.
+    assert_eq!(t.plan.chunk_layers(80), 7);
+    // 13 on the edges does not split over 2 virtual stages.
+    let bad = text.replace(
+        "first_stage_layers: 12, last_stage_layers: 12",
+        "first_stage_layers: 13, last_stage_layers: 11",
+    );
+    let s = parse_scenario("t.yaml", &bad, cat).unwrap();
+    let e = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 48)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "training.first_stage_layers: 13 layers not divisible by VPP 2 (every virtual stage of a stage holds the same layers)"
+    );
 }
