@@ -21,6 +21,7 @@ use myriad_model::{Recompute, Transformer};
 use myriad_scenario::{
     AttentionKernel, Dim, PipelineSchedule, Precision, TrainingSpec, DEFAULT_PLACEMENT,
 };
+use myriad_train::plan::first_stage_remainder;
 use myriad_train::{estimate, Plan, StepEstimate};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -57,7 +58,7 @@ impl Space {
             .filter(|p| {
                 l % p == 0
                     || (*p > 1 && (l + 2) % p == 0)
-                    || (p.is_power_of_two() && *p > 1 && l >= (p - 1) * l.div_ceil(*p))
+                    || (p.is_power_of_two() && first_stage_remainder(l, *p).is_some())
             })
             .collect();
         pp.dedup();
@@ -243,12 +244,8 @@ pub fn candidates(
                     let with_ends = pp > 1 && (model.layers + 2) % stages == 0;
                     // Otherwise (vpp 1) the first stage may take the remainder, the others
                     // ceil(layers / pp) each (Megatron-Core's first-stage layer count).
-                    let edge = (!even && !with_ends && vpp == 1 && pp > 1)
-                        .then(|| {
-                            let k = model.layers.div_ceil(pp);
-                            let rest = (pp - 1) * k;
-                            (model.layers >= rest).then(|| (model.layers - rest, k))
-                        })
+                    let edge = (!even && !with_ends && vpp == 1)
+                        .then(|| first_stage_remainder(model.layers, pp))
                         .flatten();
                     if !even && !with_ends && edge.is_none() {
                         reject(&mut rej, "layers not divisible by pp*vpp", per_vpp);

@@ -78,6 +78,18 @@ fn chat(arrivals: Arrivals, requests: u64, seed: u64) -> Workload {
     }
 }
 
+/// Llama 3 70B at TP 2 on H100, fp8 weights and KV, 300 µs per-iteration overhead.
+fn llama70b_h100_tp2() -> InstanceModel {
+    instance(
+        "h100-sxm",
+        "llama3-70b",
+        2,
+        Precision::Fp8,
+        Precision::Fp8,
+        300e-6,
+    )
+}
+
 const NO_SLO: Slo = Slo {
     ttft_s: None,
     tpot_s: None,
@@ -87,14 +99,7 @@ const NO_SLO: Slo = Slo {
 fn littles_law_holds_in_the_simulation() {
     // Time-averaged requests in the system (integrated from arrival and completion events)
     // against arrival rate × mean time in system (from per-request timestamps).
-    let m = instance(
-        "h100-sxm",
-        "llama3-70b",
-        2,
-        Precision::Fp8,
-        Precision::Fp8,
-        300e-6,
-    );
+    let m = llama70b_h100_tp2();
     let d = Deployment::Aggregated(role(m, 4, 256));
     for rate in [4.0, 10.0] {
         let r = simulate(&d, &chat(Arrivals::Poisson(rate), 20_000, 7), &NO_SLO);
@@ -213,14 +218,7 @@ fn throughput_never_exceeds_the_roofline() {
 
 #[test]
 fn a_seed_fixes_the_run() {
-    let m = instance(
-        "h100-sxm",
-        "llama3-70b",
-        2,
-        Precision::Fp8,
-        Precision::Fp8,
-        300e-6,
-    );
+    let m = llama70b_h100_tp2();
     let d = Deployment::Aggregated(role(m, 4, 256));
     let run = |seed| {
         serde_json::to_string(&simulate(
@@ -238,14 +236,7 @@ fn a_seed_fixes_the_run() {
 fn kv_capacity_makes_requests_wait() {
     // A tiny KV cache admits few requests at a time: the decode batch stays small and
     // requests queue, so TTFT grows against a large cache.
-    let m = instance(
-        "h100-sxm",
-        "llama3-70b",
-        2,
-        Precision::Fp8,
-        Precision::Fp8,
-        300e-6,
-    );
+    let m = llama70b_h100_tp2();
     let mut small = role(m.clone(), 1, 512);
     small.kv_tokens = 8.0 * 1200.0;
     let big = role(m, 1, 512);
@@ -275,14 +266,7 @@ fn kv_capacity_makes_requests_wait() {
 
 #[test]
 fn prefix_cache_hits_cut_prefill() {
-    let m = instance(
-        "h100-sxm",
-        "llama3-70b",
-        2,
-        Precision::Fp8,
-        Precision::Fp8,
-        300e-6,
-    );
+    let m = llama70b_h100_tp2();
     let d = Deployment::Aggregated(role(m, 1, 256));
     let mut w = Workload {
         arrivals: Arrivals::Offline,

@@ -89,15 +89,7 @@ impl Plan {
     pub fn chunk_layers(&self, layers: u32) -> u32 {
         match self.edge_stage_layers {
             // The largest stage: block recompute and offloading count its layers.
-            Some(_) => ((0..self.pp)
-                .map(|s| {
-                    let (lo, hi) = self.stage_layers(layers, s);
-                    (hi - lo).round() as u32
-                })
-                .max()
-                .unwrap_or(1)
-                / self.vpp.max(1))
-            .max(1),
+            Some(edges) => edge_chunk_layers(layers, self.pp, self.vpp, edges),
             None => layers_per_chunk(layers, self.embedding_in_pipeline_split, self.pp, self.vpp),
         }
     }
@@ -200,6 +192,30 @@ pub fn layers_per_chunk(layers: u32, embedding_in_split: bool, pp: u32, vpp: u32
     (split as f64 / (pp.max(1) as f64 * vpp.max(1) as f64))
         .round()
         .max(1.0) as u32
+}
+
+/// Layers of one virtual stage of the largest pipeline stage when the first and last stages
+/// hold `(first, last)` layers and the others share the rest: the unit of block recompute
+/// and offloading.
+pub fn edge_chunk_layers(layers: u32, pp: u32, vpp: u32, (first, last): (u32, u32)) -> u32 {
+    let middle = if pp > 2 {
+        (layers - first - last) / (pp - 2)
+    } else {
+        0
+    };
+    (first.max(last).max(middle) / vpp.max(1)).max(1)
+}
+
+/// Megatron-Core's first-stage layer count for `layers` that `pp` does not divide: every
+/// other stage holds ceil(layers / pp), the first the remainder; `None` when that leaves the
+/// first stage fewer than zero layers. Returned as `(first, last)` edge-stage layers.
+pub fn first_stage_remainder(layers: u32, pp: u32) -> Option<(u32, u32)> {
+    if pp < 2 {
+        return None;
+    }
+    let k = layers.div_ceil(pp);
+    let rest = (pp - 1) * k;
+    (layers >= rest).then(|| (layers - rest, k))
 }
 
 fn bad(field: &'static str, message: impl Into<String>) -> PlanError {
@@ -390,14 +406,7 @@ pub fn resolve(
     };
     let recompute = spec.recompute.unwrap_or(Recompute::None);
     let chunk = match edge_stage_layers {
-        Some((first, last)) => {
-            let middle = if pp > 2 {
-                (model.layers - first - last) / (pp - 2)
-            } else {
-                0
-            };
-            (first.max(last).max(middle) / vpp.max(1)).max(1)
-        }
+        Some(edges) => edge_chunk_layers(model.layers, pp, vpp, edges),
         None => layers_per_chunk(model.layers, embedding_in_pipeline_split, pp, vpp),
     };
     let mut recompute_fraction = 1.0;

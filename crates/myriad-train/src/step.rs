@@ -787,7 +787,7 @@ pub fn estimate_with(
         }
         let vectors = d * t_dense.vectors + mo * t_moe.dense.vectors;
         let gathers = if plan.recompute == Recompute::Full {
-            3.0 * (plan.recompute_fraction) + 2.0 * (1.0 - plan.recompute_fraction)
+            2.0 + plan.recompute_fraction
         } else {
             2.0
         };

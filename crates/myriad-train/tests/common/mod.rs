@@ -47,3 +47,17 @@ pub fn print(r: &ValidationReport) {
         s.worst_id_all
     );
 }
+
+/// The bar for measurements kept aside: every case predicted, mean absolute error
+/// under 10% and no case (superseded or not) worse than 25%.
+pub fn assert_kept_aside_bar(r: &ValidationReport) {
+    let s = &r.summary;
+    assert_eq!(s.failed, 0);
+    assert!(s.mae < 0.10, "mean absolute error {:.2}%", 100.0 * s.mae);
+    assert!(
+        s.worst_abs_error_all < 0.25,
+        "{} at {:.1}%",
+        s.worst_id_all,
+        100.0 * s.worst_abs_error_all
+    );
+}
