@@ -103,6 +103,13 @@ pub struct ComputeEfficiency {
     /// its compute runs `1 + speed_sigma · E[max of N standard normals]` times longer
     /// than on the median chip the other fractions describe.
     pub speed_sigma: f64,
+    /// Ceiling, in TFLOP/s of useful work, of GEMMs whose weights are stored in a format the
+    /// tensor cores cannot read (4- or 8-bit weights with 16-bit activations, W4A16/W8A16):
+    /// the kernel widens every weight tile to bf16 in its main loop, and the decode and
+    /// scale instructions share the issue slots with the MMAs. `None` where no measurement
+    /// exists (such GEMMs then run at the bf16 GEMM efficiency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight_only_gemm_tflops: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -80,6 +80,17 @@ pub fn compute_precision(acc: &Accelerator, p: Precision) -> Precision {
     }
 }
 
+/// Least time (seconds) for `flops` of useful GEMM work on weights stored in `p`: where the
+/// accelerator has no tensor cores for `p`, the kernel widens the weights in its main loop
+/// and runs no faster than the catalog's `weight_only_gemm_tflops` (issue-bound on the
+/// dequantisation); else, and where no ceiling is measured, 0.
+pub fn widened_gemm_floor(acc: &Accelerator, p: Precision, flops: f64) -> f64 {
+    match acc.efficiency.weight_only_gemm_tflops {
+        Some(t) if t > 0.0 && compute_precision(acc, p) != p => flops / (t * 1e12),
+        _ => 0.0,
+    }
+}
+
 /// How one instance is cut over its accelerators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Parallel {
@@ -542,7 +553,8 @@ impl InstanceModel {
             n,
             k,
             1.0,
-        );
+        )
+        .max(widened_gemm_floor(&self.acc, p, 2.0 * tokens * params));
         let ov = self.acc.efficiency.gemm_overhead_us * 1e-6;
         let memory = params * bytes_of(p) / self.hbm_bps + ov;
         compute.max(memory) + (kernels - 1.0).max(0.0) * ov
@@ -818,7 +830,12 @@ impl InstanceModel {
                     shard / h,
                     h,
                     distinct.max(1.0),
-                );
+                )
+                .max(widened_gemm_floor(
+                    acc,
+                    self.prec.experts,
+                    2.0 * hot * shard,
+                ));
                 let memory = distinct * shard * bytes_of(self.prec.experts) / self.hbm_bps + ov;
                 let routed = compute.max(memory) + ov;
                 let shared = self.weight_gemm(self.prec.weights, t_r, self.shared_params / tp, 2.0);
