@@ -173,16 +173,7 @@ pub fn setup(
         kv: sv.kv_cache.unwrap_or(Precision::Bf16),
     };
     for (k, p) in [("weights", prec.weights), ("experts", prec.experts)] {
-        let c = model::compute_precision(&cluster.accelerator, p);
-        if c != p {
-            notes.push(format!(
-                "{k}: {} stored, {} GEMMs ({} has no {} tensor cores: weight-only quantisation)",
-                p.as_str(),
-                c.as_str(),
-                cluster.accelerator.id,
-                p.as_str()
-            ));
-        }
+        notes.extend(model::widening_note(&cluster.accelerator, k, p));
     }
     let overhead = sv.iteration_overhead_us.unwrap_or(fw.iteration_overhead_us);
     let overlap = sv.overlap_comm.unwrap_or(fw.overlap_comm);

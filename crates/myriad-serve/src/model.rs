@@ -91,6 +91,26 @@ pub fn widened_gemm_floor(acc: &Accelerator, p: Precision, flops: f64) -> f64 {
     }
 }
 
+/// What a run does with `key`'s weights stored in `p` when the accelerator's tensor cores
+/// cannot read them (weight-only quantisation), as a note for the report; `None` otherwise.
+pub fn widening_note(acc: &Accelerator, key: &str, p: Precision) -> Option<String> {
+    let c = compute_precision(acc, p);
+    if c == p {
+        return None;
+    }
+    let ceiling = match acc.efficiency.weight_only_gemm_tflops {
+        Some(t) => format!(", at most {t} TFLOP/s (catalog weight_only_gemm_tflops)"),
+        None => String::new(),
+    };
+    Some(format!(
+        "{key}: {} stored, {} GEMMs ({} has no {} tensor cores: weight-only quantisation{ceiling})",
+        p.as_str(),
+        c.as_str(),
+        acc.id,
+        p.as_str()
+    ))
+}
+
 /// How one instance is cut over its accelerators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Parallel {

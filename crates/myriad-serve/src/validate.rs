@@ -691,15 +691,7 @@ fn predict_inner(
         (weights, experts)
     };
     for (k, p) in [("weights", weights), ("experts", experts)] {
-        let c = crate::model::compute_precision(acc, p);
-        if c != p {
-            notes.push(format!(
-                "{k}: {} stored, {} GEMMs ({acc_id} has no {} tensor cores)",
-                p.as_str(),
-                c.as_str(),
-                p.as_str()
-            ));
-        }
+        notes.extend(crate::model::widening_note(acc, k, p));
     }
     let mut prec = Precisions {
         weights,
