@@ -73,6 +73,12 @@ per-source parameter; these are explanations, not corrections):
   performance recipes keep gradients in bf16 (`grad_reduce_in_fp32 = False` in the NeMo and
   Megatron-Bridge perf configs; `training.grad_reduce_in_fp32: false` models it), which
   saves 10.7 GiB; the rest is within the uncertainty of fixed buffers and fragmentation.
+  With bf16 gradients the peak stage still needs 82 GiB (8.6 interleaved micro-batches of
+  12 layers at 254 MB, 10 bytes per parameter on 5.75 B parameters). Keeping only the 16-bit
+  remainders of the fp32 master weights (`store_param_remainders` in Apex
+  DistributedFusedAdam and Megatron-core's precision-aware optimizer) would save 5.4 GiB at
+  DP 2 and make it fit, but no source says the NeMo 24.07 run enabled it, so it is not
+  assumed.
 - **Llama 3 70B at TP 1 on GB200 (now −1%/+1%).** Megatron-Bridge's recipe for this row
   (`LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2` in `scripts/performance/configs/llama/
   llama3_workload_base_configs.py`: micro-batch 2, Megatron FSDP, `cpu_offloading_num_layers
