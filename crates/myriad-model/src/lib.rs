@@ -92,6 +92,125 @@ pub enum Recompute {
     Full,
 }
 
+/// A module that selective recompute may recompute: Megatron-Core's `--recompute-modules`
+/// names (`TransformerConfig.recompute_modules`, 2025). `core_attn` is the default and what
+/// `recompute: selective` alone means (Korthikanti et al. 2022). `layernorm`, `moe_act` and
+/// `mla_up_proj` discard their output after the next GEMM has used it and recompute it in
+/// backward (output-discarding checkpoints); `mlp`, `moe` and `shared_experts` checkpoint
+/// the whole submodule, keeping only its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RecomputeModule {
+    /// The attention core (scores, softmax, attention over V).
+    CoreAttn,
+    /// The two pre-norms (attention and MLP): their outputs are not kept.
+    Layernorm,
+    /// The routed experts' activation function: its output is not kept.
+    MoeAct,
+    /// MLA's query and key-value up-projections and RoPE: the per-head Q, K, V are rebuilt
+    /// from the kept latents.
+    MlaUpProj,
+    /// The dense MLP of dense layers, whole.
+    Mlp,
+    /// The MoE layer, whole: router, dispatch, experts, combine (the all-to-alls run again).
+    Moe,
+    /// The shared experts of MoE layers, whole.
+    SharedExperts,
+}
+
+impl RecomputeModule {
+    pub const ALL: [RecomputeModule; 7] = [
+        RecomputeModule::CoreAttn,
+        RecomputeModule::Layernorm,
+        RecomputeModule::MoeAct,
+        RecomputeModule::MlaUpProj,
+        RecomputeModule::Mlp,
+        RecomputeModule::Moe,
+        RecomputeModule::SharedExperts,
+    ];
+
+    /// Megatron's name for the module.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecomputeModule::CoreAttn => "core_attn",
+            RecomputeModule::Layernorm => "layernorm",
+            RecomputeModule::MoeAct => "moe_act",
+            RecomputeModule::MlaUpProj => "mla_up_proj",
+            RecomputeModule::Mlp => "mlp",
+            RecomputeModule::Moe => "moe",
+            RecomputeModule::SharedExperts => "shared_experts",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// A set of [`RecomputeModule`]s (a bit set; `Copy`, so plans stay cheap to clone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct RecomputeModules(u8);
+
+impl RecomputeModules {
+    /// Nothing recomputed.
+    pub const NONE: RecomputeModules = RecomputeModules(0);
+    /// Megatron's default selective set: the attention core only.
+    pub const CORE_ATTN: RecomputeModules = RecomputeModules(1);
+
+    pub fn of(modules: &[RecomputeModule]) -> Self {
+        RecomputeModules(modules.iter().fold(0, |b, m| b | m.bit()))
+    }
+
+    pub fn contains(self, m: RecomputeModule) -> bool {
+        self.0 & m.bit() != 0
+    }
+
+    pub fn with(self, m: RecomputeModule) -> Self {
+        RecomputeModules(self.0 | m.bit())
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The modules, in Megatron's order.
+    pub fn iter(self) -> impl Iterator<Item = RecomputeModule> {
+        RecomputeModule::ALL
+            .into_iter()
+            .filter(move |m| self.contains(*m))
+    }
+
+    /// Comma-separated Megatron names (`core_attn, layernorm`).
+    pub fn names(self) -> String {
+        self.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Whether the forward op `name` of [`Transformer::layer_ops`] is run again in backward.
+    /// `mla`: the model has multi-head latent attention (its RoPE belongs to
+    /// `mla_up_proj`).
+    pub fn recomputes_op(self, name: &str, mla: bool) -> bool {
+        use RecomputeModule as M;
+        let any = |ms: &[M]| ms.iter().any(|m| self.contains(*m));
+        match name {
+            "attention" | "core_scores" | "core_softmax" | "core_values" => any(&[M::CoreAttn]),
+            "attn_norm" | "mlp_norm" => any(&[M::Layernorm]),
+            "q_up" | "kv_up" => any(&[M::MlaUpProj]),
+            "rope" => mla && any(&[M::MlaUpProj]),
+            "mlp_up" | "mlp_act" | "mlp_down" => any(&[M::Mlp]),
+            "expert_act" => any(&[M::MoeAct, M::Moe]),
+            "router" | "moe_permute" | "expert_up" | "expert_down" => any(&[M::Moe]),
+            "shared_up" | "shared_act" | "shared_down" => any(&[M::Moe, M::SharedExperts]),
+            _ => false,
+        }
+    }
+}
+
+impl Serialize for RecomputeModules {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
 impl Transformer {
     /// Per-head dimension of queries and keys (without MLA).
     pub fn head_dim(&self) -> u32 {

@@ -419,6 +419,18 @@ pub struct TrainingSpec {
     /// userbuffers); default: on with sequence parallelism and fused attention.
     #[serde(default)]
     pub tp_comm_overlap: Option<bool>,
+    /// Data-parallel gradient reduce-scatter (all-reduce) overlapped with the backward pass
+    /// and the parameter all-gather with the forward pass, bucket by bucket (Megatron-Core
+    /// `overlap_grad_reduce` / `overlap_param_gather`, 2023); `false` runs them after the
+    /// backward and before the next forward, fully exposed, as Megatron-LM did before.
+    /// Default `true`.
+    #[serde(default)]
+    pub overlap_grad_reduce: Option<bool>,
+    /// Pipeline send/receive of the interleaved schedule overlapped with the next chunk's
+    /// compute (Megatron `--overlap-p2p-communication`); `false` blocks on every transfer.
+    /// Default `true`.
+    #[serde(default)]
+    pub overlap_p2p_comm: Option<bool>,
     /// Order in which parallel dimensions are laid onto the hierarchy, innermost first
     /// (default `tp-cp-ep-dp-pp`).
     #[serde(default)]

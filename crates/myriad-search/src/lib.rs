@@ -144,6 +144,9 @@ pub struct Fixed {
     pub grad_reduce_in_fp32: bool,
     /// ZeRO-3 with prefetch (`training.zero3_prefetch`, default true).
     pub zero3_prefetch: bool,
+    /// DP and PP overlap switches (`training.overlap_grad_reduce`, `overlap_p2p_comm`).
+    pub overlap_grad_reduce: bool,
+    pub overlap_p2p_comm: bool,
 }
 
 impl Fixed {
@@ -161,6 +164,8 @@ impl Fixed {
             schedule: spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB),
             grad_reduce_in_fp32: spec.grad_reduce_in_fp32.unwrap_or(true),
             zero3_prefetch: spec.zero3_prefetch.unwrap_or(true),
+            overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
+            overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
         }
     }
 }
@@ -317,6 +322,8 @@ pub fn candidates(
                                             schedule: fixed.schedule,
                                             tp_comm_overlap: sp
                                                 && fixed.attention == AttentionKernel::Flash,
+                                            overlap_grad_reduce: fixed.overlap_grad_reduce,
+                                            overlap_p2p_comm: fixed.overlap_p2p_comm,
                                             placement,
                                             attention: fixed.attention,
                                             embedding_in_pipeline_split: !even && edge.is_none(),

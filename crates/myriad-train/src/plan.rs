@@ -44,6 +44,10 @@ pub struct Plan {
     pub schedule: PipelineSchedule,
     /// Tensor-parallel communication overlapped with GEMMs (Transformer Engine userbuffers).
     pub tp_comm_overlap: bool,
+    /// DP gradient reduction and parameter gather overlapped with backward and forward.
+    pub overlap_grad_reduce: bool,
+    /// Interleaved-pipeline send/receive overlapped with compute.
+    pub overlap_p2p_comm: bool,
     pub placement: [Dim; 5],
     pub attention: AttentionKernel,
     /// The embedding and the loss count as one layer each in the pipeline split
@@ -481,6 +485,8 @@ pub fn resolve(
             zero_stage,
             schedule,
             tp_comm_overlap,
+            overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
+            overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
             placement,
             attention,
             embedding_in_pipeline_split,

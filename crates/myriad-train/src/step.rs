@@ -662,6 +662,11 @@ pub fn estimate_with(
                 // (m + p - 1) slots of the slowest stage; p2p blocking per micro-batch.
                 (pf * mean_busy, (m + pf) * 2.0 * p2p)
             }
+            PipelineSchedule::Gpipe | PipelineSchedule::OneFOneB if !plan.overlap_p2p_comm => {
+                // Interleaved without p2p overlap: every chunk boundary blocks, forward and
+                // backward, for every micro-batch, plus the warm-up.
+                (pf / v * mean_busy, (m * v + pf) * 2.0 * p2p)
+            }
             PipelineSchedule::Gpipe | PipelineSchedule::OneFOneB => {
                 // Interleaved: bubble shrinks by v; p2p overlapped except in warm-up and
                 // cool-down, where there are v times more chunk boundaries.
@@ -806,6 +811,15 @@ pub fn estimate_with(
                         + n * LIST_REDUCE_SCATTER_HOST_S)
         };
         m * (list_cost(pd, mats, vectors, &g_dpcp) + list_cost(pe, mo * t_moe.experts, 0.0, &g_edp))
+    } else if !plan.overlap_grad_reduce && plan.zero_stage <= 2 {
+        // No overlap (Megatron-LM before `overlap_grad_reduce`): the gradient reduction
+        // runs after the backward pass (every micro-batch's under ZeRO-2), the parameter
+        // all-gather before the next forward, both on the critical path.
+        if plan.zero_stage == 2 {
+            m * rs + ag
+        } else {
+            rs + ag
+        }
     } else if plan.zero_stage == 2 {
         // ZeRO-2: gradients are sharded, so every micro-batch's gradients are
         // reduce-scattered during its backward; parameters gathered once per step.

@@ -484,3 +484,36 @@ fn edge_stages_with_interleaving_split_every_stage_evenly_over_its_virtual_stage
         "training.first_stage_layers: 13 layers not divisible by VPP 2 (every virtual stage of a stage holds the same layers)"
     );
 }
+
+/// Without p2p overlap every chunk boundary of the interleaved schedule blocks: the exposed
+/// PP time is (m·v + p − 1) transfers in each direction instead of the (p − 1) of warm-up
+/// and cool-down, so it grows by exactly (m·v + p − 1)/(p − 1). Without gradient-reduce
+/// overlap the DP collectives are all exposed, so more DP time shows, and the step is longer
+/// by at least the difference.
+#[test]
+fn overlap_switches_follow_the_schedule() {
+    let base = "{tp: 8, pp: 8, dp: 16, vpp: 3, global_batch: 512, micro_batch: 1, recompute: full, distributed_optimizer: true";
+    let run = |extra: &str| {
+        let (s, c, m) = setup(&format!("{base}{extra}}}"));
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024)
+            .unwrap()
+            .estimate
+    };
+    let on = run("");
+    let no_p2p = run(", overlap_p2p_comm: false");
+    let (m, v, p) = (512.0 / 16.0, 3.0, 8.0);
+    let want = on.breakdown.pp_comm_s * (m * v + p - 1.0) / (p - 1.0);
+    assert!(
+        (no_p2p.breakdown.pp_comm_s - want).abs() < 1e-9 * want,
+        "{} vs {want}",
+        no_p2p.breakdown.pp_comm_s
+    );
+    let no_dp = run(", overlap_grad_reduce: false");
+    assert!(no_dp.breakdown.dp_comm_s > on.breakdown.dp_comm_s);
+    assert!(
+        no_dp.step_time_s - on.step_time_s
+            >= no_dp.breakdown.dp_comm_s - on.breakdown.dp_comm_s - 1e-12
+    );
+    // Compute does not change.
+    assert_eq!(no_dp.breakdown.forward_s, on.breakdown.forward_s);
+}

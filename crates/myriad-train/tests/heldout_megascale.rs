@@ -1,0 +1,66 @@
+//! MegaScale's Megatron-LM baseline (Jiang et al., NSDI 2024, Table 2) kept aside
+//! (`validation/training-heldout-megascale.json` in this repository; nothing in the model was
+//! tuned on it): a 175B GPT-3-shaped model (128 heads) on 256 to 12,288 Ampere GPUs, TP 8,
+//! PP 8 with 6 virtual stages, batch 768 and 6144. The paper's ablation (Table 3) names TP, PP
+//! and DP overlap as MegaScale's additions, so the baseline rows run with all three off.
+//!
+//! Measured: mean 11.6%, worst −15.9% (12,288 GPUs); every row is predicted too fast, more so
+//! as data parallelism grows at a fixed batch. The kept-aside bar (mean under 10%, no case
+//! worse than 25%) is half met: the worst case is inside it, the mean is not. The paper does
+//! not name the GPU (A100 and A800 share the 312 TFLOP/s peak its MFU column implies; an
+//! A800 has 400 GB/s NVLink, not 600) nor the micro-batch, precision or optimizer sharding.
+
+mod common;
+use common::print;
+
+fn report() -> myriad_train::validate::ValidationReport {
+    common::report_of(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../validation/training-heldout-megascale.json"
+    ))
+    .expect("the MegaScale held-out file is in the repository")
+}
+
+/// Ratchet just above the figures measured (mean 11.6%, worst 15.9%).
+#[test]
+fn megascale_held_out_runs_do_not_regress() {
+    let r = report();
+    print(&r);
+    let s = &r.summary;
+    assert_eq!(s.failed, 0);
+    assert_eq!(s.count, 8);
+    assert!(s.mae < 0.117, "mean absolute error {:.2}%", 100.0 * s.mae);
+    assert!(
+        s.worst_abs_error_all < 0.16,
+        "{} at {:.1}%",
+        s.worst_id_all,
+        100.0 * s.worst_abs_error_all
+    );
+}
+
+/// The bar for kept-aside data; not met yet (mean 11.6%), so ignored.
+#[test]
+#[ignore = "kept-aside bar not met on MegaScale's baseline: mean 11.6% (bar 10%)"]
+fn megascale_held_out_runs_meet_the_kept_aside_bar() {
+    common::assert_kept_aside_bar(&report());
+}
+
+/// Strong scaling at a fixed batch costs efficiency in the measurement (53.0% → 44.7% MFU
+/// from 256 to 1,024 GPUs): the model must lose some too, not scale perfectly.
+#[test]
+fn fixed_batch_scaling_loses_efficiency() {
+    let r = report();
+    let t = |id: &str| {
+        r.cases
+            .iter()
+            .find(|c| c.id == id)
+            .and_then(|c| c.predicted_step_time_s)
+            .expect(id)
+    };
+    let speedup =
+        t("megascale-t2-megatron-lm-175b-256gpu") / t("megascale-t2-megatron-lm-175b-1024gpu");
+    assert!(
+        speedup < 3.9 && speedup > 3.0,
+        "4x the GPUs gave {speedup:.2}x"
+    );
+}
