@@ -11,12 +11,16 @@
 //!   of a token (top_k), plus the router logits and the permuted input.
 //! Korthikanti's GPT figure is 34·s·b·h/t with SP: this gives 32·s·b·h/t for a GPT layer
 //! (no dropout masks: modern runs train without dropout, and the masks are 2·s·b·h).
-//! Full recompute stores only the layer input; selective recompute equals none with fused
-//! attention (the s² terms it removes do not exist).
+//! Full recompute stores only the layer input; selective recompute of the attention core
+//! equals none with fused attention (the s² terms it removes do not exist). Selective
+//! recompute of other modules ([`RecomputeModules`], Megatron's `recompute_modules`) drops
+//! what each one would have kept: `layernorm` the two norm outputs, `moe_act` the routed
+//! experts' activation outputs, `mla_up_proj` the per-head Q, K, V rebuilt from the latents;
+//! `mlp`, `moe` and `shared_experts` keep only their input.
 
 use serde::Serialize;
 
-use crate::{Recompute, Shard, Transformer};
+use crate::{Recompute, RecomputeModule, RecomputeModules, Shard, Transformer};
 
 /// Activation bytes of one micro-batch on one rank.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
@@ -37,6 +41,18 @@ impl Transformer {
         &self,
         s: &Shard,
         recompute: Recompute,
+        gemm_input_bytes: f64,
+    ) -> ActivationMemory {
+        self.activation_memory_with(s, recompute, RecomputeModules::CORE_ATTN, gemm_input_bytes)
+    }
+
+    /// As [`Transformer::activation_memory`], with `modules` the set selective recompute
+    /// recomputes (ignored unless `recompute` is `Selective`).
+    pub fn activation_memory_with(
+        &self,
+        s: &Shard,
+        recompute: Recompute,
+        modules: RecomputeModules,
         gemm_input_bytes: f64,
     ) -> ActivationMemory {
         let tp = s.tp as f64;
@@ -104,7 +120,52 @@ impl Transformer {
                 let input = by * h / sp_div * tokens;
                 (input, input)
             }
-            Recompute::Selective => (tokens * (attn + mlp_dense), tokens * (attn + mlp_moe)),
+            Recompute::Selective => {
+                use RecomputeModule as M;
+                let on = |m: M| modules.contains(m);
+                // Norm input (the residual, kept anyway) and the module's input.
+                let kept_inputs = by * h / sp_div + gemm_input_bytes * h / sp_div;
+                let mut attn_kept = attn;
+                if on(M::Layernorm) {
+                    attn_kept -= gemm_input_bytes * h / sp_div;
+                }
+                if let (true, Some(m)) = (on(M::MlaUpProj), &self.mla) {
+                    let qk = (m.qk_nope_head_dim + m.qk_rope_head_dim) as f64;
+                    attn_kept -= by * heads * (2.0 * qk + m.v_head_dim as f64) / tp;
+                }
+                let dense_kept = if on(M::Mlp) {
+                    kept_inputs
+                } else if on(M::Layernorm) {
+                    mlp_dense - gemm_input_bytes * h / sp_div
+                } else {
+                    mlp_dense
+                };
+                let moe_kept = match &self.moe {
+                    Some(_) if on(M::Moe) => 2.0 * by * h / sp_div,
+                    Some(m) => {
+                        let routed = m.top_k as f64 / tp * s.etp as f64;
+                        let shared =
+                            (g + 1.0) * (m.expert_ffn_hidden * m.shared_experts) as f64 / tp;
+                        let mut x = mlp_moe;
+                        if on(M::Layernorm) {
+                            x -= by * h / sp_div;
+                        }
+                        if on(M::MoeAct) {
+                            x -= by * routed * m.expert_ffn_hidden as f64 / s.etp as f64;
+                        }
+                        if on(M::SharedExperts) {
+                            x -= by * shared;
+                        }
+                        x
+                    }
+                    None => 0.0,
+                };
+                let core = if on(M::CoreAttn) { 0.0 } else { core };
+                (
+                    tokens * (attn_kept + dense_kept) + core,
+                    tokens * (attn_kept + moe_kept) + core,
+                )
+            }
             Recompute::None => (
                 tokens * (attn + mlp_dense) + core,
                 tokens * (attn + mlp_moe) + core,

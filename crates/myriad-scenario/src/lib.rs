@@ -11,7 +11,7 @@
 //!   copy and a test fails when it is stale.
 
 use myriad_catalog::Catalog;
-use myriad_model::{Mla, Moe, Recompute, Transformer};
+use myriad_model::{Mla, Moe, Recompute, RecomputeModule, Transformer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -377,6 +377,11 @@ pub struct TrainingSpec {
     pub sequence_parallel: Option<bool>,
     #[serde(default)]
     pub recompute: Option<Recompute>,
+    /// What selective recompute recomputes (Megatron-Core `--recompute-modules`):
+    /// `core_attn` (the default), `layernorm`, `moe_act`, `mla_up_proj`, `mlp`, `moe`,
+    /// `shared_experts`. Giving it means `recompute: selective`.
+    #[serde(default)]
+    pub recompute_modules: Option<Vec<RecomputeModule>>,
     /// With `recompute: full`: recompute only the first N layers of every pipeline chunk
     /// (Megatron `--recompute-method block --recompute-num-layers N`); default: all of them.
     #[serde(default)]

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use myriad_cluster::BuiltCluster;
-use myriad_model::{Recompute, Transformer};
+use myriad_model::{Recompute, RecomputeModules, Transformer};
 use myriad_scenario::{
     AttentionKernel, Dim, PipelineSchedule, Precision, TrainingSpec, DEFAULT_PLACEMENT,
 };
@@ -40,6 +40,9 @@ pub struct Space {
     pub ep: Vec<u32>,
     pub micro_batch: Vec<u32>,
     pub recompute: Vec<Recompute>,
+    /// The module sets tried for `Selective` (Megatron `recompute_modules`); the full space
+    /// takes [`myriad_train::selective_ladder`].
+    pub selective: Vec<RecomputeModules>,
     pub zero_stage: Vec<u8>,
     pub placements: Vec<[Dim; 5]>,
 }
@@ -81,6 +84,7 @@ impl Space {
             ep,
             micro_batch: vec![1, 2, 4, 8],
             recompute: vec![Recompute::None, Recompute::Selective, Recompute::Full],
+            selective: myriad_train::selective_ladder(model),
             zero_stage: vec![1, 2, 3],
             placements: vec![
                 DEFAULT_PLACEMENT,
@@ -89,7 +93,21 @@ impl Space {
         }
     }
 
-    /// Configurations before any filtering.
+    /// Recompute choices: each of `recompute`, with `Selective` once per module set.
+    pub fn recompute_options(&self) -> Vec<(Recompute, RecomputeModules)> {
+        self.recompute
+            .iter()
+            .flat_map(|&r| {
+                let sets = if r == Recompute::Selective && !self.selective.is_empty() {
+                    self.selective.clone()
+                } else {
+                    vec![RecomputeModules::CORE_ATTN]
+                };
+                sets.into_iter().map(move |m| (r, m))
+            })
+            .collect()
+    }
+
     /// Configurations before any filtering, for one global batch.
     pub fn size(&self) -> u64 {
         [
@@ -100,7 +118,7 @@ impl Space {
             self.vpp.len(),
             self.ep.len(),
             self.micro_batch.len(),
-            self.recompute.len(),
+            self.recompute_options().len(),
             self.zero_stage.len(),
             self.placements.len(),
         ]
@@ -193,8 +211,12 @@ pub fn candidates(
         return (out, rej);
     }
     let inner = |s: &Space| -> u64 {
-        (s.micro_batch.len() * s.recompute.len() * s.zero_stage.len() * s.placements.len()) as u64
+        (s.micro_batch.len()
+            * s.recompute_options().len()
+            * s.zero_stage.len()
+            * s.placements.len()) as u64
     };
+    let recompute_options = space.recompute_options();
     let per_ep = inner(space);
     let per_vpp = per_ep * space.ep.len() as u64;
     let per_pp = per_vpp * space.vpp.len() as u64;
@@ -281,7 +303,7 @@ pub fn candidates(
                                 );
                                 continue;
                             }
-                            for &r in &space.recompute {
+                            for &(r, modules) in &recompute_options {
                                 for &stage in &space.zero_stage {
                                     let z = if dp == 1 { 0 } else { stage };
                                     if dp == 1 && stage != space.zero_stage[0] {
@@ -312,6 +334,7 @@ pub fn candidates(
                                             global_batch: gb,
                                             sequence_parallel: sp,
                                             recompute: r,
+                                            recompute_modules: modules,
                                             recompute_fraction: 1.0,
                                             offload_fraction: 0.0,
                                             precision: fixed.precision,

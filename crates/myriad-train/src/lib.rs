@@ -16,7 +16,7 @@ pub use plan::{resolve, Plan, PlanError};
 pub use step::{estimate, estimate_with, Breakdown, Memory, StepEstimate};
 
 use myriad_cluster::BuiltCluster;
-use myriad_model::{Recompute, Transformer};
+use myriad_model::{Recompute, RecomputeModule, RecomputeModules, Transformer};
 use myriad_scenario::TrainingSpec;
 use serde::Serialize;
 
@@ -49,6 +49,59 @@ pub fn train(
     train_with(spec, model, cluster, accelerators, &timer)
 }
 
+/// Which choices [`train_choosing`] may make for what the spec leaves unset.
+#[derive(Debug, Clone, Copy)]
+pub struct Choices {
+    /// Selective recompute may recompute modules beyond the attention core (Megatron-Core's
+    /// `recompute_modules`, 2025); off, it recomputes the attention core only.
+    pub recompute_modules: bool,
+}
+
+impl Default for Choices {
+    fn default() -> Self {
+        Choices {
+            recompute_modules: true,
+        }
+    }
+}
+
+/// The selective-recompute sets tried when `recompute` is not given, cheapest first: the
+/// attention core; + the norms; + the output-discarding MoE and MLA parts; + whole dense and
+/// shared-expert MLPs; + the whole MoE layer. Modules the model lacks are left out.
+pub fn selective_ladder(model: &Transformer) -> Vec<RecomputeModules> {
+    use RecomputeModule as M;
+    let moe = model.moe.is_some();
+    let shared = model.moe.as_ref().is_some_and(|m| m.shared_experts > 0);
+    let dense = model.moe_layers() < model.layers;
+    let applies = |m: M| match m {
+        M::MoeAct | M::Moe => moe,
+        M::SharedExperts => shared,
+        M::MlaUpProj => model.mla.is_some(),
+        M::Mlp => dense,
+        M::CoreAttn | M::Layernorm => true,
+    };
+    let steps: [&[M]; 5] = [
+        &[M::CoreAttn],
+        &[M::Layernorm],
+        &[M::MoeAct, M::MlaUpProj],
+        &[M::Mlp, M::SharedExperts],
+        &[M::Moe],
+    ];
+    let mut out: Vec<RecomputeModules> = Vec::new();
+    let mut set = RecomputeModules::NONE;
+    for step in steps {
+        for &m in step {
+            if applies(m) {
+                set = set.with(m);
+            }
+        }
+        if out.last() != Some(&set) {
+            out.push(set);
+        }
+    }
+    out
+}
+
 /// As [`train`], timing the step's collectives with `timer` (every candidate recompute and
 /// optimizer-sharding choice is timed with it too).
 pub fn train_with(
@@ -58,10 +111,43 @@ pub fn train_with(
     accelerators: u64,
     timer: &dyn CollectiveTimer,
 ) -> Result<TrainEstimate, PlanError> {
+    train_choosing(
+        spec,
+        model,
+        cluster,
+        accelerators,
+        timer,
+        Choices::default(),
+    )
+}
+
+/// As [`train_with`], with `choices` limiting what may be chosen for unset fields (the
+/// validator limits it to what a source's era offered).
+pub fn train_choosing(
+    spec: &TrainingSpec,
+    model: &Transformer,
+    cluster: &BuiltCluster,
+    accelerators: u64,
+    timer: &dyn CollectiveTimer,
+    choices: Choices,
+) -> Result<TrainEstimate, PlanError> {
     let (mut plan, mut notes) = resolve(spec, model, cluster, accelerators)?;
-    let recomputes: &[Recompute] = match spec.recompute {
-        Some(_) => &[],
-        None => &[Recompute::None, Recompute::Selective, Recompute::Full],
+    let auto_recompute = spec.recompute.is_none() && spec.recompute_modules.is_none();
+    let recomputes: Vec<(Recompute, RecomputeModules)> = if auto_recompute {
+        let mut v = vec![(Recompute::None, RecomputeModules::CORE_ATTN)];
+        if choices.recompute_modules {
+            v.extend(
+                selective_ladder(model)
+                    .into_iter()
+                    .map(|m| (Recompute::Selective, m)),
+            );
+        } else {
+            v.push((Recompute::Selective, RecomputeModules::CORE_ATTN));
+        }
+        v.push((Recompute::Full, RecomputeModules::CORE_ATTN));
+        v
+    } else {
+        Vec::new()
     };
     let free_sharding =
         spec.distributed_optimizer.is_none() && spec.zero_stage.is_none() && plan.dp > 1;
@@ -74,10 +160,10 @@ pub fn train_with(
             estimate: est,
         });
     }
-    let rs: Vec<Recompute> = if recomputes.is_empty() {
-        vec![plan.recompute]
+    let rs: Vec<(Recompute, RecomputeModules)> = if recomputes.is_empty() {
+        vec![(plan.recompute, plan.recompute_modules)]
     } else {
-        recomputes.to_vec()
+        recomputes.clone()
     };
     let zs: Vec<u8> = if stages.is_empty() {
         vec![plan.zero_stage]
@@ -92,7 +178,7 @@ pub fn train_with(
     let (base_recompute_fraction, base_offload_fraction) =
         (plan.recompute_fraction, plan.offload_fraction);
     for &z in &zs {
-        for &r in &rs {
+        for &(r, modules) in &rs {
             let blocks: Vec<f64> = if r == Recompute::Full
                 && !recomputes.is_empty()
                 && spec.recompute_layers.is_none()
@@ -117,6 +203,7 @@ pub fn train_with(
                 .flat_map(|f| offloads.iter().map(move |o| (f, o)))
             {
                 plan.recompute = r;
+                plan.recompute_modules = modules;
                 plan.recompute_fraction = f;
                 plan.offload_fraction = o;
                 plan.zero_stage = z;
@@ -153,7 +240,9 @@ pub fn train_with(
             "recompute: {} (not given; {fit_note})",
             match plan.recompute {
                 Recompute::None => "none".to_string(),
-                Recompute::Selective => "selective".to_string(),
+                Recompute::Selective if plan.recompute_modules == RecomputeModules::CORE_ATTN =>
+                    "selective".to_string(),
+                Recompute::Selective => format!("selective ({})", plan.recompute_modules.names()),
                 Recompute::Full if plan.recompute_fraction < 1.0 => format!(
                     "full on the first {} of {chunk} layers of every pipeline chunk (block)",
                     (plan.recompute_fraction * chunk as f64).round()

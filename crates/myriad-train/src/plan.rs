@@ -3,7 +3,7 @@
 
 use myriad_cluster::BuiltCluster;
 use myriad_collective::GroupSpan;
-use myriad_model::{Recompute, Shard, Transformer};
+use myriad_model::{Recompute, RecomputeModule, RecomputeModules, Shard, Transformer};
 use myriad_scenario::{
     AttentionKernel, Dim, PipelineSchedule, Precision, TrainingSpec, DEFAULT_PLACEMENT,
 };
@@ -24,6 +24,9 @@ pub struct Plan {
     pub global_batch: u64,
     pub sequence_parallel: bool,
     pub recompute: Recompute,
+    /// With selective recompute: the modules recomputed (Megatron `recompute_modules`;
+    /// default the attention core).
+    pub recompute_modules: RecomputeModules,
     /// With full recompute: the share of each pipeline chunk's layers that are recomputed
     /// (Megatron `--recompute-method block --recompute-num-layers N`: the first N layers of
     /// every chunk, N / layers-per-chunk); the other layers keep all their activations.
@@ -408,7 +411,54 @@ pub fn resolve(
         Some(p) => myriad_scenario::parse_placement(p).map_err(|m| bad("placement", m))?,
         None => DEFAULT_PLACEMENT,
     };
-    let recompute = spec.recompute.unwrap_or(Recompute::None);
+    let mut recompute = spec.recompute.unwrap_or(Recompute::None);
+    let recompute_modules = match &spec.recompute_modules {
+        None => RecomputeModules::CORE_ATTN,
+        Some(list) => {
+            if list.is_empty() {
+                return Err(bad(
+                    "recompute_modules",
+                    "is empty; leave it out (selective recompute then recomputes core_attn) or list modules".to_string(),
+                ));
+            }
+            if let Some(r @ (Recompute::None | Recompute::Full)) = spec.recompute {
+                return Err(bad(
+                    "recompute_modules",
+                    format!(
+                        "lists what selective recompute recomputes, but recompute is `{}`; set `recompute: selective` or leave recompute out",
+                        if r == Recompute::Full { "full" } else { "none" }
+                    ),
+                ));
+            }
+            for (i, m) in list.iter().enumerate() {
+                let why = match m {
+                    RecomputeModule::MoeAct | RecomputeModule::Moe if model.moe.is_none() => {
+                        Some("the model has no MoE layers")
+                    }
+                    RecomputeModule::SharedExperts
+                        if model.moe.as_ref().is_none_or(|m| m.shared_experts == 0) =>
+                    {
+                        Some("the model has no shared experts")
+                    }
+                    RecomputeModule::MlaUpProj if model.mla.is_none() => {
+                        Some("the model has no multi-head latent attention")
+                    }
+                    RecomputeModule::Mlp if model.moe_layers() == model.layers => {
+                        Some("every layer of the model is an MoE layer (no dense MLP)")
+                    }
+                    _ => None,
+                };
+                if let Some(why) = why {
+                    return Err(bad(
+                        "recompute_modules",
+                        format!("`{}` (entry {}) does not apply: {why}", m.name(), i + 1),
+                    ));
+                }
+            }
+            recompute = Recompute::Selective;
+            RecomputeModules::of(list)
+        }
+    };
     let chunk = match edge_stage_layers {
         Some(edges) => edge_chunk_layers(model.layers, pp, vpp, edges),
         None => layers_per_chunk(model.layers, embedding_in_pipeline_split, pp, vpp),
@@ -476,6 +526,7 @@ pub fn resolve(
             global_batch,
             sequence_parallel,
             recompute,
+            recompute_modules,
             recompute_fraction,
             offload_fraction,
             precision,

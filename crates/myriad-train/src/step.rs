@@ -23,7 +23,7 @@
 use myriad_catalog::Accelerator;
 use myriad_cluster::{BuiltCluster, Level};
 use myriad_collective::{Analytical, CollectiveTimer, Concurrent, GroupSpan, Layout, Op as CollOp};
-use myriad_model::{Op, OpKind, Recompute, Transformer};
+use myriad_model::{Op, OpKind, Recompute, RecomputeModule, RecomputeModules, Transformer};
 use myriad_scenario::{Dim, PipelineSchedule, Precision};
 use serde::Serialize;
 
@@ -178,6 +178,10 @@ struct Ctx<'a> {
     pace: f64,
     /// Bytes per element of the gradient buffer the weight-gradient GEMMs accumulate into.
     grad_bytes: f64,
+    /// Forward ops run again in backward by selective recompute (empty otherwise).
+    recomputed: RecomputeModules,
+    /// The model has multi-head latent attention (its RoPE belongs to `mla_up_proj`).
+    mla: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -199,6 +203,17 @@ impl<'a> Ctx<'a> {
             fp8,
             pace: 1.0,
             grad_bytes: 4.0,
+            recomputed: RecomputeModules::NONE,
+            mla: false,
+        }
+    }
+
+    /// The same context counting the forward time of the ops `modules` recompute.
+    fn recomputing(self, modules: RecomputeModules, mla: bool) -> Self {
+        Ctx {
+            recomputed: modules,
+            mla,
+            ..self
         }
     }
 
@@ -256,10 +271,18 @@ impl<'a> Ctx<'a> {
         bytes / self.hbm_bps
     }
 
-    /// Forward, backward and weight-gradient time of an op list.
+    /// Forward, backward, weight-gradient and attention-core forward time of an op list.
     fn times(&self, ops: &[Op]) -> (f64, f64, f64, f64) {
+        let t = self.op_times(ops);
+        (t.0, t.1, t.2, t.3)
+    }
+
+    /// As [`Ctx::times`], plus the forward time of the ops selective recompute runs again.
+    fn op_times(&self, ops: &[Op]) -> (f64, f64, f64, f64, f64) {
         let (mut f, mut b, mut w, mut attn_f) = (0.0, 0.0, 0.0, 0.0);
+        let mut rec_f = 0.0;
         for op in ops {
+            let f_before = f;
             match op.kind {
                 OpKind::Gemm { m, n, k, count } => {
                     let t = self.gemm(m, n, k, count);
@@ -298,9 +321,12 @@ impl<'a> Ctx<'a> {
                     }
                 }
             }
+            if self.recomputed.recomputes_op(op.name, self.mla) {
+                rec_f += f - f_before;
+            }
         }
         let p = self.pace;
-        (f * p, b * p, w * p, attn_f * p)
+        (f * p, b * p, w * p, attn_f * p, rec_f * p)
     }
 
     fn coll(&self, op: CollOp, bytes: f64, group: &Group) -> f64 {
@@ -471,9 +497,15 @@ pub fn estimate_with(
     let pace = straggler_pace(acc, plan.accelerators);
     // Gradient buffers: fp32 main grads, or the 2-byte parameter precision.
     let grad_bytes = if plan.grad_reduce_in_fp32 { 4.0 } else { 2.0 };
+    let selective = if plan.recompute == Recompute::Selective {
+        plan.recompute_modules
+    } else {
+        RecomputeModules::NONE
+    };
     let ctx = Ctx::new(acc, plan.precision, timer)
         .paced(pace)
-        .grads(grad_bytes);
+        .grads(grad_bytes)
+        .recomputing(selective, model.mla.is_some());
     let shard = plan.shard();
     let h = model.hidden as f64;
     let tokens_mb = plan.micro_batch as f64 * model.seq_len as f64 / plan.cp as f64;
@@ -490,7 +522,7 @@ pub fn estimate_with(
     let layer_times = |layer: u32, ops: &mut Vec<Op>| -> StageTimes {
         ops.clear();
         model.layer_ops(layer, &shard, ops);
-        let (f, b, w, attn_f) = ctx.times(ops);
+        let (f, b, w, attn_f, rec_f) = ctx.op_times(ops);
         let mut st = StageTimes {
             fwd: f,
             bwd: b,
@@ -499,8 +531,17 @@ pub fn estimate_with(
         };
         st.recompute = match plan.recompute {
             Recompute::None => 0.0,
-            Recompute::Selective => attn_f,
+            Recompute::Selective => rec_f,
             Recompute::Full => plan.recompute_fraction * f,
+        };
+        // A whole recomputed MLP or MoE block runs its forward communication again: one
+        // block's forward TP collectives (a quarter of the layer's), and the MoE dispatch
+        // and combine.
+        let moe_layer = model.is_moe_layer(layer);
+        let block_again = if moe_layer {
+            selective.contains(RecomputeModule::Moe)
+        } else {
+            selective.contains(RecomputeModule::Mlp)
         };
         // TP: with SP, all-gather before and reduce-scatter after each of the two blocks;
         // without SP, one all-reduce after each block. Same again in backward.
@@ -532,6 +573,8 @@ pub fn estimate_with(
             };
             let recompute_comm = if plan.recompute == Recompute::Full {
                 plan.recompute_fraction * exposed / 2.0
+            } else if block_again {
+                exposed / 4.0
             } else {
                 0.0
             };
@@ -569,7 +612,7 @@ pub fn estimate_with(
                 let combine = tokens * m.top_k as f64 * h * 2.0;
                 let a2a = ctx.coll(CollOp::AllToAll, bytes, &g_ep)
                     + ctx.coll(CollOp::AllToAll, combine, &g_ep);
-                st.ep = 2.0 * a2a;
+                st.ep = if block_again { 3.0 } else { 2.0 } * a2a;
             }
         }
         st
@@ -849,7 +892,12 @@ pub fn estimate_with(
     let optimizer = opt_params * 34.0 / ctx.hbm_bps * pace;
 
     let gemm_input_bytes = if fp8 { 1.0 } else { 2.0 };
-    let mut act = model.activation_memory(&shard, plan.recompute, gemm_input_bytes);
+    let mut act = model.activation_memory_with(
+        &shard,
+        plan.recompute,
+        plan.recompute_modules,
+        gemm_input_bytes,
+    );
     if plan.recompute == Recompute::Full && plan.recompute_fraction < 1.0 {
         // Block recompute: the first share of each chunk's layers keeps only its input, the
         // rest keep everything.
@@ -968,7 +1016,29 @@ pub fn estimate_with(
     let n = plan.accelerators as f64;
     let recompute_flops = match plan.recompute {
         Recompute::None => 0.0,
-        Recompute::Selective => flops.attention,
+        Recompute::Selective if selective == RecomputeModules::CORE_ATTN => flops.attention,
+        Recompute::Selective => {
+            // The share of a layer's forward FLOPs in the recomputed ops (the same on every
+            // rank of a sharding), weighted by the dense and MoE layer counts.
+            let share = |layer: u32| -> f64 {
+                let mut ops = Vec::with_capacity(24);
+                model.layer_ops(layer, &shard, &mut ops);
+                let all: f64 = ops.iter().map(|o| o.flops()).sum();
+                let again: f64 = ops
+                    .iter()
+                    .filter(|o| selective.recomputes_op(o.name, model.mla.is_some()))
+                    .map(|o| o.flops())
+                    .sum();
+                if all > 0.0 {
+                    again / all
+                } else {
+                    0.0
+                }
+            };
+            let (d, mo) = (dense_layers as f64, moe_layers as f64);
+            let w = (d * share(0) + mo * share(model.layers - 1)) / (d + mo).max(1.0);
+            w * flops.forward
+        }
         Recompute::Full => plan.recompute_fraction * flops.forward,
     } * plan.global_batch as f64;
     StepEstimate {

@@ -21,8 +21,6 @@ use myriad_scenario::validation::ValidationCase;
 use myriad_scenario::{ClusterSpec, DatacenterSpec, ScaleOutSpec, Scenario, FORMAT};
 use serde::Serialize;
 
-use crate::train;
-
 #[derive(Debug, Clone, Serialize)]
 pub struct CaseResult {
     pub id: String,
@@ -299,12 +297,25 @@ fn predict(
     }
     // Selective recompute (Korthikanti et al., 2022) and recomputing only some layers came
     // later: before 2022 a run recomputed every layer or none.
+    // Megatron-Core's `recompute_modules` (norms, MoE activation, MLA up-projections, whole
+    // MLPs) came in 2025; before, selective recompute meant the attention core only.
+    let choices = crate::Choices {
+        recompute_modules: source_year(case)
+            .or(release(case).map(|(y, _, _)| 2000 + y))
+            .is_none_or(|y| y >= 2025),
+    };
+    let timer = crate::Analytical {
+        levels: &cluster.levels,
+    };
+    let run = |t: &myriad_scenario::TrainingSpec| {
+        crate::train_choosing(t, &model, &cluster, case.system.count, &timer, choices)
+    };
     let era_recompute = training.recompute.is_none()
         && training.recompute_layers.is_none()
         && source_year(case).is_some_and(|y| y < 2022);
     let t = if era_recompute {
         training.recompute = Some(Recompute::None);
-        let none = train(&training, &model, &cluster, case.system.count);
+        let none = run(&training);
         match none {
             Ok(t) if t.estimate.fits => {
                 notes.push("recompute: none (not given; fits)".into());
@@ -316,11 +327,11 @@ fn predict(
                     "recompute: full on every layer (not given; none does not fit, and a source from before 2022 had no selective or partial recompute)"
                         .into(),
                 );
-                train(&training, &model, &cluster, case.system.count).map_err(|e| e.to_string())?
+                run(&training).map_err(|e| e.to_string())?
             }
         }
     } else {
-        train(&training, &model, &cluster, case.system.count).map_err(|e| e.to_string())?
+        run(&training).map_err(|e| e.to_string())?
     };
     if t.plan.zero_stage >= 3 && !t.plan.zero3_prefetch && case.training.zero3_prefetch.is_none() {
         notes.push(

@@ -204,6 +204,8 @@ pub fn run(
     );
     let recompute = if p.recompute == myriad_model::Recompute::Full && p.recompute_fraction < 1.0 {
         format!("Full ({:.0}% of layers)", 100.0 * p.recompute_fraction)
+    } else if p.recompute == myriad_model::Recompute::Selective {
+        format!("Selective ({})", p.recompute_modules.names())
     } else {
         format!("{:?}", p.recompute)
     };
