@@ -95,9 +95,13 @@ per-source parameter; these are explanations, not corrections):
   much slower than the same models in later releases; the same Qwen3-30B plan ran in 9.66 s
   on B200 (26.04.01) and 6.56 s on GB200 (26.08), a 47% gap against 11% more peak. Routing
   imbalance, permutation kernels and the grouped-GEMM padding of those releases are not
-  captured. (Megatron-Bridge's gpt-oss-120b recipes recompute only the layernorms and the
-  MoE activation, `recompute_modules = ["layernorm", "moe_act"]`, a module-level selective
-  recompute Myriad does not offer; its `selective` is the attention core.)
+  captured. Megatron-Bridge's gpt-oss-120b recipes recompute only the layernorms and the
+  MoE activation (`recompute_modules = ["layernorm", "moe_act"]`); Myriad models that
+  module-level selective recompute (`training.recompute_modules`, and the ladder of sets it
+  tries when recompute is not given, for sources from 2025 on), but with fp32 gradient
+  buffers (the validator's default: the rows do not state them) the B200 row still needs
+  block recompute of 16 of 36 layers; with the recipe's bf16 gradients it would fit without
+  any, and be predicted faster still (4.04 s against 6.04 s measured).
 - **Korthikanti 1T (+7/+10%).** PP 64 with 512 micro-batches and no stated interleaving:
   Myriad charges the 1F1B bubble (63/512 of the step); the paper may have interleaved.
 """
