@@ -1020,8 +1020,8 @@ pub fn estimate_with(
         Recompute::Selective => {
             // The share of a layer's forward FLOPs in the recomputed ops (the same on every
             // rank of a sharding), weighted by the dense and MoE layer counts.
-            let share = |layer: u32| -> f64 {
-                let mut ops = Vec::with_capacity(24);
+            let mut share = |layer: u32| -> f64 {
+                ops.clear();
                 model.layer_ops(layer, &shard, &mut ops);
                 let all: f64 = ops.iter().map(|o| o.flops()).sum();
                 let again: f64 = ops
