@@ -62,8 +62,20 @@ pub enum OpKind {
         d_v: f64,
         causal_fraction: f64,
     },
-    /// Memory-bound op: bytes read plus written in HBM.
-    Memory { bytes: f64 },
+    /// Memory-bound op: bytes read plus written in HBM by the forward pass and by the
+    /// backward pass.
+    Memory { bytes: f64, backward: f64 },
+}
+
+impl OpKind {
+    /// A memory-bound op whose backward moves twice the forward's bytes (it reads the
+    /// saved input and the output gradient and writes the input gradient).
+    pub const fn memory(bytes: f64) -> OpKind {
+        OpKind::Memory {
+            bytes,
+            backward: 2.0 * bytes,
+        }
+    }
 }
 
 /// One forward operation on one rank.
@@ -122,9 +134,7 @@ impl Transformer {
         // Pre-attention norm: read and write the hidden state.
         out.push(Op {
             name: "attn_norm",
-            kind: OpKind::Memory {
-                bytes: 2.0 * ts * h * ACT_BYTES,
-            },
+            kind: OpKind::memory(2.0 * ts * h * ACT_BYTES),
         });
         let (d_qk, d_v) = match &self.mla {
             Some(m) => {
@@ -199,9 +209,7 @@ impl Transformer {
         // Rotary embedding and layout: read and write q and k.
         out.push(Op {
             name: "rope",
-            kind: OpKind::Memory {
-                bytes: 2.0 * t * heads * d_qk / tp * ACT_BYTES,
-            },
+            kind: OpKind::memory(2.0 * t * heads * d_qk / tp * ACT_BYTES),
         });
         if !s.fused_attention {
             // Unfused core: every score of the square is computed and stored.
@@ -220,9 +228,7 @@ impl Transformer {
             // 2 + 4 + 5 bytes per score in fp16/bf16.
             out.push(Op {
                 name: "core_softmax",
-                kind: OpKind::Memory {
-                    bytes: 11.0 * bh * sq * seq,
-                },
+                kind: OpKind::memory(11.0 * bh * sq * seq),
             });
             out.push(Op {
                 name: "core_values",
@@ -261,9 +267,7 @@ impl Transformer {
         // Residual add (read two, write one).
         out.push(Op {
             name: "attn_residual",
-            kind: OpKind::Memory {
-                bytes: 3.0 * ts * h * ACT_BYTES,
-            },
+            kind: OpKind::memory(3.0 * ts * h * ACT_BYTES),
         });
     }
 
@@ -276,9 +280,7 @@ impl Transformer {
         let g = if self.gated_mlp { 2.0 } else { 1.0 };
         out.push(Op {
             name: "mlp_norm",
-            kind: OpKind::Memory {
-                bytes: 2.0 * ts * h * ACT_BYTES,
-            },
+            kind: OpKind::memory(2.0 * ts * h * ACT_BYTES),
         });
         let dense = |ffn: f64,
                      tp: f64,
@@ -297,9 +299,7 @@ impl Transformer {
             });
             out.push(Op {
                 name: act,
-                kind: OpKind::Memory {
-                    bytes: (g + 1.0) * t * ffn / tp * ACT_BYTES,
-                },
+                kind: OpKind::memory((g + 1.0) * t * ffn / tp * ACT_BYTES),
             });
             out.push(Op {
                 name: down,
@@ -335,9 +335,9 @@ impl Transformer {
                 // over every routed copy. Router scores and top-k over `experts` in fp32.
                 out.push(Op {
                     name: "moe_permute",
-                    kind: OpKind::Memory {
-                        bytes: 8.0 * assignments * h * ACT_BYTES + 3.0 * ts * experts * 4.0,
-                    },
+                    kind: OpKind::memory(
+                        8.0 * assignments * h * ACT_BYTES + 3.0 * ts * experts * 4.0,
+                    ),
                 });
                 out.push(Op {
                     name: "expert_up",
@@ -350,9 +350,7 @@ impl Transformer {
                 });
                 out.push(Op {
                     name: "expert_act",
-                    kind: OpKind::Memory {
-                        bytes: (g + 1.0) * assignments * ffn / etp * ACT_BYTES,
-                    },
+                    kind: OpKind::memory((g + 1.0) * assignments * ffn / etp * ACT_BYTES),
                 });
                 out.push(Op {
                     name: "expert_down",
@@ -385,9 +383,7 @@ impl Transformer {
         }
         out.push(Op {
             name: "mlp_residual",
-            kind: OpKind::Memory {
-                bytes: 3.0 * ts * h * ACT_BYTES,
-            },
+            kind: OpKind::memory(3.0 * ts * h * ACT_BYTES),
         });
     }
 
@@ -398,7 +394,7 @@ impl Transformer {
     }
 
     /// Forward ops of the output head: final norm, output projection (vocab sharded over TP),
-    /// and the fused cross-entropy over the logits (fp32).
+    /// and the fused cross-entropy over the logits (fp32 in HBM).
     pub fn head_ops(&self, s: &Shard, out: &mut Vec<Op>) {
         let t = self.rank_tokens(s);
         let ts = self.sp_tokens(s);
@@ -406,9 +402,7 @@ impl Transformer {
         let v = self.vocab as f64 / s.tp as f64;
         out.push(Op {
             name: "final_norm",
-            kind: OpKind::Memory {
-                bytes: 2.0 * ts * h * ACT_BYTES,
-            },
+            kind: OpKind::memory(2.0 * ts * h * ACT_BYTES),
         });
         out.push(Op {
             name: "output_proj",
@@ -419,10 +413,18 @@ impl Transformer {
                 count: 1.0,
             },
         });
+        // Megatron-Core's fused vocab-parallel cross-entropy (`cross_entropy_loss_fusion`,
+        // megatron/core/fusions/fused_cross_entropy.py), per logit: forward upcasts the bf16
+        // logits to an fp32 copy while taking the row max (read 2, write 4 bytes), writes
+        // exp(x - max) in place (8), sums it (4) and divides by the sum in place (8): 26;
+        // backward scales the saved softmax by the loss gradient in place (8) and casts it
+        // back to the logits' bf16 (read 4, write 2): 14. The unfused path adds a separate
+        // max pass and subtraction (38 forward).
         out.push(Op {
             name: "cross_entropy",
             kind: OpKind::Memory {
-                bytes: 2.0 * t * v * 4.0,
+                bytes: 26.0 * t * v,
+                backward: 14.0 * t * v,
             },
         });
     }
@@ -432,9 +434,7 @@ impl Transformer {
         let ts = self.sp_tokens(s);
         out.push(Op {
             name: "embedding",
-            kind: OpKind::Memory {
-                bytes: 2.0 * ts * self.hidden as f64 * ACT_BYTES,
-            },
+            kind: OpKind::memory(2.0 * ts * self.hidden as f64 * ACT_BYTES),
         });
     }
 }

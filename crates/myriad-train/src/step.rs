@@ -313,9 +313,9 @@ impl<'a> Ctx<'a> {
                     let ratio = (3.0 * d_qk + 2.0 * d_v) / (d_qk + d_v);
                     b += self.attention(ratio * flops, seq, d_qk + d_v, true);
                 }
-                OpKind::Memory { bytes } => {
+                OpKind::Memory { bytes, backward } => {
                     f += self.memory(bytes);
-                    b += self.memory(2.0 * bytes);
+                    b += self.memory(backward);
                     if op.name.starts_with("core_") {
                         attn_f += self.memory(bytes);
                     }

@@ -295,6 +295,15 @@ fn predict(
     if training.zero3_prefetch.is_none() && source_year(case).is_some_and(|y| y < 2022) {
         training.zero3_prefetch = Some(false);
     }
+    // Sequence parallelism (Korthikanti et al., arXiv:2205.05198) reached Megatron-LM in
+    // 2022: before, TP ranks all-reduced and each ran the norms and dropouts whole.
+    let pre_sp = training.sequence_parallel.is_none()
+        && training.tp.is_some_and(|t| t > 1)
+        && source_year(case).is_some_and(|y| y < 2022);
+    if pre_sp {
+        training.sequence_parallel = Some(false);
+        notes.push("sequence_parallel: false (not given; a source from before 2022, when Megatron-LM had no sequence parallelism)".into());
+    }
     // Selective recompute (Korthikanti et al., 2022) and recomputing only some layers came
     // later: before 2022 a run recomputed every layer or none.
     // Megatron-Core's `recompute_modules` (norms, MoE activation, MLA up-projections, whole
