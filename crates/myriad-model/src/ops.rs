@@ -3,9 +3,11 @@
 //!
 //! Backward is derived by the caller: each GEMM becomes two GEMMs of the same size
 //! (input gradient and weight gradient), attention backward costs 2.5× its forward FLOPs
-//! (FlashAttention recomputes the scores), memory-bound ops move twice their bytes.
+//! (FlashAttention recomputes the scores), memory-bound ops move the backward bytes they
+//! state (twice their forward bytes, except the loss kernel).
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::Transformer;
 
@@ -25,6 +27,46 @@ pub struct Shard {
     /// attention core runs as Megatron-LM's pre-2023 path: batched QK^T GEMM over the full
     /// square, fused scale-mask-softmax, dropout, batched attention-over-values GEMM.
     pub fused_attention: bool,
+    /// The loss kernel over the logits.
+    pub cross_entropy: CrossEntropy,
+}
+
+/// How the loss over the vocabulary-parallel logits is computed: each kernel moves a
+/// different number of bytes per logit (counted from its source; see [`CrossEntropy::bytes_per_logit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CrossEntropy {
+    /// Megatron's `vocab_parallel_cross_entropy` as separate PyTorch ops (Megatron-LM's
+    /// default, and all Megatron-LM before 2024).
+    Unfused,
+    /// Megatron-Core's `cross_entropy_loss_fusion` with the native implementation (NeMo 2.0
+    /// and Megatron-Bridge recipes).
+    Fused,
+    /// Transformer Engine's Triton kernel (`cross_entropy_fusion_impl: te`, Megatron-Bridge
+    /// performance recipes since 2025): an online softmax that never writes fp32 logits.
+    Te,
+}
+
+impl CrossEntropy {
+    /// Bytes read plus written in HBM per logit, (forward, backward), counted from the
+    /// kernels' source:
+    /// - unfused (megatron/core/tensor_parallel/cross_entropy.py): forward upcasts the bf16
+    ///   logits to an fp32 copy (read 2, write 4), takes the row max (4), subtracts it in
+    ///   place (8), exponentiates in place (8), sums (4) and divides by the sum in place (8)
+    ///   = 38; backward scales the saved softmax by the loss gradient in place (8) and
+    ///   autograd casts it back to bf16 (read 4, write 2) = 14;
+    /// - fused (megatron/core/fusions/fused_cross_entropy.py): the cast and max fuse (6),
+    ///   subtract and exponentiate fuse (8), sum (4), divide (8) = 26; backward 14;
+    /// - te (transformer_engine/pytorch/triton/cross_entropy.py): the online softmax reads
+    ///   the bf16 logits once for the row max and sum (2); backward recomputes the softmax
+    ///   from them and writes the gradient in place in bf16 (read 2, write 2) = 4.
+    pub const fn bytes_per_logit(self) -> (f64, f64) {
+        match self {
+            CrossEntropy::Unfused => (38.0, 14.0),
+            CrossEntropy::Fused => (26.0, 14.0),
+            CrossEntropy::Te => (2.0, 4.0),
+        }
+    }
 }
 
 impl Shard {
@@ -37,6 +79,7 @@ impl Shard {
             sp: false,
             micro_batch,
             fused_attention: true,
+            cross_entropy: CrossEntropy::Fused,
         }
     }
 }
@@ -394,7 +437,7 @@ impl Transformer {
     }
 
     /// Forward ops of the output head: final norm, output projection (vocab sharded over TP),
-    /// and the fused cross-entropy over the logits (fp32 in HBM).
+    /// and the cross-entropy over the logits ([`CrossEntropy`]).
     pub fn head_ops(&self, s: &Shard, out: &mut Vec<Op>) {
         let t = self.rank_tokens(s);
         let ts = self.sp_tokens(s);
@@ -413,18 +456,14 @@ impl Transformer {
                 count: 1.0,
             },
         });
-        // Megatron-Core's fused vocab-parallel cross-entropy (`cross_entropy_loss_fusion`,
-        // megatron/core/fusions/fused_cross_entropy.py), per logit: forward upcasts the bf16
-        // logits to an fp32 copy while taking the row max (read 2, write 4 bytes), writes
-        // exp(x - max) in place (8), sums it (4) and divides by the sum in place (8): 26;
-        // backward scales the saved softmax by the loss gradient in place (8) and casts it
-        // back to the logits' bf16 (read 4, write 2): 14. The unfused path adds a separate
-        // max pass and subtraction (38 forward).
         out.push(Op {
             name: "cross_entropy",
-            kind: OpKind::Memory {
-                bytes: 26.0 * t * v,
-                backward: 14.0 * t * v,
+            kind: {
+                let (f, b) = s.cross_entropy.bytes_per_logit();
+                OpKind::Memory {
+                    bytes: f * t * v,
+                    backward: b * t * v,
+                }
             },
         });
     }

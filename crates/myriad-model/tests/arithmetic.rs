@@ -309,3 +309,34 @@ fn cross_entropy_moves_forty_bytes_per_logit_and_splits_over_tp() {
     let (f4, b4) = bytes(4);
     assert!((f4 * 4.0 / f - 1.0).abs() < 1e-12 && (b4 * 4.0 / b - 1.0).abs() < 1e-12);
 }
+
+#[test]
+fn cross_entropy_kernels_order_by_the_passes_they_make() {
+    // Transformer Engine's online softmax reads the bf16 logits once forward and once
+    // backward (6 bytes per logit); Megatron-Core's fused path keeps an fp32 copy (40);
+    // the unfused one adds a max pass and a separate subtraction (52).
+    use myriad_model::CrossEntropy;
+    let total = |k: CrossEntropy| {
+        let (f, b) = k.bytes_per_logit();
+        f + b
+    };
+    assert_eq!(total(CrossEntropy::Te), 6.0);
+    assert_eq!(total(CrossEntropy::Fused), 40.0);
+    assert_eq!(total(CrossEntropy::Unfused), 52.0);
+    // The op the step model times carries the kernel's count.
+    let mut m = gpt(1, 4096, 32, 4096);
+    m.vocab = 100_000;
+    for k in [CrossEntropy::Te, CrossEntropy::Fused, CrossEntropy::Unfused] {
+        let mut ops = Vec::new();
+        let s = Shard {
+            cross_entropy: k,
+            ..Shard::single(1)
+        };
+        m.head_ops(&s, &mut ops);
+        let ce = ops.iter().find(|o| o.name == "cross_entropy").unwrap();
+        let myriad_model::OpKind::Memory { bytes, backward } = ce.kind else {
+            panic!("memory-bound")
+        };
+        assert!(((bytes + backward) / (4096.0 * 100_000.0) - total(k)).abs() < 1e-9);
+    }
+}

@@ -11,7 +11,7 @@
 //!   copy and a test fails when it is stale.
 
 use myriad_catalog::Catalog;
-use myriad_model::{Mla, Moe, Recompute, RecomputeModule, Transformer};
+use myriad_model::{CrossEntropy, Mla, Moe, Recompute, RecomputeModule, Transformer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -420,6 +420,11 @@ pub struct TrainingSpec {
     /// recipes of Megatron-LM 2021-2022 ran an unfused attention core).
     #[serde(default)]
     pub attention: Option<AttentionKernel>,
+    /// Loss kernel over the logits: `unfused` (Megatron-LM's default), `fused` (Megatron-Core
+    /// `cross_entropy_loss_fusion`; NeMo and Megatron-Bridge recipes; the default) or `te`
+    /// (Transformer Engine's Triton kernel, `cross_entropy_fusion_impl: te`).
+    #[serde(default)]
+    pub cross_entropy: Option<CrossEntropy>,
     /// Tensor-parallel communication overlapped with GEMMs (Transformer Engine
     /// userbuffers); default: on with sequence parallelism and fused attention.
     #[serde(default)]

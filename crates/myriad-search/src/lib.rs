@@ -157,6 +157,8 @@ pub struct Fixed {
     pub global_batches: Vec<u64>,
     pub precision: Precision,
     pub attention: AttentionKernel,
+    /// Loss kernel (`training.cross_entropy`, default fused).
+    pub cross_entropy: myriad_model::CrossEntropy,
     pub schedule: PipelineSchedule,
     /// Gradient buffers in fp32 (`training.grad_reduce_in_fp32`, default true).
     pub grad_reduce_in_fp32: bool,
@@ -179,6 +181,9 @@ impl Fixed {
             } else {
                 AttentionKernel::Flash
             }),
+            cross_entropy: spec
+                .cross_entropy
+                .unwrap_or(myriad_model::CrossEntropy::Fused),
             schedule: spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB),
             grad_reduce_in_fp32: spec.grad_reduce_in_fp32.unwrap_or(true),
             zero3_prefetch: spec.zero3_prefetch.unwrap_or(true),
@@ -349,6 +354,7 @@ pub fn candidates(
                                             overlap_p2p_comm: fixed.overlap_p2p_comm,
                                             placement,
                                             attention: fixed.attention,
+                                            cross_entropy: fixed.cross_entropy,
                                             embedding_in_pipeline_split: !even && edge.is_none(),
                                             edge_stage_layers: edge,
                                         });

@@ -3,7 +3,9 @@
 
 use myriad_cluster::BuiltCluster;
 use myriad_collective::GroupSpan;
-use myriad_model::{Recompute, RecomputeModule, RecomputeModules, Shard, Transformer};
+use myriad_model::{
+    CrossEntropy, Recompute, RecomputeModule, RecomputeModules, Shard, Transformer,
+};
 use myriad_scenario::{
     AttentionKernel, Dim, PipelineSchedule, Precision, TrainingSpec, DEFAULT_PLACEMENT,
 };
@@ -53,6 +55,8 @@ pub struct Plan {
     pub overlap_p2p_comm: bool,
     pub placement: [Dim; 5],
     pub attention: AttentionKernel,
+    /// Loss kernel over the logits.
+    pub cross_entropy: CrossEntropy,
     /// The embedding and the loss count as one layer each in the pipeline split
     /// (Megatron-Core `account_for_embedding/loss_in_pipeline_split`): used when
     /// `layers + 2`, not `layers`, divides by PP×VPP (Llama 3.1 405B: 126 + 2 = 128).
@@ -115,6 +119,7 @@ impl Plan {
             sp: self.sequence_parallel,
             micro_batch: self.micro_batch,
             fused_attention: self.attention == AttentionKernel::Flash,
+            cross_entropy: self.cross_entropy,
         }
     }
 
@@ -540,6 +545,7 @@ pub fn resolve(
             overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
             placement,
             attention,
+            cross_entropy: spec.cross_entropy.unwrap_or(CrossEntropy::Fused),
             embedding_in_pipeline_split,
             edge_stage_layers,
         },

@@ -16,7 +16,7 @@
 //! but not in the worst case.
 
 use myriad_catalog::{Catalog, FabricKind};
-use myriad_model::Recompute;
+use myriad_model::{CrossEntropy, Recompute};
 use myriad_scenario::validation::ValidationCase;
 use myriad_scenario::{ClusterSpec, DatacenterSpec, ScaleOutSpec, Scenario, FORMAT};
 use serde::Serialize;
@@ -303,6 +303,22 @@ fn predict(
     if pre_sp {
         training.sequence_parallel = Some(false);
         notes.push("sequence_parallel: false (not given; a source from before 2022, when Megatron-LM had no sequence parallelism)".into());
+    }
+    // The loss kernel: Megatron-Bridge's performance scripts set Transformer Engine's
+    // (`cross_entropy_fusion_impl: te`) since they appeared (August 2025); Megatron-Core's
+    // `cross_entropy_loss_fusion` came in 2024, so earlier sources ran the unfused one.
+    if training.cross_entropy.is_none() {
+        let bridge = case
+            .source
+            .as_deref()
+            .is_some_and(|s| s.contains("Megatron-Bridge"));
+        if bridge {
+            training.cross_entropy = Some(CrossEntropy::Te);
+            notes.push("cross_entropy: te (not given; Megatron-Bridge performance recipes)".into());
+        } else if source_year(case).is_some_and(|y| y < 2024) {
+            training.cross_entropy = Some(CrossEntropy::Unfused);
+            notes.push("cross_entropy: unfused (not given; a source from before 2024, when Megatron had no fused loss)".into());
+        }
     }
     // Selective recompute (Korthikanti et al., 2022) and recomputing only some layers came
     // later: before 2022 a run recomputed every layer or none.
