@@ -315,6 +315,13 @@ fn predict(
         if bridge {
             training.cross_entropy = Some(CrossEntropy::Te);
             notes.push("cross_entropy: te (not given; Megatron-Bridge performance recipes)".into());
+            if training.grad_reduce_in_fp32.is_none() {
+                training.grad_reduce_in_fp32 = Some(false);
+                notes.push(
+                    "grad_reduce_in_fp32: false (not given; Megatron-Bridge performance recipes)"
+                        .into(),
+                );
+            }
         } else if source_year(case).is_some_and(|y| y < 2024) {
             training.cross_entropy = Some(CrossEntropy::Unfused);
             notes.push("cross_entropy: unfused (not given; a source from before 2024, when Megatron had no fused loss)".into());
