@@ -398,7 +398,8 @@ pub struct TrainingSpec {
     /// Gradient buffers and their data-parallel reduction in fp32 (Megatron
     /// `--accumulate-allreduce-grads-in-fp32`, mcore `grad_reduce_in_fp32`); `false` keeps
     /// them in the parameter precision (bf16/fp16), as NVIDIA's NeMo and Megatron-Bridge
-    /// performance recipes do. Default `true`.
+    /// performance recipes do. Default `true`, except `false` for fp16 (Megatron forces fp32
+    /// accumulation only for bf16).
     #[serde(default)]
     pub grad_reduce_in_fp32: Option<bool>,
     /// ZeRO-3 prefetches the next layer's parameters while the current one computes (PyTorch

@@ -160,7 +160,7 @@ pub struct Fixed {
     /// Loss kernel (`training.cross_entropy`, default fused).
     pub cross_entropy: myriad_model::CrossEntropy,
     pub schedule: PipelineSchedule,
-    /// Gradient buffers in fp32 (`training.grad_reduce_in_fp32`, default true).
+    /// Gradient buffers in fp32 (`training.grad_reduce_in_fp32`; default true, false for fp16).
     pub grad_reduce_in_fp32: bool,
     /// ZeRO-3 with prefetch (`training.zero3_prefetch`, default true).
     pub zero3_prefetch: bool,
@@ -185,7 +185,9 @@ impl Fixed {
                 .cross_entropy
                 .unwrap_or(myriad_model::CrossEntropy::Fused),
             schedule: spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB),
-            grad_reduce_in_fp32: spec.grad_reduce_in_fp32.unwrap_or(true),
+            grad_reduce_in_fp32: spec
+                .grad_reduce_in_fp32
+                .unwrap_or(precision != Precision::Fp16),
             zero3_prefetch: spec.zero3_prefetch.unwrap_or(true),
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
             overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),

@@ -536,7 +536,9 @@ pub fn resolve(
             offload_fraction,
             precision,
             distributed_optimizer,
-            grad_reduce_in_fp32: spec.grad_reduce_in_fp32.unwrap_or(true),
+            grad_reduce_in_fp32: spec
+                .grad_reduce_in_fp32
+                .unwrap_or(precision != Precision::Fp16),
             zero3_prefetch: spec.zero3_prefetch.unwrap_or(true),
             zero_stage,
             schedule,

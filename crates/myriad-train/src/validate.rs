@@ -304,6 +304,17 @@ fn predict(
         training.sequence_parallel = Some(false);
         notes.push("sequence_parallel: false (not given; a source from before 2022, when Megatron-LM had no sequence parallelism)".into());
     }
+    // NVIDIA's published benchmark recipes reduce gradients in bf16: NeMo 1.x's
+    // `distributed_fused_adam` with `grad_sync_dtype: bf16` (every DGX Cloud benchmarking
+    // recipe of v24.11), NeMo 2.0's performance recipes and Megatron-Bridge's performance
+    // scripts (`grad_reduce_in_fp32 = False`).
+    let nvidia_recipe = case.source.as_deref().is_some_and(|s| {
+        s.contains("NeMo") || s.contains("dgxc-benchmarking") || s.contains("Megatron-Bridge")
+    });
+    if nvidia_recipe && training.grad_reduce_in_fp32.is_none() {
+        training.grad_reduce_in_fp32 = Some(false);
+        notes.push("grad_reduce_in_fp32: false (not given; NVIDIA's benchmark recipes reduce gradients in bf16)".into());
+    }
     // The loss kernel: Megatron-Bridge's performance scripts set Transformer Engine's
     // (`cross_entropy_fusion_impl: te`) since they appeared (August 2025); Megatron-Core's
     // `cross_entropy_loss_fusion` came in 2024, so earlier sources ran the unfused one.
@@ -315,13 +326,6 @@ fn predict(
         if bridge {
             training.cross_entropy = Some(CrossEntropy::Te);
             notes.push("cross_entropy: te (not given; Megatron-Bridge performance recipes)".into());
-            if training.grad_reduce_in_fp32.is_none() {
-                training.grad_reduce_in_fp32 = Some(false);
-                notes.push(
-                    "grad_reduce_in_fp32: false (not given; Megatron-Bridge performance recipes)"
-                        .into(),
-                );
-            }
         } else if source_year(case).is_some_and(|y| y < 2024) {
             training.cross_entropy = Some(CrossEntropy::Unfused);
             notes.push("cross_entropy: unfused (not given; a source from before 2024, when Megatron had no fused loss)".into());

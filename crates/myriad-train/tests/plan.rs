@@ -517,3 +517,30 @@ fn overlap_switches_follow_the_schedule() {
     // Compute does not change.
     assert_eq!(no_dp.breakdown.forward_s, on.breakdown.forward_s);
 }
+
+/// Megatron's gradient buffer: fp32 for bf16 training (`accumulate_allreduce_grads_in_fp32`
+/// is forced on), the parameter precision for fp16; the DP reduction moves half the bytes
+/// in fp16 and the gradient buffer takes half the memory.
+#[test]
+fn gradient_precision_follows_megatron_defaults() {
+    let run = |t: &str| {
+        let (s, c, m) = setup(t);
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap()
+    };
+    let plan = "tp: 8, pp: 8, dp: 16, global_batch: 256, micro_batch: 1, recompute: full, overlap_grad_reduce: false";
+    let bf16 = run(&format!("{{{plan}, precision: bf16}}"));
+    let fp16 = run(&format!("{{{plan}, precision: fp16, attention: flash}}"));
+    let fp16_fp32 = run(&format!(
+        "{{{plan}, precision: fp16, attention: flash, grad_reduce_in_fp32: true}}"
+    ));
+    assert!(bf16.plan.grad_reduce_in_fp32);
+    assert!(!fp16.plan.grad_reduce_in_fp32);
+    assert!(fp16_fp32.plan.grad_reduce_in_fp32);
+    // Exposed DP traffic: reduce-scatter of gradients plus all-gather of bf16 parameters;
+    // fp32 gradients make the first twice as large.
+    let (a, b) = (
+        fp16.estimate.breakdown.dp_comm_s,
+        fp16_fp32.estimate.breakdown.dp_comm_s,
+    );
+    assert!(b > a * 1.2 && b < a * 1.6, "fp16 {a} vs fp32 {b}");
+}
