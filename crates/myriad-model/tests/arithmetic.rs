@@ -142,6 +142,7 @@ fn korthikanti_activation_memory_gpt() {
         sp: true,
         micro_batch: 1,
         fused_attention: true,
+        cross_entropy: myriad_model::CrossEntropy::Fused,
     };
     let a = m.activation_memory(&s, Recompute::None, 2.0);
     let sbh = 2048.0 * 12288.0;
@@ -224,6 +225,7 @@ fn sharding_conserves_flops() {
                 sp,
                 micro_batch: 2,
                 fused_attention: true,
+                cross_entropy: myriad_model::CrossEntropy::Fused,
             };
             let t = total(s, layer);
             assert!(
