@@ -20,7 +20,7 @@
 
 use serde::Serialize;
 
-use crate::{Recompute, RecomputeModule, RecomputeModules, Shard, Transformer};
+use crate::{CrossEntropy, Recompute, RecomputeModule, RecomputeModules, Shard, Transformer};
 
 /// Activation bytes of one micro-batch on one rank.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
@@ -171,9 +171,14 @@ impl Transformer {
                 tokens * (attn + mlp_moe) + core,
             ),
         };
-        // Logits (bf16) and the fp32 copy the fused vocab-parallel cross-entropy keeps for
-        // its backward, vocab sharded over TP.
-        let head = tokens * self.vocab as f64 / tp * (2.0 + 4.0);
+        // Logits (bf16) and the fp32 softmax Megatron's cross-entropy keeps for its backward,
+        // vocab sharded over TP; Transformer Engine's kernel keeps only the bf16 logits,
+        // which its backward overwrites with the gradient.
+        let per_logit = match s.cross_entropy {
+            CrossEntropy::Te => 2.0,
+            CrossEntropy::Fused | CrossEntropy::Unfused => 2.0 + 4.0,
+        };
+        let head = tokens * self.vocab as f64 / tp * per_logit;
         ActivationMemory {
             dense_layer,
             moe_layer,

@@ -340,5 +340,10 @@ fn cross_entropy_kernels_order_by_the_passes_they_make() {
             panic!("memory-bound")
         };
         assert!(((bytes + backward) / (4096.0 * 100_000.0) - total(k)).abs() < 1e-9);
+        // What the loss keeps for backward: the fp32 softmax and the bf16 logits, or for
+        // Transformer Engine's kernel only the bf16 logits it overwrites with the gradient.
+        let head = m.activation_memory(&s, Recompute::None, 2.0).head;
+        let per_logit = if k == CrossEntropy::Te { 2.0 } else { 6.0 };
+        assert_eq!(head, 4096.0 * 100_000.0 * per_logit);
     }
 }
