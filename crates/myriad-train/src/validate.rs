@@ -308,9 +308,9 @@ fn predict(
     // `distributed_fused_adam` with `grad_sync_dtype: bf16` (every DGX Cloud benchmarking
     // recipe of v24.11), NeMo 2.0's performance recipes and Megatron-Bridge's performance
     // scripts (`grad_reduce_in_fp32 = False`).
-    let nvidia_recipe = case.source.as_deref().is_some_and(|s| {
-        s.contains("NeMo") || s.contains("dgxc-benchmarking") || s.contains("Megatron-Bridge")
-    });
+    let source = case.source.as_deref().unwrap_or("");
+    let bridge = source.contains("Megatron-Bridge");
+    let nvidia_recipe = bridge || source.contains("NeMo") || source.contains("dgxc-benchmarking");
     if nvidia_recipe && training.grad_reduce_in_fp32.is_none() {
         training.grad_reduce_in_fp32 = Some(false);
         notes.push("grad_reduce_in_fp32: false (not given; NVIDIA's benchmark recipes reduce gradients in bf16)".into());
@@ -319,10 +319,6 @@ fn predict(
     // (`cross_entropy_fusion_impl: te`) since they appeared (August 2025); Megatron-Core's
     // `cross_entropy_loss_fusion` came in 2024, so earlier sources ran the unfused one.
     if training.cross_entropy.is_none() {
-        let bridge = case
-            .source
-            .as_deref()
-            .is_some_and(|s| s.contains("Megatron-Bridge"));
         if bridge {
             training.cross_entropy = Some(CrossEntropy::Te);
             notes.push("cross_entropy: te (not given; Megatron-Bridge performance recipes)".into());
