@@ -15,7 +15,9 @@
 //!   except during warm-up/cool-down.
 //! - DP: gradient reduce-scatter overlapped with the last micro-batch's backward, parameter
 //!   all-gather with the first forward, bucket by bucket (Megatron `overlap_grad_reduce`,
-//!   `overlap_param_gather`): the excess and the last bucket are exposed.
+//!   `overlap_param_gather`): the excess and the last bucket are exposed. Under the
+//!   interleaved schedule each model chunk synchronises on its own, in the windows the
+//!   schedule gives it ([`dp_overlap_exposed`]).
 //!
 //! Invariants: pure; no allocation beyond the two op lists; `breakdown` components add up
 //! to `step_time_s`.
@@ -441,6 +443,53 @@ pub fn expected_max_std_normal(n: u64) -> f64 {
 /// slower than the median chip the catalog's efficiencies describe (Sinha et al., SC'22).
 pub fn straggler_pace(acc: &Accelerator, n: u64) -> f64 {
     1.0 + acc.efficiency.speed_sigma * expected_max_std_normal(n)
+}
+
+/// Data-parallel synchronisation of one pipeline stage's parameters, once per step.
+#[derive(Debug, Clone, Copy)]
+pub struct DpOverlap {
+    /// Gradient reduce-scatter (or all-reduce) of all the stage's parameters, seconds.
+    pub rs: f64,
+    /// Parameter all-gather of all of them (0 without a sharded optimizer), seconds.
+    pub ag: f64,
+    /// One micro-batch's forward and backward over the whole stage, seconds.
+    pub fwd: f64,
+    pub bwd: f64,
+    /// Model chunks per stage (the interleaved schedule's virtual stages; 1 otherwise).
+    pub chunks: u32,
+    pub pp: u32,
+}
+
+/// Exposed data-parallel time of a step whose gradient reduction and parameter gather
+/// overlap compute chunk by chunk, as Megatron-Core does (`overlap_grad_reduce`,
+/// `overlap_param_gather`):
+/// - chunk 0's all-gather, launched at the end of the optimizer step, hides bucket by
+///   bucket under its own first forward; under the interleaved schedule each later
+///   chunk's all-gather is launched when the chunk before it starts its first forward
+///   (`param_sync_func` in `forward_backward_pipelining_with_interleaving`), p chunk
+///   forwards (the warm-up runs p micro-batches per chunk) before it is needed;
+/// - each chunk's reduce-scatter is launched after its last backward (`grad_sync_func`);
+///   the cool-down finishes chunks p chunk-backwards apart, last chunk first, and the
+///   reduce-scatters queue on one stream, so what outlasts the last backward is exposed;
+/// - one bucket (`bucket`, the share of the stage's parameters in one bucket) of each is
+///   always exposed, and hidden traffic slows compute by [`COMM_SM_SHARE`] of its time.
+///
+/// With one chunk this is the classic form: `(rs − bwd)⁺ + (ag − fwd)⁺` plus a bucket.
+pub fn dp_overlap_exposed(d: DpOverlap, bucket: f64) -> f64 {
+    let v = d.chunks.max(1) as f64;
+    let p = d.pp.max(1) as f64;
+    let (rs_c, ag_c, f_c, b_c) = (d.rs / v, d.ag / v, d.fwd / v, d.bwd / v);
+    let ag_exposed = (ag_c - f_c).max(0.0) + (v - 1.0) * (ag_c - (p + 1.0) * f_c).max(0.0);
+    // Reduce-scatter chain, in seconds from the end of the last backward: chunk j's
+    // gradients stream out during its last backward, which ends j·p chunk-backwards early.
+    let mut free = f64::NEG_INFINITY;
+    for j in (0..d.chunks.max(1)).rev() {
+        let ready = -(j as f64 * p + 1.0) * b_c;
+        free = free.max(ready) + rs_c;
+    }
+    let rs_exposed = free.max(0.0);
+    let hidden = (d.rs - rs_exposed).max(0.0) + (d.ag - ag_exposed).max(0.0);
+    ag_exposed + rs_exposed + (d.rs + d.ag) * bucket.min(1.0 / v) + COMM_SM_SHARE * hidden
 }
 
 /// Fixed memory outside the model (CUDA context, NCCL buffers, allocator fragmentation).
@@ -871,14 +920,19 @@ pub fn estimate_with(
             + (rs + ag) * bucket
             + COMM_SM_SHARE * (m * rs.min(crit.bwd) + ag.min(crit.fwd))
     } else {
-        // Overlapped with the last micro-batch's backward (all chunks of the stage), and
-        // the parameter all-gather with the first forward.
-        let window_b = crit.bwd;
-        let window_f = crit.fwd;
-        (rs - window_b).max(0.0)
-            + (ag - window_f).max(0.0)
-            + (rs + ag) * bucket
-            + COMM_SM_SHARE * (rs.min(window_b) + ag.min(window_f))
+        // Overlapped chunk by chunk (one chunk without interleaving): see
+        // [`interleaved_dp_exposed`].
+        dp_overlap_exposed(
+            DpOverlap {
+                rs,
+                ag,
+                fwd: crit.fwd,
+                bwd: crit.bwd,
+                chunks: if pp > 1 { plan.vpp.max(1) } else { 1 },
+                pp,
+            },
+            bucket,
+        )
     };
 
     // Optimizer: Adam over the local shard (fp32 master, m, v; read grads, write bf16 params).

@@ -281,6 +281,15 @@ pub fn case_model(
     case_model_noted(case, cat).map(|(m, _)| m)
 }
 
+/// The estimate and notes the validator computes for one case (the plan, breakdown and
+/// every setting it filled), for explaining a prediction.
+pub fn explain(
+    case: &ValidationCase,
+    cat: &Catalog,
+) -> Result<(crate::TrainEstimate, Vec<String>), String> {
+    predict(case, cat)
+}
+
 fn predict(
     case: &ValidationCase,
     cat: &Catalog,

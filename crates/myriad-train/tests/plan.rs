@@ -544,3 +544,41 @@ fn gradient_precision_follows_megatron_defaults() {
     );
     assert!(b > a * 1.2 && b < a * 1.6, "fp16 {a} vs fp32 {b}");
 }
+
+/// Data-parallel overlap chunk by chunk, computed by hand.
+#[test]
+fn dp_overlap_is_exposed_chunk_by_chunk() {
+    use myriad_train::step::{dp_overlap_exposed, DpOverlap, COMM_SM_SHARE};
+    let share = COMM_SM_SHARE;
+    // One chunk: (rs − bwd)⁺ + (ag − fwd)⁺ + one bucket + the SM share of what hid.
+    let one = DpOverlap {
+        rs: 0.30,
+        ag: 0.10,
+        fwd: 0.04,
+        bwd: 0.12,
+        chunks: 1,
+        pp: 4,
+    };
+    let want = 0.18 + 0.06 + 0.40 * 0.05 + share * (0.12 + 0.04);
+    assert!((dp_overlap_exposed(one, 0.05) - want).abs() < 1e-12);
+    // Four chunks on 4 stages: chunk 0's gather (0.025) outlasts its forward (0.01) by
+    // 0.015; later gathers have 5 chunk-forwards (0.05) and hide. Reduce-scatters of
+    // 0.075 each leave at -13, -9, -5, -1 chunk-backwards (0.03): ready at -0.39, -0.27,
+    // -0.15, -0.03; the chain ends at max(max(max(-0.315, -0.27) + 0.075, -0.15) + 0.075,
+    // -0.03) + 0.075 = 0.045 after the last backward. One bucket of a chunk at most.
+    let four = DpOverlap { chunks: 4, ..one };
+    let exposed = 0.015 + 0.045;
+    let want = exposed + 0.40 * 0.05 + share * (0.40 - exposed);
+    let got = dp_overlap_exposed(four, 0.05);
+    assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+    assert!(got < dp_overlap_exposed(one, 0.05));
+    // More traffic never exposes less; with no traffic nothing is exposed.
+    let more = DpOverlap { rs: 0.6, ..four };
+    assert!(dp_overlap_exposed(more, 0.05) > got);
+    let none = DpOverlap {
+        rs: 0.0,
+        ag: 0.0,
+        ..four
+    };
+    assert_eq!(dp_overlap_exposed(none, 0.05), 0.0);
+}
