@@ -467,7 +467,8 @@ pub struct DpOverlap {
 ///   bucket under its own first forward; under the interleaved schedule each later
 ///   chunk's all-gather is launched when the chunk before it starts its first forward
 ///   (`param_sync_func` in `forward_backward_pipelining_with_interleaving`), p chunk
-///   forwards (the warm-up runs p micro-batches per chunk) before it is needed;
+///   forwards (the warm-up runs p micro-batches per chunk) before it is needed, and also
+///   hides bucket by bucket under its own first forward;
 /// - each chunk's reduce-scatter is launched after its last backward (`grad_sync_func`);
 ///   the cool-down finishes chunks p chunk-backwards apart, last chunk first, and the
 ///   reduce-scatters queue on one stream, so what outlasts the last backward is exposed;
@@ -481,7 +482,8 @@ pub fn dp_overlap_exposed(d: DpOverlap, bucket: f64) -> f64 {
     let (rs_c, ag_c, f_c, b_c) = (d.rs / v, d.ag / v, d.fwd / v, d.bwd / v);
     let ag_exposed = (ag_c - f_c).max(0.0) + (v - 1.0) * (ag_c - (p + 1.0) * f_c).max(0.0);
     // Reduce-scatter chain, in seconds from the end of the last backward: chunk j's
-    // gradients stream out during its last backward, which ends j·p chunk-backwards early.
+    // gradients stream out bucket by bucket during its last backward (one chunk-backward),
+    // which ends j·p chunk-backwards before the step's last one.
     let mut free = f64::NEG_INFINITY;
     for j in (0..d.chunks.max(1)).rev() {
         let ready = -(j as f64 * p + 1.0) * b_c;
@@ -921,7 +923,7 @@ pub fn estimate_with(
             + COMM_SM_SHARE * (m * rs.min(crit.bwd) + ag.min(crit.fwd))
     } else {
         // Overlapped chunk by chunk (one chunk without interleaving): see
-        // [`interleaved_dp_exposed`].
+        // [`dp_overlap_exposed`].
         dp_overlap_exposed(
             DpOverlap {
                 rs,
