@@ -219,7 +219,7 @@ pub fn validate(cases: &[ValidationCase], cat: &Catalog) -> ValidationReport {
             notes: Vec::new(),
             failure: None,
         };
-        match predict(case, cat) {
+        match explain(case, cat) {
             Ok((t, notes)) => {
                 r.predicted_step_time_s = Some(t.estimate.step_time_s);
                 r.error = Some(t.estimate.step_time_s / case.measured.step_time_s - 1.0);
@@ -284,13 +284,6 @@ pub fn case_model(
 /// The estimate and notes the validator computes for one case (the plan, breakdown and
 /// every setting it filled), for explaining a prediction.
 pub fn explain(
-    case: &ValidationCase,
-    cat: &Catalog,
-) -> Result<(crate::TrainEstimate, Vec<String>), String> {
-    predict(case, cat)
-}
-
-fn predict(
     case: &ValidationCase,
     cat: &Catalog,
 ) -> Result<(crate::TrainEstimate, Vec<String>), String> {
