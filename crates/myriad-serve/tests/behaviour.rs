@@ -360,11 +360,14 @@ fn validation_mae_ratchet() {
     // Ratchet: the figures reached so far (docs/serving.md), rounded up a little. Lower
     // them when the model improves; never raise them to hide a worse fit. (Raised once,
     // 0.150 -> 0.164, when TensorRT-LLM's sliding-window layers were costed over their
-    // window as its docs state: a physical correction that exposes the gpt-oss-20b miss.)
+    // window as its docs state: a physical correction that exposes the gpt-oss-20b miss.
+    // Raised again, 0.1310 -> 0.1330, when MLPerf Server rows were scored as MLPerf scores
+    // them, at the highest rate meeting the p99 latency limits, instead of at the run's
+    // own target rate, which matched any model that kept up by construction.)
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.1310, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1330, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.0755,
         "median {:.3}",

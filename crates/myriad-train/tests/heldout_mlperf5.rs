@@ -1,0 +1,38 @@
+//! MLPerf Training v5.0 and v5.1 pretraining submissions kept aside
+//! (`validation/training-heldout-mlperf5.json` in this repository; nothing in the model was
+//! tuned on them): Llama 3.1 405B on 256 to 8,192 H100, H200, B200, GB200 and GB300 (fp8
+//! and fp4), and Llama 3.1 8B on 8 to 512 B200, GB200, GB300 and MI355X. Step times come
+//! from the submissions' MLLOG block times, plans from their config scripts.
+//!
+//! Measured when added: mean 9.8%, median 6.5%, worst −45.9% (Llama 3.1 8B on 512 GB300:
+//! 1,024 tokens per GPU per step, 87 ms measured, 47 ms predicted). 19 of the 20 rows are
+//! predicted too fast, as on the public file. The kept-aside bar (mean under 10%, no case
+//! worse than 25%) is met on the mean and missed by that one 8B row; the next worst is
+//! −21.8% (405B on 5,120 GB200).
+
+mod common;
+use common::print;
+
+fn report() -> myriad_train::validate::ValidationReport {
+    common::report_of(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../validation/training-heldout-mlperf5.json"
+    ))
+    .expect("the MLPerf v5 held-out file is in the repository")
+}
+
+/// Ratchet just above the figures measured (mean 9.8%, worst 45.9%).
+#[test]
+fn mlperf5_held_out_runs_do_not_regress() {
+    let r = report();
+    print(&r);
+    assert_eq!(r.summary.count, 20);
+    common::assert_within(&r, 0.099, 0.46);
+}
+
+/// The bar for kept-aside data; not met (worst −45.9%), so ignored.
+#[test]
+#[ignore = "kept-aside bar not met on MLPerf Training v5.x: worst -45.9% (Llama 3.1 8B, 512 GB300)"]
+fn mlperf5_held_out_runs_meet_the_kept_aside_bar() {
+    common::assert_kept_aside_bar(&report());
+}
