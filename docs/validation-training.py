@@ -202,4 +202,54 @@ lines += [
      "and states the bar in an ignored test."),
     "",
 ]
+
+# Kept aside: MLPerf Training v5.0/v5.1 Llama 3.1 pretraining (nothing tuned on these runs).
+MLPERF5 = "validation/training-heldout-mlperf5.json"
+m5 = json.loads(subprocess.run(
+    ["cargo", "run", "--release", "-q", "--", "validate", MLPERF5, "--json"],
+    check=True, capture_output=True, text=True,
+).stdout)
+s5 = m5["summary"]
+lines += [
+    "## Kept aside: MLPerf Training v5.0 and v5.1 (Llama 3.1 405B and 8B)",
+    "",
+    f"`{MLPERF5}` holds {s5['count']} closed-division pretraining submissions from "
+    "mlcommons/training_results_v5.0 and v5.1: Llama 3.1 405B on 256 to 8,192 H100, H200, B200, "
+    "GB200 and GB300 (fp8, and fp4 in v5.1) and Llama 3.1 8B on 8 to 512 B200, GB200, GB300 and "
+    "AMD MI355X. Plans come from each submission's config script and `pretrain.py`, step times "
+    "from the `:::MLLOG` block times as above (per-file figures in each `basis`).",
+    "",
+    "| id | GPUs | TP/PP/CP/VPP/mb | global batch | predicted s | measured s | error |",
+    "|---|---:|---|---:|---:|---:|---:|",
+]
+spec5 = {c["id"]: c for c in json.load(open(MLPERF5))["cases"]}
+for c in m5["cases"]:
+    t = spec5[c["id"]]["training"]
+    n = spec5[c["id"]]["system"]["count"]
+    layout = f"{t['tp']}/{t['pp']}/{t['cp']}/{t['vpp']}/{t['micro_batch']}"
+    pred = "-" if c.get("error") is None else f"{c['predicted_step_time_s']:.3f}"
+    err = "failed" if c.get("error") is None else f"{100 * c['error']:+.1f}%"
+    lines.append(f"| {c['id']} | {n} | {layout} | {t['global_batch']} | {pred} | "
+                 f"{c['measured_step_time_s']:.4f} | {err} |")
+lines += [
+    "",
+    f"Summary: {s5['count']} cases, mean |error| {100 * s5['mae']:.1f}%, median "
+    f"{100 * s5['median_abs_error']:.1f}%, worst |error| {100 * s5['worst_abs_error_all']:.1f}% "
+    f"({s5['worst_id_all']}).",
+    "",
+    "The mean meets the kept-aside bar (under 10%); the worst case does not (over 25%), so "
+    "`crates/myriad-train/tests/heldout_mlperf5.rs` holds a ratchet and states the bar in an "
+    "ignored test. 19 of the 20 runs are predicted too fast, as the public NVIDIA rows are. The "
+    "miss grows as the work per GPU per step shrinks: the 8B on 512 GB300 does 1,024 tokens per "
+    "GPU per step (TP 2 × CP 4) in 87 ms measured against 47 ms predicted, and the 405B error "
+    "follows the micro-batches per pipeline (8 stages): 288 at 512 H100, −3.7%; 48, −5.8%; "
+    "32, −8.0%; 24, −9.4% and −10.6%; 16 at 5,120 GB200, −21.8%. That is "
+    "the signature of a fixed per-step or per-kernel cost the model lacks, the same one "
+    "MegaScale's Table 2/Table 3 split shows (2.2 s per step measured, 0.8 s modelled) and "
+    "the MLPerf Inference Interactive rows show for small-batch decode "
+    "([serving.md](serving.md)). It is not fitted here: what it is (kernel launch gaps between "
+    "the small kernels, fp8 cast and amax kernels, host work in the training loop) needs a "
+    "profile of such a step.",
+    "",
+]
 open("docs/validation-training.md", "w").write("\n".join(lines))
