@@ -7,11 +7,17 @@ import json
 import subprocess
 
 FILE = "../shared/validation/training-public.json"
-out = subprocess.run(
-    ["cargo", "run", "--release", "-q", "--", "validate", FILE, "--json"],
-    check=True, capture_output=True, text=True,
-).stdout
-d = json.loads(out)
+
+
+def validate(path):
+    """`myriad validate PATH --json`, parsed."""
+    return json.loads(subprocess.run(
+        ["cargo", "run", "--release", "-q", "--", "validate", path, "--json"],
+        check=True, capture_output=True, text=True,
+    ).stdout)
+
+
+d = validate(FILE)
 lines = [
     "# Training validation: every case of `../shared/validation/training-public.json`",
     "",
@@ -130,10 +136,7 @@ lines.append(WHY)
 
 # Kept aside: MLPerf Training GPT-3 175B (nothing in the model was tuned on these runs).
 MLPERF = "validation/training-heldout-mlperf.json"
-m = json.loads(subprocess.run(
-    ["cargo", "run", "--release", "-q", "--", "validate", MLPERF, "--json"],
-    check=True, capture_output=True, text=True,
-).stdout)
+m = validate(MLPERF)
 ms = m["summary"]
 lines += [
     "",
@@ -205,10 +208,7 @@ lines += [
 
 # Kept aside: MLPerf Training v5.0/v5.1 Llama 3.1 pretraining (nothing tuned on these runs).
 MLPERF5 = "validation/training-heldout-mlperf5.json"
-m5 = json.loads(subprocess.run(
-    ["cargo", "run", "--release", "-q", "--", "validate", MLPERF5, "--json"],
-    check=True, capture_output=True, text=True,
-).stdout)
+m5 = validate(MLPERF5)
 s5 = m5["summary"]
 lines += [
     "## Kept aside: MLPerf Training v5.0 and v5.1 (Llama 3.1 405B and 8B)",
