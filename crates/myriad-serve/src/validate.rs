@@ -1031,7 +1031,12 @@ fn predict_inner(
                     && slo.tpot_s.is_none_or(|l| x.tpot.p99 <= l)
             };
             match max_rate_meeting(target, |rate| {
-                let x = simulate_requests(&dep, &at(rate), 0.0, &slo);
+                // The search starts at the target, already simulated.
+                let x = if rate == target {
+                    at_target.clone()
+                } else {
+                    simulate_requests(&dep, &at(rate), 0.0, &slo)
+                };
                 meets(&x).then_some(x)
             }) {
                 Some((rate, best)) => {

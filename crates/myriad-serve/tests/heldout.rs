@@ -6,13 +6,7 @@
 //! and no row worse than 40%, error = predicted / measured − 1 on output tokens/s per GPU.
 
 fn report() -> myriad_serve::validate::Report {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../validation/serving-heldout.json"
-    );
-    let text = std::fs::read_to_string(path).expect("the held-out file is in the repository");
-    let doc: serde_json::Value = serde_json::from_str(&text).expect("the held-out file parses");
-    myriad_serve::validate::validate(myriad_catalog::catalog(), &doc).unwrap()
+    report_of("serving-heldout.json")
 }
 
 #[test]
