@@ -77,7 +77,9 @@ pub struct ComputeEfficiency {
     pub gemm_bf16: f64,
     /// Fraction of the dense fp8 peak reached by large GEMMs.
     pub gemm_fp8: f64,
-    /// Fixed cost per GEMM kernel, microseconds.
+    /// Fixed cost per kernel, microseconds: fitted on GEMMs (the launch-and-drain time
+    /// between dependent kernels on one stream), and charged by the step model to every
+    /// kernel, memory-bound ones (norms, activations, residual adds, RoPE) included.
     pub gemm_overhead_us: f64,
     /// Fraction of the dense bf16 peak reached by fused causal attention forward at long
     /// sequences.

@@ -174,6 +174,9 @@ struct Ctx<'a> {
     gemm_eff: f64,
     bf16_peak: f64,
     hbm_bps: f64,
+    /// Fixed cost of one kernel, seconds: the launch-and-drain term of the GEMM fit
+    /// (`gemm_overhead_us`), which every kernel on the stream pays, memory-bound ones too.
+    kernel_s: f64,
     fp8: bool,
     /// Compute-time multiplier: how much slower than the median chip the job's slowest
     /// chip runs ([`straggler_pace`]); 1 outside a synchronous job.
@@ -202,6 +205,7 @@ impl<'a> Ctx<'a> {
             },
             bf16_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
+            kernel_s: acc.efficiency.gemm_overhead_us * 1e-6,
             fp8,
             pace: 1.0,
             grad_bytes: 4.0,
@@ -269,6 +273,7 @@ impl<'a> Ctx<'a> {
         flops / (self.bf16_peak * eff)
     }
 
+    /// Time of a memory-bound kernel's traffic (its fixed cost is `kernel_s`).
     fn memory(&self, bytes: f64) -> f64 {
         bytes / self.hbm_bps
     }
@@ -316,10 +321,12 @@ impl<'a> Ctx<'a> {
                     b += self.attention(ratio * flops, seq, d_qk + d_v, true);
                 }
                 OpKind::Memory { bytes, backward } => {
-                    f += self.memory(bytes);
-                    b += self.memory(backward);
+                    // One kernel each way, each paying the fixed launch-and-drain cost.
+                    let t = self.memory(bytes) + self.kernel_s;
+                    f += t;
+                    b += self.memory(backward) + self.kernel_s;
                     if op.name.starts_with("core_") {
-                        attn_f += self.memory(bytes);
+                        attn_f += t;
                     }
                 }
             }

@@ -22,14 +22,14 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the MLPerf held-out file is in the repository")
 }
 
-/// Ratchet just above the figures measured (mean 8.4%, worst 15.6%): fails if a change makes
+/// Ratchet just above the figures measured (mean 8.3%, worst 15.1%): fails if a change makes
 /// the kept-aside MLPerf predictions worse.
 #[test]
 fn mlperf_held_out_runs_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 12);
-    common::assert_within(&r, 0.085, 0.157);
+    common::assert_within(&r, 0.084, 0.157);
 }
 
 /// The bar for kept-aside data: mean absolute error under 10%, no case worse than 25%.

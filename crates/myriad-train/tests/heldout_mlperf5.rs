@@ -21,13 +21,14 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the MLPerf v5 held-out file is in the repository")
 }
 
-/// Ratchet just above the figures measured (mean 9.8%, worst 45.9%).
+/// Ratchet just above the figures measured (mean 9.4%, worst 44.9%, since memory-bound
+/// kernels pay the fixed per-kernel cost; 9.8% and 45.9% when added).
 #[test]
 fn mlperf5_held_out_runs_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 20);
-    common::assert_within(&r, 0.099, 0.46);
+    common::assert_within(&r, 0.094, 0.45);
 }
 
 /// The bar for kept-aside data; not met (worst −45.9%), so ignored.
