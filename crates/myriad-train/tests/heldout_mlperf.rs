@@ -3,7 +3,7 @@
 //! kept aside is a mean absolute error under 10% and no case worse than 25%.
 //!
 //! The bar is met: the 12 cases (v3.0 to v4.1; NVIDIA, CoreWeave, Azure and Oracle on 256 to
-//! 11,616 H100, plus NVIDIA's 64-GPU B200 preview) give mean 8.4% and worst -15.6%
+//! 11,616 H100, plus NVIDIA's 64-GPU B200 preview) give mean 8.3% and worst -15.1%
 //! (mlperf-v3.0-coreweave-gpt3-3584xh100). They were 7.2% and +11.2% before each model chunk
 //! of the interleaved schedule synchronised its gradients and parameters in its own window
 //! (`step::dp_overlap_exposed`); the old single window over-counted exposed DP traffic at
