@@ -177,6 +177,10 @@ struct Ctx<'a> {
     /// Fixed cost of one kernel, seconds: the launch-and-drain term of the GEMM fit
     /// (`gemm_overhead_us`), which every kernel on the stream pays, memory-bound ones too.
     kernel_s: f64,
+    /// The fp8 input quantisation of a GEMM runs as a kernel of its own (Transformer
+    /// Engine's casts and cast-transposes in training); `false` where it is fused into the
+    /// kernel before (inference engines' norm+quant and activation+quant kernels).
+    quant_kernel: bool,
     fp8: bool,
     /// Compute-time multiplier: how much slower than the median chip the job's slowest
     /// chip runs ([`straggler_pace`]); 1 outside a synchronous job.
@@ -206,6 +210,7 @@ impl<'a> Ctx<'a> {
             bf16_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             kernel_s: acc.efficiency.gemm_overhead_us * 1e-6,
+            quant_kernel: true,
             fp8,
             pace: 1.0,
             grad_bytes: 4.0,
@@ -241,8 +246,12 @@ impl<'a> Ctx<'a> {
         let flops = 2.0 * m * n * k * count;
         let mut t = flops / (self.gemm_peak * self.gemm_eff) + e.gemm_overhead_us * 1e-6;
         if self.fp8 {
-            // Quantise the activation input (read bf16, write fp8) for the fp8 GEMM.
+            // Quantise the activation input (read bf16, write fp8) for the fp8 GEMM; as a
+            // kernel of its own it pays the fixed per-kernel cost too.
             t += 3.0 * m * k * count / self.hbm_bps;
+            if self.quant_kernel {
+                t += self.kernel_s;
+            }
         }
         t
     }
@@ -374,7 +383,8 @@ pub fn layer_compute_times(
 
 /// Time (seconds) of `count` GEMMs C[m,n] = A[m,k]·B[k,n] in `precision` on `acc`: the step
 /// model's form (FLOPs / (peak × gemm efficiency) + fixed overhead, plus the fp8 input
-/// quantisation pass). Used by the serving model so that both share one compute model.
+/// quantisation pass, fused into the kernel before as inference engines do). Used by the
+/// serving model so that both share one compute model.
 pub fn gemm_time(
     acc: &Accelerator,
     precision: Precision,
@@ -384,7 +394,10 @@ pub fn gemm_time(
     count: f64,
 ) -> f64 {
     let timer = Analytical { levels: &[] };
-    let ctx = Ctx::new(acc, precision, &timer);
+    let ctx = Ctx {
+        quant_kernel: false,
+        ..Ctx::new(acc, precision, &timer)
+    };
     ctx.gemm(m, n, k, count)
 }
 

@@ -21,19 +21,19 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the MLPerf v5 held-out file is in the repository")
 }
 
-/// Ratchet just above the figures measured (mean 9.4%, worst 44.9%, since memory-bound
-/// kernels pay the fixed per-kernel cost; 9.8% and 45.9% when added).
+/// Ratchet just above the figures measured (mean 8.9%, worst 43.7%, since memory-bound
+/// kernels and fp8 casts pay the fixed per-kernel cost; 9.8% and 45.9% when added).
 #[test]
 fn mlperf5_held_out_runs_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 20);
-    common::assert_within(&r, 0.094, 0.45);
+    common::assert_within(&r, 0.0905, 0.442);
 }
 
-/// The bar for kept-aside data; not met (worst −44.9%), so ignored.
+/// The bar for kept-aside data; not met (worst −43.7%), so ignored.
 #[test]
-#[ignore = "kept-aside bar not met on MLPerf Training v5.x: worst -44.9% (Llama 3.1 8B, 512 GB300)"]
+#[ignore = "kept-aside bar not met on MLPerf Training v5.x: worst -43.7% (Llama 3.1 8B, 512 GB300)"]
 fn mlperf5_held_out_runs_meet_the_kept_aside_bar() {
     common::assert_kept_aside_bar(&report());
 }
