@@ -242,9 +242,8 @@ impl<'a> Ctx<'a> {
     }
 
     fn gemm(&self, m: f64, n: f64, k: f64, count: f64) -> f64 {
-        let e = &self.acc.efficiency;
         let flops = 2.0 * m * n * k * count;
-        let mut t = flops / (self.gemm_peak * self.gemm_eff) + e.gemm_overhead_us * 1e-6;
+        let mut t = flops / (self.gemm_peak * self.gemm_eff) + self.kernel_s;
         if self.fp8 {
             // Quantise the activation input (read bf16, write fp8) for the fp8 GEMM; as a
             // kernel of its own it pays the fixed per-kernel cost too.
