@@ -92,6 +92,11 @@ pub struct ComputeEfficiency {
     pub attention_bwd_seq_half: f64,
     /// Fraction of the HBM datasheet bandwidth reached by streaming kernels.
     pub hbm: f64,
+    /// Fraction of the HBM datasheet bandwidth at which a skinny GEMM (a few token rows
+    /// against a weight matrix: the decode regime) streams its weights. Lower than `hbm`:
+    /// measured on H100 and H200, such GEMMs keep fewer bytes in flight than a streaming
+    /// kernel (time = `gemm_overhead_us` + weight bytes / (datasheet × this)).
+    pub hbm_gemm: f64,
     /// Cost of the softmax work of one attention score (the exponential, on the special
     /// function units) in matmul-FLOP equivalents, forward. It makes fused attention less
     /// efficient at small head dimensions: efficiency scales with F / (F + this), where

@@ -345,6 +345,7 @@ fn accelerator_ranges() {
             ("attention_fwd", e.attention_fwd),
             ("attention_bwd", e.attention_bwd),
             ("hbm", e.hbm),
+            ("hbm_gemm", e.hbm_gemm),
         ] {
             if !(v > 0.0 && v <= 1.0) {
                 problems.push(format!("{}: efficiency.{name} = {v} outside (0, 1]", a.id));

@@ -266,6 +266,8 @@ pub struct InstanceModel {
     /// Expected maximum of `ep` standard normals (busiest-rank order statistic).
     ep_max_z: f64,
     hbm_bps: f64,
+    /// Rate at which skinny GEMMs stream their weights (`efficiency.hbm_gemm`).
+    gemm_stream_bps: f64,
     attn_params: f64,
     attn_gemms: f64,
     /// Attention weights applied after the core (MLA: the value half of `kv_b`, absorbed
@@ -413,6 +415,7 @@ impl InstanceModel {
             placement: Placement::Static,
             ep_max_z: expected_max_std_normal(par.ep as u64),
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
+            gemm_stream_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm_gemm,
             attn_params: model.attention_params(),
             attn_gemms,
             attn_post_params,
@@ -576,7 +579,7 @@ impl InstanceModel {
         )
         .max(widened_gemm_floor(&self.acc, p, 2.0 * tokens * params));
         let ov = self.acc.efficiency.gemm_overhead_us * 1e-6;
-        let memory = params * bytes_of(p) / self.hbm_bps + ov;
+        let memory = params * bytes_of(p) / self.gemm_stream_bps + ov;
         compute.max(memory) + (kernels - 1.0).max(0.0) * ov
     }
 
@@ -856,7 +859,8 @@ impl InstanceModel {
                     self.prec.experts,
                     2.0 * hot * shard,
                 ));
-                let memory = distinct * shard * bytes_of(self.prec.experts) / self.hbm_bps + ov;
+                let memory =
+                    distinct * shard * bytes_of(self.prec.experts) / self.gemm_stream_bps + ov;
                 let routed = compute.max(memory) + ov;
                 let shared = self.weight_gemm(self.prec.weights, t_r, self.shared_params / tp, 2.0);
                 let router = self.weight_gemm(Precision::Bf16, t_r, h * e, 1.0);

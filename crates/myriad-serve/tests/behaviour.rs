@@ -155,10 +155,13 @@ fn decode_step_grows_with_context_as_kv_traffic_predicts() {
     );
     // One sequence at short context: the weights stream once. Llama 3 8B has 8.03e9
     // parameters (7.5e9 in the layers and 2 × 0.525e9 in embedding and output); the step
-    // reads the layers and the output layer in bf16: ~1.6e10 bytes / 3.015e12 = 5.3 ms,
-    // plus fixed per-kernel costs (≤ 32 layers × 9 kernels × 3.6 µs ≈ 1 ms).
+    // reads the layers and the output layer in bf16 at the skinny-GEMM stream rate,
+    // 3.35 TB/s × 0.80 = 2.68e12 B/s (measured, `efficiency.hbm_gemm`): ~1.6e10 bytes /
+    // 2.68e12 = 6.0 ms, plus fixed per-kernel costs (≤ 32 layers × 9 kernels × 3.6 µs ≈
+    // 1 ms). (Measured on an H100: 6.4 ms for the GEMMs and attention of this step,
+    // calibration/h100-decode-measured.json.)
     let t1 = step(1.0, 100.0);
-    assert!(t1 > 5.1e-3 && t1 < 6.6e-3, "B=1 step {t1}");
+    assert!(t1 > 5.8e-3 && t1 < 7.1e-3, "B=1 step {t1}");
     // Memory-bound: doubling a small batch barely changes the step; the time per token
     // falls. At large batch the GEMMs become compute-bound and the step grows.
     let per_token = |b: f64| step(b, 1000.0) / b;
@@ -363,13 +366,18 @@ fn validation_mae_ratchet() {
     // window as its docs state: a physical correction that exposes the gpt-oss-20b miss.
     // Raised again, 0.1310 -> 0.1330, when MLPerf Server rows were scored as MLPerf scores
     // them, at the highest rate meeting the p99 latency limits, instead of at the run's
-    // own target rate, which matched any model that kept up by construction.)
+    // own target rate, which matched any model that kept up by construction. Raised a
+    // third time, 0.1330 -> 0.1345 and median 0.0755 -> 0.0840, when decode GEMMs were
+    // made to stream their weights at the rate measured on H100 and H200, 0.80 and 0.76
+    // of the HBM peak (`efficiency.hbm_gemm`), instead of a copy's 0.90: the measured
+    // decode step moved from 4-10% fast to within 0-6%, and the rows already predicted
+    // too slow for other reasons moved further off.)
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.1330, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1345, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.0755,
+        s.median_abs_error < 0.0840,
         "median {:.3}",
         s.median_abs_error
     );
