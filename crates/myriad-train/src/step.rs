@@ -410,9 +410,16 @@ pub fn attention_fwd_time(acc: &Accelerator, flops: f64, seq: f64, head_flops: f
 
 /// Forward and backward time (seconds) of one fused-attention op on `acc` (bf16).
 pub fn attention_times(acc: &Accelerator, op: &Op) -> (f64, f64) {
+    op_times(acc, Precision::Bf16, std::slice::from_ref(op))
+}
+
+/// Forward and backward compute time (seconds) of a list of ops on `acc` in `precision`:
+/// the step model's op-sum, no communication, recompute or gradient accumulation beyond
+/// the weight-gradient epilogue.
+pub fn op_times(acc: &Accelerator, precision: Precision, ops: &[Op]) -> (f64, f64) {
     let timer = Analytical { levels: &[] };
-    let ctx = Ctx::new(acc, Precision::Bf16, &timer);
-    let (f, b, _, _) = ctx.times(std::slice::from_ref(op));
+    let ctx = Ctx::new(acc, precision, &timer);
+    let (f, b, _, _) = ctx.times(ops);
     (f, b)
 }
 
