@@ -145,3 +145,42 @@ fn skinny_gemms_stream_weights_at_the_catalog_rate() {
         assert!(mean.abs() < 0.03, "{acc}: mean error {:+.1}%", 100.0 * mean);
     }
 }
+
+/// Decode attention streams the KV cache at the catalog's `hbm` rate: measured calls with
+/// at least 256 (batch × KV head) work units and 8192+ cached tokens are within 5% of
+/// `gemm_overhead_us + KV bytes / (HBM × hbm)`, which is the serving model's decode
+/// attention form when memory-bound. (Shorter calls run 6-10 µs longer than that, and
+/// PyTorch's SDPA, with no split-KV, leaves SMs idle below 132 work units; neither is
+/// asserted.)
+#[test]
+fn decode_attention_streams_the_kv_cache_at_the_catalog_rate() {
+    let cat = myriad_catalog::catalog();
+    for (file, acc) in [
+        ("h100-decode-measured.json", "h100-sxm"),
+        ("h200-decode-measured.json", "h200"),
+    ] {
+        let a = cat.accelerator(acc).unwrap();
+        let rate = a.hbm_tbps * 1e12 * a.efficiency.hbm;
+        let ov = a.efficiency.gemm_overhead_us * 1e-6;
+        let mut n = 0;
+        for r in data(file)["attention"].as_array().unwrap() {
+            let f = |k: &str| r[k].as_f64().unwrap();
+            if f("batch") * f("kv_heads") < 256.0 || f("ctx") < 8192.0 {
+                continue;
+            }
+            let bytes = 2.0 * f("batch") * f("kv_heads") * f("ctx") * f("head_dim") * 2.0;
+            let model = ov + bytes / rate;
+            let measured = f("us") * 1e-6;
+            assert!(
+                (model / measured - 1.0).abs() < 0.05,
+                "{acc} batch {} ctx {}: model {:.0} us, measured {:.0} us",
+                f("batch"),
+                f("ctx"),
+                model * 1e6,
+                measured * 1e6
+            );
+            n += 1;
+        }
+        assert!(n >= 6, "{acc}: only {n} attention rows checked");
+    }
+}
