@@ -122,7 +122,12 @@ per-source parameter; these are explanations, not corrections):
   much slower than the same models in later releases; the same Qwen3-30B plan ran in 9.66 s
   on B200 (26.04.01) and 6.56 s on GB200 (26.08), a 47% gap against 11% more peak. Routing
   imbalance, permutation kernels and the grouped-GEMM padding of those releases are not
-  captured. Megatron-Bridge's gpt-oss-120b recipes recompute only the layernorms and the
+  captured. The expert GEMMs are not where the time goes: one EP rank's MoE layer of
+  Qwen3-30B-A3B, gpt-oss-120b, Mixtral and a DeepSeek-V3-sized layer, measured on a lent
+  H100 (`calibration/h100-moe-layer-measured.json`), runs its grouped GEMMs (forward, data
+  and weight gradients) in what the model's GEMM form gives (the model is 4-12% slower),
+  while PyTorch's naive token movement takes 25-45% of the layer; Megatron's fused permute
+  kernels are not in that image, so their cost stays unmeasured. Megatron-Bridge's gpt-oss-120b recipes recompute only the layernorms and the
   MoE activation (`recompute_modules = ["layernorm", "moe_act"]`); Myriad models that
   module-level selective recompute (`training.recompute_modules`, and the ladder of sets it
   tries when recompute is not given, for sources from 2025 on), but with fp32 gradient
