@@ -6,8 +6,10 @@
 //! contribute their prompt tokens. Per layer and per accelerator:
 //!
 //! - each weight GEMM takes `max(FLOPs / (peak × gemm eff) + overhead, weight bytes / (HBM ×
-//!   hbm eff) + overhead)`: the step model's GEMM form (`myriad_train::step::gemm_time`)
-//!   against streaming the weight shard once (decode is memory-bound, prefill compute-bound);
+//!   hbm_gemm) + overhead)`: the step model's GEMM form (`myriad_train::step::gemm_time`)
+//!   against streaming the weight shard once at the rate GEMMs with few rows reach (measured
+//!   on H100/H200 at 0.80/0.76 of the peak, below a copy's 0.90; calibration/README.md)
+//!   (decode is memory-bound, prefill compute-bound);
 //! - attention in prefill: the step model's fused-attention time over the causal pairs of
 //!   the chunk (quadratic in prompt length); in decode: `max(FLOPs, KV bytes)` where the KV
 //!   bytes are the cached context of every sequence in the KV precision (MLA: the latent
