@@ -6,6 +6,9 @@ Writes $OUT/moe_decode_bench.json. Re-run: `OUT=$OUT python3 calibration/moe_dec
 import json, math, os, traceback
 import torch
 
+# The timer of decode_bench.py (same directory; its measurements run only under __main__).
+from decode_bench import graph_time
+
 dev = "cuda"
 bf = torch.bfloat16
 OUT = os.environ.get("OUT", ".")
@@ -26,31 +29,6 @@ SHAPES = [
     ("qwen3-235b expert up (gate+up)", 4096, 3072),
     ("qwen3-235b expert down", 1536, 4096),
 ]
-
-
-def graph_time(body, calls):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        body()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        body()
-    for _ in range(2):
-        g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(7):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        g.replay()
-        e1.record()
-        torch.cuda.synchronize()
-        ts.append(e0.elapsed_time(e1) / 1e3)
-    ts.sort()
-    return ts[3] / calls
 
 
 for name, K, N in SHAPES:
