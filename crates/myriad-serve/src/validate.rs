@@ -811,15 +811,7 @@ fn predict_inner(
         let name = text(row.get("model").unwrap_or(&Value::Null), "name")
             .to_ascii_lowercase()
             .replace([' ', '-'], "");
-        let guess = if ds.contains("gsm8k") || ds.contains("mixtral") || name.contains("mixtral") {
-            // MLPerf Mixtral mix (OpenOrca + GSM8K few-shot + MBXP few-shot): an estimate of
-            // 600 input tokens mean (OpenOrca ~300, the few-shot GSM8K and MBXP prompts
-            // longer); not a published statistic.
-            600.0
-        } else if ds.contains("openorca") || name.contains("llama270b") {
-            // MLPerf OpenOrca subset for Llama 2 70B: about 295 input tokens mean.
-            295.0
-        } else {
+        let Some((guess, why)) = dataset_mean_input(&ds, &name) else {
             // Any other dataset: its mean prompt length is not known here, and guessing
             // one would decide the prediction.
             return Err(format!(
@@ -832,7 +824,9 @@ fn predict_inner(
             ));
         };
         isl = Some(guess);
-        notes.push(format!("isl: {guess} (dataset mean, not given in the row)"));
+        notes.push(format!(
+            "isl: {guess} (dataset mean, not given in the row: {why})"
+        ));
     }
     let isl = isl.unwrap_or(1024.0);
     let disagg = scenario.contains("disagg")
@@ -1009,18 +1003,37 @@ fn predict_inner(
     // server row).
     let r = if server {
         let target = num(sv, "target_qps").unwrap_or(1.0);
-        let n = SERVER_REQUESTS;
+        // MLPerf Server runs issue queries for at least `min_duration` (600 s by the rules;
+        // the row's LoadGen setting where it has one): each rate is simulated over that
+        // window of arrivals, so that long requests (DeepSeek-R1's ~3,700 output tokens
+        // take minutes) reach a steady state instead of draining a short burst.
+        let min_duration = sv
+            .get("loadgen_requested")
+            .and_then(|l| num(l, "requested_min_duration_ms"))
+            .map(|ms| ms / 1e3)
+            .unwrap_or(SERVER_MIN_DURATION_S);
+        let n_at = |rate: f64| -> usize {
+            ((rate * min_duration).ceil() as usize).clamp(SERVER_REQUESTS, SERVER_REQUESTS_MAX)
+        };
         let unit = crate::sim::generate(&crate::sim::Workload {
             arrivals: crate::sim::Arrivals::Poisson(1.0),
             input: crate::sim::LengthDist::Fixed(isl_u),
             output: crate::sim::LengthDist::Fixed(osl_u),
-            requests: n as u64,
+            requests: SERVER_REQUESTS_MAX as u64,
             prefix_hit: 0.0,
             seed: 1,
         });
         let at = |rate: f64| -> Vec<(f64, u32, u32)> {
-            unit.iter().map(|&(t, i, o)| (t / rate, i, o)).collect()
+            unit[..n_at(rate)]
+                .iter()
+                .map(|&(t, i, o)| (t / rate, i, o))
+                .collect()
         };
+        let n = n_at(target);
+        // A valid Server run completes what it was sent at the rate it was sent: its
+        // output rate is the query rate times the output per query.
+        let gpus = dep.accelerators() as f64;
+        let steady = |rate: f64| rate * osl_u as f64 / gpus;
         let at_target = simulate_requests(&dep, &at(target), 0.0, &slo);
         if slo.ttft_s.is_some() || slo.tpot_s.is_some() {
             // What MLPerf Server scores: the highest rate whose p99 latencies meet the
@@ -1039,15 +1052,16 @@ fn predict_inner(
                 };
                 meets(&x).then_some(x)
             }) {
-                Some((rate, best)) => {
+                Some((rate, _)) => {
                     notes.push(format!(
-                        "server: the highest Poisson rate whose simulated p99 TTFT and TPOT meet the limits ({}{}): {rate:.3} requests/s (the run's target {target}), {n} requests per rate; at the target, p99 TTFT {:.0} ms and TPOT {:.1} ms",
+                        "server: the highest Poisson rate whose simulated p99 TTFT and TPOT meet the limits ({}{}): {rate:.3} requests/s (the run's target {target}), arrivals over {min_duration:.0} s ({} requests at that rate); at the target, p99 TTFT {:.0} ms and TPOT {:.1} ms",
                         ttft_limit.map(|x| format!("TTFT {:.0} ms", x * 1e3)).unwrap_or_default(),
                         tpot_limit.map(|x| format!(" TPOT {:.0} ms", x * 1e3)).unwrap_or_default(),
+                        n_at(rate),
                         at_target.ttft.p99 * 1e3,
                         at_target.tpot.p99 * 1e3,
                     ));
-                    res.predicted = Some(best.output_tokens_per_s_per_accelerator);
+                    res.predicted = Some(steady(rate));
                 }
                 None => {
                     notes.push(format!(
@@ -1059,7 +1073,7 @@ fn predict_inner(
             }
         } else {
             notes.push(format!(
-                "arrivals: Poisson at the target {target} requests/s, {n} requests (no latency limits given)"
+                "arrivals: Poisson at the target {target} requests/s over {min_duration:.0} s, {n} requests (no latency limits given)"
             ));
             res.predicted = Some(at_target.output_tokens_per_s_per_accelerator);
         }
@@ -1102,9 +1116,51 @@ fn predict_inner(
     Ok(())
 }
 
+/// Mean prompt length (tokens) of the MLPerf Inference datasets, for rows that name one but
+/// leave `isl` unset, with where each figure comes from. `ds` is the row's lower-cased
+/// `serving.dataset`, `name` its lower-cased model name without spaces or dashes.
+///
+/// The Llama 3.1 405B, DeepSeek-R1 and Llama 3.1 8B means are computed from per-sample
+/// token counts of the official MLCommons dataset files as tabulated by Red Hat's
+/// `openshift-psap/performance-dashboard` (`mlperf-data/summaries/*.csv` at 71007029): MLCommons
+/// publishes the output means (684.68 and 3,886.2 tokens, the `language/*/README.md`
+/// accuracy targets, which those tables reproduce exactly) but not the input means.
+pub fn dataset_mean_input(ds: &str, name: &str) -> Option<(f64, &'static str)> {
+    if ds.contains("gsm8k") || ds.contains("mixtral") || name.contains("mixtral") {
+        // OpenOrca ~300, the few-shot GSM8K and MBXP prompts longer.
+        return Some((600.0, "MLPerf Mixtral mix of OpenOrca, GSM8K and MBXP few-shot prompts: an estimate, not a published statistic"));
+    }
+    if ds.contains("openorca") || name.contains("llama270b") {
+        return Some((295.0, "MLPerf OpenOrca subset for Llama 2 70B"));
+    }
+    if ds.contains("405b") || name.contains("llama3.1405b") {
+        return Some((
+            9429.0,
+            "MLPerf Llama 3.1 405B dataset, 8,313 samples, per-sample counts of the official file",
+        ));
+    }
+    if ds.contains("deepseek") || name.contains("deepseekr1") {
+        return Some((
+            804.0,
+            "MLPerf DeepSeek-R1 dataset, 4,388 samples, per-sample counts of the official file",
+        ));
+    }
+    if ds.contains("cnn") || ds.contains("dailymail") {
+        return Some((871.0, "MLPerf Llama 3.1 8B CNN/DailyMail set, 13,368 samples with the summarisation instruction, per-sample counts of the official file"));
+    }
+    None
+}
+
 /// Requests simulated per rate for a server row (MLPerf Server runs last at least ten
 /// minutes: tens of thousands of queries at these rates).
 pub const SERVER_REQUESTS: usize = 20_000;
+
+/// Seconds of arrivals a server row is simulated over when it does not say (MLPerf
+/// Inference's minimum Server run duration, 600 s).
+pub const SERVER_MIN_DURATION_S: f64 = 600.0;
+
+/// Most requests simulated per rate (a bound on the time one rate takes).
+pub const SERVER_REQUESTS_MAX: usize = 400_000;
 
 /// The highest rate for which `run` returns `Some`, found from `target` by doubling or
 /// halving to a bracket (at most ten steps each way), then ten bisections on the log scale

@@ -371,11 +371,16 @@ fn validation_mae_ratchet() {
     // made to stream their weights at the rate measured on H100 and H200, 0.80 and 0.76
     // of the HBM peak (`efficiency.hbm_gemm`), instead of a copy's 0.90: the measured
     // decode step moved from 4-10% fast to within 0-6%, and the rows already predicted
-    // too slow for other reasons moved further off.)
+    // too slow for other reasons moved further off. Raised a fourth time, 0.1345 ->
+    // 0.1350, when Server rows were simulated over MLPerf's 600 s minimum run and scored at
+    // their steady output rate, rate × output per query, which is what LoadGen reports for
+    // a valid run (within 2% of target × mean output on every Server row in the files),
+    // instead of over a 20,000-request burst whose drain tail lowered the rate: the two
+    // over-predicted Server rows here moved from +15%/+5% to +18%/+8%.)
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.1345, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1350, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.0840,
         "median {:.3}",

@@ -51,18 +51,18 @@ fn report_of(file: &str) -> myriad_serve::validate::Report {
 
 /// MLPerf Inference v5.0/v5.1 rows (`validation/serving-heldout-mlperf5.json`): GB300 and
 /// GB200 NVL72, B200, MI300X; Offline, Server and the latency-bound Interactive scenario.
-/// Rows whose dataset's mean prompt length is not known (Llama 3.1 405B, Llama 3.1 8B,
-/// DeepSeek-R1: none of the files read states it) are not predicted, and say why.
+/// Every row is predicted: rows that leave `isl` unset take their dataset's mean prompt
+/// length (`validate::dataset_mean_input`) and say which.
 #[test]
-fn mlperf5_rows_without_a_known_prompt_length_are_not_scored() {
+fn mlperf5_rows_are_all_scored_with_their_dataset_prompt_length() {
     let r = report_of("serving-heldout-mlperf5.json");
     assert_eq!(r.cases.len(), 23);
     for c in &r.cases {
-        let known = c.id.contains("llama2-70b") || c.id.contains("mixtral");
-        assert_eq!(c.error.is_some(), known, "{}: {:?}", c.id, c.notes);
-        if !known {
+        assert!(c.error.is_some(), "{}: {:?}", c.id, c.notes);
+        if c.id.contains("405b") || c.id.contains("deepseek-r1") || c.id.contains("3.1-8b") {
             assert!(
-                c.notes.iter().any(|n| n.contains("serving.isl: not given")),
+                c.notes.iter().any(|n| n.starts_with("isl: ")
+                    && n.contains("per-sample counts of the official file")),
                 "{}: {:?}",
                 c.id,
                 c.notes
@@ -71,19 +71,39 @@ fn mlperf5_rows_without_a_known_prompt_length_are_not_scored() {
     }
 }
 
-/// Ratchet on the scored MLPerf v5.x rows (7: Llama 2 70B and Mixtral on B200 and MI300X),
-/// just above the figures measured: MAE 30.5%, worst +167% (MI300X Llama 2 70B Interactive,
-/// where the model's p99 TPOT at the run's rate is 23 ms against 40 ms measured: its
-/// moderate-batch decode steps are faster than vLLM's on ROCm). Offline and Server rows are
-/// within 9%; both Interactive rows are over-predicted (+30%, +167%).
+/// The dataset means the validator fills in are those computed from the per-sample token
+/// counts of the official MLCommons files (see `dataset_mean_input`).
+#[test]
+fn mlperf_dataset_mean_prompt_lengths() {
+    use myriad_serve::validate::dataset_mean_input;
+    let isl = |ds: &str| dataset_mean_input(ds, "").map(|x| x.0);
+    assert_eq!(isl("mlperf llama 3.1 405b instruct dataset"), Some(9429.0));
+    assert_eq!(
+        isl("mlperf deepseek-r1 dataset, 4,388 samples"),
+        Some(804.0)
+    );
+    assert_eq!(
+        isl("mlperf llama 3.1 8b summarisation dataset (cnn/dailymail)"),
+        Some(871.0)
+    );
+    assert_eq!(isl("mlperf openorca subset"), Some(295.0));
+    assert_eq!(isl("sharegpt"), None);
+}
+
+/// Ratchet on the MLPerf v5.x rows (23 scored), just above the figures measured: MAE
+/// 64.5%, worst +277.7% (GB200 NVL72 DeepSeek-R1 Server). Llama 2 70B and Mixtral Offline
+/// and Server, and Llama 3.1 405B Offline, are within 13%; the DeepSeek-R1 rows (TensorRT-LLM
+/// attention-DP + EP8 instances) are over-predicted +99% to +278%, as the public DEP8 blog
+/// rows are (+68%, +76%): the model's decode step for that layout is about twice as fast as
+/// these runs imply (docs/serving.md); the Interactive rows are over-predicted +25% to +151%.
 #[test]
 fn mlperf5_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf5.json");
     let s = &r.summary;
-    assert_eq!(s.count, 7);
-    assert!(s.mae < 0.31, "MAE {:.3}", s.mae);
+    assert_eq!(s.count, 23);
+    assert!(s.mae < 0.66, "MAE {:.3}", s.mae);
     assert!(
-        s.worst_abs_error < 1.68,
+        s.worst_abs_error < 2.80,
         "{} {:.3}",
         s.worst_id,
         s.worst_abs_error
@@ -91,7 +111,7 @@ fn mlperf5_held_out_rows_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on MLPerf v5.x Interactive rows (MAE 30.5%, worst +167%)"]
+#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 64.5%, worst +278%: DeepSeek-R1 and Interactive rows)"]
 fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-mlperf5.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
