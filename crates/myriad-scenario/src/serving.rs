@@ -46,6 +46,16 @@ pub struct ServingSpec {
     /// default: the framework's (on for all three).
     #[serde(default)]
     pub chunked_prefill: Option<bool>,
+    /// Run prompts in iterations of their own, first, with every running sequence waiting
+    /// (vLLM's V0 engine without chunked prefill); default false: prompts share iterations
+    /// with the decodes. Only meaningful with `chunked_prefill: false`.
+    #[serde(default)]
+    pub prefill_first: Option<bool>,
+    /// Decode steps per scheduling round (vLLM V0 multi-step scheduling,
+    /// `num_scheduler_steps`): waiting prompts are scheduled only when a round ends;
+    /// default 1.
+    #[serde(default)]
+    pub decode_steps_per_round: Option<u32>,
     /// Share of the memory left after weights and runtime buffers given to the KV cache;
     /// default: the framework's (0.90 TensorRT-LLM and vLLM, 0.85 SGLang).
     #[serde(default)]
@@ -298,6 +308,18 @@ impl ServingSpec {
                     format!("`{f}` is not one of tensorrt-llm, vllm, sglang"),
                 ));
             }
+        }
+        if self.prefill_first == Some(true) && self.chunked_prefill != Some(false) {
+            return Err((
+                "prefill_first".into(),
+                "true needs chunked_prefill: false (chunked prefill puts prompt chunks into the decode iterations; every framework's default is on)".into(),
+            ));
+        }
+        if self.decode_steps_per_round == Some(0) {
+            return Err((
+                "decode_steps_per_round".into(),
+                "0 must be at least 1".into(),
+            ));
         }
         if let Some(x) = self.kv_cache_fraction {
             if !(x > 0.0 && x <= 1.0) {

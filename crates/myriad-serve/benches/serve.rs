@@ -66,6 +66,7 @@ fn simulate_1m_requests(bencher: divan::Bencher) {
         max_tokens: 8192,
         chunked_prefill: true,
         kv_tokens: kv,
+        policy: Default::default(),
     });
     let w = Workload {
         arrivals: Arrivals::Poisson(60.0),

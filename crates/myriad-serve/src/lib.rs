@@ -35,8 +35,8 @@ use serde::Serialize;
 pub use framework::{framework, Framework};
 pub use model::{Batch, InstanceModel, IterTime, MoeStages, Parallel, Precisions, Speculative};
 pub use sim::{
-    simulate, simulate_requests, Arrivals, Deployment, LengthDist, RoleSpec, SimReport, Slo,
-    Workload,
+    simulate, simulate_requests, Arrivals, Deployment, LengthDist, RoleSpec, SchedulePolicy,
+    SimReport, Slo, Workload,
 };
 
 /// Everything `myriad serve` needs, resolved from a scenario, with notes on defaults.
@@ -143,6 +143,7 @@ pub fn role(
         max_tokens: r.max_num_tokens.unwrap_or(fw.max_num_tokens),
         chunked_prefill: chunked,
         kv_tokens,
+        policy: Default::default(),
     })
 }
 
@@ -204,6 +205,11 @@ pub fn setup(
                 count / gpus,
                 &mut notes,
             )?;
+            let mut spec_r = spec_r;
+            spec_r.policy = SchedulePolicy {
+                prefill_first: sv.prefill_first.unwrap_or(false),
+                decode_steps_per_round: sv.decode_steps_per_round.unwrap_or(1),
+            };
             Deployment::Aggregated(spec_r)
         }
         ServingMode::Disaggregated => {

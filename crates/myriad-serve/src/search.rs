@@ -51,6 +51,7 @@ fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Opt
         max_tokens: base.max_tokens,
         chunked_prefill: base.chunked_prefill,
         kv_tokens: kv,
+        policy: base.policy,
     })
 }
 

@@ -128,6 +128,24 @@ pub struct RoleSpec {
     pub chunked_prefill: bool,
     /// KV-cache capacity per instance, tokens.
     pub kv_tokens: f64,
+    /// How the scheduler forms iterations (default: prompts share iterations with decodes).
+    pub policy: SchedulePolicy,
+}
+
+/// How an instance's scheduler forms iterations beyond the token budget and batch limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SchedulePolicy {
+    /// Every iteration is all prefill or all decode, admitted prompts first: vLLM's V0
+    /// engine without chunked prefill ("by default, vLLM scheduler prioritizes prefills and
+    /// doesn't batch prefill and decode to the same batch"; chunked prefill switched it to
+    /// decode-first mixed batches, vllm-project/vllm#7874). Running sequences wait out
+    /// every prefill iteration. Off (default): prompts share iterations with the decodes
+    /// (Orca continuous batching, TensorRT-LLM in-flight batching, vLLM V1, SGLang).
+    pub prefill_first: bool,
+    /// Decode steps per scheduling round (vLLM V0 multi-step scheduling,
+    /// `num_scheduler_steps`): once a round starts, waiting prompts are scheduled only after
+    /// its last step. 0 or 1: every iteration is scheduled.
+    pub decode_steps_per_round: u32,
 }
 
 /// Aggregated or prefill/decode disaggregated.
@@ -286,6 +304,8 @@ struct Inst {
     /// Prompts completed by the iteration in flight (at the queue front).
     done_front: usize,
     decoding: f64,
+    /// Decode steps left in the current multi-step round (`SchedulePolicy`).
+    round_left: u32,
 }
 
 impl Inst {
@@ -423,11 +443,29 @@ impl Sim<'_> {
             }
         }
         let inst = &mut self.insts[i];
-        let dec = if role == Role::Prefill {
+        let policy = spec.policy;
+        if inst.running == 0 {
+            inst.round_left = 0;
+        }
+        // Prefill-first (unmixed) scheduling: admitted prompts run alone, between rounds.
+        let prefill_only = role == Role::Prefill
+            || (policy.prefill_first && !inst.prefill.is_empty() && inst.round_left == 0);
+        let dec = if prefill_only {
             0.0
         } else {
             inst.running as f64
         };
+        // Prompts join an iteration of decodes only under mixed scheduling, and under
+        // multi-step scheduling only at the first step of a round.
+        let mut allow_prefill = !(policy.prefill_first && dec > 0.0);
+        if dec > 0.0 && policy.decode_steps_per_round > 1 {
+            if inst.round_left == 0 {
+                inst.round_left = policy.decode_steps_per_round;
+            } else {
+                allow_prefill = false;
+            }
+            inst.round_left -= 1;
+        }
         let mut budget = (spec.max_tokens as f64 - dec * (1.0 + draft)).max(0.0);
         let per_rank_budget =
             (spec.max_tokens as f64 / spec.model.par.attention_dp as f64).max(1.0);
@@ -445,7 +483,7 @@ impl Sim<'_> {
         let mut rank = 0u32;
         let mut room = rank_full;
         for k in 0..inst.prefill.len() {
-            if budget <= 0.0 {
+            if budget <= 0.0 || !allow_prefill {
                 break;
             }
             let (r, done) = inst.prefill[k];
@@ -623,6 +661,7 @@ pub fn simulate_requests(
                 waiting: VecDeque::new(),
                 prefill: VecDeque::new(),
                 running: 0,
+                round_left: 0,
                 ctx: 0.0,
                 steps: 0,
                 finish: BinaryHeap::new(),

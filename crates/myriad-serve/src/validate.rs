@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::framework::{framework, Framework};
 use crate::model::{Batch, InstanceModel, Parallel, Precisions, Speculative};
-use crate::sim::{simulate_requests, Deployment, RoleSpec, Slo};
+use crate::sim::{simulate_requests, Deployment, RoleSpec, SchedulePolicy, Slo};
 
 /// One predicted row.
 #[derive(Debug, Clone, Serialize)]
@@ -980,13 +980,54 @@ fn predict_inner(
     } else {
         b.model.with_graph_padding(graph_sizes)
     };
+    // Chunked prefill as the row states it (`serving.chunked_prefill`), else the
+    // framework's default. vLLM's V0 engine (forced with `VLLM_USE_V1=0` after V1 became
+    // the default in 0.8) without chunked prefill runs prefill-only iterations first, and
+    // with `num_scheduler_steps` runs decodes in rounds of that many steps.
+    let chunked_prefill = match sv.get("chunked_prefill").and_then(Value::as_bool) {
+        Some(c) => {
+            notes.push(format!(
+                "chunked prefill: {} (stated)",
+                if c { "on" } else { "off" }
+            ));
+            c
+        }
+        None => !static_batch && fw.chunked_prefill && !bench_unchunked,
+    };
+    let fw_text = text(sv, "framework").to_ascii_lowercase();
+    let vllm_v0 = fw.id == "vllm"
+        && (fw_text.contains("v0 engine")
+            || fw_text.contains("vllm_use_v1 0")
+            || fw_text.contains("vllm_use_v1=0"));
+    let policy = SchedulePolicy {
+        prefill_first: vllm_v0 && !chunked_prefill,
+        decode_steps_per_round: if vllm_v0 {
+            uint(sv, "num_scheduler_steps").unwrap_or(1)
+        } else {
+            1
+        },
+    };
+    if policy.prefill_first {
+        notes.push(format!(
+            "scheduling: vLLM V0 without chunked prefill: prefill-only iterations first, running sequences wait{}",
+            if policy.decode_steps_per_round > 1 {
+                format!(
+                    "; decodes in rounds of {} steps (num_scheduler_steps)",
+                    policy.decode_steps_per_round
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
     let role = RoleSpec {
         model,
         instances,
         max_batch,
         max_tokens,
-        chunked_prefill: !static_batch && fw.chunked_prefill && !bench_unchunked,
+        chunked_prefill: !static_batch && chunked_prefill,
         kv_tokens,
+        policy,
     };
     notes.push(format!(
         "instance: {} × (tp {} attention_dp {} ep {}), max_batch {}, max_num_tokens {}, KV {:.0} tokens",

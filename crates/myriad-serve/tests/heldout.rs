@@ -91,17 +91,18 @@ fn mlperf_dataset_mean_prompt_lengths() {
 }
 
 /// Ratchet on the MLPerf v5.x rows (23 scored), just above the figures measured: MAE
-/// 64.5%, worst +277.7% (GB200 NVL72 DeepSeek-R1 Server). Llama 2 70B and Mixtral Offline
-/// and Server, and Llama 3.1 405B Offline, are within 13%; the DeepSeek-R1 rows (TensorRT-LLM
+/// 60.7%, worst +277.7% (GB200 NVL72 DeepSeek-R1 Server). Llama 2 70B and Mixtral Offline
+/// and Server, and Llama 3.1 405B Offline, are within 12%; the DeepSeek-R1 rows (TensorRT-LLM
 /// attention-DP + EP8 instances) are over-predicted +99% to +278%, as the public DEP8 blog
 /// rows are (+68%, +76%): the model's decode step for that layout is about twice as fast as
-/// these runs imply (docs/serving.md); the Interactive rows are over-predicted +25% to +151%.
+/// these runs imply (docs/serving.md); the Interactive rows are over-predicted +25% to +76%
+/// (MI300X +65% with vLLM V0's prefill-first scheduling, +151% without).
 #[test]
 fn mlperf5_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf5.json");
     let s = &r.summary;
     assert_eq!(s.count, 23);
-    assert!(s.mae < 0.66, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.61, "MAE {:.3}", s.mae);
     assert!(
         s.worst_abs_error < 2.80,
         "{} {:.3}",
@@ -111,7 +112,7 @@ fn mlperf5_held_out_rows_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 64.5%, worst +278%: DeepSeek-R1 and Interactive rows)"]
+#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 60.7%, worst +278%: DeepSeek-R1 and Interactive rows)"]
 fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-mlperf5.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
