@@ -1174,13 +1174,18 @@ pub fn dataset_mean_input(ds: &str, name: &str) -> Option<(f64, &'static str)> {
     if ds.contains("openorca") || name.contains("llama270b") {
         return Some((295.0, "MLPerf OpenOrca subset for Llama 2 70B"));
     }
-    if ds.contains("405b") || name.contains("llama3.1405b") {
+    // The newer sets only where the row names an MLPerf dataset: another 405B or R1 row
+    // without a prompt length says nothing about its prompts.
+    if !ds.contains("mlperf") {
+        return None;
+    }
+    if ds.contains("405b") {
         return Some((
             9429.0,
             "MLPerf Llama 3.1 405B dataset, 8,313 samples, per-sample counts of the official file",
         ));
     }
-    if ds.contains("deepseek") || name.contains("deepseekr1") {
+    if ds.contains("deepseek") {
         return Some((
             804.0,
             "MLPerf DeepSeek-R1 dataset, 4,388 samples, per-sample counts of the official file",
