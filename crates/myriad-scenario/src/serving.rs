@@ -48,12 +48,12 @@ pub struct ServingSpec {
     pub chunked_prefill: Option<bool>,
     /// Run prompts in iterations of their own, first, with every running sequence waiting
     /// (vLLM's V0 engine without chunked prefill); default false: prompts share iterations
-    /// with the decodes. Only meaningful with `chunked_prefill: false`.
+    /// with the decodes. Needs `chunked_prefill: false`; aggregated instances only.
     #[serde(default)]
     pub prefill_first: Option<bool>,
     /// Decode steps per scheduling round (vLLM V0 multi-step scheduling,
     /// `num_scheduler_steps`): waiting prompts are scheduled only when a round ends;
-    /// default 1.
+    /// default 1; aggregated instances only.
     #[serde(default)]
     pub decode_steps_per_round: Option<u32>,
     /// Share of the memory left after weights and runtime buffers given to the KV cache;
@@ -314,6 +314,22 @@ impl ServingSpec {
                 "prefill_first".into(),
                 "true needs chunked_prefill: false (chunked prefill puts prompt chunks into the decode iterations; every framework's default is on)".into(),
             ));
+        }
+        if mode == ServingMode::Disaggregated {
+            for (k, set) in [
+                ("prefill_first", self.prefill_first.is_some()),
+                (
+                    "decode_steps_per_round",
+                    self.decode_steps_per_round.is_some(),
+                ),
+            ] {
+                if set {
+                    return Err((
+                        k.into(),
+                        "applies to aggregated instances only (mode is disaggregated)".into(),
+                    ));
+                }
+            }
         }
         if self.decode_steps_per_round == Some(0) {
             return Err((

@@ -190,7 +190,7 @@ pub fn setup(
         ServingMode::Aggregated => {
             let r = sv.instance.clone().unwrap_or_default();
             let gpus = r.tp.unwrap_or(1) * r.attention_dp.unwrap_or(1);
-            let spec_r = role(
+            let mut spec_r = role(
                 &r,
                 "instance",
                 cluster,
@@ -205,7 +205,6 @@ pub fn setup(
                 count / gpus,
                 &mut notes,
             )?;
-            let mut spec_r = spec_r;
             spec_r.policy = SchedulePolicy {
                 prefill_first: sv.prefill_first.unwrap_or(false),
                 decode_steps_per_round: sv.decode_steps_per_round.unwrap_or(1),

@@ -909,10 +909,8 @@ fn predict_inner(
     let static_batch = scenario.contains("static") || scenario.contains("batch 1");
     // trtllm-bench runs without chunked prefill unless asked (`enable_chunked_prefill`
     // defaults to False in `bench/benchmark/utils/general.py`, `get_settings`).
-    let bench_unchunked = fw.id == "tensorrt-llm"
-        && text(sv, "framework")
-            .to_ascii_lowercase()
-            .contains("trtllm-bench");
+    let fw_text = text(sv, "framework").to_ascii_lowercase();
+    let bench_unchunked = fw.id == "tensorrt-llm" && fw_text.contains("trtllm-bench");
     if bench_unchunked && !static_batch {
         notes.push("chunked prefill: off (trtllm-bench default)".into());
     }
@@ -994,7 +992,6 @@ fn predict_inner(
         }
         None => !static_batch && fw.chunked_prefill && !bench_unchunked,
     };
-    let fw_text = text(sv, "framework").to_ascii_lowercase();
     let vllm_v0 = fw.id == "vllm"
         && (fw_text.contains("v0 engine")
             || fw_text.contains("vllm_use_v1 0")

@@ -325,6 +325,10 @@ fn bad_serving_values_name_the_field() {
             "serving.decode_steps_per_round",
         ),
         (
+            format!("{base}  mode: disaggregated\n  prefill: {{tp: 2}}\n  decode: {{tp: 2}}\n  decode_steps_per_round: 4\n"),
+            "serving.decode_steps_per_round: applies to aggregated instances only",
+        ),
+        (
             format!("{base}  mode: disaggregated\n  prefill: {{tp: 2}}\n"),
             "serving.decode",
         ),
