@@ -20,6 +20,7 @@
 //! - Iteration parts (`IterTime`) add up to the iteration time; simulated throughput never
 //!   exceeds the roofline of the hardware (tested).
 
+pub mod datasets;
 pub mod framework;
 pub mod model;
 pub mod search;

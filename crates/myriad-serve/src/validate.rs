@@ -806,6 +806,10 @@ fn predict_inner(
             notes.push(format!("osl: {o} (mean output of the accuracy run)"));
         }
     }
+    // A row that names an MLPerf dataset and states no prompt length runs that dataset's
+    // own requests (`crate::datasets`): its per-sample (input, output) pairs, outputs
+    // scaled to the row's mean.
+    let mut samples = None;
     if isl.is_none() {
         let ds = text(sv, "dataset").to_ascii_lowercase();
         let name = text(row.get("model").unwrap_or(&Value::Null), "name")
@@ -824,9 +828,31 @@ fn predict_inner(
             ));
         };
         isl = Some(guess);
-        notes.push(format!(
-            "isl: {guess} (dataset mean, not given in the row: {why})"
-        ));
+        samples = crate::datasets::mlperf(&ds);
+        match (samples, osl) {
+            (Some(set), None) => {
+                osl = Some(set.mean_output());
+                notes.push(format!(
+                    "osl: {:.0} (the dataset's reference mean; not given in the row)",
+                    set.mean_output()
+                ));
+            }
+            (None, _) => notes.push(format!(
+                "isl: {guess} (dataset mean, not given in the row: {why})"
+            )),
+            _ => {}
+        }
+        if let (Some(set), Some(o)) = (samples, osl) {
+            notes.push(format!(
+                "lengths: drawn from the {} per-sample (input, output) pairs of the {} set ({}): mean input {:.0}, outputs scaled by {:.3} to the row's mean {:.0}",
+                set.pairs.len(),
+                set.name,
+                set.source,
+                guess,
+                o / set.mean_output(),
+                o
+            ));
+        }
     }
     let isl = isl.unwrap_or(1024.0);
     let disagg = scenario.contains("disagg")
@@ -1061,6 +1087,14 @@ fn predict_inner(
             prefix_hit: 0.0,
             seed: 1,
         });
+        let unit: Vec<(f64, u32, u32)> = match samples {
+            Some(set) => unit
+                .iter()
+                .zip(set.draw(unit.len(), 1, osl / set.mean_output()))
+                .map(|(&(t, _, _), (i, o))| (t, i, o))
+                .collect(),
+            None => unit,
+        };
         let at = |rate: f64| -> Vec<(f64, u32, u32)> {
             unit[..n_at(rate)]
                 .iter()
@@ -1129,7 +1163,14 @@ fn predict_inner(
             )
         };
         let n = n.min(200_000);
-        let reqs = vec![(0.0, isl_u, osl_u); n];
+        let reqs: Vec<(f64, u32, u32)> = match samples {
+            Some(set) => set
+                .draw(n, 1, osl / set.mean_output())
+                .into_iter()
+                .map(|(i, o)| (0.0, i, o))
+                .collect(),
+            None => vec![(0.0, isl_u, osl_u); n],
+        };
         let r = simulate_requests(&dep, &reqs, 0.0, &slo);
         // Offline runs count output tokens over the whole run.
         res.predicted = Some(r.output_tokens_per_s_per_accelerator);
@@ -1154,15 +1195,9 @@ fn predict_inner(
     Ok(())
 }
 
-/// Mean prompt length (tokens) of the MLPerf Inference datasets, for rows that name one but
-/// leave `isl` unset, with where each figure comes from. `ds` is the row's lower-cased
-/// `serving.dataset`, `name` its lower-cased model name without spaces or dashes.
-///
-/// The Llama 3.1 405B, DeepSeek-R1 and Llama 3.1 8B means are computed from per-sample
-/// token counts of the official MLCommons dataset files as tabulated by Red Hat's
-/// `openshift-psap/performance-dashboard` (`mlperf-data/summaries/*.csv` at 71007029): MLCommons
-/// publishes the output means (684.68 and 3,886.2 tokens, the `language/*/README.md`
-/// accuracy targets, which those tables reproduce exactly) but not the input means.
+/// Mean prompt length (tokens) of the MLPerf Inference dataset a row names (see
+/// [`crate::datasets::mlperf`] for the matching rule), with the set's name: the mean of its
+/// per-sample token counts (`crate::datasets`, from the official MLCommons files).
 pub fn dataset_mean_input(ds: &str, name: &str) -> Option<(f64, &'static str)> {
     if ds.contains("gsm8k") || ds.contains("mixtral") || name.contains("mixtral") {
         // OpenOrca ~300, the few-shot GSM8K and MBXP prompts longer.
@@ -1171,27 +1206,7 @@ pub fn dataset_mean_input(ds: &str, name: &str) -> Option<(f64, &'static str)> {
     if ds.contains("openorca") || name.contains("llama270b") {
         return Some((295.0, "MLPerf OpenOrca subset for Llama 2 70B"));
     }
-    // The newer sets only where the row names an MLPerf dataset: another 405B or R1 row
-    // without a prompt length says nothing about its prompts.
-    if !ds.contains("mlperf") {
-        return None;
-    }
-    if ds.contains("405b") {
-        return Some((
-            9429.0,
-            "MLPerf Llama 3.1 405B dataset, 8,313 samples, per-sample counts of the official file",
-        ));
-    }
-    if ds.contains("deepseek") {
-        return Some((
-            804.0,
-            "MLPerf DeepSeek-R1 dataset, 4,388 samples, per-sample counts of the official file",
-        ));
-    }
-    if ds.contains("cnn") || ds.contains("dailymail") {
-        return Some((871.0, "MLPerf Llama 3.1 8B CNN/DailyMail set, 13,368 samples with the summarisation instruction, per-sample counts of the official file"));
-    }
-    None
+    crate::datasets::mlperf(ds).map(|s| (s.mean_input(), s.name))
 }
 
 /// Requests simulated per rate for a server row (MLPerf Server runs last at least ten

@@ -52,7 +52,8 @@ fn report_of(file: &str) -> myriad_serve::validate::Report {
 /// MLPerf Inference v5.0/v5.1 rows (`validation/serving-heldout-mlperf5.json`): GB300 and
 /// GB200 NVL72, B200, MI300X; Offline, Server and the latency-bound Interactive scenario.
 /// Every row is predicted: rows that leave `isl` unset take their dataset's mean prompt
-/// length (`validate::dataset_mean_input`) and say which.
+/// length (`validate::dataset_mean_input`) and say which; the Llama 3.1 and DeepSeek-R1
+/// rows run their dataset's own per-sample lengths (`myriad_serve::datasets`).
 #[test]
 fn mlperf5_rows_are_all_scored_with_their_dataset_prompt_length() {
     let r = report_of("serving-heldout-mlperf5.json");
@@ -61,8 +62,10 @@ fn mlperf5_rows_are_all_scored_with_their_dataset_prompt_length() {
         assert!(c.error.is_some(), "{}: {:?}", c.id, c.notes);
         if c.id.contains("405b") || c.id.contains("deepseek-r1") || c.id.contains("3.1-8b") {
             assert!(
-                c.notes.iter().any(|n| n.starts_with("isl: ")
-                    && n.contains("per-sample counts of the official file")),
+                c.notes
+                    .iter()
+                    .any(|n| n.starts_with("lengths: drawn from the ")
+                        && n.contains("per-sample (input, output) pairs")),
                 "{}: {:?}",
                 c.id,
                 c.notes
@@ -77,15 +80,16 @@ fn mlperf5_rows_are_all_scored_with_their_dataset_prompt_length() {
 fn mlperf_dataset_mean_prompt_lengths() {
     use myriad_serve::validate::dataset_mean_input;
     let isl = |ds: &str| dataset_mean_input(ds, "").map(|x| x.0);
-    assert_eq!(isl("mlperf llama 3.1 405b instruct dataset"), Some(9429.0));
-    assert_eq!(
+    let near = |x: Option<f64>, want: f64| x.is_some_and(|v| (v - want).abs() < 0.5);
+    assert!(near(isl("mlperf llama 3.1 405b instruct dataset"), 9428.6));
+    assert!(near(
         isl("mlperf deepseek-r1 dataset, 4,388 samples"),
-        Some(804.0)
-    );
-    assert_eq!(
+        803.8
+    ));
+    assert!(near(
         isl("mlperf llama 3.1 8b summarisation dataset (cnn/dailymail)"),
-        Some(871.0)
-    );
+        870.7
+    ));
     assert_eq!(isl("mlperf openorca subset"), Some(295.0));
     assert_eq!(isl("sharegpt"), None);
     // The newer sets only when the dataset is named as MLPerf's.
@@ -93,20 +97,28 @@ fn mlperf_dataset_mean_prompt_lengths() {
 }
 
 /// Ratchet on the MLPerf v5.x rows (23 scored), just above the figures measured: MAE
-/// 60.7%, worst +277.7% (GB200 NVL72 DeepSeek-R1 Server). Llama 2 70B and Mixtral Offline
-/// and Server, and Llama 3.1 405B Offline, are within 12%; the DeepSeek-R1 rows (TensorRT-LLM
-/// attention-DP + EP8 instances) are over-predicted +99% to +278%, as the public DEP8 blog
-/// rows are (+68%, +76%): the model's decode step for that layout is about twice as fast as
-/// these runs imply (docs/serving.md); the Interactive rows are over-predicted +25% to +76%
-/// (MI300X +65% with vLLM V0's prefill-first scheduling, +151% without).
+/// 45.9%, median 13.7%, worst +312.6% (GB300 NVL72 DeepSeek-R1 Server). Drawing the
+/// datasets' own per-sample lengths (instead of every request at the mean) brought the three
+/// DeepSeek-R1 Offline rows from +99..+141% to -3..+13%: with equal lengths the eight
+/// attention-DP ranks of an instance prefill in the same iterations, which real, long-tailed
+/// requests never do. The DeepSeek-R1 Server rows stay over-predicted (+277%, +313%; the
+/// GB300 one was +246% at mean lengths): at their ~134 running sequences per rank the runs
+/// report a 61-66 ms TPOT where the model's step is ~21 ms (docs/serving.md). The
+/// Interactive rows are over-predicted +13% to +72% (MI300X +65% with vLLM V0's
+/// prefill-first scheduling, +151% without).
 #[test]
 fn mlperf5_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf5.json");
     let s = &r.summary;
     assert_eq!(s.count, 23);
-    assert!(s.mae < 0.61, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.46, "MAE {:.3}", s.mae);
     assert!(
-        s.worst_abs_error < 2.80,
+        s.median_abs_error < 0.14,
+        "median {:.3}",
+        s.median_abs_error
+    );
+    assert!(
+        s.worst_abs_error < 3.13,
         "{} {:.3}",
         s.worst_id,
         s.worst_abs_error
@@ -114,7 +126,7 @@ fn mlperf5_held_out_rows_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 60.7%, worst +278%: DeepSeek-R1 and Interactive rows)"]
+#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 45.9%, worst +313%: DeepSeek-R1 Server and Interactive rows)"]
 fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-mlperf5.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
