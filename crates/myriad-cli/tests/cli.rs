@@ -277,6 +277,22 @@ fn serve_example_reports_throughput_latency_and_goodput() {
         "--json",
     ]);
     assert_eq!(v, again);
+    // MLPerf's DeepSeek-R1 requests on a DEP8 DGX B200 (the Offline run measured 4,172
+    // output tokens/s per GPU with its model's shorter outputs).
+    let r1 = json(&[
+        "serve",
+        "examples/serve-deepseek-r1-b200-mlperf.yaml",
+        "--json",
+    ]);
+    let out = r1["result"]["output_tokens_per_s_per_accelerator"]
+        .as_f64()
+        .unwrap();
+    assert!(out > 3000.0 && out < 6500.0, "{out}");
+    assert!(
+        r1["notes"].to_string().contains("MLPerf DeepSeek-R1"),
+        "{}",
+        r1["notes"]
+    );
     let (code, text, err) = myriad(&["serve", "examples/serve-deepseek-v3-disagg.yaml"]);
     assert_eq!(code, 0, "{err}");
     assert!(text.contains("TTFT") && text.contains("TPOT"), "{text}");

@@ -84,9 +84,17 @@ pub struct ServingSpec {
     /// Requests to simulate; default 10,000 (`--requests` overrides).
     #[serde(default)]
     pub requests: Option<u64>,
-    /// Prompt length distribution, tokens.
+    /// Requests drawn from a published dataset's per-sample (input, output) token counts
+    /// instead of `input`/`output`: `mlperf-deepseek-r1`, `mlperf-llama3.1-405b`,
+    /// `mlperf-llama3.1-8b`, `mlperf-llama2-70b` or `mlperf-mixtral-8x7b` (MLPerf
+    /// Inference's sets, shipped with Myriad). Arrivals still follow `arrival_rate`.
+    #[serde(default)]
+    pub dataset: Option<String>,
+    /// Prompt length distribution, tokens (required unless `dataset` or `trace`).
+    #[serde(default)]
     pub input: LengthSpec,
-    /// Output length distribution, tokens.
+    /// Output length distribution, tokens (required unless `dataset` or `trace`).
+    #[serde(default)]
     pub output: LengthSpec,
     /// Latency targets for goodput and for `--search`.
     #[serde(default)]
@@ -145,8 +153,17 @@ pub struct SpeculativeSpec {
     pub acceptance: Option<f64>,
 }
 
+/// Values of `serving.dataset`.
+pub const DATASETS: [&str; 5] = [
+    "mlperf-deepseek-r1",
+    "mlperf-llama3.1-405b",
+    "mlperf-llama3.1-8b",
+    "mlperf-llama2-70b",
+    "mlperf-mixtral-8x7b",
+];
+
 /// A length distribution.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LengthSpec {
     /// `fixed` (default), `uniform` (between min and max), `normal` or `lognormal` (mean and
@@ -367,8 +384,38 @@ impl ServingSpec {
         if self.requests == Some(0) {
             return Err(("requests".into(), "must be at least 1, got 0".into()));
         }
-        self.input.check("input")?;
-        self.output.check("output")?;
+        match (&self.dataset, &self.trace) {
+            (Some(d), _) => {
+                if !DATASETS.contains(&d.as_str()) {
+                    return Err((
+                        "dataset".into(),
+                        format!(
+                            "unknown dataset '{d}'; expected one of {}",
+                            DATASETS.join(", ")
+                        ),
+                    ));
+                }
+                if self.trace.is_some() {
+                    return Err((
+                        "dataset".into(),
+                        "give either dataset or trace, not both".into(),
+                    ));
+                }
+                for (k, l) in [("input", &self.input), ("output", &self.output)] {
+                    if *l != LengthSpec::default() {
+                        return Err((
+                            k.into(),
+                            format!("not used with dataset '{d}' (its samples give the lengths); remove it"),
+                        ));
+                    }
+                }
+            }
+            (None, Some(_)) => {}
+            (None, None) => {
+                self.input.check("input")?;
+                self.output.check("output")?;
+            }
+        }
         if let Some(s) = &self.slo {
             positive("slo.ttft_ms", s.ttft_ms)?;
             positive("slo.tpot_ms", s.tpot_ms)?;

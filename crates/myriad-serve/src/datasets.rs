@@ -139,6 +139,18 @@ pub fn mlperf(ds: &str) -> Option<&'static Samples> {
     None
 }
 
+/// The set a scenario's `serving.dataset` names (one of `myriad_scenario::serving::DATASETS`).
+pub fn by_key(key: &str) -> Option<&'static Samples> {
+    Some(match key {
+        "mlperf-deepseek-r1" => deepseek_r1(),
+        "mlperf-llama3.1-405b" => llama31_405b(),
+        "mlperf-llama3.1-8b" => llama31_8b(),
+        "mlperf-llama2-70b" => llama2_70b(),
+        "mlperf-mixtral-8x7b" => mixtral(),
+        _ => return None,
+    })
+}
+
 /// MLPerf Llama 2 70B OpenOrca set (24,576 samples).
 pub fn llama2_70b_openorca() -> &'static Samples {
     llama2_70b()
@@ -191,5 +203,9 @@ mod tests {
         );
         assert!((llama2_70b_openorca().mean_input() - 222.3).abs() < 0.5);
         assert!((mixtral_mix().mean_input() - 427.4).abs() < 0.5);
+        for k in myriad_scenario::serving::DATASETS {
+            assert!(by_key(k).is_some(), "{k}");
+        }
+        assert!(by_key("sharegpt").is_none());
     }
 }

@@ -273,6 +273,40 @@ pub fn setup(
             cluster.accelerators
         ));
     }
+    // A named dataset: each request's lengths are one of its samples, drawn with the
+    // scenario's seed; arrivals as the rate says.
+    let trace = match (&sv.dataset, trace) {
+        (Some(key), None) => {
+            let set = datasets::by_key(key)
+                .ok_or_else(|| format!("serving.dataset: unknown dataset '{key}'"))?;
+            let n = sv.requests.unwrap_or(10_000);
+            let seed = sv.seed.unwrap_or(1);
+            let times = sim::generate(&Workload {
+                arrivals: sv.arrival_rate.map_or(Arrivals::Offline, Arrivals::Poisson),
+                input: LengthDist::Fixed(1),
+                output: LengthDist::Fixed(1),
+                requests: n,
+                prefix_hit: 0.0,
+                seed,
+            });
+            notes.push(format!(
+                "lengths: {} samples of the {} set ({}), drawn with replacement: mean input {:.0}, mean output {:.0} tokens",
+                set.pairs.len(),
+                set.name,
+                set.source,
+                set.mean_input(),
+                set.mean_output()
+            ));
+            Some(
+                times
+                    .iter()
+                    .zip(set.draw(n as usize, seed, 1.0))
+                    .map(|(&(t, _, _), (i, o))| (t, i, o))
+                    .collect(),
+            )
+        }
+        (_, t) => t,
+    };
     let arrivals = match (&trace, sv.arrival_rate) {
         (Some(t), _) => Arrivals::Trace(t.clone()),
         (None, Some(r)) => Arrivals::Poisson(r),
