@@ -53,6 +53,18 @@ impl Samples {
             })
             .collect()
     }
+
+    /// Requests `(arrival s, input, output)` at the given arrival times, lengths drawn as
+    /// [`Samples::draw`] does.
+    pub fn requests(
+        &self,
+        times: impl ExactSizeIterator<Item = f64>,
+        seed: u64,
+        output_scale: f64,
+    ) -> Vec<(f64, u32, u32)> {
+        let lengths = self.draw(times.len(), seed, output_scale);
+        times.zip(lengths).map(|(t, (i, o))| (t, i, o)).collect()
+    }
 }
 
 const SRC: &str = "MLCommons dataset file token counts, tabulated in openshift-psap/performance-dashboard mlperf-data/summaries (Apache-2.0, commit 71007029)";
@@ -118,8 +130,8 @@ dataset!(
 /// row's lower-cased `serving.dataset`. Only where the dataset is named as MLPerf's
 /// (another 405B or R1 row without a prompt length says nothing about its prompts).
 ///
-/// The Llama 2 70B (OpenOrca) and Mixtral sets are here ([`llama2_70b_openorca`],
-/// [`mixtral_mix`]) but not yet used for those rows: their tabulated prompt means (222 and
+/// The Llama 2 70B (OpenOrca) and Mixtral sets are here (scenarios reach them by
+/// [`by_key`]) but not yet used for those rows: their tabulated prompt means (222 and
 /// 427 tokens) are below the figures the validator has used (295, and an estimate of 600),
 /// and drawing them moves the v4.1/v5.1 Llama 2 70B and Mixtral rows from within 12% to
 /// +13..+134% (docs/serving.md): which of the two is the benchmark's prompt length is open.
@@ -149,16 +161,6 @@ pub fn by_key(key: &str) -> Option<&'static Samples> {
         "mlperf-mixtral-8x7b" => mixtral(),
         _ => return None,
     })
-}
-
-/// MLPerf Llama 2 70B OpenOrca set (24,576 samples).
-pub fn llama2_70b_openorca() -> &'static Samples {
-    llama2_70b()
-}
-
-/// MLPerf Mixtral 8x7B set (15,000 samples of OpenOrca, GSM8K and MBXP).
-pub fn mixtral_mix() -> &'static Samples {
-    mixtral()
 }
 
 #[cfg(test)]
@@ -201,8 +203,8 @@ mod tests {
             mlperf("mlperf llama 3.1 405b dataset").map(|s| s.name),
             Some("MLPerf Llama 3.1 405B")
         );
-        assert!((llama2_70b_openorca().mean_input() - 222.3).abs() < 0.5);
-        assert!((mixtral_mix().mean_input() - 427.4).abs() < 0.5);
+        assert!((llama2_70b().mean_input() - 222.3).abs() < 0.5);
+        assert!((mixtral().mean_input() - 427.4).abs() < 0.5);
         for k in myriad_scenario::serving::DATASETS {
             assert!(by_key(k).is_some(), "{k}");
         }

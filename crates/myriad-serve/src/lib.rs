@@ -297,13 +297,7 @@ pub fn setup(
                 set.mean_input(),
                 set.mean_output()
             ));
-            Some(
-                times
-                    .iter()
-                    .zip(set.draw(n as usize, seed, 1.0))
-                    .map(|(&(t, _, _), (i, o))| (t, i, o))
-                    .collect(),
-            )
+            Some(set.requests(times.iter().map(|r| r.0), seed, 1.0))
         }
         (_, t) => t,
     };

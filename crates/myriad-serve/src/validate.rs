@@ -1088,11 +1088,7 @@ fn predict_inner(
             seed: 1,
         });
         let unit: Vec<(f64, u32, u32)> = match samples {
-            Some(set) => unit
-                .iter()
-                .zip(set.draw(unit.len(), 1, osl / set.mean_output()))
-                .map(|(&(t, _, _), (i, o))| (t, i, o))
-                .collect(),
+            Some(set) => set.requests(unit.iter().map(|r| r.0), 1, osl / set.mean_output()),
             None => unit,
         };
         let at = |rate: f64| -> Vec<(f64, u32, u32)> {
@@ -1164,11 +1160,7 @@ fn predict_inner(
         };
         let n = n.min(200_000);
         let reqs: Vec<(f64, u32, u32)> = match samples {
-            Some(set) => set
-                .draw(n, 1, osl / set.mean_output())
-                .into_iter()
-                .map(|(i, o)| (0.0, i, o))
-                .collect(),
+            Some(set) => set.requests(std::iter::repeat_n(0.0, n), 1, osl / set.mean_output()),
             None => vec![(0.0, isl_u, osl_u); n],
         };
         let r = simulate_requests(&dep, &reqs, 0.0, &slo);

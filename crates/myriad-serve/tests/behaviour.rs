@@ -15,6 +15,18 @@ fn levels(acc: &str, count: u32) -> Vec<myriad_cluster::Level> {
     myriad_cluster::build(&s, cat).unwrap().levels
 }
 
+/// Llama 3 8B on one H100, bf16 weights and KV cache, no framework overhead.
+fn llama3_8b_h100_bf16() -> InstanceModel {
+    instance(
+        "h100-sxm",
+        "llama3-8b",
+        1,
+        Precision::Bf16,
+        Precision::Bf16,
+        0.0,
+    )
+}
+
 fn instance(
     acc: &str,
     preset: &str,
@@ -129,14 +141,7 @@ fn decode_step_grows_with_context_as_kv_traffic_predicts() {
     // sequence is memory-bound; each extra token of context adds its KV bytes:
     // 32 layers × 8 KV heads × 128 dims × 2 (K and V) × 2 bytes = 131,072 bytes, read at
     // 3.35 TB/s × 0.90 = 3.015e12 B/s. 10,000 more tokens: 1.31072e9 / 3.015e12 = 0.4347 ms.
-    let m = instance(
-        "h100-sxm",
-        "llama3-8b",
-        1,
-        Precision::Bf16,
-        Precision::Bf16,
-        0.0,
-    );
+    let m = llama3_8b_h100_bf16();
     assert_eq!(m.kv_bytes_per_token_per_gpu(), 131_072.0);
     let step = |b: f64, ctx: f64| {
         m.iteration(&Batch {
@@ -1118,14 +1123,7 @@ fn prefill_first_scheduling_stalls_decodes_and_rounds_delay_prompts() {
     // running sequence waits them out, so the time per output token rises against mixed
     // iterations at the same load; multi-step rounds hold waiting prompts until a round
     // ends, so the time to first token rises. Every request completes either way.
-    let m = instance(
-        "h100-sxm",
-        "llama3-8b",
-        1,
-        Precision::Bf16,
-        Precision::Bf16,
-        0.0,
-    );
+    let m = llama3_8b_h100_bf16();
     let w = chat(Arrivals::Poisson(20.0), 3000, 7);
     let reqs = myriad_serve::sim::generate(&w);
     let run = |policy: SchedulePolicy| {
