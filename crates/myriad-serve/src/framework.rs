@@ -13,6 +13,10 @@ pub struct Framework {
     pub id: &'static str,
     /// Host time per iteration not overlapped with GPU work, microseconds.
     pub iteration_overhead_us: f64,
+    /// Host time per sequence per iteration, microseconds, of a host loop that runs one
+    /// iteration ahead of the GPU: an iteration lasts at least this times the busiest
+    /// rank's running sequences. 0: not measured for this framework (never binds).
+    pub host_us_per_seq: f64,
     /// Share of the memory left after weights that goes to the KV cache.
     pub kv_fraction: f64,
     /// Prefill is chunked and mixed with decode under the token budget.
@@ -38,6 +42,7 @@ pub struct Framework {
 pub const TRTLLM: Framework = Framework {
     id: "tensorrt-llm",
     iteration_overhead_us: 300.0,
+    host_us_per_seq: 29.4,
     kv_fraction: 0.90,
     chunked_prefill: true,
     max_num_tokens: 8192,
@@ -46,12 +51,13 @@ pub const TRTLLM: Framework = Framework {
     gqa_decode_kernel: true,
     sliding_window_attention: true,
     sliding_window_kv: false,
-    source: "TensorRT-LLM: kv_cache_free_gpu_mem_fraction 0.9 (KvCacheConfig default); max_num_tokens 8192 and max_batch_size 2048 (BuildConfig defaults); trtllm-bench replaces both with its calc_engine_setting heuristic when ISL/OSL are known (validate.rs). Iteration overhead 0.3 ms: an assumption, not a measurement — the PyTorch backend's overlap scheduler prepares iteration n+1 while the GPU runs n, leaving the sampling/bookkeeping hand-off (a few hundred microseconds of Python per step) exposed. Sliding window: KV not bounded - 'the memory allocation for the kv cache still relies on the buffer's maximum value' (docs/source/features/long-sequence.md) and since PR #6768 (Aug 2025) sliding-window blocks are written linearly for the whole sequence, so admission reserves full-length KV for every layer. Attention: the same doc says each token 'will only attend to the past N tokens', 'dramatically reducing the amount of computation and memory' (the kernels read only the last N cached tokens), so windowed layers are costed over their window. This moves gpt-oss-120b on H200 within -25..+15% but gpt-oss-20b on H100 to +25..+97%: the 20b rows' excess is not understood (docs/serving.md) and is left visible rather than hidden by costing the window as full attention",
+    source: "TensorRT-LLM: kv_cache_free_gpu_mem_fraction 0.9 (KvCacheConfig default); max_num_tokens 8192 and max_batch_size 2048 (BuildConfig defaults); trtllm-bench replaces both with its calc_engine_setting heuristic when ISL/OSL are known (validate.rs). Iteration overhead 0.3 ms: an assumption, not a measurement — the PyTorch backend's overlap scheduler prepares iteration n+1 while the GPU runs n, leaving the sampling/bookkeeping hand-off (a few hundred microseconds of Python per step) exposed. Host per sequence 29.4 us: TensorRT-LLM PR #10273 (Dec 2025) measured the PyTorch executor's host_step_time at 45.11 ms per iteration for gpt-oss-120b on GB200 (attention DP 2, max_batch_size 1536 per rank, 3,072 concurrent 1k/1k requests), a configuration it calls host-bound (Myriad's GPU step there: 28 ms); 45.11 ms / 1536 = 29.4 us per running sequence per iteration, the loop's Python per-request work (input preparation, sampling, responses; the scheduler itself 4.4%). Measured on a Grace host and taken for x86 hosts as well. Sliding window: KV not bounded - 'the memory allocation for the kv cache still relies on the buffer's maximum value' (docs/source/features/long-sequence.md) and since PR #6768 (Aug 2025) sliding-window blocks are written linearly for the whole sequence, so admission reserves full-length KV for every layer. Attention: the same doc says each token 'will only attend to the past N tokens', 'dramatically reducing the amount of computation and memory' (the kernels read only the last N cached tokens), so windowed layers are costed over their window. This moves gpt-oss-120b on H200 within -25..+15% but gpt-oss-20b on H100 to +25..+97%: the 20b rows' excess is not understood (docs/serving.md) and is left visible rather than hidden by costing the window as full attention",
 };
 
 pub const VLLM: Framework = Framework {
     id: "vllm",
     iteration_overhead_us: 1000.0,
+    host_us_per_seq: 0.0,
     kv_fraction: 0.90,
     chunked_prefill: true,
     max_num_tokens: 8192,
@@ -66,6 +72,7 @@ pub const VLLM: Framework = Framework {
 pub const SGLANG: Framework = Framework {
     id: "sglang",
     iteration_overhead_us: 500.0,
+    host_us_per_seq: 0.0,
     kv_fraction: 0.85,
     chunked_prefill: true,
     max_num_tokens: 16384,

@@ -245,6 +245,10 @@ pub struct InstanceModel {
     pub par: Parallel,
     pub prec: Precisions,
     pub overhead_s: f64,
+    /// Host time per iteration per sequence on a rank (seconds) of a framework whose host
+    /// loop runs ahead of the GPU: an iteration takes at least this times the busiest
+    /// rank's sequences (`Framework::host_us_per_seq`); 0: the host never binds.
+    pub host_per_seq_s: f64,
     pub overlap_comm: bool,
     pub spec: Option<Speculative>,
     /// Times each cached K/V byte is read per decode step: 1 with a GQA-aware decode
@@ -407,6 +411,7 @@ impl InstanceModel {
             par,
             prec,
             overhead_s,
+            host_per_seq_s: 0.0,
             overlap_comm,
             spec,
             decode_kv_reads: 1.0,
@@ -432,6 +437,12 @@ impl InstanceModel {
             ep_span,
             act_bytes: 2.0,
         })
+    }
+
+    /// Sets the host time per sequence per iteration (`Framework::host_us_per_seq`, µs).
+    pub fn with_host_per_seq(mut self, us: f64) -> Self {
+        self.host_per_seq_s = us.max(0.0) * 1e-6;
+        self
     }
 
     /// Applies a framework's decode kernel: without GQA-aware decode attention every query
@@ -608,7 +619,24 @@ impl InstanceModel {
     /// layer, between compute and communication (SGLang/DeepSeek two-batch overlap): each
     /// half streams the weights again, and the step takes `2 · max(compute, comm)` of one
     /// half.
+    ///
+    /// The host loop (scheduling, input preparation, sampling and response handling, in
+    /// Python, per sequence) runs one iteration ahead of the GPU, so it is hidden until it
+    /// takes longer than the GPU's iteration; then the iteration takes the host's time
+    /// (`host_per_seq_s` × the busiest rank's sequences) and the excess is counted as
+    /// overhead.
     pub fn iteration(&self, b: &Batch) -> IterTime {
+        let mut t = self.iteration_gpu(b);
+        let dp = self.par.attention_dp as f64;
+        let host = self.host_per_seq_s * ((b.decode_seqs + b.prefill_seqs) / dp).ceil();
+        if host > t.total_s {
+            t.overhead_s += host - t.total_s;
+            t.total_s = host;
+        }
+        t
+    }
+
+    fn iteration_gpu(&self, b: &Batch) -> IterTime {
         if b.prefill_tokens <= 0.0 && b.decode_seqs > 0.0 && !self.graph_batch_sizes.is_empty() {
             let padded = self.padded_decode_seqs(b.decode_seqs);
             if padded > b.decode_seqs {

@@ -406,7 +406,7 @@ fn validation_mae_ratchet() {
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.1350, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1340, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.0840,
         "median {:.3}",
@@ -1224,4 +1224,68 @@ fn dataset_requests_follow_the_samples_and_desynchronise_attention_dp_ranks() {
         e > 1.15 * r,
         "equal lengths {e:.0} vs dataset {r:.0} tokens/s/GPU"
     );
+}
+
+/// gpt-oss-120b on GB200 with attention DP 2 and EP 2: TensorRT-LLM PR #10273's
+/// host-bound configuration (max batch 1536 per rank, 1k/1k).
+fn gpt_oss_gb200_adp2(host_us: f64) -> InstanceModel {
+    let cat = myriad_catalog::catalog();
+    InstanceModel::new(
+        cat.accelerator("gb200").unwrap(),
+        &levels("gb200", 72),
+        &cat.model("gpt-oss-120b").unwrap().model,
+        Parallel {
+            tp: 1,
+            attention_dp: 2,
+            ep: 2,
+        },
+        Precisions {
+            weights: Precision::Fp8,
+            experts: Precision::Fp4,
+            kv: Precision::Fp8,
+        },
+        300e-6,
+        false,
+        None,
+    )
+    .unwrap()
+    .with_host_per_seq(host_us)
+}
+
+#[test]
+fn host_loop_binds_only_when_slower_than_the_gpu() {
+    let fw = myriad_serve::framework::TRTLLM;
+    // The source figure: 45.11 ms per iteration at 1536 sequences per rank.
+    let at_source = fw.host_us_per_seq * 1536.0 * 1e-6;
+    assert!((at_source / 45.11e-3 - 1.0).abs() < 0.005, "{at_source}");
+    let with = gpt_oss_gb200_adp2(fw.host_us_per_seq);
+    let without = gpt_oss_gb200_adp2(0.0);
+    let decode = |per_rank: f64| Batch {
+        decode_seqs: 2.0 * per_rank,
+        decode_ctx: 2.0 * per_rank * 1536.0,
+        ..Default::default()
+    };
+    // Small batch: the GPU step is longer than the host's work, which hides under it.
+    let (g, h) = (
+        without.iteration(&decode(32.0)),
+        with.iteration(&decode(32.0)),
+    );
+    assert!(g.total_s > 32.0 * fw.host_us_per_seq * 1e-6);
+    assert_eq!(g, h);
+    // The source's batch: the GPU step (modelled) is shorter than the host's 45 ms (the PR
+    // calls this configuration host-bound), so the iteration takes the host's time and the
+    // excess shows as overhead; the parts still add up.
+    let (g, h) = (
+        without.iteration(&decode(1536.0)),
+        with.iteration(&decode(1536.0)),
+    );
+    assert!(g.total_s < at_source, "GPU step {:.4} s", g.total_s);
+    assert!((h.total_s - at_source).abs() < 1e-12);
+    let parts = h.gemm_s + h.attention_s + h.memory_s + h.comm_s + h.overhead_s;
+    assert!((parts - h.total_s).abs() < 1e-12);
+    // A rank then emits at most 1 / host-per-sequence tokens per second.
+    for n in [256.0, 1024.0, 1536.0, 4096.0] {
+        let t = with.iteration(&decode(n)).total_s;
+        assert!(n / t <= 1e6 / fw.host_us_per_seq * (1.0 + 1e-9));
+    }
 }

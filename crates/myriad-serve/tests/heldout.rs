@@ -97,7 +97,7 @@ fn mlperf_dataset_mean_prompt_lengths() {
 }
 
 /// Ratchet on the MLPerf v5.x rows (23 scored), just above the figures measured: MAE
-/// 45.9%, median 13.7%, worst +312.6% (GB300 NVL72 DeepSeek-R1 Server). Drawing the
+/// 45.7%, median 13.7%, worst +312.6% (GB300 NVL72 DeepSeek-R1 Server). Drawing the
 /// datasets' own per-sample lengths (instead of every request at the mean) brought the three
 /// DeepSeek-R1 Offline rows from +99..+141% to -3..+13%: with equal lengths the eight
 /// attention-DP ranks of an instance prefill in the same iterations, which real, long-tailed
@@ -111,7 +111,7 @@ fn mlperf5_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf5.json");
     let s = &r.summary;
     assert_eq!(s.count, 23);
-    assert!(s.mae < 0.46, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.458, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.14,
         "median {:.3}",
@@ -126,7 +126,7 @@ fn mlperf5_held_out_rows_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 45.9%, worst +313%: DeepSeek-R1 Server and Interactive rows)"]
+#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 45.7%, worst +313%: DeepSeek-R1 Server and Interactive rows)"]
 fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-mlperf5.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
