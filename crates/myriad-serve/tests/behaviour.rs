@@ -833,27 +833,51 @@ fn framework_named_by_its_developers_blog() {
     );
 }
 
-fn deepseek_dep(ep: u32) -> InstanceModel {
+/// An instance with attention data parallelism and expert parallelism over `ep` ranks (tp 1)
+/// of `preset` on `count` accelerators, with weights, routed-expert and KV precisions.
+#[allow(clippy::too_many_arguments)]
+fn dep_instance(
+    acc: &str,
+    count: u32,
+    preset: &str,
+    ep: u32,
+    (weights, experts, kv): (Precision, Precision, Precision),
+    overhead_s: f64,
+    overlap: bool,
+) -> InstanceModel {
     let cat = myriad_catalog::catalog();
     InstanceModel::new(
-        cat.accelerator("h100-sxm").unwrap(),
-        &levels("h100-sxm", ep.max(8)),
-        &cat.model("deepseek-v3").unwrap().model,
+        cat.accelerator(acc).unwrap(),
+        &levels(acc, count),
+        &cat.model(preset).unwrap().model,
         Parallel {
             tp: 1,
             attention_dp: ep,
             ep,
         },
         Precisions {
-            weights: Precision::Fp8,
-            experts: Precision::Fp8,
-            kv: Precision::Fp8,
+            weights,
+            experts,
+            kv,
         },
-        0.0,
-        false,
+        overhead_s,
+        overlap,
         None,
     )
     .unwrap()
+}
+
+fn deepseek_dep(ep: u32) -> InstanceModel {
+    let fp8 = Precision::Fp8;
+    dep_instance(
+        "h100-sxm",
+        ep.max(8),
+        "deepseek-v3",
+        ep,
+        (fp8, fp8, fp8),
+        0.0,
+        false,
+    )
 }
 
 #[test]
@@ -955,26 +979,16 @@ fn sglang_disaggregated_large_ep_runs_eplb_and_search_keeps_it() {
 /// DeepSeek-V3 decode as SGLang ran it on 96 H100 (LMSYS blog 2025-05-05): EP72 over 9
 /// nodes, DP attention, fp8 weights, bf16 KV, EPLB, two-batch overlap.
 fn sglang_ep72(overlap: bool) -> InstanceModel {
-    let cat = myriad_catalog::catalog();
-    InstanceModel::new(
-        cat.accelerator("h100-sxm").unwrap(),
-        &levels("h100-sxm", 72),
-        &cat.model("deepseek-v3").unwrap().model,
-        Parallel {
-            tp: 1,
-            attention_dp: 72,
-            ep: 72,
-        },
-        Precisions {
-            weights: Precision::Fp8,
-            experts: Precision::Fp8,
-            kv: Precision::Bf16,
-        },
+    let (fp8, bf16) = (Precision::Fp8, Precision::Bf16);
+    dep_instance(
+        "h100-sxm",
+        72,
+        "deepseek-v3",
+        72,
+        (fp8, fp8, bf16),
         myriad_serve::framework::SGLANG.iteration_overhead_us * 1e-6,
         overlap,
-        None,
     )
-    .unwrap()
     .with_placement(myriad_model::Placement::Eplb)
 }
 
@@ -1229,26 +1243,16 @@ fn dataset_requests_follow_the_samples_and_desynchronise_attention_dp_ranks() {
 /// gpt-oss-120b on GB200 with attention DP 2 and EP 2: TensorRT-LLM PR #10273's
 /// host-bound configuration (max batch 1536 per rank, 1k/1k).
 fn gpt_oss_gb200_adp2(host_us: f64) -> InstanceModel {
-    let cat = myriad_catalog::catalog();
-    InstanceModel::new(
-        cat.accelerator("gb200").unwrap(),
-        &levels("gb200", 72),
-        &cat.model("gpt-oss-120b").unwrap().model,
-        Parallel {
-            tp: 1,
-            attention_dp: 2,
-            ep: 2,
-        },
-        Precisions {
-            weights: Precision::Fp8,
-            experts: Precision::Fp4,
-            kv: Precision::Fp8,
-        },
+    let (fp8, fp4) = (Precision::Fp8, Precision::Fp4);
+    dep_instance(
+        "gb200",
+        72,
+        "gpt-oss-120b",
+        2,
+        (fp8, fp4, fp8),
         300e-6,
         false,
-        None,
     )
-    .unwrap()
     .with_host_per_seq(host_us)
 }
 
