@@ -111,8 +111,7 @@ pub fn role(
         spec,
     )
     .map_err(|e| format!("serving.{path}: {e}"))?
-    .with_decode_kernel(fw.gqa_decode_kernel)
-    .with_host_per_seq(fw.host_us_per_seq);
+    .with_framework(fw);
     let kv_tokens = m.kv_capacity_tokens(kv_fraction);
     if kv_tokens < 1.0 {
         return Err(format!(

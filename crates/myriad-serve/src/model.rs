@@ -439,6 +439,13 @@ impl InstanceModel {
         })
     }
 
+    /// Applies a framework's per-instance behaviour: its decode attention kernel and its
+    /// host-loop floor.
+    pub fn with_framework(self, fw: &crate::framework::Framework) -> Self {
+        self.with_decode_kernel(fw.gqa_decode_kernel)
+            .with_host_per_seq(fw.host_us_per_seq)
+    }
+
     /// Sets the host time per sequence per iteration (`Framework::host_us_per_seq`, µs).
     pub fn with_host_per_seq(mut self, us: f64) -> Self {
         self.host_per_seq_s = us.max(0.0) * 1e-6;

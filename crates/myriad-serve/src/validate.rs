@@ -458,8 +458,7 @@ fn build(
         overlap,
         spec,
     )?
-    .with_decode_kernel(fw.gqa_decode_kernel)
-    .with_host_per_seq(fw.host_us_per_seq);
+    .with_framework(fw);
     let m = match sliding_window(t) {
         Some((w, layers)) if fw.sliding_window_attention => {
             m.with_sliding_window(w, layers, fw.sliding_window_kv)
