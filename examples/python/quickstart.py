@@ -32,7 +32,7 @@ for p in r["top"]:
 # A grid of scenarios as a pandas DataFrame (and the same on a Ray cluster:
 # `import myriad.ray; myriad.ray.sweep(spec, address="auto")`).
 df = myriad.sweep("examples/sweep/oversubscription.yaml")
-print(df[["cluster.scale_out.oversubscription", "training.micro_batch", "step_time_s"]])
+print(df[["cluster.scale_out.oversubscription", "training.vpp", "step_time_s"]])
 
 # %%
 # A report to share.

@@ -310,6 +310,16 @@ pub fn candidates(
                                 );
                                 continue;
                             }
+                            if myriad_train::plan::interleaved(fixed.schedule, pp, vpp)
+                                && gb / (mb as u64 * dp as u64) < pp as u64
+                            {
+                                reject(
+                                    &mut rej,
+                                    "interleaved schedule with fewer micro-batches than pp",
+                                    per_mb,
+                                );
+                                continue;
+                            }
                             for &(r, modules) in &recompute_options {
                                 for &stage in &space.zero_stage {
                                     let z = if dp == 1 { 0 } else { stage };

@@ -379,11 +379,11 @@ fn the_example_sweep_runs() {
     let step = |l: &str| -> f64 { l.split(',').nth(3).unwrap().parse().unwrap() };
     let lines: Vec<&str> = text.lines().skip(1).collect();
     // More oversubscription above the pods never makes a step faster.
-    for mb in 0..2 {
-        let t: Vec<f64> = (0..4).map(|o| step(lines[o * 2 + mb])).collect();
+    for v in 0..2 {
+        let t: Vec<f64> = (0..4).map(|o| step(lines[o * 2 + v])).collect();
         assert!(t.windows(2).all(|w| w[0] <= w[1]), "{t:?}");
     }
-    // Row 6 (1:7, micro-batch 1) is the example scenario itself: the same step as `myriad
+    // Row 6 (1:7, VPP 4) is the example scenario itself: the same step as `myriad
     // train` on it.
     let cat = myriad_catalog::catalog();
     let path = repo().join("examples/llama3-24k-h100.yaml");

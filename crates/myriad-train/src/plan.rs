@@ -230,6 +230,53 @@ pub fn first_stage_remainder(layers: u32, pp: u32) -> Option<(u32, u32)> {
     (layers >= rest).then(|| (layers - rest, k))
 }
 
+/// Whether `schedule` with `vpp` virtual stages on `pp` stages is Megatron-Core's
+/// interleaved 1F1B.
+pub fn interleaved(schedule: PipelineSchedule, pp: u32, vpp: u32) -> bool {
+    pp > 1 && vpp > 1 && schedule == PipelineSchedule::OneFOneB
+}
+
+/// Micro-batches whose activations a rank of pipeline stage `stage` holds at its peak, in
+/// units of one micro-batch through the whole stage (all its virtual chunks), for `m`
+/// micro-batches per step on `pp` stages of `vpp` chunks each.
+///
+/// - Interleaved 1F1B (Megatron-Core `forward_backward_pipelining_with_interleaving`; also
+///   the zero-bubble schedule with virtual stages, whose warm-up is the same):
+///   stage s runs `w = 2(pp - s - 1) + (vpp - 1)·pp` warm-up chunk forwards (with the
+///   default `microbatch_group_size_per_vp_stage` = pp; all `m·vpp` when w reaches that,
+///   `get_pp_rank_microbatches`), then one more forward before its first backward, so it
+///   holds `min(w + 1, m·vpp)` chunk activations, i.e. that over `vpp` stage micro-batches:
+///   `pp + (pp - 1)/vpp` on the first stage and `pp - (pp - 1)/vpp` on the last one
+///   (Korthikanti et al. 2022 give the first-stage figure).
+/// - 1F1B: `pp - s - 1` warm-up forwards plus one, at most `m`.
+/// - GPipe: every micro-batch's forward before any backward: `m`.
+/// - DualPipe: `pp + 1` (DeepSeek-V3 report, Table 2), at most `2m` (each rank holds two
+///   stages).
+pub fn in_flight_micro_batches(
+    schedule: PipelineSchedule,
+    pp: u32,
+    vpp: u32,
+    stage: u32,
+    m: u64,
+) -> f64 {
+    let (p, s, m) = (
+        pp.max(1) as u64,
+        stage.min(pp.saturating_sub(1)) as u64,
+        m.max(1),
+    );
+    match schedule {
+        PipelineSchedule::Gpipe => m as f64,
+        PipelineSchedule::Dualpipe => ((p + 1) as f64).min(2.0 * m as f64),
+        _ if p > 1 && vpp > 1 => {
+            let v = vpp as u64;
+            let total = m * v;
+            let warmup = 2 * (p - s - 1) + (v - 1) * p;
+            (warmup + 1).min(total) as f64 / v as f64
+        }
+        _ => (p - s).min(m) as f64,
+    }
+}
+
 fn bad(field: &'static str, message: impl Into<String>) -> PlanError {
     PlanError::Field {
         field,
@@ -410,6 +457,18 @@ pub fn resolve(
         return Err(bad(
             "pipeline_schedule",
             format!("DualPipe needs an even PP, got {pp}"),
+        ));
+    }
+    // Megatron-Core's interleaved schedule runs micro-batches through the virtual stages in
+    // groups of `microbatch_group_size_per_vp_stage` (PP by default), which must lie in
+    // [PP, M]: it raises a ValueError for fewer than PP micro-batches per step.
+    let micro_batches = global_batch / per_step;
+    if interleaved(schedule, pp, vpp) && micro_batches < pp as u64 {
+        return Err(bad(
+            "vpp",
+            format!(
+                "the interleaved schedule (VPP {vpp}) needs at least PP = {pp} micro-batches per step, got {micro_batches} (global batch {global_batch} / (micro_batch {micro_batch} * DP {dp}))"
+            ),
         ));
     }
     let placement = match &spec.placement {

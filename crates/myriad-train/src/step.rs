@@ -1056,12 +1056,13 @@ pub fn estimate_with(
         let optim = (d / shard_div + e / if shard_div > 1.0 { edp as f64 } else { 1.0 }) * 12.0;
         let (dl, ml) = split(s);
         let per_mb = dl * act.dense_layer + ml * act.moe_layer;
-        let in_flight = match plan.schedule {
-            PipelineSchedule::Gpipe => m,
-            PipelineSchedule::Dualpipe => (pp + 1) as f64,
-            _ if v > 1.0 => (pp - s) as f64 + (pp as f64 - 1.0) / v,
-            _ => ((pp - s) as f64).min(m),
-        };
+        let in_flight = crate::plan::in_flight_micro_batches(
+            plan.schedule,
+            pp,
+            plan.vpp,
+            s,
+            plan.micro_batches(),
+        );
         // Offloaded layers leave HBM; one layer's activations stay as the transfer buffer.
         let off = plan.offload_fraction;
         let host = per_mb * in_flight * off;

@@ -51,6 +51,62 @@ fn impossible_plans_name_the_numbers() {
 }
 
 #[test]
+fn the_interleaved_schedule_needs_at_least_pp_micro_batches() {
+    // 2048 / (64 × 32) = 1 micro-batch on 8 stages: Megatron-Core raises for fewer than PP.
+    assert_eq!(
+        err("{tp: 4, pp: 8, dp: 32, vpp: 12, global_batch: 2048, micro_batch: 64}"),
+        "training.vpp: the interleaved schedule (VPP 12) needs at least PP = 8 micro-batches per step, got 1 (global batch 2048 / (micro_batch 64 * DP 32))"
+    );
+    // The same batch without interleaving is a (bubble-heavy) 1F1B plan.
+    let (s, c, m) =
+        setup("{tp: 4, pp: 8, dp: 32, global_batch: 2048, micro_batch: 64, recompute: full}");
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+    // One micro-batch: no stage holds more than one in flight.
+    assert_eq!(t.estimate.memory.in_flight_micro_batches, 1.0);
+}
+
+#[test]
+fn in_flight_micro_batches_follow_megatron_warm_up() {
+    use myriad_scenario::PipelineSchedule::{Dualpipe, Gpipe, OneFOneB};
+    use myriad_train::plan::in_flight_micro_batches as f;
+    // Interleaved, p = 8, v = 12, m = 64: stage s holds 2(p-s-1) + (v-1)p + 1 chunk
+    // activations, over v: (14 + 88 + 1)/12 on the first stage, (0 + 88 + 1)/12 on the last.
+    assert!((f(OneFOneB, 8, 12, 0, 64) - 103.0 / 12.0).abs() < 1e-12);
+    assert!((f(OneFOneB, 8, 12, 7, 64) - 89.0 / 12.0).abs() < 1e-12);
+    assert!((f(OneFOneB, 8, 12, 3, 64) - 97.0 / 12.0).abs() < 1e-12); // 2·4 + 88 + 1
+                                                                      // First stage: p + (p-1)/v (Korthikanti et al. 2022).
+    assert!((f(OneFOneB, 8, 12, 0, 64) - (8.0 + 7.0 / 12.0)).abs() < 1e-12);
+    // m == p: the first stage's warm-up (30 + 48) covers all 64 chunk forwards, so it holds
+    // every micro-batch (16, not the 16 + 15/4 of the uncapped count); the last stage
+    // 48 + 1 chunks.
+    assert_eq!(f(OneFOneB, 16, 4, 0, 16), 16.0);
+    assert_eq!(f(OneFOneB, 16, 4, 15, 16), 49.0 / 4.0);
+    // Plain 1F1B: p - s, at most m.
+    assert_eq!(f(OneFOneB, 8, 1, 0, 64), 8.0);
+    assert_eq!(f(OneFOneB, 8, 1, 7, 64), 1.0);
+    assert_eq!(f(OneFOneB, 8, 1, 0, 3), 3.0);
+    // GPipe holds every micro-batch; DualPipe p + 1, at most two per micro-batch.
+    assert_eq!(f(Gpipe, 8, 1, 0, 32), 32.0);
+    assert_eq!(f(Dualpipe, 8, 1, 0, 32), 9.0);
+    assert_eq!(f(Dualpipe, 8, 1, 0, 2), 4.0);
+    // Never more than the step's micro-batches, on any stage of any schedule.
+    for sched in [OneFOneB, Gpipe, Dualpipe] {
+        for (p, v) in [(4, 1), (8, 1), (8, 2), (8, 12), (16, 4)] {
+            for m in [1u64, 2, 7, 8, 16, 64] {
+                for s in 0..p {
+                    let x = f(sched, p, v, s, m);
+                    let cap = if sched == Dualpipe { 2 * m } else { m };
+                    assert!(
+                        x <= cap as f64 + 1e-12 && x >= 1.0 / v as f64,
+                        "{sched:?} p{p} v{v} s{s} m{m}: {x}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn heads_must_divide_by_tp() {
     let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: gpt3-175b, heads: 100, kv_heads: 100, hidden: 12800}\ntraining: {tp: 8, dp: 1}\n";
     let cat = myriad_catalog::catalog();
