@@ -55,7 +55,7 @@ per-source parameter; these are explanations, not corrections):
   (predicted / measured − 1) by source, with the same model: Megatron-LM SC'21 −6.4%,
   Korthikanti 2022 −2.3%, NeMo 24.07 −5.7%, DGX Cloud 24.11 −7.0%, Megatron-Bridge −13.5%
   (MoE rows included), MegaScale's Megatron-LM baseline −11.3%, MLPerf GPT-3 v3.0 −10.5%,
-  v3.1 −5.3%, v4.0 −12.1%, v4.1 +8.6%, Meta's Llama 3 +1.9%. MLPerf's own GPT-3 runs got 26%
+  v3.1 −5.3%, v4.0 −12.1%, v4.1 +8.6%, Meta's Llama 3 0.0%. MLPerf's own GPT-3 runs got 26%
   faster from v3.0 to v4.1 on the same 512 H100 (12.12 s → 9.59 s at batch 2048; Myriad
   moves 8% for the v4.1 layout), so between software generations the same hardware spans
   more than the whole error budget. Mechanisms read in the frameworks' source that would

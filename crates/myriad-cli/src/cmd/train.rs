@@ -251,11 +251,16 @@ pub fn run(
         Cell::new("100%").set_alignment(CellAlignment::Right),
     ]);
     println!("{tb}");
+    // The bf16 figure only says something new when the plan computes in another precision.
+    let bf16_too = if (e.mfu - e.mfu_bf16).abs() > 1e-12 {
+        format!("; {:.1}% of bf16 peak", 100.0 * e.mfu_bf16)
+    } else {
+        String::new()
+    };
     println!(
-        "MFU {:.1}% (of {} peak; {:.1}% of bf16 peak) · HFU {:.1}% · {:.0} tokens/s · {:.0} tokens/s per accelerator",
+        "MFU {:.1}% (of {} peak{bf16_too}) · HFU {:.1}% · {:.0} tokens/s · {:.0} tokens/s per accelerator",
         100.0 * e.mfu,
         p.precision.as_str(),
-        100.0 * e.mfu_bf16,
         100.0 * e.hfu,
         e.tokens_per_s,
         e.tokens_per_s / accelerators as f64
