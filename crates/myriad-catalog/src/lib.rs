@@ -134,6 +134,10 @@ pub struct Accelerator {
     pub tdp_w: f64,
     /// Scale-up (NVLink, xGMI, UB, HCCS, ICI) bandwidth per accelerator per direction, GB/s.
     pub scale_up_gbps: f64,
+    /// Streaming multiprocessors (NVIDIA): the unit Transformer Engine's communication
+    /// kernels reserve from the GEMMs they overlap. `None` where not applicable or unknown.
+    #[serde(default)]
+    pub sm_count: Option<u32>,
     /// Scale-out fabric ids the accelerator is usually deployed with.
     pub typical_fabrics: Vec<String>,
     /// Street price of one accelerator, USD (used when a scale-up system does not price

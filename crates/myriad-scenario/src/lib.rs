@@ -430,6 +430,12 @@ pub struct TrainingSpec {
     /// userbuffers); default: on with sequence parallelism and fused attention.
     #[serde(default)]
     pub tp_comm_overlap: Option<bool>,
+    /// SMs Transformer Engine's userbuffers reserve for each reduce-scatter it overlaps with
+    /// a forward GEMM (the attention output projection and the second MLP GEMM, its
+    /// `pipeline` method with `set_sm_margin`): those GEMMs run on the remaining SMs.
+    /// Default 16 (TE's default `num_sm`); applies only with `tp_comm_overlap`.
+    #[serde(default)]
+    pub tp_comm_overlap_sms: Option<u32>,
     /// Data-parallel gradient reduce-scatter (all-reduce) overlapped with the backward pass
     /// and the parameter all-gather with the forward pass, bucket by bucket (Megatron-Core
     /// `overlap_grad_reduce` / `overlap_param_gather`, 2023); `false` runs them after the

@@ -362,6 +362,13 @@ pub fn candidates(
                                             schedule: fixed.schedule,
                                             tp_comm_overlap: sp
                                                 && fixed.attention == AttentionKernel::Flash,
+                                            tp_comm_overlap_sms: if sp
+                                                && fixed.attention == AttentionKernel::Flash
+                                            {
+                                                myriad_train::plan::TE_UB_DEFAULT_SMS
+                                            } else {
+                                                0
+                                            },
                                             overlap_grad_reduce: fixed.overlap_grad_reduce,
                                             overlap_p2p_comm: fixed.overlap_p2p_comm,
                                             placement,

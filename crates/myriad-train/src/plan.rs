@@ -49,6 +49,9 @@ pub struct Plan {
     pub schedule: PipelineSchedule,
     /// Tensor-parallel communication overlapped with GEMMs (Transformer Engine userbuffers).
     pub tp_comm_overlap: bool,
+    /// SMs reserved from the reduce-scatter-overlapped forward GEMMs under `tp_comm_overlap`
+    /// (0 without it).
+    pub tp_comm_overlap_sms: u32,
     /// DP gradient reduction and parameter gather overlapped with backward and forward.
     pub overlap_grad_reduce: bool,
     /// Interleaved-pipeline send/receive overlapped with compute.
@@ -229,6 +232,11 @@ pub fn first_stage_remainder(layers: u32, pp: u32) -> Option<(u32, u32)> {
     let rest = (pp - 1) * k;
     (layers >= rest).then(|| (layers - rest, k))
 }
+
+/// SMs Transformer Engine's userbuffers reserve by default for a reduce-scatter overlapped
+/// with a GEMM (`num_sm` 16 with `set_sm_margin` for its `pipeline` method, `initialize_ub`
+/// in transformer_engine/pytorch/module/base.py, TE 2.x).
+pub const TE_UB_DEFAULT_SMS: u32 = 16;
 
 /// Whether `schedule` with `vpp` virtual stages on `pp` stages is Megatron-Core's
 /// interleaved 1F1B.
@@ -576,6 +584,30 @@ pub fn resolve(
     let tp_comm_overlap = spec
         .tp_comm_overlap
         .unwrap_or(sequence_parallel && attention == AttentionKernel::Flash);
+    let tp_comm_overlap_sms = match spec.tp_comm_overlap_sms {
+        Some(_) if !tp_comm_overlap => {
+            return Err(bad(
+                "tp_comm_overlap_sms",
+                "applies only when TP communication is overlapped (tp_comm_overlap, which needs TP > 1 and sequence parallelism); leave it out".to_string(),
+            ))
+        }
+        Some(n) => {
+            if let Some(sms) = cluster.accelerator.sm_count {
+                if n >= sms {
+                    return Err(bad(
+                        "tp_comm_overlap_sms",
+                        format!(
+                            "{n} SMs leave none of the {sms} of {} for the GEMM",
+                            cluster.accelerator.id
+                        ),
+                    ));
+                }
+            }
+            n
+        }
+        None if tp_comm_overlap => TE_UB_DEFAULT_SMS,
+        None => 0,
+    };
     Ok((
         Plan {
             accelerators,
@@ -602,6 +634,7 @@ pub fn resolve(
             zero_stage,
             schedule,
             tp_comm_overlap,
+            tp_comm_overlap_sms,
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
             overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
             placement,

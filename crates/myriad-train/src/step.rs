@@ -191,6 +191,10 @@ struct Ctx<'a> {
     recomputed: RecomputeModules,
     /// The model has multi-head latent attention (its RoPE belongs to `mla_up_proj`).
     mla: bool,
+    /// Share of the SMs the forward GEMMs whose output is reduce-scattered under TP overlap
+    /// (`out_proj`, `mlp_down`) give up to the communication kernel
+    /// ([`Plan::tp_comm_overlap_sms`] / SMs); 0 without that overlap.
+    rs_overlap_share: f64,
 }
 
 impl<'a> Ctx<'a> {
@@ -216,6 +220,7 @@ impl<'a> Ctx<'a> {
             grad_bytes: 4.0,
             recomputed: RecomputeModules::NONE,
             mla: false,
+            rs_overlap_share: 0.0,
         }
     }
 
@@ -241,9 +246,23 @@ impl<'a> Ctx<'a> {
         Ctx { pace, ..self }
     }
 
+    /// The same context with the reduce-scatter-overlapped forward GEMMs on `1 - share` of
+    /// the SMs.
+    fn rs_overlapped(self, share: f64) -> Self {
+        Ctx {
+            rs_overlap_share: share,
+            ..self
+        }
+    }
+
     fn gemm(&self, m: f64, n: f64, k: f64, count: f64) -> f64 {
+        self.gemm_on(m, n, k, count, 1.0)
+    }
+
+    /// A GEMM running on `sms` (a fraction) of the SMs: its FLOPs take `1 / sms` longer.
+    fn gemm_on(&self, m: f64, n: f64, k: f64, count: f64, sms: f64) -> f64 {
         let flops = 2.0 * m * n * k * count;
-        let mut t = flops / (self.gemm_peak * self.gemm_eff) + self.kernel_s;
+        let mut t = flops / (self.gemm_peak * self.gemm_eff * sms) + self.kernel_s;
         if self.fp8 {
             // Quantise the activation input (read bf16, write fp8) for the fp8 GEMM; as a
             // kernel of its own it pays the fixed per-kernel cost too.
@@ -300,7 +319,14 @@ impl<'a> Ctx<'a> {
             let f_before = f;
             match op.kind {
                 OpKind::Gemm { m, n, k, count } => {
-                    let t = self.gemm(m, n, k, count);
+                    // Transformer Engine's userbuffers reduce-scatter the outputs of these
+                    // two forward GEMMs chunk by chunk while they run, on SMs they reserve.
+                    let sms = if matches!(op.name, "out_proj" | "mlp_down") {
+                        1.0 - self.rs_overlap_share
+                    } else {
+                        1.0
+                    };
+                    let t = self.gemm_on(m, n, k, count, sms);
                     f += t;
                     if op.name.starts_with("core_") {
                         attn_f += t;
@@ -579,7 +605,14 @@ pub fn estimate_with(
     } else {
         RecomputeModules::NONE
     };
+    let rs_share = match acc.sm_count {
+        Some(sms) if plan.tp > 1 && plan.tp_comm_overlap => {
+            (plan.tp_comm_overlap_sms as f64 / sms as f64).min(0.9)
+        }
+        _ => 0.0,
+    };
     let ctx = Ctx::new(acc, plan.precision, timer)
+        .rs_overlapped(rs_share)
         .paced(pace)
         .grads(grad_bytes)
         .recomputing(selective, model.mla.is_some());
@@ -644,7 +677,15 @@ pub fn estimate_with(
                 let first = comm / plan.tp as f64;
                 let rest = comm - first;
                 let hidden = rest.min(gemm);
-                first + (rest - gemm).max(0.0) + COMM_SM_SHARE * hidden
+                // The forward reduce-scatters (a quarter of the traffic) already cost their
+                // GEMMs the SMs they reserve (`rs_overlap_share`); the rest slows compute by
+                // the generic share.
+                let sm_share_paid = if ctx.rs_overlap_share > 0.0 {
+                    0.25
+                } else {
+                    0.0
+                };
+                first + (rest - gemm).max(0.0) + COMM_SM_SHARE * hidden * (1.0 - sm_share_paid)
             } else {
                 comm
             };

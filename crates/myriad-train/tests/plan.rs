@@ -638,3 +638,51 @@ fn dp_overlap_is_exposed_chunk_by_chunk() {
     };
     assert_eq!(dp_overlap_exposed(none, 0.05), 0.0);
 }
+
+#[test]
+fn userbuffers_reduce_scatter_costs_its_gemms_the_reserved_sms() {
+    // GPT-3 175B, TP 8 without pipelining, one micro-batch: the forward pass is 96 layers.
+    let run = |sms: u32| {
+        let (s, c, m) = setup(&format!(
+            "{{tp: 8, pp: 1, dp: 128, global_batch: 128, micro_batch: 1, recompute: full, tp_comm_overlap_sms: {sms}}}"
+        ));
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap()
+    };
+    let (with, without) = (run(16), run(0));
+    assert_eq!(with.plan.tp_comm_overlap_sms, 16);
+    // Only the attention output projection [2048, 1536] x [1536, 12288] and the second MLP
+    // GEMM [2048, 6144] x [6144, 12288] of each layer move: their FLOPs run on 116 of 132 SMs.
+    let acc = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
+    let rate = acc.dense_tflops.bf16.unwrap() * 1e12 * acc.efficiency.gemm_bf16;
+    let flops = 2.0 * 2048.0 * 12288.0 * (1536.0 + 6144.0);
+    let pace = myriad_train::step::straggler_pace(acc, 1024);
+    let want = 96.0 * flops / rate * (132.0 / 116.0 - 1.0) * pace;
+    let got = with.estimate.breakdown.forward_s - without.estimate.breakdown.forward_s;
+    assert!((got / want - 1.0).abs() < 1e-9, "{got} vs {want}");
+    // Backward GEMMs are untouched.
+    assert_eq!(
+        with.estimate.breakdown.backward_s,
+        without.estimate.breakdown.backward_s
+    );
+    // Not given: Transformer Engine's default, 16.
+    let (s, c, m) =
+        setup("{tp: 8, pp: 1, dp: 128, global_batch: 128, micro_batch: 1, recompute: full}");
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+    assert_eq!(t.plan.tp_comm_overlap_sms, 16);
+    assert_eq!(
+        t.estimate.breakdown.forward_s,
+        with.estimate.breakdown.forward_s
+    );
+}
+
+#[test]
+fn tp_comm_overlap_sms_errors_name_the_numbers() {
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, tp_comm_overlap: false, tp_comm_overlap_sms: 16}"),
+        "training.tp_comm_overlap_sms: applies only when TP communication is overlapped (tp_comm_overlap, which needs TP > 1 and sequence parallelism); leave it out"
+    );
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, tp_comm_overlap_sms: 132}"),
+        "training.tp_comm_overlap_sms: 132 SMs leave none of the 132 of h100-sxm for the GEMM"
+    );
+}
