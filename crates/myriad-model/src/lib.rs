@@ -257,6 +257,33 @@ impl Transformer {
                 return Err(format!("{name}: must be positive, got 0"));
             }
         }
+        if self.head_dim == Some(0) {
+            return Err("head_dim: must be positive, got 0".into());
+        }
+        if let Some(m) = &self.moe {
+            if m.expert_ffn_hidden == 0 {
+                return Err("moe.expert_ffn_hidden: must be positive, got 0".into());
+            }
+            if m.dense_ffn_hidden == Some(0) {
+                return Err("moe.dense_ffn_hidden: must be positive, got 0".into());
+            }
+        }
+        if let Some(m) = &self.mla {
+            let positive = [
+                ("mla.kv_lora_rank", m.kv_lora_rank),
+                ("mla.qk_nope_head_dim", m.qk_nope_head_dim),
+                ("mla.qk_rope_head_dim", m.qk_rope_head_dim),
+                ("mla.v_head_dim", m.v_head_dim),
+            ];
+            for (name, v) in positive {
+                if v == 0 {
+                    return Err(format!("{name}: must be positive, got 0"));
+                }
+            }
+            if m.q_lora_rank == Some(0) {
+                return Err("mla.q_lora_rank: must be positive, got 0 (leave it out for a full-rank query projection)".into());
+            }
+        }
         if self.heads % self.kv_heads != 0 {
             return Err(format!(
                 "kv_heads: {} does not divide heads {}",

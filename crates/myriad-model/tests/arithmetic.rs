@@ -347,3 +347,44 @@ fn cross_entropy_kernels_order_by_the_passes_they_make() {
         assert_eq!(head, 4096.0 * 100_000.0 * per_logit);
     }
 }
+
+#[test]
+fn zero_sized_dimensions_are_named_not_computed() {
+    // A zero head dimension used to give NaN step times downstream; every size is checked.
+    let ok = gpt(24, 2304, 24, 2048);
+    assert_eq!(ok.check(), Ok(()));
+    let m = Transformer {
+        head_dim: Some(0),
+        ..ok.clone()
+    };
+    assert_eq!(m.check().unwrap_err(), "head_dim: must be positive, got 0");
+    let m = Transformer {
+        moe: Some(Moe {
+            experts: 8,
+            top_k: 2,
+            expert_ffn_hidden: 0,
+            shared_experts: 0,
+            dense_layers: 0,
+            dense_ffn_hidden: None,
+        }),
+        ..ok.clone()
+    };
+    assert_eq!(
+        m.check().unwrap_err(),
+        "moe.expert_ffn_hidden: must be positive, got 0"
+    );
+    let m = Transformer {
+        mla: Some(Mla {
+            q_lora_rank: Some(1536),
+            kv_lora_rank: 512,
+            qk_nope_head_dim: 128,
+            qk_rope_head_dim: 0,
+            v_head_dim: 128,
+        }),
+        ..ok
+    };
+    assert_eq!(
+        m.check().unwrap_err(),
+        "mla.qk_rope_head_dim: must be positive, got 0"
+    );
+}
