@@ -243,7 +243,7 @@ impl Transformer {
 
     /// Checks the architecture is self-consistent; returns a message naming the field.
     pub fn check(&self) -> Result<(), String> {
-        let positive = [
+        all_positive(&[
             ("layers", self.layers),
             ("hidden", self.hidden),
             ("ffn_hidden", self.ffn_hidden),
@@ -251,12 +251,7 @@ impl Transformer {
             ("kv_heads", self.kv_heads),
             ("vocab", self.vocab),
             ("seq_len", self.seq_len),
-        ];
-        for (name, v) in positive {
-            if v == 0 {
-                return Err(format!("{name}: must be positive, got 0"));
-            }
-        }
+        ])?;
         if self.head_dim == Some(0) {
             return Err("head_dim: must be positive, got 0".into());
         }
@@ -269,17 +264,12 @@ impl Transformer {
             }
         }
         if let Some(m) = &self.mla {
-            let positive = [
+            all_positive(&[
                 ("mla.kv_lora_rank", m.kv_lora_rank),
                 ("mla.qk_nope_head_dim", m.qk_nope_head_dim),
                 ("mla.qk_rope_head_dim", m.qk_rope_head_dim),
                 ("mla.v_head_dim", m.v_head_dim),
-            ];
-            for (name, v) in positive {
-                if v == 0 {
-                    return Err(format!("{name}: must be positive, got 0"));
-                }
-            }
+            ])?;
             if m.q_lora_rank == Some(0) {
                 return Err("mla.q_lora_rank: must be positive, got 0 (leave it out for a full-rank query projection)".into());
             }
@@ -311,5 +301,13 @@ impl Transformer {
             }
         }
         Ok(())
+    }
+}
+
+/// The first of `fields` that is zero, as `name: must be positive, got 0`.
+fn all_positive(fields: &[(&str, u32)]) -> Result<(), String> {
+    match fields.iter().find(|(_, v)| *v == 0) {
+        Some((name, _)) => Err(format!("{name}: must be positive, got 0")),
+        None => Ok(()),
     }
 }
