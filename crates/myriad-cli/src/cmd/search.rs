@@ -27,6 +27,12 @@ pub(crate) fn plan_summary(p: &myriad_train::Plan) -> String {
         p.micro_batch,
         if p.recompute == myriad_model::Recompute::Full && p.recompute_fraction < 1.0 {
             format!("Full{:.0}%", 100.0 * p.recompute_fraction)
+        } else if p.recompute == myriad_model::Recompute::Selective {
+            // The module set tells selective plans apart (core_attn alone is Megatron's).
+            format!(
+                "Selective({})",
+                p.recompute_modules.names().replace(", ", "+")
+            )
         } else {
             format!("{:?}", p.recompute)
         },
