@@ -77,6 +77,16 @@ pub struct ComputeEfficiency {
     pub gemm_bf16: f64,
     /// Fraction of the dense fp8 peak reached by large GEMMs.
     pub gemm_fp8: f64,
+    /// Where the fp8 tensor cores accumulate below fp32 precision (Hopper), the same with
+    /// fast (in-MMA) accumulation, which Transformer Engine uses for the forward GEMMs:
+    /// `None` elsewhere (then `gemm_fp8`).
+    #[serde(default)]
+    pub gemm_fp8_fast_acc: Option<f64>,
+    /// ... and with split accumulation (partial sums promoted to fp32 outside the MMA),
+    /// which Transformer Engine uses for the data- and weight-gradient GEMMs
+    /// (`_2X_ACC_DGRAD`, `_2X_ACC_WGRAD`). `None` elsewhere (then `gemm_fp8`).
+    #[serde(default)]
+    pub gemm_fp8_split_acc: Option<f64>,
     /// Fixed cost per kernel, microseconds: fitted on GEMMs (the launch-and-drain time
     /// between dependent kernels on one stream), and charged by the step model to every
     /// kernel, memory-bound ones (norms, activations, residual adds, RoPE) included.

@@ -171,7 +171,11 @@ struct Ctx<'a> {
     acc: &'a Accelerator,
     timer: &'a dyn CollectiveTimer,
     gemm_peak: f64,
+    /// Efficiency of the forward GEMMs.
     gemm_eff: f64,
+    /// Efficiency of the backward (data- and weight-gradient) GEMMs: below `gemm_eff` in
+    /// fp8 on Hopper, where Transformer Engine promotes their accumulation to fp32.
+    gemm_bwd_eff: f64,
     bf16_peak: f64,
     hbm_bps: f64,
     /// Fixed cost of one kernel, seconds: the launch-and-drain term of the GEMM fit
@@ -202,14 +206,20 @@ impl<'a> Ctx<'a> {
     /// efficiency, attention at the bf16 peak), collectives timed by `timer`.
     fn new(acc: &'a Accelerator, precision: Precision, timer: &'a dyn CollectiveTimer) -> Self {
         let fp8 = matches!(precision, Precision::Fp8 | Precision::Fp4);
+        let e = &acc.efficiency;
         Ctx {
             acc,
             timer,
             gemm_peak: peak_tflops(acc, precision) * 1e12,
-            gemm_eff: if fp8 {
-                acc.efficiency.gemm_fp8
-            } else {
-                acc.efficiency.gemm_bf16
+            gemm_eff: match precision {
+                Precision::Fp8 => e.gemm_fp8_fast_acc.unwrap_or(e.gemm_fp8),
+                Precision::Fp4 => e.gemm_fp8,
+                _ => e.gemm_bf16,
+            },
+            gemm_bwd_eff: match precision {
+                Precision::Fp8 => e.gemm_fp8_split_acc.unwrap_or(e.gemm_fp8),
+                Precision::Fp4 => e.gemm_fp8,
+                _ => e.gemm_bf16,
             },
             bf16_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
@@ -259,10 +269,19 @@ impl<'a> Ctx<'a> {
         self.gemm_on(m, n, k, count, 1.0)
     }
 
+    /// A backward GEMM (data or weight gradient), at `gemm_bwd_eff`.
+    fn gemm_bwd(&self, m: f64, n: f64, k: f64, count: f64) -> f64 {
+        self.gemm_with(m, n, k, count, 1.0, self.gemm_bwd_eff)
+    }
+
     /// A GEMM running on `sms` (a fraction) of the SMs: its FLOPs take `1 / sms` longer.
     fn gemm_on(&self, m: f64, n: f64, k: f64, count: f64, sms: f64) -> f64 {
+        self.gemm_with(m, n, k, count, sms, self.gemm_eff)
+    }
+
+    fn gemm_with(&self, m: f64, n: f64, k: f64, count: f64, sms: f64, eff: f64) -> f64 {
         let flops = 2.0 * m * n * k * count;
-        let mut t = flops / (self.gemm_peak * self.gemm_eff * sms) + self.kernel_s;
+        let mut t = flops / (self.gemm_peak * eff * sms) + self.kernel_s;
         if self.fp8 {
             // Quantise the activation input (read bf16, write fp8) for the fp8 GEMM; as a
             // kernel of its own it pays the fixed per-kernel cost too.
@@ -332,11 +351,11 @@ impl<'a> Ctx<'a> {
                         attn_f += t;
                     }
                     // dgrad: [m,n]x[n,k]; wgrad: [k,m]x[m,n]
-                    let dg = self.gemm(m, k, n, count);
+                    let dg = self.gemm_bwd(m, k, n, count);
                     // The weight gradient accumulates into the main-grad buffer across
                     // micro-batches (Megatron gradient-accumulation fusion): the GEMM's
                     // epilogue reads and writes one gradient element per weight element.
-                    let wg = self.gemm(k, n, m, count)
+                    let wg = self.gemm_bwd(k, n, m, count)
                         + 2.0 * self.grad_bytes * k * n * count / self.hbm_bps;
                     b += dg + wg;
                     w += wg;
@@ -419,9 +438,18 @@ pub fn gemm_time(
     count: f64,
 ) -> f64 {
     let timer = Analytical { levels: &[] };
+    let ctx = Ctx::new(acc, precision, &timer);
+    // Inference engines' fp8 GEMMs are neither all fast-accumulating (per-tensor cuBLASLt)
+    // nor all promoted (DeepGEMM's block-scaled kernels promote every 128 K elements): the
+    // blended fit over both, not Transformer Engine's forward choice.
+    let eff = match precision {
+        Precision::Fp8 | Precision::Fp4 => acc.efficiency.gemm_fp8,
+        _ => ctx.gemm_eff,
+    };
     let ctx = Ctx {
         quant_kernel: false,
-        ..Ctx::new(acc, precision, &timer)
+        gemm_eff: eff,
+        ..ctx
     };
     ctx.gemm(m, n, k, count)
 }

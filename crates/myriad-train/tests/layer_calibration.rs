@@ -100,3 +100,35 @@ fn attention_times_match_the_h100_measurement_across_head_dims() {
         assert!(((f + b) / mfb - 1.0).abs() < tol, "fwd+bwd s {s} d {d}");
     }
 }
+
+/// Hopper's fp8 MMA accumulates below fp32 precision: Transformer Engine runs the forward
+/// GEMMs with fast accumulation and promotes the gradient GEMMs' accumulation to fp32. The
+/// catalog carries both fits of ../shared/calibration's 126 + 126 fp8 GEMMs (0.676, 0.627),
+/// so a large fp8 GEMM's backward (two GEMMs) takes 2 × 0.676 / 0.627 of its forward on H100,
+/// and exactly twice it where no split figure exists (B200) or in bf16.
+#[test]
+fn fp8_gradient_gemms_pay_split_accumulation_on_hopper_only() {
+    let cat = myriad_catalog::catalog();
+    let big = [myriad_model::Op {
+        name: "mlp_up",
+        kind: myriad_model::OpKind::Gemm {
+            // Large enough in every dimension that the FLOPs dwarf the fixed cost, the fp8
+            // input casts and the gradient-accumulation epilogue (< 0.3% here).
+            m: 1e6,
+            n: 1e6,
+            k: 1e6,
+            count: 1.0,
+        },
+    }];
+    let ratio = |acc: &str, p: Precision| {
+        let a = cat.accelerator(acc).unwrap();
+        let (f, b) = myriad_train::step::op_times(a, p, &big);
+        b / f
+    };
+    let h100 = ratio("h100-sxm", Precision::Fp8);
+    assert!((h100 / (2.0 * 0.676 / 0.627) - 1.0).abs() < 0.005, "{h100}");
+    for (acc, p) in [("b200", Precision::Fp8), ("h100-sxm", Precision::Bf16)] {
+        let r = ratio(acc, p);
+        assert!((r / 2.0 - 1.0).abs() < 0.005, "{acc} {p:?}: {r}");
+    }
+}
