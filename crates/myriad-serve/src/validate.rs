@@ -562,6 +562,9 @@ const KNOWN_SERVING: &[&str] = &[
     "cuda_graph_batch_sizes",
 ];
 
+/// How a row key the validator does not read is reported.
+const UNUSED: &str = "not used (ignored)";
+
 /// Predicts one row. `warnings` collects keys that were not understood.
 pub fn predict_row(cat: &Catalog, row: &Value, warnings: &mut Vec<String>) -> CaseResult {
     let id = text(row, "id");
@@ -612,7 +615,7 @@ fn predict_inner(
                 && !k.ends_with("notes")
                 && o[k] != Value::Null
             {
-                warnings.push(format!("{}: serving.{k}: not used (ignored)", res.id));
+                warnings.push(format!("{}: serving.{k}: {UNUSED}", res.id));
             }
         }
     }
@@ -1514,12 +1517,30 @@ pub fn validate(cat: &Catalog, doc: &Value) -> Result<Report, String> {
                 (c, w)
             })
             .collect();
-        out.into_iter()
+        // Keys a file repeats on many rows are reported once, with the rows.
+        let mut unused: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        let cases = out
+            .into_iter()
             .map(|(c, w)| {
-                warnings.extend(w);
+                for w in w {
+                    match w.strip_prefix(&format!("{}: ", c.id)) {
+                        Some(rest) if rest.ends_with(UNUSED) => unused
+                            .entry(rest.to_string())
+                            .or_default()
+                            .push(c.id.clone()),
+                        _ => warnings.push(w),
+                    }
+                }
                 c
             })
-            .collect()
+            .collect();
+        for (what, ids) in unused {
+            warnings.push(match ids.as_slice() {
+                [one] => format!("{one}: {what}"),
+                _ => format!("{what} in {} rows ({}, ...)", ids.len(), ids[0]),
+            });
+        }
+        cases
     };
     let all: Vec<&CaseResult> = cases.iter().collect();
     let summary = summarize("all", &all);
@@ -1543,6 +1564,31 @@ pub fn validate(cat: &Catalog, doc: &Value) -> Result<Report, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_key_unused_on_many_rows_is_one_warning_naming_the_rows() {
+        let row = |id: &str| serde_json::json!({"id": id, "hardware": {"accelerator": "h100"}, "serving": {"label": "x"}});
+        let doc = serde_json::json!({
+            "format": "myriad-measurements/1",
+            "cases": [row("a"), row("b"), row("c")],
+        });
+        let rep = super::validate(myriad_catalog::catalog(), &doc).unwrap();
+        let unused: Vec<&String> = rep
+            .warnings
+            .iter()
+            .filter(|w| w.contains("label"))
+            .collect();
+        assert_eq!(
+            unused,
+            ["serving.label: not used (ignored) in 3 rows (a, ...)"]
+        );
+        // One row: named as before.
+        let doc = serde_json::json!({"format": "myriad-measurements/1", "cases": [row("a")]});
+        let rep = super::validate(myriad_catalog::catalog(), &doc).unwrap();
+        assert!(rep
+            .warnings
+            .contains(&"a: serving.label: not used (ignored)".to_string()));
+    }
+
     use super::{draft_depth, max_rate_meeting};
 
     #[test]
