@@ -3,12 +3,16 @@
 //! One step = the pipeline schedule over per-stage, per-micro-batch forward and backward
 //! times, plus exposed communication of each parallel group, plus the optimizer step.
 //! Compute time per op comes from the accelerator's peak and its catalog efficiency
-//! (GEMM: FLOPs / (peak × eff) + fixed overhead; attention: sequence-dependent efficiency;
-//! memory-bound ops: bytes / (HBM × eff)). Communication is timed by
+//! (GEMM: FLOPs / (peak × eff) + fixed overhead, in fp8 on Hopper at the fast-accumulation
+//! rate forward and the split-accumulation rate for the gradients; attention:
+//! sequence-dependent efficiency; memory-bound ops: bytes / (HBM × eff)). Communication is
+//! timed by
 //! `myriad_collective` on the group's placement in the hierarchy. Overlaps are explicit:
 //! - TP with sequence parallelism and `tp_comm_overlap`: the collective is split into TP
 //!   chunks pipelined with the GEMM it feeds; the first chunk and any excess over the GEMM
-//!   are exposed. Without overlap, all of it is exposed.
+//!   are exposed, and the two forward GEMMs whose outputs are reduce-scattered run on the
+//!   SMs the communication kernel leaves (`tp_comm_overlap_sms`). Without overlap, all of
+//!   it is exposed.
 //! - CP ring attention: KV exchange overlapped with attention compute of the previous chunk.
 //! - EP all-to-all: exposed (Megatron's default).
 //! - PP send/recv: exposed per micro-batch in 1F1B; overlapped in the interleaved schedule
