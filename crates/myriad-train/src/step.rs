@@ -6,8 +6,8 @@
 //! (GEMM: FLOPs / (peak × eff) + fixed overhead, in fp8 on Hopper at the fast-accumulation
 //! rate forward and the split-accumulation rate for the gradients; attention:
 //! sequence-dependent efficiency; memory-bound ops: bytes / (HBM × eff)). Communication is
-//! timed by
-//! `myriad_collective` on the group's placement in the hierarchy. Overlaps are explicit:
+//! timed by `myriad_collective` on the group's placement in the hierarchy. Overlaps are
+//! explicit:
 //! - TP with sequence parallelism and `tp_comm_overlap`: the collective is split into TP
 //!   chunks pipelined with the GEMM it feeds; the first chunk and any excess over the GEMM
 //!   are exposed, and the two forward GEMMs whose outputs are reduce-scattered run on the
