@@ -605,7 +605,12 @@ pub fn resolve(
             }
             n
         }
-        None if tp_comm_overlap => TE_UB_DEFAULT_SMS,
+        None if tp_comm_overlap => {
+            notes.push(format!(
+                "tp_comm_overlap_sms: {TE_UB_DEFAULT_SMS} (not given; Transformer Engine's default reserve for each forward reduce-scatter it overlaps)"
+            ));
+            TE_UB_DEFAULT_SMS
+        }
         None => 0,
     };
     Ok((
