@@ -118,8 +118,9 @@ per-source parameter; these are explanations, not corrections):
   (`LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2` in `scripts/performance/configs/llama/
   llama3_workload_base_configs.py`: micro-batch 2, Megatron FSDP, `cpu_offloading_num_layers
   = 40`) offloads the activations of 40 of the 80 layers to the Grace CPU's LPDDR5X over
-  NVLink-C2C and prefetches FSDP parameters under compute; Myriad's free choice finds 37 of
-  80 (`training.offload_layers`) and prefetches (`training.zero3_prefetch`, on by default;
+  NVLink-C2C and prefetches FSDP parameters under compute; Myriad's free choice finds 36 of
+  80 (`training.offload_layers`; 34 before the memory model counted FSDP's gathered working
+  set, two whole layers and one layer's gradient) and prefetches (`training.zero3_prefetch`, on by default;
   the validator turns it off only for sources from before 2022, the DeepSpeed 0.3 era).
 - **Dense Blackwell runs.** With the B200 GEMM efficiency fitted to 1,304 measured B200
   GEMMs (nod-ai/iree-kernel-benchmark) and Blackwell attention from NVIDIA's cuDNN benchmark

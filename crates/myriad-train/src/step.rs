@@ -1111,17 +1111,38 @@ pub fn estimate_with(
 
     // Memory on each stage; report the peak.
     let mut memory = Memory::default();
+    // ZeRO-3 keeps only a shard of each layer, but computes on whole ones: the layer being
+    // computed (and, with prefetch, the next one) is gathered, and its gradient exists in
+    // full until its reduce-scatter. On demand (DeepSpeed 0.3) that is one weight matrix
+    // at a time.
+    let zero3_working = if plan.zero_stage >= 3 && plan.dp as u64 * plan.cp as u64 > 1 {
+        let layer = p_layer_dense.max(p_layer_moe_dense + p_layer_experts);
+        if plan.zero3_prefetch {
+            (2.0 * layer, layer)
+        } else {
+            let (t_dense, t_moe) = model.tensors_per_layer(plan.ep);
+            let mats = t_dense
+                .matrices
+                .max(t_moe.dense.matrices + t_moe.experts)
+                .max(1.0);
+            (layer / mats, layer / mats)
+        }
+    } else {
+        (0.0, 0.0)
+    };
     for s in 0..pp {
         let (d, e) = stage_params(s);
         let w_bytes = if fp8 { 3.0 } else { 2.0 };
         let p_local = d + e;
         let zero3 = plan.zero_stage >= 3;
         let weights = if zero3 {
-            d / shard_div + e / edp as f64
+            d / shard_div + e / edp as f64 + zero3_working.0
         } else {
             p_local
         } * w_bytes;
-        let grads = if plan.zero_stage >= 2 {
+        let grads = if plan.zero_stage >= 3 {
+            d / shard_div + e / edp as f64 + zero3_working.1
+        } else if plan.zero_stage >= 2 {
             d / shard_div + e / edp as f64
         } else {
             p_local

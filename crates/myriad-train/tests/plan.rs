@@ -376,6 +376,26 @@ fn zero3_prefetch_hides_gathers_under_compute() {
     );
     assert!(on.estimate.breakdown.dp_comm_s < off.estimate.breakdown.dp_comm_s);
     assert!(on.estimate.breakdown.dp_comm_s > 0.0);
+    // Memory: prefetch holds two whole layers (the one computing and the next) and one
+    // layer's whole gradient; on demand one weight matrix of each (GPT-3: 4 per layer).
+    let p = m.params();
+    let layer = (p.attention_per_layer + p.norms_per_layer + p.dense_mlp_per_layer) / 8.0;
+    let gib = 1024f64.powi(3);
+    let grad_bytes = if on.plan.grad_reduce_in_fp32 {
+        4.0
+    } else {
+        2.0
+    };
+    let dw = (on.estimate.memory.weights_gib - off.estimate.memory.weights_gib) * gib;
+    let dg = (on.estimate.memory.gradients_gib - off.estimate.memory.gradients_gib) * gib;
+    assert!(
+        (dw / ((2.0 - 0.25) * layer * 2.0) - 1.0).abs() < 1e-9,
+        "{dw}"
+    );
+    assert!(
+        (dg / ((1.0 - 0.25) * layer * grad_bytes) - 1.0).abs() < 1e-9,
+        "{dg}"
+    );
 }
 
 #[test]
