@@ -310,12 +310,13 @@ pub fn candidates(
                                 );
                                 continue;
                             }
+                            let m = gb / (mb as u64 * dp as u64);
                             if myriad_train::plan::interleaved(fixed.schedule, pp, vpp)
-                                && gb / (mb as u64 * dp as u64) < pp as u64
+                                && (m < pp as u64 || m % pp as u64 != 0)
                             {
                                 reject(
                                     &mut rej,
-                                    "interleaved schedule with fewer micro-batches than pp",
+                                    "interleaved schedule: micro-batches not a multiple of pp",
                                     per_mb,
                                 );
                                 continue;

@@ -470,12 +470,24 @@ pub fn resolve(
     // Megatron-Core's interleaved schedule runs micro-batches through the virtual stages in
     // groups of `microbatch_group_size_per_vp_stage` (PP by default), which must lie in
     // [PP, M]: it raises a ValueError for fewer than PP micro-batches per step.
+    // The groups hold PP micro-batches by default, and a last group smaller than PP is
+    // refused too ("the remainder of M ... should be 0, or larger than or equal to the
+    // pipeline-parallel size"): M must be a multiple of PP.
     let micro_batches = global_batch / per_step;
     if interleaved(schedule, pp, vpp) && micro_batches < pp as u64 {
         return Err(bad(
             "vpp",
             format!(
                 "the interleaved schedule (VPP {vpp}) needs at least PP = {pp} micro-batches per step, got {micro_batches} (global batch {global_batch} / (micro_batch {micro_batch} * DP {dp}))"
+            ),
+        ));
+    }
+    if interleaved(schedule, pp, vpp) && micro_batches % pp as u64 != 0 {
+        return Err(bad(
+            "vpp",
+            format!(
+                "the interleaved schedule (VPP {vpp}) runs micro-batches in groups of PP = {pp}; {micro_batches} per step (global batch {global_batch} / (micro_batch {micro_batch} * DP {dp})) leave a last group of {} (Megatron-Core's default microbatch_group_size_per_vp_stage)",
+                micro_batches % pp as u64
             ),
         ));
     }

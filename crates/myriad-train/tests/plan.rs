@@ -57,6 +57,11 @@ fn the_interleaved_schedule_needs_at_least_pp_micro_batches() {
         err("{tp: 4, pp: 8, dp: 32, vpp: 12, global_batch: 2048, micro_batch: 64}"),
         "training.vpp: the interleaved schedule (VPP 12) needs at least PP = 8 micro-batches per step, got 1 (global batch 2048 / (micro_batch 64 * DP 32))"
     );
+    // 12 micro-batches on 8 stages: the last group of the interleaved schedule would hold 4.
+    assert_eq!(
+        err("{tp: 4, pp: 8, dp: 32, vpp: 12, global_batch: 384, micro_batch: 1}"),
+        "training.vpp: the interleaved schedule (VPP 12) runs micro-batches in groups of PP = 8; 12 per step (global batch 384 / (micro_batch 1 * DP 32)) leave a last group of 4 (Megatron-Core's default microbatch_group_size_per_vp_stage)"
+    );
     // The same batch without interleaving is a (bubble-heavy) 1F1B plan.
     let (s, c, m) =
         setup("{tp: 4, pp: 8, dp: 32, global_batch: 2048, micro_batch: 64, recompute: full}");
@@ -249,14 +254,14 @@ fn recompute_layers_errors_name_the_numbers() {
 fn the_free_choice_recomputes_no_more_than_needed() {
     // Nothing given, micro-batch 8: nothing fits without recompute, so the choice recomputes
     // part of every chunk; it fits, beats full recompute, and one layer fewer would not fit.
-    let (s, c, m) = setup("{tp: 8, pp: 8, dp: 16, global_batch: 1536, micro_batch: 8, vpp: 3}");
+    let (s, c, m) = setup("{tp: 8, pp: 8, dp: 16, global_batch: 2048, micro_batch: 8, vpp: 3}");
     let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
     assert!(t.estimate.fits);
     assert_eq!(t.plan.recompute, myriad_model::Recompute::Full);
     let share = t.plan.recompute_fraction;
     assert!(share < 1.0, "{share}");
     let (s2, c2, m2) = setup(
-        "{tp: 8, pp: 8, dp: 16, global_batch: 1536, micro_batch: 8, vpp: 3, recompute: full, distributed_optimizer: true}",
+        "{tp: 8, pp: 8, dp: 16, global_batch: 2048, micro_batch: 8, vpp: 3, recompute: full, distributed_optimizer: true}",
     );
     let f = myriad_train::train(s2.training.as_ref().unwrap(), &m2, &c2, 1024).unwrap();
     assert!(t.estimate.step_time_s < f.estimate.step_time_s);
@@ -531,7 +536,7 @@ fn edge_stage_errors_name_the_numbers() {
 #[test]
 fn edge_stages_with_interleaving_split_every_stage_evenly_over_its_virtual_stages() {
     // Llama 3 70B's 80 layers on PP 6 with VPP 2: 12 + 4 x 14 + 12.
-    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 48, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: llama3-70b}\ntraining: {tp: 8, pp: 6, dp: 1, vpp: 2, global_batch: 32, micro_batch: 1, recompute: full, first_stage_layers: 12, last_stage_layers: 12}\n";
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 48, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: llama3-70b}\ntraining: {tp: 8, pp: 6, dp: 1, vpp: 2, global_batch: 36, micro_batch: 1, recompute: full, first_stage_layers: 12, last_stage_layers: 12}\n";
     let cat = myriad_catalog::catalog();
     let s = parse_scenario("t.yaml", text, cat).unwrap();
     let c = myriad_cluster::build(&s, cat).unwrap();
