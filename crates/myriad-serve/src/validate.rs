@@ -47,6 +47,8 @@ pub struct GroupSummary {
     pub group: String,
     pub count: usize,
     pub mae: f64,
+    /// Mean signed error (predicted / measured − 1): the bias, apart from the scatter.
+    pub mean_error: f64,
     pub median_abs_error: f64,
     pub worst_abs_error: f64,
     pub worst_id: String,
@@ -71,12 +73,14 @@ fn summarize(group: &str, cases: &[&CaseResult]) -> GroupSummary {
             group: group.into(),
             count: 0,
             mae: 0.0,
+            mean_error: 0.0,
             median_abs_error: 0.0,
             worst_abs_error: 0.0,
             worst_id: String::new(),
         };
     }
     let mae = errs.iter().map(|e| e.0).sum::<f64>() / n as f64;
+    let mean_error = cases.iter().filter_map(|c| c.error).sum::<f64>() / n as f64;
     errs.sort_by(|a, b| a.0.total_cmp(&b.0));
     let median = if n % 2 == 1 {
         errs[n / 2].0
@@ -87,6 +91,7 @@ fn summarize(group: &str, cases: &[&CaseResult]) -> GroupSummary {
         group: group.into(),
         count: n,
         mae,
+        mean_error,
         median_abs_error: median,
         worst_abs_error: errs[n - 1].0,
         worst_id: errs[n - 1].1.to_string(),

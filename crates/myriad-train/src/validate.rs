@@ -43,6 +43,8 @@ pub struct GroupSummary {
     pub group: String,
     pub count: usize,
     pub mae: f64,
+    /// Mean signed error (predicted / measured − 1): the bias, apart from the scatter.
+    pub mean_error: f64,
     pub worst_abs_error: f64,
     pub worst_id: String,
 }
@@ -53,6 +55,8 @@ pub struct Summary {
     pub count: usize,
     pub failed: usize,
     pub mae: f64,
+    /// Mean signed error (predicted / measured − 1): the bias, apart from the scatter.
+    pub mean_error: f64,
     pub median_abs_error: f64,
     /// Worst over current (not superseded) rows: the accuracy bar.
     pub worst_abs_error: f64,
@@ -436,16 +440,23 @@ fn summarize(results: &[CaseResult]) -> Summary {
             GroupSummary {
                 count: rs.len(),
                 mae: rs.iter().map(|r| abs(r)).sum::<f64>() / rs.len() as f64,
+                mean_error: rs.iter().filter_map(|r| r.error).sum::<f64>() / rs.len() as f64,
                 worst_abs_error: w,
                 worst_id: wid,
                 group: g,
             }
         })
         .collect();
+    let mean_error = if ok.is_empty() {
+        0.0
+    } else {
+        ok.iter().filter_map(|r| r.error).sum::<f64>() / ok.len() as f64
+    };
     Summary {
         count: ok.len(),
         failed: results.len() - ok.len(),
         mae,
+        mean_error,
         median_abs_error: median,
         worst_abs_error: w,
         worst_id: wid,

@@ -194,3 +194,22 @@ fn notes_of(r: &myriad_train::validate::ValidationReport, id: &str) -> String {
         .map(|c| c.notes.join(" | "))
         .unwrap_or_default()
 }
+
+/// The summary's signed mean is the bias of the per-case errors: between −MAE and +MAE, and
+/// per group the count-weighted groups give it back.
+#[test]
+fn signed_mean_error_is_the_bias_of_the_cases() {
+    let Some(r) = report() else { return };
+    let s = &r.summary;
+    let errs: Vec<f64> = r.cases.iter().filter_map(|c| c.error).collect();
+    let mean = errs.iter().sum::<f64>() / errs.len() as f64;
+    assert!((s.mean_error - mean).abs() < 1e-12);
+    assert!(s.mean_error.abs() <= s.mae + 1e-12);
+    let from_groups: f64 = s
+        .groups
+        .iter()
+        .map(|g| g.mean_error * g.count as f64)
+        .sum::<f64>()
+        / s.count as f64;
+    assert!((from_groups - s.mean_error).abs() < 1e-12);
+}

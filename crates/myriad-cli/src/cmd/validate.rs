@@ -56,6 +56,7 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
         "source group",
         "cases",
         "mean |error|",
+        "mean error",
         "worst |error|",
         "worst case",
     ]);
@@ -64,17 +65,19 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
             Cell::new(&grp.group),
             Cell::new(grp.count),
             Cell::new(format!("{:.1}%", 100.0 * grp.mae)),
+            Cell::new(format!("{:+.1}%", 100.0 * grp.mean_error)),
             Cell::new(format!("{:.1}%", 100.0 * grp.worst_abs_error)),
             Cell::new(&grp.worst_id),
         ]);
     }
     println!("{g}");
     println!(
-        "{} cases ({} failed, {} superseded): mean |error| {:.1}%, median {:.1}%, worst {:.1}% ({}) — over all rows {:.1}% ({})",
+        "{} cases ({} failed, {} superseded): mean |error| {:.1}% (signed {:+.1}%), median {:.1}%, worst {:.1}% ({}) — over all rows {:.1}% ({})",
         s.count,
         s.failed,
         s.superseded,
         100.0 * s.mae,
+        100.0 * s.mean_error,
         100.0 * s.median_abs_error,
         100.0 * s.worst_abs_error,
         s.worst_id,
