@@ -363,6 +363,12 @@ pub struct TrainingSpec {
     /// Virtual pipeline stages per rank (interleaving).
     #[serde(default)]
     pub vpp: Option<u32>,
+    /// Micro-batches the interleaved schedule runs through one virtual stage in a row
+    /// (Megatron-Core `microbatch_group_size_per_vp_stage`); default PP. Between PP and the
+    /// step's micro-batches, and the last group must hold none or at least PP. Larger groups
+    /// allow micro-batch counts PP does not divide, at the cost of more activations in flight.
+    #[serde(default)]
+    pub vpp_group: Option<u32>,
     /// Transformer layers of the first pipeline stage (Megatron-Core
     /// `--decoder-first-pipeline-num-layers`); the other layers split evenly over the other
     /// stages. For layer counts that PP does not divide (DeepSeek-V3's 61 on PP 16). With

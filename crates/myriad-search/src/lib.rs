@@ -348,6 +348,7 @@ pub fn candidates(
                                             ep,
                                             etp: if ep > 1 { 1 } else { tp },
                                             vpp,
+                                            vpp_group: pp,
                                             micro_batch: mb,
                                             global_batch: gb,
                                             sequence_parallel: sp,

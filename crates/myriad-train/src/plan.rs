@@ -22,6 +22,9 @@ pub struct Plan {
     pub ep: u32,
     pub etp: u32,
     pub vpp: u32,
+    /// Micro-batches per virtual-stage group of the interleaved schedule (Megatron-Core
+    /// `microbatch_group_size_per_vp_stage`; PP by default).
+    pub vpp_group: u32,
     pub micro_batch: u32,
     pub global_batch: u64,
     pub sequence_parallel: bool,
@@ -250,8 +253,8 @@ pub fn interleaved(schedule: PipelineSchedule, pp: u32, vpp: u32) -> bool {
 ///
 /// - Interleaved 1F1B (Megatron-Core `forward_backward_pipelining_with_interleaving`; also
 ///   the zero-bubble schedule with virtual stages, whose warm-up is the same):
-///   stage s runs `w = 2(pp - s - 1) + (vpp - 1)·pp` warm-up chunk forwards (with the
-///   default `microbatch_group_size_per_vp_stage` = pp; all `m·vpp` when w reaches that,
+///   stage s runs `w = 2(pp - s - 1) + (vpp - 1)·group` warm-up chunk forwards (`group`:
+///   `microbatch_group_size_per_vp_stage`, pp by default; all `m·vpp` when w reaches that,
 ///   `get_pp_rank_microbatches`), then one more forward before its first backward, so it
 ///   holds `min(w + 1, m·vpp)` chunk activations, i.e. that over `vpp` stage micro-batches:
 ///   `pp + (pp - 1)/vpp` on the first stage and `pp - (pp - 1)/vpp` on the last one
@@ -264,6 +267,7 @@ pub fn in_flight_micro_batches(
     schedule: PipelineSchedule,
     pp: u32,
     vpp: u32,
+    group: u32,
     stage: u32,
     m: u64,
 ) -> f64 {
@@ -278,7 +282,7 @@ pub fn in_flight_micro_batches(
         _ if p > 1 && vpp > 1 => {
             let v = vpp as u64;
             let total = m * v;
-            let warmup = 2 * (p - s - 1) + (v - 1) * p;
+            let warmup = 2 * (p - s - 1) + (v - 1) * (group as u64).max(p);
             (warmup + 1).min(total) as f64 / v as f64
         }
         _ => (p - s).min(m) as f64,
@@ -470,26 +474,48 @@ pub fn resolve(
     // Megatron-Core's interleaved schedule runs micro-batches through the virtual stages in
     // groups of `microbatch_group_size_per_vp_stage` (PP by default), which must lie in
     // [PP, M]: it raises a ValueError for fewer than PP micro-batches per step.
-    // The groups hold PP micro-batches by default, and a last group smaller than PP is
-    // refused too ("the remainder of M ... should be 0, or larger than or equal to the
-    // pipeline-parallel size"): M must be a multiple of PP.
+    // The groups hold `vpp_group` micro-batches (PP by default), which must lie in
+    // [PP, M], and a last group smaller than PP is refused too ("the remainder of M ...
+    // should be 0, or larger than or equal to the pipeline-parallel size").
     let micro_batches = global_batch / per_step;
-    if interleaved(schedule, pp, vpp) && micro_batches < pp as u64 {
+    let vpp_group = spec.vpp_group.unwrap_or(pp);
+    if spec.vpp_group.is_some() && !interleaved(schedule, pp, vpp) {
         return Err(bad(
-            "vpp",
-            format!(
-                "the interleaved schedule (VPP {vpp}) needs at least PP = {pp} micro-batches per step, got {micro_batches} (global batch {global_batch} / (micro_batch {micro_batch} * DP {dp}))"
-            ),
+            "vpp_group",
+            "applies only to the interleaved schedule (1F1B with PP > 1 and VPP > 1); leave it out"
+                .to_string(),
         ));
     }
-    if interleaved(schedule, pp, vpp) && micro_batches % pp as u64 != 0 {
-        return Err(bad(
-            "vpp",
-            format!(
-                "the interleaved schedule (VPP {vpp}) runs micro-batches in groups of PP = {pp}; {micro_batches} per step (global batch {global_batch} / (micro_batch {micro_batch} * DP {dp})) leave a last group of {} (Megatron-Core's default microbatch_group_size_per_vp_stage)",
-                micro_batches % pp as u64
-            ),
-        ));
+    if interleaved(schedule, pp, vpp) {
+        let m = micro_batches;
+        let n = vpp_group as u64;
+        let why = if m < pp as u64 {
+            Some(format!(
+                "the interleaved schedule (VPP {vpp}) needs at least PP = {pp} micro-batches per step, got {m} (global batch {global_batch} / (micro_batch {micro_batch} * DP {dp}))"
+            ))
+        } else if n < pp as u64 || n > m {
+            Some(format!(
+                "vpp_group {n} must lie between PP = {pp} and the {m} micro-batches per step"
+            ))
+        } else if m % n != 0 && m % n < pp as u64 {
+            Some(format!(
+                "the interleaved schedule (VPP {vpp}) runs micro-batches in groups of {n}{}; {m} per step (global batch {global_batch} / (micro_batch {micro_batch} * DP {dp})) leave a last group of {} < PP = {pp} (set training.vpp_group, e.g. to {m})",
+                if spec.vpp_group.is_none() { " (PP, Megatron-Core's default microbatch_group_size_per_vp_stage)" } else { "" },
+                m % n
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(bad(
+                if spec.vpp_group.is_some() {
+                    "vpp_group"
+                } else {
+                    "vpp"
+                },
+                why,
+            ));
+        }
     }
     let placement = match &spec.placement {
         Some(p) => myriad_scenario::parse_placement(p).map_err(|m| bad("placement", m))?,
@@ -635,6 +661,7 @@ pub fn resolve(
             ep,
             etp,
             vpp,
+            vpp_group,
             micro_batch,
             global_batch,
             sequence_parallel,

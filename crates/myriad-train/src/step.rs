@@ -1154,6 +1154,7 @@ pub fn estimate_with(
             plan.schedule,
             pp,
             plan.vpp,
+            plan.vpp_group,
             s,
             plan.micro_batches(),
         );

@@ -60,7 +60,26 @@ fn the_interleaved_schedule_needs_at_least_pp_micro_batches() {
     // 12 micro-batches on 8 stages: the last group of the interleaved schedule would hold 4.
     assert_eq!(
         err("{tp: 4, pp: 8, dp: 32, vpp: 12, global_batch: 384, micro_batch: 1}"),
-        "training.vpp: the interleaved schedule (VPP 12) runs micro-batches in groups of PP = 8; 12 per step (global batch 384 / (micro_batch 1 * DP 32)) leave a last group of 4 (Megatron-Core's default microbatch_group_size_per_vp_stage)"
+        "training.vpp: the interleaved schedule (VPP 12) runs micro-batches in groups of 8 (PP, Megatron-Core's default microbatch_group_size_per_vp_stage); 12 per step (global batch 384 / (micro_batch 1 * DP 32)) leave a last group of 4 < PP = 8 (set training.vpp_group, e.g. to 12)"
+    );
+    // One group of all 12 runs, holding every micro-batch in flight on the first stage.
+    let (s, c, m) = setup(
+        "{tp: 4, pp: 8, dp: 32, vpp: 12, global_batch: 384, micro_batch: 1, vpp_group: 12, recompute: full}",
+    );
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+    assert_eq!(t.plan.vpp_group, 12);
+    assert_eq!(t.estimate.memory.in_flight_micro_batches, 12.0);
+    assert_eq!(
+        err("{tp: 4, pp: 8, dp: 32, vpp: 12, global_batch: 384, micro_batch: 1, vpp_group: 7}"),
+        "training.vpp_group: vpp_group 7 must lie between PP = 8 and the 12 micro-batches per step"
+    );
+    assert_eq!(
+        err("{tp: 4, pp: 8, dp: 32, vpp: 12, global_batch: 640, micro_batch: 1, vpp_group: 9}"),
+        "training.vpp_group: the interleaved schedule (VPP 12) runs micro-batches in groups of 9; 20 per step (global batch 640 / (micro_batch 1 * DP 32)) leave a last group of 2 < PP = 8 (set training.vpp_group, e.g. to 20)"
+    );
+    assert_eq!(
+        err("{tp: 4, pp: 8, dp: 32, global_batch: 384, micro_batch: 1, vpp_group: 12}"),
+        "training.vpp_group: applies only to the interleaved schedule (1F1B with PP > 1 and VPP > 1); leave it out"
     );
     // The same batch without interleaving is a (bubble-heavy) 1F1B plan.
     let (s, c, m) =
@@ -76,30 +95,35 @@ fn in_flight_micro_batches_follow_megatron_warm_up() {
     use myriad_train::plan::in_flight_micro_batches as f;
     // Interleaved, p = 8, v = 12, m = 64: stage s holds 2(p-s-1) + (v-1)p + 1 chunk
     // activations, over v: (14 + 88 + 1)/12 on the first stage, (0 + 88 + 1)/12 on the last.
-    assert!((f(OneFOneB, 8, 12, 0, 64) - 103.0 / 12.0).abs() < 1e-12);
-    assert!((f(OneFOneB, 8, 12, 7, 64) - 89.0 / 12.0).abs() < 1e-12);
-    assert!((f(OneFOneB, 8, 12, 3, 64) - 97.0 / 12.0).abs() < 1e-12); // 2·4 + 88 + 1
-                                                                      // First stage: p + (p-1)/v (Korthikanti et al. 2022).
-    assert!((f(OneFOneB, 8, 12, 0, 64) - (8.0 + 7.0 / 12.0)).abs() < 1e-12);
+    assert!((f(OneFOneB, 8, 12, 8, 0, 64) - 103.0 / 12.0).abs() < 1e-12);
+    assert!((f(OneFOneB, 8, 12, 8, 7, 64) - 89.0 / 12.0).abs() < 1e-12);
+    assert!((f(OneFOneB, 8, 12, 8, 3, 64) - 97.0 / 12.0).abs() < 1e-12); // 2·4 + 88 + 1
+                                                                         // First stage: p + (p-1)/v (Korthikanti et al. 2022).
+    assert!((f(OneFOneB, 8, 12, 8, 0, 64) - (8.0 + 7.0 / 12.0)).abs() < 1e-12);
     // m == p: the first stage's warm-up (30 + 48) covers all 64 chunk forwards, so it holds
     // every micro-batch (16, not the 16 + 15/4 of the uncapped count); the last stage
     // 48 + 1 chunks.
-    assert_eq!(f(OneFOneB, 16, 4, 0, 16), 16.0);
-    assert_eq!(f(OneFOneB, 16, 4, 15, 16), 49.0 / 4.0);
+    assert_eq!(f(OneFOneB, 16, 4, 16, 0, 16), 16.0);
+    assert_eq!(f(OneFOneB, 16, 4, 16, 15, 16), 49.0 / 4.0);
     // Plain 1F1B: p - s, at most m.
-    assert_eq!(f(OneFOneB, 8, 1, 0, 64), 8.0);
-    assert_eq!(f(OneFOneB, 8, 1, 7, 64), 1.0);
-    assert_eq!(f(OneFOneB, 8, 1, 0, 3), 3.0);
+    assert_eq!(f(OneFOneB, 8, 1, 8, 0, 64), 8.0);
+    assert_eq!(f(OneFOneB, 8, 1, 8, 7, 64), 1.0);
+    assert_eq!(f(OneFOneB, 8, 1, 8, 0, 3), 3.0);
     // GPipe holds every micro-batch; DualPipe p + 1, at most two per micro-batch.
-    assert_eq!(f(Gpipe, 8, 1, 0, 32), 32.0);
-    assert_eq!(f(Dualpipe, 8, 1, 0, 32), 9.0);
-    assert_eq!(f(Dualpipe, 8, 1, 0, 2), 4.0);
+    assert_eq!(f(Gpipe, 8, 1, 8, 0, 32), 32.0);
+    assert_eq!(f(Dualpipe, 8, 1, 8, 0, 32), 9.0);
+    assert_eq!(f(Dualpipe, 8, 1, 8, 0, 2), 4.0);
+    // A larger group warms up more: p = 4, v = 2, group 6, m = 6: stage 0 runs 2·3 + 6
+    // chunk forwards, all 12 of the step, so it holds all 6 micro-batches (4 + 3/2 with
+    // the default group of 4).
+    assert_eq!(f(OneFOneB, 4, 2, 6, 0, 6), 6.0);
+    assert_eq!(f(OneFOneB, 4, 2, 4, 0, 8), 11.0 / 2.0);
     // Never more than the step's micro-batches, on any stage of any schedule.
     for sched in [OneFOneB, Gpipe, Dualpipe] {
         for (p, v) in [(4, 1), (8, 1), (8, 2), (8, 12), (16, 4)] {
             for m in [1u64, 2, 7, 8, 16, 64] {
                 for s in 0..p {
-                    let x = f(sched, p, v, s, m);
+                    let x = f(sched, p, v, p, s, m);
                     let cap = if sched == Dualpipe { 2 * m } else { m };
                     assert!(
                         x <= cap as f64 + 1e-12 && x >= 1.0 / v as f64,
