@@ -312,7 +312,7 @@ pub fn candidates(
                             }
                             let m = gb / (mb as u64 * dp as u64);
                             if myriad_train::plan::interleaved(fixed.schedule, pp, vpp)
-                                && (m < pp as u64 || m % pp as u64 != 0)
+                                && myriad_train::plan::interleaved_groups(pp, m, pp).is_err()
                             {
                                 reject(
                                     &mut rej,
@@ -339,6 +339,8 @@ pub fn candidates(
                                             continue;
                                         }
                                         let sp = sp && tp > 1;
+                                        let tp_overlap =
+                                            sp && fixed.attention == AttentionKernel::Flash;
                                         out.push(Plan {
                                             accelerators: n,
                                             tp,
@@ -362,11 +364,8 @@ pub fn candidates(
                                             zero3_prefetch: fixed.zero3_prefetch,
                                             zero_stage: z,
                                             schedule: fixed.schedule,
-                                            tp_comm_overlap: sp
-                                                && fixed.attention == AttentionKernel::Flash,
-                                            tp_comm_overlap_sms: if sp
-                                                && fixed.attention == AttentionKernel::Flash
-                                            {
+                                            tp_comm_overlap: tp_overlap,
+                                            tp_comm_overlap_sms: if tp_overlap {
                                                 myriad_train::plan::TE_UB_DEFAULT_SMS
                                             } else {
                                                 0

@@ -241,6 +241,33 @@ pub fn first_stage_remainder(layers: u32, pp: u32) -> Option<(u32, u32)> {
 /// in transformer_engine/pytorch/module/base.py, TE 2.x).
 pub const TE_UB_DEFAULT_SMS: u32 = 16;
 
+/// Why Megatron-Core's interleaved schedule refuses `m` micro-batches per step in groups of
+/// `group` on `pp` stages (`forward_backward_pipelining_with_interleaving`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupError {
+    /// Fewer micro-batches than stages.
+    TooFew,
+    /// The group is outside [PP, M].
+    GroupOutOfRange,
+    /// The last group holds this many (> 0 and < PP): "the remainder of M ... should be 0,
+    /// or larger than or equal to the pipeline-parallel size".
+    ShortLastGroup(u64),
+}
+
+/// Checks Megatron-Core's constraints on the interleaved schedule's micro-batch groups.
+pub fn interleaved_groups(pp: u32, m: u64, group: u32) -> Result<(), GroupError> {
+    let (p, n) = (pp as u64, group as u64);
+    if m < p {
+        Err(GroupError::TooFew)
+    } else if n < p || n > m {
+        Err(GroupError::GroupOutOfRange)
+    } else if m % n != 0 && m % n < p {
+        Err(GroupError::ShortLastGroup(m % n))
+    } else {
+        Ok(())
+    }
+}
+
 /// Whether `schedule` with `vpp` virtual stages on `pp` stages is Megatron-Core's
 /// interleaved 1F1B.
 pub fn interleaved(schedule: PipelineSchedule, pp: u32, vpp: u32) -> bool {
@@ -472,11 +499,7 @@ pub fn resolve(
         ));
     }
     // Megatron-Core's interleaved schedule runs micro-batches through the virtual stages in
-    // groups of `microbatch_group_size_per_vp_stage` (PP by default), which must lie in
-    // [PP, M]: it raises a ValueError for fewer than PP micro-batches per step.
-    // The groups hold `vpp_group` micro-batches (PP by default), which must lie in
-    // [PP, M], and a last group smaller than PP is refused too ("the remainder of M ...
-    // should be 0, or larger than or equal to the pipeline-parallel size").
+    // groups of `vpp_group` (`microbatch_group_size_per_vp_stage`, PP by default).
     let micro_batches = global_batch / per_step;
     let vpp_group = spec.vpp_group.unwrap_or(pp);
     if spec.vpp_group.is_some() && !interleaved(schedule, pp, vpp) {
@@ -487,34 +510,28 @@ pub fn resolve(
         ));
     }
     if interleaved(schedule, pp, vpp) {
-        let m = micro_batches;
-        let n = vpp_group as u64;
-        let why = if m < pp as u64 {
-            Some(format!(
-                "the interleaved schedule (VPP {vpp}) needs at least PP = {pp} micro-batches per step, got {m} (global batch {global_batch} / (micro_batch {micro_batch} * DP {dp}))"
-            ))
-        } else if n < pp as u64 || n > m {
-            Some(format!(
-                "vpp_group {n} must lie between PP = {pp} and the {m} micro-batches per step"
-            ))
-        } else if m % n != 0 && m % n < pp as u64 {
-            Some(format!(
-                "the interleaved schedule (VPP {vpp}) runs micro-batches in groups of {n}{}; {m} per step (global batch {global_batch} / (micro_batch {micro_batch} * DP {dp})) leave a last group of {} < PP = {pp} (set training.vpp_group, e.g. to {m})",
-                if spec.vpp_group.is_none() { " (PP, Megatron-Core's default microbatch_group_size_per_vp_stage)" } else { "" },
-                m % n
-            ))
+        let field = if spec.vpp_group.is_some() {
+            "vpp_group"
         } else {
-            None
+            "vpp"
+        };
+        let batch =
+            format!("(global batch {global_batch} / (micro_batch {micro_batch} * DP {dp}))");
+        let why = match interleaved_groups(pp, micro_batches, vpp_group) {
+            Ok(()) => None,
+            Err(GroupError::TooFew) => Some(format!(
+                "the interleaved schedule (VPP {vpp}) needs at least PP = {pp} micro-batches per step, got {micro_batches} {batch}"
+            )),
+            Err(GroupError::GroupOutOfRange) => Some(format!(
+                "vpp_group {vpp_group} must lie between PP = {pp} and the {micro_batches} micro-batches per step"
+            )),
+            Err(GroupError::ShortLastGroup(r)) => Some(format!(
+                "the interleaved schedule (VPP {vpp}) runs micro-batches in groups of {vpp_group}{}; {micro_batches} per step {batch} leave a last group of {r} < PP = {pp} (set training.vpp_group, e.g. to {micro_batches})",
+                if spec.vpp_group.is_none() { " (PP, Megatron-Core's default microbatch_group_size_per_vp_stage)" } else { "" },
+            )),
         };
         if let Some(why) = why {
-            return Err(bad(
-                if spec.vpp_group.is_some() {
-                    "vpp_group"
-                } else {
-                    "vpp"
-                },
-                why,
-            ));
+            return Err(bad(field, why));
         }
     }
     let placement = match &spec.placement {
