@@ -1,7 +1,8 @@
 //! Prints where one iteration's time goes for a serving scenario's instance (the decode
 //! role when disaggregated), for a batch of given size on every attention rank:
 //! `cargo run --release -p myriad-serve --example iteration -- SCENARIO SEQS_PER_RANK
-//! CONTEXT [PROMPT_TOKENS_PER_RANK]`.
+//! CONTEXT [PROMPT_TOKENS_PER_RANK [PROMPT_RANKS]]` (prompts on every rank unless
+//! PROMPT_RANKS says how many carry one).
 fn main() {
     if let Err(e) = run() {
         eprintln!("error: {e}");
@@ -18,7 +19,8 @@ fn num(a: &[String], i: usize, what: &str) -> Result<f64, String> {
 
 fn run() -> Result<(), String> {
     let a: Vec<String> = std::env::args().collect();
-    let usage = "usage: iteration SCENARIO SEQS_PER_RANK CONTEXT [PROMPT_TOKENS_PER_RANK]";
+    let usage =
+        "usage: iteration SCENARIO SEQS_PER_RANK CONTEXT [PROMPT_TOKENS_PER_RANK [PROMPT_RANKS]]";
     let path = a.get(1).ok_or(usage)?;
     let seqs = num(&a, 2, "SEQS_PER_RANK")?;
     let ctx = num(&a, 3, "CONTEXT")?;
@@ -37,16 +39,23 @@ fn run() -> Result<(), String> {
         myriad_serve::Deployment::Disaggregated { decode, .. } => &**decode,
     };
     let dp = r.model.par.attention_dp as f64;
+    let ranks = if a.len() > 5 {
+        num(&a, 5, "PROMPT_RANKS")?.clamp(1.0, dp)
+    } else {
+        dp
+    };
     let b = myriad_serve::Batch {
         decode_seqs: seqs * dp,
         decode_ctx: seqs * dp * ctx,
-        prefill_tokens: prompt * dp,
-        prefill_pairs: prompt * dp * prompt / 2.0,
-        prefill_done: if prompt > 0.0 { dp } else { 0.0 },
-        prefill_seqs: if prompt > 0.0 { dp } else { 0.0 },
+        prefill_tokens: prompt * ranks,
+        prefill_pairs: prompt * ranks * prompt / 2.0,
+        prefill_done: if prompt > 0.0 { ranks } else { 0.0 },
+        prefill_seqs: if prompt > 0.0 { ranks } else { 0.0 },
     };
     let t = r.model.iteration(&b);
-    println!("{seqs} sequences x {ctx} context (+ {prompt} prompt tokens) on each of {dp} attention ranks:");
+    println!(
+        "{seqs} sequences x {ctx} context on each of {dp} attention ranks (+ {prompt} prompt tokens on {ranks} of them):"
+    );
     for (k, v) in [
         ("GEMMs", t.gemm_s),
         ("attention", t.attention_s),

@@ -907,8 +907,14 @@ impl InstanceModel {
                     / self.hbm_bps;
                 let (dispatch, combine) = if self.par.ep > 1 {
                     // The all-to-all lasts until the busiest rank has received (dispatch)
-                    // and sent back (combine) its `imbalance`-times-mean share.
-                    let per_gpu = tokens / gpus * k * h * imbalance;
+                    // and sent back (combine) its `imbalance`-times-mean share, and until
+                    // the busiest sender has sent its tokens' copies out (and taken them
+                    // back): with attention data parallelism a rank that runs a prompt
+                    // sends its prompt's `k` copies of every token while the others send
+                    // only their decode tokens' (each GPU of a TP group its 1/tp share).
+                    let recv = tokens / gpus * k * h * imbalance;
+                    let send = t_r / tp * k * h;
+                    let per_gpu = recv.max(send);
                     (
                         self.coll(CollOp::AllToAll, per_gpu * 1.0, &self.ep_span),
                         self.coll(CollOp::AllToAll, per_gpu * 2.0, &self.ep_span),

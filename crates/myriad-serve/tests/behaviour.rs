@@ -1293,3 +1293,37 @@ fn host_loop_binds_only_when_slower_than_the_gpu() {
         assert!(n / t <= 1e6 / fw.host_us_per_seq * (1.0 + 1e-9));
     }
 }
+
+#[test]
+fn a_prompt_on_one_attention_rank_makes_it_the_busiest_all_to_all_sender() {
+    // DeepSeek-V3 DEP8 on one HGX H100 node, uniform routing (only sampling noise): 64
+    // decode sequences on every rank, and one 1024-token prompt on rank 0 only. That rank
+    // sends (64 + 1024) tokens x top-8 copies at the dispatch, 3.5x the mean of
+    // (8·64 + 1024)/8 = 192 tokens, so the all-to-all lasts as long as when every rank
+    // carries such a prompt (same bytes per sender), less only that case's receive-side
+    // imbalance, and longer than when the same prompt tokens are spread evenly.
+    let mut m = deepseek_dep(8);
+    m.expert_load_cv = 0.0;
+    let one = |prompts: f64, per_prompt: f64| Batch {
+        decode_seqs: 8.0 * 64.0,
+        decode_ctx: 8.0 * 64.0 * 2000.0,
+        prefill_tokens: prompts * per_prompt,
+        prefill_pairs: prompts * per_prompt * per_prompt / 2.0,
+        prefill_done: prompts,
+        prefill_seqs: prompts,
+    };
+    let skewed = m.moe_stages(&one(1.0, 1024.0));
+    let spread = m.moe_stages(&one(8.0, 128.0));
+    let every = m.moe_stages(&one(8.0, 1024.0));
+    assert!(skewed.dispatch > 1.5 * spread.dispatch, "{skewed:?} {spread:?}");
+    assert!(skewed.combine > 1.5 * spread.combine);
+    // Every rank with a prompt: 1088 tokens per rank, 8704 x 8 / 8 assignments per rank.
+    let f = m.busiest_rank_factor(1088.0 * 8.0);
+    assert!(f > 1.0 && f < 1.1, "{f}");
+    for (s, e) in [
+        (skewed.dispatch, every.dispatch),
+        (skewed.combine, every.combine),
+    ] {
+        assert!(s <= e * 1.000_001 && s >= e / f, "{s} {e} {f}");
+    }
+}
