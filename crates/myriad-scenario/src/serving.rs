@@ -56,6 +56,13 @@ pub struct ServingSpec {
     /// default 1; aggregated instances only.
     #[serde(default)]
     pub decode_steps_per_round: Option<u32>,
+    /// TensorRT-LLM's ADP balance (`attention_dp_config: enable_balance: true`,
+    /// `timeout_iters`): with attention data parallelism, new prompts wait until there is
+    /// one for every attention rank, or at most this many iterations, so that the ranks
+    /// prefill together. Default 0 (off, TensorRT-LLM's default); TensorRT-LLM's own
+    /// `timeout_iters` default when enabled is 50. Aggregated instances only.
+    #[serde(default)]
+    pub adp_balance_timeout_iters: Option<u32>,
     /// Share of the memory left after weights and runtime buffers given to the KV cache;
     /// default: the framework's (0.90 TensorRT-LLM and vLLM, 0.85 SGLang).
     #[serde(default)]
@@ -338,6 +345,10 @@ impl ServingSpec {
                 (
                     "decode_steps_per_round",
                     self.decode_steps_per_round.is_some(),
+                ),
+                (
+                    "adp_balance_timeout_iters",
+                    self.adp_balance_timeout_iters.is_some(),
                 ),
             ] {
                 if set {

@@ -209,6 +209,7 @@ pub fn setup(
             spec_r.policy = SchedulePolicy {
                 prefill_first: sv.prefill_first.unwrap_or(false),
                 decode_steps_per_round: sv.decode_steps_per_round.unwrap_or(1),
+                adp_balance_timeout_iters: sv.adp_balance_timeout_iters.unwrap_or(0),
             };
             Deployment::Aggregated(spec_r)
         }

@@ -146,6 +146,13 @@ pub struct SchedulePolicy {
     /// `num_scheduler_steps`): once a round starts, waiting prompts are scheduled only after
     /// its last step. 0 or 1: every iteration is scheduled.
     pub decode_steps_per_round: u32,
+    /// TensorRT-LLM's ADP balance, context wait (`attention_dp_config: enable_balance`,
+    /// `timeout_iters`; TensorRT-LLM tech blog 10): with attention data parallelism and
+    /// running decodes, new prompts are held until there is one for every attention rank,
+    /// or until they have been held this many iterations, so that the ranks run their
+    /// prompts in the same iteration instead of one rank stalling the others at every MoE
+    /// layer. 0 (TensorRT-LLM's default, `enable_balance: false`): no holding.
+    pub adp_balance_timeout_iters: u32,
 }
 
 /// Aggregated or prefill/decode disaggregated.
@@ -306,6 +313,8 @@ struct Inst {
     decoding: f64,
     /// Decode steps left in the current multi-step round (`SchedulePolicy`).
     round_left: u32,
+    /// Iterations the waiting prompts have been held by ADP balance (`SchedulePolicy`).
+    held: u32,
 }
 
 impl Inst {
@@ -465,6 +474,26 @@ impl Sim<'_> {
                 allow_prefill = false;
             }
             inst.round_left -= 1;
+        }
+        // ADP balance: hold new prompts while fewer than one per attention rank wait, up to
+        // the timeout; a prompt already started (chunked) always continues.
+        let ranks_dp = spec.model.par.attention_dp;
+        if allow_prefill
+            && policy.adp_balance_timeout_iters > 0
+            && ranks_dp > 1
+            && dec > 0.0
+            && !inst.prefill.is_empty()
+        {
+            let started = inst.prefill.iter().any(|&(_, done)| done > 0);
+            if !started
+                && inst.prefill.len() < ranks_dp as usize
+                && inst.held < policy.adp_balance_timeout_iters
+            {
+                allow_prefill = false;
+                inst.held += 1;
+            } else {
+                inst.held = 0;
+            }
         }
         let mut budget = (spec.max_tokens as f64 - dec * (1.0 + draft)).max(0.0);
         let per_rank_budget =
@@ -662,6 +691,7 @@ pub fn simulate_requests(
                 prefill: VecDeque::new(),
                 running: 0,
                 round_left: 0,
+                held: 0,
                 ctx: 0.0,
                 steps: 0,
                 finish: BinaryHeap::new(),

@@ -1037,7 +1037,14 @@ fn predict_inner(
         } else {
             1
         },
+        adp_balance_timeout_iters: adp_balance_of(sv),
     };
+    if policy.adp_balance_timeout_iters > 0 {
+        notes.push(format!(
+            "scheduling: ADP balance (stated): new prompts held up to {} iterations until every attention rank has one",
+            policy.adp_balance_timeout_iters
+        ));
+    }
     if policy.prefill_first {
         notes.push(format!(
             "scheduling: vLLM V0 without chunked prefill: prefill-only iterations first, running sequences wait{}",
@@ -1198,6 +1205,18 @@ fn predict_inner(
 /// Mean prompt length (tokens) of the MLPerf Inference dataset a row names (see
 /// [`crate::datasets::mlperf`] for the matching rule), with the set's name: the mean of its
 /// per-sample token counts (`crate::datasets`, from the official MLCommons files).
+/// TensorRT-LLM's ADP balance context wait as a row states it: `serving.attention_dp_config`
+/// with `enable_balance` true and `timeout_iters` (TensorRT-LLM's own default when not
+/// given: 50, `AttentionDpConfig`); 0 when not stated or not enabled.
+fn adp_balance_of(sv: &Value) -> u32 {
+    match sv.get("attention_dp_config") {
+        Some(c) if c.get("enable_balance").and_then(Value::as_bool) == Some(true) => {
+            uint(c, "timeout_iters").unwrap_or(50)
+        }
+        _ => 0,
+    }
+}
+
 pub fn dataset_mean_input(ds: &str, name: &str) -> Option<(f64, &'static str)> {
     if ds.contains("gsm8k") || ds.contains("mixtral") || name.contains("mixtral") {
         // OpenOrca ~300, the few-shot GSM8K and MBXP prompts longer.
