@@ -334,6 +334,14 @@ fn bad_serving_values_name_the_field() {
             "serving.decode_steps_per_round: applies to aggregated instances only",
         ),
         (
+            format!("{base}  mode: disaggregated\n  prefill: {{tp: 2}}\n  decode: {{tp: 2}}\n  adp_balance_timeout_iters: 6\n"),
+            "serving.adp_balance_timeout_iters: applies to aggregated instances only",
+        ),
+        (
+            format!("{base}  adp_balance_timeout_iters: -1\n"),
+            "serving.adp_balance_timeout_iters",
+        ),
+        (
             format!("{base}  mode: disaggregated\n  prefill: {{tp: 2}}\n"),
             "serving.decode",
         ),
