@@ -1325,7 +1325,10 @@ fn a_prompt_on_one_attention_rank_makes_it_the_busiest_all_to_all_sender() {
     let skewed = m.moe_stages(&one(1.0, 1024.0));
     let spread = m.moe_stages(&one(8.0, 128.0));
     let every = m.moe_stages(&one(8.0, 1024.0));
-    assert!(skewed.dispatch > 1.5 * spread.dispatch, "{skewed:?} {spread:?}");
+    assert!(
+        skewed.dispatch > 1.5 * spread.dispatch,
+        "{skewed:?} {spread:?}"
+    );
     assert!(skewed.combine > 1.5 * spread.combine);
     // Every rank with a prompt: 1088 tokens per rank, 8704 x 8 / 8 assignments per rank.
     let f = m.busiest_rank_factor(1088.0 * 8.0);
