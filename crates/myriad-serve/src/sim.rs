@@ -477,16 +477,16 @@ impl Sim<'_> {
         }
         // ADP balance: hold new prompts while fewer than one per attention rank wait, up to
         // the timeout; a prompt already started (chunked) always continues.
-        let ranks_dp = spec.model.par.attention_dp;
+        let ranks = spec.model.par.attention_dp.max(1);
         if allow_prefill
             && policy.adp_balance_timeout_iters > 0
-            && ranks_dp > 1
+            && ranks > 1
             && dec > 0.0
             && !inst.prefill.is_empty()
         {
             let started = inst.prefill.iter().any(|&(_, done)| done > 0);
             if !started
-                && inst.prefill.len() < ranks_dp as usize
+                && inst.prefill.len() < ranks as usize
                 && inst.held < policy.adp_balance_timeout_iters
             {
                 allow_prefill = false;
@@ -507,7 +507,6 @@ impl Sim<'_> {
         let mut all_done = true;
         // Whole prompts (no chunking) are packed rank by rank: each attention-DP rank has
         // its own share of the token budget, less its own decode tokens.
-        let ranks = spec.model.par.attention_dp.max(1);
         let rank_full = (per_rank_budget - dec * (1.0 + draft) / ranks as f64).max(0.0);
         let mut rank = 0u32;
         let mut room = rank_full;

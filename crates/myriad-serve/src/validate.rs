@@ -1202,9 +1202,6 @@ fn predict_inner(
     Ok(())
 }
 
-/// Mean prompt length (tokens) of the MLPerf Inference dataset a row names (see
-/// [`crate::datasets::mlperf`] for the matching rule), with the set's name: the mean of its
-/// per-sample token counts (`crate::datasets`, from the official MLCommons files).
 /// TensorRT-LLM's ADP balance context wait as a row states it: `serving.attention_dp_config`
 /// with `enable_balance` true and `timeout_iters` (TensorRT-LLM's own default when not
 /// given: 50, `AttentionDpConfig`); 0 when not stated or not enabled.
@@ -1217,6 +1214,9 @@ fn adp_balance_of(sv: &Value) -> u32 {
     }
 }
 
+/// Mean prompt length (tokens) of the MLPerf Inference dataset a row names (see
+/// [`crate::datasets::mlperf`] for the matching rule), with the set's name: the mean of its
+/// per-sample token counts (`crate::datasets`, from the official MLCommons files).
 pub fn dataset_mean_input(ds: &str, name: &str) -> Option<(f64, &'static str)> {
     if ds.contains("gsm8k") || ds.contains("mixtral") || name.contains("mixtral") {
         // OpenOrca ~300, the few-shot GSM8K and MBXP prompts longer.
