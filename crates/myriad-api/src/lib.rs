@@ -61,6 +61,22 @@ pub struct TrainInput {
     pub accelerators: u64,
 }
 
+/// The accelerators the job runs on: `training.accelerators`, or the whole cluster.
+fn training_accelerators(
+    s: &Scenario,
+    spec: &myriad_scenario::TrainingSpec,
+    file: &str,
+) -> Result<u64, String> {
+    let accelerators = spec.accelerators.unwrap_or(s.cluster.count);
+    if accelerators > s.cluster.count {
+        return Err(format!(
+            "{file}: training.accelerators: {accelerators} is more than cluster.count {}",
+            s.cluster.count
+        ));
+    }
+    Ok(accelerators)
+}
+
 /// Resolves the scenario's model and training block and builds its cluster.
 pub fn train_input(s: &Scenario, file: &str) -> Result<TrainInput, String> {
     let cat = myriad_catalog::catalog();
@@ -72,13 +88,7 @@ pub fn train_input(s: &Scenario, file: &str) -> Result<TrainInput, String> {
         .map_err(|(p, m)| format!("{file}: model.{p}: {m}"))?;
     let spec = s.training.clone().unwrap_or_default();
     let cluster = myriad_cluster::build(s, cat).map_err(|e| format!("{file}: {e}"))?;
-    let accelerators = spec.accelerators.unwrap_or(s.cluster.count);
-    if accelerators > s.cluster.count {
-        return Err(format!(
-            "{file}: training.accelerators: {accelerators} is more than cluster.count {}",
-            s.cluster.count
-        ));
-    }
+    let accelerators = training_accelerators(s, &spec, file)?;
     Ok(TrainInput {
         model,
         cluster,
@@ -182,7 +192,7 @@ pub fn search(
         .map_err(|(p, m)| format!("{file}: model.{p}: {m}"))?;
     let spec = s.training.clone().unwrap_or_default();
     let cluster = myriad_cluster::build(s, cat).map_err(|e| format!("{file}: {e}"))?;
-    let accelerators = spec.accelerators.unwrap_or(s.cluster.count);
+    let accelerators = training_accelerators(s, &spec, file)?;
     let mut fixed = myriad_search::Fixed::from_spec(&spec, accelerators);
     if let Some(b) = global_batches {
         fixed.global_batches = b;
@@ -357,6 +367,13 @@ pub fn parse_serve_trace(name: &str, text: &str) -> Result<Vec<(f64, u32, u32)>,
         if !(a >= 0.0 && a.is_finite()) || inp < 1.0 || o < 1.0 {
             return Err(format!(
                 "{name}: line {}: arrival must be >= 0 and lengths >= 1",
+                i + 1
+            ));
+        }
+        let most = myriad_scenario::serving::MAX_REQUEST_TOKENS as f64;
+        if inp > most || o > most {
+            return Err(format!(
+                "{name}: line {}: a length is more than the {most} tokens supported",
                 i + 1
             ));
         }

@@ -171,6 +171,34 @@ fn bad_input_exits_2_with_file_and_field() {
 }
 
 #[test]
+fn out_of_range_training_values_are_errors_not_panics() {
+    // Found by mutating the examples' fields: a micro-batch beyond u32 used to wrap to 0
+    // (division by zero in the plan), and `search` did not check training.accelerators
+    // against the cluster.
+    let dir = std::env::temp_dir().join(format!("myriad-cli-range-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64}\nmodel: {preset: llama3-8b}\n";
+    for (training, field) in [
+        (
+            "{micro_batch: 1099511627776}",
+            "training.micro_batch: 1099511627776 is more than",
+        ),
+        (
+            "{accelerators: 1099511627776}",
+            "training.accelerators: 1099511627776 is more than cluster.count 64",
+        ),
+    ] {
+        let f = dir.join("range.yaml");
+        std::fs::write(&f, format!("{base}training: {training}\n")).unwrap();
+        for cmd in ["train", "search"] {
+            let (code, _, err) = myriad(&[cmd, f.to_str().unwrap()]);
+            assert_eq!(code, 2, "{cmd} {training}: {err}");
+            assert!(err.contains(field), "{cmd} {training}: {err}");
+        }
+    }
+}
+
+#[test]
 fn flow_backend_agrees_with_the_analytical_model_on_an_idle_fabric() {
     // DP group of the SuperPOD example on a non-blocking fat-tree: no congestion, so the
     // flow simulation and the analytical ring must agree closely.

@@ -862,6 +862,14 @@ impl TrainingSpec {
                 return Err((n.to_string(), "must be at least 1, got 0".to_string()));
             }
         }
+        if let Some(m) = self.micro_batch {
+            if m > u32::MAX as u64 {
+                return Err((
+                    "micro_batch".into(),
+                    format!("{m} is more than the {} supported", u32::MAX),
+                ));
+            }
+        }
         if let Some(z) = self.zero_stage {
             if z > 3 {
                 return Err(("zero_stage".into(), format!("{z} is not 0, 1, 2 or 3")));

@@ -250,8 +250,25 @@ impl RoleSpec {
     }
 }
 
+/// Longest request length (tokens) a scenario may state: far beyond any model's context,
+/// and small enough that a prompt plus its output never overflows a 32-bit token count.
+pub const MAX_REQUEST_TOKENS: u32 = 1_000_000_000;
+
 impl LengthSpec {
     fn check(&self, p: &str) -> Result<(), (String, String)> {
+        let limit = MAX_REQUEST_TOKENS as f64;
+        for (k, v) in [
+            ("mean", self.mean),
+            ("max", self.max.map(f64::from)),
+            ("min", self.min.map(f64::from)),
+        ] {
+            if let Some(v) = v.filter(|v| *v > limit) {
+                return Err((
+                    format!("{p}.{k}"),
+                    format!("{v} tokens is more than the {MAX_REQUEST_TOKENS} supported"),
+                ));
+            }
+        }
         let kind = self.dist.unwrap_or(LengthDistKind::Fixed);
         match (kind, self.mean) {
             (LengthDistKind::Uniform, _) => {

@@ -15,7 +15,7 @@
 //! to the least-loaded decode instance over the scale-out network.
 //!
 //! Invariants: deterministic for a seed; time never goes backwards; every admitted request
-//! completes (a request larger than a whole KV cache is rejected and counted).
+//! completes (a request larger than one attention rank's KV cache is rejected and counted).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
@@ -426,10 +426,12 @@ impl Sim<'_> {
             let q = self.reqs[r as usize];
             let need = match role {
                 Role::Prefill => spec.model.kv_need(q.input as f64),
-                _ => spec.model.kv_need((q.input + q.output) as f64),
+                _ => spec.model.kv_need(q.input as f64 + q.output as f64),
             };
             let active = inst.running as usize + inst.prefill.len();
-            if need > cap {
+            // A sequence's KV cache lives on one attention-DP rank: a request larger than
+            // one rank's share can never run.
+            if need > cap / spec.model.par.attention_dp.max(1) as f64 {
                 self.insts[i].waiting.pop_front();
                 self.rejected += 1;
                 self.in_system -= 1.0;
@@ -578,7 +580,7 @@ impl Sim<'_> {
                         inst.finish.pop();
                         inst.running -= 1;
                         let q = self.reqs[r as usize];
-                        let ctx = (q.input + q.output) as f64;
+                        let ctx = q.input as f64 + q.output as f64;
                         inst.ctx -= ctx;
                         // Tokens emitted beyond the request's output (speculative rounding).
                         self.kv_change(i, -spec.model.kv_need(ctx));
@@ -616,7 +618,7 @@ impl Sim<'_> {
                 _ => {
                     self.reqs[r as usize].first = t;
                     if q.output <= 1 {
-                        self.kv_change(i, -spec.model.kv_need((q.input + q.output) as f64));
+                        self.kv_change(i, -spec.model.kv_need(q.input as f64 + q.output as f64));
                         self.complete(r, t);
                     } else {
                         let inst = &mut self.insts[i];

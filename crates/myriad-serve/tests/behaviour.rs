@@ -351,6 +351,10 @@ fn bad_serving_values_name_the_field() {
         ),
         ("  input: {mean: 100}\n".to_string(), "serving.output"),
         (
+            "  input: {mean: 100}\n  output: {mean: 1e30}\n".to_string(),
+            "serving.output.mean: 1000000000000000000000000000000 tokens is more than the 1000000000 supported",
+        ),
+        (
             "  dataset: sharegpt\n".to_string(),
             "serving.dataset: unknown dataset 'sharegpt'; expected one of mlperf-deepseek-r1",
         ),
@@ -1388,4 +1392,29 @@ fn adp_balance_holds_prompts_so_attention_dp_ranks_prefill_together() {
     let plain_held = run(llama3_8b_h100_bf16(), 50);
     assert_eq!(plain.tpot.mean, plain_held.tpot.mean);
     assert_eq!(plain.ttft.mean, plain_held.ttft.mean);
+}
+
+#[test]
+fn a_request_larger_than_one_attention_rank_cache_is_rejected() {
+    // Under attention data parallelism each sequence's KV cache lives on one rank, so the
+    // largest request an instance can run is one rank's share of its cache, not the sum.
+    // DeepSeek-V3 DEP8 on H100: cap the cache at 8 × 10,000 tokens; a 15,000-token request
+    // fits the sum (80,000) but no rank (10,000) and is rejected, a 9,000-token one runs.
+    let mut r = role(deepseek_dep(8), 1, 64);
+    r.kv_tokens = 80_000.0;
+    let run = |r: &RoleSpec, input: u32| {
+        let w = Workload {
+            arrivals: Arrivals::Poisson(1.0),
+            input: LengthDist::Fixed(input),
+            output: LengthDist::Fixed(100),
+            requests: 20,
+            prefix_hit: 0.0,
+            seed: 1,
+        };
+        simulate(&Deployment::Aggregated(r.clone()), &w, &NO_SLO)
+    };
+    let big = run(&r, 15_000);
+    assert_eq!((big.completed, big.rejected), (0, 20));
+    let fits = run(&r, 8_900);
+    assert_eq!((fits.completed, fits.rejected), (20, 0));
 }
