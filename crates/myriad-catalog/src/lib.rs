@@ -127,6 +127,10 @@ pub struct ComputeEfficiency {
     /// exists (such GEMMs then run at the bf16 GEMM efficiency).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight_only_gemm_tflops: Option<f64>,
+    /// Attention kernels that multiply an fp8 KV cache with fp8 queries on the fp8 tensor
+    /// cores exist for this chip (false: fp8 KV is widened and attended in bf16).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fp8_attention: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -37,7 +37,8 @@ use myriad_model::moe_balance::{busiest_rank_factor, rank_load_cv, Placement};
 use myriad_model::Transformer;
 use myriad_scenario::Precision;
 use myriad_train::step::{
-    attention_fwd_time, expected_max_std_normal, gemm_time, peak_tflops, BUFFERS_GIB, COMM_SM_SHARE,
+    attention_fwd_time, expected_max_std_normal, gemm_time, peak_tflops, supported_peak_tflops,
+    BUFFERS_GIB, COMM_SM_SHARE,
 };
 use serde::Serialize;
 
@@ -255,6 +256,9 @@ pub struct InstanceModel {
     /// kernel (one read serves the query heads of a group); `heads / kv_heads` with a
     /// kernel that reads K/V once per query head (`Framework::gqa_decode_kernel` false).
     pub decode_kv_reads: f64,
+    /// Peak (FLOP/s) of decode attention's matrix math: bf16, or fp8 where the framework's
+    /// decode kernel multiplies an fp8 KV cache in fp8 (`Framework::fp8_decode_attention`).
+    pub decode_attention_peak: f64,
     /// Sliding-window attention: (window tokens, fraction of layers windowed). A windowed
     /// layer attends to (and reads) only the last `window` tokens of each sequence.
     pub window: Option<(f64, f64)>,
@@ -415,6 +419,7 @@ impl InstanceModel {
             overlap_comm,
             spec,
             decode_kv_reads: 1.0,
+            decode_attention_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
             window: None,
             window_bounds_kv: false,
             graph_batch_sizes: Vec::new(),
@@ -443,7 +448,26 @@ impl InstanceModel {
     /// host-loop floor.
     pub fn with_framework(self, fw: &crate::framework::Framework) -> Self {
         self.with_decode_kernel(fw.gqa_decode_kernel)
+            .with_fp8_decode_attention(fw.fp8_decode_attention)
             .with_host_per_seq(fw.host_us_per_seq)
+    }
+
+    /// Decode attention runs its matrix math in fp8 ([`Self::with_fp8_decode_attention`]).
+    pub fn fp8_decode_attention_on(&self) -> bool {
+        self.decode_attention_peak > peak_tflops(&self.acc, Precision::Bf16) * 1e12
+    }
+
+    /// With `on` (the framework's kernels can), an fp8 KV cache on an accelerator with fp8
+    /// attention kernels (catalog `efficiency.fp8_attention`) is attended in fp8 (queries
+    /// quantised, QK^T and PV at the fp8 peak); otherwise in bf16.
+    pub fn with_fp8_decode_attention(mut self, on: bool) -> Self {
+        let fp8_kv = matches!(self.prec.kv, Precision::Fp8 | Precision::Fp4);
+        let p = match supported_peak_tflops(&self.acc, Precision::Fp8) {
+            Some(fp8) if on && fp8_kv && self.acc.efficiency.fp8_attention => fp8,
+            _ => peak_tflops(&self.acc, Precision::Bf16),
+        };
+        self.decode_attention_peak = p * 1e12;
+        self
     }
 
     /// Sets the host time per sequence per iteration (`Framework::host_us_per_seq`, µs).
@@ -809,7 +833,6 @@ impl InstanceModel {
         let t_r = dec_tokens / dp + b.prefill_tokens / prefill_ranks;
         let pdp = prefill_ranks;
         let ov = acc.efficiency.gemm_overhead_us * 1e-6;
-        let bf16_peak = peak_tflops(acc, Precision::Bf16) * 1e12;
 
         // --- attention block (every layer)
         let attn_gemm = self.weight_gemm(
@@ -837,7 +860,7 @@ impl InstanceModel {
             };
             let flops = 2.0 * self.heads_gpu * (dq + dv) * ctx / dp * (1.0 + draft);
             let bytes = ctx / dp * self.kv_token_layer * self.decode_kv_reads;
-            let compute = flops / (bf16_peak * acc.efficiency.attention_fwd);
+            let compute = flops / (self.decode_attention_peak * acc.efficiency.attention_fwd);
             attn_core += compute.max(bytes / self.hbm_bps) + ov;
         }
         if b.prefill_tokens > 0.0 {
@@ -857,7 +880,16 @@ impl InstanceModel {
                 .max(pairs / PREFILL_QUERY_TILE / pdp * self.kv_token_layer / self.hbm_bps);
         }
         // Norms, rotary, residuals: about 10 reads/writes of the hidden state per token.
-        let norm_mem = 10.0 * t_r * h * self.act_bytes / self.hbm_bps;
+        // An fp8 decode attention kernel takes its queries in fp8: the rotary kernel reads
+        // every decode token's bf16 queries (`heads × d_qk`; MLA's absorbed queries are 10×
+        // the hidden state) and writes them quantised (SGLang's `RopeQuantizeKernel`,
+        // TensorRT-LLM's fused MLA rope/quantise generation kernel).
+        let q_quant = if self.fp8_decode_attention_on() {
+            dec_tokens / dp * self.heads_gpu * self.dims_decode.0 * (self.act_bytes + 1.0)
+        } else {
+            0.0
+        };
+        let norm_mem = (10.0 * t_r * h * self.act_bytes + q_quant) / self.hbm_bps;
         let tp_ar = self.coll(CollOp::AllReduce, t_r * h * self.act_bytes, &self.tp_span);
 
         // --- dense MLP layer

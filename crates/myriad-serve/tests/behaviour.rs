@@ -414,13 +414,20 @@ fn validation_mae_ratchet() {
     // their steady output rate, rate × output per query, which is what LoadGen reports for
     // a valid run (within 2% of target × mean output on every Server row in the files),
     // instead of over a 20,000-request burst whose drain tail lowered the rate: the two
-    // over-predicted Server rows here moved from +15%/+5% to +18%/+8%.)
+    // over-predicted Server rows here moved from +15%/+5% to +18%/+8%. Raised a fifth
+    // time, 0.1340 -> 0.1420 and median 0.0840 -> 0.0860, when decode attention over an
+    // fp8 KV cache on Blackwell was costed at the fp8 peak, as the trtllm-gen kernels
+    // TensorRT-LLM and SGLang call compute it: a measured GB200 decode iteration (test
+    // iteration_trace.rs) put the model's attention at +93% with bf16 math and +8% with
+    // fp8; the same trace shows the memory-bound kernels and DeepEP's all-to-all costing
+    // 2.2x and 1.6x the model, which the bf16 attention had been hiding, so the DeepSeek
+    // rows on Blackwell with fp8 KV moved up by 4-20 points.)
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.1340, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1420, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.0840,
+        s.median_abs_error < 0.0860,
         "median {:.3}",
         s.median_abs_error
     );
