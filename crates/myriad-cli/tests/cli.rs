@@ -199,6 +199,43 @@ fn out_of_range_training_values_are_errors_not_panics() {
 }
 
 #[test]
+fn out_of_range_validation_rows_fail_with_the_field() {
+    // Found by mutating the public files' rows: a zero micro-batch or EP in a training case
+    // divided by zero, and 1e30 serving instances ran for ever.
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/validation/");
+    let dir = std::env::temp_dir().join(format!("myriad-cli-rows-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let read = |f: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(format!("{root}{f}")).unwrap()).unwrap()
+    };
+    let mut t = read("training-public.json");
+    let mut case = t["cases"][0].clone();
+    case["training"]["micro_batch"] = 0.into();
+    t["cases"] = serde_json::json!([case]);
+    let f = dir.join("train.json");
+    std::fs::write(&f, t.to_string()).unwrap();
+    let v = json(&["validate", f.to_str().unwrap(), "--json"]);
+    let out = v.to_string();
+    assert!(
+        out.contains("training.micro_batch: must be at least 1, got 0"),
+        "{out}"
+    );
+
+    let mut s = read("serving-public.json");
+    let mut row = s["cases"][1].clone();
+    row["serving"]["instances"] = serde_json::json!(1e30);
+    s["cases"] = serde_json::json!([row]);
+    let f = dir.join("serve.json");
+    std::fs::write(&f, s.to_string()).unwrap();
+    let (_, out, err) = myriad(&["serve", "--validate", f.to_str().unwrap(), "--json"]);
+    assert!(
+        (out.clone() + &err)
+            .contains("serving.instances: 1000000000000000000000000000000 is not a whole number"),
+        "{out}{err}"
+    );
+}
+
+#[test]
 fn flow_backend_agrees_with_the_analytical_model_on_an_idle_fabric() {
     // DP group of the SuperPOD example on a non-blocking fat-tree: no congestion, so the
     // flow simulation and the analytical ring must agree closely.

@@ -104,6 +104,48 @@ fn num(v: &Value, k: &str) -> Option<f64> {
         _ => None,
     }
 }
+/// Largest count (accelerators, instances, parallel degree, batch, tokens) a row may state.
+const MAX_COUNT: f64 = 1e8;
+
+/// Counts in a row's `hardware` and `serving` blocks (and in `prefill`/`decode`) that are
+/// numbers must be whole and at most [`MAX_COUNT`]: a clear error instead of a value cast
+/// to 0 or to billions of instances.
+fn check_counts(hw: &Value, sv: &Value) -> Result<(), String> {
+    const KEYS: [&str; 12] = [
+        "count",
+        "per_node",
+        "gpus_per_node",
+        "nodes",
+        "gpus",
+        "gpus_per_instance",
+        "tp",
+        "pp",
+        "ep",
+        "attention_dp",
+        "instances",
+        "max_batch",
+    ];
+    let blocks = [
+        ("hardware", Some(hw)),
+        ("serving", Some(sv)),
+        ("serving.prefill", sv.get("prefill")),
+        ("serving.decode", sv.get("decode")),
+    ];
+    for (name, b) in blocks {
+        let Some(b) = b else { continue };
+        for k in KEYS.iter().chain(["max_num_tokens", "concurrency"].iter()) {
+            if let Some(x) = b.get(*k).and_then(Value::as_f64) {
+                if !(x.is_finite() && x.fract() == 0.0 && (0.0..=MAX_COUNT).contains(&x)) {
+                    return Err(format!(
+                        "{name}.{k}: {x} is not a whole number between 0 and {MAX_COUNT}"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn uint(v: &Value, k: &str) -> Option<u32> {
     num(v, k).filter(|x| *x >= 1.0).map(|x| x as u32)
 }
@@ -613,6 +655,7 @@ fn predict_inner(
     let hw = row.get("hardware").unwrap_or(&null);
     let sv = row.get("serving").unwrap_or(&null);
     let ms = row.get("measured").unwrap_or(&null);
+    check_counts(hw, sv)?;
     if let Some(o) = sv.as_object() {
         for k in o.keys() {
             if !KNOWN_SERVING.contains(&k.as_str())

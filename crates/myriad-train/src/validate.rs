@@ -298,6 +298,9 @@ pub fn explain(
     // ZeRO-3 before 2022 was DeepSpeed 0.3-0.5, which synchronised the device before each
     // parameter's all-gather (`_allgather_param` in `partition_parameters.py`): no prefetch.
     let mut training = case.training.clone();
+    training
+        .check()
+        .map_err(|(field, msg)| format!("training.{field}: {msg}"))?;
     if training.zero3_prefetch.is_none() && source_year(case).is_some_and(|y| y < 2022) {
         training.zero3_prefetch = Some(false);
     }
