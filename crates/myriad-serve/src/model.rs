@@ -256,9 +256,9 @@ pub struct InstanceModel {
     /// kernel (one read serves the query heads of a group); `heads / kv_heads` with a
     /// kernel that reads K/V once per query head (`Framework::gqa_decode_kernel` false).
     pub decode_kv_reads: f64,
-    /// Peak (FLOP/s) of decode attention's matrix math: bf16, or fp8 where the framework's
-    /// decode kernel multiplies an fp8 KV cache in fp8 (`Framework::fp8_decode_attention`).
-    pub decode_attention_peak: f64,
+    /// Decode attention's matrix math runs at the fp8 peak (the framework's kernel multiplies
+    /// an fp8 KV cache in fp8, `Framework::fp8_decode_attention`); false: the bf16 peak.
+    pub fp8_decode_attention: bool,
     /// Sliding-window attention: (window tokens, fraction of layers windowed). A windowed
     /// layer attends to (and reads) only the last `window` tokens of each sequence.
     pub window: Option<(f64, f64)>,
@@ -419,7 +419,7 @@ impl InstanceModel {
             overlap_comm,
             spec,
             decode_kv_reads: 1.0,
-            decode_attention_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
+            fp8_decode_attention: false,
             window: None,
             window_bounds_kv: false,
             graph_batch_sizes: Vec::new(),
@@ -452,21 +452,15 @@ impl InstanceModel {
             .with_host_per_seq(fw.host_us_per_seq)
     }
 
-    /// Decode attention runs its matrix math in fp8 ([`Self::with_fp8_decode_attention`]).
-    pub fn fp8_decode_attention_on(&self) -> bool {
-        self.decode_attention_peak > peak_tflops(&self.acc, Precision::Bf16) * 1e12
-    }
-
     /// With `on` (the framework's kernels can), an fp8 KV cache on an accelerator with fp8
     /// attention kernels (catalog `efficiency.fp8_attention`) is attended in fp8 (queries
     /// quantised, QK^T and PV at the fp8 peak); otherwise in bf16.
     pub fn with_fp8_decode_attention(mut self, on: bool) -> Self {
         let fp8_kv = matches!(self.prec.kv, Precision::Fp8 | Precision::Fp4);
-        let p = match supported_peak_tflops(&self.acc, Precision::Fp8) {
-            Some(fp8) if on && fp8_kv && self.acc.efficiency.fp8_attention => fp8,
-            _ => peak_tflops(&self.acc, Precision::Bf16),
-        };
-        self.decode_attention_peak = p * 1e12;
+        self.fp8_decode_attention = on
+            && fp8_kv
+            && self.acc.efficiency.fp8_attention
+            && supported_peak_tflops(&self.acc, Precision::Fp8).is_some();
         self
     }
 
@@ -860,7 +854,12 @@ impl InstanceModel {
             };
             let flops = 2.0 * self.heads_gpu * (dq + dv) * ctx / dp * (1.0 + draft);
             let bytes = ctx / dp * self.kv_token_layer * self.decode_kv_reads;
-            let compute = flops / (self.decode_attention_peak * acc.efficiency.attention_fwd);
+            let math = if self.fp8_decode_attention {
+                Precision::Fp8
+            } else {
+                Precision::Bf16
+            };
+            let compute = flops / (peak_tflops(acc, math) * 1e12 * acc.efficiency.attention_fwd);
             attn_core += compute.max(bytes / self.hbm_bps) + ov;
         }
         if b.prefill_tokens > 0.0 {
@@ -884,7 +883,7 @@ impl InstanceModel {
         // every decode token's bf16 queries (`heads × d_qk`; MLA's absorbed queries are 10×
         // the hidden state) and writes them quantised (SGLang's `RopeQuantizeKernel`,
         // TensorRT-LLM's fused MLA rope/quantise generation kernel).
-        let q_quant = if self.fp8_decode_attention_on() {
+        let q_quant = if self.fp8_decode_attention {
             dec_tokens / dp * self.heads_gpu * self.dims_decode.0 * (self.act_bytes + 1.0)
         } else {
             0.0

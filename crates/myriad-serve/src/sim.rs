@@ -417,6 +417,7 @@ impl Sim<'_> {
         let draft = spec.model.spec.map(|s| s.draft_tokens).unwrap_or(0) as f64;
         let cap = spec.kv_tokens;
         let role = self.insts[i].role;
+        let ranks = spec.model.par.attention_dp.max(1);
         // Admission.
         loop {
             let inst = &self.insts[i];
@@ -431,7 +432,7 @@ impl Sim<'_> {
             let active = inst.running as usize + inst.prefill.len();
             // A sequence's KV cache lives on one attention-DP rank: a request larger than
             // one rank's share can never run.
-            if need > cap / spec.model.par.attention_dp.max(1) as f64 {
+            if need > cap / ranks as f64 {
                 self.insts[i].waiting.pop_front();
                 self.rejected += 1;
                 self.in_system -= 1.0;
@@ -479,7 +480,6 @@ impl Sim<'_> {
         }
         // ADP balance: hold new prompts while fewer than one per attention rank wait, up to
         // the timeout; a prompt already started (chunked) always continues.
-        let ranks = spec.model.par.attention_dp.max(1);
         if allow_prefill
             && policy.adp_balance_timeout_iters > 0
             && ranks > 1

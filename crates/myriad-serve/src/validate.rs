@@ -111,7 +111,7 @@ const MAX_COUNT: f64 = 1e8;
 /// numbers must be whole and at most [`MAX_COUNT`]: a clear error instead of a value cast
 /// to 0 or to billions of instances.
 fn check_counts(hw: &Value, sv: &Value) -> Result<(), String> {
-    const KEYS: [&str; 12] = [
+    const KEYS: [&str; 14] = [
         "count",
         "per_node",
         "gpus_per_node",
@@ -124,6 +124,8 @@ fn check_counts(hw: &Value, sv: &Value) -> Result<(), String> {
         "attention_dp",
         "instances",
         "max_batch",
+        "max_num_tokens",
+        "concurrency",
     ];
     let blocks = [
         ("hardware", Some(hw)),
@@ -133,8 +135,8 @@ fn check_counts(hw: &Value, sv: &Value) -> Result<(), String> {
     ];
     for (name, b) in blocks {
         let Some(b) = b else { continue };
-        for k in KEYS.iter().chain(["max_num_tokens", "concurrency"].iter()) {
-            if let Some(x) = b.get(*k).and_then(Value::as_f64) {
+        for k in KEYS {
+            if let Some(x) = b.get(k).and_then(Value::as_f64) {
                 if !(x.is_finite() && x.fract() == 0.0 && (0.0..=MAX_COUNT).contains(&x)) {
                     return Err(format!(
                         "{name}.{k}: {x} is not a whole number between 0 and {MAX_COUNT}"
