@@ -131,6 +131,19 @@ pub struct ComputeEfficiency {
     /// cores exist for this chip (false: fp8 KV is widened and attended in bf16).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fp8_attention: bool,
+    /// Fraction of the HBM datasheet bandwidth that the small memory-bound kernels of a
+    /// decode step reach (norms, residual adds, rotary + quantise, activation, casts: a
+    /// few to a few hundred MB each, launched hundreds of times per step), launch and
+    /// tail included. `None` where not measured: such kernels then stream at `hbm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hbm_small_kernels: Option<f64>,
+}
+
+impl ComputeEfficiency {
+    /// [`ComputeEfficiency::hbm_small_kernels`], or `hbm` where it was not measured.
+    pub fn small_kernel_hbm(&self) -> f64 {
+        self.hbm_small_kernels.unwrap_or(self.hbm)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -346,6 +346,7 @@ fn accelerator_ranges() {
             ("attention_bwd", e.attention_bwd),
             ("hbm", e.hbm),
             ("hbm_gemm", e.hbm_gemm),
+            ("hbm_small_kernels", e.small_kernel_hbm()),
         ] {
             if !(v > 0.0 && v <= 1.0) {
                 problems.push(format!("{}: efficiency.{name} = {v} outside (0, 1]", a.id));

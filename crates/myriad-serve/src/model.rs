@@ -53,6 +53,11 @@ pub const PREFILL_QUERY_TILE: f64 = 128.0;
 pub const DENSE_LAYER_KERNELS: f64 = 4.0;
 /// Extra kernels of a MoE layer (router top-k, permute, un-permute).
 pub const MOE_EXTRA_KERNELS: f64 = 3.0;
+/// Extra kernels of an MLA layer: the RMS norms of the query and key/value latents and the
+/// separate write of the latent into the KV cache (SGLang's DeepSeek decode step on GB200
+/// runs `RMSNormKernel` twice and `set_mla_kv_buffer_kernel` once per layer besides the
+/// rotary + quantise kernel: the trace behind `efficiency.hbm_small_kernels`).
+pub const MLA_EXTRA_KERNELS: f64 = 3.0;
 
 /// Rows per tile of the grouped expert GEMM: each expert's token count is padded up to a
 /// multiple of this (CUTLASS/DeepGEMM grouped GEMMs use 64- or 128-row tiles; 64 taken).
@@ -276,6 +281,9 @@ pub struct InstanceModel {
     /// Expected maximum of `ep` standard normals (busiest-rank order statistic).
     ep_max_z: f64,
     hbm_bps: f64,
+    /// Rate of the step's small memory-bound kernels (norms, rotary + quantise, residual
+    /// adds, activations, casts; `efficiency.hbm_small_kernels`).
+    small_bps: f64,
     /// Rate at which skinny GEMMs stream their weights (`efficiency.hbm_gemm`).
     gemm_stream_bps: f64,
     attn_params: f64,
@@ -427,6 +435,7 @@ impl InstanceModel {
             placement: Placement::Static,
             ep_max_z: expected_max_std_normal(par.ep as u64),
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
+            small_bps: acc.hbm_tbps * 1e12 * acc.efficiency.small_kernel_hbm(),
             gemm_stream_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm_gemm,
             attn_params: model.attention_params(),
             attn_gemms,
@@ -888,13 +897,18 @@ impl InstanceModel {
         } else {
             0.0
         };
-        let norm_mem = (10.0 * t_r * h * self.act_bytes + q_quant) / self.hbm_bps;
+        let norm_mem = (10.0 * t_r * h * self.act_bytes + q_quant) / self.small_bps;
+        let mla_kernels = if m.mla.is_some() {
+            MLA_EXTRA_KERNELS
+        } else {
+            0.0
+        };
         let tp_ar = self.coll(CollOp::AllReduce, t_r * h * self.act_bytes, &self.tp_span);
 
         // --- dense MLP layer
         let dense_gemm = self.weight_gemm(self.prec.weights, t_r, self.dense_mlp_params / tp, 2.0);
         let g = if m.gated_mlp { 3.0 } else { 2.0 };
-        let dense_act = g * t_r * m.dense_ffn() as f64 / tp * self.act_bytes / self.hbm_bps;
+        let dense_act = g * t_r * m.dense_ffn() as f64 / tp * self.act_bytes / self.small_bps;
 
         // --- MoE layer
         let mut stages = MoeStages::default();
@@ -958,7 +972,7 @@ impl InstanceModel {
                 // residual + norm and router top-k after it; activation, permute and
                 // un-permute with the experts (`DENSE_LAYER_KERNELS + MOE_EXTRA_KERNELS`).
                 stages = MoeStages {
-                    pre: attn_pre_gemm + norm_mem + 2.0 * ov,
+                    pre: attn_pre_gemm + norm_mem + (2.0 + mla_kernels) * ov,
                     core: attn_core + attn_post_gemm + router + 2.0 * ov,
                     shared,
                     mlp: routed + act + 3.0 * ov,
@@ -979,7 +993,7 @@ impl InstanceModel {
         // Memory-bound kernels pay the same fixed launch-and-tail cost as a GEMM: per layer
         // the norms, rotary + KV append, residual and activation; MoE layers add the router
         // top-k, token permute and un-permute.
-        let kernels = layers * DENSE_LAYER_KERNELS + moe_layers * MOE_EXTRA_KERNELS;
+        let kernels = layers * (DENSE_LAYER_KERNELS + mla_kernels) + moe_layers * MOE_EXTRA_KERNELS;
         let memory_s = layers * norm_mem + dense_layers * dense_act + kernels * ov;
         // TP all-reduce after attention on every layer, after the MLP on dense layers and on
         // MoE layers without EP (TP-sharded experts reduce like a dense MLP).

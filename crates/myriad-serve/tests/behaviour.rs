@@ -421,13 +421,17 @@ fn validation_mae_ratchet() {
     // iteration_trace.rs) put the model's attention at +93% with bf16 math and +8% with
     // fp8; the same trace shows the memory-bound kernels and DeepEP's all-to-all costing
     // 2.2x and 1.6x the model, which the bf16 attention had been hiding, so the DeepSeek
-    // rows on Blackwell with fp8 KV moved up by 4-20 points.)
+    // rows on Blackwell with fp8 KV moved up by 4-20 points. Lowered, 0.1420 -> 0.1380
+    // and median 0.0860 -> 0.0850, when the small memory-bound kernels of a decode step on
+    // Blackwell were costed at the bandwidth the same trace measured for them
+    // (`efficiency.hbm_small_kernels`, 0.52 of the peak) and MLA layers were given the
+    // three extra kernels it shows.)
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.1420, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1380, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.0860,
+        s.median_abs_error < 0.0850,
         "median {:.3}",
         s.median_abs_error
     );

@@ -114,19 +114,21 @@ fn mlperf_dataset_mean_prompt_lengths() {
 /// a GB200 decode trace (tests/iteration_trace.rs): the DeepSeek-R1 rows moved up 13-27
 /// points (Offline B200 -4% -> +9%, GB200 +10% -> +25%, GB300 +12% -> +26%) because the
 /// memory-bound kernels and the all-to-all the trace also measured are still under-priced.
+/// 46.6%, median 17.9%, worst +362.9%, once the small memory-bound kernels on Blackwell
+/// run at the bandwidth that trace measured for them (`efficiency.hbm_small_kernels`).
 #[test]
 fn mlperf5_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf5.json");
     let s = &r.summary;
     assert_eq!(s.count, 23);
-    assert!(s.mae < 0.502, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.468, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.244,
+        s.median_abs_error < 0.180,
         "median {:.3}",
         s.median_abs_error
     );
     assert!(
-        s.worst_abs_error < 3.74,
+        s.worst_abs_error < 3.64,
         "{} {:.3}",
         s.worst_id,
         s.worst_abs_error

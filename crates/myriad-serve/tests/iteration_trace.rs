@@ -73,9 +73,15 @@ fn gb200_large_ep_decode_iteration_against_its_trace() {
     assert!(attn.abs() < 0.10, "attention {attn:+.3}");
     // Dense projections (cuBLAS, DeepGEMM) and the NVFP4 grouped expert GEMMs together.
     assert!(gemm.abs() < 0.10, "GEMMs {gemm:+.3}");
-    // Not yet within the bar: the 920 small memory-bound kernels per iteration (11.3 ms;
-    // norms at 3 TB/s, unfused fp4 casts, the router gate) and DeepEP's dispatch/combine
-    // with its waits (30.4 ms) cost more than modelled (docs/serving.md). A ratchet: the
-    // iteration must not get further from the measurement than it is now (-19%).
-    assert!(total > -0.21 && total < 0.10, "iteration {total:+.3}");
+    // The memory-bound kernels (norms, rotary + quantise, casts, router gate): 920 per
+    // iteration in the trace, 11.3 ms; the model prices their bytes at the bandwidth the
+    // trace's largest ones reach (`efficiency.hbm_small_kernels`) and counts the MLA
+    // layer's extra norms and cache write, 7.7 ms. Within 40%, not yet within 10%: the
+    // router gate (17 us per layer for 1 MB) and the unfused casts cost more than bytes.
+    let mem = t.memory_s * 1e3 / ms("memory") - 1.0;
+    assert!(mem > -0.40 && mem < 0.10, "memory-bound {mem:+.3}");
+    // Not yet within the bar: DeepEP's dispatch/combine with its waits (30.4 ms) costs more
+    // than modelled (docs/serving.md). A ratchet: the iteration must not get further from
+    // the measurement than it is now (-16.5%).
+    assert!(total > -0.18 && total < 0.10, "iteration {total:+.3}");
 }
