@@ -970,7 +970,8 @@ impl InstanceModel {
                 // The per-kernel costs of the layer's memory-bound kernels go with the
                 // stage that runs them: input norm and rotary + KV append before the core;
                 // residual + norm and router top-k after it; activation, permute and
-                // un-permute with the experts (`DENSE_LAYER_KERNELS + MOE_EXTRA_KERNELS`).
+                // un-permute with the experts (`DENSE_LAYER_KERNELS + MOE_EXTRA_KERNELS`, and
+                // `MLA_EXTRA_KERNELS` before the core).
                 stages = MoeStages {
                     pre: attn_pre_gemm + norm_mem + (2.0 + mla_kernels) * ov,
                     core: attn_core + attn_post_gemm + router + 2.0 * ov,
@@ -991,8 +992,9 @@ impl InstanceModel {
         let attention_s = layers * attn_core;
         let mut gemm_s = layers * attn_gemm + dense_layers * dense_gemm + moe_layers * moe_t;
         // Memory-bound kernels pay the same fixed launch-and-tail cost as a GEMM: per layer
-        // the norms, rotary + KV append, residual and activation; MoE layers add the router
-        // top-k, token permute and un-permute.
+        // the norms, rotary + KV append, residual and activation (MLA layers also their two
+        // latent norms and the cache write); MoE layers add the router top-k, token permute
+        // and un-permute.
         let kernels = layers * (DENSE_LAYER_KERNELS + mla_kernels) + moe_layers * MOE_EXTRA_KERNELS;
         let memory_s = layers * norm_mem + dense_layers * dense_act + kernels * ov;
         // TP all-reduce after attention on every layer, after the MLP on dense layers and on
