@@ -137,9 +137,26 @@ pub struct ComputeEfficiency {
     /// tail included. `None` where not measured: such kernels then stream at `hbm`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hbm_small_kernels: Option<f64>,
+    /// Fraction of its speed that compute loses while a communication kernel runs beside
+    /// it: a collective runs as one CTA per channel, each holding an SM (16-32 of them)
+    /// and streaming through HBM, so the GEMMs it hides under get the SMs that are left
+    /// and finish in more waves. Hidden communication lasting `t` costs the compute it
+    /// overlaps `t ×` this. `None`: [`COMM_OVERLAP_SLOWDOWN`], measured on H100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comm_overlap_slowdown: Option<f64>,
 }
 
+/// [`ComputeEfficiency::comm_overlap_slowdown`] where a part has no measurement of its own:
+/// the H100 figure (`calibration/h100-overlap-measured.json`: bf16 GEMMs of two training
+/// shapes beside a 16- or 32-CTA copy kernel lost 13-35% of their speed, mean 0.24).
+pub const COMM_OVERLAP_SLOWDOWN: f64 = 0.24;
+
 impl ComputeEfficiency {
+    /// [`ComputeEfficiency::comm_overlap_slowdown`], or [`COMM_OVERLAP_SLOWDOWN`].
+    pub fn overlap_slowdown(&self) -> f64 {
+        self.comm_overlap_slowdown.unwrap_or(COMM_OVERLAP_SLOWDOWN)
+    }
+
     /// [`ComputeEfficiency::hbm_small_kernels`], or `hbm` where it was not measured.
     pub fn small_kernel_hbm(&self) -> f64 {
         self.hbm_small_kernels.unwrap_or(self.hbm)

@@ -347,6 +347,7 @@ fn accelerator_ranges() {
             ("hbm", e.hbm),
             ("hbm_gemm", e.hbm_gemm),
             ("hbm_small_kernels", e.small_kernel_hbm()),
+            ("comm_overlap_slowdown", e.overlap_slowdown()),
         ] {
             if !(v > 0.0 && v <= 1.0) {
                 problems.push(format!("{}: efficiency.{name} = {v} outside (0, 1]", a.id));

@@ -38,7 +38,7 @@ use myriad_model::Transformer;
 use myriad_scenario::Precision;
 use myriad_train::step::{
     attention_fwd_time, expected_max_std_normal, gemm_time, peak_tflops, supported_peak_tflops,
-    BUFFERS_GIB, COMM_SM_SHARE,
+    BUFFERS_GIB,
 };
 use serde::Serialize;
 
@@ -703,8 +703,8 @@ impl InstanceModel {
         let h = self.iteration_sequential(&half);
         let compute = h.gemm_s + h.attention_s + h.memory_s;
         // Hidden communication still takes SMs and HBM bandwidth from the compute it hides
-        // under (the training step model's `COMM_SM_SHARE`).
-        let slowed = compute + COMM_SM_SHARE * compute.min(h.comm_s);
+        // under (`efficiency.comm_overlap_slowdown`).
+        let slowed = compute + self.acc.efficiency.overlap_slowdown() * compute.min(h.comm_s);
         let step = slowed.max(h.comm_s);
         IterTime {
             gemm_s: 2.0 * h.gemm_s,
@@ -730,7 +730,8 @@ impl InstanceModel {
     /// one NVLink domain its warps copy the tokens with SM loads and stores (DeepEP
     /// `csrc/kernels/legacy/internode_ll.cu`: `UNROLLED_WARP_COPY` to NVLink-reachable peers,
     /// `nvshmemi_ibgda_put_nbi_warp` to the others), and the training model's
-    /// `COMM_SM_SHARE` slows the compute it hides under, as in the generic overlap.
+    /// `efficiency.comm_overlap_slowdown` slows the compute it hides under, as in the
+    /// generic overlap.
     ///
     /// Sources:
     /// - deepseek-ai/profile-data README and `assets/decode.jpg` (Feb 2025): decoding (EP128,
@@ -767,7 +768,7 @@ impl InstanceModel {
         let sm_share = if self.ep_over_rdma() {
             0.0
         } else {
-            COMM_SM_SHARE
+            self.acc.efficiency.overlap_slowdown()
         };
         let hide = |c: f64, m: f64| (c + sm_share * c.min(m)).max(m);
         let stage = hide(st.shared + st.pre, st.dispatch) + st.mlp + hide(st.core, st.combine);

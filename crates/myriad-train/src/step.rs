@@ -203,6 +203,9 @@ struct Ctx<'a> {
     /// (`out_proj`, `mlp_down`) give up to the communication kernel
     /// ([`Plan::tp_comm_overlap_sms`] / SMs); 0 without that overlap.
     rs_overlap_share: f64,
+    /// Speed compute loses while communication hides under it
+    /// (`efficiency.comm_overlap_slowdown`).
+    overlap: f64,
 }
 
 impl<'a> Ctx<'a> {
@@ -235,6 +238,7 @@ impl<'a> Ctx<'a> {
             recomputed: RecomputeModules::NONE,
             mla: false,
             rs_overlap_share: 0.0,
+            overlap: e.overlap_slowdown(),
         }
     }
 
@@ -504,12 +508,6 @@ pub fn peak_tflops(acc: &Accelerator, p: Precision) -> f64 {
         .unwrap_or(1.0)
 }
 
-/// Share of the GPU's compute that communication kernels take while they overlap compute:
-/// NCCL runs one SM per channel (16-32 channels on 108-132 SMs) and competes for HBM
-/// bandwidth, so hidden communication is not free: it slows the compute it hides under
-/// by about this fraction of its own duration.
-pub const COMM_SM_SHARE: f64 = 0.2;
-
 /// Expected maximum of `n` independent standard normal draws (Blom's approximation
 /// Φ⁻¹((n − 0.375)/(n + 0.25)); within 5% of the exact order statistic for every n ≥ 2,
 /// e.g. 1.42 for 8, 3.26 for 1,024, 3.85 for 10,000). 0 for n ≤ 1.
@@ -542,6 +540,9 @@ pub struct DpOverlap {
     /// Model chunks per stage (the interleaved schedule's virtual stages; 1 otherwise).
     pub chunks: u32,
     pub pp: u32,
+    /// Speed compute loses while communication runs beside it
+    /// (`efficiency.comm_overlap_slowdown` of the accelerator).
+    pub slowdown: f64,
 }
 
 /// Exposed data-parallel time of a step whose gradient reduction and parameter gather
@@ -557,7 +558,7 @@ pub struct DpOverlap {
 ///   the cool-down finishes chunks p chunk-backwards apart, last chunk first, and the
 ///   reduce-scatters queue on one stream, so what outlasts the last backward is exposed;
 /// - one bucket (`bucket`, the share of the stage's parameters in one bucket) of each is
-///   always exposed, and hidden traffic slows compute by [`COMM_SM_SHARE`] of its time.
+///   always exposed, and hidden traffic slows compute by `slowdown` of its time.
 ///
 /// With one chunk this is the classic form: `(rs − bwd)⁺ + (ag − fwd)⁺` plus a bucket.
 pub fn dp_overlap_exposed(d: DpOverlap, bucket: f64) -> f64 {
@@ -575,7 +576,7 @@ pub fn dp_overlap_exposed(d: DpOverlap, bucket: f64) -> f64 {
     }
     let rs_exposed = free.max(0.0);
     let hidden = (d.rs - rs_exposed).max(0.0) + (d.ag - ag_exposed).max(0.0);
-    ag_exposed + rs_exposed + (d.rs + d.ag) * bucket.min(1.0 / v) + COMM_SM_SHARE * hidden
+    ag_exposed + rs_exposed + (d.rs + d.ag) * bucket.min(1.0 / v) + d.slowdown * hidden
 }
 
 /// Fixed memory outside the model (CUDA context, NCCL buffers, allocator fragmentation).
@@ -711,13 +712,13 @@ pub fn estimate_with(
                 let hidden = rest.min(gemm);
                 // The forward reduce-scatters (a quarter of the traffic) already cost their
                 // GEMMs the SMs they reserve (`rs_overlap_share`); the rest slows compute by
-                // the generic share.
+                // the measured slowdown of overlapped compute.
                 let sm_share_paid = if ctx.rs_overlap_share > 0.0 {
                     0.25
                 } else {
                     0.0
                 };
-                first + (rest - gemm).max(0.0) + COMM_SM_SHARE * hidden * (1.0 - sm_share_paid)
+                first + (rest - gemm).max(0.0) + ctx.overlap * hidden * (1.0 - sm_share_paid)
             } else {
                 comm
             };
@@ -746,7 +747,7 @@ pub fn estimate_with(
             // Backward sends K, V and their gradients; attention backward is ~2.5x longer.
             let bwd = 2.0 * step + steps * (2.0 * step - 2.5 * attn_chunk).max(0.0);
             let hidden = steps * (step.min(attn_chunk) + (2.0 * step).min(2.5 * attn_chunk));
-            st.cp = fwd + bwd + COMM_SM_SHARE * hidden;
+            st.cp = fwd + bwd + ctx.overlap * hidden;
         }
         // EP: dispatch and combine all-to-all, forward and backward.
         if plan.ep > 1 && model.is_moe_layer(layer) {
@@ -952,6 +953,7 @@ pub fn estimate_with(
     let (rs, ag) = (rs_d + rs_e, ag_d + ag_e);
     let total_local = pd + pe;
     let bucket = (40e6_f64.max(1e6 * plan.dp as f64) / total_local.max(1.0)).min(1.0);
+    let overlap = acc.efficiency.overlap_slowdown();
     let dp_exposed = if plan.zero_stage >= 3 && plan.zero3_prefetch {
         // ZeRO-3 with prefetch (PyTorch FSDP, Megatron FSDP, DeepSpeed since 2022): each
         // micro-batch gathers the next layer's parameters while the current one computes,
@@ -963,7 +965,7 @@ pub fn estimate_with(
         m * ((ag - crit.fwd).max(0.0)
             + (ag + rs - crit.bwd).max(0.0)
             + 2.0 * ag / layers
-            + COMM_SM_SHARE * (ag.min(crit.fwd) + (ag + rs).min(crit.bwd)))
+            + overlap * (ag.min(crit.fwd) + (ag + rs).min(crit.bwd)))
     } else if plan.zero_stage >= 3 {
         // ZeRO-3 gathered on demand, as DeepSpeed did before 2022 (v0.3, read in its source):
         // every weight matrix is all-gathered on its own after a device synchronisation,
@@ -1019,7 +1021,7 @@ pub fn estimate_with(
         m * (rs - crit.bwd).max(0.0)
             + (ag - crit.fwd).max(0.0)
             + (rs + ag) * bucket
-            + COMM_SM_SHARE * (m * rs.min(crit.bwd) + ag.min(crit.fwd))
+            + overlap * (m * rs.min(crit.bwd) + ag.min(crit.fwd))
     } else {
         // Overlapped chunk by chunk (one chunk without interleaving): see
         // [`dp_overlap_exposed`].
@@ -1031,6 +1033,7 @@ pub fn estimate_with(
                 bwd: crit.bwd,
                 chunks: if pp > 1 { plan.vpp.max(1) } else { 1 },
                 pp,
+                slowdown: overlap,
             },
             bucket,
         )
@@ -1087,7 +1090,7 @@ pub fn estimate_with(
     // the SM share. Other schedules run the all-to-all on the critical path.
     let ep_slot = if plan.schedule == PipelineSchedule::Dualpipe {
         let cover = crit.fwd + crit.bwd + crit.recompute;
-        (crit.ep - cover).max(0.0) + COMM_SM_SHARE * crit.ep.min(cover)
+        (crit.ep - cover).max(0.0) + overlap * crit.ep.min(cover)
     } else {
         crit.ep
     };

@@ -21,14 +21,15 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the MLPerf v5 held-out file is in the repository")
 }
 
-/// Ratchet just above the figures measured (mean 8.9%, worst 43.7%, since memory-bound
-/// kernels and fp8 casts pay the fixed per-kernel cost; 9.8% and 45.9% when added).
+/// Ratchet just above the figures measured (mean 8.2%, worst 42.4%, since hidden
+/// communication slows compute by the H100-measured 0.24; 8.6% before, 9.8% and 45.9%
+/// when memory-bound kernels and fp8 casts first paid the fixed per-kernel cost).
 #[test]
 fn mlperf5_held_out_runs_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 20);
-    common::assert_within(&r, 0.0870, 0.442);
+    common::assert_within(&r, 0.0830, 0.442);
 }
 
 /// The bar for kept-aside data; not met (worst −43.7%), so ignored.

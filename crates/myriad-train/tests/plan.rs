@@ -483,8 +483,11 @@ fn dualpipe_hides_the_expert_all_to_all_under_the_paired_chunk() {
     let traffic = ba.ep_comm_s;
     let cover = bd.forward_s + bd.backward_s + bd.recompute_s;
     assert!(traffic > 0.0 && traffic < cover, "{traffic} {cover}");
-    // Fully covered here: exposed = SM share x traffic.
-    let expect = myriad_train::step::COMM_SM_SHARE * traffic;
+    // Fully covered here: exposed = the measured slowdown of overlapped compute x traffic
+    // (H800 has no measurement of its own: the H100 figure).
+    let h800 = myriad_catalog::catalog().accelerator("h800").unwrap();
+    assert_eq!(h800.efficiency.comm_overlap_slowdown, None);
+    let expect = myriad_catalog::COMM_OVERLAP_SLOWDOWN * traffic;
     assert!(
         (bd.ep_comm_s - expect).abs() < 1e-9 * expect,
         "{} {expect}",
@@ -653,8 +656,8 @@ fn gradient_precision_follows_megatron_defaults() {
 /// Data-parallel overlap chunk by chunk, computed by hand.
 #[test]
 fn dp_overlap_is_exposed_chunk_by_chunk() {
-    use myriad_train::step::{dp_overlap_exposed, DpOverlap, COMM_SM_SHARE};
-    let share = COMM_SM_SHARE;
+    use myriad_train::step::{dp_overlap_exposed, DpOverlap};
+    let share = 0.25;
     // One chunk: (rs − bwd)⁺ + (ag − fwd)⁺ + one bucket + the SM share of what hid.
     let one = DpOverlap {
         rs: 0.30,
@@ -663,6 +666,7 @@ fn dp_overlap_is_exposed_chunk_by_chunk() {
         bwd: 0.12,
         chunks: 1,
         pp: 4,
+        slowdown: share,
     };
     let want = 0.18 + 0.06 + 0.40 * 0.05 + share * (0.12 + 0.04);
     assert!((dp_overlap_exposed(one, 0.05) - want).abs() < 1e-12);
