@@ -29,6 +29,22 @@ pub struct Shard {
     pub fused_attention: bool,
     /// The loss kernel over the logits.
     pub cross_entropy: CrossEntropy,
+    /// How context-parallel ranks share keys and values.
+    pub cp_comm: CpComm,
+}
+
+/// How context parallelism gives each rank the keys and values of the whole sequence
+/// (Megatron-Core `cp_comm_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CpComm {
+    /// A ring of point-to-point exchanges overlapped with attention, one attention kernel
+    /// per KV block and a merge of the partial results (Transformer Engine's
+    /// `AttnFuncWithCPAndKVP2P`; Megatron's default).
+    P2p,
+    /// All-gather the keys and values, attend once over them, reduce-scatter their
+    /// gradients (`all_gather`; Meta's Llama 3 implementation, arXiv:2407.21783 §3.3.2).
+    AllGather,
 }
 
 /// How the loss over the vocabulary-parallel logits is computed: each kernel moves a
@@ -79,6 +95,7 @@ impl Shard {
             sp: false,
             micro_batch,
             fused_attention: true,
+            cp_comm: CpComm::P2p,
             cross_entropy: CrossEntropy::Fused,
         }
     }
@@ -297,6 +314,30 @@ impl Transformer {
                     causal_fraction: 0.5,
                 },
             });
+            if s.cp > 1 && s.cp_comm == CpComm::P2p {
+                // The ring runs one attention kernel per KV block and merges the partial
+                // results (Transformer Engine `AttnFuncWithCPAndKVP2P`): forward, the first
+                // block's output is rescaled into `out` (read, write) and every later one
+                // rescaled and added to it (read both, write); backward, dQ is accumulated
+                // the same way and the dK, dV travelling round the ring are added to at every
+                // step after the first (read both, write). The softmax statistics merged
+                // alongside are one float per query and head, negligible.
+                let steps = s.cp as f64 - 1.0;
+                let q_out = t * heads * d_v / tp * ACT_BYTES;
+                let kv_heads = match &self.mla {
+                    Some(_) => heads,
+                    None => self.kv_heads as f64,
+                };
+                let kv = t * kv_heads / tp * (d_qk + d_v) * ACT_BYTES;
+                let merge = q_out * (2.0 + 3.0 * steps);
+                out.push(Op {
+                    name: "cp_merge",
+                    kind: OpKind::Memory {
+                        bytes: merge,
+                        backward: merge + 3.0 * kv * steps,
+                    },
+                });
+            }
         }
         out.push(Op {
             name: "out_proj",

@@ -143,6 +143,7 @@ fn korthikanti_activation_memory_gpt() {
         micro_batch: 1,
         fused_attention: true,
         cross_entropy: myriad_model::CrossEntropy::Fused,
+        cp_comm: myriad_model::CpComm::P2p,
     };
     let a = m.activation_memory(&s, Recompute::None, 2.0);
     let sbh = 2048.0 * 12288.0;
@@ -226,6 +227,7 @@ fn sharding_conserves_flops() {
                 micro_batch: 2,
                 fused_attention: true,
                 cross_entropy: myriad_model::CrossEntropy::Fused,
+                cp_comm: myriad_model::CpComm::P2p,
             };
             let t = total(s, layer);
             assert!(
@@ -387,4 +389,54 @@ fn zero_sized_dimensions_are_named_not_computed() {
         m.check().unwrap_err(),
         "mla.qk_rope_head_dim: must be positive, got 0"
     );
+}
+
+#[test]
+fn context_parallel_ring_merges_partial_attention_results() {
+    // Llama-3-8B-like: 32 heads, 8 KV heads of 128, 8192 tokens, CP 2 and 4, TP 1. Each
+    // rank holds 8192/cp queries; the forward rescales the first KV block's output into
+    // `out` (read + write) and adds every later one (read both, write); the backward does
+    // the same for dQ and adds into the travelling dK, dV at each later step.
+    let mut m = gpt(2, 4096, 32, 8192);
+    m.kv_heads = 8;
+    let merge = |cp: u32| {
+        let mut ops = Vec::new();
+        m.attention_ops(
+            &Shard {
+                cp,
+                fused_attention: true,
+                ..Shard::single(1)
+            },
+            &mut ops,
+        );
+        ops.iter().find(|o| o.name == "cp_merge").map(|o| o.kind)
+    };
+    assert_eq!(merge(1), None, "no ring, nothing to merge");
+    // Gathered keys and values: one attention kernel, nothing to merge.
+    let mut ops = Vec::new();
+    m.attention_ops(
+        &Shard {
+            cp: 4,
+            cp_comm: myriad_model::CpComm::AllGather,
+            ..Shard::single(1)
+        },
+        &mut ops,
+    );
+    assert!(ops.iter().all(|o| o.name != "cp_merge"));
+    for cp in [2u32, 4] {
+        let t = 8192.0 / cp as f64;
+        let q = t * 32.0 * 128.0 * 2.0; // bf16 output (and dQ) of the rank
+        let kv = t * 8.0 * 256.0 * 2.0; // bf16 K and V
+        let steps = cp as f64 - 1.0;
+        let Some(myriad_model::OpKind::Memory { bytes, backward }) = merge(cp) else {
+            panic!("cp {cp}: no merge op");
+        };
+        assert_eq!(bytes, q * (2.0 + 3.0 * steps), "cp {cp} forward");
+        assert_eq!(backward, bytes + 3.0 * kv * steps, "cp {cp} backward");
+    }
+    // CP 2 for this layer: 16.8 M output elements, 5 passes forward = 168 MB.
+    let Some(myriad_model::OpKind::Memory { bytes, .. }) = merge(2) else {
+        unreachable!()
+    };
+    assert!((bytes / 1e6 - 167.77).abs() < 0.01, "{bytes}");
 }

@@ -11,7 +11,7 @@
 //!   copy and a test fails when it is stale.
 
 use myriad_catalog::Catalog;
-use myriad_model::{CrossEntropy, Mla, Moe, Recompute, RecomputeModule, Transformer};
+use myriad_model::{CpComm, CrossEntropy, Mla, Moe, Recompute, RecomputeModule, Transformer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -432,6 +432,12 @@ pub struct TrainingSpec {
     /// (Transformer Engine's Triton kernel, `cross_entropy_fusion_impl: te`).
     #[serde(default)]
     pub cross_entropy: Option<CrossEntropy>,
+    /// How context-parallel ranks share keys and values (Megatron-Core `cp_comm_type`):
+    /// `p2p` (a ring of exchanges overlapped with attention, partial results merged; the
+    /// default) or `all_gather` (gather them, attend once, reduce-scatter the gradients;
+    /// Meta's Llama 3).
+    #[serde(default)]
+    pub cp_comm: Option<CpComm>,
     /// Tensor-parallel communication overlapped with GEMMs (Transformer Engine
     /// userbuffers); default: on with sequence parallelism and fused attention.
     #[serde(default)]

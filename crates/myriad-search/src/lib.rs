@@ -159,6 +159,8 @@ pub struct Fixed {
     pub attention: AttentionKernel,
     /// Loss kernel (`training.cross_entropy`, default fused).
     pub cross_entropy: myriad_model::CrossEntropy,
+    /// Context-parallel KV exchange (`training.cp_comm`, default p2p).
+    pub cp_comm: myriad_model::CpComm,
     pub schedule: PipelineSchedule,
     /// Gradient buffers in fp32 (`training.grad_reduce_in_fp32`; default true, false for fp16).
     pub grad_reduce_in_fp32: bool,
@@ -184,6 +186,7 @@ impl Fixed {
             cross_entropy: spec
                 .cross_entropy
                 .unwrap_or(myriad_model::CrossEntropy::Fused),
+            cp_comm: spec.cp_comm.unwrap_or(myriad_model::CpComm::P2p),
             schedule: spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB),
             grad_reduce_in_fp32: spec
                 .grad_reduce_in_fp32
@@ -375,6 +378,7 @@ pub fn candidates(
                                             placement,
                                             attention: fixed.attention,
                                             cross_entropy: fixed.cross_entropy,
+                                            cp_comm: fixed.cp_comm,
                                             embedding_in_pipeline_split: !even && edge.is_none(),
                                             edge_stage_layers: edge,
                                         });

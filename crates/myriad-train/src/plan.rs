@@ -4,7 +4,7 @@
 use myriad_cluster::BuiltCluster;
 use myriad_collective::GroupSpan;
 use myriad_model::{
-    CrossEntropy, Recompute, RecomputeModule, RecomputeModules, Shard, Transformer,
+    CpComm, CrossEntropy, Recompute, RecomputeModule, RecomputeModules, Shard, Transformer,
 };
 use myriad_scenario::{
     AttentionKernel, Dim, PipelineSchedule, Precision, TrainingSpec, DEFAULT_PLACEMENT,
@@ -63,6 +63,8 @@ pub struct Plan {
     pub attention: AttentionKernel,
     /// Loss kernel over the logits.
     pub cross_entropy: CrossEntropy,
+    /// How context-parallel ranks share keys and values.
+    pub cp_comm: CpComm,
     /// The embedding and the loss count as one layer each in the pipeline split
     /// (Megatron-Core `account_for_embedding/loss_in_pipeline_split`): used when
     /// `layers + 2`, not `layers`, divides by PP×VPP (Llama 3.1 405B: 126 + 2 = 128).
@@ -126,6 +128,7 @@ impl Plan {
             micro_batch: self.micro_batch,
             fused_attention: self.attention == AttentionKernel::Flash,
             cross_entropy: self.cross_entropy,
+            cp_comm: self.cp_comm,
         }
     }
 
@@ -701,6 +704,7 @@ pub fn resolve(
             placement,
             attention,
             cross_entropy: spec.cross_entropy.unwrap_or(CrossEntropy::Fused),
+            cp_comm: spec.cp_comm.unwrap_or(CpComm::P2p),
             embedding_in_pipeline_split,
             edge_stage_layers,
         },

@@ -29,7 +29,7 @@
 use myriad_catalog::Accelerator;
 use myriad_cluster::{BuiltCluster, Level};
 use myriad_collective::{Analytical, CollectiveTimer, Concurrent, GroupSpan, Layout, Op as CollOp};
-use myriad_model::{Op, OpKind, Recompute, RecomputeModule, RecomputeModules, Transformer};
+use myriad_model::{CpComm, Op, OpKind, Recompute, RecomputeModule, RecomputeModules, Transformer};
 use myriad_scenario::{Dim, PipelineSchedule, Precision};
 use serde::Serialize;
 
@@ -740,14 +740,28 @@ pub fn estimate_with(
                 None => 2.0 * model.kv_heads as f64 * model.head_dim() as f64,
             };
             let kv_bytes = tokens_mb * kv_dim / plan.tp as f64 * 2.0;
-            let step = ctx.coll(CollOp::SendRecv, kv_bytes, &g_cp);
-            let steps = (plan.cp - 1) as f64;
-            let attn_chunk = attn_f / plan.cp as f64;
-            let fwd = step + steps * (step - attn_chunk).max(0.0);
-            // Backward sends K, V and their gradients; attention backward is ~2.5x longer.
-            let bwd = 2.0 * step + steps * (2.0 * step - 2.5 * attn_chunk).max(0.0);
-            let hidden = steps * (step.min(attn_chunk) + (2.0 * step).min(2.5 * attn_chunk));
-            st.cp = fwd + bwd + ctx.overlap * hidden;
+            st.cp = match plan.cp_comm {
+                CpComm::P2p => {
+                    let step = ctx.coll(CollOp::SendRecv, kv_bytes, &g_cp);
+                    let steps = (plan.cp - 1) as f64;
+                    let attn_chunk = attn_f / plan.cp as f64;
+                    let fwd = step + steps * (step - attn_chunk).max(0.0);
+                    // Backward sends K, V and their gradients; attention backward is ~2.5x
+                    // longer.
+                    let bwd = 2.0 * step + steps * (2.0 * step - 2.5 * attn_chunk).max(0.0);
+                    let hidden =
+                        steps * (step.min(attn_chunk) + (2.0 * step).min(2.5 * attn_chunk));
+                    fwd + bwd + ctx.overlap * hidden
+                }
+                // Attention waits for the gathered keys and values; their gradients are
+                // reduce-scattered back after it (Llama 3, arXiv:2407.21783 §3.3.2: the
+                // exposed all-gather is small next to attention with GQA's few KV heads).
+                CpComm::AllGather => {
+                    let all = kv_bytes * plan.cp as f64;
+                    ctx.coll(CollOp::AllGather, all, &g_cp)
+                        + ctx.coll(CollOp::ReduceScatter, all, &g_cp)
+                }
+            };
         }
         // EP: dispatch and combine all-to-all, forward and backward.
         if plan.ep > 1 && model.is_moe_layer(layer) {

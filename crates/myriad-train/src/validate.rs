@@ -304,6 +304,16 @@ pub fn explain(
     if training.zero3_prefetch.is_none() && source_year(case).is_some_and(|y| y < 2022) {
         training.zero3_prefetch = Some(false);
     }
+    // Meta's Llama 3 context parallelism all-gathers the keys and values (arXiv:2407.21783
+    // §3.3.2) rather than running Transformer Engine's ring.
+    let meta_llama3 = case
+        .source
+        .as_deref()
+        .is_some_and(|s| s.contains("2407.21783"));
+    if training.cp_comm.is_none() && training.cp.is_some_and(|c| c > 1) && meta_llama3 {
+        training.cp_comm = Some(myriad_model::CpComm::AllGather);
+        notes.push("cp_comm: all_gather (not given; Meta's Llama 3 gathers keys and values, arXiv:2407.21783 §3.3.2)".into());
+    }
     // Sequence parallelism (Korthikanti et al., arXiv:2205.05198) reached Megatron-LM in
     // 2022: before, TP ranks all-reduced and each ran the norms and dropouts whole.
     let pre_sp = training.sequence_parallel.is_none()
