@@ -461,6 +461,9 @@ pub const CHECKPOINT_KV_FP8: &[(&str, &str)] = &[
     ),
 ];
 
+/// trtllm-bench's KV-cache dtype for a quantised checkpoint, with its source.
+pub const TRTLLM_BENCH_KV_RULE: &str = "the TensorRT-LLM 1.0 era's trtllm-bench maps a checkpoint's compute/KV quantisation FP8|FP8, FP8|null and NVFP4|null to an FP8 KV cache (TensorRT-LLM docs, performance/perf-benchmarking.md, 'Quantization in the PyTorch Flow', mapping table)";
+
 /// TensorRT-LLM's CUDA-graph batch sizes for `max_batch` with padding enabled
 /// (`CudaGraphConfig._generate_cuda_graph_batch_sizes`, llmapi/llm_args.py): 1, 2, 4, the
 /// multiples of 8 to 128, the powers of two from 256 below `max_batch`, and `max_batch`.
@@ -754,10 +757,28 @@ fn predict_inner(
     let quant_algo = QuantAlgo::of(prec, mxfp4);
     if !kv_stated {
         let ckpt = text(sv, "checkpoint").to_ascii_lowercase();
+        // trtllm-bench of the TensorRT-LLM 1.0 era picked the KV dtype from the checkpoint's
+        // compute quantisation when the checkpoint left `kv_cache_quant_algo` null (its
+        // perf-benchmarking doc's mapping table): a ModelOpt FP8 or NVFP4 checkpoint ran with
+        // an FP8 cache. Later releases default the dtype to `auto` (`get_settings` in
+        // `bench/benchmark/utils/general.py`), which leaves the mapping inert: the cache
+        // follows the checkpoint's own `kv_cache_quant_algo` (the table above).
+        let fw_lower = text(sv, "framework").to_ascii_lowercase();
+        let bench = fw.id == "tensorrt-llm"
+            && fw_lower.contains("trtllm-bench")
+            && fw_lower.contains("v1.0");
+        let quantised = [weights, experts]
+            .iter()
+            .any(|p| matches!(p, Precision::Fp8 | Precision::Fp4));
         if let Some((_, src)) = CHECKPOINT_KV_FP8.iter().find(|(c, _)| ckpt == *c) {
             // TensorRT-LLM's "auto" KV dtype follows the checkpoint's kv_cache_quant_algo.
             notes.push(format!(
                 "kv_cache_precision: fp8 (not given; the checkpoint's kv_cache_quant_algo: {src})"
+            ));
+            prec.kv = Precision::Fp8;
+        } else if bench && quantised {
+            notes.push(format!(
+                "kv_cache_precision: fp8 (not given; {TRTLLM_BENCH_KV_RULE})"
             ));
             prec.kv = Precision::Fp8;
         } else {

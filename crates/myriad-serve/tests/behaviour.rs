@@ -425,13 +425,16 @@ fn validation_mae_ratchet() {
     // and median 0.0860 -> 0.0850, when the small memory-bound kernels of a decode step on
     // Blackwell were costed at the bandwidth the same trace measured for them
     // (`efficiency.hbm_small_kernels`, 0.52 of the peak) and MLA layers were given the
-    // three extra kernels it shows.)
+    // three extra kernels it shows. Lowered, 0.1380 -> 0.1270 and median 0.0850 -> 0.0750,
+    // when the TensorRT-LLM 1.0-era trtllm-bench rows got the FP8 KV cache that release's
+    // mapping gives every FP8 and NVFP4 checkpoint: Llama 3.1 405B FP4 on B200 moved from
+    // -11...-32% to -18...+9%.)
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.1380, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1270, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.0850,
+        s.median_abs_error < 0.0750,
         "median {:.3}",
         s.median_abs_error
     );
@@ -677,35 +680,47 @@ fn trtllm_bench_reads_packed_fp4_parameters() {
 
 #[test]
 fn named_checkpoint_with_fp8_kv_gets_fp8_kv() {
-    let row = |ckpt: &str| {
+    let row = |fw: &str, ckpt: &str, weights: &str| {
         serde_json::json!({
             "id": "t",
             "hardware": {"accelerator": "gb200", "count": 1},
             "model": {"name": "Llama 3.3 70B", "layers": 80, "hidden": 8192, "ffn_hidden": 28672,
                       "heads": 64, "kv_heads": 8, "head_dim": 128, "vocab": 128256},
-            "serving": {"framework": "TensorRT-LLM trtllm-bench", "checkpoint": ckpt,
-                        "weight_precision": "nvfp4", "tp": 1, "isl": 1024, "osl": 1024,
+            "serving": {"framework": fw, "checkpoint": ckpt,
+                        "weight_precision": weights, "tp": 1, "isl": 1024, "osl": 1024,
                         "scenario": "offline", "num_requests": 200},
             "measured": {"output_tokens_per_s_per_gpu": 1000.0}
         })
     };
     let cat = myriad_catalog::catalog();
     let mut w = Vec::new();
-    let a =
-        myriad_serve::validate::predict_row(cat, &row("nvidia/Llama-3.3-70B-Instruct-FP4"), &mut w);
-    let b = myriad_serve::validate::predict_row(cat, &row("someone/other-fp4"), &mut w);
-    assert!(
-        a.notes.iter().any(|n| n.contains("kv fp8")),
-        "{:?}",
-        a.notes
-    );
-    assert!(
-        b.notes.iter().any(|n| n.contains("kv bf16")),
-        "{:?}",
-        b.notes
-    );
+    let mut kv = |fw: &str, ckpt: &str, weights: &str| {
+        let p = myriad_serve::validate::predict_row(cat, &row(fw, ckpt, weights), &mut w);
+        let fp8 = p.notes.iter().any(|n| n.contains("kv fp8"));
+        assert!(
+            fp8 || p.notes.iter().any(|n| n.contains("kv bf16")),
+            "{:?}",
+            p.notes
+        );
+        (fp8, p.predicted.unwrap())
+    };
+    let bench = "TensorRT-LLM trtllm-bench (v1.0)";
+    let later = "TensorRT-LLM trtllm-bench (release not stated)";
+    let serve = "TensorRT-LLM trtllm-serve";
+    // A checkpoint whose hf_quant_config names an FP8 KV cache gets it wherever it runs.
+    let (named, fast) = kv(serve, "nvidia/Llama-3.3-70B-Instruct-FP4", "nvfp4");
+    assert!(named);
+    // The 1.0-era trtllm-bench gives every FP8 or NVFP4 checkpoint an FP8 cache (its
+    // mapping table); a later or unnamed release follows the checkpoint, as does any other
+    // front end, so an unnamed checkpoint keeps the model's 16-bit cache there, and
+    // trtllm-bench keeps it for an unquantised one.
+    assert!(kv(bench, "someone/other-fp4", "nvfp4").0);
+    assert!(!kv(later, "someone/other-fp4", "nvfp4").0);
+    let (other, slow) = kv(serve, "someone/other-fp4", "nvfp4");
+    assert!(!other);
+    assert!(!kv(bench, "someone/other-bf16", "bf16").0);
     // Half the KV bytes per token: more sequences fit, so more throughput.
-    assert!(a.predicted.unwrap() > b.predicted.unwrap());
+    assert!(fast > slow);
 }
 
 #[test]

@@ -32,7 +32,10 @@ fn held_out_rows_meet_the_kept_aside_bar() {
     let s = &r.summary;
     assert!(s.count >= 17, "rows scored: {}", s.count);
     // Met when written: MAE 13.3%, worst 37.0% (Llama 3.3 70B FP8, H100 TP2, 2048/2048);
-    // 10.5% before Server rows were scored at the highest rate meeting their latency limits.
+    // 10.5% before Server rows were scored at the highest rate meeting their latency limits;
+    // 8.8%, worst +29.4% (MI300X Llama 2 70B Server), since the 1.0-era trtllm-bench rows
+    // run the FP8 KV cache that release's mapping gives FP8/NVFP4 checkpoints (Llama 3.3
+    // 70B FP8 on H100 and H200: -21...-40% -> +2...+4%).
     assert!(s.mae < 0.15, "mean absolute error {:.1}%", 100.0 * s.mae);
     assert!(
         s.worst_abs_error < 0.40,
