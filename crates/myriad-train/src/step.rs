@@ -865,6 +865,10 @@ pub fn estimate_with(
         (0.0, 0.0)
     } else {
         let pf = (pp - 1) as f64;
+        // The sends and receives of the steady state that run beside compute (every chunk
+        // boundary of every micro-batch, forward and backward, less the warm-up and
+        // cool-down ones counted as exposed) slow it as any hidden traffic does.
+        let hidden_p2p = ctx.overlap * (m * v - pf).max(0.0) * 2.0 * p2p;
         match plan.schedule {
             PipelineSchedule::Gpipe | PipelineSchedule::OneFOneB if v <= 1.0 => {
                 // (m + p - 1) slots of the slowest stage; p2p blocking per micro-batch.
@@ -878,7 +882,7 @@ pub fn estimate_with(
             PipelineSchedule::Gpipe | PipelineSchedule::OneFOneB => {
                 // Interleaved: bubble shrinks by v; p2p overlapped except in warm-up and
                 // cool-down, where there are v times more chunk boundaries.
-                (pf / v * mean_busy, pf * 2.0 * p2p)
+                (pf / v * mean_busy, pf * 2.0 * p2p + hidden_p2p)
             }
             PipelineSchedule::ZeroBubble => {
                 // ZB-H1 (Qi et al. 2023): bubble (p-1)(T_F + T_B - 2 T_W) ... at least 0,
@@ -886,14 +890,17 @@ pub fn estimate_with(
                 let w = crit.bwd_w;
                 let tb_in = crit.bwd - w;
                 let per = (crit.fwd + tb_in - w).max(0.0) / busy(&crit).max(1e-30) * mean_busy;
-                (pf * per / v, pf * 2.0 * p2p)
+                (pf * per / v, pf * 2.0 * p2p + hidden_p2p)
             }
             PipelineSchedule::Dualpipe => {
                 // DeepSeek-V3 Table 2: (p/2 - 1)(F&B + B - 3W).
                 let w = crit.bwd_w;
                 let fb = crit.fwd + crit.bwd;
                 let per = (fb + crit.bwd - 3.0 * w).max(0.0);
-                ((pp as f64 / 2.0 - 1.0).max(0.0) * per, pf * 2.0 * p2p)
+                (
+                    (pp as f64 / 2.0 - 1.0).max(0.0) * per,
+                    pf * 2.0 * p2p + hidden_p2p,
+                )
             }
         }
     };
