@@ -260,3 +260,51 @@ fn overlap_slowdown_is_the_h100_measurement() {
     let catalog = acc.efficiency.comm_overlap_slowdown.unwrap();
     assert!((catalog - mean).abs() < 0.01, "{catalog} vs {mean}");
 }
+
+/// A Llama-3-8B layer at the small per-GPU token counts of runs that split a sequence over
+/// TP × CP ranks (1,024-4,096 tokens; calibration/h100-small-layer-measured.json, made by
+/// calibration/small_layer_bench.py: `torch.compile`d, replayed as a CUDA graph as MLPerf
+/// submissions run): the op sum within 5% of every one (+1…+2% when measured), so the
+/// per-step cost the small-work kept-aside runs miss is not one GPU's layer compute.
+#[test]
+fn small_layers_match_the_h100_cuda_graph_measurement() {
+    let data = calibration("h100-small-layer-measured.json");
+    let acc = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
+    let rows = data["rows"].as_array().unwrap();
+    assert!(rows.len() >= 3);
+    for r in rows {
+        let seq = r["seq"].as_u64().unwrap() as u32;
+        let m = Transformer {
+            name: "llama3-8b".into(),
+            layers: 1,
+            hidden: 4096,
+            ffn_hidden: 14336,
+            heads: 32,
+            kv_heads: 8,
+            head_dim: Some(128),
+            vocab: 32000,
+            seq_len: seq,
+            gated_mlp: true,
+            tied_embeddings: false,
+            moe: None,
+            mla: None,
+        };
+        let (f, b) = myriad_train::step::layer_compute_times(
+            acc,
+            &[],
+            &m,
+            &Shard::single(1),
+            Precision::Bf16,
+            0,
+        );
+        let measured = r["compiled_graph_ms"].as_f64().unwrap() / 1e3;
+        let err = (f + b) / measured - 1.0;
+        eprintln!(
+            "seq {seq}: graph {:.2} ms, model {:.2} ms: {:+.1}%",
+            measured * 1e3,
+            (f + b) * 1e3,
+            100.0 * err
+        );
+        assert!(err.abs() < 0.05, "seq {seq}: {:+.1}%", 100.0 * err);
+    }
+}
