@@ -209,9 +209,14 @@ pub fn run(
     } else {
         format!("{:?}", p.recompute)
     };
+    let cp = match (p.cp, p.cp_comm) {
+        (1, _) => "1".to_string(),
+        (c, myriad_model::CpComm::P2p) => format!("{c} (ring)"),
+        (c, myriad_model::CpComm::AllGather) => format!("{c} (all-gather)"),
+    };
     println!(
         "plan: TP {} · PP {} (VPP {}) · CP {} · DP {} · EP {} · micro-batch {} · global batch {} · {} · recompute {} · SP {} · {} micro-batches",
-        p.tp, p.pp, p.vpp, p.cp, p.dp, p.ep, p.micro_batch, p.global_batch, p.precision.as_str(),
+        p.tp, p.pp, p.vpp, cp, p.dp, p.ep, p.micro_batch, p.global_batch, p.precision.as_str(),
         recompute, p.sequence_parallel, e.micro_batches
     );
     if let Some((first, last)) = p.edge_stage_layers {
