@@ -5,7 +5,8 @@ transformer layer's forward+backward kernel by kernel. Used to check whether the
 GEMMs of training run at the forward GEMMs' efficiency (calibration/README.md).
 Writes JSON to $OUT/gemm_layout_bench.json."""
 import json, os, statistics, time, torch
-import torch.nn.functional as F
+from torch.profiler import profile, ProfilerActivity
+from common import Layer, by_class, kernel_times, rope_tables, sample_ms
 
 torch.backends.cuda.matmul.allow_tf32 = False
 dev = "cuda"
@@ -37,19 +38,8 @@ def linears(h, ffn, heads, kv, d, tp, gated):
 
 
 def bench(fn, calls=4, samples=9):
-    """Median per-call time (ms) of `calls` back-to-back calls per sample, CUDA events."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(samples):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(calls):
-            fn()
-        e1.record()
-        torch.cuda.synchronize()
-        ts.append(e0.elapsed_time(e1) / calls)
+    """Median, min and max per-call time (ms) of `calls` back-to-back calls per sample."""
+    ts = sample_ms(fn, samples, calls)
     return statistics.median(ts), min(ts), max(ts)
 
 
@@ -140,65 +130,17 @@ out["gemm_runtime_s"] = time.time() - t_start
 
 
 # ---- one layer, kernel by kernel ----
-def rope(x, cos, sin):
-    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
-    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
-
-
-class Layer(torch.nn.Module):
-    def __init__(s, h, ffn, heads, kv, d, tp, gated):
-        super().__init__()
-        s.hq, s.hkv, s.d = heads // tp, max(kv // tp, 1), d
-        s.n1 = torch.nn.RMSNorm(h, dtype=bf16) if gated else torch.nn.LayerNorm(h, dtype=bf16)
-        s.n2 = torch.nn.RMSNorm(h, dtype=bf16) if gated else torch.nn.LayerNorm(h, dtype=bf16)
-        s.qkv = torch.nn.Linear(h, (s.hq + 2 * s.hkv) * d, bias=False, dtype=bf16)
-        s.o = torch.nn.Linear(s.hq * d, h, bias=False, dtype=bf16)
-        s.gated = gated
-        s.up = torch.nn.Linear(h, (2 if gated else 1) * ffn // tp, bias=False, dtype=bf16)
-        s.down = torch.nn.Linear(ffn // tp, h, bias=False, dtype=bf16)
-
-    def forward(s, x, cos, sin):
-        b, t, h = x.shape
-        y = s.qkv(s.n1(x)).view(b, t, s.hq + 2 * s.hkv, s.d)
-        q, k, v = y.split([s.hq, s.hkv, s.hkv], dim=2)
-        q, k = rope(q, cos, sin), rope(k, cos, sin)
-        q, k, v = (z.transpose(1, 2) for z in (q, k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=s.hkv != s.hq)
-        x = x + s.o(a.transpose(1, 2).reshape(b, t, s.hq * s.d))
-        u = s.up(s.n2(x))
-        if s.gated:
-            g, u = u.chunk(2, dim=-1)
-            u = F.silu(g) * u
-        else:
-            u = F.gelu(u)
-        return x + s.down(u)
-
-
-def classify(kname):
-    n = kname.lower()
-    if any(s in n for s in ("flash", "fmha", "cudnn", "attention", "sdpa")):
-        return "attention"
-    if any(s in n for s in ("gemm", "xmma", "cutlass", "nvjet", "sm90_", "ampere_")):
-        return "gemm"
-    return "other"
-
-
 PROFILE = [
     ("llama3-8b tp1 s8192 b1", 4096, 14336, 32, 8, 128, 8192, 1, 1, True),
     ("nemotron4-15b tp4 s4096 b4", 6144, 24576, 48, 8, 128, 4096, 4, 4, False),
 ]
-from torch.profiler import profile, ProfilerActivity
 
 for name, h, ffn, heads, kv, d, seq, b, tp, gated in PROFILE:
     try:
         torch.manual_seed(0)
         layer = Layer(h, ffn, heads, kv, d, tp, gated).to(dev)
         x = torch.randn(b, seq, h, device=dev, dtype=bf16, requires_grad=True)
-        pos = torch.arange(seq, device=dev, dtype=torch.float32)[:, None]
-        inv = 1.0 / (10000 ** (torch.arange(0, d // 2, device=dev, dtype=torch.float32) / (d // 2)))
-        ang = pos * inv
-        cos = torch.cat((ang.cos(), ang.cos()), -1)[None, :, None, :].to(bf16)
-        sin = torch.cat((ang.sin(), ang.sin()), -1)[None, :, None, :].to(bf16)
+        cos, sin = rope_tables(seq, d, dev)
         gy = torch.randn(b, seq, h, device=dev, dtype=bf16)
 
         def fb():
@@ -211,25 +153,14 @@ for name, h, ffn, heads, kv, d, seq, b, tp, gated in PROFILE:
             for _ in range(reps):
                 fb()
             torch.cuda.synchronize()
-        kernels = {}
-        for ev in prof.key_averages():
-            t = getattr(ev, "device_time_total", None)
-            if t is None:
-                t = getattr(ev, "cuda_time_total", 0)
-            if t <= 0 or ev.key.startswith("ProfilerStep"):
-                continue
-            kernels[ev.key] = kernels.get(ev.key, 0.0) + t / 1000.0 / reps
-        # key_averages mixes ops and kernels; keep kernels only (no aten:: / cuda API names).
-        kernels = {k: v for k, v in kernels.items() if not k.startswith(("aten::", "cuda", "autograd", "torch"))}
-        by_class = {}
-        for k, v in kernels.items():
-            by_class[classify(k)] = by_class.get(classify(k), 0.0) + v
+        kernels, _ = kernel_times(prof, reps)
+        classes = by_class(kernels)
         top = sorted(kernels.items(), key=lambda kv: -kv[1])[:40]
         out["profile"].append({
-            "config": name, "wall_fwd_bwd_ms": wall, "kernel_ms_by_class": by_class,
+            "config": name, "wall_fwd_bwd_ms": wall, "kernel_ms_by_class": classes,
             "kernel_ms_total": sum(kernels.values()), "top_kernels_ms": top,
         })
-        print(name, "wall", round(wall, 3), {c: round(v, 3) for c, v in by_class.items()}, flush=True)
+        print(name, "wall", round(wall, 3), {c: round(v, 3) for c, v in classes.items()}, flush=True)
         for k, v in top[:25]:
             print(f"  {v:8.3f} ms  {k[:150]}", flush=True)
         del layer, x, gy

@@ -2,7 +2,7 @@
 eager ops, at the per-rank shapes of real training runs. Used to check Myriad's op-sum
 compute model (calibration/README.md). Writes JSON to $OUT/layer_bench.json."""
 import json, os, time, torch
-import torch.nn.functional as F
+from common import Layer, rope_tables, sample_ms
 
 torch.backends.cuda.matmul.allow_tf32 = False
 dev = "cuda"
@@ -19,60 +19,15 @@ CONFIGS = [
     ("llama3-405b tp8 s8192 b1", 16384, 53248, 128, 8, 128, 8192, 1, 8, True),
 ]
 
-def rope(x, cos, sin):
-    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
-    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
-
-class Layer(torch.nn.Module):
-    def __init__(s, h, ffn, heads, kv, d, tp, gated):
-        super().__init__()
-        s.hq, s.hkv, s.d = heads // tp, max(kv // tp, 1), d
-        s.n1 = torch.nn.RMSNorm(h, dtype=dt) if gated else torch.nn.LayerNorm(h, dtype=dt)
-        s.n2 = torch.nn.RMSNorm(h, dtype=dt) if gated else torch.nn.LayerNorm(h, dtype=dt)
-        s.qkv = torch.nn.Linear(h, (s.hq + 2 * s.hkv) * d, bias=False, dtype=dt)
-        s.o = torch.nn.Linear(s.hq * d, h, bias=False, dtype=dt)
-        s.gated = gated
-        s.up = torch.nn.Linear(h, (2 if gated else 1) * ffn // tp, bias=False, dtype=dt)
-        s.down = torch.nn.Linear(ffn // tp, h, bias=False, dtype=dt)
-
-    def forward(s, x, cos, sin):
-        b, t, h = x.shape
-        y = s.qkv(s.n1(x)).view(b, t, s.hq + 2 * s.hkv, s.d)
-        q, k, v = y.split([s.hq, s.hkv, s.hkv], dim=2)
-        q, k = rope(q, cos, sin), rope(k, cos, sin)
-        q, k, v = (z.transpose(1, 2) for z in (q, k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=s.hkv != s.hq)
-        x = x + s.o(a.transpose(1, 2).reshape(b, t, s.hq * s.d))
-        u = s.up(s.n2(x))
-        if s.gated:
-            g, u = u.chunk(2, dim=-1)
-            u = F.silu(g) * u
-        else:
-            u = F.gelu(u)
-        return x + s.down(u)
-
 def timeit(fn, reps=10):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record(); fn(); e1.record(); torch.cuda.synchronize()
-        ts.append(e0.elapsed_time(e1))
-    ts.sort()
-    return ts[len(ts) // 2]
+    return sorted(sample_ms(fn, reps))[reps // 2]
 
 out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "method": "PyTorch eager, bf16, median of 10 after 3 warm-ups; one layer at per-rank TP shapes, no communication; SDPA causal (default backend)", "rows": []}
 for name, h, ffn, heads, kv, d, seq, b, tp, gated in CONFIGS:
     torch.manual_seed(0)
     layer = Layer(h, ffn, heads, kv, d, tp, gated).to(dev)
     x = torch.randn(b, seq, h, device=dev, dtype=dt, requires_grad=True)
-    pos = torch.arange(seq, device=dev, dtype=torch.float32)[:, None]
-    inv = 1.0 / (10000 ** (torch.arange(0, d // 2, device=dev, dtype=torch.float32) / (d // 2)))
-    ang = pos * inv
-    cos = torch.cat((ang.cos(), ang.cos()), -1)[None, :, None, :].to(dt)
-    sin = torch.cat((ang.sin(), ang.sin()), -1)[None, :, None, :].to(dt)
+    cos, sin = rope_tables(seq, d, dev)
     gy = torch.randn(b, seq, h, device=dev, dtype=dt)
     with torch.no_grad():
         fwd = timeit(lambda: layer(x, cos, sin))

@@ -5,8 +5,8 @@ Phase A: one Llama-3-8B layer (layer_bench.py's, seq 8192) forward+backward for 
 seconds; phase B: back-to-back bf16 8192^3 GEMMs for GEMM_S seconds.
 Writes JSON to $OUT/sustained_bench.json."""
 import json, os, time, torch
-import torch.nn.functional as F
 import pynvml
+from common import Layer, rope_tables
 
 OUT = os.environ.get("OUT", ".")
 LAYER_S = float(os.environ.get("LAYER_S", "90"))
@@ -33,33 +33,6 @@ def reasons():
         return hex(f(H))
     except Exception:
         return None
-
-
-def rope(x, cos, sin):
-    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
-    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
-
-
-class Layer(torch.nn.Module):
-    def __init__(s, h, ffn, heads, kv, d):
-        super().__init__()
-        s.hq, s.hkv, s.d = heads, kv, d
-        s.n1, s.n2 = torch.nn.RMSNorm(h, dtype=bf16), torch.nn.RMSNorm(h, dtype=bf16)
-        s.qkv = torch.nn.Linear(h, (heads + 2 * kv) * d, bias=False, dtype=bf16)
-        s.o = torch.nn.Linear(heads * d, h, bias=False, dtype=bf16)
-        s.up = torch.nn.Linear(h, 2 * ffn, bias=False, dtype=bf16)
-        s.down = torch.nn.Linear(ffn, h, bias=False, dtype=bf16)
-
-    def forward(s, x, cos, sin):
-        b, t, h = x.shape
-        y = s.qkv(s.n1(x)).view(b, t, s.hq + 2 * s.hkv, s.d)
-        q, k, v = y.split([s.hq, s.hkv, s.hkv], dim=2)
-        q, k = rope(q, cos, sin), rope(k, cos, sin)
-        q, k, v = (z.transpose(1, 2) for z in (q, k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-        x = x + s.o(a.transpose(1, 2).reshape(b, t, s.hq * s.d))
-        g, u = s.up(s.n2(x)).chunk(2, dim=-1)
-        return x + s.down(F.silu(g) * u)
 
 
 def run_phase(name, fn, seconds, per_check):
@@ -90,11 +63,7 @@ torch.manual_seed(0)
 layer = Layer(4096, 14336, 32, 8, 128).to(dev)
 seq = 8192
 x = torch.randn(1, seq, 4096, device=dev, dtype=bf16, requires_grad=True)
-pos = torch.arange(seq, device=dev, dtype=torch.float32)[:, None]
-inv = 1.0 / (10000 ** (torch.arange(0, 64, device=dev, dtype=torch.float32) / 64))
-ang = pos * inv
-cos = torch.cat((ang.cos(), ang.cos()), -1)[None, :, None, :].to(bf16)
-sin = torch.cat((ang.sin(), ang.sin()), -1)[None, :, None, :].to(bf16)
+cos, sin = rope_tables(seq, 128, dev)
 gy = torch.randn(1, seq, 4096, device=dev, dtype=bf16)
 
 

@@ -715,6 +715,9 @@ fn predict_inner(
     } else {
         experts
     };
+    let fw_text = text(sv, "framework").to_ascii_lowercase();
+    // A trtllm-bench run: its settings fill what the row leaves unstated.
+    let bench = fw.id == "tensorrt-llm" && fw_text.contains("trtllm-bench");
     let kv_text = text(sv, "kv_cache_precision");
     let kv = {
         let k = kv_text.to_ascii_lowercase();
@@ -763,10 +766,7 @@ fn predict_inner(
         // an FP8 cache. Later releases default the dtype to `auto` (`get_settings` in
         // `bench/benchmark/utils/general.py`), which leaves the mapping inert: the cache
         // follows the checkpoint's own `kv_cache_quant_algo` (the table above).
-        let fw_lower = text(sv, "framework").to_ascii_lowercase();
-        let bench = fw.id == "tensorrt-llm"
-            && fw_lower.contains("trtllm-bench")
-            && fw_lower.contains("v1.0");
+        let bench_v1 = bench && fw_text.contains("v1.0");
         let quantised = [weights, experts]
             .iter()
             .any(|p| matches!(p, Precision::Fp8 | Precision::Fp4));
@@ -776,7 +776,7 @@ fn predict_inner(
                 "kv_cache_precision: fp8 (not given; the checkpoint's kv_cache_quant_algo: {src})"
             ));
             prec.kv = Precision::Fp8;
-        } else if bench && quantised {
+        } else if bench_v1 && quantised {
             notes.push(format!(
                 "kv_cache_precision: fp8 (not given; {TRTLLM_BENCH_KV_RULE})"
             ));
@@ -1009,9 +1009,7 @@ fn predict_inner(
     let static_batch = scenario.contains("static") || scenario.contains("batch 1");
     // trtllm-bench runs without chunked prefill unless asked (`enable_chunked_prefill`
     // defaults to False in `bench/benchmark/utils/general.py`, `get_settings`).
-    let fw_text = text(sv, "framework").to_ascii_lowercase();
-    let bench_unchunked = fw.id == "tensorrt-llm" && fw_text.contains("trtllm-bench");
-    if bench_unchunked && !static_batch {
+    if bench && !static_batch {
         notes.push("chunked prefill: off (trtllm-bench default)".into());
     }
     let stated_batch = uint(sv, "max_batch_per_instance").or_else(|| uint(sv, "max_batch"));
@@ -1039,7 +1037,7 @@ fn predict_inner(
             None if is_trt => {
                 // Without chunked prefill trtllm-bench raises the budget to hold the
                 // longest prompt next to a full batch of decodes (`get_settings`).
-                let t = if bench_unchunked {
+                let t = if bench {
                     ht.max(isl.round() as u32 + hb)
                 } else {
                     ht
@@ -1063,9 +1061,7 @@ fn predict_inner(
             .filter_map(Value::as_u64)
             .map(|x| x as u32)
             .collect(),
-        None if bench_unchunked && !static_batch => {
-            trtllm_graph_batch_sizes((max_batch / dp).max(1))
-        }
+        None if bench && !static_batch => trtllm_graph_batch_sizes((max_batch / dp).max(1)),
         None => Vec::new(),
     };
     if let (Some(&hi), false) = (graph_sizes.last(), static_batch) {
@@ -1090,7 +1086,7 @@ fn predict_inner(
             ));
             c
         }
-        None => !static_batch && fw.chunked_prefill && !bench_unchunked,
+        None => !static_batch && fw.chunked_prefill && !bench,
     };
     let vllm_v0 = fw.id == "vllm"
         && (fw_text.contains("v0 engine")

@@ -974,7 +974,6 @@ pub fn estimate_with(
     let (rs, ag) = (rs_d + rs_e, ag_d + ag_e);
     let total_local = pd + pe;
     let bucket = (40e6_f64.max(1e6 * plan.dp as f64) / total_local.max(1.0)).min(1.0);
-    let overlap = acc.efficiency.overlap_slowdown();
     let dp_exposed = if plan.zero_stage >= 3 && plan.zero3_prefetch {
         // ZeRO-3 with prefetch (PyTorch FSDP, Megatron FSDP, DeepSpeed since 2022): each
         // micro-batch gathers the next layer's parameters while the current one computes,
@@ -986,7 +985,7 @@ pub fn estimate_with(
         m * ((ag - crit.fwd).max(0.0)
             + (ag + rs - crit.bwd).max(0.0)
             + 2.0 * ag / layers
-            + overlap * (ag.min(crit.fwd) + (ag + rs).min(crit.bwd)))
+            + ctx.overlap * (ag.min(crit.fwd) + (ag + rs).min(crit.bwd)))
     } else if plan.zero_stage >= 3 {
         // ZeRO-3 gathered on demand, as DeepSpeed did before 2022 (v0.3, read in its source):
         // every weight matrix is all-gathered on its own after a device synchronisation,
@@ -1042,7 +1041,7 @@ pub fn estimate_with(
         m * (rs - crit.bwd).max(0.0)
             + (ag - crit.fwd).max(0.0)
             + (rs + ag) * bucket
-            + overlap * (m * rs.min(crit.bwd) + ag.min(crit.fwd))
+            + ctx.overlap * (m * rs.min(crit.bwd) + ag.min(crit.fwd))
     } else {
         // Overlapped chunk by chunk (one chunk without interleaving): see
         // [`dp_overlap_exposed`].
@@ -1054,7 +1053,7 @@ pub fn estimate_with(
                 bwd: crit.bwd,
                 chunks: if pp > 1 { plan.vpp.max(1) } else { 1 },
                 pp,
-                slowdown: overlap,
+                slowdown: ctx.overlap,
             },
             bucket,
         )
@@ -1111,7 +1110,7 @@ pub fn estimate_with(
     // the SM share. Other schedules run the all-to-all on the critical path.
     let ep_slot = if plan.schedule == PipelineSchedule::Dualpipe {
         let cover = crit.fwd + crit.bwd + crit.recompute;
-        (crit.ep - cover).max(0.0) + overlap * crit.ep.min(cover)
+        (crit.ep - cover).max(0.0) + ctx.overlap * crit.ep.min(cover)
     } else {
         crit.ep
     };

@@ -6,38 +6,39 @@
 use myriad_model::{Shard, Transformer};
 use myriad_scenario::Precision;
 
+/// The one-layer model and TP shard of a row of calibration/h100-layer-measured.json.
+fn row_layer(r: &serde_json::Value) -> (Transformer, Shard) {
+    let u = |k: &str| r[k].as_u64().unwrap() as u32;
+    let m = Transformer {
+        name: r["name"].as_str().unwrap().into(),
+        layers: 1,
+        hidden: u("hidden"),
+        ffn_hidden: u("ffn"),
+        heads: u("heads"),
+        kv_heads: u("kv_heads"),
+        head_dim: Some(u("head_dim")),
+        vocab: 32000,
+        seq_len: u("seq"),
+        gated_mlp: r["gated"].as_bool().unwrap(),
+        tied_embeddings: false,
+        moe: None,
+        mla: None,
+    };
+    let shard = Shard {
+        tp: u("tp"),
+        sp: false,
+        ..Shard::single(u("micro_batch"))
+    };
+    (m, shard)
+}
+
 #[test]
 fn layer_times_match_the_h100_measurement() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../calibration/h100-layer-measured.json"
-    );
-    let data: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let data = calibration("h100-layer-measured.json");
     let acc = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
     let mut worst: f64 = 0.0;
     for r in data["rows"].as_array().unwrap() {
-        let u = |k: &str| r[k].as_u64().unwrap() as u32;
-        let m = Transformer {
-            name: r["name"].as_str().unwrap().into(),
-            layers: 1,
-            hidden: u("hidden"),
-            ffn_hidden: u("ffn"),
-            heads: u("heads"),
-            kv_heads: u("kv_heads"),
-            head_dim: Some(u("head_dim")),
-            vocab: 32000,
-            seq_len: u("seq"),
-            gated_mlp: r["gated"].as_bool().unwrap(),
-            tied_embeddings: false,
-            moe: None,
-            mla: None,
-        };
-        let shard = Shard {
-            tp: u("tp"),
-            sp: false,
-            ..Shard::single(u("micro_batch"))
-        };
+        let (m, shard) = row_layer(r);
         let (f, b) =
             myriad_train::step::layer_compute_times(acc, &[], &m, &shard, Precision::Bf16, 0);
         let measured_fb = r["fwd_bwd_ms"].as_f64().unwrap() / 1e3;
@@ -160,27 +161,7 @@ fn fused_layer_times_match_the_h100_compiled_layer() {
             .iter()
             .find(|r| r["name"] == name)
             .unwrap();
-        let u = |k: &str| r[k].as_u64().unwrap() as u32;
-        let m = Transformer {
-            name: name.into(),
-            layers: 1,
-            hidden: u("hidden"),
-            ffn_hidden: u("ffn"),
-            heads: u("heads"),
-            kv_heads: u("kv_heads"),
-            head_dim: Some(u("head_dim")),
-            vocab: 32000,
-            seq_len: u("seq"),
-            gated_mlp: r["gated"].as_bool().unwrap(),
-            tied_embeddings: false,
-            moe: None,
-            mla: None,
-        };
-        let shard = Shard {
-            tp: u("tp"),
-            sp: false,
-            ..Shard::single(u("micro_batch"))
-        };
+        let (m, shard) = row_layer(r);
         let (f, b) =
             myriad_train::step::layer_compute_times(acc, &[], &m, &shard, Precision::Bf16, 0);
         let measured = row["compiled"]["wall_fwd_bwd_ms"].as_f64().unwrap() / 1e3;

@@ -1,0 +1,103 @@
+"""Pieces the calibration benchmarks share: one transformer layer as PyTorch runs it
+(eager ops; `torch.compile` fuses them), its rotary tables, and the kernel classes the
+per-kernel profiles are summed into. Import from a script in this folder
+(`python3 calibration/<script>.py` puts the folder on the module path)."""
+import torch
+import torch.nn.functional as F
+
+BF16 = torch.bfloat16
+
+
+def rope(x, cos, sin):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+
+def rope_tables(seq, d, dev="cuda"):
+    """cos and sin of the rotary angles for `seq` positions and head dim `d`, as bf16
+    tensors shaped to broadcast over (batch, seq, heads, d)."""
+    pos = torch.arange(seq, device=dev, dtype=torch.float32)[:, None]
+    inv = 1.0 / (10000 ** (torch.arange(0, d // 2, device=dev, dtype=torch.float32) / (d // 2)))
+    ang = pos * inv
+    cos = torch.cat((ang.cos(), ang.cos()), -1)[None, :, None, :].to(BF16)
+    sin = torch.cat((ang.sin(), ang.sin()), -1)[None, :, None, :].to(BF16)
+    return cos, sin
+
+
+class Layer(torch.nn.Module):
+    """One pre-norm transformer layer on one TP rank: RMSNorm + SwiGLU when `gated`,
+    LayerNorm + GeLU otherwise; GQA attention through SDPA (causal)."""
+
+    def __init__(s, h, ffn, heads, kv, d, tp=1, gated=True):
+        super().__init__()
+        s.hq, s.hkv, s.d = heads // tp, max(kv // tp, 1), d
+        norm = torch.nn.RMSNorm if gated else torch.nn.LayerNorm
+        s.n1, s.n2 = norm(h, dtype=BF16), norm(h, dtype=BF16)
+        s.qkv = torch.nn.Linear(h, (s.hq + 2 * s.hkv) * d, bias=False, dtype=BF16)
+        s.o = torch.nn.Linear(s.hq * d, h, bias=False, dtype=BF16)
+        s.gated = gated
+        s.up = torch.nn.Linear(h, (2 if gated else 1) * ffn // tp, bias=False, dtype=BF16)
+        s.down = torch.nn.Linear(ffn // tp, h, bias=False, dtype=BF16)
+
+    def forward(s, x, cos, sin):
+        b, t, h = x.shape
+        y = s.qkv(s.n1(x)).view(b, t, s.hq + 2 * s.hkv, s.d)
+        q, k, v = y.split([s.hq, s.hkv, s.hkv], dim=2)
+        q, k = rope(q, cos, sin), rope(k, cos, sin)
+        q, k, v = (z.transpose(1, 2) for z in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=s.hkv != s.hq)
+        x = x + s.o(a.transpose(1, 2).reshape(b, t, s.hq * s.d))
+        u = s.up(s.n2(x))
+        if s.gated:
+            g, u = u.chunk(2, dim=-1)
+            u = F.silu(g) * u
+        else:
+            u = F.gelu(u)
+        return x + s.down(u)
+
+
+def sample_ms(fn, samples, calls=1, warmup=3):
+    """Per-call milliseconds of `samples` samples, each `calls` back-to-back calls of `fn`
+    between two CUDA events, after `warmup` calls."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(samples):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(calls):
+            fn()
+        e1.record()
+        torch.cuda.synchronize()
+        ts.append(e0.elapsed_time(e1) / calls)
+    return ts
+
+
+def classify(kernel_name):
+    """The class a profiled kernel's time counts in: attention, gemm or other."""
+    n = kernel_name.lower()
+    if any(s in n for s in ("flash", "fmha", "cudnn", "attention", "sdpa")):
+        return "attention"
+    if any(s in n for s in ("gemm", "xmma", "cutlass", "nvjet", "sm90_", "ampere_")):
+        return "gemm"
+    return "other"
+
+
+def kernel_times(prof, reps):
+    """GPU milliseconds per pass of every kernel a `torch.profiler` run of `reps` passes
+    recorded (operator and runtime rows left out), and how many kernels ran per pass."""
+    ks, n = {}, 0
+    for ev in prof.key_averages():
+        t = getattr(ev, "device_time_total", None) or getattr(ev, "cuda_time_total", 0)
+        if t > 0 and not ev.key.startswith(("aten::", "cuda", "autograd", "torch", "Profiler", "Torch", "Compiled", "##")):
+            ks[ev.key] = ks.get(ev.key, 0.0) + t / 1000.0 / reps
+            n += ev.count
+    return ks, n / reps
+
+
+def by_class(kernels):
+    cls = {}
+    for k, v in kernels.items():
+        cls[classify(k)] = cls.get(classify(k), 0.0) + v
+    return cls
