@@ -278,6 +278,10 @@ pub struct InstanceModel {
     pub expert_load_cv: f64,
     /// Expert placement on the EP ranks (static unless the deployment runs EPLB).
     pub placement: Placement,
+    /// The MoE input of every attention-DP rank is padded to the busiest rank's tokens
+    /// (`Framework::adp_pads_fp4_moe`, NVFP4 experts only): an iteration where some ranks
+    /// prefill costs the experts and the all-to-alls as if every rank did.
+    pub moe_dp_padding: bool,
     /// Expected maximum of `ep` standard normals (busiest-rank order statistic).
     ep_max_z: f64,
     hbm_bps: f64,
@@ -433,6 +437,7 @@ impl InstanceModel {
             graph_batch_sizes: Vec::new(),
             expert_load_cv: published_expert_load_cv(model),
             placement: Placement::Static,
+            moe_dp_padding: false,
             ep_max_z: expected_max_std_normal(par.ep as u64),
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             small_bps: acc.hbm_tbps * 1e12 * acc.efficiency.small_kernel_hbm(),
@@ -459,6 +464,17 @@ impl InstanceModel {
         self.with_decode_kernel(fw.gqa_decode_kernel)
             .with_fp8_decode_attention(fw.fp8_decode_attention)
             .with_host_per_seq(fw.host_us_per_seq)
+            .with_moe_dp_padding(fw.adp_pads_fp4_moe)
+    }
+
+    /// With `on` (the framework pads), NVFP4 experts under attention data parallelism run
+    /// on `attention_dp ×` the busiest rank's tokens.
+    pub fn with_moe_dp_padding(mut self, on: bool) -> Self {
+        self.moe_dp_padding = on
+            && self.par.attention_dp > 1
+            && self.model.moe.is_some()
+            && self.prec.experts == Precision::Fp4;
+        self
     }
 
     /// With `on` (the framework's kernels can), an fp8 KV cache on an accelerator with fp8
@@ -915,6 +931,13 @@ impl InstanceModel {
         let mut stages = MoeStages::default();
         let (moe_t, moe_comm) = match &m.moe {
             Some(moe) => {
+                // Padded to the busiest attention rank's tokens on every rank
+                // (`moe_dp_padding`), or the tokens the ranks hold.
+                let tokens = if self.moe_dp_padding {
+                    tokens.max(t_r * dp)
+                } else {
+                    tokens
+                };
                 let e = moe.experts as f64;
                 let k = moe.top_k as f64;
                 let ep = self.par.ep as f64;

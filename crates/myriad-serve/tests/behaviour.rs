@@ -1444,3 +1444,52 @@ fn a_request_larger_than_one_attention_rank_cache_is_rejected() {
     let fits = run(&r, 8_900);
     assert_eq!((fits.completed, fits.rejected), (20, 0));
 }
+
+#[test]
+fn adp_padding_costs_the_experts_as_if_every_rank_prefilled() {
+    // DeepSeek-V3 with NVFP4 experts on 8 B200, attention DP 8: 256 decode sequences per
+    // rank, and one 1,024-token prompt on one rank or on every rank.
+    let fp8 = Precision::Fp8;
+    let dep = || {
+        dep_instance(
+            "b200",
+            8,
+            "deepseek-v3",
+            8,
+            (fp8, Precision::Fp4, fp8),
+            0.0,
+            false,
+        )
+    };
+    let batch = |prompts: f64| Batch {
+        decode_seqs: 8.0 * 256.0,
+        decode_ctx: 8.0 * 256.0 * 2000.0,
+        prefill_tokens: prompts * 1024.0,
+        prefill_pairs: prompts * 1024.0 * 1025.0 / 2.0,
+        prefill_done: prompts,
+        prefill_seqs: prompts,
+    };
+    let moe = |m: &InstanceModel, b: &Batch| {
+        let s = m.moe_stages(b);
+        (s.mlp, s.dispatch, s.combine)
+    };
+    let trt = dep().with_framework(&myriad_serve::framework::TRTLLM);
+    assert!(trt.moe_dp_padding);
+    // Padded: the experts and the all-to-alls see 8 x (256 + 1024) tokens either way.
+    assert_eq!(moe(&trt, &batch(1.0)), moe(&trt, &batch(8.0)));
+    // Unpadded (SGLang): one prompt moves fewer tokens through the experts than eight.
+    let sgl = dep().with_framework(&myriad_serve::framework::SGLANG);
+    assert!(!sgl.moe_dp_padding);
+    let (one, eight) = (moe(&sgl, &batch(1.0)), moe(&sgl, &batch(8.0)));
+    assert!(one.0 < eight.0 && one.2 < eight.2, "{one:?} {eight:?}");
+    // Decode-only batches are balanced: padding changes nothing.
+    let mut unpadded = trt.clone();
+    unpadded.moe_dp_padding = false;
+    let t = |m: &InstanceModel, p: f64| m.iteration(&batch(p)).total_s;
+    assert_eq!(t(&trt, 0.0), t(&unpadded, 0.0));
+    assert!(t(&trt, 1.0) > t(&unpadded, 1.0));
+    // Only NVFP4 experts pad (CUTLASS fp8 experts take each rank's own tokens).
+    let fp8_experts = dep_instance("b200", 8, "deepseek-v3", 8, (fp8, fp8, fp8), 0.0, false)
+        .with_framework(&myriad_serve::framework::TRTLLM);
+    assert!(!fp8_experts.moe_dp_padding);
+}

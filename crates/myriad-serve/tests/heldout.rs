@@ -119,19 +119,23 @@ fn mlperf_dataset_mean_prompt_lengths() {
 /// memory-bound kernels and the all-to-all the trace also measured are still under-priced.
 /// 46.6%, median 17.9%, worst +362.9%, once the small memory-bound kernels on Blackwell
 /// run at the bandwidth that trace measured for them (`efficiency.hbm_small_kernels`).
+/// 44.4%, median 15.8%, worst +361.4%, once TensorRT-LLM pads every attention-DP rank's
+/// NVFP4 MoE input to the busiest rank's tokens (`Framework::adp_pads_fp4_moe`): a step
+/// where one rank prefills costs the experts eight prompts (GB200 Server +272% -> +233%,
+/// Offline +21% -> +14%; B200 Offline +5% -> 0%).
 #[test]
 fn mlperf5_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf5.json");
     let s = &r.summary;
     assert_eq!(s.count, 23);
-    assert!(s.mae < 0.468, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.446, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.180,
+        s.median_abs_error < 0.160,
         "median {:.3}",
         s.median_abs_error
     );
     assert!(
-        s.worst_abs_error < 3.64,
+        s.worst_abs_error < 3.62,
         "{} {:.3}",
         s.worst_id,
         s.worst_abs_error
