@@ -24,6 +24,18 @@ def rope_tables(seq, d, dev="cuda"):
     return cos, sin
 
 
+def attention_block(s, x, cos, sin):
+    """The residual attention half of a pre-norm layer `s` (its `n1`, `qkv`, `o`, `hq`,
+    `hkv`, `d`): norm, fused QKV projection, rotary, causal GQA SDPA, output projection."""
+    b, t, h = x.shape
+    y = s.qkv(s.n1(x)).view(b, t, s.hq + 2 * s.hkv, s.d)
+    q, k, v = y.split([s.hq, s.hkv, s.hkv], dim=2)
+    q, k = rope(q, cos, sin), rope(k, cos, sin)
+    q, k, v = (z.transpose(1, 2) for z in (q, k, v))
+    a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=s.hkv != s.hq)
+    return x + s.o(a.transpose(1, 2).reshape(b, t, s.hq * s.d))
+
+
 class Layer(torch.nn.Module):
     """One pre-norm transformer layer on one TP rank: RMSNorm + SwiGLU when `gated`,
     LayerNorm + GeLU otherwise; GQA attention through SDPA (causal)."""
@@ -40,13 +52,7 @@ class Layer(torch.nn.Module):
         s.down = torch.nn.Linear(ffn // tp, h, bias=False, dtype=BF16)
 
     def forward(s, x, cos, sin):
-        b, t, h = x.shape
-        y = s.qkv(s.n1(x)).view(b, t, s.hq + 2 * s.hkv, s.d)
-        q, k, v = y.split([s.hq, s.hkv, s.hkv], dim=2)
-        q, k = rope(q, cos, sin), rope(k, cos, sin)
-        q, k, v = (z.transpose(1, 2) for z in (q, k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=s.hkv != s.hq)
-        x = x + s.o(a.transpose(1, 2).reshape(b, t, s.hq * s.d))
+        x = attention_block(s, x, cos, sin)
         u = s.up(s.n2(x))
         if s.gated:
             g, u = u.chunk(2, dim=-1)

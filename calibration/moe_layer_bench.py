@@ -13,6 +13,7 @@ import json, os, traceback
 import torch
 import torch.nn.functional as F
 from torch.profiler import profile, ProfilerActivity
+from common import attention_block, rope_tables, sample_ms
 
 torch.backends.cuda.matmul.allow_tf32 = False
 dev = "cuda"
@@ -26,11 +27,6 @@ CONFIGS = [
     ("mixtral-8x7b ep8 s4096 b1", 4096, 32, 8, 128, 8, 2, 14336, 8, 4096, 1),
     ("deepseek-v3-like ep32 s4096 b1", 7168, 128, 128, 128, 256, 8, 2048, 32, 4096, 1),
 ]
-
-
-def rope(x, cos, sin):
-    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
-    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
 
 
 class MoeLayer(torch.nn.Module):
@@ -74,30 +70,13 @@ class MoeLayer(torch.nn.Module):
 
     def forward(s, x, cos, sin):
         b, t, h = x.shape
-        y = s.qkv(s.n1(x)).view(b, t, s.hq + 2 * s.hkv, s.d)
-        q, k, v = y.split([s.hq, s.hkv, s.hkv], dim=2)
-        q, k = rope(q, cos, sin), rope(k, cos, sin)
-        q, k, v = (z.transpose(1, 2) for z in (q, k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=s.hkv != s.hq)
-        x = x + s.o(a.transpose(1, 2).reshape(b, t, s.hq * s.d))
-        m = s.moe(s.n2(x).reshape(b * t, h)).view(b, t, h)
-        return x + m
+        x = attention_block(s, x, cos, sin)
+        return x + s.moe(s.n2(x).reshape(b * t, h)).view(b, t, h)
 
 
 def timeit(fn, reps=10):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        fn()
-        e1.record()
-        torch.cuda.synchronize()
-        ts.append(e0.elapsed_time(e1))
-    ts.sort()
-    return ts[len(ts) // 2]
+    """Median wall milliseconds of `reps` calls after 3 warm-ups (CUDA events)."""
+    return sorted(sample_ms(fn, reps))[reps // 2]
 
 
 def gpu_ms(fn, reps=3, breakdown=None):
@@ -133,11 +112,7 @@ for name, h, heads, kv, d, E, k, ffn, ep, seq, b in CONFIGS:
         torch.manual_seed(0)
         layer = MoeLayer(h, heads, kv, d, E, k, ffn, ep).to(dev)
         x = torch.randn(b, seq, h, device=dev, dtype=dt, requires_grad=True)
-        pos = torch.arange(seq, device=dev, dtype=torch.float32)[:, None]
-        inv = 1.0 / (10000 ** (torch.arange(0, d // 2, device=dev, dtype=torch.float32) / (d // 2)))
-        ang = pos * inv
-        cos = torch.cat((ang.cos(), ang.cos()), -1)[None, :, None, :].to(dt)
-        sin = torch.cat((ang.sin(), ang.sin()), -1)[None, :, None, :].to(dt)
+        cos, sin = rope_tables(seq, d, dev)
         gy = torch.randn(b, seq, h, device=dev, dtype=dt)
 
         def f():
