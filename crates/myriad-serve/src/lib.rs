@@ -36,8 +36,8 @@ use serde::Serialize;
 pub use framework::{framework, Framework};
 pub use model::{Batch, InstanceModel, IterTime, MoeStages, Parallel, Precisions, Speculative};
 pub use sim::{
-    simulate, simulate_requests, Arrivals, Deployment, LengthDist, RoleSpec, SchedulePolicy,
-    SimReport, Slo, Workload,
+    simulate, simulate_requests, Arrivals, Deployment, IterationClass, IterationMix, LengthDist,
+    RoleSpec, SchedulePolicy, SimReport, Slo, Workload,
 };
 
 /// Everything `myriad serve` needs, resolved from a scenario, with notes on defaults.

@@ -246,6 +246,64 @@ pub struct SimReport {
     pub mean_latency_s: f64,
     pub iterations: u64,
     pub mean_decode_batch: f64,
+    /// Where the iterations' time went, decode-only against those carrying prompts.
+    pub iteration_mix: IterationMix,
+}
+
+/// Where the time of one class of iterations went, summed over the run (all instances).
+/// The parts add up to `time_s`; divide by `iterations` for the mean iteration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct IterationClass {
+    pub iterations: u64,
+    /// Instance-seconds spent in these iterations.
+    pub time_s: f64,
+    pub gemm_s: f64,
+    pub attention_s: f64,
+    pub memory_s: f64,
+    pub comm_s: f64,
+    pub overhead_s: f64,
+    /// Sum over these iterations of the decode sequences per attention rank.
+    pub decode_seqs_per_rank: f64,
+    /// Sum over these iterations of the decode sequences' mean context (tokens).
+    pub decode_context: f64,
+    /// Sum over these iterations of the prompt tokens per attention rank that carries one.
+    pub prompt_tokens_per_rank: f64,
+}
+
+impl IterationClass {
+    fn add(&mut self, t: &crate::model::IterTime, b: &Batch, ranks: f64) {
+        self.iterations += 1;
+        self.time_s += t.total_s;
+        self.gemm_s += t.gemm_s;
+        self.attention_s += t.attention_s;
+        self.memory_s += t.memory_s;
+        self.comm_s += t.comm_s;
+        self.overhead_s += t.overhead_s;
+        self.decode_seqs_per_rank += b.decode_seqs / ranks;
+        if b.decode_seqs > 0.0 {
+            self.decode_context += b.decode_ctx / b.decode_seqs;
+        }
+        if b.prefill_seqs > 0.0 {
+            self.prompt_tokens_per_rank += b.prefill_tokens / b.prefill_seqs.min(ranks);
+        }
+    }
+
+    /// The mean of a summed field over these iterations (0 when there were none).
+    pub fn mean(&self, sum: f64) -> f64 {
+        if self.iterations == 0 {
+            0.0
+        } else {
+            sum / self.iterations as f64
+        }
+    }
+}
+
+/// How a run's iterations divide: decode-only ones (CUDA-graph replays where the framework
+/// captures them) and those that carry prompt tokens (prefill or mixed, run eagerly).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct IterationMix {
+    pub decode_only: IterationClass,
+    pub with_prompts: IterationClass,
 }
 
 #[derive(Clone, Copy)]
@@ -350,6 +408,7 @@ struct Sim<'a> {
     iterations: u64,
     decode_batch_sum: f64,
     decode_iters: u64,
+    mix: IterationMix,
 }
 
 impl Sim<'_> {
@@ -558,8 +617,14 @@ impl Sim<'_> {
             self.decode_batch_sum += dec;
             self.decode_iters += 1;
         }
-        let dt = spec.model.iteration(&b).total_s;
-        self.push(t + dt.max(1e-9), Kind::IterEnd, i as u32, 0);
+        let it = spec.model.iteration(&b);
+        let class = if b.prefill_tokens > 0.0 {
+            &mut self.mix.with_prompts
+        } else {
+            &mut self.mix.decode_only
+        };
+        class.add(&it, &b, ranks as f64);
+        self.push(t + it.total_s.max(1e-9), Kind::IterEnd, i as u32, 0);
     }
 
     fn iter_end(&mut self, i: usize, t: f64) {
@@ -739,6 +804,7 @@ pub fn simulate_requests(
         iterations: 0,
         decode_batch_sum: 0.0,
         decode_iters: 0,
+        mix: IterationMix::default(),
     };
     let t0 = sim.last_t;
     // Arrivals are fed one at a time so the event heap stays small.
@@ -866,5 +932,6 @@ pub fn simulate_requests(
         } else {
             0.0
         },
+        iteration_mix: sim.mix,
     }
 }

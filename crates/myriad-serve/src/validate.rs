@@ -1227,15 +1227,22 @@ fn predict_inner(
         let n = if static_batch {
             max_batch as usize * instances as usize
         } else {
-            uint(sv, "num_requests").map(|x| x as usize).unwrap_or(
-                if scenario.contains("mlperf") || scenario.contains("offline (max") {
-                    24_576
-                } else {
-                    (max_batch as usize * instances as usize * 3).max(1000)
-                },
-            )
+            match (uint(sv, "num_requests"), loadgen_offline_samples(sv)) {
+                (Some(x), _) => x as usize,
+                (None, Some((x, why))) => {
+                    notes.push(why);
+                    x
+                }
+                (None, None) => {
+                    if scenario.contains("mlperf") || scenario.contains("offline (max") {
+                        24_576
+                    } else {
+                        (max_batch as usize * instances as usize * 3).max(1000)
+                    }
+                }
+            }
         };
-        let n = n.min(200_000);
+        let n = n.min(OFFLINE_REQUESTS_MAX);
         let reqs: Vec<(f64, u32, u32)> = match samples {
             Some(set) => set.requests(std::iter::repeat_n(0.0, n), 1, osl / set.mean_output()),
             None => vec![(0.0, isl_u, osl_u); n],
@@ -1245,6 +1252,7 @@ fn predict_inner(
         res.predicted = Some(r.output_tokens_per_s_per_accelerator);
         r
     };
+    notes.push(iteration_note(&r.iteration_mix, server));
     if let Some(m) = num(ms, "ttft_ms") {
         res.extra.push(("ttft_ms".into(), r.ttft.mean * 1e3, m));
     }
@@ -1262,6 +1270,55 @@ fn predict_inner(
         notes.push("no output tokens/s measured: only latencies compared".into());
     }
     Ok(())
+}
+
+/// Most requests an offline row simulates: past this the run is long enough that its
+/// ramp-up and tail no longer move the throughput.
+pub const OFFLINE_REQUESTS_MAX: usize = 400_000;
+
+/// The samples an MLPerf Offline run issues, from the LoadGen settings the row records
+/// (`serving.loadgen_requested`): LoadGen coalesces the run into one query of
+/// `max(min_query_count, 1.1 × min_duration × offline_expected_qps)` samples (`kSlack`
+/// 1.1, `test_settings_internal.cc`), so that the run lasts at least the minimum duration.
+/// The count decides how much of the run is ramp-up and tail, where the batch is not full.
+fn loadgen_offline_samples(sv: &Value) -> Option<(usize, String)> {
+    let l = sv.get("loadgen_requested")?;
+    let qps = num(l, "requested_offline_expected_qps")?;
+    let dur = num(l, "requested_min_duration_ms")? / 1e3;
+    let minq = num(l, "requested_min_query_count").unwrap_or(0.0);
+    let n = minq.max((1.1 * dur * qps).floor());
+    if !(n >= 1.0) {
+        return None;
+    }
+    Some((
+        n as usize,
+        format!(
+            "samples: {n:.0}, as LoadGen issues an Offline run: max(min_query_count {minq:.0}, 1.1 × {dur:.0} s × expected {qps} samples/s){}",
+            if n as usize > OFFLINE_REQUESTS_MAX {
+                format!("; {OFFLINE_REQUESTS_MAX} simulated")
+            } else {
+                String::new()
+            }
+        ),
+    ))
+}
+
+/// The simulated iterations of a row in one line: how many were decode-only and how many
+/// carried prompts, each class's mean time and operating point (where a miss comes from).
+fn iteration_note(mix: &crate::sim::IterationMix, server: bool) -> String {
+    let (d, p) = (&mix.decode_only, &mix.with_prompts);
+    format!(
+        "iterations{}: {} decode-only, mean {:.1} ms at {:.0} sequences per rank (context {:.0}); {} with prompts, mean {:.1} ms ({:.0} prompt tokens per prompted rank, {:.0} sequences decoding per rank)",
+        if server { " at the target rate" } else { "" },
+        d.iterations,
+        d.mean(d.time_s) * 1e3,
+        d.mean(d.decode_seqs_per_rank),
+        d.mean(d.decode_context),
+        p.iterations,
+        p.mean(p.time_s) * 1e3,
+        p.mean(p.prompt_tokens_per_rank),
+        p.mean(p.decode_seqs_per_rank),
+    )
 }
 
 /// TensorRT-LLM's ADP balance context wait as a row states it: `serving.attention_dp_config`
@@ -1676,6 +1733,37 @@ mod tests {
     }
 
     use super::{draft_depth, max_rate_meeting};
+
+    #[test]
+    fn loadgen_offline_sample_count() {
+        // max(min_query_count, 1.1 x min duration x expected qps), as LoadGen sizes the
+        // single Offline query.
+        let sv = |q: f64, ms: f64, minq: Option<f64>| {
+            let mut l = serde_json::json!({
+                "requested_offline_expected_qps": q,
+                "requested_min_duration_ms": ms,
+            });
+            if let Some(m) = minq {
+                l["requested_min_query_count"] = m.into();
+            }
+            serde_json::json!({ "loadgen_requested": l })
+        };
+        // 1.1 x 2000 s x 180/s = 396,000 > 307,160.
+        assert_eq!(
+            super::loadgen_offline_samples(&sv(180.0, 2_000_000.0, Some(307_160.0))).map(|x| x.0),
+            Some(396_000)
+        );
+        // 1.1 x 600 s x 10/s = 6,600 < 26,328.
+        assert_eq!(
+            super::loadgen_offline_samples(&sv(10.0, 600_000.0, Some(26_328.0))).map(|x| x.0),
+            Some(26_328)
+        );
+        assert_eq!(
+            super::loadgen_offline_samples(&sv(2.0, 600_000.0, None)).map(|x| x.0),
+            Some(1_320)
+        );
+        assert!(super::loadgen_offline_samples(&serde_json::json!({})).is_none());
+    }
 
     #[test]
     fn max_rate_is_found_above_and_below_the_target() {

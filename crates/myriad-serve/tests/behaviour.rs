@@ -135,6 +135,49 @@ fn littles_law_holds_in_the_simulation() {
     }
 }
 
+/// The iteration mix accounts for every iteration and every second of them: the two
+/// classes add up to the run's iterations, each class's parts add up to its time, one
+/// instance is never busy longer than the run, and a prompt-heavy load moves time from
+/// decode-only iterations to those carrying prompts.
+#[test]
+fn iteration_mix_accounts_for_every_iteration() {
+    let m = llama70b_h100_tp2();
+    let d = Deployment::Aggregated(role(m, 1, 256));
+    let mut shares = Vec::new();
+    for (input, output) in [(200.0, 800.0), (3000.0, 100.0)] {
+        let w = Workload {
+            input: LengthDist::LogNormal {
+                mean: input,
+                std: input / 2.0,
+                min: 8,
+                max: 8192,
+            },
+            output: LengthDist::LogNormal {
+                mean: output,
+                std: output / 2.0,
+                min: 2,
+                max: 4096,
+            },
+            ..chat(Arrivals::Poisson(2.0), 2_000, 3)
+        };
+        let r = simulate(&d, &w, &NO_SLO);
+        let mix = r.iteration_mix;
+        let (a, b) = (mix.decode_only, mix.with_prompts);
+        assert_eq!(a.iterations + b.iterations, r.iterations);
+        assert!(a.iterations > 0 && b.iterations > 0, "{mix:?}");
+        for c in [a, b] {
+            let parts = c.gemm_s + c.attention_s + c.memory_s + c.comm_s + c.overhead_s;
+            assert!((parts / c.time_s - 1.0).abs() < 1e-9, "{c:?}");
+        }
+        assert_eq!(a.prompt_tokens_per_rank, 0.0);
+        assert!(b.mean(b.prompt_tokens_per_rank) > 0.0);
+        // One instance: its iterations run back to back, never longer than the run.
+        assert!(a.time_s + b.time_s <= r.duration_s * (1.0 + 1e-9));
+        shares.push(b.time_s / (a.time_s + b.time_s));
+    }
+    assert!(shares[1] > shares[0], "prompt-time shares {shares:?}");
+}
+
 #[test]
 fn decode_step_grows_with_context_as_kv_traffic_predicts() {
     // Llama 3 8B on one H100, bf16 weights and KV cache, no framework overhead. One decode

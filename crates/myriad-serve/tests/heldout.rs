@@ -122,15 +122,21 @@ fn mlperf_dataset_mean_prompt_lengths() {
 /// 44.4%, median 15.8%, worst +361.4%, once TensorRT-LLM pads every attention-DP rank's
 /// NVFP4 MoE input to the busiest rank's tokens (`Framework::adp_pads_fp4_moe`): a step
 /// where one rank prefills costs the experts eight prompts (GB200 Server +272% -> +233%,
-/// Offline +21% -> +14%; B200 Offline +5% -> 0%).
+/// Offline +21% -> +14%; B200 Offline +5% -> 0%). 46.3%, median 21.1%, worst +361.4%, once
+/// each Offline row simulates the samples its LoadGen run issued (`max(min_query_count,
+/// 1.1 × min duration × expected qps)`, up to 400,000) instead of 24,576 or three batches'
+/// worth: the ramp-up and the tail of DeepSeek-R1's 32k-token outputs had hidden that the
+/// model's attention-DP-8 DeepSeek-R1 steps are too fast (B200 Offline -0% -> +18%, GB200
+/// +14% -> +28%, GB300 +22% -> +38%; the 405B rows moved the other way, -18% -> -15% and
+/// -12% -> -6%).
 #[test]
 fn mlperf5_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf5.json");
     let s = &r.summary;
     assert_eq!(s.count, 23);
-    assert!(s.mae < 0.446, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.464, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.160,
+        s.median_abs_error < 0.212,
         "median {:.3}",
         s.median_abs_error
     );
@@ -143,7 +149,7 @@ fn mlperf5_held_out_rows_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 45.7%, worst +313%: DeepSeek-R1 Server and Interactive rows)"]
+#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 46.3%, worst +361%: DeepSeek-R1 Server and Interactive rows)"]
 fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-mlperf5.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");

@@ -167,10 +167,56 @@ pub fn run(
         r.iterations,
         r.mean_in_system
     );
+    println!("{}", iteration_table(&r.iteration_mix));
     if let (Some(t), Some(n)) = (setup.target_rate, rep.accelerators_for_target_rate) {
         println!("accelerators for {t} requests/s within the SLOs: {n}");
     }
     Ok(())
+}
+
+/// Where the iterations' time went: decode-only iterations against those carrying prompts,
+/// each as its mean iteration split into the model's parts.
+fn iteration_table(mix: &myriad_serve::IterationMix) -> Table {
+    let mut t = Table::new();
+    t.set_header(vec![
+        "iterations",
+        "count",
+        "time share",
+        "mean ms",
+        "GEMMs",
+        "attention",
+        "memory-bound",
+        "comm",
+        "host",
+        "decode seqs/rank",
+        "context",
+        "prompt tokens/rank",
+    ]);
+    let total = mix.decode_only.time_s + mix.with_prompts.time_s;
+    for (name, c) in [
+        ("decode only", &mix.decode_only),
+        ("with prompts", &mix.with_prompts),
+    ] {
+        let ms = |x: f64| right(format!("{:.2}", c.mean(x) * 1e3));
+        t.add_row(vec![
+            Cell::new(name),
+            right(c.iterations.to_string()),
+            right(format!(
+                "{:.1}%",
+                if total > 0.0 { c.time_s / total * 100.0 } else { 0.0 }
+            )),
+            ms(c.time_s),
+            ms(c.gemm_s),
+            ms(c.attention_s),
+            ms(c.memory_s),
+            ms(c.comm_s),
+            ms(c.overhead_s),
+            right(format!("{:.1}", c.mean(c.decode_seqs_per_rank))),
+            right(format!("{:.0}", c.mean(c.decode_context))),
+            right(format!("{:.0}", c.mean(c.prompt_tokens_per_rank))),
+        ]);
+    }
+    t
 }
 
 fn run_validate(path: &Path, json: bool) -> Result<(), String> {
