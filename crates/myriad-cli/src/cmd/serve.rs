@@ -203,7 +203,11 @@ fn iteration_table(mix: &myriad_serve::IterationMix) -> Table {
             right(c.iterations.to_string()),
             right(format!(
                 "{:.1}%",
-                if total > 0.0 { c.time_s / total * 100.0 } else { 0.0 }
+                if total > 0.0 {
+                    c.time_s / total * 100.0
+                } else {
+                    0.0
+                }
             )),
             ms(c.time_s),
             ms(c.gemm_s),
