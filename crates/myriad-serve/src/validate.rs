@@ -1287,7 +1287,7 @@ fn loadgen_offline_samples(sv: &Value) -> Option<(usize, String)> {
     let dur = num(l, "requested_min_duration_ms")? / 1e3;
     let minq = num(l, "requested_min_query_count").unwrap_or(0.0);
     let n = minq.max((1.1 * dur * qps).floor());
-    if !(n >= 1.0) {
+    if n.is_nan() || n < 1.0 {
         return None;
     }
     Some((
