@@ -1153,8 +1153,16 @@ fn predict_inner(
             .and_then(|l| num(l, "requested_min_duration_ms"))
             .map(|ms| ms / 1e3)
             .unwrap_or(SERVER_MIN_DURATION_S);
+        // LoadGen keeps issuing until both the minimum duration and the minimum query count
+        // are reached (a submission's `min_query_count`: 219,400 queries, an hour at 60/s, for
+        // NVIDIA's GB300 DeepSeek-R1 Server run).
+        let min_queries = sv
+            .get("loadgen_requested")
+            .and_then(|l| num(l, "requested_min_query_count"))
+            .unwrap_or(0.0);
         let n_at = |rate: f64| -> usize {
-            ((rate * min_duration).ceil() as usize).clamp(SERVER_REQUESTS, SERVER_REQUESTS_MAX)
+            ((rate * min_duration).max(min_queries).ceil() as usize)
+                .clamp(SERVER_REQUESTS, SERVER_REQUESTS_MAX)
         };
         let unit = crate::sim::generate(&crate::sim::Workload {
             arrivals: crate::sim::Arrivals::Poisson(1.0),
@@ -1199,10 +1207,11 @@ fn predict_inner(
             }) {
                 Some((rate, _)) => {
                     notes.push(format!(
-                        "server: the highest Poisson rate whose simulated p99 TTFT and TPOT meet the limits ({}{}): {rate:.3} requests/s (the run's target {target}), arrivals over {min_duration:.0} s ({} requests at that rate); at the target, p99 TTFT {:.0} ms and TPOT {:.1} ms",
+                        "server: the highest Poisson rate whose simulated p99 TTFT and TPOT meet the limits ({}{}): {rate:.3} requests/s (the run's target {target}), {} requests over {:.0} s of arrivals (LoadGen's minimum {min_duration:.0} s and {min_queries:.0} queries); at the target, p99 TTFT {:.0} ms and TPOT {:.1} ms",
                         ttft_limit.map(|x| format!("TTFT {:.0} ms", x * 1e3)).unwrap_or_default(),
                         tpot_limit.map(|x| format!(" TPOT {:.0} ms", x * 1e3)).unwrap_or_default(),
                         n_at(rate),
+                        n_at(rate) as f64 / rate,
                         at_target.ttft.p99 * 1e3,
                         at_target.tpot.p99 * 1e3,
                     ));

@@ -128,20 +128,23 @@ fn mlperf_dataset_mean_prompt_lengths() {
 /// worth: the ramp-up and the tail of DeepSeek-R1's 32k-token outputs had hidden that the
 /// model's attention-DP-8 DeepSeek-R1 steps are too fast (B200 Offline -0% -> +18%, GB200
 /// +14% -> +28%, GB300 +22% -> +38%; the 405B rows moved the other way, -18% -> -15% and
-/// -12% -> -6%).
+/// -12% -> -6%). 40.2%, median 21.1%, worst +306.2%, once a Server row's arrivals also run
+/// to LoadGen's minimum query count (219,400 queries, an hour at 60/s, for the GB300
+/// DeepSeek-R1 run; 600 s held only 36,000, much of it ramp-up and drain): GB300 Server
+/// +361% -> +306%, GB200 +233% -> +148%.
 #[test]
 fn mlperf5_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf5.json");
     let s = &r.summary;
     assert_eq!(s.count, 23);
-    assert!(s.mae < 0.464, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.403, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.212,
         "median {:.3}",
         s.median_abs_error
     );
     assert!(
-        s.worst_abs_error < 3.62,
+        s.worst_abs_error < 3.07,
         "{} {:.3}",
         s.worst_id,
         s.worst_abs_error
@@ -149,7 +152,7 @@ fn mlperf5_held_out_rows_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 46.3%, worst +361%: DeepSeek-R1 Server and Interactive rows)"]
+#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 40.2%, worst +306%: DeepSeek-R1 Server and Interactive rows)"]
 fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-mlperf5.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
