@@ -876,12 +876,87 @@ pub fn serve(j: &Value) -> String {
             charts::hbars("Latency percentiles", "milliseconds", &rows, None),
         );
     }
+    iteration_mix(&mut p, &r);
     if let Some(notes) = get(j, "notes").and_then(Value::as_array) {
         for n in notes.iter().filter_map(Value::as_str) {
             p.note(&format!("chose {n}"));
         }
     }
     p.finish()
+}
+
+/// Where a serving run's iterations went: the mean decode-only iteration and the mean
+/// iteration carrying prompts, each split into the model's parts, and their counts.
+fn iteration_mix(p: &mut Page, r: &Value) {
+    let classes = [
+        ("decode_only", "decode-only iterations"),
+        ("with_prompts", "iterations carrying prompts"),
+    ];
+    let mean = |c: &str, k: &str| {
+        let n = f(r, &format!("iteration_mix.{c}.iterations"));
+        if n > 0.0 {
+            f(r, &format!("iteration_mix.{c}.{k}")) / n
+        } else {
+            0.0
+        }
+    };
+    let total: f64 = classes
+        .iter()
+        .map(|(c, _)| f(r, &format!("iteration_mix.{c}.time_s")))
+        .sum();
+    if total <= 0.0 {
+        return;
+    }
+    let rows: Vec<Vec<String>> = classes
+        .iter()
+        .map(|(c, name)| {
+            vec![
+                name.to_string(),
+                format!("{}", f(r, &format!("iteration_mix.{c}.iterations"))),
+                format!(
+                    "{:.1}%",
+                    100.0 * f(r, &format!("iteration_mix.{c}.time_s")) / total
+                ),
+                format!("{:.2}", 1e3 * mean(c, "time_s")),
+                format!("{:.1}", mean(c, "decode_seqs_per_rank")),
+                format!("{:.0}", mean(c, "decode_context")),
+                format!("{:.0}", mean(c, "prompt_tokens_per_rank")),
+            ]
+        })
+        .collect();
+    p.table(
+        "Iterations",
+        &[
+            "class",
+            "count",
+            "share of time",
+            "mean (ms)",
+            "decode sequences per rank",
+            "mean context",
+            "prompt tokens per prompted rank",
+        ],
+        &rows,
+    );
+    for (i, (c, name)) in classes.iter().enumerate() {
+        if f(r, &format!("iteration_mix.{c}.iterations")) <= 0.0 {
+            continue;
+        }
+        let parts: Vec<(String, f64)> = [
+            ("GEMMs", "gemm_s"),
+            ("attention", "attention_s"),
+            ("memory-bound", "memory_s"),
+            ("communication", "comm_s"),
+            ("host", "overhead_s"),
+        ]
+        .iter()
+        .map(|(n, k)| (n.to_string(), 1e3 * mean(c, k)))
+        .collect();
+        p.chart(
+            &format!("iteration-{i}"),
+            &format!("Where the mean of the {name} goes."),
+            charts::stacked_bar(&format!("Mean {name}"), "ms", &parts, None),
+        );
+    }
 }
 
 /// `myriad sched --report`: the policies side by side, allocation and queue length over
