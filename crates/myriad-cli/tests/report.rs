@@ -70,7 +70,9 @@ const KINDS: &[(&str, &[&str], usize)] = &[
             "--requests",
             "2000",
         ],
-        3,
+        // Latency and throughput against load, and the mean decode-only and
+        // prompt-carrying iterations split into their parts.
+        5,
     ),
     (
         "sched",
