@@ -215,6 +215,12 @@ pub struct Batch {
     pub decode_seqs: f64,
     /// Sum over those sequences of their current context length (tokens in the KV cache).
     pub decode_ctx: f64,
+    /// Sum over those sequences of their squared context lengths; 0 when not tracked (the
+    /// ranks' contexts are then taken as equal). With attention data parallelism each rank
+    /// attends over its own sequences and every MoE layer waits for the slowest, so the
+    /// spread of the contexts sets the busiest rank's attention
+    /// (`InstanceModel::busiest_context_factor`).
+    pub decode_ctx_sq: f64,
     /// Prompt tokens computed this iteration (after prefix-cache hits).
     pub prefill_tokens: f64,
     /// Sum over those prompt tokens of the positions each attends to (causal pairs).
@@ -676,6 +682,12 @@ impl InstanceModel {
     /// (`host_per_seq_s` × the busiest rank's sequences) and the excess is counted as
     /// overhead.
     pub fn iteration(&self, b: &Batch) -> IterTime {
+        let f = self.busiest_context_factor(b);
+        let b = &Batch {
+            decode_ctx: b.decode_ctx * f,
+            decode_ctx_sq: 0.0,
+            ..*b
+        };
         let mut t = self.iteration_gpu(b);
         let dp = self.par.attention_dp as f64;
         let host = self.host_per_seq_s * ((b.decode_seqs + b.prefill_seqs) / dp).ceil();
@@ -684,6 +696,25 @@ impl InstanceModel {
             t.total_s = host;
         }
         t
+    }
+
+    /// How far the busiest attention-DP rank's decode context exceeds the mean rank's.
+    /// The ranks hold equal numbers of sequences (TensorRT-LLM and SGLang hand new requests
+    /// to the least-loaded rank) drawn from the running ones, so a rank's context is a sum
+    /// of `n = seqs / attention_dp` draws with the running sequences' mean `μ` and spread
+    /// `σ`; the busiest of `dp` such sums exceeds the mean by `E[max of dp normals] · σ /
+    /// (μ √n)` (normal approximation of the sums; at most `dp`, one rank holding all).
+    /// 1 without attention DP or without the contexts' squares (`Batch::decode_ctx_sq`).
+    pub fn busiest_context_factor(&self, b: &Batch) -> f64 {
+        let dp = self.par.attention_dp.max(1) as u64;
+        if dp <= 1 || b.decode_seqs < 2.0 || b.decode_ctx <= 0.0 || b.decode_ctx_sq <= 0.0 {
+            return 1.0;
+        }
+        let n = b.decode_seqs;
+        let mean = b.decode_ctx / n;
+        let sd = (b.decode_ctx_sq / n - mean * mean).max(0.0).sqrt();
+        let per_rank = (n / dp as f64).max(1.0);
+        (1.0 + expected_max_std_normal(dp) * sd / (mean * per_rank.sqrt())).min(dp as f64)
     }
 
     fn iteration_gpu(&self, b: &Batch) -> IterTime {
@@ -711,6 +742,7 @@ impl InstanceModel {
         let half = Batch {
             decode_seqs: b.decode_seqs / 2.0,
             decode_ctx: b.decode_ctx / 2.0,
+            decode_ctx_sq: b.decode_ctx_sq / 2.0,
             prefill_tokens: b.prefill_tokens / 2.0,
             prefill_pairs: b.prefill_pairs / 2.0,
             prefill_done: b.prefill_done / 2.0,

@@ -362,6 +362,9 @@ struct Inst {
     prefill: VecDeque<(u32, u32)>,
     running: u32,
     ctx: f64,
+    /// Sum of the squared contexts of the running sequences (their spread sets how far the
+    /// busiest attention-DP rank's context exceeds the mean, `Batch::decode_ctx_sq`).
+    ctx_sq: f64,
     steps: u64,
     finish: BinaryHeap<Reverse<(u64, u32)>>,
     kv_used: f64,
@@ -506,6 +509,7 @@ impl Sim<'_> {
             if role == Role::Decode {
                 inst.running += 1;
                 inst.ctx += (q.input + 1) as f64;
+                inst.ctx_sq += ((q.input + 1) as f64).powi(2);
                 let steps = ((q.output - 1) as f64 / tps).ceil() as u64;
                 inst.finish.push(Reverse((inst.steps + steps.max(1), r)));
             } else {
@@ -562,6 +566,7 @@ impl Sim<'_> {
         let mut b = Batch {
             decode_seqs: dec,
             decode_ctx: if dec > 0.0 { inst.ctx } else { 0.0 },
+            decode_ctx_sq: if dec > 0.0 { inst.ctx_sq } else { 0.0 },
             ..Batch::default()
         };
         let mut done_front = 0usize;
@@ -635,6 +640,8 @@ impl Sim<'_> {
         if dec > 0.0 {
             let inst = &mut self.insts[i];
             inst.steps += 1;
+            // Every decoding sequence's context grows by `tps`: Σ(c + t)² = Σc² + 2tΣc + nt².
+            inst.ctx_sq += 2.0 * tps * inst.ctx + dec * tps * tps;
             inst.ctx += dec * tps;
             self.out_tokens += dec * tps;
             loop {
@@ -647,6 +654,7 @@ impl Sim<'_> {
                         let q = self.reqs[r as usize];
                         let ctx = q.input as f64 + q.output as f64;
                         inst.ctx -= ctx;
+                        inst.ctx_sq -= final_context(q.input, q.output, tps).powi(2);
                         // Tokens emitted beyond the request's output (speculative rounding).
                         self.kv_change(i, -spec.model.kv_need(ctx));
                         self.complete(r, t);
@@ -656,6 +664,7 @@ impl Sim<'_> {
             }
             if self.insts[i].running == 0 {
                 self.insts[i].ctx = 0.0;
+                self.insts[i].ctx_sq = 0.0;
             }
         }
         let n = self.insts[i].done_front;
@@ -689,6 +698,7 @@ impl Sim<'_> {
                         let inst = &mut self.insts[i];
                         inst.running += 1;
                         inst.ctx += (q.input + 1) as f64;
+                        inst.ctx_sq += ((q.input + 1) as f64).powi(2);
                         let steps = ((q.output - 1) as f64 / tps).ceil() as u64;
                         inst.finish.push(Reverse((inst.steps + steps.max(1), r)));
                     }
@@ -697,6 +707,13 @@ impl Sim<'_> {
         }
         self.start(i, t);
     }
+}
+
+/// The context a sequence holds when it finishes: its prompt and first token, and `tps`
+/// tokens for each of its decode steps.
+fn final_context(input: u32, output: u32, tps: f64) -> f64 {
+    let steps = ((output.saturating_sub(1)) as f64 / tps).ceil().max(1.0);
+    (input + 1) as f64 + steps * tps
 }
 
 /// Generates the requests of a workload (arrival time, input, output), seeded.
@@ -759,6 +776,7 @@ pub fn simulate_requests(
                 round_left: 0,
                 held: 0,
                 ctx: 0.0,
+                ctx_sq: 0.0,
                 steps: 0,
                 finish: BinaryHeap::new(),
                 kv_used: 0.0,

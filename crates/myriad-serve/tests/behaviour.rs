@@ -178,6 +178,68 @@ fn iteration_mix_accounts_for_every_iteration() {
     assert!(shares[1] > shares[0], "prompt-time shares {shares:?}");
 }
 
+/// With attention data parallelism the busiest rank's context sum sets the decode
+/// attention: closed form `1 + E[max of dp normals] · σ / (μ √n)`, 1 when every context is
+/// equal or without attention DP, smaller with more sequences per rank, and it lengthens
+/// only the attention part of the step.
+#[test]
+fn busiest_attention_rank_follows_the_context_spread() {
+    let cat = myriad_catalog::catalog();
+    let dp8 = InstanceModel::new(
+        cat.accelerator("b200").unwrap(),
+        &levels("b200", 8),
+        &cat.model("deepseek-v3").unwrap().model,
+        Parallel {
+            tp: 1,
+            attention_dp: 8,
+            ep: 8,
+        },
+        Precisions {
+            weights: Precision::Fp8,
+            experts: Precision::Fp4,
+            kv: Precision::Fp8,
+        },
+        0.0,
+        false,
+        None,
+    )
+    .unwrap();
+    // 8 ranks x 64 sequences, contexts of mean 4000 and standard deviation 3000.
+    let (n, mean, sd) = (512.0, 4000.0, 3000.0);
+    let b = Batch {
+        decode_seqs: n,
+        decode_ctx: n * mean,
+        decode_ctx_sq: n * (sd * sd + mean * mean),
+        ..Default::default()
+    };
+    let want = 1.0 + myriad_train::step::expected_max_std_normal(8) * (sd / mean) / 8.0;
+    let f = dp8.busiest_context_factor(&b);
+    assert!((f / want - 1.0).abs() < 1e-9, "{f} vs {want}");
+    // Equal contexts: balanced.
+    let equal = Batch {
+        decode_ctx_sq: n * mean * mean,
+        ..b
+    };
+    assert!((dp8.busiest_context_factor(&equal) - 1.0).abs() < 1e-9);
+    // Four times the sequences per rank: half the excess.
+    let more = Batch {
+        decode_seqs: 4.0 * n,
+        decode_ctx: 4.0 * b.decode_ctx,
+        decode_ctx_sq: 4.0 * b.decode_ctx_sq,
+        ..b
+    };
+    let g = dp8.busiest_context_factor(&more);
+    assert!(((g - 1.0) / (f - 1.0) - 0.5).abs() < 1e-9, "{g} {f}");
+    // No attention DP: balanced.
+    assert_eq!(llama3_8b_h100_bf16().busiest_context_factor(&b), 1.0);
+    // Only attention grows, by the factor's share of it.
+    let flat = dp8.iteration(&equal);
+    let spread = dp8.iteration(&b);
+    assert!(spread.attention_s > flat.attention_s);
+    assert_eq!(spread.gemm_s, flat.gemm_s);
+    assert!(spread.attention_s <= flat.attention_s * f * (1.0 + 1e-9));
+}
+
 #[test]
 fn decode_step_grows_with_context_as_kv_traffic_predicts() {
     // Llama 3 8B on one H100, bf16 weights and KV cache, no framework overhead. One decode
@@ -885,6 +947,7 @@ fn graph_padding_costs_gemm_rows_not_context() {
         m.iteration(&Batch {
             decode_seqs: seqs,
             decode_ctx: seqs * 1000.0,
+            decode_ctx_sq: 0.0,
             prefill_tokens: prefill,
             prefill_pairs: prefill * (prefill + 1.0) / 2.0,
             prefill_done: if prefill > 0.0 { 1.0 } else { 0.0 },
@@ -1390,6 +1453,7 @@ fn a_prompt_on_one_attention_rank_makes_it_the_busiest_all_to_all_sender() {
     let one = |prompts: f64, per_prompt: f64| Batch {
         decode_seqs: 8.0 * 64.0,
         decode_ctx: 8.0 * 64.0 * 2000.0,
+        decode_ctx_sq: 0.0,
         prefill_tokens: prompts * per_prompt,
         prefill_pairs: prompts * per_prompt * per_prompt / 2.0,
         prefill_done: prompts,
@@ -1507,6 +1571,7 @@ fn adp_padding_costs_the_experts_as_if_every_rank_prefilled() {
     let batch = |prompts: f64| Batch {
         decode_seqs: 8.0 * 256.0,
         decode_ctx: 8.0 * 256.0 * 2000.0,
+        decode_ctx_sq: 0.0,
         prefill_tokens: prompts * 1024.0,
         prefill_pairs: prompts * 1024.0 * 1025.0 / 2.0,
         prefill_done: prompts,

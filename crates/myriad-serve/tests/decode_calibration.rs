@@ -58,6 +58,7 @@ fn worst_decode_error(file: &str, acc: &str) -> f64 {
         let it = m.iteration(&Batch {
             decode_seqs: b,
             decode_ctx: b * ctx,
+            decode_ctx_sq: 0.0,
             prefill_tokens: 0.0,
             prefill_pairs: 0.0,
             prefill_done: 0.0,
@@ -205,6 +206,7 @@ fn prefill_matches_the_measurement() {
             let it = m.iteration(&Batch {
                 decode_seqs: 0.0,
                 decode_ctx: 0.0,
+                decode_ctx_sq: 0.0,
                 prefill_tokens: t,
                 prefill_pairs: t * (t + 1.0) / 2.0,
                 prefill_done: 1.0,

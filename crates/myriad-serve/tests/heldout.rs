@@ -131,20 +131,22 @@ fn mlperf_dataset_mean_prompt_lengths() {
 /// -12% -> -6%). 40.2%, median 21.1%, worst +306.2%, once a Server row's arrivals also run
 /// to LoadGen's minimum query count (219,400 queries, an hour at 60/s, for the GB300
 /// DeepSeek-R1 run; 600 s held only 36,000, much of it ramp-up and drain): GB300 Server
-/// +361% -> +306%, GB200 +233% -> +148%.
+/// +361% -> +306%, GB200 +233% -> +148%. 39.6%, worst +301.6%, once the decode attention
+/// waits for the busiest attention-DP rank's context (`busiest_context_factor`: DeepSeek-R1
+/// Server +302%/+144%, Offline +17..+37%).
 #[test]
 fn mlperf5_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf5.json");
     let s = &r.summary;
     assert_eq!(s.count, 23);
-    assert!(s.mae < 0.403, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.397, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.212,
         "median {:.3}",
         s.median_abs_error
     );
     assert!(
-        s.worst_abs_error < 3.07,
+        s.worst_abs_error < 3.02,
         "{} {:.3}",
         s.worst_id,
         s.worst_abs_error
@@ -152,7 +154,7 @@ fn mlperf5_held_out_rows_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 40.2%, worst +306%: DeepSeek-R1 Server and Interactive rows)"]
+#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 39.6%, worst +302%: DeepSeek-R1 Server and Interactive rows)"]
 fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-mlperf5.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
