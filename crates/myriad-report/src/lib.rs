@@ -902,7 +902,7 @@ fn iteration_mix(p: &mut Page, r: &Value) {
     };
     let total: f64 = classes
         .iter()
-        .map(|(c, _)| f(r, &format!("iteration_mix.{c}.time_s")))
+        .map(|(c, _)| f(r, &format!("iteration_mix.{c}.time.total_s")))
         .sum();
     if total <= 0.0 {
         return;
@@ -915,9 +915,9 @@ fn iteration_mix(p: &mut Page, r: &Value) {
                 format!("{}", f(r, &format!("iteration_mix.{c}.iterations"))),
                 format!(
                     "{:.1}%",
-                    100.0 * f(r, &format!("iteration_mix.{c}.time_s")) / total
+                    100.0 * f(r, &format!("iteration_mix.{c}.time.total_s")) / total
                 ),
-                format!("{:.2}", 1e3 * mean(c, "time_s")),
+                format!("{:.2}", 1e3 * mean(c, "time.total_s")),
                 format!("{:.1}", mean(c, "decode_seqs_per_rank")),
                 format!("{:.0}", mean(c, "decode_context")),
                 format!("{:.0}", mean(c, "prompt_tokens_per_rank")),
@@ -942,11 +942,11 @@ fn iteration_mix(p: &mut Page, r: &Value) {
             continue;
         }
         let parts: Vec<(String, f64)> = [
-            ("GEMMs", "gemm_s"),
-            ("attention", "attention_s"),
-            ("memory-bound", "memory_s"),
-            ("communication", "comm_s"),
-            ("host", "overhead_s"),
+            ("GEMMs", "time.gemm_s"),
+            ("attention", "time.attention_s"),
+            ("memory-bound", "time.memory_s"),
+            ("communication", "time.comm_s"),
+            ("host", "time.overhead_s"),
         ]
         .iter()
         .map(|(n, k)| (n.to_string(), 1e3 * mean(c, k)))

@@ -248,6 +248,18 @@ pub struct IterTime {
     pub total_s: f64,
 }
 
+impl IterTime {
+    /// Adds another iteration's parts to these (a running sum over iterations).
+    pub fn add(&mut self, o: &IterTime) {
+        self.gemm_s += o.gemm_s;
+        self.attention_s += o.attention_s;
+        self.memory_s += o.memory_s;
+        self.comm_s += o.comm_s;
+        self.overhead_s += o.overhead_s;
+        self.total_s += o.total_s;
+    }
+}
+
 /// The iteration-time model of one instance: precomputed per-accelerator constants.
 #[derive(Debug, Clone)]
 pub struct InstanceModel {

@@ -250,18 +250,13 @@ pub struct SimReport {
     pub iteration_mix: IterationMix,
 }
 
-/// Where the time of one class of iterations went, summed over the run (all instances).
-/// The parts add up to `time_s`; divide by `iterations` for the mean iteration.
+/// Where the time of one class of iterations went, summed over the run (all instances):
+/// `time` is the sum of the iterations' splits (instance-seconds, `time.total_s` in all);
+/// divide by `iterations` for the mean iteration.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct IterationClass {
     pub iterations: u64,
-    /// Instance-seconds spent in these iterations.
-    pub time_s: f64,
-    pub gemm_s: f64,
-    pub attention_s: f64,
-    pub memory_s: f64,
-    pub comm_s: f64,
-    pub overhead_s: f64,
+    pub time: crate::model::IterTime,
     /// Sum over these iterations of the decode sequences per attention rank.
     pub decode_seqs_per_rank: f64,
     /// Sum over these iterations of the decode sequences' mean context (tokens).
@@ -273,12 +268,7 @@ pub struct IterationClass {
 impl IterationClass {
     fn add(&mut self, t: &crate::model::IterTime, b: &Batch, ranks: f64) {
         self.iterations += 1;
-        self.time_s += t.total_s;
-        self.gemm_s += t.gemm_s;
-        self.attention_s += t.attention_s;
-        self.memory_s += t.memory_s;
-        self.comm_s += t.comm_s;
-        self.overhead_s += t.overhead_s;
+        self.time.add(t);
         self.decode_seqs_per_rank += b.decode_seqs / ranks;
         if b.decode_seqs > 0.0 {
             self.decode_context += b.decode_ctx / b.decode_seqs;

@@ -1320,11 +1320,11 @@ fn iteration_note(mix: &crate::sim::IterationMix, server: bool) -> String {
         "iterations{}: {} decode-only, mean {:.1} ms at {:.0} sequences per rank (context {:.0}); {} with prompts, mean {:.1} ms ({:.0} prompt tokens per prompted rank, {:.0} sequences decoding per rank)",
         if server { " at the target rate" } else { "" },
         d.iterations,
-        d.mean(d.time_s) * 1e3,
+        d.mean(d.time.total_s) * 1e3,
         d.mean(d.decode_seqs_per_rank),
         d.mean(d.decode_context),
         p.iterations,
-        p.mean(p.time_s) * 1e3,
+        p.mean(p.time.total_s) * 1e3,
         p.mean(p.prompt_tokens_per_rank),
         p.mean(p.decode_seqs_per_rank),
     )

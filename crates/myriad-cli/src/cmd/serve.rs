@@ -192,7 +192,7 @@ fn iteration_table(mix: &myriad_serve::IterationMix) -> Table {
         "context",
         "prompt tokens/rank",
     ]);
-    let total = mix.decode_only.time_s + mix.with_prompts.time_s;
+    let total = mix.decode_only.time.total_s + mix.with_prompts.time.total_s;
     for (name, c) in [
         ("decode only", &mix.decode_only),
         ("with prompts", &mix.with_prompts),
@@ -204,17 +204,17 @@ fn iteration_table(mix: &myriad_serve::IterationMix) -> Table {
             right(format!(
                 "{:.1}%",
                 if total > 0.0 {
-                    c.time_s / total * 100.0
+                    c.time.total_s / total * 100.0
                 } else {
                     0.0
                 }
             )),
-            ms(c.time_s),
-            ms(c.gemm_s),
-            ms(c.attention_s),
-            ms(c.memory_s),
-            ms(c.comm_s),
-            ms(c.overhead_s),
+            ms(c.time.total_s),
+            ms(c.time.gemm_s),
+            ms(c.time.attention_s),
+            ms(c.time.memory_s),
+            ms(c.time.comm_s),
+            ms(c.time.overhead_s),
             right(format!("{:.1}", c.mean(c.decode_seqs_per_rank))),
             right(format!("{:.0}", c.mean(c.decode_context))),
             right(format!("{:.0}", c.mean(c.prompt_tokens_per_rank))),
