@@ -140,10 +140,17 @@ pub struct RoleSpec {
     /// Expert parallelism of the routed experts (divides tp × attention_dp); default 1.
     #[serde(default)]
     pub ep: Option<u32>,
-    /// Most sequences running at once per instance; default: the framework's.
+    /// Pipeline stages: the layers are cut over `pp` groups of tp × attention_dp
+    /// accelerators, with `pp` micro-batches in flight; accelerators per instance = tp ×
+    /// attention_dp × pp; default 1.
+    #[serde(default)]
+    pub pp: Option<u32>,
+    /// Most sequences running at once per instance (all micro-batches together); default:
+    /// the framework's.
     #[serde(default)]
     pub max_batch: Option<u32>,
-    /// Token budget per iteration (decode tokens + prompt chunk); default: the framework's.
+    /// Token budget per iteration (decode tokens + prompt chunk; with `pp`, of each
+    /// micro-batch); default: the framework's.
     #[serde(default)]
     pub max_num_tokens: Option<u32>,
 }
@@ -228,6 +235,7 @@ impl RoleSpec {
             ("tp", self.tp),
             ("attention_dp", self.attention_dp),
             ("ep", self.ep),
+            ("pp", self.pp),
             ("max_batch", self.max_batch),
             ("max_num_tokens", self.max_num_tokens),
         ] {
@@ -241,7 +249,7 @@ impl RoleSpec {
                 return Err((
                     format!("{p}.ep"),
                     format!(
-                        "{ep} does not divide the instance's {gpus} accelerators (tp × attention_dp)"
+                        "{ep} does not divide the {gpus} accelerators of a pipeline stage (tp × attention_dp)"
                     ),
                 ));
             }

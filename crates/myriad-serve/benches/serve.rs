@@ -24,11 +24,7 @@ fn instance() -> InstanceModel {
         acc,
         &b.levels,
         &model,
-        Parallel {
-            tp: 2,
-            attention_dp: 1,
-            ep: 1,
-        },
+        Parallel::new(2, 1, 1),
         Precisions {
             weights: Precision::Fp8,
             experts: Precision::Fp8,

@@ -95,11 +95,12 @@ pub fn role(
     default_instances: u32,
     notes: &mut Vec<String>,
 ) -> Result<RoleSpec, String> {
-    let par = Parallel {
-        tp: r.tp.unwrap_or(1),
-        attention_dp: r.attention_dp.unwrap_or(1),
-        ep: r.ep.unwrap_or(1),
-    };
+    let par = Parallel::new(
+        r.tp.unwrap_or(1),
+        r.attention_dp.unwrap_or(1),
+        r.ep.unwrap_or(1),
+    )
+    .with_pp(r.pp.unwrap_or(1));
     let m = InstanceModel::new(
         &cluster.accelerator,
         &cluster.levels,
@@ -119,6 +120,16 @@ pub fn role(
             m.weight_bytes_per_gpu() / (1u64 << 30) as f64,
             cluster.accelerator.id,
             cluster.accelerator.hbm_gib
+        ));
+    }
+    if par.pp > 1 {
+        notes.push(format!(
+            "{path}.pp: {} pipeline stages of {} accelerators (at most {} of the {} layers each), {} micro-batches in flight, each with its own max_num_tokens; an iteration below is one cycle of all of them",
+            par.pp,
+            par.stage_gpus(),
+            m.stage_layers(),
+            model.layers,
+            par.pp
         ));
     }
     let instances = r.instances.unwrap_or(default_instances.max(1));
@@ -141,7 +152,8 @@ pub fn role(
         model: m,
         instances,
         max_batch: r.max_batch.unwrap_or(fw.max_batch),
-        max_tokens: r.max_num_tokens.unwrap_or(fw.max_num_tokens),
+        // Each of the pp micro-batches has its own token budget.
+        max_tokens: r.max_num_tokens.unwrap_or(fw.max_num_tokens) * par.pp,
         chunked_prefill: chunked,
         kv_tokens,
         policy: Default::default(),

@@ -127,16 +127,39 @@ pub struct Parallel {
     /// Attention data parallelism: independent attention ranks, each with its own
     /// sequences and KV cache. Accelerators per instance = tp × attention_dp.
     pub attention_dp: u32,
-    /// Expert parallelism of routed experts; expert TP = accelerators / ep.
+    /// Expert parallelism of routed experts within a pipeline stage; expert TP = the
+    /// stage's accelerators / ep.
     pub ep: u32,
+    /// Pipeline stages: the layers are cut into `pp` consecutive runs, each on its own
+    /// `tp × attention_dp` accelerators, and `pp` micro-batches of the running sequences
+    /// are in flight at once (TensorRT-LLM's and vLLM's pipeline-parallel executors).
+    pub pp: u32,
 }
 
 impl Parallel {
-    pub fn gpus(&self) -> u32 {
+    /// Tensor, attention-DP and expert parallelism over one pipeline stage.
+    pub const fn new(tp: u32, attention_dp: u32, ep: u32) -> Self {
+        Self {
+            tp,
+            attention_dp,
+            ep,
+            pp: 1,
+        }
+    }
+    /// The same cut with `pp` pipeline stages.
+    pub const fn with_pp(self, pp: u32) -> Self {
+        Self { pp, ..self }
+    }
+    /// Accelerators of one pipeline stage: tp × attention_dp.
+    pub fn stage_gpus(&self) -> u32 {
         self.tp * self.attention_dp
     }
+    /// Accelerators of the instance: tp × attention_dp × pp.
+    pub fn gpus(&self) -> u32 {
+        self.stage_gpus() * self.pp.max(1)
+    }
     pub fn etp(&self) -> u32 {
-        (self.gpus() / self.ep.max(1)).max(1)
+        (self.stage_gpus() / self.ep.max(1)).max(1)
     }
 }
 
@@ -326,6 +349,8 @@ pub struct InstanceModel {
     kv_token_layer: f64,
     tp_span: Option<GroupSpan>,
     ep_span: Option<GroupSpan>,
+    /// Consecutive pipeline stages: `pp` members `tp × attention_dp` accelerators apart.
+    pp_span: Option<GroupSpan>,
     act_bytes: f64,
 }
 
@@ -377,14 +402,20 @@ impl InstanceModel {
         overlap_comm: bool,
         spec: Option<Speculative>,
     ) -> Result<Self, String> {
-        if par.tp == 0 || par.attention_dp == 0 || par.ep == 0 {
-            return Err("tp, attention_dp and ep must be at least 1".into());
+        if par.tp == 0 || par.attention_dp == 0 || par.ep == 0 || par.pp == 0 {
+            return Err("tp, attention_dp, ep and pp must be at least 1".into());
         }
-        if !par.gpus().is_multiple_of(par.ep) {
+        if par.pp > model.layers {
             return Err(format!(
-                "ep {} does not divide the instance's {} accelerators (tp {} × attention_dp {})",
+                "pp {} is more than the model's {} layers (every pipeline stage needs one)",
+                par.pp, model.layers
+            ));
+        }
+        if !par.stage_gpus().is_multiple_of(par.ep) {
+            return Err(format!(
+                "ep {} does not divide the {} accelerators of a pipeline stage (tp {} × attention_dp {})",
                 par.ep,
-                par.gpus(),
+                par.stage_gpus(),
                 par.tp,
                 par.attention_dp
             ));
@@ -433,6 +464,8 @@ impl InstanceModel {
         };
         let tp_span = (par.tp > 1).then(|| span(par.tp as u64, levels));
         let ep_span = (par.ep > 1).then(|| span(par.ep as u64, levels));
+        let pp_span = (par.pp > 1)
+            .then(|| myriad_train::Plan::span(levels, par.pp as u64, par.stage_gpus() as u64));
         let heads = model.heads as f64;
         let attn_post_params = match &model.mla {
             Some(m) => (m.kv_lora_rank as f64 + h) * heads * m.v_head_dim as f64,
@@ -472,6 +505,7 @@ impl InstanceModel {
             kv_token_layer,
             tp_span,
             ep_span,
+            pp_span,
             act_bytes: 2.0,
         })
     }
@@ -596,21 +630,35 @@ impl InstanceModel {
         self.spec.map(|s| s.tokens_per_step()).unwrap_or(1.0)
     }
 
-    /// Weight bytes held by one accelerator.
+    /// Layers on the busiest pipeline stage (all of them without pipeline parallelism).
+    pub fn stage_layers(&self) -> u32 {
+        self.model.layers.div_ceil(self.par.pp.max(1))
+    }
+
+    /// Weight bytes held by one accelerator (of the busiest pipeline stage: the most layers,
+    /// and an embedding matrix, which the first and the last stage each hold one of).
     pub fn weight_bytes_per_gpu(&self) -> f64 {
         let m = &self.model;
         let tp = self.par.tp as f64;
         let bw = bytes_of(self.prec.weights);
         let be = bytes_of(self.prec.experts);
+        let share = self.stage_layers() as f64 / m.layers.max(1) as f64;
         let layers = m.layers as f64;
         let moe_layers = m.moe_layers() as f64;
         let dense_layers = layers - moe_layers;
         let embed = m.vocab as f64 * m.hidden as f64 * 2.0 / tp;
-        let mut w = layers * self.attn_params / tp * bw
-            + dense_layers * self.dense_mlp_params / tp * bw
-            + embed * if m.tied_embeddings { 1.0 } else { 2.0 };
+        let embeds = if m.tied_embeddings || self.par.pp > 1 {
+            1.0
+        } else {
+            2.0
+        };
+        let mut w = share
+            * (layers * self.attn_params / tp * bw
+                + dense_layers * self.dense_mlp_params / tp * bw)
+            + embed * embeds;
         if let Some(moe) = &m.moe {
-            w += moe_layers
+            w += share
+                * moe_layers
                 * ((moe.experts as f64 / self.par.ep as f64).ceil() * self.expert_params
                     / self.par.etp() as f64
                     * be
@@ -620,17 +668,19 @@ impl InstanceModel {
         w
     }
 
-    /// KV-cache bytes of one token (all layers) on one accelerator of its attention rank.
+    /// KV-cache bytes of one token on one accelerator of its attention rank (the layers of
+    /// the busiest pipeline stage).
     pub fn kv_bytes_per_token_per_gpu(&self) -> f64 {
-        self.kv_token_layer * self.model.layers as f64
+        self.kv_token_layer * self.stage_layers() as f64
     }
 
     /// KV-cache bytes of one token over all layers as moved between instances (one copy).
     pub fn kv_bytes_per_token(&self) -> f64 {
+        let all_layers = self.kv_token_layer * self.model.layers as f64;
         match &self.model.mla {
-            Some(_) => self.kv_bytes_per_token_per_gpu(),
+            Some(_) => all_layers,
             None => {
-                self.kv_bytes_per_token_per_gpu() * self.par.tp as f64
+                all_layers * self.par.tp as f64
                     / ((self.par.tp as f64 / self.model.kv_heads as f64).max(1.0))
             }
         }
@@ -700,7 +750,11 @@ impl InstanceModel {
             decode_ctx_sq: 0.0,
             ..*b
         };
-        let mut t = self.iteration_gpu(b);
+        let mut t = if self.par.pp > 1 {
+            self.pipeline_cycle(b)
+        } else {
+            self.iteration_gpu(b)
+        };
         let dp = self.par.attention_dp as f64;
         let host = self.host_per_seq_s * ((b.decode_seqs + b.prefill_seqs) / dp).ceil();
         if host > t.total_s {
@@ -727,6 +781,74 @@ impl InstanceModel {
         let sd = (b.decode_ctx_sq / n - mean * mean).max(0.0).sqrt();
         let per_rank = (n / dp as f64).max(1.0);
         (1.0 + expected_max_std_normal(dp) * sd / (mean * per_rank.sqrt())).min(dp as f64)
+    }
+
+    /// One iteration of every running sequence under pipeline parallelism: the batch runs
+    /// as `pp` micro-batches (each a `1/pp` share of the sequences and prompt tokens), all
+    /// in flight at once, so every stage works on one of them at a time. A micro-batch
+    /// comes back to the first stage (its token sampled on the last) after
+    /// `max(pp × busiest stage, Σ stages + pp sends)`: the busiest stage holds
+    /// `⌈layers / pp⌉` layers and the LM head, and each stage boundary sends the
+    /// micro-batch's hidden states (the last stage's sampled tokens return with the same
+    /// latency). Summed over the stages, the layers of one micro-batch cost what the whole
+    /// model costs for `1/pp` of the batch (`iteration_gpu`); the host loop runs once per
+    /// micro-batch on every stage (TensorRT-LLM's pipeline executor has no overlap
+    /// scheduler), so the cycle carries `pp` iteration overheads.
+    ///
+    /// Sources: TensorRT-LLM `PyExecutor._executor_loop_pp` (one micro-batch per stage in
+    /// flight, `num_micro_batches = pp_size`, sampled tokens sent back from the last
+    /// rank); vLLM's pipeline-parallel engine (one virtual engine per stage, each with its
+    /// own batch). Weights and KV cache are cut by layer (`weight_bytes_per_gpu`,
+    /// `kv_bytes_per_token_per_gpu`).
+    fn pipeline_cycle(&self, b: &Batch) -> IterTime {
+        let q = self.par.pp.max(1) as f64;
+        let micro = Batch {
+            decode_seqs: b.decode_seqs / q,
+            decode_ctx: b.decode_ctx / q,
+            decode_ctx_sq: b.decode_ctx_sq / q,
+            prefill_tokens: b.prefill_tokens / q,
+            prefill_pairs: b.prefill_pairs / q,
+            prefill_done: b.prefill_done / q,
+            prefill_seqs: b.prefill_seqs / q,
+        };
+        let full = self.iteration_gpu(&micro);
+        let (_, head) = self.sequential_lm_head(&micro);
+        let head = head.min(full.gemm_s);
+        // The busiest stage's share of the layers against an even cut (1 when pp divides).
+        let uneven = q * self.stage_layers() as f64 / self.model.layers.max(1) as f64;
+        let dp = self.par.attention_dp.max(1) as f64;
+        let draft = self.spec.map(|s| s.draft_tokens as f64).unwrap_or(0.0);
+        let rank_tokens = (micro.decode_seqs * (1.0 + draft) + micro.prefill_tokens) / dp;
+        let send = self.coll(
+            CollOp::SendRecv,
+            rank_tokens * self.model.hidden as f64 / self.par.tp as f64 * self.act_bytes,
+            &self.pp_span,
+        );
+        let layers = full.total_s - full.overhead_s - head;
+        let bound_by_stage = uneven * layers + q * head;
+        let bound_by_trip = layers + head + q * send;
+        let overhead_s = q * full.overhead_s;
+        let t = if bound_by_stage >= bound_by_trip {
+            IterTime {
+                gemm_s: uneven * (full.gemm_s - head) + q * head,
+                attention_s: uneven * full.attention_s,
+                memory_s: uneven * full.memory_s,
+                comm_s: uneven * full.comm_s,
+                overhead_s,
+                total_s: 0.0,
+            }
+        } else {
+            IterTime {
+                comm_s: full.comm_s + q * send,
+                overhead_s,
+                total_s: 0.0,
+                ..full
+            }
+        };
+        IterTime {
+            total_s: t.gemm_s + t.attention_s + t.memory_s + t.comm_s + t.overhead_s,
+            ..t
+        }
     }
 
     fn iteration_gpu(&self, b: &Batch) -> IterTime {
@@ -877,7 +999,7 @@ impl InstanceModel {
         let acc = &self.acc;
         let tp = self.par.tp as f64;
         let dp = self.par.attention_dp as f64;
-        let gpus = self.par.gpus() as f64;
+        let gpus = self.par.stage_gpus() as f64;
         let h = m.hidden as f64;
         let tps = self.tokens_per_step();
         let draft = self.spec.map(|s| s.draft_tokens as f64).unwrap_or(0.0);

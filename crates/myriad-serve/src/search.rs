@@ -165,18 +165,19 @@ pub fn search(
     let batches = [32u32, 128, 512, 2048];
     let mut roles: Vec<RoleSpec> = Vec::new();
     for &g in &sizes {
-        for &tp in tps.iter().filter(|&&t| t <= g && g % t == 0) {
-            let dp = g / tp;
-            let eps: Vec<u32> = if moe { vec![1, g] } else { vec![1] };
-            for ep in eps {
-                for &mb in &batches {
-                    let par = Parallel {
-                        tp,
-                        attention_dp: dp,
-                        ep,
-                    };
-                    if let Some(r) = with(role, par, mb * dp, kv_fraction) {
-                        roles.push(r);
+        // Pipeline stages cut the layers (and so the weights and KV per accelerator) over
+        // `pp` groups of `g / pp` accelerators.
+        for pp in [1u32, 2, 4].into_iter().filter(|&p| g % p == 0) {
+            let stage = g / pp;
+            for &tp in tps.iter().filter(|&&t| t <= stage && stage % t == 0) {
+                let dp = stage / tp;
+                let eps: Vec<u32> = if moe { vec![1, stage] } else { vec![1] };
+                for ep in eps {
+                    for &mb in &batches {
+                        let par = Parallel::new(tp, dp, ep).with_pp(pp);
+                        if let Some(r) = with(role, par, mb * dp, kv_fraction) {
+                            roles.push(r);
+                        }
                     }
                 }
             }

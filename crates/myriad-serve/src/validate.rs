@@ -977,11 +977,9 @@ fn predict_inner(
     if t.moe.is_some() && sv.get("ep").is_none_or(Value::is_null) {
         notes.push("ep: 1 (not given; experts tensor-parallel)".into());
     }
-    let par = Parallel {
-        tp: (gpus / dp).max(1),
-        attention_dp: dp,
-        ep,
-    };
+    // The instance's accelerators are tp × attention_dp × pp.
+    let pp = uint(sv, "pp").unwrap_or(1).max(1);
+    let par = Parallel::new((gpus / (dp * pp)).max(1), dp, ep).with_pp(pp);
     let instances = uint(sv, "instances").unwrap_or((count / par.gpus()).max(1));
     let b = build(
         cat,
@@ -1074,6 +1072,16 @@ fn predict_inner(
     } else {
         b.model.with_graph_padding(graph_sizes)
     };
+    // TensorRT-LLM's pipeline executor schedules each of its `pp` micro-batches on its own,
+    // every one within the batch and token limits.
+    let (max_batch, max_tokens) = if pp > 1 {
+        notes.push(format!(
+            "pp {pp}: {pp} micro-batches in flight, each within max_batch {max_batch} and max_num_tokens {max_tokens}"
+        ));
+        (max_batch * pp, max_tokens * pp)
+    } else {
+        (max_batch, max_tokens)
+    };
     // Chunked prefill as the row states it (`serving.chunked_prefill`), else the
     // framework's default. vLLM's V0 engine (forced with `VLLM_USE_V1=0` after V1 became
     // the default in 0.8) without chunked prefill runs prefill-only iterations first, and
@@ -1130,8 +1138,19 @@ fn predict_inner(
         policy,
     };
     notes.push(format!(
-        "instance: {} × (tp {} attention_dp {} ep {}), max_batch {}, max_num_tokens {}, KV {:.0} tokens",
-        instances, par.tp, par.attention_dp, par.ep, max_batch, max_tokens, kv_tokens
+        "instance: {} × (tp {} attention_dp {} ep {}{}), max_batch {}, max_num_tokens {}, KV {:.0} tokens",
+        instances,
+        par.tp,
+        par.attention_dp,
+        par.ep,
+        if pp > 1 {
+            format!(" pp {pp}")
+        } else {
+            String::new()
+        },
+        max_batch,
+        max_tokens,
+        kv_tokens
     ));
     let dep = Deployment::Aggregated(role);
     let (isl_u, osl_u) = (isl.round() as u32, osl.round().max(1.0) as u32);
@@ -1550,11 +1569,7 @@ fn predict_disagg(
             parse_parallel(&txt, gpus)
         };
         let ep = if t.moe.is_some() { ep } else { 1 };
-        Parallel {
-            tp,
-            attention_dp: dp.max(1),
-            ep: ep.max(1),
-        }
+        Parallel::new(tp, dp.max(1), ep.max(1))
     };
     let pp = role_par(p, 8, "prefill", notes);
     let dpar = role_par(d, 8, "decode", notes);

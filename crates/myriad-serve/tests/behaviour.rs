@@ -40,11 +40,7 @@ fn instance(
         cat.accelerator(acc).unwrap(),
         &levels(acc, 8),
         &cat.model(preset).unwrap().model,
-        Parallel {
-            tp,
-            attention_dp: 1,
-            ep: 1,
-        },
+        Parallel::new(tp, 1, 1),
         Precisions {
             weights: w,
             experts: w,
@@ -191,11 +187,7 @@ fn busiest_attention_rank_follows_the_context_spread() {
         cat.accelerator("b200").unwrap(),
         &levels("b200", 8),
         &cat.model("deepseek-v3").unwrap().model,
-        Parallel {
-            tp: 1,
-            attention_dp: 8,
-            ep: 8,
-        },
+        Parallel::new(1, 8, 8),
         Precisions {
             weights: Precision::Fp8,
             experts: Precision::Fp4,
@@ -605,11 +597,7 @@ fn gpt_oss_instance(window: Option<bool>) -> InstanceModel {
         cat.accelerator("h100-sxm").unwrap(),
         &levels("h100-sxm", 8),
         &gpt_oss_like(),
-        Parallel {
-            tp: 1,
-            attention_dp: 1,
-            ep: 1,
-        },
+        Parallel::new(1, 1, 1),
         Precisions {
             weights: Precision::Bf16,
             experts: Precision::Fp4,
@@ -840,11 +828,7 @@ fn whole_prompts_are_packed_per_attention_dp_rank() {
         cat.accelerator("h100-sxm").unwrap(),
         &levels("h100-sxm", 8),
         &cat.model("llama3-8b").unwrap().model,
-        Parallel {
-            tp: 1,
-            attention_dp: 2,
-            ep: 1,
-        },
+        Parallel::new(1, 2, 1),
         Precisions {
             weights: Precision::Bf16,
             experts: Precision::Bf16,
@@ -996,11 +980,7 @@ fn dep_instance(
         cat.accelerator(acc).unwrap(),
         &levels(acc, count),
         &cat.model(preset).unwrap().model,
-        Parallel {
-            tp: 1,
-            attention_dp: ep,
-            ep,
-        },
+        Parallel::new(1, ep, ep),
         Precisions {
             weights,
             experts,
@@ -1602,4 +1582,120 @@ fn adp_padding_costs_the_experts_as_if_every_rank_prefilled() {
     let fp8_experts = dep_instance("b200", 8, "deepseek-v3", 8, (fp8, fp8, fp8), 0.0, false)
         .with_framework(&myriad_serve::framework::TRTLLM);
     assert!(!fp8_experts.moe_dp_padding);
+}
+
+/// Llama 3 70B on H100s, fp8 weights and KV cache, tp `tp` over `pp` pipeline stages.
+fn llama3_70b_pp(tp: u32, pp: u32, overhead_s: f64) -> InstanceModel {
+    let cat = myriad_catalog::catalog();
+    InstanceModel::new(
+        cat.accelerator("h100-sxm").unwrap(),
+        &levels("h100-sxm", 8),
+        &cat.model("llama3-70b").unwrap().model,
+        Parallel::new(tp, 1, 1).with_pp(pp),
+        Precisions {
+            weights: Precision::Fp8,
+            experts: Precision::Fp8,
+            kv: Precision::Fp8,
+        },
+        overhead_s,
+        false,
+        None,
+    )
+    .unwrap()
+}
+
+fn decode(seqs: f64, ctx: f64) -> Batch {
+    Batch {
+        decode_seqs: seqs,
+        decode_ctx: seqs * ctx,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn pipeline_stages_cut_weights_and_kv_by_layer() {
+    let one = llama3_70b_pp(2, 1, 0.0);
+    let two = llama3_70b_pp(2, 2, 0.0);
+    assert_eq!(two.par.gpus(), 4);
+    assert_eq!(two.stage_layers(), 40);
+    // 80 layers over 2 stages: each accelerator holds half the layers' weights and one of
+    // the two (untied) embedding matrices instead of both.
+    let m = &one.model;
+    let embed = m.vocab as f64 * m.hidden as f64 * 2.0 / 2.0;
+    let layers_one = one.weight_bytes_per_gpu() - 2.0 * embed;
+    let layers_two = two.weight_bytes_per_gpu() - embed;
+    assert!((layers_two / layers_one - 0.5).abs() < 1e-9);
+    // A token's KV on one accelerator: half the layers.
+    assert!(
+        (two.kv_bytes_per_token_per_gpu() / one.kv_bytes_per_token_per_gpu() - 0.5).abs() < 1e-12
+    );
+    // Moved between instances, a token's KV is the whole model's either way.
+    assert_eq!(two.kv_bytes_per_token(), one.kv_bytes_per_token());
+    // Freed weight memory on top of halved KV per token: more than twice the tokens.
+    assert!(two.kv_capacity_tokens(0.9) > 2.0 * one.kv_capacity_tokens(0.9));
+}
+
+#[test]
+fn a_pipeline_cycle_costs_one_micro_batch_pass_plus_the_busiest_stage_surplus() {
+    let ov = 300e-6;
+    let one = llama3_70b_pp(2, 1, ov);
+    for pp in [2u32, 4] {
+        let m = llama3_70b_pp(2, pp, ov);
+        let q = pp as f64;
+        for (seqs, ctx) in [(64.0, 2000.0), (512.0, 4000.0)] {
+            // Every sequence advances one token per cycle: pp micro-batches of seqs / pp.
+            let cycle = m.iteration(&decode(seqs, ctx));
+            let pass = one.iteration(&decode(seqs / q, ctx));
+            // The layers of one micro-batch cost one tp-2 pass over the whole model; the
+            // busiest stage adds the LM head pp - 1 more times; each of the pp micro-batch
+            // steps pays the host overhead.
+            let layers = pass.total_s - pass.overhead_s;
+            assert!((cycle.overhead_s - q * ov).abs() < 1e-12);
+            assert!(
+                cycle.total_s >= layers + q * ov - 1e-12,
+                "pp {pp} seqs {seqs}"
+            );
+            // The LM head is a small share of a 70B pass: the surplus stays under 10%.
+            assert!(
+                cycle.total_s <= 1.1 * layers + q * ov,
+                "pp {pp} seqs {seqs}: {} vs {}",
+                cycle.total_s,
+                layers
+            );
+            let parts = cycle.gemm_s + cycle.attention_s + cycle.memory_s + cycle.comm_s;
+            assert!((parts + cycle.overhead_s - cycle.total_s).abs() < 1e-12);
+        }
+    }
+    // Memory-bound decode: each stage streams its weights once per micro-batch, so a cycle
+    // of pp 2 over 2 x 2 accelerators is slower than one tp-4 iteration of the same batch.
+    let tp4 = llama3_70b_pp(4, 1, ov);
+    let pp2 = llama3_70b_pp(2, 2, ov);
+    assert!(
+        pp2.iteration(&decode(32.0, 1000.0)).total_s > tp4.iteration(&decode(32.0, 1000.0)).total_s
+    );
+}
+
+#[test]
+fn pipeline_parallelism_is_checked_against_the_model() {
+    let cat = myriad_catalog::catalog();
+    let model = &cat.model("llama3-8b").unwrap().model;
+    let err = InstanceModel::new(
+        cat.accelerator("h100-sxm").unwrap(),
+        &levels("h100-sxm", 8),
+        model,
+        Parallel::new(1, 1, 1).with_pp(64),
+        Precisions {
+            weights: Precision::Bf16,
+            experts: Precision::Bf16,
+            kv: Precision::Bf16,
+        },
+        0.0,
+        false,
+        None,
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("pp 64 is more than the model's 32 layers"),
+        "{err}"
+    );
 }

@@ -29,11 +29,7 @@ fn llama3_8b(acc: &str) -> InstanceModel {
         cat.accelerator(acc).unwrap(),
         &levels,
         &cat.model("llama3-8b").unwrap().model,
-        Parallel {
-            tp: 1,
-            attention_dp: 1,
-            ep: 1,
-        },
+        Parallel::new(1, 1, 1),
         Precisions {
             weights: Precision::Bf16,
             experts: Precision::Bf16,
