@@ -643,8 +643,11 @@ impl Sim<'_> {
                         inst.running -= 1;
                         let q = self.reqs[r as usize];
                         let ctx = q.input as f64 + q.output as f64;
-                        inst.ctx -= ctx;
-                        inst.ctx_sq -= final_context(q.input, q.output, tps).powi(2);
+                        // The context it reached (with speculative decoding a whole number
+                        // of steps of `tps` tokens, which can pass `input + output`).
+                        let reached = final_context(q.input, q.output, tps);
+                        inst.ctx -= reached;
+                        inst.ctx_sq -= reached * reached;
                         // Tokens emitted beyond the request's output (speculative rounding).
                         self.kv_change(i, -spec.model.kv_need(ctx));
                         self.complete(r, t);

@@ -1699,3 +1699,57 @@ fn pipeline_parallelism_is_checked_against_the_model() {
         "{err}"
     );
 }
+
+/// With speculative decoding a sequence ends after a whole number of steps of `tps`
+/// tokens, so its context can pass `input + output`; what leaves the running context sum
+/// must be what the steps added, or every completion leaves a residue and the attention of
+/// the sequences still running is charged for contexts nobody holds.
+#[test]
+fn speculative_completions_leave_no_context_behind() {
+    let cat = myriad_catalog::catalog();
+    let spec = myriad_serve::Speculative {
+        draft_tokens: 3,
+        acceptance: 0.77,
+    };
+    let m = InstanceModel::new(
+        cat.accelerator("h100-sxm").unwrap(),
+        &levels("h100-sxm", 8),
+        &cat.model("llama3-70b").unwrap().model,
+        Parallel::new(2, 1, 1),
+        Precisions {
+            weights: Precision::Fp8,
+            experts: Precision::Fp8,
+            kv: Precision::Fp8,
+        },
+        300e-6,
+        false,
+        Some(spec),
+    )
+    .unwrap();
+    let tps = m.tokens_per_step();
+    let d = Deployment::Aggregated(role(m, 1, 256));
+    let w = Workload {
+        arrivals: Arrivals::Poisson(4.0),
+        input: LengthDist::Fixed(1000),
+        output: LengthDist::Fixed(300),
+        requests: 20_000,
+        prefix_hit: 0.0,
+        seed: 3,
+    };
+    let r = simulate(&d, &w, &NO_SLO);
+    assert_eq!(r.completed, 20_000);
+    let mix = r.iteration_mix;
+    let (dec, pre) = (mix.decode_only, mix.with_prompts);
+    let mean_ctx =
+        (dec.decode_context + pre.decode_context) / (dec.iterations + pre.iterations) as f64;
+    // No running sequence holds more than its prompt, its output and one step's overshoot.
+    assert!(
+        mean_ctx <= 1000.0 + 300.0 + tps,
+        "mean decode context {mean_ctx:.0}"
+    );
+    // And the running sequences are spread over their lives: about the midpoint.
+    assert!(
+        mean_ctx > 1000.0 + 0.3 * 300.0,
+        "mean decode context {mean_ctx:.0}"
+    );
+}
