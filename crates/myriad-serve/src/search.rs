@@ -57,8 +57,13 @@ fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Opt
 
 fn describe(r: &RoleSpec) -> String {
     let p = r.model.par;
+    let pp = if p.pp > 1 {
+        format!(" PP{}", p.pp)
+    } else {
+        String::new()
+    };
     format!(
-        "{}×(TP{} DP{} EP{}) mb{}",
+        "{}×(TP{} DP{} EP{}{pp}) mb{}",
         r.instances, p.tp, p.attention_dp, p.ep, r.max_batch
     )
 }
