@@ -48,7 +48,8 @@ fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Opt
         model: im,
         instances: 1,
         max_batch,
-        max_tokens: base.max_tokens,
+        // The base's token budget per micro-batch, for each of the candidate's micro-batches.
+        max_tokens: base.max_tokens / m.par.pp.max(1) * par.pp.max(1),
         chunked_prefill: base.chunked_prefill,
         kv_tokens: kv,
         policy: base.policy,
@@ -132,8 +133,9 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String) -> Candidate 
 
 /// Searches deployments around `base` (its model, precisions and framework settings) on
 /// a cluster of `accelerators` with scale-up domains of `domain`: instance sizes are powers
-/// of two up to the cluster (and the base deployment's own sizes), TP within the domain,
-/// attention-DP for the rest, EP 1 or the whole instance for MoE models, and per-rank batch
+/// of two up to the cluster (and the base deployment's own sizes), 1, 2 or 4 pipeline
+/// stages, TP within the domain, attention-DP for the rest of a stage, EP 1 or the whole
+/// stage for MoE models, and per-rank batch
 /// limits of 32-2048. Aggregated candidates are evaluated first; disaggregated ones pair the
 /// six best aggregated shapes as prefill and decode roles (1:1, 1:2 and 2:1 instances).
 /// Returns candidates, best first.

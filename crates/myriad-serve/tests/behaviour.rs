@@ -1753,3 +1753,47 @@ fn speculative_completions_leave_no_context_behind() {
         "mean decode context {mean_ctx:.0}"
     );
 }
+
+/// Llama 3.1 405B in bf16 (810 GB of weights) does not fit one 8-GPU H100 node, however it
+/// is cut by tensor parallelism within the node: on two nodes the search has to find pipeline
+/// stages, and every aggregated candidate it keeps spans at least 16 accelerators.
+#[test]
+fn search_reaches_for_pipeline_stages_when_a_node_cannot_hold_the_model() {
+    let cat = myriad_catalog::catalog();
+    let text = "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 16}
+model: {preset: llama3-405b}
+serving:
+  weights: bf16
+  kv_cache: bf16
+  instance: {instances: 1, tp: 8, pp: 2}
+  input: {mean: 1000}
+  output: {mean: 500}
+  slo: {ttft_ms: 5000, tpot_ms: 200}
+  requests: 300
+";
+    let s = myriad_scenario::parse_scenario("405b.yaml", text, cat).unwrap();
+    let b = myriad_cluster::build(&s, cat).unwrap();
+    let setup = myriad_serve::setup(&s, &b, cat, None).unwrap();
+    let Deployment::Aggregated(r) = &setup.deployment else {
+        panic!("aggregated expected")
+    };
+    assert_eq!(r.model.par.gpus(), 16);
+    let found =
+        myriad_serve::search::search(&setup.deployment, &setup.workload, &setup.slo, 8, 16, 0.9);
+    assert!(!found.is_empty());
+    let best = &found[0];
+    assert!(best.description.contains("PP"), "{}", best.description);
+    assert!(best.goodput_tokens_per_s_per_accelerator > 0.0);
+    for c in found
+        .iter()
+        .filter(|c| c.description.starts_with("aggregated"))
+    {
+        assert!(
+            c.accelerators >= 16,
+            "{} on {}",
+            c.description,
+            c.accelerators
+        );
+    }
+}
