@@ -410,13 +410,17 @@ pub fn trtllm_bench_kv_requests(
 }
 
 /// Parallel layout stated in free text: "EP16", "TP8", "DP+EP (8 GPUs)".
+/// The number written right after `key` in `s` (case-insensitive): "TP4PP2", "PP" → 2.
+fn number_after(s: &str, key: &str) -> Option<u32> {
+    let u = s.to_ascii_uppercase();
+    let i = u.find(key)? + key.len();
+    let d: String = u[i..].chars().take_while(|c| c.is_ascii_digit()).collect();
+    d.parse().ok()
+}
+
 fn parse_parallel(s: &str, gpus: u32) -> (u32, u32, u32) {
     let u = s.to_ascii_uppercase();
-    let after = |k: &str| -> Option<u32> {
-        let i = u.find(k)? + k.len();
-        let d: String = u[i..].chars().take_while(|c| c.is_ascii_digit()).collect();
-        d.parse().ok()
-    };
+    let after = |k: &str| number_after(&u, k);
     if let Some(ep) = after("EP") {
         // Large EP: attention data-parallel over the same ranks (DeepSeek/SGLang layout).
         return (1, ep, ep);
@@ -1560,16 +1564,28 @@ fn predict_disagg(
             .or_else(|| uint(v, "gpus"))
             .unwrap_or(default_gpus);
         let txt = text(v, "parallel");
+        // Pipeline stages as the role states them (`pp`, or "PP<n>" in its layout text):
+        // the rest of the layout is one stage's.
+        let stages = uint(v, "pp")
+            .or_else(|| number_after(&txt, "PP"))
+            .unwrap_or(1)
+            .clamp(1, gpus.max(1));
+        let stage = (gpus / stages).max(1);
+        if stages > 1 {
+            notes.push(format!(
+                "{name}: {stages} pipeline stages of {stage} accelerators (stated)"
+            ));
+        }
         let (tp, ep, dp) = if txt.is_empty() {
             notes.push(format!(
-                "{name}: DP-attention + EP over {gpus} accelerators (not stated; large-EP layout)"
+                "{name}: DP-attention + EP over {stage} accelerators (not stated; large-EP layout)"
             ));
-            (1, gpus, gpus)
+            (1, stage, stage)
         } else {
-            parse_parallel(&txt, gpus)
+            parse_parallel(&txt, stage)
         };
         let ep = if t.moe.is_some() { ep } else { 1 };
-        Parallel::new(tp, dp.max(1), ep.max(1))
+        Parallel::new(tp, dp.max(1), ep.max(1)).with_pp(stages)
     };
     let pp = role_par(p, 8, "prefill", notes);
     let dpar = role_par(d, 8, "decode", notes);
@@ -1731,6 +1747,15 @@ pub fn validate(cat: &Catalog, doc: &Value) -> Result<Report, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn layout_text_gives_tensor_expert_and_pipeline_sizes() {
+        assert_eq!(super::number_after("tp4pp2", "PP"), Some(2));
+        assert_eq!(super::number_after("TP4", "PP"), None);
+        assert_eq!(super::parse_parallel("TP4PP2", 4), (4, 1, 1));
+        assert_eq!(super::parse_parallel("DEP", 8), (1, 8, 8));
+        assert_eq!(super::parse_parallel("EP32", 64), (1, 32, 32));
+    }
+
     #[test]
     fn a_key_unused_on_many_rows_is_one_warning_naming_the_rows() {
         let row = |id: &str| serde_json::json!({"id": id, "hardware": {"accelerator": "h100"}, "serving": {"label": "x"}});
