@@ -27,6 +27,34 @@ fn llama3_8b_h100_bf16() -> InstanceModel {
     )
 }
 
+/// An instance of catalog model `preset` on `acc` (the levels of a `count`-accelerator
+/// cluster), cut by `par`, with (weights, experts, KV) precisions, or the model's error.
+fn try_model(
+    (acc, count): (&str, u32),
+    preset: &str,
+    par: Parallel,
+    (weights, experts, kv): (Precision, Precision, Precision),
+    overhead_s: f64,
+    overlap: bool,
+    spec: Option<myriad_serve::Speculative>,
+) -> Result<InstanceModel, String> {
+    let cat = myriad_catalog::catalog();
+    InstanceModel::new(
+        cat.accelerator(acc).unwrap(),
+        &levels(acc, count),
+        &cat.model(preset).unwrap().model,
+        par,
+        Precisions {
+            weights,
+            experts,
+            kv,
+        },
+        overhead_s,
+        overlap,
+        spec,
+    )
+}
+
 fn instance(
     acc: &str,
     preset: &str,
@@ -35,17 +63,11 @@ fn instance(
     kv: Precision,
     overhead_s: f64,
 ) -> InstanceModel {
-    let cat = myriad_catalog::catalog();
-    InstanceModel::new(
-        cat.accelerator(acc).unwrap(),
-        &levels(acc, 8),
-        &cat.model(preset).unwrap().model,
+    try_model(
+        (acc, 8),
+        preset,
         Parallel::new(tp, 1, 1),
-        Precisions {
-            weights: w,
-            experts: w,
-            kv,
-        },
+        (w, w, kv),
         overhead_s,
         false,
         None,
@@ -182,17 +204,11 @@ fn iteration_mix_accounts_for_every_iteration() {
 /// only the attention part of the step.
 #[test]
 fn busiest_attention_rank_follows_the_context_spread() {
-    let cat = myriad_catalog::catalog();
-    let dp8 = InstanceModel::new(
-        cat.accelerator("b200").unwrap(),
-        &levels("b200", 8),
-        &cat.model("deepseek-v3").unwrap().model,
+    let dp8 = try_model(
+        ("b200", 8),
+        "deepseek-v3",
         Parallel::new(1, 8, 8),
-        Precisions {
-            weights: Precision::Fp8,
-            experts: Precision::Fp4,
-            kv: Precision::Fp8,
-        },
+        (Precision::Fp8, Precision::Fp4, Precision::Fp8),
         0.0,
         false,
         None,
@@ -823,17 +839,12 @@ fn whole_prompts_are_packed_per_attention_dp_rank() {
     // Two attention-DP ranks with 1536 tokens each and no chunking: a 1024-token prompt
     // fills a rank (the other 512 cannot hold a second one), so six prompts take three
     // iterations of two, not two iterations of three as one pooled 3072-token budget would.
-    let cat = myriad_catalog::catalog();
-    let m = InstanceModel::new(
-        cat.accelerator("h100-sxm").unwrap(),
-        &levels("h100-sxm", 8),
-        &cat.model("llama3-8b").unwrap().model,
+    let bf16 = Precision::Bf16;
+    let m = try_model(
+        ("h100-sxm", 8),
+        "llama3-8b",
         Parallel::new(1, 2, 1),
-        Precisions {
-            weights: Precision::Bf16,
-            experts: Precision::Bf16,
-            kv: Precision::Bf16,
-        },
+        (bf16, bf16, bf16),
         0.0,
         false,
         None,
@@ -975,17 +986,11 @@ fn dep_instance(
     overhead_s: f64,
     overlap: bool,
 ) -> InstanceModel {
-    let cat = myriad_catalog::catalog();
-    InstanceModel::new(
-        cat.accelerator(acc).unwrap(),
-        &levels(acc, count),
-        &cat.model(preset).unwrap().model,
+    try_model(
+        (acc, count),
+        preset,
         Parallel::new(1, ep, ep),
-        Precisions {
-            weights,
-            experts,
-            kv,
-        },
+        (weights, experts, kv),
         overhead_s,
         overlap,
         None,
@@ -1586,17 +1591,12 @@ fn adp_padding_costs_the_experts_as_if_every_rank_prefilled() {
 
 /// Llama 3 70B on H100s, fp8 weights and KV cache, tp `tp` over `pp` pipeline stages.
 fn llama3_70b_pp(tp: u32, pp: u32, overhead_s: f64) -> InstanceModel {
-    let cat = myriad_catalog::catalog();
-    InstanceModel::new(
-        cat.accelerator("h100-sxm").unwrap(),
-        &levels("h100-sxm", 8),
-        &cat.model("llama3-70b").unwrap().model,
+    let fp8 = Precision::Fp8;
+    try_model(
+        ("h100-sxm", 8),
+        "llama3-70b",
         Parallel::new(tp, 1, 1).with_pp(pp),
-        Precisions {
-            weights: Precision::Fp8,
-            experts: Precision::Fp8,
-            kv: Precision::Fp8,
-        },
+        (fp8, fp8, fp8),
         overhead_s,
         false,
         None,
@@ -1677,18 +1677,12 @@ fn a_pipeline_cycle_costs_one_micro_batch_pass_plus_the_busiest_stage_surplus() 
 
 #[test]
 fn pipeline_parallelism_is_checked_against_the_model() {
-    let cat = myriad_catalog::catalog();
-    let model = &cat.model("llama3-8b").unwrap().model;
-    let err = InstanceModel::new(
-        cat.accelerator("h100-sxm").unwrap(),
-        &levels("h100-sxm", 8),
-        model,
+    let bf16 = Precision::Bf16;
+    let err = try_model(
+        ("h100-sxm", 8),
+        "llama3-8b",
         Parallel::new(1, 1, 1).with_pp(64),
-        Precisions {
-            weights: Precision::Bf16,
-            experts: Precision::Bf16,
-            kv: Precision::Bf16,
-        },
+        (bf16, bf16, bf16),
         0.0,
         false,
         None,
@@ -1706,21 +1700,16 @@ fn pipeline_parallelism_is_checked_against_the_model() {
 /// the sequences still running is charged for contexts nobody holds.
 #[test]
 fn speculative_completions_leave_no_context_behind() {
-    let cat = myriad_catalog::catalog();
     let spec = myriad_serve::Speculative {
         draft_tokens: 3,
         acceptance: 0.77,
     };
-    let m = InstanceModel::new(
-        cat.accelerator("h100-sxm").unwrap(),
-        &levels("h100-sxm", 8),
-        &cat.model("llama3-70b").unwrap().model,
+    let fp8 = Precision::Fp8;
+    let m = try_model(
+        ("h100-sxm", 8),
+        "llama3-70b",
         Parallel::new(2, 1, 1),
-        Precisions {
-            weights: Precision::Fp8,
-            experts: Precision::Fp8,
-            kv: Precision::Fp8,
-        },
+        (fp8, fp8, fp8),
         300e-6,
         false,
         Some(spec),
