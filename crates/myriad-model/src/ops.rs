@@ -47,6 +47,33 @@ pub enum CpComm {
     AllGather,
 }
 
+/// How MoE tokens reach their experts on other expert-parallel ranks (Megatron-Core
+/// `moe_token_dispatcher_type`, and the `flex` dispatcher's backend).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EpDispatcher {
+    /// One NCCL all-to-all of every token's top-k copies (`alltoall`, Megatron's default):
+    /// a token whose experts sit on j ranks of another scale-up domain crosses the
+    /// scale-out network j times.
+    Alltoall,
+    /// DeepEP's normal kernels (`flex` + `deepep`): a token crosses the scale-out network
+    /// once for each other scale-up domain holding any of its experts, and is forwarded
+    /// over the scale-up fabric there, the two stages pipelined (DeepEP README, "kernels
+    /// ... forwarding from NVLink domain to RDMA domain").
+    Deepep,
+    /// NVIDIA's HybridEP (`flex` + `hybridep`): the same per-domain deduplication as
+    /// DeepEP, topology-aware for NVLink domains of any size.
+    Hybridep,
+}
+
+impl EpDispatcher {
+    /// Whether tokens cross the scale-out network once per destination scale-up domain
+    /// (not once per expert copy).
+    pub fn dedups_domains(self) -> bool {
+        !matches!(self, EpDispatcher::Alltoall)
+    }
+}
+
 /// How the loss over the vocabulary-parallel logits is computed: each kernel moves a
 /// different number of bytes per logit (counted from its source; see [`CrossEntropy::bytes_per_logit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]

@@ -11,7 +11,9 @@
 //!   copy and a test fails when it is stale.
 
 use myriad_catalog::Catalog;
-use myriad_model::{CpComm, CrossEntropy, Mla, Moe, Recompute, RecomputeModule, Transformer};
+use myriad_model::{
+    CpComm, CrossEntropy, EpDispatcher, Mla, Moe, Recompute, RecomputeModule, Transformer,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -438,6 +440,13 @@ pub struct TrainingSpec {
     /// Meta's Llama 3).
     #[serde(default)]
     pub cp_comm: Option<CpComm>,
+    /// How MoE tokens reach experts on other EP ranks: `alltoall` (Megatron's default: an
+    /// all-to-all of every token's top-k copies), `deepep` or `hybridep` (Megatron's `flex`
+    /// dispatcher: each token crosses the scale-out network once per other scale-up domain
+    /// holding any of its experts, then fans out over the scale-up fabric). The same
+    /// within one scale-up domain.
+    #[serde(default)]
+    pub ep_dispatcher: Option<EpDispatcher>,
     /// Tensor-parallel communication overlapped with GEMMs (Transformer Engine
     /// userbuffers); default: on with sequence parallelism and fused attention.
     #[serde(default)]

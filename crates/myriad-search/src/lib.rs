@@ -161,6 +161,8 @@ pub struct Fixed {
     pub cross_entropy: myriad_model::CrossEntropy,
     /// Context-parallel KV exchange (`training.cp_comm`, default p2p).
     pub cp_comm: myriad_model::CpComm,
+    /// MoE token dispatcher (`training.ep_dispatcher`, default alltoall).
+    pub ep_dispatcher: myriad_model::EpDispatcher,
     pub schedule: PipelineSchedule,
     /// Gradient buffers in fp32 (`training.grad_reduce_in_fp32`; default true, false for fp16).
     pub grad_reduce_in_fp32: bool,
@@ -187,6 +189,9 @@ impl Fixed {
                 .cross_entropy
                 .unwrap_or(myriad_model::CrossEntropy::Fused),
             cp_comm: spec.cp_comm.unwrap_or(myriad_model::CpComm::P2p),
+            ep_dispatcher: spec
+                .ep_dispatcher
+                .unwrap_or(myriad_model::EpDispatcher::Alltoall),
             schedule: spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB),
             grad_reduce_in_fp32: spec
                 .grad_reduce_in_fp32
@@ -379,6 +384,7 @@ pub fn candidates(
                                             attention: fixed.attention,
                                             cross_entropy: fixed.cross_entropy,
                                             cp_comm: fixed.cp_comm,
+                                            ep_dispatcher: fixed.ep_dispatcher,
                                             embedding_in_pipeline_split: !even && edge.is_none(),
                                             edge_stage_layers: edge,
                                         });

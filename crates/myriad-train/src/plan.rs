@@ -4,7 +4,8 @@
 use myriad_cluster::BuiltCluster;
 use myriad_collective::GroupSpan;
 use myriad_model::{
-    CpComm, CrossEntropy, Recompute, RecomputeModule, RecomputeModules, Shard, Transformer,
+    CpComm, CrossEntropy, EpDispatcher, Recompute, RecomputeModule, RecomputeModules, Shard,
+    Transformer,
 };
 use myriad_scenario::{
     AttentionKernel, Dim, PipelineSchedule, Precision, TrainingSpec, DEFAULT_PLACEMENT,
@@ -65,6 +66,8 @@ pub struct Plan {
     pub cross_entropy: CrossEntropy,
     /// How context-parallel ranks share keys and values.
     pub cp_comm: CpComm,
+    /// How MoE tokens reach experts on other EP ranks.
+    pub ep_dispatcher: EpDispatcher,
     /// The embedding and the loss count as one layer each in the pipeline split
     /// (Megatron-Core `account_for_embedding/loss_in_pipeline_split`): used when
     /// `layers + 2`, not `layers`, divides by PP×VPP (Llama 3.1 405B: 126 + 2 = 128).
@@ -705,6 +708,7 @@ pub fn resolve(
             attention,
             cross_entropy: spec.cross_entropy.unwrap_or(CrossEntropy::Fused),
             cp_comm: spec.cp_comm.unwrap_or(CpComm::P2p),
+            ep_dispatcher: spec.ep_dispatcher.unwrap_or(EpDispatcher::Alltoall),
             embedding_in_pipeline_split,
             edge_stage_layers,
         },

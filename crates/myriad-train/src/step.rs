@@ -773,10 +773,35 @@ pub fn estimate_with(
                     } else {
                         1.0
                     };
-                let bytes = tokens * m.top_k as f64 * h * elem;
-                let combine = tokens * m.top_k as f64 * h * 2.0;
-                let a2a = ctx.coll(CollOp::AllToAll, bytes, &g_ep)
-                    + ctx.coll(CollOp::AllToAll, combine, &g_ep);
+                let k = m.top_k as f64;
+                let d = g_ep.span.spans.first().copied().unwrap_or(1).max(1);
+                let domains = g_ep.size() / d;
+                let a2a = if plan.ep_dispatcher.dedups_domains() && domains > 1 {
+                    // DeepEP / HybridEP: each token crosses the scale-out network once per
+                    // other scale-up domain holding any of its experts (rank i of one
+                    // domain to rank i of the other, over its own NIC) and every copy
+                    // moves once over the scale-up fabric; the combine reduces inside the
+                    // domain before it crosses back. The two stages are pipelined.
+                    let (_, stride) = plan.group_layout(Dim::Ep);
+                    let g_in = Group::new(levels, d, stride, plan.accelerators);
+                    let g_out = Group::new(levels, domains, stride * d, plan.accelerators);
+                    let hit = 1.0 - domain_miss(m.experts, m.top_k, domains);
+                    // An all-to-all over the D domains sends (D - 1)/D of its bytes away:
+                    // (D - 1)·hit copies of each token leave the domain.
+                    let pass = |elem: f64| {
+                        let within = ctx.coll(CollOp::AllToAll, tokens * k * h * elem, &g_in);
+                        let across = ctx.coll(
+                            CollOp::AllToAll,
+                            tokens * h * elem * domains as f64 * hit,
+                            &g_out,
+                        );
+                        within.max(across)
+                    };
+                    pass(elem) + pass(2.0)
+                } else {
+                    ctx.coll(CollOp::AllToAll, tokens * k * h * elem, &g_ep)
+                        + ctx.coll(CollOp::AllToAll, tokens * k * h * 2.0, &g_ep)
+                };
                 st.ep = if block_again { 3.0 } else { 2.0 } * a2a;
             }
         }
@@ -1254,4 +1279,15 @@ pub fn estimate_with(
         model_flops_per_step: model_flops,
         micro_batches: plan.micro_batches(),
     }
+}
+
+/// The probability that one of `domains` equal groups of `experts` experts holds none of a
+/// token's `top_k` distinct experts, routing spread evenly:
+/// C(E - E/D, k) / C(E, k) = prod over i < k of (E - E/D - i) / (E - i).
+pub fn domain_miss(experts: u32, top_k: u32, domains: u64) -> f64 {
+    let e = experts as f64;
+    let outside = e - e / domains.max(1) as f64;
+    (0..top_k)
+        .map(|i| ((outside - i as f64) / (e - i as f64)).max(0.0))
+        .product()
 }
