@@ -447,6 +447,14 @@ pub struct TrainingSpec {
     /// within one scale-up domain.
     #[serde(default)]
     pub ep_dispatcher: Option<EpDispatcher>,
+    /// MoE dispatch and combine hidden under another micro-batch's compute (Megatron-Core
+    /// `overlap_moe_expert_parallel_comm`, the combined 1F1B schedule after DeepSeek-V3's
+    /// DualPipe): the forward of one micro-batch runs beside the backward of the previous one,
+    /// each all-to-all of one under a block of the other (attention forward under the
+    /// backward combine, backward MLP under the forward dispatch, forward MLP under the
+    /// backward dispatch, backward attention under the forward combine). Default `false`.
+    #[serde(default)]
+    pub ep_overlap: Option<bool>,
     /// Tensor-parallel communication overlapped with GEMMs (Transformer Engine
     /// userbuffers); default: on with sequence parallelism and fused attention.
     #[serde(default)]

@@ -163,6 +163,8 @@ pub struct Fixed {
     pub cp_comm: myriad_model::CpComm,
     /// MoE token dispatcher (`training.ep_dispatcher`, default alltoall).
     pub ep_dispatcher: myriad_model::EpDispatcher,
+    /// MoE all-to-all overlap (`training.ep_overlap`, default false).
+    pub ep_overlap: bool,
     pub schedule: PipelineSchedule,
     /// Gradient buffers in fp32 (`training.grad_reduce_in_fp32`; default true, false for fp16).
     pub grad_reduce_in_fp32: bool,
@@ -192,6 +194,7 @@ impl Fixed {
             ep_dispatcher: spec
                 .ep_dispatcher
                 .unwrap_or(myriad_model::EpDispatcher::Alltoall),
+            ep_overlap: spec.ep_overlap.unwrap_or(false),
             schedule: spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB),
             grad_reduce_in_fp32: spec
                 .grad_reduce_in_fp32
@@ -385,6 +388,7 @@ pub fn candidates(
                                             cross_entropy: fixed.cross_entropy,
                                             cp_comm: fixed.cp_comm,
                                             ep_dispatcher: fixed.ep_dispatcher,
+                                            ep_overlap: fixed.ep_overlap,
                                             embedding_in_pipeline_split: !even && edge.is_none(),
                                             edge_stage_layers: edge,
                                         });

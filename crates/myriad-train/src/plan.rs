@@ -68,6 +68,8 @@ pub struct Plan {
     pub cp_comm: CpComm,
     /// How MoE tokens reach experts on other EP ranks.
     pub ep_dispatcher: EpDispatcher,
+    /// MoE all-to-alls hidden under the paired micro-batch's compute (combined 1F1B).
+    pub ep_overlap: bool,
     /// The embedding and the loss count as one layer each in the pipeline split
     /// (Megatron-Core `account_for_embedding/loss_in_pipeline_split`): used when
     /// `layers + 2`, not `layers`, divides by PP×VPP (Llama 3.1 405B: 126 + 2 = 128).
@@ -709,6 +711,7 @@ pub fn resolve(
             cross_entropy: spec.cross_entropy.unwrap_or(CrossEntropy::Fused),
             cp_comm: spec.cp_comm.unwrap_or(CpComm::P2p),
             ep_dispatcher: spec.ep_dispatcher.unwrap_or(EpDispatcher::Alltoall),
+            ep_overlap: spec.ep_overlap.unwrap_or(false),
             embedding_in_pipeline_split,
             edge_stage_layers,
         },

@@ -803,6 +803,31 @@ pub fn estimate_with(
                         + ctx.coll(CollOp::AllToAll, tokens * k * h * 2.0, &g_ep)
                 };
                 st.ep = if block_again { 3.0 } else { 2.0 } * a2a;
+                if plan.ep_overlap && !block_again {
+                    // Combined 1F1B (Megatron-Core `overlap_moe_expert_parallel_comm`, after
+                    // DeepSeek-V3's DualPipe, §3.2.1): this layer's forward for one
+                    // micro-batch runs beside its backward for the previous one, each
+                    // all-to-all of one under a block of the other: attention forward under
+                    // the backward combine, MoE backward under the forward dispatch, MoE
+                    // forward under the backward dispatch, attention backward under the
+                    // forward combine. Hidden traffic slows the compute it runs beside.
+                    let (mut fa, mut fm, mut ba, mut bm) = (0.0, 0.0, 0.0, 0.0);
+                    for op in ops.iter() {
+                        let (f, b, _, _) = ctx.times(std::slice::from_ref(op));
+                        if is_moe_block_op(op.name) {
+                            fm += f;
+                            bm += b;
+                        } else {
+                            fa += f;
+                            ba += b;
+                        }
+                    }
+                    let half = a2a / 2.0;
+                    let pairs = [(fa, half), (bm, half), (fm, half), (ba, half)];
+                    let exposed: f64 = pairs.iter().map(|&(c, t)| (t - c).max(0.0)).sum();
+                    let hidden: f64 = pairs.iter().map(|&(c, t)| t.min(c)).sum();
+                    st.ep = exposed + ctx.overlap * hidden;
+                }
             }
         }
         st
@@ -1279,6 +1304,14 @@ pub fn estimate_with(
         model_flops_per_step: model_flops,
         micro_batches: plan.micro_batches(),
     }
+}
+
+/// Ops of a layer's MLP or MoE block (the rest are its attention block).
+fn is_moe_block_op(name: &str) -> bool {
+    name.starts_with("mlp_")
+        || name.starts_with("expert_")
+        || name.starts_with("moe_")
+        || name == "router"
 }
 
 /// The probability that one of `domains` equal groups of `experts` experts holds none of a

@@ -2,9 +2,11 @@
 //! this repository; nothing in the model was tuned on it): Qwen3 30B-A3B on 16 H100 (two
 //! 8-GPU NVLink domains), BF16, EP 16, batch 1024 × 4096 tokens, measured by NVIDIA in
 //! Megatron-Bridge's skills with the plain `alltoall` dispatcher (41.25 s per step) and with
-//! HybridEP (24.71 s), EP overlap off in both.
+//! HybridEP (24.71 s), EP overlap off in both, and each again with Megatron's EP overlap
+//! (`overlap_moe_expert_parallel_comm`): 31.31 s and 20.99 s.
 //!
-//! Measured when added: both rows −19.7% to −19.8%. Before the `flex` dispatchers' per-domain
+//! Measured when added: the rows without overlap −19.8% and −19.7%, with it −26.3% and
+//! −21.7%; what the overlap saves, 10.0 s and 3.4 s, against 9.94 s and 3.72 s measured. Before the `flex` dispatchers' per-domain
 //! deduplication was modelled the HybridEP row, costed as an all-to-all of every copy, was
 //! +33.8%. The remaining common gap is named in the source's own profile of the HybridEP
 //! run: 10.8 s of communication (the model: 4.5 s of EP all-to-all, about the 4.25 s its
@@ -34,13 +36,32 @@ fn predicted(r: &myriad_train::validate::ValidationReport, key: &str) -> (f64, f
     )
 }
 
-/// Ratchet just above the figures measured (mean 19.8%, worst 19.8%).
+/// Ratchet just above the figures measured (mean 21.9%, worst 26.3%).
 #[test]
 fn moe_dispatch_held_out_runs_do_not_regress() {
     let r = report();
     print(&r);
-    assert_eq!(r.summary.count, 2);
-    common::assert_within(&r, 0.21, 0.21);
+    assert_eq!(r.summary.count, 4);
+    common::assert_within(&r, 0.225, 0.27);
+}
+
+/// What EP overlap saves per step, the same schedule's traffic with and without it: 9.94 s
+/// measured with `alltoall` (41.25 → 31.31 s) and 3.72 s with HybridEP (24.71 → 20.99 s).
+/// The model hides each all-to-all under one block of the paired micro-batch and must save
+/// within 15% of each: the saving is bounded by the traffic (17.7 and 4.5 s) and by the
+/// compute it hides under, so a wrong pairing or a missing slowdown moves it.
+#[test]
+fn ep_overlap_saves_what_was_measured() {
+    let r = report();
+    for disp in ["alltoall", "hybridep"] {
+        let (off_p, off_m) = predicted(&r, &format!("{disp}-no-overlap"));
+        let (on_p, on_m) = predicted(&r, &format!("{disp}-ep-overlap"));
+        let (model, measured) = (off_p - on_p, off_m - on_m);
+        assert!(
+            (model / measured - 1.0).abs() < 0.15,
+            "{disp}: overlap saves {model:.2} s, measured {measured:.2} s"
+        );
+    }
 }
 
 /// What the dispatcher alone changes: the measured step with `alltoall` is 1.67× the
@@ -50,8 +71,8 @@ fn moe_dispatch_held_out_runs_do_not_regress() {
 #[test]
 fn per_domain_deduplication_explains_the_dispatcher_gap() {
     let r = report();
-    let (a_pred, a_meas) = predicted(&r, "alltoall");
-    let (h_pred, h_meas) = predicted(&r, "hybridep");
+    let (a_pred, a_meas) = predicted(&r, "alltoall-no-overlap");
+    let (h_pred, h_meas) = predicted(&r, "hybridep-no-overlap");
     let (model, measured) = (a_pred / h_pred, a_meas / h_meas);
     assert!(
         (model / measured - 1.0).abs() < 0.10,
@@ -74,9 +95,14 @@ fn inside_one_domain_the_dispatchers_cost_the_same() {
     }
     let file = myriad_scenario::validation::parse_validation("ep8.json", &v.to_string()).unwrap();
     let r = myriad_train::validate::validate(&file.cases, myriad_catalog::catalog());
-    let (a, _) = predicted(&r, "alltoall");
-    let (h, _) = predicted(&r, "hybridep");
-    assert!((a / h - 1.0).abs() < 1e-12, "alltoall {a} hybridep {h}");
+    for o in ["no-overlap", "ep-overlap"] {
+        let (a, _) = predicted(&r, &format!("alltoall-{o}"));
+        let (h, _) = predicted(&r, &format!("hybridep-{o}"));
+        assert!(
+            (a / h - 1.0).abs() < 1e-12,
+            "{o}: alltoall {a} hybridep {h}"
+        );
+    }
 }
 
 /// The chance that one of D equal groups of experts holds none of a token's k distinct
