@@ -803,7 +803,8 @@ pub fn estimate_with(
                         + ctx.coll(CollOp::AllToAll, tokens * k * h * 2.0, &g_ep)
                 };
                 st.ep = if block_again { 3.0 } else { 2.0 } * a2a;
-                if plan.ep_overlap && !block_again {
+                // DualPipe pairs the chunks itself (`ep_slot` below).
+                if plan.ep_overlap && !block_again && plan.schedule != PipelineSchedule::Dualpipe {
                     // Combined 1F1B (Megatron-Core `overlap_moe_expert_parallel_comm`, after
                     // DeepSeek-V3's DualPipe, §3.2.1): this layer's forward for one
                     // micro-batch runs beside its backward for the previous one, each
