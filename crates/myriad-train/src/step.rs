@@ -776,7 +776,11 @@ pub fn estimate_with(
                 let k = m.top_k as f64;
                 let d = g_ep.span.spans.first().copied().unwrap_or(1).max(1);
                 let domains = g_ep.size() / d;
-                let a2a = if plan.ep_dispatcher.dedups_domains() && domains > 1 {
+                // One all-to-all of the tokens' copies, `elem` bytes per element.
+                let one = |elem: f64| -> f64 {
+                    if !(plan.ep_dispatcher.dedups_domains() && domains > 1) {
+                        return ctx.coll(CollOp::AllToAll, tokens * k * h * elem, &g_ep);
+                    }
                     // DeepEP / HybridEP: each token crosses the scale-out network once per
                     // other scale-up domain holding any of its experts (rank i of one
                     // domain to rank i of the other, over its own NIC) and every copy
@@ -788,21 +792,16 @@ pub fn estimate_with(
                     let hit = 1.0 - domain_miss(m.experts, m.top_k, domains);
                     // An all-to-all over the D domains sends (D - 1)/D of its bytes away:
                     // (D - 1)·hit copies of each token leave the domain.
-                    let pass = |elem: f64| {
-                        let within = ctx.coll(CollOp::AllToAll, tokens * k * h * elem, &g_in);
-                        let across = ctx.coll(
-                            CollOp::AllToAll,
-                            tokens * h * elem * domains as f64 * hit,
-                            &g_out,
-                        );
-                        within.max(across)
-                    };
-                    pass(elem) + pass(2.0)
-                } else {
-                    ctx.coll(CollOp::AllToAll, tokens * k * h * elem, &g_ep)
-                        + ctx.coll(CollOp::AllToAll, tokens * k * h * 2.0, &g_ep)
+                    let within = ctx.coll(CollOp::AllToAll, tokens * k * h * elem, &g_in);
+                    let across = ctx.coll(
+                        CollOp::AllToAll,
+                        tokens * h * elem * domains as f64 * hit,
+                        &g_out,
+                    );
+                    within.max(across)
                 };
-                st.ep = if block_again { 3.0 } else { 2.0 } * a2a;
+                let (dispatch, combine) = (one(elem), one(2.0));
+                st.ep = if block_again { 3.0 } else { 2.0 } * (dispatch + combine);
                 // DualPipe pairs the chunks itself (`ep_slot` below).
                 if plan.ep_overlap && !block_again && plan.schedule != PipelineSchedule::Dualpipe {
                     // Combined 1F1B (Megatron-Core `overlap_moe_expert_parallel_comm`, after
@@ -812,19 +811,14 @@ pub fn estimate_with(
                     // the backward combine, MoE backward under the forward dispatch, MoE
                     // forward under the backward dispatch, attention backward under the
                     // forward combine. Hidden traffic slows the compute it runs beside.
-                    let (mut fa, mut fm, mut ba, mut bm) = (0.0, 0.0, 0.0, 0.0);
-                    for op in ops.iter() {
-                        let (f, b, _, _) = ctx.times(std::slice::from_ref(op));
-                        if is_moe_block_op(op.name) {
-                            fm += f;
-                            bm += b;
-                        } else {
-                            fa += f;
-                            ba += b;
-                        }
-                    }
-                    let half = a2a / 2.0;
-                    let pairs = [(fa, half), (bm, half), (fm, half), (ba, half)];
+                    let moe_ops: Vec<Op> = ops
+                        .iter()
+                        .filter(|o| is_moe_block_op(o.name))
+                        .copied()
+                        .collect();
+                    let (fm, bm, _, _) = ctx.times(&moe_ops);
+                    let (fa, ba) = (st.fwd - fm, st.bwd - bm);
+                    let pairs = [(fa, combine), (bm, dispatch), (fm, dispatch), (ba, combine)];
                     let exposed: f64 = pairs.iter().map(|&(c, t)| (t - c).max(0.0)).sum();
                     let hidden: f64 = pairs.iter().map(|&(c, t)| t.min(c)).sum();
                     st.ep = exposed + ctx.overlap * hidden;
