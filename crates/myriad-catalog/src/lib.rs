@@ -417,6 +417,22 @@ macro_rules! lookup {
 }
 
 impl Catalog {
+    /// The built-in model of the same architecture as `t` (layers, hidden size, query and
+    /// KV heads, vocabulary and expert count all equal): where a validation row states a
+    /// published model without the fields its format cannot carry (head dimension,
+    /// sliding windows), they come from it.
+    pub fn model_like(&self, t: &myriad_model::Transformer) -> Option<&ModelPreset> {
+        self.models.iter().find(|p| {
+            let a = &p.model;
+            a.layers == t.layers
+                && a.hidden == t.hidden
+                && a.heads == t.heads
+                && a.kv_heads == t.kv_heads
+                && a.vocab == t.vocab
+                && a.moe.as_ref().map(|m| m.experts) == t.moe.as_ref().map(|m| m.experts)
+        })
+    }
+
     lookup!(accelerator, accelerators, Accelerator, "accelerator");
     lookup!(scale_up_system, scale_up, ScaleUpSystem, "scale-up system");
     lookup!(fabric, fabrics, Fabric, "scale-out fabric");

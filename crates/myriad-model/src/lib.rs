@@ -49,6 +49,47 @@ pub struct Transformer {
     pub moe: Option<Moe>,
     #[serde(default)]
     pub mla: Option<Mla>,
+    /// Sliding-window (locally banded) attention on some layers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<SlidingWindow>,
+}
+
+/// Sliding-window attention: a windowed layer's query attends to itself and the
+/// `window - 1` positions before it, so its scores, its kernel's work and its KV reads are
+/// bounded by the window whatever the context. gpt-oss alternates windowed and full layers
+/// (`window: 128, full_every: 2`); Gemma 3 keeps one full layer in six (`full_every: 6`);
+/// Mistral 7B windows every layer (no `full_every`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SlidingWindow {
+    /// Positions each query of a windowed layer attends to (itself included).
+    pub window: u32,
+    /// Every `full_every`-th layer (the 2nd, 4th, ... for 2) attends to the whole context;
+    /// absent: every layer is windowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_every: Option<u32>,
+}
+
+impl SlidingWindow {
+    /// Whether layer `i` (0-based) is windowed.
+    pub fn windows_layer(&self, i: u32) -> bool {
+        match self.full_every {
+            Some(n) if n > 0 => (i + 1) % n != 0,
+            _ => true,
+        }
+    }
+
+    /// Causal (query, key) pairs of a sequence of `seq` tokens in a windowed layer, as a
+    /// share of the `seq²` square (a full causal layer: 1/2, the convention of the step
+    /// model): each query attends to min(position + 1, window) keys, which sums to
+    /// `window·seq − window²/2` once `seq ≥ window`.
+    pub fn causal_fraction(&self, seq: f64) -> f64 {
+        let w = self.window as f64;
+        if seq <= 0.0 || w >= seq {
+            return 0.5;
+        }
+        (w * seq - 0.5 * w * w) / (seq * seq)
+    }
 }
 
 /// Mixture of experts (applies to every layer after the first `dense_layers`).
@@ -192,7 +233,9 @@ impl RecomputeModules {
         use RecomputeModule as M;
         let any = |ms: &[M]| ms.iter().any(|m| self.contains(*m));
         match name {
-            "attention" | "core_scores" | "core_softmax" | "core_values" => any(&[M::CoreAttn]),
+            "attention" | "attention_window" | "core_scores" | "core_softmax" | "core_values" => {
+                any(&[M::CoreAttn])
+            }
             "attn_norm" | "mlp_norm" => any(&[M::Layernorm]),
             "q_up" | "kv_up" => any(&[M::MlaUpProj]),
             "rope" => mla && any(&[M::MlaUpProj]),
@@ -233,6 +276,14 @@ impl Transformer {
         }
     }
 
+    /// Number of sliding-window layers.
+    pub fn windowed_layers(&self) -> u32 {
+        match &self.sliding_window {
+            Some(w) => (0..self.layers).filter(|&i| w.windows_layer(i)).count() as u32,
+            None => 0,
+        }
+    }
+
     /// Number of MoE layers.
     pub fn moe_layers(&self) -> u32 {
         match &self.moe {
@@ -254,6 +305,18 @@ impl Transformer {
         ])?;
         if self.head_dim == Some(0) {
             return Err("head_dim: must be positive, got 0".into());
+        }
+        if let Some(w) = &self.sliding_window {
+            if w.window == 0 {
+                return Err("sliding_window.window: must be positive, got 0".into());
+            }
+            if let Some(n) = w.full_every {
+                if n < 2 {
+                    return Err(format!(
+                        "sliding_window.full_every: {n} leaves no layer windowed; give 2 or more, or drop sliding_window"
+                    ));
+                }
+            }
         }
         if let Some(m) = &self.moe {
             if m.expert_ffn_hidden == 0 {

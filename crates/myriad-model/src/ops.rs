@@ -141,6 +141,8 @@ pub enum OpKind {
     Gemm { m: f64, n: f64, k: f64, count: f64 },
     /// Fused attention over `batch_heads` independent heads, queries `sq`, keys `skv`.
     /// `causal_fraction` is the share of the score matrix computed (1/2 for causal).
+    /// `window`: keys each query attends to in a sliding-window layer (the kernel's span
+    /// per query, which sets its efficiency), 0 for full attention.
     Attention {
         batch_heads: f64,
         sq: f64,
@@ -148,6 +150,7 @@ pub enum OpKind {
         d_qk: f64,
         d_v: f64,
         causal_fraction: f64,
+        window: f64,
     },
     /// Memory-bound op: bytes read plus written in HBM by the forward pass and by the
     /// backward pass.
@@ -184,6 +187,7 @@ impl Op {
                 d_qk,
                 d_v,
                 causal_fraction,
+                ..
             } => 2.0 * batch_heads * sq * skv * (d_qk + d_v) * causal_fraction,
             OpKind::Memory { .. } => 0.0,
         }
@@ -330,17 +334,50 @@ impl Transformer {
             // Context parallelism: each rank holds seq/cp queries and, after the ring of KV
             // exchanges, attends over the whole sequence; with causal load balancing each rank
             // computes 1/cp of the causal score matrix.
-            out.push(Op {
-                name: "attention",
-                kind: OpKind::Attention {
-                    batch_heads: b * heads / tp,
-                    sq: seq / s.cp as f64,
-                    skv: seq,
-                    d_qk,
-                    d_v,
-                    causal_fraction: 0.5,
-                },
-            });
+            //
+            // Sliding windows: the op list describes the mean layer, so the heads split
+            // between a full-attention op and a windowed one in the model's proportion of
+            // windowed layers (gpt-oss alternates them, so every pipeline stage holds
+            // nearly the same mix).
+            let bh = b * heads / tp;
+            let (windowed, window) = match &self.sliding_window {
+                Some(w) => (
+                    self.windowed_layers() as f64 / self.layers.max(1) as f64,
+                    *w,
+                ),
+                None => (
+                    0.0,
+                    crate::SlidingWindow {
+                        window: 0,
+                        full_every: None,
+                    },
+                ),
+            };
+            let attention = |bh: f64, frac: f64, w: f64| OpKind::Attention {
+                batch_heads: bh,
+                sq: seq / s.cp as f64,
+                skv: seq,
+                d_qk,
+                d_v,
+                causal_fraction: frac,
+                window: w,
+            };
+            if windowed < 1.0 {
+                out.push(Op {
+                    name: "attention",
+                    kind: attention(bh * (1.0 - windowed), 0.5, 0.0),
+                });
+            }
+            if windowed > 0.0 {
+                out.push(Op {
+                    name: "attention_window",
+                    kind: attention(
+                        bh * windowed,
+                        window.causal_fraction(seq),
+                        (window.window as f64).min(seq),
+                    ),
+                });
+            }
             if s.cp > 1 && s.cp_comm == CpComm::P2p {
                 // The ring runs one attention kernel per KV block and merges the partial
                 // results (Transformer Engine `AttnFuncWithCPAndKVP2P`): forward, the first

@@ -16,6 +16,7 @@ fn gpt(layers: u32, h: u32, heads: u32, seq: u32) -> Transformer {
         tied_embeddings: true,
         moe: None,
         mla: None,
+        sliding_window: None,
     }
 }
 
@@ -75,6 +76,7 @@ fn gqa_swiglu_llama3_70b_params() {
         tied_embeddings: false,
         moe: None,
         mla: None,
+        sliding_window: None,
     };
     let p = m.params();
     // attention: q 8192², k,v 8192·1024 each, o 8192²
@@ -118,6 +120,7 @@ fn deepseek_v3_total_and_active_params() {
             qk_rope_head_dim: 64,
             v_head_dim: 128,
         }),
+        sliding_window: None,
     };
     let p = m.params();
     assert!((p.total / 659.5e9 - 1.0).abs() < 0.03, "total {}", p.total);
@@ -439,4 +442,61 @@ fn context_parallel_ring_merges_partial_attention_results() {
         unreachable!()
     };
     assert!((bytes / 1e6 - 167.77).abs() < 0.01, "{bytes}");
+}
+
+#[test]
+fn sliding_window_pairs_and_layers_by_hand() {
+    use myriad_model::SlidingWindow;
+    // gpt-oss: 128-token band. Queries 0..127 attend to 1..128 keys, every later one to
+    // 128: 128·4096 − 128²/2 = 516,096 pairs of the 4096² square = 0.030762.
+    let w = SlidingWindow {
+        window: 128,
+        full_every: Some(2),
+    };
+    assert!((w.causal_fraction(4096.0) - 516_096.0 / 16_777_216.0).abs() < 1e-12);
+    // A window as long as the sequence is plain causal attention.
+    assert_eq!(w.causal_fraction(128.0), 0.5);
+    assert_eq!(w.causal_fraction(100.0), 0.5);
+    // full_every 2: layers 0, 2, 4, ... windowed, 1, 3, 5, ... full.
+    assert!(w.windows_layer(0) && !w.windows_layer(1) && w.windows_layer(34));
+    // Gemma 3's five local layers to one global; Mistral's every layer.
+    let gemma = SlidingWindow {
+        window: 1024,
+        full_every: Some(6),
+    };
+    let all = SlidingWindow {
+        window: 4096,
+        full_every: None,
+    };
+    let mut m = gpt(12, 1024, 16, 8192);
+    m.sliding_window = Some(gemma);
+    assert_eq!(m.windowed_layers(), 10);
+    m.sliding_window = Some(all);
+    assert_eq!(m.windowed_layers(), 12);
+}
+
+#[test]
+fn sliding_window_cuts_attention_flops_only() {
+    // gpt-oss-120b's attention (64 query heads of 64, 8 KV heads, 36 layers), dense MLP.
+    let mut oss = gpt(36, 2880, 64, 4096);
+    oss.head_dim = Some(64);
+    oss.kv_heads = 8;
+    let w = myriad_model::SlidingWindow {
+        window: 128,
+        full_every: Some(2),
+    };
+    oss.sliding_window = Some(w);
+    assert_eq!(oss.windowed_layers(), 18);
+    let mut full = oss.clone();
+    full.sliding_window = None;
+    let (a, b) = (oss.flops_per_sequence(), full.flops_per_sequence());
+    // GEMMs untouched; attention: half the layers full (1/2 of the square), half banded.
+    assert_eq!(a.gemm, b.gemm);
+    let expect = b.attention * (0.5 * 0.5 + 0.5 * w.causal_fraction(4096.0)) / 0.5;
+    assert!(
+        (a.attention / expect - 1.0).abs() < 1e-12,
+        "{} vs {expect}",
+        a.attention
+    );
+    assert!(a.attention < 0.55 * b.attention);
 }

@@ -12,7 +12,8 @@
 
 use myriad_catalog::Catalog;
 use myriad_model::{
-    CpComm, CrossEntropy, EpDispatcher, Mla, Moe, Recompute, RecomputeModule, Transformer,
+    CpComm, CrossEntropy, EpDispatcher, Mla, Moe, Recompute, RecomputeModule, SlidingWindow,
+    Transformer,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -286,6 +287,8 @@ pub struct ModelSpec {
     pub moe: Option<Moe>,
     #[serde(default)]
     pub mla: Option<Mla>,
+    #[serde(default)]
+    pub sliding_window: Option<SlidingWindow>,
 }
 
 /// Numeric precision of the training GEMMs.
@@ -850,6 +853,9 @@ impl ModelSpec {
                 .mla
                 .clone()
                 .or(base.as_ref().and_then(|b| b.mla.clone())),
+            sliding_window: self
+                .sliding_window
+                .or(base.as_ref().and_then(|b| b.sliding_window)),
         };
         t.check().map_err(|m| {
             let (p, rest) = m.split_once(": ").unwrap_or(("", &m));

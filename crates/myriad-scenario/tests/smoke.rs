@@ -67,6 +67,8 @@ fn errors_name_file_path_value_and_expectation() {
         (format!("{BASE}training: {{zero_stage: 4}}\n"), "s.yaml: training.zero_stage: 4 is not 0, 1, 2 or 3"),
         (format!("{BASE}training: {{placement: tp-dp}}\n"), "s.yaml: training.placement: `tp-dp` must name all of tp, cp, ep, dp, pp once (e.g. tp-cp-ep-dp-pp)"),
         (format!("{BASE}modle: {{preset: gpt3-175b}}\n"), "s.yaml: modle: unknown key; did you mean model?"),
+        (format!("{BASE}model: {{preset: gpt-oss-120b, sliding_window: {{window: 0}}}}\n"), "s.yaml: model.sliding_window.window: must be positive, got 0"),
+        (format!("{BASE}model: {{preset: gpt-oss-120b, sliding_window: {{window: 128, full_every: 1}}}}\n"), "s.yaml: model.sliding_window.full_every: 1 leaves no layer windowed; give 2 or more, or drop sliding_window"),
     ];
     for (text, expect) in cases {
         let e = parse(&text).unwrap_err();

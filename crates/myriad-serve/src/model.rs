@@ -510,13 +510,22 @@ impl InstanceModel {
         })
     }
 
-    /// Applies a framework's per-instance behaviour: its decode attention kernel and its
-    /// host-loop floor.
+    /// Applies a framework's per-instance behaviour: its decode attention kernel, its
+    /// host-loop floor, and whether its kernels and KV cache exploit the model's sliding
+    /// windows.
     pub fn with_framework(self, fw: &crate::framework::Framework) -> Self {
-        self.with_decode_kernel(fw.gqa_decode_kernel)
+        let m = self
+            .with_decode_kernel(fw.gqa_decode_kernel)
             .with_fp8_decode_attention(fw.fp8_decode_attention)
             .with_host_per_seq(fw.host_us_per_seq)
-            .with_moe_dp_padding(fw.adp_pads_fp4_moe)
+            .with_moe_dp_padding(fw.adp_pads_fp4_moe);
+        match m.model.sliding_window {
+            Some(w) if fw.sliding_window_attention => {
+                let layers = m.model.windowed_layers();
+                m.with_sliding_window(w.window, layers, fw.sliding_window_kv)
+            }
+            _ => m,
+        }
     }
 
     /// With `on` (the framework pads), NVFP4 experts under attention data parallelism run

@@ -41,8 +41,13 @@ fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Opt
     )
     .ok()?;
     let mut im = im.with_placement(m.placement);
+    // The framework's per-instance behaviour, as the base deployment was built with it.
     im.decode_kv_reads = m.decode_kv_reads;
     im.expert_load_cv = m.expert_load_cv;
+    im.fp8_decode_attention = m.fp8_decode_attention;
+    im.host_per_seq_s = m.host_per_seq_s;
+    im.window = m.window;
+    im.window_bounds_kv = m.window_bounds_kv;
     let kv = im.kv_capacity_tokens(kv_fraction);
     (kv >= 1.0).then_some(RoleSpec {
         model: im,

@@ -263,6 +263,7 @@ fn row_model(m: &Value, notes: &mut Vec<String>) -> Result<Transformer, String> 
         tied_embeddings: false,
         moe,
         mla,
+        sliding_window: None,
     };
     t.check().map_err(|e| format!("model.{e}"))?;
     Ok(t)
@@ -434,18 +435,6 @@ fn parse_parallel(s: &str, gpus: u32) -> (u32, u32, u32) {
     (1, gpus, gpus)
 }
 
-/// Sliding-window attention of a known architecture: (window tokens, windowed layers).
-/// gpt-oss alternates full-context and 128-token banded layers (OpenAI gpt-oss model card,
-/// 2025: "alternating dense and locally banded sparse attention ... bandwidth of 128
-/// tokens"; Hugging Face config `sliding_window: 128`, `layer_types` alternating
-/// sliding/full, the first layer windowed), so half the layers (rounded up) are windowed.
-pub fn sliding_window(t: &Transformer) -> Option<(u32, u32)> {
-    t.name
-        .to_ascii_lowercase()
-        .contains("gpt-oss")
-        .then_some((128, t.layers.div_ceil(2)))
-}
-
 /// Published checkpoints that run with an FP8 KV cache in TensorRT-LLM when the row
 /// states no KV precision: their quantisation config names one (`hf_quant_config.json`
 /// `kv_cache_quant_algo: FP8`, which the `auto` KV dtype follows), or trtllm-bench's
@@ -515,12 +504,6 @@ fn build(
         spec,
     )?
     .with_framework(fw);
-    let m = match sliding_window(t) {
-        Some((w, layers)) if fw.sliding_window_attention => {
-            m.with_sliding_window(w, layers, fw.sliding_window_kv)
-        }
-        _ => m,
-    };
     Ok(Built {
         gpus: par.gpus(),
         model: m,
@@ -678,7 +661,21 @@ fn predict_inner(
     }
     let acc_id = accelerator_id(hw);
     cat.accelerator(&acc_id).map_err(|e| e.message())?;
-    let t = row_model(row.get("model").unwrap_or(&null), notes)?;
+    let mut t = row_model(row.get("model").unwrap_or(&null), notes)?;
+    // Sliding windows are architecture the row format cannot state: from the built-in
+    // model of the same shape (gpt-oss: every other layer, 128 tokens).
+    if let Some(p) = cat.model_like(&t) {
+        if let Some(w) = p.model.sliding_window {
+            t.sliding_window = Some(w);
+            notes.push(format!(
+                "model.sliding_window: {} of {} layers attend to the last {} tokens (from the matching preset {})",
+                t.windowed_layers(),
+                t.layers,
+                w.window,
+                p.id
+            ));
+        }
+    }
     let mut fw_name = text(sv, "framework");
     if fw_name.is_empty() {
         // No framework field: the source may name it.

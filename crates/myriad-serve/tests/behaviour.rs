@@ -604,6 +604,7 @@ fn gpt_oss_like() -> myriad_model::Transformer {
             dense_ffn_hidden: None,
         }),
         mla: None,
+        sliding_window: None,
     }
 }
 
@@ -1785,4 +1786,32 @@ serving:
             c.accelerators
         );
     }
+}
+
+/// The model's sliding windows reach `myriad serve` through the framework: vLLM attends
+/// over and caches only the window, TensorRT-LLM attends over it but keeps the whole
+/// sequence's cache, SGLang is costed as full attention (`framework.rs`).
+#[test]
+fn a_preset_with_sliding_windows_serves_them_per_framework() {
+    let cat = myriad_catalog::catalog();
+    let decode_of = |fw: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8}}\nmodel: {{preset: gpt-oss-120b}}\nserving:\n  framework: {fw}\n  weights: bf16\n  experts: fp4\n  kv_cache: bf16\n  instance: {{tp: 1}}\n  input: {{mean: 1000}}\n  output: {{mean: 1000}}\n  requests: 10\n"
+        );
+        let s = myriad_scenario::parse_scenario("s.yaml", &text, cat).unwrap();
+        let b = myriad_cluster::build(&s, cat).unwrap();
+        match myriad_serve::setup(&s, &b, cat, None).unwrap().deployment {
+            myriad_serve::Deployment::Aggregated(r) => r.model,
+            _ => panic!("aggregated"),
+        }
+    };
+    // gpt-oss: 18 of 36 layers windowed at 128 tokens.
+    let v = decode_of("vllm");
+    assert_eq!(v.window, Some((128.0, 0.5)));
+    assert_eq!(v.kv_need(1000.0), 1000.0 * 0.5 + 128.0 * 0.5);
+    let t = decode_of("tensorrt-llm");
+    assert_eq!(t.window, Some((128.0, 0.5)));
+    assert_eq!(t.kv_need(1000.0), 1000.0);
+    let g = decode_of("sglang");
+    assert_eq!(g.window, None);
 }

@@ -2,7 +2,10 @@
 //! myriad-validation/1 file whose id contains a pattern: what `myriad validate` predicts,
 //! taken apart.
 //!
-//! `cargo run --release -p myriad-train --example explain -- FILE [PATTERN]`
+//! `cargo run --release -p myriad-train --example explain -- FILE [PATTERN] [--ops]`
+//!
+//! `--ops` also lists the forward and backward time of every op of one layer (the first
+//! MoE layer where there is one) for one micro-batch on one rank.
 fn main() {
     if let Err(e) = run() {
         eprintln!("error: {e}");
@@ -13,7 +16,13 @@ fn main() {
 fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
     let path = args.get(1).ok_or("usage: explain FILE [PATTERN]")?;
-    let pat = args.get(2).map(String::as_str).unwrap_or("");
+    let ops = args.iter().any(|a| a == "--ops");
+    let pat = args
+        .iter()
+        .skip(2)
+        .find(|a| *a != "--ops")
+        .map(String::as_str)
+        .unwrap_or("");
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     let file =
         myriad_scenario::validation::parse_validation(path, &text).map_err(|e| e.to_string())?;
@@ -47,6 +56,42 @@ fn run() -> Result<(), String> {
         for n in notes {
             println!("   note: {n}");
         }
+        if ops {
+            print_ops(case, cat, p)?;
+        }
     }
+    Ok(())
+}
+
+/// One layer's ops, forward and backward milliseconds each, and their sums.
+fn print_ops(
+    case: &myriad_scenario::validation::ValidationCase,
+    cat: &myriad_catalog::Catalog,
+    plan: &myriad_train::Plan,
+) -> Result<(), String> {
+    let model = myriad_train::validate::case_model(case, cat)?;
+    let acc = cat
+        .accelerator(&case.system.accelerator)
+        .map_err(|e| e.message())?;
+    let layer = (0..model.layers)
+        .find(|&i| model.is_moe_layer(i))
+        .unwrap_or(0);
+    let mut list = Vec::new();
+    model.layer_ops(layer, &plan.shard(), &mut list);
+    println!("   ops of layer {layer}, one micro-batch (ms, forward / backward):");
+    let (mut tf, mut tb) = (0.0, 0.0);
+    for op in &list {
+        let (f, b) = myriad_train::step::op_times(acc, plan.precision, std::slice::from_ref(op));
+        tf += f;
+        tb += b;
+        println!(
+            "   {:>24}: {:8.3} {:8.3}  {:?}",
+            op.name,
+            1e3 * f,
+            1e3 * b,
+            op.kind
+        );
+    }
+    println!("   {:>24}: {:8.3} {:8.3}", "sum", 1e3 * tf, 1e3 * tb);
     Ok(())
 }

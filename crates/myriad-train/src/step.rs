@@ -369,10 +369,21 @@ impl<'a> Ctx<'a> {
                     w += wg;
                 }
                 OpKind::Attention {
-                    sq, skv, d_qk, d_v, ..
+                    sq,
+                    skv,
+                    d_qk,
+                    d_v,
+                    window,
+                    ..
                 } => {
                     let flops = op.flops();
-                    let seq = sq.min(skv);
+                    // The kernel's span per query: the shorter of the two lengths, or the
+                    // window of a sliding-window layer.
+                    let seq = if window > 0.0 {
+                        sq.min(skv).min(window)
+                    } else {
+                        sq.min(skv)
+                    };
                     let t = self.attention(flops, seq, d_qk + d_v, false);
                     f += t;
                     attn_f += t;

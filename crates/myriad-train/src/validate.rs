@@ -243,38 +243,46 @@ pub fn validate(cases: &[ValidationCase], cat: &Catalog) -> ValidationReport {
     }
 }
 
-/// The case's model, with fields the validation format cannot state (`head_dim`) taken
-/// from a built-in preset of the same architecture; returns the note saying so.
+/// The case's model, with fields the validation format cannot state (`head_dim`,
+/// `sliding_window`) taken from a built-in preset of the same architecture;
+/// returns the notes saying so.
 pub fn case_model_noted(
     case: &ValidationCase,
     cat: &Catalog,
-) -> Result<(myriad_model::Transformer, Option<String>), String> {
+) -> Result<(myriad_model::Transformer, Vec<String>), String> {
     let mut model = case
         .model
         .resolve(cat)
         .map_err(|(p, m)| format!("model.{p}: {m}"))?;
-    let mut note = None;
-    if case.model.preset.is_none() && case.model.head_dim.is_none() {
-        if let Some(p) = cat.models.iter().find(|p| {
-            let a = &p.model;
-            a.layers == model.layers
-                && a.hidden == model.hidden
-                && a.heads == model.heads
-                && a.kv_heads == model.kv_heads
-                && a.vocab == model.vocab
-                && a.moe.as_ref().map(|m| m.experts) == model.moe.as_ref().map(|m| m.experts)
-        }) {
-            if p.model.head_dim.is_some() && p.model.head_dim != model.head_dim {
+    let mut notes = Vec::new();
+    if case.model.preset.is_none() {
+        if let Some(p) = cat.model_like(&model) {
+            if case.model.head_dim.is_none()
+                && p.model.head_dim.is_some()
+                && p.model.head_dim != model.head_dim
+            {
                 model.head_dim = p.model.head_dim;
-                note = Some(format!(
+                notes.push(format!(
                     "head_dim: {} (from the matching preset {})",
                     model.head_dim(),
                     p.id
                 ));
             }
+            if case.model.sliding_window.is_none() {
+                if let Some(w) = p.model.sliding_window {
+                    model.sliding_window = Some(w);
+                    notes.push(format!(
+                        "sliding_window: {} of {} layers attend to the last {} tokens (from the matching preset {})",
+                        model.windowed_layers(),
+                        model.layers,
+                        w.window,
+                        p.id
+                    ));
+                }
+            }
         }
     }
-    Ok((model, note))
+    Ok((model, notes))
 }
 
 /// The case's model (see [`case_model_noted`]).

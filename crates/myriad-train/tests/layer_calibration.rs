@@ -23,6 +23,7 @@ fn row_layer(r: &serde_json::Value) -> (Transformer, Shard) {
         tied_embeddings: false,
         moe: None,
         mla: None,
+        sliding_window: None,
     };
     let shard = Shard {
         tp: u("tp"),
@@ -86,6 +87,7 @@ fn attention_times_match_the_h100_measurement_across_head_dims() {
                 d_qk: d,
                 d_v: dv,
                 causal_fraction: 0.5,
+                window: 0.0,
             },
         };
         let (f, b) = myriad_train::step::attention_times(acc, &op);
@@ -269,6 +271,7 @@ fn small_layers_match_the_h100_cuda_graph_measurement() {
             tied_embeddings: false,
             moe: None,
             mla: None,
+            sliding_window: None,
         };
         let (f, b) = myriad_train::step::layer_compute_times(
             acc,

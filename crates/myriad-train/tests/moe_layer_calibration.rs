@@ -52,6 +52,7 @@ fn moe_expert_gemms_match_the_h100_measurement() {
                 dense_ffn_hidden: None,
             }),
             mla: None,
+            sliding_window: None,
         };
         let shard = Shard {
             ep: u("ep"),

@@ -746,3 +746,54 @@ fn tp_comm_overlap_sms_errors_name_the_numbers() {
         "training.tp_comm_overlap_sms: 132 SMs leave none of the 132 of h100-sxm for the GEMM"
     );
 }
+
+/// Sliding windows cut only the windowed layers' attention: a window as long as the
+/// sequence changes nothing, a 128-token band on half the layers (gpt-oss) shortens the
+/// step by less than the attention's share of it.
+#[test]
+fn a_sliding_window_shortens_attention_only() {
+    let cat = myriad_catalog::catalog();
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: gpt-oss-120b}\ntraining: {tp: 1, pp: 1, dp: 64, ep: 8, micro_batch: 1, global_batch: 512, recompute: none, zero_stage: 1}\n";
+    let s = parse_scenario("t.yaml", text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let oss = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    assert_eq!(oss.windowed_layers(), 18);
+    let step = |m: &myriad_model::Transformer| {
+        myriad_train::train(s.training.as_ref().unwrap(), m, &c, 64)
+            .unwrap()
+            .estimate
+    };
+    let mut full = oss.clone();
+    full.sliding_window = None;
+    let mut whole = oss.clone();
+    whole.sliding_window = Some(myriad_model::SlidingWindow {
+        window: oss.seq_len,
+        full_every: Some(2),
+    });
+    let (w, f, same) = (step(&oss), step(&full), step(&whole));
+    assert_eq!(same.step_time_s, f.step_time_s);
+    assert!(w.step_time_s < f.step_time_s);
+    // What the band saves is at most the attention time of the windowed half.
+    let attn = myriad_train::step::op_times(
+        cat.accelerator("h100-sxm").unwrap(),
+        myriad_scenario::Precision::Bf16,
+        &[myriad_model::Op {
+            name: "attention",
+            kind: myriad_model::OpKind::Attention {
+                batch_heads: 64.0,
+                sq: 4096.0,
+                skv: 4096.0,
+                d_qk: 64.0,
+                d_v: 64.0,
+                causal_fraction: 0.5,
+                window: 0.0,
+            },
+        }],
+    );
+    let per_step_attn = (attn.0 + attn.1) * 18.0 * (512.0 / 64.0);
+    let saved = f.step_time_s - w.step_time_s;
+    assert!(
+        saved > 0.3 * per_step_attn && saved < per_step_attn,
+        "{saved} of {per_step_attn}"
+    );
+}
