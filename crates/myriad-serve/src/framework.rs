@@ -97,10 +97,10 @@ pub const SGLANG: Framework = Framework {
     overlap_comm: true,
     gqa_decode_kernel: true,
     fp8_decode_attention: true,
-    sliding_window_attention: false,
+    sliding_window_attention: true,
     sliding_window_kv: false,
     adp_pads_fp4_moe: false,
-    source: "SGLang: mem_fraction_static about 0.85-0.88 on 80-192 GB GPUs; chunked_prefill_size up to 16384; two-batch overlap for large-EP DeepSeek deployments (LMSYS blog 2025-05-05). Iteration overhead 0.5 ms: an assumption — the zero-overhead (overlap) scheduler hides batch preparation, leaving sampling and synchronisation. Sliding window: not checked for SGLang, windowed layers costed as full layers",
+    source: "SGLang: mem_fraction_static about 0.85-0.88 on 80-192 GB GPUs; chunked_prefill_size up to 16384; two-batch overlap for large-EP DeepSeek deployments (LMSYS blog 2025-05-05). Iteration overhead 0.5 ms: an assumption — the zero-overhead (overlap) scheduler hides batch preparation, leaving sampling and synchronisation. Sliding window: its attention backends take the window (gpt-oss needs it for correctness; the kernels skip out-of-window tiles), so windowed layers are costed over it; the KV cache is not bounded to the window: python/sglang/srt/mem_cache/swa_memory_pool.py (SWAKVPool, commit 00381c02) keeps windowed layers in a second pool sized as a ratio of the full pool (swa_full_tokens_ratio) rather than per sequence, so admission is counted against whole sequences as before",
 };
 
 /// TensorRT-LLM before v0.7: the same defaults, but a decode attention kernel (masked

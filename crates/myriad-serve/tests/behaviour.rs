@@ -1789,8 +1789,8 @@ serving:
 }
 
 /// The model's sliding windows reach `myriad serve` through the framework: vLLM attends
-/// over and caches only the window, TensorRT-LLM attends over it but keeps the whole
-/// sequence's cache, SGLang is costed as full attention (`framework.rs`).
+/// over and caches only the window, TensorRT-LLM and SGLang attend over it but keep the
+/// whole sequence's cache (`framework.rs`).
 #[test]
 fn a_preset_with_sliding_windows_serves_them_per_framework() {
     let cat = myriad_catalog::catalog();
@@ -1813,5 +1813,6 @@ fn a_preset_with_sliding_windows_serves_them_per_framework() {
     assert_eq!(t.window, Some((128.0, 0.5)));
     assert_eq!(t.kv_need(1000.0), 1000.0);
     let g = decode_of("sglang");
-    assert_eq!(g.window, None);
+    assert_eq!(g.window, Some((128.0, 0.5)));
+    assert_eq!(g.kv_need(1000.0), 1000.0);
 }
