@@ -122,6 +122,12 @@ per-source parameter; these are explanations, not corrections):
   (−7…−16%): the rank-dependent cost measured for 530B is about twice the 175B's,
   which a per-collective host cost cannot give, and no measured 2021 host costs exist to
   settle it.
+- **fp8 parameters.** DGX Cloud's Nemotron-4 recipe (nemotron/configure.sh @ 35a9aec) runs its
+  fp8 rows with `model.fp8_params`: weights kept in fp8 only, the distributed optimizer
+  gathering 1 byte per parameter (`training.fp8_params`, which the validator fills for that
+  recipe only; the release's other recipes were not read). The 340B fp8 row on 128 GPUs then
+  fits without recompute or gradient sharding, as NVIDIA ran it: +13.4% → −8.8%; the other
+  Nemotron fp8 rows moved 0.2-1.0 points faster, the file's mean 9.12% → 9.11%.
 - **Nemotron-4 340B at DP 2 (dgxc and NeMo 24.07, +19…+22%).** Myriad's memory model needs
   93 GiB per GPU without recompute (bf16: weights 10.7, fp32 gradients 21.5, optimizer 32.2,
   activations 25.7, buffers 3), so it picks full recompute; the published step times are

@@ -413,6 +413,12 @@ pub struct TrainingSpec {
     /// accumulation only for bf16).
     #[serde(default)]
     pub grad_reduce_in_fp32: Option<bool>,
+    /// Parameters stored in fp8 only (NeMo `fp8_params`, Megatron `--fp8-param-gather`):
+    /// the 2-byte copy of every weight is dropped (its fp8 copy and, for the backward pass,
+    /// its fp8 transpose remain) and the data-parallel parameter all-gather moves 1 byte per
+    /// parameter. Needs fp8 or fp4 precision. Default `false`.
+    #[serde(default)]
+    pub fp8_params: Option<bool>,
     /// ZeRO-3 prefetches the next layer's parameters while the current one computes (PyTorch
     /// FSDP, Megatron FSDP, DeepSpeed since 2022); `false` gathers each weight matrix when
     /// it runs, on the critical path, as DeepSpeed 0.3 did (a device synchronisation before

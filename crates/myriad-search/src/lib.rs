@@ -168,6 +168,8 @@ pub struct Fixed {
     pub schedule: PipelineSchedule,
     /// Gradient buffers in fp32 (`training.grad_reduce_in_fp32`; default true, false for fp16).
     pub grad_reduce_in_fp32: bool,
+    /// Weights kept in fp8 only (`training.fp8_params`, default false).
+    pub fp8_params: bool,
     /// ZeRO-3 with prefetch (`training.zero3_prefetch`, default true).
     pub zero3_prefetch: bool,
     /// DP and PP overlap switches (`training.overlap_grad_reduce`, `overlap_p2p_comm`).
@@ -199,6 +201,7 @@ impl Fixed {
             grad_reduce_in_fp32: spec
                 .grad_reduce_in_fp32
                 .unwrap_or(precision != Precision::Fp16),
+            fp8_params: spec.fp8_params.unwrap_or(false),
             zero3_prefetch: spec.zero3_prefetch.unwrap_or(true),
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
             overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
@@ -372,6 +375,7 @@ pub fn candidates(
                                             precision: fixed.precision,
                                             distributed_optimizer: z >= 1,
                                             grad_reduce_in_fp32: fixed.grad_reduce_in_fp32,
+                                            fp8_params: fixed.fp8_params,
                                             zero3_prefetch: fixed.zero3_prefetch,
                                             zero_stage: z,
                                             schedule: fixed.schedule,

@@ -45,6 +45,8 @@ pub struct Plan {
     pub distributed_optimizer: bool,
     /// Gradient buffers and DP reduction in fp32 (else in the 2-byte parameter precision).
     pub grad_reduce_in_fp32: bool,
+    /// Weights kept in fp8 only (`training.fp8_params`).
+    pub fp8_params: bool,
     /// ZeRO-3 prefetches the next layer's parameters under compute (FSDP); false: gathers
     /// on demand on the critical path, one tensor at a time with list collectives
     /// (DeepSpeed before 2022).
@@ -492,6 +494,15 @@ pub fn resolve(
             ),
         ));
     }
+    if spec.fp8_params == Some(true) && !matches!(precision, Precision::Fp8 | Precision::Fp4) {
+        return Err(bad(
+            "fp8_params",
+            format!(
+                "parameters are stored in fp8 only with fp8 or fp4 training, not {}",
+                precision.as_str()
+            ),
+        ));
+    }
     let distributed_optimizer = match spec.distributed_optimizer {
         Some(d) => d,
         None => dp > 1 && spec.zero_stage.is_none(),
@@ -699,6 +710,7 @@ pub fn resolve(
             grad_reduce_in_fp32: spec
                 .grad_reduce_in_fp32
                 .unwrap_or(precision != Precision::Fp16),
+            fp8_params: spec.fp8_params.unwrap_or(false),
             zero3_prefetch: spec.zero3_prefetch.unwrap_or(true),
             zero_stage,
             schedule,

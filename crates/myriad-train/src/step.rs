@@ -998,6 +998,8 @@ pub fn estimate_with(
         layout: g_pp.layout,
     }];
     let background: &[Concurrent] = if pp > 1 { &pp_background } else { &[] };
+    // The distributed optimizer gathers the updated parameters in their stored precision.
+    let param_gather_bytes = if plan.fp8_params { 1.0 } else { 2.0 };
     let dp_comm = |p: f64, g: &Group| -> (f64, f64) {
         if g.size() <= 1 || p <= 0.0 {
             return (0.0, 0.0);
@@ -1005,7 +1007,7 @@ pub fn estimate_with(
         if plan.distributed_optimizer || plan.zero_stage >= 1 {
             (
                 ctx.coll_during(CollOp::ReduceScatter, p * grad_bytes, g, background),
-                ctx.coll(CollOp::AllGather, p * 2.0, g),
+                ctx.coll(CollOp::AllGather, p * param_gather_bytes, g),
             )
         } else {
             (
@@ -1211,7 +1213,14 @@ pub fn estimate_with(
     };
     for s in 0..pp {
         let (d, e) = stage_params(s);
-        let w_bytes = if fp8 { 3.0 } else { 2.0 };
+        // fp8 training keeps each weight's 2-byte copy and its fp8 cast; with fp8 parameters
+        // the 2-byte copy goes and the fp8 transpose the backward GEMMs read is kept instead
+        // (Transformer Engine caches it per weight across micro-batches).
+        let w_bytes = match (fp8, plan.fp8_params) {
+            (true, true) => 2.0,
+            (true, false) => 3.0,
+            _ => 2.0,
+        };
         let p_local = d + e;
         let zero3 = plan.zero_stage >= 3;
         let weights = if zero3 {

@@ -342,6 +342,23 @@ pub fn explain(
         training.grad_reduce_in_fp32 = Some(false);
         notes.push("grad_reduce_in_fp32: false (not given; NVIDIA's benchmark recipes reduce gradients in bf16)".into());
     }
+    // DGX Cloud benchmarking's Nemotron-4 recipes store fp8 parameters in fp8 runs
+    // (nemotron/configure.sh at the v24.11.1 release, commit 35a9aec: `+model.fp8_params=
+    // ${FP8_ENABLED^}`). Read for that recipe only; the repository's other recipes of the
+    // release were not read, so their rows keep the default.
+    let fp8_run = matches!(
+        training.precision,
+        Some(myriad_scenario::Precision::Fp8 | myriad_scenario::Precision::Fp4)
+    );
+    if training.fp8_params.is_none()
+        && fp8_run
+        && source.contains("dgxc-benchmarking")
+        && source.contains("nemotron/")
+        && source.contains("35a9aec")
+    {
+        training.fp8_params = Some(true);
+        notes.push("fp8_params: true (not given; the DGX Cloud Nemotron-4 recipe sets model.fp8_params in fp8 runs, nemotron/configure.sh @ 35a9aec)".into());
+    }
     // The loss kernel: Megatron-Bridge's performance scripts set Transformer Engine's
     // (`cross_entropy_fusion_impl: te`) since they appeared (August 2025); Megatron-Core's
     // `cross_entropy_loss_fusion` came in 2024, so earlier sources ran the unfused one.

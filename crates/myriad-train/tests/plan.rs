@@ -797,3 +797,37 @@ fn a_sliding_window_shortens_attention_only() {
         "{saved} of {per_step_attn}"
     );
 }
+
+/// fp8 parameters drop each weight's 2-byte copy (1 byte of the 3 fp8 training keeps per
+/// parameter) and need fp8 training.
+#[test]
+fn fp8_params_drop_the_two_byte_weight_copy() {
+    let cat = myriad_catalog::catalog();
+    let run = |extra: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 128, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: nemotron4-340b}}\ntraining: {{global_batch: 32, micro_batch: 1, tp: 8, pp: 8, dp: 2, vpp: 12, zero_stage: 1, recompute: none, grad_reduce_in_fp32: false{extra}}}\n"
+        );
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 128)
+    };
+    let (plain, stored) = (
+        run(", precision: fp8").unwrap().estimate,
+        run(", precision: fp8, fp8_params: true").unwrap().estimate,
+    );
+    // 3 bytes per parameter become 2: a third of the weights' memory.
+    let ratio = stored.memory.weights_gib / plain.memory.weights_gib;
+    assert!((ratio - 2.0 / 3.0).abs() < 1e-9, "{ratio}");
+    assert_eq!(stored.memory.optimizer_gib, plain.memory.optimizer_gib);
+    // Nemotron-4 340B on 128 H100 (TP 8, PP 8, DP 2) fits only with them, as NVIDIA ran it.
+    assert!(!plain.fits && stored.fits);
+    assert!(stored.breakdown.dp_comm_s <= plain.breakdown.dp_comm_s);
+    let e = run(", precision: bf16, fp8_params: true")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "training.fp8_params: parameters are stored in fp8 only with fp8 or fp4 training, not bf16"
+    );
+}
