@@ -417,6 +417,21 @@ macro_rules! lookup {
 }
 
 impl Catalog {
+    /// Gives `t` the sliding windows of the built-in model of its shape ([`Self::model_like`])
+    /// when that model has them; returns the note saying so.
+    pub fn lend_sliding_window(&self, t: &mut myriad_model::Transformer) -> Option<String> {
+        let p = self.model_like(t)?;
+        let w = p.model.sliding_window?;
+        t.sliding_window = Some(w);
+        Some(format!(
+            "sliding_window: {} of {} layers attend to the last {} tokens (from the matching preset {})",
+            t.windowed_layers(),
+            t.layers,
+            w.window,
+            p.id
+        ))
+    }
+
     /// The built-in model of the same architecture as `t` (layers, hidden size, query and
     /// KV heads, vocabulary and expert count all equal): where a validation row states a
     /// published model without the fields its format cannot carry (head dimension,

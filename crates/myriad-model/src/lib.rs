@@ -276,10 +276,11 @@ impl Transformer {
         }
     }
 
-    /// Number of sliding-window layers.
+    /// Number of sliding-window layers (every layer but each `full_every`-th).
     pub fn windowed_layers(&self) -> u32 {
-        match &self.sliding_window {
-            Some(w) => (0..self.layers).filter(|&i| w.windows_layer(i)).count() as u32,
+        match self.sliding_window.map(|w| w.full_every) {
+            Some(Some(n)) if n > 0 => self.layers - self.layers / n,
+            Some(_) => self.layers,
             None => 0,
         }
     }

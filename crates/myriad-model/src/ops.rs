@@ -340,19 +340,7 @@ impl Transformer {
             // windowed layers (gpt-oss alternates them, so every pipeline stage holds
             // nearly the same mix).
             let bh = b * heads / tp;
-            let (windowed, window) = match &self.sliding_window {
-                Some(w) => (
-                    self.windowed_layers() as f64 / self.layers.max(1) as f64,
-                    *w,
-                ),
-                None => (
-                    0.0,
-                    crate::SlidingWindow {
-                        window: 0,
-                        full_every: None,
-                    },
-                ),
-            };
+            let windowed = self.windowed_layers() as f64 / self.layers.max(1) as f64;
             let attention = |bh: f64, frac: f64, w: f64| OpKind::Attention {
                 batch_heads: bh,
                 sq: seq / s.cp as f64,
@@ -368,7 +356,7 @@ impl Transformer {
                     kind: attention(bh * (1.0 - windowed), 0.5, 0.0),
                 });
             }
-            if windowed > 0.0 {
+            if let Some(window) = self.sliding_window.filter(|_| windowed > 0.0) {
                 out.push(Op {
                     name: "attention_window",
                     kind: attention(

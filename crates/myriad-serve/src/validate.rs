@@ -664,17 +664,8 @@ fn predict_inner(
     let mut t = row_model(row.get("model").unwrap_or(&null), notes)?;
     // Sliding windows are architecture the row format cannot state: from the built-in
     // model of the same shape (gpt-oss: every other layer, 128 tokens).
-    if let Some(p) = cat.model_like(&t) {
-        if let Some(w) = p.model.sliding_window {
-            t.sliding_window = Some(w);
-            notes.push(format!(
-                "model.sliding_window: {} of {} layers attend to the last {} tokens (from the matching preset {})",
-                t.windowed_layers(),
-                t.layers,
-                w.window,
-                p.id
-            ));
-        }
+    if let Some(n) = cat.lend_sliding_window(&mut t) {
+        notes.push(format!("model.{n}"));
     }
     let mut fw_name = text(sv, "framework");
     if fw_name.is_empty() {

@@ -1216,11 +1216,7 @@ pub fn estimate_with(
         // fp8 training keeps each weight's 2-byte copy and its fp8 cast; with fp8 parameters
         // the 2-byte copy goes and the fp8 transpose the backward GEMMs read is kept instead
         // (Transformer Engine caches it per weight across micro-batches).
-        let w_bytes = match (fp8, plan.fp8_params) {
-            (true, true) => 2.0,
-            (true, false) => 3.0,
-            _ => 2.0,
-        };
+        let w_bytes = if fp8 && !plan.fp8_params { 3.0 } else { 2.0 };
         let p_local = d + e;
         let zero3 = plan.zero_stage >= 3;
         let weights = if zero3 {

@@ -268,18 +268,9 @@ pub fn case_model_noted(
                     p.id
                 ));
             }
-            if case.model.sliding_window.is_none() {
-                if let Some(w) = p.model.sliding_window {
-                    model.sliding_window = Some(w);
-                    notes.push(format!(
-                        "sliding_window: {} of {} layers attend to the last {} tokens (from the matching preset {})",
-                        model.windowed_layers(),
-                        model.layers,
-                        w.window,
-                        p.id
-                    ));
-                }
-            }
+        }
+        if case.model.sliding_window.is_none() {
+            notes.extend(cat.lend_sliding_window(&mut model));
         }
     }
     Ok((model, notes))
