@@ -55,12 +55,18 @@ pub struct Choices {
     /// Selective recompute may recompute modules beyond the attention core (Megatron-Core's
     /// `recompute_modules`, 2025); off, it recomputes the attention core only.
     pub recompute_modules: bool,
+    /// Optimizer sharding may shard gradients but not parameters (ZeRO-2: DeepSpeed, Apex's
+    /// `DistributedFusedAdam` under NeMo 1.x, PyTorch FSDP `SHARD_GRAD_OP`); off, only
+    /// ZeRO-1 and ZeRO-3 are tried, as Megatron-Core offers them (its distributed
+    /// optimizer and Megatron FSDP).
+    pub zero2: bool,
 }
 
 impl Default for Choices {
     fn default() -> Self {
         Choices {
             recompute_modules: true,
+            zero2: true,
         }
     }
 }
@@ -151,7 +157,11 @@ pub fn train_choosing(
     };
     let free_sharding =
         spec.distributed_optimizer.is_none() && spec.zero_stage.is_none() && plan.dp > 1;
-    let stages: &[u8] = if free_sharding { &[1, 2, 3] } else { &[] };
+    let stages: &[u8] = match (free_sharding, choices.zero2) {
+        (false, _) => &[],
+        (true, true) => &[1, 2, 3],
+        (true, false) => &[1, 3],
+    };
     if recomputes.is_empty() && stages.is_empty() {
         let est = estimate_with(model, &plan, cluster, timer);
         return Ok(TrainEstimate {

@@ -188,6 +188,27 @@ fn gradient_reduction_follows_the_recipe() {
     assert!(!n.contains("grad_reduce_in_fp32"), "{n}");
 }
 
+/// Megatron-Bridge runs Megatron-Core, which shards the optimizer (distributed optimizer,
+/// ZeRO-1) or everything (Megatron FSDP, ZeRO-3) but has no ZeRO-2: its rows never get one,
+/// while NeMo 1.x rows (Apex `DistributedFusedAdam`, which shards gradients too) may.
+#[test]
+fn optimizer_sharding_follows_the_framework() {
+    let Some(r) = report() else { return };
+    for c in r.cases.iter().filter(|c| c.id.starts_with("mb-")) {
+        let n = c.notes.join(" | ");
+        assert!(!n.contains("ZeRO-2"), "{}: {n}", c.id);
+    }
+    // Data parallelism 8 on one H100 node: ZeRO-1 without recompute does not fit, and the
+    // cheapest ZeRO-2 plan is no longer on offer.
+    let n = notes_of(&r, "mb-25.09-llama3_8b-dgx-h100-8gpu-fp8");
+    assert!(n.contains("optimizer sharding: ZeRO-"), "{n}");
+    let n = notes_of(
+        &r,
+        "dgxc-35a9aec-nemotron4_340b-nemo-megatron-bf16-h100-128",
+    );
+    assert!(n.contains("optimizer sharding: ZeRO-2"), "{n}");
+}
+
 /// The notes the validator wrote for one case, joined.
 fn notes_of(r: &myriad_train::validate::ValidationReport, id: &str) -> String {
     r.cases
