@@ -173,10 +173,10 @@ per-source parameter; these are explanations, not corrections):
   kernels are not in that image, so their cost stays unmeasured. Megatron-Bridge's gpt-oss-120b recipes recompute only the layernorms and the
   MoE activation (`recompute_modules = ["layernorm", "moe_act"]`); Myriad models that
   module-level selective recompute (`training.recompute_modules`, and the ladder of sets it
-  tries when recompute is not given, for sources from 2025 on), but with fp32 gradient
-  buffers (the validator's default: the rows do not state them) the B200 row still needs
-  block recompute of 16 of 36 layers; with the recipe's bf16 gradients it would fit without
-  any, and be predicted faster still (4.04 s against 6.04 s measured).
+  tries when recompute is not given, for sources from 2025 on); with the recipe's bf16
+  gradient buffers (which the validator fills for NVIDIA's recipes) the B200 row fits without
+  any recompute, so the free choice takes none and is faster than the recipe's layernorm and
+  MoE-activation recompute would be (3.92 s against 6.04 s measured).
 - **Korthikanti 1T (+7/+10%).** PP 64 with 512 micro-batches and no stated interleaving:
   Myriad charges the 1F1B bubble (63/512 of the step); the paper may have interleaved.
 """
