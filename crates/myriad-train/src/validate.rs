@@ -366,6 +366,7 @@ pub fn explain(
     // later: before 2022 a run recomputed every layer or none.
     // Megatron-Core's `recompute_modules` (norms, MoE activation, MLA up-projections, whole
     // MLPs) came in 2025; before, selective recompute meant the attention core only.
+    //
     // Megatron-Bridge runs Megatron-Core, whose optimizer sharding is the distributed
     // optimizer (ZeRO-1) or Megatron FSDP (ZeRO-3, `use_megatron_fsdp`): no ZeRO-2.
     let choices = crate::Choices {

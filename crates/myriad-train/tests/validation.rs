@@ -199,9 +199,12 @@ fn optimizer_sharding_follows_the_framework() {
         assert!(!n.contains("ZeRO-2"), "{}: {n}", c.id);
     }
     // Data parallelism 8 on one H100 node: ZeRO-1 without recompute does not fit, and the
-    // cheapest ZeRO-2 plan is no longer on offer.
+    // cheaper ZeRO-2 plan is no longer on offer.
     let n = notes_of(&r, "mb-25.09-llama3_8b-dgx-h100-8gpu-fp8");
-    assert!(n.contains("optimizer sharding: ZeRO-"), "{n}");
+    assert!(
+        n.contains("optimizer sharding: ZeRO-1") || n.contains("optimizer sharding: ZeRO-3"),
+        "{n}"
+    );
     let n = notes_of(
         &r,
         "dgxc-35a9aec-nemotron4_340b-nemo-megatron-bf16-h100-128",
