@@ -372,6 +372,17 @@ impl Inst {
     fn load(&self) -> usize {
         self.waiting.len() + self.prefill.len() + self.running as usize
     }
+
+    /// Request `r` (`q`) starts decoding with its prompt and first token as context; it
+    /// finishes after the decode steps its remaining output needs at `tps` tokens a step.
+    fn start_decoding(&mut self, r: u32, q: &Req, tps: f64) {
+        let ctx = (q.input + 1) as f64;
+        self.running += 1;
+        self.ctx += ctx;
+        self.ctx_sq += ctx * ctx;
+        let steps = ((q.output - 1) as f64 / tps).ceil() as u64;
+        self.finish.push(Reverse((self.steps + steps.max(1), r)));
+    }
 }
 
 struct Sim<'a> {
@@ -497,11 +508,7 @@ impl Sim<'_> {
             self.kv_change(i, need);
             let inst = &mut self.insts[i];
             if role == Role::Decode {
-                inst.running += 1;
-                inst.ctx += (q.input + 1) as f64;
-                inst.ctx_sq += ((q.input + 1) as f64).powi(2);
-                let steps = ((q.output - 1) as f64 / tps).ceil() as u64;
-                inst.finish.push(Reverse((inst.steps + steps.max(1), r)));
+                inst.start_decoding(r, &q, tps);
             } else {
                 let c = self.cached(q.input);
                 self.insts[i].prefill.push_back((r, c));
@@ -689,11 +696,7 @@ impl Sim<'_> {
                         self.complete(r, t);
                     } else {
                         let inst = &mut self.insts[i];
-                        inst.running += 1;
-                        inst.ctx += (q.input + 1) as f64;
-                        inst.ctx_sq += ((q.input + 1) as f64).powi(2);
-                        let steps = ((q.output - 1) as f64 / tps).ceil() as u64;
-                        inst.finish.push(Reverse((inst.steps + steps.max(1), r)));
+                        inst.start_decoding(r, &q, tps);
                     }
                 }
             }

@@ -406,6 +406,14 @@ fn prefix_cache_hits_cut_prefill() {
     assert!(warm.output_tokens_per_s > 1.5 * cold.output_tokens_per_s);
 }
 
+/// Parses a scenario text, builds its cluster and sets up its serving deployment.
+fn setup_of(name: &str, text: &str) -> myriad_serve::Setup {
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario(name, text, cat).unwrap();
+    let b = myriad_cluster::build(&s, cat).unwrap();
+    myriad_serve::setup(&s, &b, cat, None).unwrap()
+}
+
 fn bad(yaml: &str) -> String {
     let cat = myriad_catalog::catalog();
     let text = format!(
@@ -1082,15 +1090,12 @@ fn measured_mtp_acceptance_length_is_reproduced() {
 
 #[test]
 fn sglang_disaggregated_large_ep_runs_eplb_and_search_keeps_it() {
-    let cat = myriad_catalog::catalog();
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/serve-deepseek-v3-disagg.yaml"
     );
     let text = std::fs::read_to_string(path).unwrap();
-    let s = myriad_scenario::parse_scenario(path, &text, cat).unwrap();
-    let b = myriad_cluster::build(&s, cat).unwrap();
-    let setup = myriad_serve::setup(&s, &b, cat, None).unwrap();
+    let setup = setup_of(path, &text);
     match &setup.deployment {
         Deployment::Disaggregated {
             prefill, decode, ..
@@ -1327,14 +1332,11 @@ fn prefill_first_scheduling_stalls_decodes_and_rounds_delay_prompts() {
 /// rank's prompt (TensorRT-LLM tech blog 10 measured 1.33x from re-aligning them).
 #[test]
 fn dataset_requests_follow_the_samples_and_desynchronise_attention_dp_ranks() {
-    let cat = myriad_catalog::catalog();
     let scenario = |lengths: &str| {
         let text = format!(
             "format: myriad/1\ncluster: {{accelerator: b200, count: 8}}\nmodel: {{preset: deepseek-v3}}\nserving:\n  framework: tensorrt-llm\n  weights: fp8\n  experts: fp4\n  kv_cache: fp8\n  chunked_prefill: false\n  instance: {{tp: 1, attention_dp: 8, ep: 8, max_batch: 2048, max_num_tokens: 16384}}\n  requests: 6000\n{lengths}"
         );
-        let s = myriad_scenario::parse_scenario("s.yaml", &text, cat).unwrap();
-        let b = myriad_cluster::build(&s, cat).unwrap();
-        myriad_serve::setup(&s, &b, cat, None).unwrap()
+        setup_of("s.yaml", &text)
     };
     let real = scenario("  dataset: mlperf-deepseek-r1\n");
     let myriad_serve::Arrivals::Trace(reqs) = &real.workload.arrivals else {
@@ -1749,7 +1751,6 @@ fn speculative_completions_leave_no_context_behind() {
 /// stages, and every aggregated candidate it keeps spans at least 16 accelerators.
 #[test]
 fn search_reaches_for_pipeline_stages_when_a_node_cannot_hold_the_model() {
-    let cat = myriad_catalog::catalog();
     let text = "format: myriad/1
 cluster: {accelerator: h100-sxm, count: 16}
 model: {preset: llama3-405b}
@@ -1762,9 +1763,7 @@ serving:
   slo: {ttft_ms: 5000, tpot_ms: 200}
   requests: 300
 ";
-    let s = myriad_scenario::parse_scenario("405b.yaml", text, cat).unwrap();
-    let b = myriad_cluster::build(&s, cat).unwrap();
-    let setup = myriad_serve::setup(&s, &b, cat, None).unwrap();
+    let setup = setup_of("405b.yaml", text);
     let Deployment::Aggregated(r) = &setup.deployment else {
         panic!("aggregated expected")
     };
@@ -1793,14 +1792,11 @@ serving:
 /// whole sequence's cache (`framework.rs`).
 #[test]
 fn a_preset_with_sliding_windows_serves_them_per_framework() {
-    let cat = myriad_catalog::catalog();
     let decode_of = |fw: &str| {
         let text = format!(
             "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8}}\nmodel: {{preset: gpt-oss-120b}}\nserving:\n  framework: {fw}\n  weights: bf16\n  experts: fp4\n  kv_cache: bf16\n  instance: {{tp: 1}}\n  input: {{mean: 1000}}\n  output: {{mean: 1000}}\n  requests: 10\n"
         );
-        let s = myriad_scenario::parse_scenario("s.yaml", &text, cat).unwrap();
-        let b = myriad_cluster::build(&s, cat).unwrap();
-        match myriad_serve::setup(&s, &b, cat, None).unwrap().deployment {
+        match setup_of("s.yaml", &text).deployment {
             myriad_serve::Deployment::Aggregated(r) => r.model,
             _ => panic!("aggregated"),
         }

@@ -16,12 +16,13 @@
 mod common;
 use common::print;
 
+const FILE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../validation/training-heldout-moe-dispatch.json"
+);
+
 fn report() -> myriad_train::validate::ValidationReport {
-    common::report_of(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../validation/training-heldout-moe-dispatch.json"
-    ))
-    .expect("the MoE dispatcher held-out file is in the repository")
+    common::report_of(FILE).expect("the MoE dispatcher held-out file is in the repository")
 }
 
 fn predicted(r: &myriad_train::validate::ValidationReport, key: &str) -> (f64, f64) {
@@ -84,12 +85,8 @@ fn per_domain_deduplication_explains_the_dispatcher_gap() {
 /// crosses the scale-out network in an all-to-all, so the dispatchers cost the same.
 #[test]
 fn inside_one_domain_the_dispatchers_cost_the_same() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../validation/training-heldout-moe-dispatch.json"
-    );
     let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(FILE).unwrap()).unwrap();
     for c in v["cases"].as_array_mut().unwrap() {
         c["training"]["ep"] = 8.into();
     }
