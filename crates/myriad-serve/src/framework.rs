@@ -49,6 +49,16 @@ pub struct Framework {
     /// `use_dp_padding` unless the experts run the CUTLASS backend without NVFP4
     /// (`Deepseekv3MoE.forward`, `Qwen3MoE.forward`, 2025).
     pub adp_pads_fp4_moe: bool,
+    /// With attention data parallelism the MoE moves tokens by an all-gather over the EP
+    /// ranks (quantised to NVFP4 first when the experts are NVFP4, else 16-bit) and the
+    /// expert outputs back by a bf16 reduce-scatter, unless the EP group is larger than the
+    /// router's top-k on a multi-node NVLink domain, where it runs an all-to-all:
+    /// TensorRT-LLM's `CutlassFusedMoE.select_alltoall_method_type` returns `NotEnabled`
+    /// (all-gather / reduce-scatter) when `moe_ep_size <= top_k`, and `MNNVL` only where
+    /// `MnnvlMemory.supports_mnnvl()` (DeepEP only on request, `TRTLLM_CAN_USE_DEEP_EP`);
+    /// its max-throughput mode is "routing + dynamic quant + fp4_allgather + FusedMoe +
+    /// reducescatter, with AttentionDP on" (`fused_moe_cutlass.py`, 2025 releases).
+    pub moe_allgather_unless_wide_mnnvl: bool,
     pub source: &'static str,
 }
 
@@ -66,6 +76,7 @@ pub const TRTLLM: Framework = Framework {
     sliding_window_attention: true,
     sliding_window_kv: false,
     adp_pads_fp4_moe: true,
+    moe_allgather_unless_wide_mnnvl: true,
     source: "TensorRT-LLM: kv_cache_free_gpu_mem_fraction 0.9 (KvCacheConfig default); max_num_tokens 8192 and max_batch_size 2048 (BuildConfig defaults); trtllm-bench replaces both with its calc_engine_setting heuristic when ISL/OSL are known (validate.rs). Iteration overhead 0.3 ms: an assumption, not a measurement — the PyTorch backend's overlap scheduler prepares iteration n+1 while the GPU runs n, leaving the sampling/bookkeeping hand-off (a few hundred microseconds of Python per step) exposed. Host per sequence 29.4 us: TensorRT-LLM PR #10273 (Dec 2025) measured the PyTorch executor's host_step_time at 45.11 ms per iteration for gpt-oss-120b on GB200 (attention DP 2, max_batch_size 1536 per rank, 3,072 concurrent 1k/1k requests), a configuration it calls host-bound (Myriad's GPU step there: 28 ms); 45.11 ms / 1536 = 29.4 us per running sequence per iteration, the loop's Python per-request work (input preparation, sampling, responses; the scheduler itself 4.4%). Measured on a Grace host behind trtllm-serve (a client at 3,072 concurrent requests) and taken for x86 hosts and for trtllm-bench's in-process runs as well; where the latter skip per-token response work the figure may overstate them. Sliding window: KV not bounded - 'the memory allocation for the kv cache still relies on the buffer's maximum value' (docs/source/features/long-sequence.md) and since PR #6768 (Aug 2025) sliding-window blocks are written linearly for the whole sequence, so admission reserves full-length KV for every layer. Attention: the same doc says each token 'will only attend to the past N tokens', 'dramatically reducing the amount of computation and memory' (the kernels read only the last N cached tokens), so windowed layers are costed over their window. This moves gpt-oss-120b on H200 within -25..+15% but gpt-oss-20b on H100 to +25..+97%: the 20b rows' excess is not understood (docs/serving.md) and is left visible rather than hidden by costing the window as full attention",
 };
 
@@ -83,6 +94,7 @@ pub const VLLM: Framework = Framework {
     sliding_window_attention: true,
     sliding_window_kv: true,
     adp_pads_fp4_moe: false,
+    moe_allgather_unless_wide_mnnvl: false,
     source: "vLLM: gpu_memory_utilization 0.9; V1 engine defaults max_num_batched_tokens 8192 and max_num_seqs 1024 on large GPUs. Iteration overhead 1 ms: an assumption — vLLM's V1 redesign (2025) names host scheduling and sampling as the bottleneck it reduced; without measurements here 1 ms per step is taken. Sliding window exploited: the hybrid KV-cache manager gives sliding-window layers only their window (vLLM v0.10+), and the Triton unified-attention kernel prunes out-of-window tiles (vLLM PR #24390, Sep 2025, measured on gpt-oss)",
 };
 
@@ -100,6 +112,7 @@ pub const SGLANG: Framework = Framework {
     sliding_window_attention: true,
     sliding_window_kv: false,
     adp_pads_fp4_moe: false,
+    moe_allgather_unless_wide_mnnvl: false,
     source: "SGLang: mem_fraction_static about 0.85-0.88 on 80-192 GB GPUs; chunked_prefill_size up to 16384; two-batch overlap for large-EP DeepSeek deployments (LMSYS blog 2025-05-05). Iteration overhead 0.5 ms: an assumption — the zero-overhead (overlap) scheduler hides batch preparation, leaving sampling and synchronisation. Sliding window: its attention backends take the window (gpt-oss needs it for correctness; the kernels skip out-of-window tiles), so windowed layers are costed over it; the KV cache is not bounded to the window: python/sglang/srt/mem_cache/swa_memory_pool.py (SWAKVPool, commit 00381c02) keeps windowed layers in a second pool sized as a ratio of the full pool (swa_full_tokens_ratio) rather than per sequence, so admission is counted against whole sequences as before",
 };
 

@@ -323,6 +323,11 @@ pub struct InstanceModel {
     /// (`Framework::adp_pads_fp4_moe`, NVFP4 experts only): an iteration where some ranks
     /// prefill costs the experts and the all-to-alls as if every rank did.
     pub moe_dp_padding: bool,
+    /// MoE tokens travel by an all-gather and the expert outputs by a reduce-scatter over
+    /// the EP ranks instead of two all-to-alls (`Framework::moe_allgather_unless_wide_mnnvl`).
+    pub moe_gather_comm: bool,
+    /// The scale-up domain spans several nodes (multi-node NVLink: GB200/GB300 NVL72).
+    pub multi_node_nvlink: bool,
     /// Expected maximum of `ep` standard normals (busiest-rank order statistic).
     ep_max_z: f64,
     hbm_bps: f64,
@@ -489,6 +494,8 @@ impl InstanceModel {
             expert_load_cv: published_expert_load_cv(model),
             placement: Placement::Static,
             moe_dp_padding: false,
+            moe_gather_comm: false,
+            multi_node_nvlink: false,
             ep_max_z: expected_max_std_normal(par.ep as u64),
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             small_bps: acc.hbm_tbps * 1e12 * acc.efficiency.small_kernel_hbm(),
@@ -518,7 +525,8 @@ impl InstanceModel {
             .with_decode_kernel(fw.gqa_decode_kernel)
             .with_fp8_decode_attention(fw.fp8_decode_attention)
             .with_host_per_seq(fw.host_us_per_seq)
-            .with_moe_dp_padding(fw.adp_pads_fp4_moe);
+            .with_moe_dp_padding(fw.adp_pads_fp4_moe)
+            .with_moe_gather_comm(fw.moe_allgather_unless_wide_mnnvl);
         match m.model.sliding_window {
             Some(w) if fw.sliding_window_attention => {
                 let layers = m.model.windowed_layers();
@@ -535,6 +543,27 @@ impl InstanceModel {
             && self.par.attention_dp > 1
             && self.model.moe.is_some()
             && self.prec.experts == Precision::Fp4;
+        self
+    }
+
+    /// With `on` (the framework does), an attention-data-parallel MoE all-gathers its
+    /// tokens and reduce-scatters the expert outputs unless its EP group is larger than
+    /// top-k on a multi-node NVLink domain.
+    pub fn with_moe_gather_comm(mut self, on: bool) -> Self {
+        let wide = self
+            .model
+            .moe
+            .as_ref()
+            .is_some_and(|m| self.par.ep > m.top_k);
+        self.moe_gather_comm =
+            on && self.par.attention_dp > 1 && self.par.ep > 1 && !(wide && self.multi_node_nvlink);
+        self
+    }
+
+    /// Whether the scale-up domain spans several nodes (multi-node NVLink); set before
+    /// [`Self::with_framework`].
+    pub fn with_multi_node_nvlink(mut self, on: bool) -> Self {
+        self.multi_node_nvlink = on;
         self
     }
 
@@ -1145,11 +1174,39 @@ impl InstanceModel {
                 let routed = compute.max(memory) + ov;
                 let shared = self.weight_gemm(self.prec.weights, t_r, self.shared_params / tp, 2.0);
                 let router = self.weight_gemm(Precision::Bf16, t_r, h * e, 1.0);
-                let act = (g * hot * moe.expert_ffn_hidden as f64 / etp
+                // Token bytes on the wire when the tokens are all-gathered: NVFP4 values and
+                // scales for NVFP4 experts, else 16-bit.
+                let gathered_bytes = if self.prec.experts == Precision::Fp4 {
+                    bytes_of(Precision::Fp4)
+                } else {
+                    self.act_bytes
+                };
+                // After an all-gather every rank's MoE kernel reads all `tokens` (to route
+                // them) and writes a bf16 output row for each (zeroed, then the experts'
+                // weighted sum), which the reduce-scatter then reads.
+                let gathered_io = if self.moe_gather_comm {
+                    tokens * h * (gathered_bytes + 2.0 * self.act_bytes)
+                } else {
+                    0.0
+                };
+                let act = ((g * hot * moe.expert_ffn_hidden as f64 / etp
                     + 4.0 * tokens * k / gpus * h * imbalance)
                     * self.act_bytes
+                    + gathered_io)
                     / self.hbm_bps;
-                let (dispatch, combine) = if self.par.ep > 1 {
+                let (dispatch, combine) = if self.moe_gather_comm {
+                    // Every rank gathers all `tokens` and reduce-scatters its experts'
+                    // bf16 partial outputs for all of them: balanced traffic, whatever
+                    // the routing.
+                    (
+                        self.coll(
+                            CollOp::AllGather,
+                            tokens * h * gathered_bytes,
+                            &self.ep_span,
+                        ),
+                        self.coll(CollOp::ReduceScatter, tokens * h * 2.0, &self.ep_span),
+                    )
+                } else if self.par.ep > 1 {
                     // The all-to-all lasts until the busiest rank has received (dispatch)
                     // and sent back (combine) its `imbalance`-times-mean share, and until
                     // the busiest sender has sent its tokens' copies out (and taken them

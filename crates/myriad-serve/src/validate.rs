@@ -492,7 +492,8 @@ fn build(
     count: u64,
 ) -> Result<Built, String> {
     let acc = cat.accelerator(acc_id).map_err(|e| e.message())?;
-    let (levels, _) = levels_for(cat, acc_id, count.max(par.gpus() as u64))?;
+    let (levels, per_node) = levels_for(cat, acc_id, count.max(par.gpus() as u64))?;
+    let mnnvl = levels.first().is_some_and(|l| l.size > per_node as u64);
     let m = InstanceModel::new(
         acc,
         &levels,
@@ -503,6 +504,7 @@ fn build(
         overlap,
         spec,
     )?
+    .with_multi_node_nvlink(mnnvl)
     .with_framework(fw);
     Ok(Built {
         gpus: par.gpus(),

@@ -551,13 +551,18 @@ fn validation_mae_ratchet() {
     // three extra kernels it shows. Lowered, 0.1380 -> 0.1270 and median 0.0850 -> 0.0750,
     // when the TensorRT-LLM 1.0-era trtllm-bench rows got the FP8 KV cache that release's
     // mapping gives every FP8 and NVFP4 checkpoint: Llama 3.1 405B FP4 on B200 moved from
-    // -11...-32% to -18...+9%.)
+    // -11...-32% to -18...+9%. Raised, 0.1270 -> 0.1320 and median 0.0750 -> 0.0825, when
+    // TensorRT-LLM's attention-DP MoE was given the NVFP4 all-gather and bf16
+    // reduce-scatter its `select_alltoall_method_type` runs whenever EP is not wider than
+    // top-k on multi-node NVLink, instead of an all-to-all of k copies per token that it
+    // never runs: the DeepSeek-R1 DEP4/DEP8 rows, already short of a cost the GB200 trace
+    // shows, lost the stand-in that had absorbed it.)
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.1270, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1320, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.0750,
+        s.median_abs_error < 0.0825,
         "median {:.3}",
         s.median_abs_error
     );
@@ -1590,6 +1595,66 @@ fn adp_padding_costs_the_experts_as_if_every_rank_prefilled() {
     let fp8_experts = dep_instance("b200", 8, "deepseek-v3", 8, (fp8, fp8, fp8), 0.0, false)
         .with_framework(&myriad_serve::framework::TRTLLM);
     assert!(!fp8_experts.moe_dp_padding);
+}
+
+#[test]
+fn tensorrt_llm_gathers_moe_tokens_unless_ep_is_wide_on_multi_node_nvlink() {
+    use myriad_serve::framework::{SGLANG, TRTLLM};
+    let fp8 = Precision::Fp8;
+    let dep = |acc: &str, count: u32, ep: u32| {
+        dep_instance(
+            acc,
+            count,
+            "deepseek-v3",
+            ep,
+            (fp8, Precision::Fp4, fp8),
+            0.0,
+            false,
+        )
+    };
+    // 8 B200 of one HGX node, EP 8 = top-k: all-gather / reduce-scatter.
+    let trt = dep("b200", 8, 8).with_framework(&TRTLLM);
+    assert!(trt.moe_gather_comm);
+    // SGLang's DeepEP path keeps the all-to-all.
+    assert!(!dep("b200", 8, 8).with_framework(&SGLANG).moe_gather_comm);
+    // On an NVL72 domain an EP group wider than top-k runs the MNNVL all-to-all; EP 8 does
+    // not; off an NVL72 domain even EP 16 gathers (no MNNVL, DeepEP only on request).
+    let nvl = |ep: u32| {
+        dep("gb200", 72, ep)
+            .with_multi_node_nvlink(true)
+            .with_framework(&TRTLLM)
+            .moe_gather_comm
+    };
+    assert!(!nvl(16));
+    assert!(nvl(8));
+    assert!(
+        dep("h100-sxm", 16, 16)
+            .with_framework(&TRTLLM)
+            .moe_gather_comm
+    );
+    // Gathered traffic is balanced whatever the routing: the expert-load imbalance that
+    // stretches the all-to-all (the busiest rank receives more) leaves it unchanged.
+    let b = Batch {
+        decode_seqs: 8.0 * 256.0,
+        decode_ctx: 8.0 * 256.0 * 2000.0,
+        ..Default::default()
+    };
+    let comm = |m: &InstanceModel| {
+        let s = m.moe_stages(&b);
+        (s.dispatch, s.combine)
+    };
+    let mut skewed = trt.clone();
+    skewed.expert_load_cv = 2.0 * trt.expert_load_cv + 0.5;
+    assert_eq!(comm(&trt), comm(&skewed));
+    let mut a2a = trt.clone();
+    a2a.moe_gather_comm = false;
+    let mut a2a_skewed = a2a.clone();
+    a2a_skewed.expert_load_cv = skewed.expert_load_cv;
+    assert!(comm(&a2a_skewed).0 > comm(&a2a).0);
+    // The reduce-scatter carries bf16 outputs, the all-gather NVFP4 inputs (0.5625 bytes
+    // an element): on the same 8 ranks the combine moves 3.6x the dispatch's bytes.
+    let (d, c) = comm(&trt);
+    assert!(c > 2.0 * d && c < 5.0 * d, "dispatch {d} combine {c}");
 }
 
 /// Llama 3 70B on H100s, fp8 weights and KV cache, tp `tp` over `pp` pipeline stages.
