@@ -255,6 +255,13 @@ pub struct ScaleUpSystem {
     pub sources: Sources,
 }
 
+impl ScaleUpSystem {
+    /// The scale-up domain spans several nodes (multi-node NVLink: GB200/GB300 NVL72).
+    pub fn spans_nodes(&self) -> bool {
+        self.accelerators_per_domain > self.accelerators_per_node
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FabricKind {

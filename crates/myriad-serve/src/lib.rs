@@ -112,9 +112,7 @@ pub fn role(
         spec,
     )
     .map_err(|e| format!("serving.{path}: {e}"))?
-    .with_multi_node_nvlink(
-        cluster.scale_up.accelerators_per_domain > cluster.scale_up.accelerators_per_node,
-    )
+    .with_multi_node_nvlink(cluster.scale_up.spans_nodes())
     .with_framework(fw);
     let kv_tokens = m.kv_capacity_tokens(kv_fraction);
     if kv_tokens < 1.0 {

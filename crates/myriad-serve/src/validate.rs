@@ -269,8 +269,9 @@ fn row_model(m: &Value, notes: &mut Vec<String>) -> Result<Transformer, String> 
     Ok(t)
 }
 
-/// Hierarchy levels for `count` accelerators of `acc` on its default system and fabric.
-fn levels_for(cat: &Catalog, acc: &str, count: u64) -> Result<(Vec<Level>, u32), String> {
+/// Hierarchy levels for `count` accelerators of `acc` on its default system and fabric, and
+/// whether that system's scale-up domain spans several nodes.
+fn levels_for(cat: &Catalog, acc: &str, count: u64) -> Result<(Vec<Level>, bool), String> {
     let su = cat
         .default_scale_up_for(acc)
         .ok_or_else(|| format!("no scale-up system holds `{acc}`"))?;
@@ -281,7 +282,7 @@ fn levels_for(cat: &Catalog, acc: &str, count: u64) -> Result<(Vec<Level>, u32),
     );
     let s = myriad_scenario::parse_scenario("(row)", &text, cat).map_err(|e| e.to_string())?;
     let b = myriad_cluster::build(&s, cat).map_err(|e| e.to_string())?;
-    Ok((b.levels, su.accelerators_per_node))
+    Ok((b.levels, su.spans_nodes()))
 }
 
 /// trtllm-bench's `calc_engine_setting` (TensorRT-LLM `bench/build/tuning.py`): max batch
@@ -492,8 +493,7 @@ fn build(
     count: u64,
 ) -> Result<Built, String> {
     let acc = cat.accelerator(acc_id).map_err(|e| e.message())?;
-    let (levels, per_node) = levels_for(cat, acc_id, count.max(par.gpus() as u64))?;
-    let mnnvl = levels.first().is_some_and(|l| l.size > per_node as u64);
+    let (levels, mnnvl) = levels_for(cat, acc_id, count.max(par.gpus() as u64))?;
     let m = InstanceModel::new(
         acc,
         &levels,

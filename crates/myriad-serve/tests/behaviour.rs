@@ -1012,6 +1012,21 @@ fn dep_instance(
     .unwrap()
 }
 
+/// DeepSeek-V3 as TensorRT-LLM serves it on Blackwell: fp8 weights and KV cache, NVFP4
+/// experts, attention DP = EP = `ep` on `count` accelerators of `acc`.
+fn deepseek_nvfp4_dep(acc: &str, count: u32, ep: u32, overhead_s: f64) -> InstanceModel {
+    let fp8 = Precision::Fp8;
+    dep_instance(
+        acc,
+        count,
+        "deepseek-v3",
+        ep,
+        (fp8, Precision::Fp4, fp8),
+        overhead_s,
+        false,
+    )
+}
+
 fn deepseek_dep(ep: u32) -> InstanceModel {
     let fp8 = Precision::Fp8;
     dep_instance(
@@ -1492,17 +1507,7 @@ fn adp_balance_holds_prompts_so_attention_dp_ranks_prefill_together() {
         };
         myriad_serve::simulate_requests(&Deployment::Aggregated(r), &reqs, 0.0, &NO_SLO)
     };
-    let dep8 = || {
-        dep_instance(
-            "b200",
-            8,
-            "deepseek-v3",
-            8,
-            (Precision::Fp8, Precision::Fp4, Precision::Fp8),
-            300e-6,
-            false,
-        )
-    };
+    let dep8 = || deepseek_nvfp4_dep("b200", 8, 8, 300e-6);
     let base = run(dep8(), 0);
     let held = run(dep8(), 50);
     eprintln!(
@@ -1552,17 +1557,7 @@ fn adp_padding_costs_the_experts_as_if_every_rank_prefilled() {
     // DeepSeek-V3 with NVFP4 experts on 8 B200, attention DP 8: 256 decode sequences per
     // rank, and one 1,024-token prompt on one rank or on every rank.
     let fp8 = Precision::Fp8;
-    let dep = || {
-        dep_instance(
-            "b200",
-            8,
-            "deepseek-v3",
-            8,
-            (fp8, Precision::Fp4, fp8),
-            0.0,
-            false,
-        )
-    };
+    let dep = || deepseek_nvfp4_dep("b200", 8, 8, 0.0);
     let batch = |prompts: f64| Batch {
         decode_seqs: 8.0 * 256.0,
         decode_ctx: 8.0 * 256.0 * 2000.0,
@@ -1600,18 +1595,7 @@ fn adp_padding_costs_the_experts_as_if_every_rank_prefilled() {
 #[test]
 fn tensorrt_llm_gathers_moe_tokens_unless_ep_is_wide_on_multi_node_nvlink() {
     use myriad_serve::framework::{SGLANG, TRTLLM};
-    let fp8 = Precision::Fp8;
-    let dep = |acc: &str, count: u32, ep: u32| {
-        dep_instance(
-            acc,
-            count,
-            "deepseek-v3",
-            ep,
-            (fp8, Precision::Fp4, fp8),
-            0.0,
-            false,
-        )
-    };
+    let dep = |acc: &str, count: u32, ep: u32| deepseek_nvfp4_dep(acc, count, ep, 0.0);
     // 8 B200 of one HGX node, EP 8 = top-k: all-gather / reduce-scatter.
     let trt = dep("b200", 8, 8).with_framework(&TRTLLM);
     assert!(trt.moe_gather_comm);
