@@ -8,7 +8,8 @@ use crate::{OpKind, Shard, Transformer};
 /// Forward FLOPs of one sequence of `seq_len` tokens, by part.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
 pub struct ModelFlops {
-    /// Weight GEMMs of all layers and the output head.
+    /// Weight GEMMs of all layers and the output head (and of the multi-token-prediction
+    /// modules, when the model has them).
     pub gemm: f64,
     /// Attention scores and attention over values (causal: half the square).
     pub attention: f64,
@@ -48,6 +49,18 @@ impl Transformer {
         let (g, a) = split(&ops);
         gemm += g;
         attention += a;
+        // Multi-token prediction: per module a layer of the last kind, its projection and
+        // the output head again.
+        if self.mtp_layers > 0 {
+            let n = self.mtp_layers as f64;
+            ops.clear();
+            self.layer_ops(self.layers - 1, &s, &mut ops);
+            self.mtp_ops(&s, &mut ops);
+            self.head_ops(&s, &mut ops);
+            let (g, a) = split(&ops);
+            gemm += n * g;
+            attention += n * a;
+        }
         let forward = gemm + attention;
         ModelFlops {
             gemm,

@@ -52,6 +52,17 @@ pub struct Transformer {
     /// Sliding-window (locally banded) attention on some layers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sliding_window: Option<SlidingWindow>,
+    /// Multi-token prediction modules trained beside the model (DeepSeek-V3 §2.2, depth
+    /// D = 1; Megatron-Core `mtp_num_layers`): each adds, per token, a projection of the
+    /// normed hidden state and the next token's embedding (2h → h), one transformer layer
+    /// of the model's last kind (MoE for DeepSeek-V3), and the shared output head and loss
+    /// once more. They sit on the last pipeline stage. Not part of `layers`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mtp_layers: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Sliding-window attention: a windowed layer's query attends to itself and the

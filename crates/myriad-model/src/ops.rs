@@ -561,6 +561,29 @@ impl Transformer {
         });
     }
 
+    /// Forward ops of one multi-token-prediction module besides its transformer layer and
+    /// the output head ([`Transformer::mtp_layers`]): the two RMSNorms (the hidden state and
+    /// the next token's embedding, read and written) and the projection of their
+    /// concatenation back to the hidden size (Megatron-Core `eh_proj`, column-parallel).
+    pub fn mtp_ops(&self, s: &Shard, out: &mut Vec<Op>) {
+        let t = self.rank_tokens(s);
+        let ts = self.sp_tokens(s);
+        let h = self.hidden as f64;
+        out.push(Op {
+            name: "mtp_norms",
+            kind: OpKind::memory(2.0 * 2.0 * ts * h * ACT_BYTES),
+        });
+        out.push(Op {
+            name: "mtp_proj",
+            kind: OpKind::Gemm {
+                m: t,
+                n: h / s.tp as f64,
+                k: 2.0 * h,
+                count: 1.0,
+            },
+        });
+    }
+
     /// Forward ops of the input embedding (a gather: read rows, write the hidden state).
     pub fn embedding_ops(&self, s: &Shard, out: &mut Vec<Op>) {
         let ts = self.sp_tokens(s);

@@ -22,6 +22,11 @@ pub struct ParamCount {
     pub moe_shared_per_layer: f64,
     /// Norm weights of one layer.
     pub norms_per_layer: f64,
+    /// Multi-token-prediction modules, all of them (their layer, projection and three
+    /// norms; they share the embedding and the output layer).
+    pub mtp: f64,
+    /// Of `mtp`, the routed experts of the modules' MoE layers.
+    pub mtp_experts: f64,
     /// All parameters.
     pub total: f64,
     /// Parameters touched per token (routed experts counted top_k of experts).
@@ -103,9 +108,23 @@ impl Transformer {
         let dense_layers = self.layers as f64 - moe_layers;
         let common =
             self.layers as f64 * (attention_per_layer + norms_per_layer) + embedding + output + h;
-        let total = common + dense_layers * dense_mlp_per_layer + moe_layers * (experts + shared);
-        let active =
-            common + dense_layers * dense_mlp_per_layer + moe_layers * (active_experts + shared);
+        // One multi-token-prediction module: a layer of the last kind, `eh_proj` (2h → h),
+        // the norms of the hidden state and of the embedding, and its final norm.
+        let n_mtp = self.mtp_layers as f64;
+        let last_moe = self.is_moe_layer(self.layers.saturating_sub(1));
+        let (mtp_mlp, mtp_mlp_active, mtp_experts) = if last_moe {
+            (experts + shared, active_experts + shared, experts)
+        } else {
+            (dense_mlp_per_layer, dense_mlp_per_layer, 0.0)
+        };
+        let mtp_common = attention_per_layer + norms_per_layer + 2.0 * h * h + 3.0 * h;
+        let mtp = n_mtp * (mtp_common + mtp_mlp);
+        let total =
+            common + dense_layers * dense_mlp_per_layer + moe_layers * (experts + shared) + mtp;
+        let active = common
+            + dense_layers * dense_mlp_per_layer
+            + moe_layers * (active_experts + shared)
+            + n_mtp * (mtp_common + mtp_mlp_active);
         ParamCount {
             embedding,
             output,
@@ -114,6 +133,8 @@ impl Transformer {
             experts_per_moe_layer: experts,
             moe_shared_per_layer: shared,
             norms_per_layer,
+            mtp,
+            mtp_experts: n_mtp * mtp_experts,
             total,
             active,
         }

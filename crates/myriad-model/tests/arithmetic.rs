@@ -17,6 +17,7 @@ fn gpt(layers: u32, h: u32, heads: u32, seq: u32) -> Transformer {
         moe: None,
         mla: None,
         sliding_window: None,
+        mtp_layers: 0,
     }
 }
 
@@ -77,6 +78,7 @@ fn gqa_swiglu_llama3_70b_params() {
         moe: None,
         mla: None,
         sliding_window: None,
+        mtp_layers: 0,
     };
     let p = m.params();
     // attention: q 8192², k,v 8192·1024 each, o 8192²
@@ -88,14 +90,12 @@ fn gqa_swiglu_llama3_70b_params() {
     assert!((p.total / 70.55e9 - 1.0).abs() < 0.005, "{}", p.total);
 }
 
-#[test]
-fn deepseek_v3_total_and_active_params() {
-    // DeepSeek-V3: 671B total, 37B active (report §4.2), which includes the 14B MTP module
-    // we do not model: main model 671 - 14 = 657B? The report's 671B includes MTP (11.5B
-    // unique, embeddings shared). Check within 3% of 671B-11.5B and 37B-0.9B (MTP active).
-    let m = Transformer {
+/// DeepSeek-V3's architecture (report §4.2, config.json) with `mtp` multi-token-prediction
+/// modules.
+fn dsv3(layers: u32, mtp: u32) -> Transformer {
+    Transformer {
         name: "deepseek-v3".into(),
-        layers: 61,
+        layers,
         hidden: 7168,
         ffn_hidden: 18432,
         heads: 128,
@@ -121,14 +121,45 @@ fn deepseek_v3_total_and_active_params() {
             v_head_dim: 128,
         }),
         sliding_window: None,
-    };
-    let p = m.params();
-    assert!((p.total / 659.5e9 - 1.0).abs() < 0.03, "total {}", p.total);
-    assert!(
-        (p.active / 36.5e9 - 1.0).abs() < 0.05,
-        "active {}",
-        p.active
-    );
+        mtp_layers: mtp,
+    }
+}
+
+#[test]
+fn deepseek_v3_total_and_active_params() {
+    // DeepSeek-V3: 671B total, 37B active for the main model (report §4.2; the Hugging Face
+    // checkpoint's 685B adds the 14B MTP module). Within 3% and 5%.
+    let p = dsv3(61, 0).params();
+    assert!((p.total / 671e9 - 1.0).abs() < 0.03, "total {}", p.total);
+    assert!((p.active / 37e9 - 1.0).abs() < 0.05, "active {}", p.active);
+    assert_eq!(p.mtp, 0.0);
+}
+
+#[test]
+fn mtp_module_is_a_layer_a_projection_and_the_head_again() {
+    let (m0, m1) = (dsv3(61, 0), dsv3(61, 1));
+    let (p0, p1) = (m0.params(), m1.params());
+    let h = 7168.0_f64;
+    // By hand: one MoE layer (MLA attention, two norms, 256 routed and 1 shared expert of
+    // 3 x 7168 x 2048, the router 7168 x 256), eh_proj 2h x h and three norms.
+    let attn = p0.attention_per_layer;
+    let expert = 3.0 * h * 2048.0;
+    let layer = attn + 2.0 * h + 257.0 * expert + h * 256.0;
+    let module = layer + 2.0 * h * h + 3.0 * h;
+    assert_eq!(p1.mtp, module);
+    assert_eq!(p1.mtp_experts, 256.0 * expert);
+    assert_eq!(p1.total - p0.total, module);
+    // DeepSeek: the MTP module is 14B with the embedding and output head it shares
+    // (2 x 129280 x 7168 = 1.85B); without them 12.1B. Within 5%.
+    let shared = 2.0 * 129280.0 * h;
+    assert!((p1.mtp / (14e9 - shared) - 1.0).abs() < 0.05, "{}", p1.mtp);
+    // FLOPs: the module costs what one more MoE layer costs, plus its projection
+    // (2 x 2h x h per token) and the output head again (2 x h x vocab per token).
+    let s = 4096.0;
+    let more_layer = dsv3(62, 0).flops_per_sequence().forward - m0.flops_per_sequence().forward;
+    let extra = m1.flops_per_sequence().forward - m0.flops_per_sequence().forward;
+    let expect = more_layer + s * 4.0 * h * h + s * 2.0 * h * 129280.0;
+    assert!((extra / expect - 1.0).abs() < 1e-12, "{extra} {expect}");
 }
 
 #[test]

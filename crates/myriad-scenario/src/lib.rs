@@ -289,6 +289,10 @@ pub struct ModelSpec {
     pub mla: Option<Mla>,
     #[serde(default)]
     pub sliding_window: Option<SlidingWindow>,
+    /// Multi-token prediction modules trained beside the model (DeepSeek-V3: 1); the
+    /// preset's value when absent.
+    #[serde(default)]
+    pub mtp_layers: Option<u32>,
 }
 
 /// Numeric precision of the training GEMMs.
@@ -862,6 +866,10 @@ impl ModelSpec {
             sliding_window: self
                 .sliding_window
                 .or(base.as_ref().and_then(|b| b.sliding_window)),
+            mtp_layers: self
+                .mtp_layers
+                .or(base.as_ref().map(|b| b.mtp_layers))
+                .unwrap_or(0),
         };
         t.check().map_err(|m| {
             let (p, rest) = m.split_once(": ").unwrap_or(("", &m));

@@ -57,10 +57,11 @@ impl Space {
     /// DP outermost).
     pub fn full(model: &Transformer) -> Self {
         let l = model.layers;
+        let slots = myriad_train::plan::pipeline_slots(model);
         let mut pp: Vec<u32> = (1..=l.min(128))
             .filter(|p| {
                 l % p == 0
-                    || (*p > 1 && (l + 2) % p == 0)
+                    || (*p > 1 && slots % p == 0)
                     || (p.is_power_of_two() && first_stage_remainder(l, *p).is_some())
             })
             .collect();
@@ -289,7 +290,8 @@ pub fn candidates(
                     }
                     let stages = pp * vpp;
                     let even = model.layers % stages == 0;
-                    let with_ends = pp > 1 && (model.layers + 2) % stages == 0;
+                    let with_ends =
+                        pp > 1 && myriad_train::plan::pipeline_slots(model) % stages == 0;
                     // Otherwise (vpp 1) the first stage may take the remainder, the others
                     // ceil(layers / pp) each (Megatron-Core's first-stage layer count).
                     let edge = (!even && !with_ends && vpp == 1)
@@ -394,6 +396,7 @@ pub fn candidates(
                                             ep_dispatcher: fixed.ep_dispatcher,
                                             ep_overlap: fixed.ep_overlap,
                                             embedding_in_pipeline_split: !even && edge.is_none(),
+                                            mtp_layers: model.mtp_layers,
                                             edge_stage_layers: edge,
                                         });
                                     }

@@ -173,12 +173,15 @@ pub fn setup(
         .serving
         .as_ref()
         .ok_or("serving: missing; `myriad serve` needs a `serving` block")?;
-    let model = s
+    let mut model = s
         .model
         .as_ref()
         .ok_or("model: missing; `myriad serve` needs a `model` block")?
         .resolve(cat)
         .map_err(|(p, m)| format!("model.{p}: {m}"))?;
+    // Multi-token-prediction modules are a training-time head here: serving runs them only
+    // as a speculative draft (`serving.speculative`), which prices its own draft passes.
+    model.mtp_layers = 0;
     let fw = framework(sv.framework.as_deref().unwrap_or("tensorrt-llm"));
     let mut notes = Vec::new();
     let weights = sv.weights.unwrap_or(Precision::Bf16);

@@ -264,6 +264,7 @@ fn row_model(m: &Value, notes: &mut Vec<String>) -> Result<Transformer, String> 
         moe,
         mla,
         sliding_window: None,
+        mtp_layers: 0,
     };
     t.check().map_err(|e| format!("model.{e}"))?;
     Ok(t)

@@ -618,6 +618,7 @@ fn gpt_oss_like() -> myriad_model::Transformer {
         }),
         mla: None,
         sliding_window: None,
+        mtp_layers: 0,
     }
 }
 

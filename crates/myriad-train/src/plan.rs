@@ -73,9 +73,14 @@ pub struct Plan {
     /// MoE all-to-alls hidden under the paired micro-batch's compute (combined 1F1B).
     pub ep_overlap: bool,
     /// The embedding and the loss count as one layer each in the pipeline split
-    /// (Megatron-Core `account_for_embedding/loss_in_pipeline_split`): used when
-    /// `layers + 2`, not `layers`, divides by PP×VPP (Llama 3.1 405B: 126 + 2 = 128).
+    /// (Megatron-Core `account_for_embedding/loss_in_pipeline_split`), and so does each
+    /// multi-token-prediction module (Megatron-Bridge's DeepSeek-V3 layouts, e.g.
+    /// `Et*3|(tt|)*29m|L`): used when `layers + 2 + mtp_layers`, not `layers`, divides by
+    /// PP×VPP (Llama 3.1 405B: 126 + 2 = 128; DeepSeek-V3: 61 + 2 + 1 = 64).
     pub embedding_in_pipeline_split: bool,
+    /// Multi-token-prediction modules of the model ([`Transformer::mtp_layers`]), placed on
+    /// the last pipeline stage.
+    pub mtp_layers: u32,
     /// Transformer layers of the first and of the last pipeline stage when they are set
     /// apart (Megatron-Core `decoder_first/last_pipeline_num_layers`); the other stages
     /// share the rest evenly. `None`: the even split.
@@ -100,7 +105,7 @@ impl Plan {
             };
         }
         if self.embedding_in_pipeline_split {
-            let k = (layers as f64 + 2.0) / pp;
+            let k = (layers as f64 + 2.0 + self.mtp_layers as f64) / pp;
             let lo = (s as f64 * k - 1.0).max(0.0);
             let hi = ((s as f64 + 1.0) * k - 1.0).min(layers as f64);
             (lo, hi)
@@ -116,7 +121,12 @@ impl Plan {
         match self.edge_stage_layers {
             // The largest stage: block recompute and offloading count its layers.
             Some(edges) => edge_chunk_layers(layers, self.pp, self.vpp, edges),
-            None => layers_per_chunk(layers, self.embedding_in_pipeline_split, self.pp, self.vpp),
+            None => layers_per_chunk(
+                layers + self.mtp_layers * self.embedding_in_pipeline_split as u32,
+                self.embedding_in_pipeline_split,
+                self.pp,
+                self.vpp,
+            ),
         }
     }
 
@@ -215,6 +225,12 @@ pub enum PlanError {
 
 /// Transformer layers in one pipeline chunk, at least 1: `layers` (plus the embedding and
 /// the loss when they count as stages) over PP × VPP, rounded.
+/// Slots of the pipeline split when the embedding, the loss and each multi-token-prediction
+/// module take one like a transformer layer (see [`Plan::embedding_in_pipeline_split`]).
+pub fn pipeline_slots(model: &Transformer) -> u32 {
+    model.layers + 2 + model.mtp_layers
+}
+
 pub fn layers_per_chunk(layers: u32, embedding_in_split: bool, pp: u32, vpp: u32) -> u32 {
     let split = layers + if embedding_in_split { 2 } else { 0 };
     (split as f64 / (pp.max(1) as f64 * vpp.max(1) as f64))
@@ -414,14 +430,25 @@ pub fn resolve(
     if edge_stage_layers.is_some() {
         // The edge stages are set apart; the rest divides evenly (checked above).
     } else if model.layers % (pp * vpp) != 0 {
-        if pp > 1 && (model.layers + 2) % (pp * vpp) == 0 {
+        if pp > 1 && pipeline_slots(model) % (pp * vpp) == 0 {
             embedding_in_pipeline_split = true;
-            notes.push(format!(
-                "pipeline split: layers {} + embedding + loss = {} over PP*VPP = {} (first and last stages hold one layer less)",
-                model.layers,
-                model.layers + 2,
-                pp * vpp
-            ));
+            notes.push(if model.mtp_layers > 0 {
+                format!(
+                    "pipeline split: layers {} + embedding + MTP {} + loss = {} over PP*VPP = {} (the first stage holds one layer less, the last {} less)",
+                    model.layers,
+                    model.mtp_layers,
+                    pipeline_slots(model),
+                    pp * vpp,
+                    1 + model.mtp_layers
+                )
+            } else {
+                format!(
+                    "pipeline split: layers {} + embedding + loss = {} over PP*VPP = {} (first and last stages hold one layer less)",
+                    model.layers,
+                    model.layers + 2,
+                    pp * vpp
+                )
+            });
         } else if vpp > 1 || model.layers % pp != 0 {
             let stages = pp * vpp;
             return Err(bad(
@@ -607,7 +634,12 @@ pub fn resolve(
     };
     let chunk = match edge_stage_layers {
         Some(edges) => edge_chunk_layers(model.layers, pp, vpp, edges),
-        None => layers_per_chunk(model.layers, embedding_in_pipeline_split, pp, vpp),
+        None => layers_per_chunk(
+            model.layers + model.mtp_layers * embedding_in_pipeline_split as u32,
+            embedding_in_pipeline_split,
+            pp,
+            vpp,
+        ),
     };
     let mut recompute_fraction = 1.0;
     if let Some(n) = spec.recompute_layers {
@@ -725,6 +757,7 @@ pub fn resolve(
             ep_dispatcher: spec.ep_dispatcher.unwrap_or(EpDispatcher::Alltoall),
             ep_overlap: spec.ep_overlap.unwrap_or(false),
             embedding_in_pipeline_split,
+            mtp_layers: model.mtp_layers,
             edge_stage_layers,
         },
         notes,
@@ -780,11 +813,27 @@ fn edge_stages(
     }
     let each = rest / others;
     let (first, last) = (first.unwrap_or(each), last.unwrap_or(each));
-    // With interleaving every virtual stage of a pipeline stage holds the same layers.
+    // With interleaving every virtual stage of a pipeline stage holds the same layers, but
+    // the last stage's last chunks may hold fewer (Megatron-Bridge's DeepSeek-V3 layouts:
+    // every chunk ceil(61 / chunks) layers, the last chunk the remainder beside the MTP
+    // module and the loss).
     if vpp > 1 {
+        if spec.last_stage_layers.is_some() && last > each {
+            return Err(bad(
+                "last_stage_layers",
+                format!("{last} layers with VPP {vpp} is more than the {each} of each other stage (the last stage's chunks may hold fewer, not more)"),
+            ));
+        }
         for (name, n) in [
             ("first_stage_layers", first),
-            ("last_stage_layers", last),
+            (
+                "last_stage_layers",
+                if spec.last_stage_layers.is_some() {
+                    0
+                } else {
+                    last
+                },
+            ),
             ("pp", each),
         ] {
             if n % vpp != 0 {

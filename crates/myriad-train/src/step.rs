@@ -862,6 +862,28 @@ pub fn estimate_with(
     ops.clear();
     model.embedding_ops(&shard, &mut ops);
     let (emb_f, emb_b, _, _) = ctx.times(&ops);
+    // Multi-token prediction, on the last stage: per module a layer of the model's last
+    // kind (its communication included), the projection and norms, and the output head
+    // and loss once more.
+    let mtp = model.mtp_layers as f64;
+    let mtp_layer_moe = model.is_moe_layer(model.layers.saturating_sub(1));
+    let mtp_t = if model.mtp_layers > 0 {
+        ops.clear();
+        model.mtp_ops(&shard, &mut ops);
+        let (pf, pb, pw, _) = ctx.times(&ops);
+        let l = if mtp_layer_moe { moe_t } else { dense_t };
+        StageTimes {
+            fwd: mtp * (l.fwd + pf + head_f),
+            bwd: mtp * (l.bwd + pb + head_b),
+            bwd_w: mtp * (l.bwd_w + pw + head_w),
+            recompute: mtp * l.recompute,
+            tp: mtp * l.tp,
+            cp: mtp * l.cp,
+            ep: mtp * l.ep,
+        }
+    } else {
+        StageTimes::default()
+    };
 
     // Stage composition: dense-first layers sit on the first stages.
     let pp = plan.pp;
@@ -887,9 +909,13 @@ pub fn estimate_with(
             t.bwd += emb_b;
         }
         if s == pp - 1 {
-            t.fwd += head_f;
-            t.bwd += head_b;
-            t.bwd_w += head_w;
+            t.fwd += head_f + mtp_t.fwd;
+            t.bwd += head_b + mtp_t.bwd;
+            t.bwd_w += head_w + mtp_t.bwd_w;
+            t.recompute += mtp_t.recompute;
+            t.tp += mtp_t.tp;
+            t.cp += mtp_t.cp;
+            t.ep += mtp_t.ep;
         }
         t
     };
@@ -975,10 +1001,12 @@ pub fn estimate_with(
         if s == 0 {
             dense += params.embedding / plan.tp as f64;
         }
+        let mut experts = mo * p_layer_experts;
         if s == pp - 1 {
-            dense += params.output / plan.tp as f64;
+            dense += (params.output + params.mtp - params.mtp_experts) / plan.tp as f64;
+            experts += params.mtp_experts / (plan.ep as f64 * plan.etp as f64);
         }
-        (dense, mo * p_layer_experts)
+        (dense, experts)
     };
     let (pd, pe) = stage_params(crit_idx as u32);
     // Expert-data-parallel group: ranks holding the same experts.
@@ -1233,7 +1261,17 @@ pub fn estimate_with(
         } * grad_bytes;
         let optim = (d / shard_div + e / if shard_div > 1.0 { edp as f64 } else { 1.0 }) * 12.0;
         let (dl, ml) = split(s);
-        let per_mb = dl * act.dense_layer + ml * act.moe_layer;
+        let mut per_mb = dl * act.dense_layer + ml * act.moe_layer;
+        if s == pp - 1 {
+            // Each multi-token-prediction module keeps a layer's activations per micro-batch
+            // in flight (its logits, like the head's, one micro-batch at a time: below).
+            per_mb += mtp
+                * if mtp_layer_moe {
+                    act.moe_layer
+                } else {
+                    act.dense_layer
+                };
+        }
         let in_flight = crate::plan::in_flight_micro_batches(
             plan.schedule,
             pp,
@@ -1250,7 +1288,7 @@ pub fn estimate_with(
             acts += act.dense_layer.max(act.moe_layer);
         }
         if s == pp - 1 {
-            acts += act.head;
+            acts += (1.0 + mtp) * act.head;
         }
         let total = (weights + grads + optim + acts) / GIB + BUFFERS_GIB;
         if total > memory.total_gib {

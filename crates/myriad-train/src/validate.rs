@@ -350,6 +350,32 @@ pub fn explain(
         training.fp8_params = Some(true);
         notes.push("fp8_params: true (not given; the DGX Cloud Nemotron-4 recipe sets model.fp8_params in fp8 runs, nemotron/configure.sh @ 35a9aec)".into());
     }
+    // Megatron-Bridge's DeepSeek-V3 recipes (`set_deepseek_v3_pipeline_model_parallel_layout`,
+    // recipes/deepseek/deepseek_v3.py, v0.2-v0.4) give every virtual pipeline chunk
+    // ceil(layers / chunks) layers and the last chunk the remainder, with the MTP module and
+    // the loss: PP 8 x VPP 2 holds 4 layers a chunk and 1 in the last, so the last stage 5.
+    // Taken for the multi-head-latent-attention models of that repository (DeepSeek-V3,
+    // Kimi K2) whose layers the pipeline does not divide.
+    let pp = training.pp.unwrap_or(1);
+    let vpp = training.vpp.unwrap_or(1);
+    let chunks = pp * vpp;
+    if bridge
+        && model.mla.is_some()
+        && pp > 1
+        && model.layers % chunks != 0
+        && training.first_stage_layers.is_none()
+        && training.last_stage_layers.is_none()
+    {
+        let per_chunk = model.layers.div_ceil(chunks);
+        let others = (pp - 1) * vpp * per_chunk;
+        if model.layers > others {
+            let last = model.layers - others;
+            training.last_stage_layers = Some(last);
+            notes.push(format!(
+                "last_stage_layers: {last} (not given; Megatron-Bridge's DeepSeek-V3 layout: every one of the {chunks} pipeline chunks holds {per_chunk} layers, the last the remainder with the MTP module and the loss)"
+            ));
+        }
+    }
     // The loss kernel: Megatron-Bridge's performance scripts set Transformer Engine's
     // (`cross_entropy_fusion_impl: te`) since they appeared (August 2025); Megatron-Core's
     // `cross_entropy_loss_fusion` came in 2024, so earlier sources ran the unfused one.

@@ -53,6 +53,7 @@ fn moe_expert_gemms_match_the_h100_measurement() {
             }),
             mla: None,
             sliding_window: None,
+            mtp_layers: 0,
         };
         let shard = Shard {
             ep: u("ep"),

@@ -496,9 +496,11 @@ fn dualpipe_hides_the_expert_all_to_all_under_the_paired_chunk() {
     assert!(d.estimate.step_time_s < a.estimate.step_time_s);
 }
 
+/// DeepSeek-V3 without its multi-token-prediction module (61 layers alone: PP 16 divides
+/// neither them nor them with the embedding and loss).
 fn dsv3(training: &str) -> Result<myriad_train::TrainEstimate, String> {
     let text = format!(
-        "format: myriad/1\ncluster: {{accelerator: h800, count: 2048, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: deepseek-v3}}\ntraining: {{global_batch: 15360, micro_batch: 1, tp: 1, pp: 16, dp: 128, ep: 64, precision: fp8, {training}}}\n"
+        "format: myriad/1\ncluster: {{accelerator: h800, count: 2048, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: deepseek-v3, mtp_layers: 0}}\ntraining: {{global_batch: 15360, micro_batch: 1, tp: 1, pp: 16, dp: 128, ep: 64, precision: fp8, {training}}}\n"
     );
     let cat = myriad_catalog::catalog();
     let s = parse_scenario("t.yaml", &text, cat).map_err(|e| e.to_string())?;
@@ -527,7 +529,7 @@ fn edge_stages_split_layers_that_pp_does_not_divide() {
     assert_eq!(p.chunk_layers(61), 4);
     // The critical (last) stage holds 4 MoE layers and the head, as in an even split of
     // a 64-layer DeepSeek-V3: the same forward time per step.
-    let text = "format: myriad/1\ncluster: {accelerator: h800, count: 2048, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: deepseek-v3, layers: 64}\ntraining: {global_batch: 15360, micro_batch: 1, tp: 1, pp: 16, dp: 128, ep: 64, precision: fp8, recompute: full}\n";
+    let text = "format: myriad/1\ncluster: {accelerator: h800, count: 2048, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: deepseek-v3, layers: 64, mtp_layers: 0}\ntraining: {global_batch: 15360, micro_batch: 1, tp: 1, pp: 16, dp: 128, ep: 64, precision: fp8, recompute: full}\n";
     let cat = myriad_catalog::catalog();
     let s = parse_scenario("t.yaml", text, cat).unwrap();
     let c = myriad_cluster::build(&s, cat).unwrap();
@@ -830,4 +832,78 @@ fn fp8_params_drop_the_two_byte_weight_copy() {
         e,
         "training.fp8_params: parameters are stored in fp8 only with fp8 or fp4 training, not bf16"
     );
+}
+
+/// DeepSeek-V3 with its MTP module (the preset), on 2,048 H800.
+fn dsv3_mtp(training: &str) -> Result<myriad_train::TrainEstimate, String> {
+    let text = format!(
+        "format: myriad/1\ncluster: {{accelerator: h800, count: 2048, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: deepseek-v3}}\ntraining: {{micro_batch: 1, tp: 1, ep: 64, precision: fp8, recompute: full, {training}}}\n"
+    );
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", &text, cat).map_err(|e| e.to_string())?;
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 2048).map_err(|e| e.to_string())
+}
+
+#[test]
+fn mtp_takes_a_pipeline_slot_like_the_embedding_and_the_loss() {
+    // 61 layers + embedding + MTP + loss = 64 slots (Megatron-Bridge's DeepSeek-V3
+    // layouts): PP 16 gives 4 slots a stage, so the first stage holds 3 layers, the last 2
+    // (beside the MTP module and the loss) and the others 4.
+    let t = dsv3_mtp("pp: 16, dp: 128, global_batch: 15360").unwrap();
+    let p = &t.plan;
+    assert!(p.embedding_in_pipeline_split);
+    assert_eq!(p.mtp_layers, 1);
+    let counts: Vec<f64> = (0..16)
+        .map(|s| {
+            let (lo, hi) = p.stage_layers(61, s);
+            hi - lo
+        })
+        .collect();
+    assert_eq!(counts[0], 3.0);
+    assert_eq!(counts[15], 2.0);
+    assert!(counts[1..15].iter().all(|&c| c == 4.0), "{counts:?}");
+    assert_eq!(counts.iter().sum::<f64>(), 61.0);
+    assert!(
+        t.notes
+            .iter()
+            .any(|n| n.contains("embedding + MTP 1 + loss = 64")),
+        "{:?}",
+        t.notes
+    );
+    // PP 8 with 2 virtual stages: 16 chunks of 4 slots too; PP 16 with VPP 3 (48 chunks)
+    // divides neither 61, 63 nor 64.
+    assert!(dsv3_mtp("pp: 8, dp: 256, vpp: 2, global_batch: 16384").is_ok());
+    let e = dsv3_mtp("pp: 16, dp: 128, vpp: 3, global_batch: 15360").unwrap_err();
+    assert!(e.contains("not divisible by PP*VPP"), "{e}");
+}
+
+#[test]
+fn mtp_work_lands_on_the_last_stage_and_in_the_model_flops() {
+    // Without pipelining the whole model is one stage: the module adds a MoE layer, its
+    // projection and a second head to every micro-batch, and its FLOPs to the model's.
+    let with = dsv3_mtp("pp: 1, dp: 2048, global_batch: 16384").unwrap();
+    let text = "format: myriad/1\ncluster: {accelerator: h800, count: 2048, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: deepseek-v3, mtp_layers: 0}\ntraining: {global_batch: 16384, micro_batch: 1, tp: 1, pp: 1, dp: 2048, ep: 64, precision: fp8, recompute: full}\n";
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m0 = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    let without = myriad_train::train(s.training.as_ref().unwrap(), &m0, &c, 2048).unwrap();
+    let mut m1 = m0.clone();
+    m1.mtp_layers = 1;
+    let ratio = m1.flops_per_sequence().training / m0.flops_per_sequence().training;
+    let (a, b) = (
+        with.estimate.model_flops_per_step,
+        without.estimate.model_flops_per_step,
+    );
+    assert!((a / b / ratio - 1.0).abs() < 1e-12, "{a} {b} {ratio}");
+    // One MoE layer of 58 plus two heads' worth: between 1/58 and 1/10 more forward time.
+    let (f1, f0) = (
+        with.estimate.breakdown.forward_s,
+        without.estimate.breakdown.forward_s,
+    );
+    assert!(f1 > f0 * (1.0 + 1.0 / 58.0) && f1 < f0 * 1.1, "{f1} {f0}");
+    assert!(with.estimate.breakdown.ep_comm_s > without.estimate.breakdown.ep_comm_s);
+    assert!(with.estimate.memory.total_gib > without.estimate.memory.total_gib);
 }

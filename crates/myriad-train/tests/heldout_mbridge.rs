@@ -1,0 +1,73 @@
+//! Megatron-Bridge performance-summary rows kept aside
+//! (`validation/training-heldout-mbridge.json`, built by
+//! `validation/tools/mbridge_heldout.py` from the summaries at the snapshot the public file
+//! names; nothing in the model was tuned on them): every benchmark (model, system, GPU
+//! count, precision) of those tables that has no row in the public file, newest release of
+//! each: DGX GB300 and B300 (systems the public file lacks), DeepSeek-V3 and Kimi K2 (models
+//! it lacks, with their multi-token-prediction module), and the H100, B200 and GB200 rows it
+//! left out. The rows state what the tables state and leave the rest to the validator, as
+//! the public rows do (the MoE dispatcher among it: Megatron's default all-to-all, where the
+//! DeepSeek-V3 recipes run HybridEP or DeepEP).
+//!
+//! Measured when added (44 rows): mean 20.7%, median 18.4%, worst +92.1% (DeepSeek-V3 on 256
+//! B200, EP 32 over four nodes' InfiniBand with the all-to-all dispatcher). Signs follow the
+//! system: GB300 fp8 rows are predicted slow (+16…+38%: the catalog's GB300 fp8 GEMM rate
+//! is GB200's, unmeasured), gpt-oss-120b and the older Qwen3 token-drop and B200 rows fast
+//! (−27…−44%), as in the public file.
+
+mod common;
+use common::print;
+
+fn report() -> myriad_train::validate::ValidationReport {
+    common::report_of(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../validation/training-heldout-mbridge.json"
+    ))
+    .expect("the Megatron-Bridge held-out file is in the repository")
+}
+
+/// Ratchet just above the figures measured when the file was added (mean 20.7%, worst
+/// 92.1%).
+#[test]
+fn mbridge_held_out_rows_do_not_regress() {
+    let r = report();
+    print(&r);
+    assert_eq!(r.summary.count, 44);
+    common::assert_within(&r, 0.210, 0.93);
+}
+
+/// Every DeepSeek-V3 and Kimi K2 row is predicted (61 layers that no pipeline here
+/// divides): the validator lays them out as Megatron-Bridge's DeepSeek-V3 recipes do.
+#[test]
+fn deepseek_rows_take_megatron_bridges_layout() {
+    let r = report();
+    let row = r
+        .cases
+        .iter()
+        .find(|c| c.id == "mb-26.04.01-deepseekv3-dgx-b200-256gpu-mxfp8")
+        .expect("the row is in the file");
+    assert!(row.failure.is_none(), "{:?}", row.failure);
+    // PP 8 x VPP 2: 16 chunks of ceil(61 / 16) = 4 layers, the last one 1: the last stage
+    // holds 4 + 1.
+    assert!(
+        row.notes
+            .iter()
+            .any(|n| n.starts_with("last_stage_layers: 5 ")),
+        "{:?}",
+        row.notes
+    );
+    for c in r
+        .cases
+        .iter()
+        .filter(|c| c.id.contains("deepseek") || c.id.contains("kimi"))
+    {
+        assert!(c.error.is_some(), "{}: {:?}", c.id, c.failure);
+    }
+}
+
+/// The bar for kept-aside data; not met (mean 20.7%, worst +92.1%), so ignored.
+#[test]
+#[ignore = "kept-aside bar not met on the Megatron-Bridge rows: mean 20.7%, worst +92.1% (DeepSeek-V3, 256 B200)"]
+fn mbridge_held_out_rows_meet_the_kept_aside_bar() {
+    common::assert_kept_aside_bar(&report());
+}
