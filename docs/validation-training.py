@@ -378,4 +378,50 @@ lines += [
     "the ratio.",
     "",
 ]
+# Kept aside: the Megatron-Bridge rows the public file leaves out (nothing tuned on them).
+MB = "validation/training-heldout-mbridge.json"
+mb = validate(MB)
+smb = mb["summary"]
+specmb = {c["id"]: c for c in json.load(open(MB))["cases"]}
+lines += [
+    "## Kept aside: Megatron-Bridge rows without a public counterpart",
+    "",
+    f"`{MB}` (built by `validation/tools/mbridge_heldout.py` from the two performance "
+    "summaries at the snapshot the public file names) holds every benchmark of those tables "
+    "(model, system, GPU count, precision) that has no row in the public file, at its newest "
+    "release: DGX GB300 and B300, which the public file lacks; DeepSeek-V3 and Kimi K2 "
+    "(stated with their multi-token-prediction module, `model.mtp_layers`, except the "
+    "'w/o MTP' rows); and the H100, B200 and GB200 rows it left out. The rows state what the "
+    "tables state and nothing else, as the public rows do: the MoE dispatcher stays "
+    "Megatron's default all-to-all where the DeepSeek-V3 recipes run HybridEP or DeepEP. "
+    "DeepSeek-style models are laid out as Megatron-Bridge's DeepSeek-V3 recipes do "
+    "(`set_deepseek_v3_pipeline_model_parallel_layout`: ceil(61 / chunks) layers a chunk, "
+    "the remainder in the last one with the MTP module and the loss).",
+    "",
+    "| id | GPUs | TP/PP/VPP/EP/mb | predicted s | measured s | error |",
+    "|---|---:|---|---:|---:|---:|",
+]
+for c in mb["cases"]:
+    sp = specmb[c["id"]]
+    t = sp["training"]
+    layout = f"{t['tp']}/{t['pp']}/{t['vpp'] or 1}/{t['ep']}/{t['micro_batch']}"
+    mark = " (superseded)" if c.get("superseded") else ""
+    lines.append(f"| {c['id']}{mark} | {sp['system']['count']} | {layout} | "
+                 f"{c['predicted_step_time_s']:.3f} | {c['measured_step_time_s']:.3f} | "
+                 f"{100 * c['error']:+.1f}% |")
+lines += [
+    "",
+    f"Summary: {smb['count']} cases, mean |error| {100 * smb['mae']:.1f}%, median "
+    f"{100 * smb['median_abs_error']:.1f}%, worst |error| {100 * smb['worst_abs_error_all']:.1f}% "
+    f"({smb['worst_id_all']}). The kept-aside bar (mean under 10%, no case worse than 25%) is "
+    "not met. What the misses share: GB300 fp8 rows are predicted 16-38% slow while NVIDIA "
+    "measured GB300 19-31% faster than GB200 on the same benchmarks at the same fp8 peak "
+    "(the catalog's GB300 fp8 GEMM rate is GB200's, not measured; its 1,400 W against "
+    "1,200 W and doubled exponential rate are candidates, not measurements); gpt-oss-120b "
+    "(but its GB300 MXFP8 row, -5%), the 25.09 Qwen3 token-drop rows and Qwen3 235B on "
+    "B200 are predicted 27-44% fast, as their public counterparts; DeepSeek-V3 on 256 B200 (+92%) sends EP 32 across four nodes' "
+    "InfiniBand with the all-to-all dispatcher the row leaves in place (its recipe runs "
+    "HybridEP). `crates/myriad-train/tests/heldout_mbridge.rs` holds a ratchet.",
+    "",
+]
 open("docs/validation-training.md", "w").write("\n".join(lines))

@@ -907,3 +907,33 @@ fn mtp_work_lands_on_the_last_stage_and_in_the_model_flops() {
     assert!(with.estimate.breakdown.ep_comm_s > without.estimate.breakdown.ep_comm_s);
     assert!(with.estimate.memory.total_gib > without.estimate.memory.total_gib);
 }
+
+#[test]
+fn with_interleaving_the_last_stage_may_hold_fewer_layers() {
+    // DeepSeek-V3's 61 layers (no MTP) on PP 4 x VPP 4, as Megatron-Bridge lays them out:
+    // 16 chunks of 4, the last chunk 1: stages of 16, 16, 16 and 13.
+    let run = |last: u32| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: h800, count: 2048, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: deepseek-v3, mtp_layers: 0}}\ntraining: {{global_batch: 16384, micro_batch: 1, tp: 1, pp: 4, vpp: 4, dp: 512, ep: 64, precision: fp8, recompute: full, last_stage_layers: {last}}}\n"
+        );
+        let cat = myriad_catalog::catalog();
+        let s = parse_scenario("t.yaml", &text, cat).map_err(|e| e.to_string())?;
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 2048).map_err(|e| e.to_string())
+    };
+    let t = run(13).unwrap();
+    let counts: Vec<f64> = (0..4)
+        .map(|s| {
+            let (lo, hi) = t.plan.stage_layers(61, s);
+            hi - lo
+        })
+        .collect();
+    assert_eq!(counts, vec![16.0, 16.0, 16.0, 13.0]);
+    // More than the other stages is not a remainder.
+    let e = run(17).unwrap_err();
+    assert!(e.contains("last_stage_layers"), "{e}");
+    // The other stages must still split evenly over their chunks.
+    let e = run(4).unwrap_err();
+    assert!(e.contains("not divisible by VPP 4"), "{e}");
+}
