@@ -115,6 +115,47 @@ impl Plan {
         }
     }
 
+    /// Transformer layers of pipeline rank `s`, as the chunks it holds: one range, or under
+    /// DualPipe two (DeepSeek-V3 report §3.2.1 and §2.2: the pipeline runs from both ends,
+    /// so rank `s` holds chunk `s` and chunk `2·pp − 1 − s` of `2·pp`, and the shallowest
+    /// layers with the embedding and the deepest with the output head share rank 0).
+    /// Chunks split the layers as stages do (evenly, or with the embedding, MTP modules and
+    /// loss taking a slot each), fractionally where neither divides.
+    pub fn rank_layers(&self, layers: u32, s: u32) -> [(f64, f64); 2] {
+        if self.schedule != PipelineSchedule::Dualpipe || self.pp < 2 {
+            return [self.stage_layers(layers, s), (0.0, 0.0)];
+        }
+        let chunks = 2 * self.pp;
+        let range = |c: u32| -> (f64, f64) {
+            let slots = layers + 2 + self.mtp_layers;
+            if layers % chunks != 0 && slots % chunks == 0 {
+                let k = slots as f64 / chunks as f64;
+                let lo = (c as f64 * k - 1.0).max(0.0);
+                let hi = ((c as f64 + 1.0) * k - 1.0).min(layers as f64);
+                (lo, hi.max(lo))
+            } else {
+                let k = layers as f64 / chunks as f64;
+                (c as f64 * k, (c as f64 + 1.0) * k)
+            }
+        };
+        [range(s), range(chunks - 1 - s)]
+    }
+
+    /// Whether pipeline rank `s` holds the input embedding (the first rank).
+    pub fn holds_embedding(&self, s: u32) -> bool {
+        s == 0
+    }
+
+    /// Whether pipeline rank `s` holds the output head, the loss and the multi-token
+    /// prediction modules: the last rank, or under DualPipe the first.
+    pub fn holds_head(&self, s: u32) -> bool {
+        if self.schedule == PipelineSchedule::Dualpipe && self.pp > 1 {
+            s == 0
+        } else {
+            s + 1 == self.pp
+        }
+    }
+
     /// Transformer layers in one pipeline chunk (a stage's share of one virtual stage): the
     /// unit of block recompute and activation offloading.
     pub fn chunk_layers(&self, layers: u32) -> u32 {

@@ -889,9 +889,12 @@ pub fn estimate_with(
     let pp = plan.pp;
     // Dense and MoE layer counts of stage s.
     let split = |s: u32| -> (f64, f64) {
-        let (lo, hi) = plan.stage_layers(model.layers, s);
-        let d = (dense_layers as f64).clamp(lo, hi) - lo;
-        (d, hi - lo - d)
+        plan.rank_layers(model.layers, s)
+            .iter()
+            .fold((0.0, 0.0), |(d, m), &(lo, hi)| {
+                let dl = (dense_layers as f64).clamp(lo, hi) - lo;
+                (d + dl, m + hi - lo - dl)
+            })
     };
     let mut stage = |s: u32| -> StageTimes {
         let (d, m) = split(s);
@@ -904,11 +907,11 @@ pub fn estimate_with(
             cp: d * dense_t.cp + m * moe_t.cp,
             ep: d * dense_t.ep + m * moe_t.ep,
         };
-        if s == 0 {
+        if plan.holds_embedding(s) {
             t.fwd += emb_f;
             t.bwd += emb_b;
         }
-        if s == pp - 1 {
+        if plan.holds_head(s) {
             t.fwd += head_f + mtp_t.fwd;
             t.bwd += head_b + mtp_t.bwd;
             t.bwd_w += head_w + mtp_t.bwd_w;
@@ -998,11 +1001,11 @@ pub fn estimate_with(
     let stage_params = |s: u32| -> (f64, f64) {
         let (d, mo) = split(s);
         let mut dense = d * p_layer_dense + mo * p_layer_moe_dense;
-        if s == 0 {
+        if plan.holds_embedding(s) {
             dense += params.embedding / plan.tp as f64;
         }
         let mut experts = mo * p_layer_experts;
-        if s == pp - 1 {
+        if plan.holds_head(s) {
             dense += (params.output + params.mtp - params.mtp_experts) / plan.tp as f64;
             experts += params.mtp_experts / (plan.ep as f64 * plan.etp as f64);
         }
@@ -1085,10 +1088,10 @@ pub fn estimate_with(
         let (d, mo) = split(crit_idx as u32);
         let (t_dense, t_moe) = model.tensors_per_layer(plan.ep);
         let mut mats = d * t_dense.matrices + mo * t_moe.dense.matrices;
-        if crit_idx == 0 {
+        if plan.holds_embedding(crit_idx as u32) {
             mats += 1.0;
         }
-        if crit_idx as u32 == pp - 1 && !model.tied_embeddings {
+        if plan.holds_head(crit_idx as u32) && !model.tied_embeddings {
             mats += 1.0;
         }
         let vectors = d * t_dense.vectors + mo * t_moe.dense.vectors;
@@ -1262,7 +1265,7 @@ pub fn estimate_with(
         let optim = (d / shard_div + e / if shard_div > 1.0 { edp as f64 } else { 1.0 }) * 12.0;
         let (dl, ml) = split(s);
         let mut per_mb = dl * act.dense_layer + ml * act.moe_layer;
-        if s == pp - 1 {
+        if plan.holds_head(s) {
             // Each multi-token-prediction module keeps a layer's activations per micro-batch
             // in flight (its logits, like the head's, one micro-batch at a time: below).
             per_mb += mtp
@@ -1287,7 +1290,7 @@ pub fn estimate_with(
         if off > 0.0 {
             acts += act.dense_layer.max(act.moe_layer);
         }
-        if s == pp - 1 {
+        if plan.holds_head(s) {
             acts += (1.0 + mtp) * act.head;
         }
         let total = (weights + grads + optim + acts) / GIB + BUFFERS_GIB;

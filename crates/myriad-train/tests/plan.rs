@@ -468,7 +468,7 @@ fn dualpipe_hides_the_expert_all_to_all_under_the_paired_chunk() {
     // backward compute cannot cover, plus the SM share the hidden traffic takes.
     let run = |schedule: &str| {
         let text = format!(
-            "format: myriad/1\ncluster: {{accelerator: h800, count: 2048, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: deepseek-v3, layers: 64}}\ntraining: {{global_batch: 15360, micro_batch: 1, tp: 1, pp: 16, dp: 128, ep: 64, precision: fp8, recompute: full, pipeline_schedule: {schedule}}}\n"
+            "format: myriad/1\ncluster: {{accelerator: h800, count: 2048, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: deepseek-v3, layers: 64, mtp_layers: 0, moe: {{experts: 256, top_k: 8, expert_ffn_hidden: 2048, shared_experts: 1}}}}\ntraining: {{global_batch: 15360, micro_batch: 1, tp: 1, pp: 16, dp: 128, ep: 64, precision: fp8, recompute: full, pipeline_schedule: {schedule}}}\n"
         );
         let cat = myriad_catalog::catalog();
         let s = parse_scenario("t.yaml", &text, cat).unwrap();
@@ -478,8 +478,12 @@ fn dualpipe_hides_the_expert_all_to_all_under_the_paired_chunk() {
     };
     let (a, d) = (run("1f1b"), run("dualpipe"));
     let (ba, bd) = (&a.estimate.breakdown, &d.estimate.breakdown);
-    // Same compute, same all-to-all traffic.
-    assert_eq!(ba.forward_s, bd.forward_s);
+    // 64 MoE layers (no dense ones, no MTP module): four on every rank, and the head on the
+    // critical one under both (1F1B's last; DualPipe's first, which holds both ends of the
+    // model and so the embedding too): the same all-to-all traffic, and a forward pass
+    // longer by the embedding alone.
+    let extra = bd.forward_s / ba.forward_s - 1.0;
+    assert!((0.0..0.01).contains(&extra), "{extra}");
     let traffic = ba.ep_comm_s;
     let cover = bd.forward_s + bd.backward_s + bd.recompute_s;
     assert!(traffic > 0.0 && traffic < cover, "{traffic} {cover}");
@@ -936,4 +940,26 @@ fn with_interleaving_the_last_stage_may_hold_fewer_layers() {
     // The other stages must still split evenly over their chunks.
     let e = run(4).unwrap_err();
     assert!(e.contains("not divisible by VPP 4"), "{e}");
+}
+
+#[test]
+fn dualpipe_puts_both_ends_of_the_model_on_the_first_rank() {
+    // DeepSeek-V3 report §2.2/§3.2.1: DualPipe feeds the pipeline from both ends, so rank
+    // s holds chunk s and chunk 2·pp − 1 − s; the embedding, the shallowest layers, the
+    // deepest layers and the output head (with the MTP module) share rank 0.
+    let t = dsv3_mtp("pp: 16, dp: 128, global_batch: 15360, pipeline_schedule: dualpipe").unwrap();
+    let p = &t.plan;
+    assert!(p.holds_head(0) && p.holds_embedding(0) && !p.holds_head(15));
+    // 64 slots over 32 chunks, 2 each: chunk 0 holds the embedding and layer 0, chunk 31
+    // the MTP module and the loss; rank 1 holds chunks 1 and 30 (layers 1-2 and 59-60).
+    assert_eq!(p.rank_layers(61, 0), [(0.0, 1.0), (61.0, 61.0)]);
+    assert_eq!(p.rank_layers(61, 1), [(1.0, 3.0), (59.0, 61.0)]);
+    let total: f64 = (0..16)
+        .flat_map(|s| p.rank_layers(61, s))
+        .map(|(lo, hi)| hi - lo)
+        .sum();
+    assert_eq!(total, 61.0);
+    // Without DualPipe the head stays on the last rank.
+    let one = dsv3_mtp("pp: 16, dp: 128, global_batch: 15360").unwrap();
+    assert!(one.plan.holds_head(15) && !one.plan.holds_head(0));
 }

@@ -1,0 +1,45 @@
+//! DeepSeek-V3's own pretraining throughput kept aside
+//! (`validation/training-heldout-deepseek-v3.json`; nothing in the model was tuned on it):
+//! 180K H800 GPU-hours per trillion tokens on 2,048 H800 (arXiv:2412.19437, §1 and Table 1),
+//! with the layout the report gives (§3.2: PP 16 under DualPipe, EP 64 over eight nodes,
+//! ZeRO-1, no TP; FP8; RMSNorm and MLA up-projections recomputed; MTP depth 1; batch 15,360
+//! of 4,096 tokens): 19.91 s per step.
+//!
+//! Measured when added: −22.8% (15.38 s). DualPipe puts both ends of the model on rank 0
+//! (the embedding and first layer, the MTP module and the output head twice), which is
+//! then the critical rank; with the head on the last rank instead, as a one-directional
+//! pipeline would have it, the same plan was +14.7%.
+
+mod common;
+use common::print;
+
+fn report() -> myriad_train::validate::ValidationReport {
+    common::report_of(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../validation/training-heldout-deepseek-v3.json"
+    ))
+    .expect("the DeepSeek-V3 held-out file is in the repository")
+}
+
+/// Ratchet just above the figure measured when the case was added (−22.8%).
+#[test]
+fn deepseek_v3_pretraining_does_not_regress() {
+    let r = report();
+    print(&r);
+    assert_eq!(r.summary.count, 1);
+    common::assert_within(&r, 0.235, 0.235);
+    // The report's layout is what ran: DualPipe with the MTP module.
+    let c = &r.cases[0];
+    assert!(
+        c.notes.iter().any(|n| n.contains("MTP 1 + loss = 64")),
+        "{:?}",
+        c.notes
+    );
+}
+
+/// The bar for kept-aside data; not met (−22.8%: the mean of one case is over 10%).
+#[test]
+#[ignore = "kept-aside bar not met on DeepSeek-V3's pretraining: -22.8%"]
+fn deepseek_v3_pretraining_meets_the_kept_aside_bar() {
+    common::assert_kept_aside_bar(&report());
+}
