@@ -888,14 +888,17 @@ pub fn estimate_with(
     // Stage composition: dense-first layers sit on the first stages.
     let pp = plan.pp;
     // Dense and MoE layer counts of stage s.
-    let split = |s: u32| -> (f64, f64) {
-        plan.rank_layers(model.layers, s)
-            .iter()
-            .fold((0.0, 0.0), |(d, m), &(lo, hi)| {
-                let dl = (dense_layers as f64).clamp(lo, hi) - lo;
-                (d + dl, m + hi - lo - dl)
-            })
-    };
+    let splits: Vec<(f64, f64)> = (0..plan.pp)
+        .map(|s| {
+            plan.rank_layers(model.layers, s)
+                .iter()
+                .fold((0.0, 0.0), |(d, m), &(lo, hi)| {
+                    let dl = (dense_layers as f64).clamp(lo, hi) - lo;
+                    (d + dl, m + hi - lo - dl)
+                })
+        })
+        .collect();
+    let split = |s: u32| -> (f64, f64) { splits[s as usize] };
     let mut stage = |s: u32| -> StageTimes {
         let (d, m) = split(s);
         let mut t = StageTimes {
