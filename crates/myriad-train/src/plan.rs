@@ -120,9 +120,13 @@ impl Plan {
     /// so rank `s` holds chunk `s` and chunk `2·pp − 1 − s` of `2·pp`, and the shallowest
     /// layers with the embedding and the deepest with the output head share rank 0).
     /// Chunks split the layers as stages do (evenly, or with the embedding, MTP modules and
-    /// loss taking a slot each), fractionally where neither divides.
+    /// loss taking a slot each), fractionally where neither divides; a split given by
+    /// `first/last_stage_layers` is kept as stated, by rank.
     pub fn rank_layers(&self, layers: u32, s: u32) -> [(f64, f64); 2] {
-        if self.schedule != PipelineSchedule::Dualpipe || self.pp < 2 {
+        if self.schedule != PipelineSchedule::Dualpipe
+            || self.pp < 2
+            || self.edge_stage_layers.is_some()
+        {
             return [self.stage_layers(layers, s), (0.0, 0.0)];
         }
         let chunks = 2 * self.pp;

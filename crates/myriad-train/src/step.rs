@@ -862,9 +862,9 @@ pub fn estimate_with(
     ops.clear();
     model.embedding_ops(&shard, &mut ops);
     let (emb_f, emb_b, _, _) = ctx.times(&ops);
-    // Multi-token prediction, on the last stage: per module a layer of the model's last
-    // kind (its communication included), the projection and norms, and the output head
-    // and loss once more.
+    // Multi-token prediction, on the rank that holds the head: per module a layer of the
+    // model's last kind (its communication included), the projection and norms, and the
+    // output head and loss once more.
     let mtp = model.mtp_layers as f64;
     let mtp_layer_moe = model.is_moe_layer(model.layers.saturating_sub(1));
     let mtp_t = if model.mtp_layers > 0 {
@@ -885,9 +885,10 @@ pub fn estimate_with(
         StageTimes::default()
     };
 
-    // Stage composition: dense-first layers sit on the first stages.
+    // Rank composition: dense-first layers sit on the first stages (and under DualPipe the
+    // first rank holds the deepest chunk as well).
     let pp = plan.pp;
-    // Dense and MoE layer counts of stage s.
+    // Dense and MoE layer counts of rank s.
     let splits: Vec<(f64, f64)> = (0..plan.pp)
         .map(|s| {
             plan.rank_layers(model.layers, s)
