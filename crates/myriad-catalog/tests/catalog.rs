@@ -672,6 +672,8 @@ const PUBLISHED: &[(&str, f64, Option<f64>, bool)] = &[
     ("grok-1", 314.0, None, true),
     // NVIDIA: 340B.
     ("nemotron4-340b", 340.0, None, true),
+    // Meta Llama 4 model card: 400B total, 17B active.
+    ("llama4-maverick", 400.0, Some(17.0), true),
 ];
 
 #[test]

@@ -70,15 +70,24 @@ fn is_zero(n: &u32) -> bool {
 /// bounded by the window whatever the context. gpt-oss alternates windowed and full layers
 /// (`window: 128, full_every: 2`); Gemma 3 keeps one full layer in six (`full_every: 6`);
 /// Mistral 7B windows every layer (no `full_every`).
+///
+/// With `chunked`, the local layers attend within fixed chunks of `window` tokens instead
+/// (Llama 4's `attention_chunk_size` 8192 with a global, NoPE layer every fourth: `window:
+/// 8192, full_every: 4, chunked: true`): the query at position p sees positions
+/// ⌊p / window⌋·window … p, so a long sequence's queries see `window / 2` keys on average.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SlidingWindow {
-    /// Positions each query of a windowed layer attends to (itself included).
+    /// Positions each query of a windowed layer attends to (itself included); with
+    /// `chunked`, the chunk length.
     pub window: u32,
     /// Every `full_every`-th layer (the 2nd, 4th, ... for 2) attends to the whole context;
     /// absent: every layer is windowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full_every: Option<u32>,
+    /// Fixed chunks (Llama 4) rather than a window sliding with the query.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub chunked: bool,
 }
 
 impl SlidingWindow {
@@ -99,7 +108,39 @@ impl SlidingWindow {
         if seq <= 0.0 || w >= seq {
             return 0.5;
         }
+        if self.chunked {
+            // Causal within each chunk: q whole chunks of w and a last one of r tokens.
+            let q = (seq / w).floor();
+            let r = seq - q * w;
+            return 0.5 * (q * w * w + r * r) / (seq * seq);
+        }
         (w * seq - 0.5 * w * w) / (seq * seq)
+    }
+
+    /// Keys a decoding query at context `ctx` (the mean over a batch's sequences) reads in a
+    /// windowed layer: the window once the context passes it; chunked, the context within
+    /// its chunk, `window / 2` on average once contexts span chunks.
+    pub fn decode_span(&self, ctx: f64) -> f64 {
+        let w = self.window as f64;
+        if ctx <= w {
+            ctx
+        } else if self.chunked {
+            0.5 * w
+        } else {
+            w
+        }
+    }
+
+    /// Query-key pairs of `tokens` prompt tokens whose causal pairs with their context
+    /// number `pairs`, in a windowed layer: each query sees at most the window (chunked:
+    /// `window / 2` on average once a prompt spans chunks).
+    pub fn prefill_pairs(&self, pairs: f64, tokens: f64) -> f64 {
+        let per_query = if self.chunked {
+            0.5 * self.window as f64
+        } else {
+            self.window as f64
+        };
+        pairs.min(tokens * per_query)
     }
 }
 

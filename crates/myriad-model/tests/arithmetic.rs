@@ -483,6 +483,7 @@ fn sliding_window_pairs_and_layers_by_hand() {
     let w = SlidingWindow {
         window: 128,
         full_every: Some(2),
+        chunked: false,
     };
     assert!((w.causal_fraction(4096.0) - 516_096.0 / 16_777_216.0).abs() < 1e-12);
     // A window as long as the sequence is plain causal attention.
@@ -494,10 +495,12 @@ fn sliding_window_pairs_and_layers_by_hand() {
     let gemma = SlidingWindow {
         window: 1024,
         full_every: Some(6),
+        chunked: false,
     };
     let all = SlidingWindow {
         window: 4096,
         full_every: None,
+        chunked: false,
     };
     let mut m = gpt(12, 1024, 16, 8192);
     m.sliding_window = Some(gemma);
@@ -515,6 +518,7 @@ fn sliding_window_cuts_attention_flops_only() {
     let w = myriad_model::SlidingWindow {
         window: 128,
         full_every: Some(2),
+        chunked: false,
     };
     oss.sliding_window = Some(w);
     assert_eq!(oss.windowed_layers(), 18);
@@ -530,4 +534,42 @@ fn sliding_window_cuts_attention_flops_only() {
         a.attention
     );
     assert!(a.attention < 0.55 * b.attention);
+}
+
+#[test]
+fn chunked_attention_pairs_and_spans_by_hand() {
+    use myriad_model::SlidingWindow;
+    // Llama 4: chunks of 8,192, a global layer every fourth.
+    let c = SlidingWindow {
+        window: 8192,
+        full_every: Some(4),
+        chunked: true,
+    };
+    // 32,768 tokens = 4 whole chunks, causal within each: 4 x 8192^2 / 2 of the 32768^2
+    // square = 1/8 (a quarter of full causal attention).
+    assert_eq!(c.causal_fraction(32768.0), 0.125);
+    // 10,000 tokens: one chunk and 1,808 tokens of the next.
+    let f = 0.5 * (8192.0_f64.powi(2) + 1808.0_f64.powi(2)) / 1e8;
+    assert!((c.causal_fraction(10000.0) - f).abs() < 1e-15);
+    // Within one chunk it is plain causal attention.
+    assert_eq!(c.causal_fraction(8192.0), 0.5);
+    assert!(c.windows_layer(0) && c.windows_layer(2) && !c.windows_layer(3));
+    // Decoding: a context inside the first chunk reads all of it; past it, half a chunk on
+    // average (a sliding window reads the whole window).
+    assert_eq!(c.decode_span(5000.0), 5000.0);
+    assert_eq!(c.decode_span(30000.0), 4096.0);
+    let s = SlidingWindow {
+        chunked: false,
+        ..c
+    };
+    assert_eq!(s.decode_span(30000.0), 8192.0);
+    // A 32,768-token prompt's causal pairs (536,887,296) bounded by 4,096 a query.
+    let pairs = 32768.0 * 32769.0 / 2.0;
+    assert_eq!(c.prefill_pairs(pairs, 32768.0), 32768.0 * 4096.0);
+    assert_eq!(s.prefill_pairs(pairs, 32768.0), 32768.0 * 8192.0);
+    // And a short prompt keeps its own pairs.
+    assert_eq!(
+        c.prefill_pairs(500.0 * 501.0 / 2.0, 500.0),
+        500.0 * 501.0 / 2.0
+    );
 }

@@ -308,6 +308,9 @@ pub struct InstanceModel {
     /// Sliding-window attention: (window tokens, fraction of layers windowed). A windowed
     /// layer attends to (and reads) only the last `window` tokens of each sequence.
     pub window: Option<(f64, f64)>,
+    /// Windowed layers attend within fixed chunks of the window (Llama 4) rather than a
+    /// window sliding with the query ([`myriad_model::SlidingWindow::chunked`]).
+    pub window_chunked: bool,
     /// The KV cache holds only the window of windowed layers (`kv_need` shrinks); false
     /// where the framework keeps (and reserves) the whole sequence for every layer.
     pub window_bounds_kv: bool,
@@ -489,6 +492,7 @@ impl InstanceModel {
             decode_kv_reads: 1.0,
             fp8_decode_attention: false,
             window: None,
+            window_chunked: false,
             window_bounds_kv: false,
             graph_batch_sizes: Vec::new(),
             expert_load_cv: published_expert_load_cv(model),
@@ -530,7 +534,9 @@ impl InstanceModel {
         match m.model.sliding_window {
             Some(w) if fw.sliding_window_attention => {
                 let layers = m.model.windowed_layers();
-                m.with_sliding_window(w.window, layers, fw.sliding_window_kv)
+                let mut m = m.with_sliding_window(w.window, layers, fw.sliding_window_kv);
+                m.window_chunked = w.chunked;
+                m
             }
             _ => m,
         }
@@ -1077,8 +1083,13 @@ impl InstanceModel {
             // most the window of each sequence (mean context per sequence taken).
             let ctx = match self.window {
                 Some((w, f)) => {
-                    b.decode_ctx * (1.0 - f)
-                        + b.decode_seqs * (b.decode_ctx / b.decode_seqs).min(w) * f
+                    let span = myriad_model::SlidingWindow {
+                        window: w as u32,
+                        full_every: None,
+                        chunked: self.window_chunked,
+                    }
+                    .decode_span(b.decode_ctx / b.decode_seqs);
+                    b.decode_ctx * (1.0 - f) + b.decode_seqs * span * f
                 }
                 None => b.decode_ctx,
             };
@@ -1097,7 +1108,13 @@ impl InstanceModel {
             // Windowed layers: each query attends to at most `window` positions.
             let pairs = match self.window {
                 Some((w, f)) => {
-                    b.prefill_pairs * (1.0 - f) + b.prefill_pairs.min(b.prefill_tokens * w) * f
+                    let local = myriad_model::SlidingWindow {
+                        window: w as u32,
+                        full_every: None,
+                        chunked: self.window_chunked,
+                    }
+                    .prefill_pairs(b.prefill_pairs, b.prefill_tokens);
+                    b.prefill_pairs * (1.0 - f) + local * f
                 }
                 None => b.prefill_pairs,
             };

@@ -47,6 +47,7 @@ fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Opt
     im.fp8_decode_attention = m.fp8_decode_attention;
     im.host_per_seq_s = m.host_per_seq_s;
     im.window = m.window;
+    im.window_chunked = m.window_chunked;
     im.window_bounds_kv = m.window_bounds_kv;
     let kv = im.kv_capacity_tokens(kv_fraction);
     (kv >= 1.0).then_some(RoleSpec {

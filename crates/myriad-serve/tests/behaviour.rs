@@ -556,11 +556,13 @@ fn validation_mae_ratchet() {
     // reduce-scatter its `select_alltoall_method_type` runs whenever EP is not wider than
     // top-k on multi-node NVLink, instead of an all-to-all of k copies per token that it
     // never runs: the DeepSeek-R1 DEP4/DEP8 rows, already short of a cost the GB200 trace
-    // shows, lost the stand-in that had absorbed it.)
+    // shows, lost the stand-in that had absorbed it. Lowered, 0.1320 -> 0.1305, when
+    // Llama 4 Maverick's chunked attention (its preset: chunks of 8,192, every fourth layer
+    // global) was lent to its rows.)
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.1320, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1305, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.0825,
         "median {:.3}",
@@ -1861,4 +1863,40 @@ fn a_preset_with_sliding_windows_serves_them_per_framework() {
     let g = decode_of("sglang");
     assert_eq!(g.window, Some((128.0, 0.5)));
     assert_eq!(g.kv_need(1000.0), 1000.0);
+}
+
+/// Llama 4 Maverick's chunked attention (the preset: chunks of 8,192, every fourth layer
+/// global) reaches serving: past the first chunk a decoding query of a local layer reads
+/// half a chunk on average, so a long context's decode iteration costs less than with
+/// every layer global; inside the first chunk nothing changes.
+#[test]
+fn chunked_attention_bounds_long_context_decode_reads() {
+    let model_of = |extra: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: h200, count: 8}}\nmodel: {{preset: llama4-maverick{extra}}}\nserving:\n  framework: tensorrt-llm\n  weights: fp8\n  experts: fp8\n  kv_cache: fp8\n  instance: {{tp: 1, attention_dp: 8, ep: 8}}\n  input: {{mean: 1000}}\n  output: {{mean: 1000}}\n  requests: 10\n"
+        );
+        match setup_of("s.yaml", &text).deployment {
+            myriad_serve::Deployment::Aggregated(r) => r.model,
+            _ => panic!("aggregated"),
+        }
+    };
+    let chunked = model_of("");
+    assert!(chunked.window_chunked);
+    assert_eq!(chunked.window, Some((8192.0, 0.75)));
+    let global = model_of(", sliding_window: {window: 1000000}");
+    let step = |m: &myriad_serve::InstanceModel, ctx: f64| {
+        let n = 8.0 * 64.0;
+        let b = Batch {
+            decode_seqs: n,
+            decode_ctx: n * ctx,
+            ..Default::default()
+        };
+        m.iteration(&b).total_s
+    };
+    // Short contexts: the same iteration.
+    let (a, b) = (step(&chunked, 4000.0), step(&global, 4000.0));
+    assert!((a / b - 1.0).abs() < 1e-12, "{a} {b}");
+    // 32K contexts: cheaper, but not below a quarter of the layers' full reads.
+    let (a, b) = (step(&chunked, 32000.0), step(&global, 32000.0));
+    assert!(a < 0.8 * b && a > 0.25 * b, "{a} {b}");
 }

@@ -172,8 +172,8 @@ fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
 /// `validation/tools/trtllm_perf_overview_heldout.py`): the other GPUs of its models and
 /// Qwen3 30B-A3B, 88 rows, each copying the public row of its model for what the doc states
 /// per model. Measured when added: MAE 29.4%, median 24.8%, worst +87.4% (DeepSeek-R1 H200
-/// DEP8 FP8 1000/1000, like the DEP8 B200 blog rows); Llama 4 Maverick on B200/GB200 DEP4 is
-/// predicted 32-62% slow and the long-output Qwen3 rows 24-49% slow (the KV cache runs
+/// DEP8 FP8 1000/1000, like the DEP8 B200 blog rows); 28.4% since Llama 4 Maverick's chunked
+/// attention is modelled. Llama 4 Maverick on B200/GB200 DEP4 is predicted 27-54% slow and the long-output Qwen3 rows 24-49% slow (the KV cache runs
 /// out: the rows leave its dtype to the checkpoint, whose quantisation config was not
 /// read), gpt-oss-120b over-predicted (−6…+84%).
 #[test]
@@ -182,7 +182,7 @@ fn perf_overview_held_out_columns_do_not_regress() {
     let s = &r.summary;
     assert_eq!(s.count, 88);
     assert!(r.cases.iter().all(|c| c.error.is_some()));
-    assert!(s.mae < 0.295, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.285, "MAE {:.3}", s.mae);
     assert!(
         s.worst_abs_error < 0.88,
         "{} {:.3}",
@@ -192,7 +192,7 @@ fn perf_overview_held_out_columns_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on the perf-overview columns the public file leaves out (MAE 29.4%, worst +87.4%)"]
+#[ignore = "kept-aside bar not met on the perf-overview columns the public file leaves out (MAE 28.4%, worst +87.4%)"]
 fn perf_overview_held_out_columns_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-perf-overview.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
