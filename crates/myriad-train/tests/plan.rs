@@ -775,6 +775,7 @@ fn a_sliding_window_shortens_attention_only() {
     whole.sliding_window = Some(myriad_model::SlidingWindow {
         window: oss.seq_len,
         full_every: Some(2),
+        chunked: false,
     });
     let (w, f, same) = (step(&oss), step(&full), step(&whole));
     assert_eq!(same.step_time_s, f.step_time_s);
