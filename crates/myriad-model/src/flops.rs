@@ -35,7 +35,8 @@ impl Transformer {
         let moe_layers = self.moe_layers() as f64;
         let dense_layers = self.layers as f64 - moe_layers;
         let (mut gemm, mut attention) = (0.0, 0.0);
-        for (layer, n) in [(0, dense_layers), (self.layers - 1, moe_layers)] {
+        let index = |moe: bool| self.layer_of_kind(moe).unwrap_or(0);
+        for (layer, n) in [(index(false), dense_layers), (index(true), moe_layers)] {
             if n > 0.0 {
                 ops.clear();
                 self.layer_ops(layer, &s, &mut ops);
@@ -54,7 +55,7 @@ impl Transformer {
         if self.mtp_layers > 0 {
             let n = self.mtp_layers as f64;
             ops.clear();
-            self.layer_ops(self.layers - 1, &s, &mut ops);
+            self.layer_ops(self.layers.saturating_sub(1), &s, &mut ops);
             self.mtp_ops(&s, &mut ops);
             self.head_ops(&s, &mut ops);
             let (g, a) = split(&ops);

@@ -144,7 +144,8 @@ impl SlidingWindow {
     }
 }
 
-/// Mixture of experts (applies to every layer after the first `dense_layers`).
+/// Mixture of experts (applies to every layer after the first `dense_layers`, or with
+/// `every` to every `every`-th of them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Moe {
@@ -159,6 +160,11 @@ pub struct Moe {
     /// MLP inner size of those dense layers; `ffn_hidden` when absent.
     #[serde(default)]
     pub dense_ffn_hidden: Option<u32>,
+    /// After the dense ones, only every `every`-th layer has experts and the others a dense
+    /// MLP (Llama 4 Maverick's `interleave_moe_layer_step` 2: layers 1, 3, 5, ...;
+    /// Megatron-Core's `moe_layer_freq`); absent: every layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<u32>,
 }
 
 /// Multi-head latent attention (DeepSeek-V2/V3).
@@ -315,9 +321,29 @@ impl Transformer {
     /// Whether layer `i` (0-based) has a MoE MLP.
     pub fn is_moe_layer(&self, i: u32) -> bool {
         match &self.moe {
-            Some(m) => i >= m.dense_layers,
+            Some(m) => {
+                i >= m.dense_layers && (i - m.dense_layers + 1) % m.every.unwrap_or(1).max(1) == 0
+            }
             None => false,
         }
+    }
+
+    /// Index of a layer with experts and of one with a dense MLP (the kinds' op lists are
+    /// the same for every layer of a kind); `None` where the model has none of that kind.
+    pub fn layer_of_kind(&self, moe: bool) -> Option<u32> {
+        (0..self.layers).find(|&i| self.is_moe_layer(i) == moe)
+    }
+
+    /// Dense-MLP layers among the layer indices `[lo, hi)` (fractional bounds: a pipeline
+    /// stage's share): the first `dense_layers`, then `every − 1` in every `every`.
+    pub fn dense_layers_in(&self, lo: f64, hi: f64) -> f64 {
+        let Some(m) = &self.moe else {
+            return hi - lo;
+        };
+        let d = m.dense_layers as f64;
+        let first = d.clamp(lo, hi) - lo;
+        let k = m.every.unwrap_or(1).max(1) as f64;
+        first + (hi - lo - first) * (k - 1.0) / k
     }
 
     /// MLP inner size of a dense layer.
@@ -340,7 +366,7 @@ impl Transformer {
     /// Number of MoE layers.
     pub fn moe_layers(&self) -> u32 {
         match &self.moe {
-            Some(m) => self.layers.saturating_sub(m.dense_layers),
+            Some(m) => self.layers.saturating_sub(m.dense_layers) / m.every.unwrap_or(1).max(1),
             None => 0,
         }
     }
@@ -414,6 +440,11 @@ impl Transformer {
                     "moe.dense_layers: {} is more than layers {}",
                     m.dense_layers, self.layers
                 ));
+            }
+            if m.every == Some(0) {
+                return Err(
+                    "moe.every: must be positive, got 0 (1 puts experts in every layer)".into(),
+                );
             }
         }
         Ok(())

@@ -112,6 +112,7 @@ fn dsv3(layers: u32, mtp: u32) -> Transformer {
             shared_experts: 1,
             dense_layers: 3,
             dense_ffn_hidden: Some(18432),
+            every: None,
         }),
         mla: Some(Mla {
             q_lora_rank: Some(1536),
@@ -229,6 +230,7 @@ fn sharding_conserves_flops() {
         shared_experts: 1,
         dense_layers: 1,
         dense_ffn_hidden: None,
+        every: None,
     });
     let total = |s: Shard, layer: u32| {
         let mut ops = Vec::new();
@@ -310,6 +312,7 @@ fn tensors_per_layer_follow_the_module_tree() {
         shared_experts: 1,
         dense_layers: 0,
         dense_ffn_hidden: None,
+        every: None,
     });
     let (t, moe) = l.tensors_per_layer(8);
     assert_eq!((t.matrices, t.vectors), (4.0, 2.0));
@@ -402,6 +405,7 @@ fn zero_sized_dimensions_are_named_not_computed() {
             shared_experts: 0,
             dense_layers: 0,
             dense_ffn_hidden: None,
+            every: None,
         }),
         ..ok.clone()
     };
@@ -572,4 +576,66 @@ fn chunked_attention_pairs_and_spans_by_hand() {
         c.prefill_pairs(500.0 * 501.0 / 2.0, 500.0),
         500.0 * 501.0 / 2.0
     );
+}
+
+#[test]
+fn interleaved_moe_layers_by_hand() {
+    // Llama 4 Maverick: 48 layers, experts in every second (1, 3, 5, ...), none dense first.
+    let mut m = gpt(48, 5120, 40, 8192);
+    m.moe = Some(Moe {
+        experts: 128,
+        top_k: 1,
+        expert_ffn_hidden: 8192,
+        shared_experts: 1,
+        dense_layers: 0,
+        dense_ffn_hidden: None,
+        every: Some(2),
+    });
+    assert!(!m.is_moe_layer(0) && m.is_moe_layer(1) && !m.is_moe_layer(46) && m.is_moe_layer(47));
+    assert_eq!(m.moe_layers(), 24);
+    assert_eq!(m.layer_of_kind(true), Some(1));
+    assert_eq!(m.layer_of_kind(false), Some(0));
+    // Any range holds half dense layers; with 3 dense layers first (DeepSeek-style) and
+    // every 3rd after them MoE: layers 5, 8, 11, ... of 12 -> 3 MoE.
+    assert_eq!(m.dense_layers_in(0.0, 12.0), 6.0);
+    if let Some(x) = m.moe.as_mut() {
+        x.dense_layers = 3;
+        x.every = Some(3);
+    }
+    m.layers = 12;
+    assert_eq!(m.moe_layers(), 3);
+    let moe: Vec<u32> = (0..12).filter(|&i| m.is_moe_layer(i)).collect();
+    assert_eq!(moe, vec![5, 8, 11]);
+    assert_eq!(m.dense_layers_in(0.0, 12.0), 9.0);
+    assert_eq!(m.dense_layers_in(0.0, 3.0), 3.0);
+    // Parameters count 24 MoE and 24 dense MLPs, as the same model with 24 dense layers
+    // first would.
+    let mut a = gpt(48, 5120, 40, 8192);
+    a.moe = Some(Moe {
+        experts: 128,
+        top_k: 1,
+        expert_ffn_hidden: 8192,
+        shared_experts: 1,
+        dense_layers: 0,
+        dense_ffn_hidden: None,
+        every: Some(2),
+    });
+    let mut b = a.clone();
+    if let Some(x) = b.moe.as_mut() {
+        x.dense_layers = 24;
+        x.every = None;
+    }
+    assert_eq!(a.params().total, b.params().total);
+    assert_eq!(
+        a.flops_per_sequence().forward,
+        b.flops_per_sequence().forward
+    );
+    let e = Transformer {
+        moe: Some(Moe {
+            every: Some(0),
+            ..a.moe.clone().unwrap()
+        }),
+        ..a.clone()
+    };
+    assert!(e.check().unwrap_err().starts_with("moe.every"));
 }

@@ -232,6 +232,7 @@ fn row_model(m: &Value, notes: &mut Vec<String>) -> Result<Transformer, String> 
             .or_else(|| uint(x, "dense_layers_first"))
             .unwrap_or(0),
         dense_ffn_hidden: uint(x, "dense_ffn_hidden"),
+        every: None,
     });
     let kv_heads = match uint(m, "kv_heads") {
         Some(k) => k,

@@ -617,6 +617,7 @@ fn gpt_oss_like() -> myriad_model::Transformer {
             shared_experts: 0,
             dense_layers: 0,
             dense_ffn_hidden: None,
+            every: None,
         }),
         mla: None,
         sliding_window: None,

@@ -842,12 +842,12 @@ pub fn estimate_with(
     let moe_layers = model.moe_layers();
     let dense_layers = model.layers - moe_layers;
     let dense_t = if dense_layers > 0 {
-        layer_times(0, &mut ops)
+        layer_times(model.layer_of_kind(false).unwrap_or(0), &mut ops)
     } else {
         StageTimes::default()
     };
     let moe_t = if moe_layers > 0 {
-        layer_times(model.layers - 1, &mut ops)
+        layer_times(model.layer_of_kind(true).unwrap_or(0), &mut ops)
     } else {
         StageTimes::default()
     };
@@ -894,7 +894,7 @@ pub fn estimate_with(
             plan.rank_layers(model.layers, s)
                 .iter()
                 .fold((0.0, 0.0), |(d, m), &(lo, hi)| {
-                    let dl = (dense_layers as f64).clamp(lo, hi) - lo;
+                    let dl = model.dense_layers_in(lo, hi);
                     (d + dl, m + hi - lo - dl)
                 })
         })

@@ -50,6 +50,7 @@ fn moe_expert_gemms_match_the_h100_measurement() {
                 shared_experts: 0,
                 dense_layers: 0,
                 dense_ffn_hidden: None,
+                every: None,
             }),
             mla: None,
             sliding_window: None,
