@@ -732,10 +732,12 @@ fn predict_inner(
     let kv_stated = !kv_text.is_empty();
     let acc = cat.accelerator(&acc_id).map_err(|e| e.message())?;
     // gpt-oss ships MXFP4 routed experts and bf16 attention (OpenAI model card); a row
-    // that leaves the format open but names MXFP4 gets that checkpoint.
+    // that names MXFP4 (and no NVFP4 checkpoint) gets that checkpoint, whether its label
+    // reads FP8 or FP4 (TensorRT-LLM's perf overview labels gpt-oss columns by the GPU's
+    // MoE path, not by a re-quantised checkpoint).
     let mxfp4 = t.name.to_ascii_lowercase().contains("gpt-oss")
         && wl.contains("mxfp4")
-        && experts != Precision::Fp4;
+        && !wl.contains("nvfp4");
     let (weights, experts) = if mxfp4 {
         notes.push(
             "weights: MXFP4 experts + bf16 attention (the upstream gpt-oss checkpoint; the row leaves the format open)"

@@ -173,16 +173,17 @@ fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
 /// Qwen3 30B-A3B, 88 rows, each copying the public row of its model for what the doc states
 /// per model. Measured when added: MAE 29.4%, median 24.8%, worst +87.4% (DeepSeek-R1 H200
 /// DEP8 FP8 1000/1000, like the DEP8 B200 blog rows); 28.4% since Llama 4 Maverick's chunked
-/// attention is modelled. Llama 4 Maverick on B200/GB200 DEP4 is predicted 27-54% slow and the long-output Qwen3 rows 24-49% slow (the KV cache runs
+/// attention is modelled; 27.3% since gpt-oss rows naming MXFP4 run it under an FP4 label
+/// too. Llama 4 Maverick on B200/GB200 DEP4 is predicted 27-54% slow and the long-output Qwen3 rows 24-49% slow (the KV cache runs
 /// out: the rows leave its dtype to the checkpoint, whose quantisation config was not
-/// read), gpt-oss-120b over-predicted (−6…+84%).
+/// read), gpt-oss-120b mostly over-predicted (−25…+84%).
 #[test]
 fn perf_overview_held_out_columns_do_not_regress() {
     let r = report_of("serving-heldout-perf-overview.json");
     let s = &r.summary;
     assert_eq!(s.count, 88);
     assert!(r.cases.iter().all(|c| c.error.is_some()));
-    assert!(s.mae < 0.285, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.275, "MAE {:.3}", s.mae);
     assert!(
         s.worst_abs_error < 0.88,
         "{} {:.3}",
@@ -192,8 +193,52 @@ fn perf_overview_held_out_columns_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on the perf-overview columns the public file leaves out (MAE 28.4%, worst +87.4%)"]
+#[ignore = "kept-aside bar not met on the perf-overview columns the public file leaves out (MAE 27.3%, worst +87.4%)"]
 fn perf_overview_held_out_columns_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-perf-overview.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
+}
+
+/// gpt-oss ships MXFP4 experts and bf16 attention: a row that names MXFP4 runs that
+/// checkpoint whether the perf overview's column says FP8 (Hopper) or FP4 (Blackwell), and a
+/// row that names an NVFP4 checkpoint keeps it.
+#[test]
+fn gpt_oss_rows_naming_mxfp4_run_the_upstream_checkpoint() {
+    let r = report_of("serving-heldout-perf-overview.json");
+    for id in [
+        "trtllm-perfoverview-perGPU-gpt-oss-20b-b200-tp1-fp4-1000-1000",
+        "trtllm-perfoverview-perGPU-gpt-oss-120b-h100-dep4-fp8-1000-1000",
+    ] {
+        let c = r.cases.iter().find(|c| c.id == id).expect("row present");
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.starts_with("weights: MXFP4 experts + bf16 attention")),
+            "{id}: {:?}",
+            c.notes
+        );
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("weights bf16 experts fp4")),
+            "{id}: {:?}",
+            c.notes
+        );
+    }
+    // The same row naming an NVFP4 checkpoint instead is read as NVFP4.
+    let path = format!(
+        "{}/../../validation/serving-heldout-perf-overview.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let cases = doc["cases"].as_array_mut().unwrap();
+    cases.retain(|c| c["id"] == "trtllm-perfoverview-perGPU-gpt-oss-20b-b200-tp1-fp4-1000-1000");
+    cases[0]["serving"]["weight_precision"] =
+        "nvfp4 (a ModelOpt NVFP4 gpt-oss checkpoint, not MXFP4)".into();
+    let r = myriad_serve::validate::validate(myriad_catalog::catalog(), &doc).unwrap();
+    assert!(!r.cases[0]
+        .notes
+        .iter()
+        .any(|n| n.starts_with("weights: MXFP4")));
 }
