@@ -667,3 +667,16 @@ fn cp_comm_choice_shows_in_the_plan_and_moves_the_step() {
     assert!(b(&gather, "forward_s") < b(&ring, "forward_s"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// DeepSeek-V3's own pretraining layout (`examples/deepseek-v3-h800.yaml`) runs with its
+/// MTP module, the 64-slot pipeline split and DualPipe, fits, and lands within the report's
+/// order: 180K H800 GPU-hours per trillion tokens (2.664M for 14.8T).
+#[test]
+fn deepseek_v3_example_trains_with_mtp_and_dualpipe() {
+    let v = json(&["train", "examples/deepseek-v3-h800.yaml", "--json"]);
+    assert_eq!(v["fits"], true, "{v}");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("MTP 1 + loss = 64"), "{notes}");
+    let hours = v["time_to_train"]["gpu_hours"].as_f64().expect("gpu_hours");
+    assert!((hours / 2.664e6 - 1.0).abs() < 0.3, "{hours}");
+}
