@@ -433,8 +433,9 @@ lines += [
     "",
     f"`{DS}`: the DeepSeek-V3 report's throughput (arXiv:2412.19437, section 1 and Table 1: "
     "180K H800 GPU-hours per trillion tokens on 2,048 H800) with the layout it describes "
-    "(section 3.2: PP 16 under DualPipe, EP 64 over eight nodes, ZeRO-1, no TP; FP8; RMSNorm "
-    "and MLA up-projections recomputed; MTP depth 1; batch 15,360 of 4,096 tokens): "
+    "(section 3.2: PP 16 under DualPipe, EP 64 over eight nodes, ZeRO-1, no TP; FP8; RMSNorm, "
+    "MLA up-projections and SwiGLU outputs recomputed; AdamW moments in BF16; MTP depth 1; "
+    "batch 15,360 of 4,096 tokens): "
     f"measured {c['measured_step_time_s']:.2f} s per step, predicted "
     f"{c['predicted_step_time_s']:.2f} s ({100 * c['error']:+.1f}%, MFU {100 * c['mfu']:.1f}%). "
     "DualPipe feeds the pipeline from both ends, so the first rank holds the embedding and "
@@ -442,7 +443,9 @@ lines += [
     "(section 2.2: the shallowest and deepest layers share a rank so that the MTP module "
     "shares the embedding and head physically); that rank is the critical one. With the head "
     "on the last rank, as a one-directional pipeline would place it, the same plan was "
-    "+14.7%. The remaining -23% is the sign every MoE row of the public file and of the "
+    "+14.7%. With the report's memory savings (SwiGLU recompute, BF16 moments) the plan fits "
+    "in 80 GB (79.5 GiB; 80.8 with fp32 moments), as it did. The remaining -22% is the sign "
+    "every MoE row of the public file and of the "
     "dispatcher A/Bs shows. `crates/myriad-train/tests/heldout_deepseek.rs` holds a ratchet.",
     "",
 ]

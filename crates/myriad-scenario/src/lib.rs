@@ -423,6 +423,12 @@ pub struct TrainingSpec {
     /// parameter. Needs fp8 or fp4 precision. Default `false`.
     #[serde(default)]
     pub fp8_params: Option<bool>,
+    /// Adam's two moments kept in bf16 instead of fp32 (DeepSeek-V3 report §3.3;
+    /// Megatron-Core's precision-aware optimizer, `exp_avg_dtype`/`exp_avg_sq_dtype`
+    /// bf16): optimizer state 8 bytes per parameter instead of 12 (the fp32 master copy
+    /// stays), and the optimizer step moves 8 bytes less per parameter. Default `false`.
+    #[serde(default)]
+    pub bf16_optimizer_moments: Option<bool>,
     /// ZeRO-3 prefetches the next layer's parameters while the current one computes (PyTorch
     /// FSDP, Megatron FSDP, DeepSpeed since 2022); `false` gathers each weight matrix when
     /// it runs, on the critical path, as DeepSpeed 0.3 did (a device synchronisation before

@@ -47,6 +47,8 @@ pub struct Plan {
     pub grad_reduce_in_fp32: bool,
     /// Weights kept in fp8 only (`training.fp8_params`).
     pub fp8_params: bool,
+    /// Adam's moments in bf16 (`training.bf16_optimizer_moments`).
+    pub bf16_optimizer_moments: bool,
     /// ZeRO-3 prefetches the next layer's parameters under compute (FSDP); false: gathers
     /// on demand on the critical path, one tensor at a time with list collectives
     /// (DeepSpeed before 2022).
@@ -788,6 +790,7 @@ pub fn resolve(
                 .grad_reduce_in_fp32
                 .unwrap_or(precision != Precision::Fp16),
             fp8_params: spec.fp8_params.unwrap_or(false),
+            bf16_optimizer_moments: spec.bf16_optimizer_moments.unwrap_or(false),
             zero3_prefetch: spec.zero3_prefetch.unwrap_or(true),
             zero_stage,
             schedule,

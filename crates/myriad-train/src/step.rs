@@ -1160,7 +1160,13 @@ pub fn estimate_with(
     };
     let opt_params = pd / shard_div
         + pe / (edp as f64).max(1.0) * if shard_div > 1.0 { 1.0 } else { edp as f64 };
-    let optimizer = opt_params * 34.0 / ctx.hbm_bps * pace;
+    // bf16 moments read and write 2 bytes each instead of 4.
+    let moment_bytes = if plan.bf16_optimizer_moments {
+        2.0
+    } else {
+        4.0
+    };
+    let optimizer = opt_params * (18.0 + 4.0 * moment_bytes) / ctx.hbm_bps * pace;
 
     let gemm_input_bytes = if fp8 { 1.0 } else { 2.0 };
     let mut act = model.activation_memory_with(
@@ -1266,7 +1272,9 @@ pub fn estimate_with(
         } else {
             p_local
         } * grad_bytes;
-        let optim = (d / shard_div + e / if shard_div > 1.0 { edp as f64 } else { 1.0 }) * 12.0;
+        // fp32 master weights and Adam's two moments.
+        let optim = (d / shard_div + e / if shard_div > 1.0 { edp as f64 } else { 1.0 })
+            * (4.0 + 2.0 * moment_bytes);
         let (dl, ml) = split(s);
         let mut per_mb = dl * act.dense_layer + ml * act.moe_layer;
         if plan.holds_head(s) {

@@ -2,10 +2,12 @@
 //! (`validation/training-heldout-deepseek-v3.json`; nothing in the model was tuned on it):
 //! 180K H800 GPU-hours per trillion tokens on 2,048 H800 (arXiv:2412.19437, §1 and Table 1),
 //! with the layout the report gives (§3.2: PP 16 under DualPipe, EP 64 over eight nodes,
-//! ZeRO-1, no TP; FP8; RMSNorm and MLA up-projections recomputed; MTP depth 1; batch 15,360
-//! of 4,096 tokens): 19.91 s per step.
+//! ZeRO-1, no TP; FP8; RMSNorm, MLA up-projections and SwiGLU outputs recomputed; AdamW
+//! moments in BF16; MTP depth 1; batch 15,360 of 4,096 tokens): 19.91 s per step.
 //!
-//! Measured when added: −22.8% (15.38 s). DualPipe puts both ends of the model on rank 0
+//! Measured when added: −22.8% (15.38 s); −22.4% (15.44 s) once the row stated the SwiGLU
+//! recompute and BF16 moments, with which the plan fits in 80 GB (79.5 GiB; 80.8 with fp32
+//! moments), as it did for DeepSeek. DualPipe puts both ends of the model on rank 0
 //! (the embedding and first layer, the MTP module and the output head twice), which is
 //! then the critical rank; with the head on the last rank instead, as a one-directional
 //! pipeline would have it, the same plan was +14.7%.
@@ -21,13 +23,14 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the DeepSeek-V3 held-out file is in the repository")
 }
 
-/// Ratchet just above the figure measured when the case was added (−22.8%).
+/// Ratchet just above the figure measured (−22.4%), and the plan fits in the H800's 80 GB.
 #[test]
 fn deepseek_v3_pretraining_does_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 1);
-    common::assert_within(&r, 0.235, 0.235);
+    common::assert_within(&r, 0.23, 0.23);
+    assert_eq!(r.cases[0].fits, Some(true));
     // The report's layout is what ran: DualPipe with the MTP module.
     let c = &r.cases[0];
     assert!(
@@ -37,9 +40,9 @@ fn deepseek_v3_pretraining_does_not_regress() {
     );
 }
 
-/// The bar for kept-aside data; not met (−22.8%: the mean of one case is over 10%).
+/// The bar for kept-aside data; not met (−22.4%: the mean of one case is over 10%).
 #[test]
-#[ignore = "kept-aside bar not met on DeepSeek-V3's pretraining: -22.8%"]
+#[ignore = "kept-aside bar not met on DeepSeek-V3's pretraining: -22.4%"]
 fn deepseek_v3_pretraining_meets_the_kept_aside_bar() {
     common::assert_kept_aside_bar(&report());
 }

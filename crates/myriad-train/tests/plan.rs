@@ -964,3 +964,25 @@ fn dualpipe_puts_both_ends_of_the_model_on_the_first_rank() {
     let one = dsv3_mtp("pp: 16, dp: 128, global_batch: 15360").unwrap();
     assert!(one.plan.holds_head(15) && !one.plan.holds_head(0));
 }
+
+#[test]
+fn bf16_moments_shrink_the_optimizer_state_by_a_third() {
+    // Adam keeps an fp32 master copy and two moments: 12 bytes a parameter, 8 with the
+    // moments in bf16 (DeepSeek-V3 §3.3); the step reads and writes 34 bytes, 26.
+    let run = |bf16: bool| {
+        dsv3_mtp(&format!(
+            "pp: 16, dp: 128, global_batch: 15360, bf16_optimizer_moments: {bf16}"
+        ))
+        .unwrap()
+    };
+    let (a, b) = (run(false), run(true));
+    assert!(b.plan.bf16_optimizer_moments && !a.plan.bf16_optimizer_moments);
+    let (ma, mb) = (&a.estimate.memory, &b.estimate.memory);
+    assert!((mb.optimizer_gib / ma.optimizer_gib - 8.0 / 12.0).abs() < 1e-9);
+    assert_eq!(ma.weights_gib, mb.weights_gib);
+    let (oa, ob) = (
+        a.estimate.breakdown.optimizer_s,
+        b.estimate.breakdown.optimizer_s,
+    );
+    assert!((ob / oa - 26.0 / 34.0).abs() < 1e-9, "{ob} {oa}");
+}
