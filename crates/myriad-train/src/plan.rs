@@ -80,8 +80,8 @@ pub struct Plan {
     /// `Et*3|(tt|)*29m|L`): used when `layers + 2 + mtp_layers`, not `layers`, divides by
     /// PP×VPP (Llama 3.1 405B: 126 + 2 = 128; DeepSeek-V3: 61 + 2 + 1 = 64).
     pub embedding_in_pipeline_split: bool,
-    /// Multi-token-prediction modules of the model ([`Transformer::mtp_layers`]), placed on
-    /// the last pipeline stage.
+    /// Multi-token-prediction modules of the model ([`Transformer::mtp_layers`]), placed
+    /// with the output head ([`Plan::holds_head`]).
     pub mtp_layers: u32,
     /// Transformer layers of the first and of the last pipeline stage when they are set
     /// apart (Megatron-Core `decoder_first/last_pipeline_num_layers`); the other stages
@@ -270,14 +270,14 @@ pub enum PlanError {
     },
 }
 
-/// Transformer layers in one pipeline chunk, at least 1: `layers` (plus the embedding and
-/// the loss when they count as stages) over PP × VPP, rounded.
 /// Slots of the pipeline split when the embedding, the loss and each multi-token-prediction
 /// module take one like a transformer layer (see [`Plan::embedding_in_pipeline_split`]).
 pub fn pipeline_slots(model: &Transformer) -> u32 {
     model.layers + 2 + model.mtp_layers
 }
 
+/// Transformer layers in one pipeline chunk, at least 1: `layers` (plus the embedding and
+/// the loss when they count as stages) over PP × VPP, rounded.
 pub fn layers_per_chunk(layers: u32, embedding_in_split: bool, pp: u32, vpp: u32) -> u32 {
     let split = layers + if embedding_in_split { 2 } else { 0 };
     (split as f64 / (pp.max(1) as f64 * vpp.max(1) as f64))
