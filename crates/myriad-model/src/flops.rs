@@ -55,7 +55,7 @@ impl Transformer {
         if self.mtp_layers > 0 {
             let n = self.mtp_layers as f64;
             ops.clear();
-            self.layer_ops(self.layers.saturating_sub(1), &s, &mut ops);
+            self.layer_ops(self.mtp_layer(), &s, &mut ops);
             self.mtp_ops(&s, &mut ops);
             self.head_ops(&s, &mut ops);
             let (g, a) = split(&ops);

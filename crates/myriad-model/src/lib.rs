@@ -363,6 +363,12 @@ impl Transformer {
         }
     }
 
+    /// The layer a multi-token-prediction module repeats: the model's last, so its kind
+    /// (MoE for DeepSeek-V3) and op list.
+    pub fn mtp_layer(&self) -> u32 {
+        self.layers.saturating_sub(1)
+    }
+
     /// Number of MoE layers.
     pub fn moe_layers(&self) -> u32 {
         match &self.moe {

@@ -111,7 +111,7 @@ impl Transformer {
         // One multi-token-prediction module: a layer of the last kind, `eh_proj` (2h → h),
         // the norms of the hidden state and of the embedding, and its final norm.
         let n_mtp = self.mtp_layers as f64;
-        let last_moe = self.is_moe_layer(self.layers.saturating_sub(1));
+        let last_moe = self.is_moe_layer(self.mtp_layer());
         let (mtp_mlp, mtp_mlp_active, mtp_experts) = if last_moe {
             (experts + shared, active_experts + shared, experts)
         } else {

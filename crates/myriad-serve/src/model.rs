@@ -614,6 +614,15 @@ impl InstanceModel {
         self
     }
 
+    /// The windowed layers' attention span of `window` tokens (sliding, or chunked).
+    fn local_attention(&self, window: f64) -> myriad_model::SlidingWindow {
+        myriad_model::SlidingWindow {
+            window: window as u32,
+            full_every: None,
+            chunked: self.window_chunked,
+        }
+    }
+
     /// KV-cache need of a sequence of `tokens` tokens, in tokens of an all-layers cache
     /// (`kv_bytes_per_token_per_gpu` each): windowed layers hold at most the window when
     /// the framework bounds their cache.
@@ -1083,12 +1092,9 @@ impl InstanceModel {
             // most the window of each sequence (mean context per sequence taken).
             let ctx = match self.window {
                 Some((w, f)) => {
-                    let span = myriad_model::SlidingWindow {
-                        window: w as u32,
-                        full_every: None,
-                        chunked: self.window_chunked,
-                    }
-                    .decode_span(b.decode_ctx / b.decode_seqs);
+                    let span = self
+                        .local_attention(w)
+                        .decode_span(b.decode_ctx / b.decode_seqs);
                     b.decode_ctx * (1.0 - f) + b.decode_seqs * span * f
                 }
                 None => b.decode_ctx,
@@ -1108,12 +1114,9 @@ impl InstanceModel {
             // Windowed layers: each query attends to at most `window` positions.
             let pairs = match self.window {
                 Some((w, f)) => {
-                    let local = myriad_model::SlidingWindow {
-                        window: w as u32,
-                        full_every: None,
-                        chunked: self.window_chunked,
-                    }
-                    .prefill_pairs(b.prefill_pairs, b.prefill_tokens);
+                    let local = self
+                        .local_attention(w)
+                        .prefill_pairs(b.prefill_pairs, b.prefill_tokens);
                     b.prefill_pairs * (1.0 - f) + local * f
                 }
                 None => b.prefill_pairs,

@@ -414,6 +414,14 @@ fn setup_of(name: &str, text: &str) -> myriad_serve::Setup {
     myriad_serve::setup(&s, &b, cat, None).unwrap()
 }
 
+/// The instance model of a scenario whose deployment is aggregated.
+fn aggregated_model(text: &str) -> myriad_serve::InstanceModel {
+    match setup_of("s.yaml", text).deployment {
+        myriad_serve::Deployment::Aggregated(r) => r.model,
+        _ => panic!("aggregated"),
+    }
+}
+
 fn bad(yaml: &str) -> String {
     let cat = myriad_catalog::catalog();
     let text = format!(
@@ -1849,10 +1857,7 @@ fn a_preset_with_sliding_windows_serves_them_per_framework() {
         let text = format!(
             "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8}}\nmodel: {{preset: gpt-oss-120b}}\nserving:\n  framework: {fw}\n  weights: bf16\n  experts: fp4\n  kv_cache: bf16\n  instance: {{tp: 1}}\n  input: {{mean: 1000}}\n  output: {{mean: 1000}}\n  requests: 10\n"
         );
-        match setup_of("s.yaml", &text).deployment {
-            myriad_serve::Deployment::Aggregated(r) => r.model,
-            _ => panic!("aggregated"),
-        }
+        aggregated_model(&text)
     };
     // gpt-oss: 18 of 36 layers windowed at 128 tokens.
     let v = decode_of("vllm");
@@ -1876,10 +1881,7 @@ fn chunked_attention_bounds_long_context_decode_reads() {
         let text = format!(
             "format: myriad/1\ncluster: {{accelerator: h200, count: 8}}\nmodel: {{preset: llama4-maverick{extra}}}\nserving:\n  framework: tensorrt-llm\n  weights: fp8\n  experts: fp8\n  kv_cache: fp8\n  instance: {{tp: 1, attention_dp: 8, ep: 8}}\n  input: {{mean: 1000}}\n  output: {{mean: 1000}}\n  requests: 10\n"
         );
-        match setup_of("s.yaml", &text).deployment {
-            myriad_serve::Deployment::Aggregated(r) => r.model,
-            _ => panic!("aggregated"),
-        }
+        aggregated_model(&text)
     };
     let chunked = model_of("");
     assert!(chunked.window_chunked);

@@ -107,10 +107,7 @@ impl Plan {
             };
         }
         if self.embedding_in_pipeline_split {
-            let k = (layers as f64 + 2.0 + self.mtp_layers as f64) / pp;
-            let lo = (s as f64 * k - 1.0).max(0.0);
-            let hi = ((s as f64 + 1.0) * k - 1.0).min(layers as f64);
-            (lo, hi)
+            slot_range(layers, layers + 2 + self.mtp_layers, self.pp, s)
         } else {
             let k = layers as f64 / pp;
             (s as f64 * k, (s as f64 + 1.0) * k)
@@ -135,10 +132,7 @@ impl Plan {
         let range = |c: u32| -> (f64, f64) {
             let slots = layers + 2 + self.mtp_layers;
             if layers % chunks != 0 && slots % chunks == 0 {
-                let k = slots as f64 / chunks as f64;
-                let lo = (c as f64 * k - 1.0).max(0.0);
-                let hi = ((c as f64 + 1.0) * k - 1.0).min(layers as f64);
-                (lo, hi.max(lo))
+                slot_range(layers, slots, chunks, c)
             } else {
                 let k = layers as f64 / chunks as f64;
                 (c as f64 * k, (c as f64 + 1.0) * k)
@@ -268,6 +262,15 @@ pub enum PlanError {
         field: &'static str,
         message: String,
     },
+}
+
+/// Transformer layers `[lo, hi)` of part `c` of `parts` when the embedding (the first
+/// slot), the loss and the MTP modules (the last ones) take a slot of `slots` each.
+fn slot_range(layers: u32, slots: u32, parts: u32, c: u32) -> (f64, f64) {
+    let k = slots as f64 / parts as f64;
+    let lo = (c as f64 * k - 1.0).max(0.0);
+    let hi = ((c as f64 + 1.0) * k - 1.0).min(layers as f64);
+    (lo, hi.max(lo))
 }
 
 /// Slots of the pipeline split when the embedding, the loss and each multi-token-prediction

@@ -866,7 +866,7 @@ pub fn estimate_with(
     // model's last kind (its communication included), the projection and norms, and the
     // output head and loss once more.
     let mtp = model.mtp_layers as f64;
-    let mtp_layer_moe = model.is_moe_layer(model.layers.saturating_sub(1));
+    let mtp_layer_moe = model.is_moe_layer(model.mtp_layer());
     let mtp_t = if model.mtp_layers > 0 {
         ops.clear();
         model.mtp_ops(&shard, &mut ops);

@@ -467,14 +467,11 @@ fn dualpipe_hides_the_expert_all_to_all_under_the_paired_chunk() {
     // combine on the critical path; DualPipe exposes only what the paired forward and
     // backward compute cannot cover, plus the SM share the hidden traffic takes.
     let run = |schedule: &str| {
-        let text = format!(
-            "format: myriad/1\ncluster: {{accelerator: h800, count: 2048, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: deepseek-v3, layers: 64, mtp_layers: 0, moe: {{experts: 256, top_k: 8, expert_ffn_hidden: 2048, shared_experts: 1}}}}\ntraining: {{global_batch: 15360, micro_batch: 1, tp: 1, pp: 16, dp: 128, ep: 64, precision: fp8, recompute: full, pipeline_schedule: {schedule}}}\n"
-        );
-        let cat = myriad_catalog::catalog();
-        let s = parse_scenario("t.yaml", &text, cat).unwrap();
-        let c = myriad_cluster::build(&s, cat).unwrap();
-        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
-        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 2048).unwrap()
+        h800_dsv3(
+            ", layers: 64, mtp_layers: 0, moe: {experts: 256, top_k: 8, expert_ffn_hidden: 2048, shared_experts: 1}",
+            &format!("global_batch: 15360, pp: 16, dp: 128, recompute: full, pipeline_schedule: {schedule}"),
+        )
+        .unwrap()
     };
     let (a, d) = (run("1f1b"), run("dualpipe"));
     let (ba, bd) = (&a.estimate.breakdown, &d.estimate.breakdown);
@@ -500,17 +497,26 @@ fn dualpipe_hides_the_expert_all_to_all_under_the_paired_chunk() {
     assert!(d.estimate.step_time_s < a.estimate.step_time_s);
 }
 
-/// DeepSeek-V3 without its multi-token-prediction module (61 layers alone: PP 16 divides
-/// neither them nor them with the embedding and loss).
-fn dsv3(training: &str) -> Result<myriad_train::TrainEstimate, String> {
+/// The DeepSeek-V3 preset (with the `model` fields given beside it) trained on 2,048 H800
+/// with `training`.
+fn h800_dsv3(model: &str, training: &str) -> Result<myriad_train::TrainEstimate, String> {
     let text = format!(
-        "format: myriad/1\ncluster: {{accelerator: h800, count: 2048, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: deepseek-v3, mtp_layers: 0}}\ntraining: {{global_batch: 15360, micro_batch: 1, tp: 1, pp: 16, dp: 128, ep: 64, precision: fp8, {training}}}\n"
+        "format: myriad/1\ncluster: {{accelerator: h800, count: 2048, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: deepseek-v3{model}}}\ntraining: {{micro_batch: 1, tp: 1, ep: 64, precision: fp8, {training}}}\n"
     );
     let cat = myriad_catalog::catalog();
     let s = parse_scenario("t.yaml", &text, cat).map_err(|e| e.to_string())?;
     let c = myriad_cluster::build(&s, cat).unwrap();
     let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
     myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 2048).map_err(|e| e.to_string())
+}
+
+/// DeepSeek-V3 without its multi-token-prediction module (61 layers alone: PP 16 divides
+/// neither them nor them with the embedding and loss).
+fn dsv3(training: &str) -> Result<myriad_train::TrainEstimate, String> {
+    h800_dsv3(
+        ", mtp_layers: 0",
+        &format!("global_batch: 15360, pp: 16, dp: 128, {training}"),
+    )
 }
 
 #[test]
@@ -533,12 +539,11 @@ fn edge_stages_split_layers_that_pp_does_not_divide() {
     assert_eq!(p.chunk_layers(61), 4);
     // The critical (last) stage holds 4 MoE layers and the head, as in an even split of
     // a 64-layer DeepSeek-V3: the same forward time per step.
-    let text = "format: myriad/1\ncluster: {accelerator: h800, count: 2048, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: deepseek-v3, layers: 64, mtp_layers: 0}\ntraining: {global_batch: 15360, micro_batch: 1, tp: 1, pp: 16, dp: 128, ep: 64, precision: fp8, recompute: full}\n";
-    let cat = myriad_catalog::catalog();
-    let s = parse_scenario("t.yaml", text, cat).unwrap();
-    let c = myriad_cluster::build(&s, cat).unwrap();
-    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
-    let even = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 2048).unwrap();
+    let even = h800_dsv3(
+        ", layers: 64, mtp_layers: 0",
+        "global_batch: 15360, pp: 16, dp: 128, recompute: full",
+    )
+    .unwrap();
     let (a, b) = (
         t.estimate.breakdown.forward_s,
         even.estimate.breakdown.forward_s,
@@ -839,16 +844,9 @@ fn fp8_params_drop_the_two_byte_weight_copy() {
     );
 }
 
-/// DeepSeek-V3 with its MTP module (the preset), on 2,048 H800.
+/// DeepSeek-V3 with its MTP module (the preset), on 2,048 H800, full recompute.
 fn dsv3_mtp(training: &str) -> Result<myriad_train::TrainEstimate, String> {
-    let text = format!(
-        "format: myriad/1\ncluster: {{accelerator: h800, count: 2048, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: deepseek-v3}}\ntraining: {{micro_batch: 1, tp: 1, ep: 64, precision: fp8, recompute: full, {training}}}\n"
-    );
-    let cat = myriad_catalog::catalog();
-    let s = parse_scenario("t.yaml", &text, cat).map_err(|e| e.to_string())?;
-    let c = myriad_cluster::build(&s, cat).unwrap();
-    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
-    myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 2048).map_err(|e| e.to_string())
+    h800_dsv3("", &format!("recompute: full, {training}"))
 }
 
 #[test]
@@ -889,14 +887,20 @@ fn mtp_work_lands_on_the_last_stage_and_in_the_model_flops() {
     // Without pipelining the whole model is one stage: the module adds a MoE layer, its
     // projection and a second head to every micro-batch, and its FLOPs to the model's.
     let with = dsv3_mtp("pp: 1, dp: 2048, global_batch: 16384").unwrap();
-    let text = "format: myriad/1\ncluster: {accelerator: h800, count: 2048, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: deepseek-v3, mtp_layers: 0}\ntraining: {global_batch: 16384, micro_batch: 1, tp: 1, pp: 1, dp: 2048, ep: 64, precision: fp8, recompute: full}\n";
-    let cat = myriad_catalog::catalog();
-    let s = parse_scenario("t.yaml", text, cat).unwrap();
-    let c = myriad_cluster::build(&s, cat).unwrap();
-    let m0 = s.model.as_ref().unwrap().resolve(cat).unwrap();
-    let without = myriad_train::train(s.training.as_ref().unwrap(), &m0, &c, 2048).unwrap();
-    let mut m1 = m0.clone();
-    m1.mtp_layers = 1;
+    let without = h800_dsv3(
+        ", mtp_layers: 0",
+        "pp: 1, dp: 2048, global_batch: 16384, recompute: full",
+    )
+    .unwrap();
+    let m1 = myriad_catalog::catalog()
+        .model("deepseek-v3")
+        .unwrap()
+        .model
+        .clone();
+    let m0 = myriad_model::Transformer {
+        mtp_layers: 0,
+        ..m1.clone()
+    };
     let ratio = m1.flops_per_sequence().training / m0.flops_per_sequence().training;
     let (a, b) = (
         with.estimate.model_flops_per_step,
@@ -918,14 +922,10 @@ fn with_interleaving_the_last_stage_may_hold_fewer_layers() {
     // DeepSeek-V3's 61 layers (no MTP) on PP 4 x VPP 4, as Megatron-Bridge lays them out:
     // 16 chunks of 4, the last chunk 1: stages of 16, 16, 16 and 13.
     let run = |last: u32| {
-        let text = format!(
-            "format: myriad/1\ncluster: {{accelerator: h800, count: 2048, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: deepseek-v3, mtp_layers: 0}}\ntraining: {{global_batch: 16384, micro_batch: 1, tp: 1, pp: 4, vpp: 4, dp: 512, ep: 64, precision: fp8, recompute: full, last_stage_layers: {last}}}\n"
-        );
-        let cat = myriad_catalog::catalog();
-        let s = parse_scenario("t.yaml", &text, cat).map_err(|e| e.to_string())?;
-        let c = myriad_cluster::build(&s, cat).unwrap();
-        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
-        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 2048).map_err(|e| e.to_string())
+        h800_dsv3(
+            ", mtp_layers: 0",
+            &format!("global_batch: 16384, pp: 4, vpp: 4, dp: 512, recompute: full, last_stage_layers: {last}"),
+        )
     };
     let t = run(13).unwrap();
     let counts: Vec<f64> = (0..4)
