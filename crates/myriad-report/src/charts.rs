@@ -161,7 +161,11 @@ fn row_chart<'a, 'b>(
             SegmentValue::Last => String::new(),
         })
         .label_style((FONT, 13))
-        .max_light_lines(0)
+        // No light lines along x; the y mesh is off, but plotters still searches its
+        // integer key points, and a limit of 0 multiplies that search's step until it
+        // overflows (a panic in debug builds).
+        .x_max_light_lines(0)
+        .y_max_light_lines(1)
         .draw()?;
     Ok(c)
 }
