@@ -593,6 +593,22 @@ pub fn dp_overlap_exposed(d: DpOverlap, bucket: f64) -> f64 {
 /// Fixed memory outside the model (CUDA context, NCCL buffers, allocator fragmentation).
 pub const BUFFERS_GIB: f64 = 3.0;
 
+/// GPU time lost per MoE layer and micro-batch (forward and backward) to the host waiting
+/// for the router's token counts, seconds. Megatron-Core's dropless dispatchers copy the
+/// per-expert token counts to the host every forward (the all-to-all's split sizes,
+/// `cuda_sync_point` in `token_dispatcher.py`; the received-token count of the flex
+/// dispatchers), and Transformer Engine's grouped expert GEMM takes the per-expert sizes as
+/// a host list (`GroupedLinear`'s `m_splits`): the host blocks until the router has run,
+/// the GPU's queue drains, and the GPU idles while the host issues the kernels after it.
+/// Measured on the lent H100 (calibration/h100-moe-fused-measured.json,
+/// `moe_fused_bench.py`): eight MoE blocks back to back, forward then backward, with fused
+/// gather kernels and the counts read on the host as Megatron does, run 1.08-3.15 ms per
+/// layer above their summed GPU kernel time at every one of eight shapes (Qwen3 30B and
+/// 235B, gpt-oss-120b, DeepSeek-V3, Mixtral; 4,096-16,384 tokens a rank), a cost that does
+/// not grow with the layer's work; this is the median. It is host time, so it is not
+/// scaled by the accelerator's speed.
+pub const MOE_HOST_SYNC_S: f64 = 1.345e-3;
+
 /// Host time of one eager PyTorch view op (`narrow`, `view`) called from Python: 3.3-3.4 µs,
 /// PyTorch's operator micro-benchmark of eager `split` on CUDA tensors (PR #32194, 2020).
 pub const PY_VIEW_OP_S: f64 = 3.35e-6;
@@ -847,7 +863,23 @@ pub fn estimate_with(
         StageTimes::default()
     };
     let moe_t = if moe_layers > 0 {
-        layer_times(model.layer_of_kind(true).unwrap_or(0), &mut ops)
+        let mut t = layer_times(model.layer_of_kind(true).unwrap_or(0), &mut ops);
+        // The host waits for the router's token counts once per MoE layer forward, and the
+        // GPU idles while it issues the kernels that follow ([`MOE_HOST_SYNC_S`]); a
+        // recomputed MoE block waits again.
+        let again = match plan.recompute {
+            Recompute::Full => plan.recompute_fraction,
+            _ if selective.contains(RecomputeModule::Moe) => 1.0,
+            _ => 0.0,
+        };
+        let sync = if plan.moe_host_sync {
+            MOE_HOST_SYNC_S
+        } else {
+            0.0
+        };
+        t.fwd += sync;
+        t.recompute += again * sync;
+        t
     } else {
         StageTimes::default()
     };

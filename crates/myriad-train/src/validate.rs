@@ -388,6 +388,50 @@ pub fn explain(
             notes.push("cross_entropy: unfused (not given; a source from before 2024, when Megatron had no fused loss)".into());
         }
     }
+    // Megatron-Bridge's current MXFP8 recipes for the Qwen3 MoE models and DeepSeek-V3 on
+    // Blackwell (perf_recipes/{qwen,deepseek}/common.py at the public file's snapshot
+    // 067f987df: `_enable_hybridep_full_iteration_mxfp8`, `_enable_deepseek_full_iteration_
+    // mxfp8`, called by the recipes of the systems listed below) capture the whole iteration
+    // in one CUDA graph with a static expert capacity (`moe_paged_stash`,
+    // `moe_expert_rank_capacity_factor` 1.5), so the host never waits for token counts;
+    // they dispatch with HybridEP and overlap the EP all-to-alls
+    // (`overlap_moe_expert_parallel_comm`). Rows of the current summary (not the archive)
+    // ran those recipes; the archive's releases are not known to, so they keep the defaults.
+    let full_graph_recipe = {
+        let name = model.name.to_ascii_lowercase();
+        let acc = case.system.accelerator.as_str();
+        let systems: &[&str] = if name.starts_with("qwen3-30b") {
+            &["b300", "gb200", "gb300"]
+        } else if name.starts_with("qwen3-235b") {
+            &["b200", "b300", "gb200", "gb300"]
+        } else if name.starts_with("deepseek-v3") {
+            &["b300", "gb200", "gb300"]
+        } else {
+            &[]
+        };
+        bridge
+            && source.contains("performance-summary.md")
+            && !source.contains("archive")
+            && case.id.contains("mxfp8")
+            && systems.contains(&acc)
+    };
+    if full_graph_recipe {
+        if training.moe_host_sync.is_none() {
+            training.moe_host_sync = Some(false);
+            notes.push("moe_host_sync: false (not given; the recipe captures the whole iteration in a CUDA graph with a static expert capacity, Megatron-Bridge perf_recipes @ 067f987df)".into());
+        }
+        if training.ep_dispatcher.is_none() {
+            training.ep_dispatcher = Some(myriad_model::EpDispatcher::Hybridep);
+            notes.push("ep_dispatcher: hybridep (not given; the recipe's flex dispatcher)".into());
+        }
+        if training.ep_overlap.is_none() {
+            training.ep_overlap = Some(true);
+            notes.push(
+                "ep_overlap: true (not given; the recipe's overlap_moe_expert_parallel_comm)"
+                    .into(),
+            );
+        }
+    }
     // Selective recompute (Korthikanti et al., 2022) and recomputing only some layers came
     // later: before 2022 a run recomputed every layer or none.
     // Megatron-Core's `recompute_modules` (norms, MoE activation, MLA up-projections, whole
