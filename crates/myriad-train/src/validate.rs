@@ -388,10 +388,11 @@ pub fn explain(
             notes.push("cross_entropy: unfused (not given; a source from before 2024, when Megatron had no fused loss)".into());
         }
     }
-    // Megatron-Bridge's current MXFP8 recipes for the Qwen3 MoE models and DeepSeek-V3 on
-    // Blackwell (perf_recipes/{qwen,deepseek}/common.py at the public file's snapshot
-    // 067f987df: `_enable_hybridep_full_iteration_mxfp8`, `_enable_deepseek_full_iteration_
-    // mxfp8`, called by the recipes of the systems listed below) capture the whole iteration
+    // Megatron-Bridge's current MXFP8 recipes for the Qwen3 MoE models, DeepSeek-V3 and
+    // gpt-oss-120b on Blackwell (perf_recipes/{qwen,deepseek,gpt_oss}/common.py at the public
+    // file's snapshot 067f987df: `_enable_hybridep_full_iteration_mxfp8`,
+    // `_enable_deepseek_full_iteration_mxfp8`, `_apply_gpt_oss_120b_full_iter_fp8mx_configs`,
+    // called by the recipes of the systems listed below) capture the whole iteration
     // in one CUDA graph with a static expert capacity (`moe_paged_stash`,
     // `moe_expert_rank_capacity_factor` 1.5), so the host never waits for token counts;
     // they dispatch with HybridEP and overlap the EP all-to-alls
@@ -406,6 +407,8 @@ pub fn explain(
             &["b200", "b300", "gb200", "gb300"]
         } else if name.starts_with("deepseek-v3") {
             &["b300", "gb200", "gb300"]
+        } else if name.starts_with("gpt-oss-120b") {
+            &["gb200", "gb300"]
         } else {
             &[]
         };
