@@ -5,16 +5,19 @@ measurement (`moe_layer_bench.py`) used PyTorch's `index_add_`, whose atomics to
 of the layer, so its whole-layer times could not be compared with Myriad's op sum; this one
 can. Writes $OUT/moe_fused_bench.json.
 
-Per config, three variants of the same block:
+Per config, four variants of the same block:
 - `fused`: Triton gather kernels for the permutes and the top-k weighted combine (the
   combine's backward also gives the router-probability gradient in the same pass, as TE's
   `moe_unpermute` does), a Triton SwiGLU forward and backward, `torch._grouped_mm` experts,
   router GEMM + softmax + top-k + a global load-balancing loss in PyTorch ops;
-- `fused_sync`: the same plus the device-to-host copy of the per-expert token counts that
+- `sync`: the same plus the device-to-host copy of the per-expert token counts that
   Megatron-Core's all-to-all dispatcher makes each forward (the split sizes of the
-  all-to-all), so the host waits for the GPU once per layer;
-- `layers8_fused` / `layers8_sync`: eight such blocks back to back, forward then backward,
-  to see whether the sync's cost shows across layers (the host runs ahead between syncs).
+  all-to-all);
+- `nosync`: counts by scatter-add (`torch.bincount`, used above, reads the maximum on the
+  host, a sync of its own), so nothing in the block waits for the GPU;
+- `sync1`: `nosync` plus the one host copy of the counts Megatron's dispatcher makes;
+- `layers8_<mode>`: eight such blocks back to back, forward then backward, to see what the
+  waits cost across layers (the host runs ahead where nothing waits).
 
 Timing: CUDA events, median of 10 after 3 warm-ups (wall), and the per-kernel GPU time from
 torch.profiler, summed by class (grouped GEMM, router GEMM, gather/permute kernels, SwiGLU,
@@ -219,14 +222,22 @@ def grouped_mm(x, w, offs):
 
 
 class MoeBlock(torch.nn.Module):
-    def __init__(s, h, experts, top_k, ffn, ep, sync):
+    def __init__(s, h, experts, top_k, ffn, ep, mode):
         super().__init__()
-        s.E, s.k, s.L, s.sync = experts, top_k, max(experts // ep, 1), sync
+        s.E, s.k, s.L, s.mode = experts, top_k, max(experts // ep, 1), mode
         s.router = torch.nn.Linear(h, experts, bias=False, dtype=dt, device=dev)
         # Made on the GPU: bf16 randn of 10^8 elements on the host takes seconds.
         s.w_up = torch.nn.Parameter(torch.randn(s.L, h, 2 * ffn, dtype=dt, device=dev) * 0.02)
         s.w_down = torch.nn.Parameter(torch.randn(s.L, ffn, h, dtype=dt, device=dev) * 0.02)
         s.counts_host = None
+
+    def count(s, idx, n):
+        # `torch.bincount` reads the maximum on the host (a device sync); the `nosync` and
+        # `sync1` modes count with a scatter-add, which does not.
+        if s.mode in ("fused", "sync"):
+            return torch.bincount(idx, minlength=n)
+        return torch.zeros(n, dtype=torch.int64, device=idx.device).scatter_add_(
+            0, idx, torch.ones_like(idx))
 
     def forward(s, x):
         t = x.shape[0]
@@ -235,10 +246,10 @@ class MoeBlock(torch.nn.Module):
         topv, topi = torch.topk(probs, s.k, dim=-1)
         topv = topv / topv.sum(-1, keepdim=True)
         flat = topi.reshape(-1)
-        counts = torch.bincount(flat, minlength=s.E)
+        counts = s.count(flat, s.E)
         # Global load-balancing loss (Switch/GShard form): E * sum_e f_e * P_e.
         aux = s.E * (counts.float() / (t * s.k) * probs.mean(0)).sum()
-        if s.sync:  # Megatron's all-to-all dispatcher: split sizes to the host
+        if s.mode in ("sync", "sync1"):  # Megatron's all-to-all dispatcher: split sizes to the host
             s.counts_host = counts.cpu()
         order1 = torch.argsort(flat, stable=True)
         inv1 = torch.empty_like(order1)
@@ -250,7 +261,7 @@ class MoeBlock(torch.nn.Module):
         inv2 = torch.empty_like(order2)
         inv2[order2] = torch.arange(order2.numel(), device=x.device)
         rows = Reorder.apply(rows, order2, inv2)
-        offs = torch.cumsum(torch.bincount(loc, minlength=s.L), 0).to(torch.int32)
+        offs = torch.cumsum(s.count(loc, s.L), 0).to(torch.int32)
         u = grouped_mm(rows, s.w_up, offs)
         y = grouped_mm(SwiGlu.apply(u), s.w_down, offs)
         y = Reorder.apply(y, inv2, order2)
@@ -337,7 +348,7 @@ def check_kernels():
     """Forward and input gradient of the fused block against the plain PyTorch block."""
     torch.manual_seed(0)
     h, E, k, F, ep, t = 64, 8, 2, 32, 4, 16
-    blk = MoeBlock(h, E, k, F, ep, False).to(dev)
+    blk = MoeBlock(h, E, k, F, ep, "fused").to(dev)
     x = torch.randn(t, h, device=dev, dtype=blk.w_up.dtype, requires_grad=True)
     y, _ = blk(x)
     g = torch.randn_like(y)
@@ -373,8 +384,8 @@ if not INTERPRET:
                    "tokens": t}
             x = torch.randn(t, h, device=dev, dtype=dt, requires_grad=True)
             gy = torch.randn(t, h, device=dev, dtype=dt)
-            for sync in (False, True):
-                blk = MoeBlock(h, E, k, F, ep, sync).to(dev)
+            for key in ("fused", "sync", "nosync", "sync1"):
+                blk = MoeBlock(h, E, k, F, ep, key).to(dev)
 
                 def fb():
                     x.grad = None  # gradients are written, not accumulated (as into Megatron's main_grad)
@@ -387,16 +398,15 @@ if not INTERPRET:
                     with torch.no_grad():
                         blk(x)
 
-                key = "sync" if sync else "fused"
                 row[f"{key}_fwd_bwd_ms"] = median_ms(fb)
                 row[f"{key}_fwd_ms"] = median_ms(fwd)
-                if not sync:
+                if key == "fused":
                     tot, by, kern = profile_ms(fb)
                     row["fwd_bwd_gpu_ms"], row["fwd_bwd_gpu_by_class"], row["kernels"] = tot, by, kern
                     tot, by, _ = profile_ms(fwd)
                     row["fwd_gpu_ms"], row["fwd_gpu_by_class"] = tot, by
                 # Eight blocks back to back, forward then backward (residual stream).
-                blocks = [MoeBlock(h, E, k, F, ep, sync).to(dev) for _ in range(8)]
+                blocks = [MoeBlock(h, E, k, F, ep, key).to(dev) for _ in range(8)]
 
                 def stack():
                     x.grad = None

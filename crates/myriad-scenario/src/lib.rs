@@ -474,14 +474,13 @@ pub struct TrainingSpec {
     /// backward dispatch, backward attention under the forward combine). Default `false`.
     #[serde(default)]
     pub ep_overlap: Option<bool>,
-    /// The host reads each MoE layer's per-expert token counts before issuing its dispatch
-    /// and expert GEMMs (Megatron-Core's dropless dispatchers: the all-to-all split sizes,
-    /// the flex dispatchers' received-token count, Transformer Engine's grouped-GEMM
-    /// `m_splits`), so the GPU idles while the host issues the kernels after that point.
-    /// Default `true`; `false` for a sync-free MoE (a full-iteration CUDA graph with a
-    /// static expert capacity, Megatron's `moe_paged_stash`, or drop-and-pad).
+    /// The whole iteration replays as one CUDA graph with a static expert capacity
+    /// (Megatron's `cuda_graph_impl: full_iteration` with `moe_paged_stash`): MoE layers run
+    /// without the per-layer overhead of eager MoE layers (the host's wait for the token
+    /// counts, the launch gaps of their many small routing and permutation kernels).
+    /// Default `false`.
     #[serde(default)]
-    pub moe_host_sync: Option<bool>,
+    pub moe_full_graph: Option<bool>,
     /// Tensor-parallel communication overlapped with GEMMs (Transformer Engine
     /// userbuffers); default: on with sequence parallelism and fused attention.
     #[serde(default)]

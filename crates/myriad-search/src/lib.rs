@@ -166,8 +166,8 @@ pub struct Fixed {
     pub ep_dispatcher: myriad_model::EpDispatcher,
     /// MoE all-to-all overlap (`training.ep_overlap`, default false).
     pub ep_overlap: bool,
-    /// The host waits for each MoE layer's token counts (`training.moe_host_sync`, default true).
-    pub moe_host_sync: bool,
+    /// MoE layers in a full-iteration CUDA graph (`training.moe_full_graph`, default false).
+    pub moe_full_graph: bool,
     pub schedule: PipelineSchedule,
     /// Gradient buffers in fp32 (`training.grad_reduce_in_fp32`; default true, false for fp16).
     pub grad_reduce_in_fp32: bool,
@@ -202,7 +202,7 @@ impl Fixed {
                 .ep_dispatcher
                 .unwrap_or(myriad_model::EpDispatcher::Alltoall),
             ep_overlap: spec.ep_overlap.unwrap_or(false),
-            moe_host_sync: spec.moe_host_sync.unwrap_or(true),
+            moe_full_graph: spec.moe_full_graph.unwrap_or(false),
             schedule: spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB),
             grad_reduce_in_fp32: spec
                 .grad_reduce_in_fp32
@@ -402,7 +402,7 @@ pub fn candidates(
                                             cp_comm: fixed.cp_comm,
                                             ep_dispatcher: fixed.ep_dispatcher,
                                             ep_overlap: fixed.ep_overlap,
-                                            moe_host_sync: fixed.moe_host_sync,
+                                            moe_full_graph: fixed.moe_full_graph,
                                             embedding_in_pipeline_split: !even && edge.is_none(),
                                             mtp_layers: model.mtp_layers,
                                             edge_stage_layers: edge,

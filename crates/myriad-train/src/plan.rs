@@ -74,8 +74,8 @@ pub struct Plan {
     pub ep_dispatcher: EpDispatcher,
     /// MoE all-to-alls hidden under the paired micro-batch's compute (combined 1F1B).
     pub ep_overlap: bool,
-    /// The host waits for each MoE layer's token counts (see `TrainingSpec::moe_host_sync`).
-    pub moe_host_sync: bool,
+    /// MoE layers replay in a full-iteration CUDA graph (`TrainingSpec::moe_full_graph`).
+    pub moe_full_graph: bool,
     /// The embedding and the loss count as one layer each in the pipeline split
     /// (Megatron-Core `account_for_embedding/loss_in_pipeline_split`), and so does each
     /// multi-token-prediction module (Megatron-Bridge's DeepSeek-V3 layouts, e.g.
@@ -809,7 +809,7 @@ pub fn resolve(
             cp_comm: spec.cp_comm.unwrap_or(CpComm::P2p),
             ep_dispatcher: spec.ep_dispatcher.unwrap_or(EpDispatcher::Alltoall),
             ep_overlap: spec.ep_overlap.unwrap_or(false),
-            moe_host_sync: spec.moe_host_sync.unwrap_or(true),
+            moe_full_graph: spec.moe_full_graph.unwrap_or(false),
             embedding_in_pipeline_split,
             mtp_layers: model.mtp_layers,
             edge_stage_layers,

@@ -593,21 +593,24 @@ pub fn dp_overlap_exposed(d: DpOverlap, bucket: f64) -> f64 {
 /// Fixed memory outside the model (CUDA context, NCCL buffers, allocator fragmentation).
 pub const BUFFERS_GIB: f64 = 3.0;
 
-/// GPU time lost per MoE layer and micro-batch (forward and backward) to the host waiting
-/// for the router's token counts, seconds. Megatron-Core's dropless dispatchers copy the
-/// per-expert token counts to the host every forward (the all-to-all's split sizes,
-/// `cuda_sync_point` in `token_dispatcher.py`; the received-token count of the flex
-/// dispatchers), and Transformer Engine's grouped expert GEMM takes the per-expert sizes as
-/// a host list (`GroupedLinear`'s `m_splits`): the host blocks until the router has run,
-/// the GPU's queue drains, and the GPU idles while the host issues the kernels after it.
+/// Time an eager MoE layer takes beyond its kernels' GPU time, per layer and micro-batch
+/// (forward and backward), seconds. A MoE layer runs many small kernels (router, top-k,
+/// sorts, histograms, index maps, the load-balancing loss: about a hundred forward and
+/// backward), and Megatron-Core's dropless dispatchers read the per-expert token counts on
+/// the host every forward (the all-to-all's split sizes, `cuda_sync_point` in
+/// `token_dispatcher.py`; Transformer Engine's grouped GEMM takes them as a host list,
+/// `m_splits`), so the GPU idles between kernels and while the host catches up.
 /// Measured on the lent H100 (calibration/h100-moe-fused-measured.json,
 /// `moe_fused_bench.py`): eight MoE blocks back to back, forward then backward, with fused
-/// gather kernels and the counts read on the host as Megatron does, run 1.08-3.15 ms per
-/// layer above their summed GPU kernel time at every one of eight shapes (Qwen3 30B and
-/// 235B, gpt-oss-120b, DeepSeek-V3, Mixtral; 4,096-16,384 tokens a rank), a cost that does
-/// not grow with the layer's work; this is the median. It is host time, so it is not
-/// scaled by the accelerator's speed.
-pub const MOE_HOST_SYNC_S: f64 = 1.345e-3;
+/// gather permutes and one host read of the counts a layer as Megatron makes (`sync1`),
+/// run 0.31-2.55 ms a layer above their summed kernel time at eight shapes (Qwen3 30B and
+/// 235B, gpt-oss-120b, DeepSeek-V3, Mixtral; 4,096-16,384 tokens a rank), an amount that
+/// does not follow the layer's GPU time (2.5-19.9 ms); this is the median. Without the
+/// host read the blocks still run 0.21-2.44 ms above (median 0.93): the read itself costs
+/// 0.18 ms on average, the rest is the eager layer's kernel stream. A full-iteration CUDA
+/// graph removes both (`Plan::moe_full_graph`). Host and launch time: not scaled by the
+/// accelerator's speed.
+pub const MOE_EAGER_OVERHEAD_S: f64 = 1.0887e-3;
 
 /// Host time of one eager PyTorch view op (`narrow`, `view`) called from Python: 3.3-3.4 µs,
 /// PyTorch's operator micro-benchmark of eager `split` on CUDA tensors (PR #32194, 2020).
@@ -864,18 +867,18 @@ pub fn estimate_with(
     };
     let moe_t = if moe_layers > 0 {
         let mut t = layer_times(model.layer_of_kind(true).unwrap_or(0), &mut ops);
-        // The host waits for the router's token counts once per MoE layer forward, and the
-        // GPU idles while it issues the kernels that follow ([`MOE_HOST_SYNC_S`]); a
-        // recomputed MoE block waits again.
+        // An eager MoE layer idles the GPU beyond its kernels' time: the host's wait for
+        // the token counts and the launch gaps of its many small kernels
+        // ([`MOE_EAGER_OVERHEAD_S`]); a recomputed MoE block pays it again.
         let again = match plan.recompute {
             Recompute::Full => plan.recompute_fraction,
             _ if selective.contains(RecomputeModule::Moe) => 1.0,
             _ => 0.0,
         };
-        let sync = if plan.moe_host_sync {
-            MOE_HOST_SYNC_S
-        } else {
+        let sync = if plan.moe_full_graph {
             0.0
+        } else {
+            MOE_EAGER_OVERHEAD_S
         };
         t.fwd += sync;
         t.recompute += again * sync;

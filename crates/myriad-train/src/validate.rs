@@ -394,7 +394,7 @@ pub fn explain(
     // `_enable_deepseek_full_iteration_mxfp8`, `_apply_gpt_oss_120b_full_iter_fp8mx_configs`,
     // called by the recipes of the systems listed below) capture the whole iteration
     // in one CUDA graph with a static expert capacity (`moe_paged_stash`,
-    // `moe_expert_rank_capacity_factor` 1.5), so the host never waits for token counts;
+    // `moe_expert_rank_capacity_factor` 1.5), so MoE layers pay no eager overhead;
     // they dispatch with HybridEP and overlap the EP all-to-alls
     // (`overlap_moe_expert_parallel_comm`). Rows of the current summary (not the archive)
     // ran those recipes; the archive's releases are not known to, so they keep the defaults.
@@ -419,9 +419,9 @@ pub fn explain(
             && systems.contains(&acc)
     };
     if full_graph_recipe {
-        if training.moe_host_sync.is_none() {
-            training.moe_host_sync = Some(false);
-            notes.push("moe_host_sync: false (not given; the recipe captures the whole iteration in a CUDA graph with a static expert capacity, Megatron-Bridge perf_recipes @ 067f987df)".into());
+        if training.moe_full_graph.is_none() {
+            training.moe_full_graph = Some(true);
+            notes.push("moe_full_graph: true (not given; the recipe captures the whole iteration in a CUDA graph with a static expert capacity, Megatron-Bridge perf_recipes @ 067f987df)".into());
         }
         if training.ep_dispatcher.is_none() {
             training.ep_dispatcher = Some(myriad_model::EpDispatcher::Hybridep);

@@ -26,15 +26,15 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the Megatron-Bridge held-out file is in the repository")
 }
 
-/// Ratchet just above the figures measured now (mean 17.5%, worst +99.3%; 20.7% and
-/// +92.1% when the file was added, before the per-layer MoE host sync, which slows the
-/// worst row's 1,620 MoE layer passes, and the full-graph recipe fill of the 26.08 rows).
+/// Ratchet just above the figures measured now (mean 18.0%, worst +97.9%; 20.7% and
+/// +92.1% when the file was added, before the per-layer eager MoE overhead, which slows
+/// the worst row's MoE layer passes, and the full-graph recipe fill of the 26.08 rows).
 #[test]
 fn mbridge_held_out_rows_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 44);
-    common::assert_within(&r, 0.180, 1.0);
+    common::assert_within(&r, 0.185, 0.985);
 }
 
 /// Every DeepSeek-V3 and Kimi K2 row is predicted (61 layers that no pipeline here

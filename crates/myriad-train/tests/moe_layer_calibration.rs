@@ -118,9 +118,10 @@ fn moe_block_gpu_time_matches_the_fused_h100_measurement() {
     for r in rows {
         let u = |k: &str| r[k].as_u64().unwrap() as u32;
         let tokens = u("tokens");
-        // Host time the eight-layer stack exposes per layer, beyond its GPU kernels.
+        // What the eight-layer stack with one host read of the counts a layer (Megatron's)
+        // takes per layer beyond its GPU kernels.
         exposed.push(
-            (r["layers8_fused_ms"].as_f64().unwrap() / 8.0 - r["fwd_bwd_gpu_ms"].as_f64().unwrap())
+            (r["layers8_sync1_ms"].as_f64().unwrap() / 8.0 - r["fwd_bwd_gpu_ms"].as_f64().unwrap())
                 / 1e3,
         );
         let m = Transformer {
@@ -172,27 +173,27 @@ fn moe_block_gpu_time_matches_the_fused_h100_measurement() {
         let gpu = r["fwd_bwd_gpu_ms"].as_f64().unwrap() / 1e3;
         let err = model / gpu - 1.0;
         eprintln!(
-            "{:28} MoE block fwd+bwd model {:.2} ms, measured GPU {:.2} ms ({:+.1}%), wall {:.2} ms, 8 layers {:.2} ms each",
+            "{:28} MoE block fwd+bwd model {:.2} ms, measured GPU {:.2} ms ({:+.1}%), wall {:.2} ms, 8 layers with one host read a layer {:.2} ms each",
             m.name,
             model * 1e3,
             gpu * 1e3,
             100.0 * err,
             r["fused_fwd_bwd_ms"].as_f64().unwrap(),
-            r["layers8_fused_ms"].as_f64().unwrap() / 8.0,
+            r["layers8_sync1_ms"].as_f64().unwrap() / 8.0,
         );
         worst = worst.max(err.abs());
         sum += err;
     }
     eprintln!("mean {:+.1}%", 100.0 * sum / rows.len() as f64);
     assert!(worst < 0.15, "worst MoE-block error {:.1}%", 100.0 * worst);
-    // Every shape exposes a millisecond or more of host time a layer, and the step model's
-    // per-layer host-sync cost is the median of what was measured.
+    // Every shape runs above its kernels, and the step model's per-layer eager MoE overhead
+    // is the median of what was measured.
     exposed.sort_by(f64::total_cmp);
-    assert!(exposed[0] > 1.0e-3, "{exposed:?}");
+    assert!(exposed[0] > 0.2e-3, "{exposed:?}");
     let median = (exposed[3] + exposed[4]) / 2.0;
-    let constant = myriad_train::step::MOE_HOST_SYNC_S;
+    let constant = myriad_train::step::MOE_EAGER_OVERHEAD_S;
     assert!(
         (median / constant - 1.0).abs() < 0.01,
-        "measured median {median} s against MOE_HOST_SYNC_S {constant} s"
+        "measured median {median} s against MOE_EAGER_OVERHEAD_S {constant} s"
     );
 }

@@ -988,11 +988,11 @@ fn bf16_moments_shrink_the_optimizer_state_by_a_third() {
 }
 
 #[test]
-fn the_moe_host_sync_costs_one_wait_per_moe_layer_and_micro_batch() {
+fn eager_moe_layers_cost_their_overhead_once_per_layer_and_micro_batch() {
     // Qwen3 30B-A3B on 16 H100, EP 16, PP 1: 48 MoE layers, 1,024 sequences over DP 16 at
-    // micro-batch 1 = 64 micro-batches. Each layer's forward waits for the token counts
-    // once, so the step is 48 × 64 × MOE_HOST_SYNC_S longer with the sync than without it,
-    // and a fully recomputed layer waits again in the recomputed forward.
+    // micro-batch 1 = 64 micro-batches. Each eager MoE layer costs MOE_EAGER_OVERHEAD_S
+    // beyond its kernels once per micro-batch, so the step is 48 × 64 of them longer than
+    // in a full-iteration CUDA graph, and a fully recomputed layer pays it again.
     let run = |extra: &str| {
         let text = format!(
             "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 16, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: qwen3-30b-a3b}}\ntraining: {{tp: 1, pp: 1, dp: 16, ep: 16, micro_batch: 1, global_batch: 1024, {extra}}}\n"
@@ -1003,18 +1003,18 @@ fn the_moe_host_sync_costs_one_wait_per_moe_layer_and_micro_batch() {
         let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
         myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 16).unwrap()
     };
-    let sync = myriad_train::step::MOE_HOST_SYNC_S;
+    let sync = myriad_train::step::MOE_EAGER_OVERHEAD_S;
     let waits = 48.0 * 64.0;
     let (on, off) = (
         run("recompute: none"),
-        run("recompute: none, moe_host_sync: false"),
+        run("recompute: none, moe_full_graph: true"),
     );
-    assert!(on.plan.moe_host_sync && !off.plan.moe_host_sync);
+    assert!(!on.plan.moe_full_graph && off.plan.moe_full_graph);
     let d = on.estimate.step_time_s - off.estimate.step_time_s;
     assert!((d / (waits * sync) - 1.0).abs() < 1e-6, "{d}");
     let (on, off) = (
         run("recompute: full"),
-        run("recompute: full, moe_host_sync: false"),
+        run("recompute: full, moe_full_graph: true"),
     );
     let d = on.estimate.step_time_s - off.estimate.step_time_s;
     assert!((d / (2.0 * waits * sync) - 1.0).abs() < 1e-6, "{d}");

