@@ -28,6 +28,7 @@ import torch
 import triton
 import triton.language as tl
 from torch.profiler import profile, ProfilerActivity
+from common import sample_ms
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 dev = "cpu" if INTERPRET else "cuda"
@@ -310,18 +311,8 @@ def classify(name):
 
 
 def median_ms(fn, reps=10):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        fn()
-        e1.record()
-        torch.cuda.synchronize()
-        ts.append(e0.elapsed_time(e1))
-    return sorted(ts)[reps // 2]
+    """Median wall milliseconds of `reps` calls after 3 warm-ups (CUDA events)."""
+    return sorted(sample_ms(fn, reps))[reps // 2]
 
 
 def profile_ms(fn, reps=3):

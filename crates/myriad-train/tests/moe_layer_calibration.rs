@@ -17,6 +17,40 @@
 use myriad_model::{Moe, OpKind, Shard, Transformer};
 use myriad_scenario::Precision;
 
+/// One MoE layer of a measured row's shape (`hidden`, `experts`, `top_k`, `expert_ffn`),
+/// with attention (heads, KV heads, head dim, sequence length) as given.
+fn moe_layer(
+    r: &serde_json::Value,
+    (heads, kv_heads, head_dim, seq): (u32, u32, u32, u32),
+) -> Transformer {
+    let u = |k: &str| r[k].as_u64().unwrap() as u32;
+    Transformer {
+        name: r["name"].as_str().unwrap().into(),
+        layers: 1,
+        hidden: u("hidden"),
+        ffn_hidden: u("expert_ffn"),
+        heads,
+        kv_heads,
+        head_dim: Some(head_dim),
+        vocab: 32000,
+        seq_len: seq,
+        gated_mlp: true,
+        tied_embeddings: false,
+        moe: Some(Moe {
+            experts: u("experts"),
+            top_k: u("top_k"),
+            expert_ffn_hidden: u("expert_ffn"),
+            shared_experts: 0,
+            dense_layers: 0,
+            dense_ffn_hidden: None,
+            every: None,
+        }),
+        mla: None,
+        sliding_window: None,
+        mtp_layers: 0,
+    }
+}
+
 #[test]
 fn moe_expert_gemms_match_the_h100_measurement() {
     let path = concat!(
@@ -31,31 +65,8 @@ fn moe_expert_gemms_match_the_h100_measurement() {
     assert!(rows.len() >= 5);
     for r in rows {
         let u = |k: &str| r[k].as_u64().unwrap() as u32;
-        let m = Transformer {
-            name: r["name"].as_str().unwrap().into(),
-            layers: 1,
-            hidden: u("hidden"),
-            ffn_hidden: u("expert_ffn"),
-            heads: u("heads"),
-            kv_heads: u("kv_heads"),
-            head_dim: Some(u("head_dim")),
-            vocab: 32000,
-            seq_len: u("seq"),
-            gated_mlp: true,
-            tied_embeddings: false,
-            moe: Some(Moe {
-                experts: u("experts"),
-                top_k: u("top_k"),
-                expert_ffn_hidden: u("expert_ffn"),
-                shared_experts: 0,
-                dense_layers: 0,
-                dense_ffn_hidden: None,
-                every: None,
-            }),
-            mla: None,
-            sliding_window: None,
-            mtp_layers: 0,
-        };
+        let attention = (u("heads"), u("kv_heads"), u("head_dim"), u("seq"));
+        let m = moe_layer(r, attention);
         let shard = Shard {
             ep: u("ep"),
             ..Shard::single(u("micro_batch"))
@@ -124,31 +135,8 @@ fn moe_block_gpu_time_matches_the_fused_h100_measurement() {
             (r["layers8_sync1_ms"].as_f64().unwrap() / 8.0 - r["fwd_bwd_gpu_ms"].as_f64().unwrap())
                 / 1e3,
         );
-        let m = Transformer {
-            name: r["name"].as_str().unwrap().into(),
-            layers: 1,
-            hidden: u("hidden"),
-            ffn_hidden: u("expert_ffn"),
-            heads: 32,
-            kv_heads: 8,
-            head_dim: Some(128),
-            vocab: 32000,
-            seq_len: 4096,
-            gated_mlp: true,
-            tied_embeddings: false,
-            moe: Some(Moe {
-                experts: u("experts"),
-                top_k: u("top_k"),
-                expert_ffn_hidden: u("expert_ffn"),
-                shared_experts: 0,
-                dense_layers: 0,
-                dense_ffn_hidden: None,
-                every: None,
-            }),
-            mla: None,
-            sliding_window: None,
-            mtp_layers: 0,
-        };
+        // The block has no attention: any attention shape will do.
+        let m = moe_layer(r, (32, 8, 128, 4096));
         let shard = Shard {
             ep: u("ep"),
             ..Shard::single(tokens / 4096)
