@@ -440,6 +440,7 @@ pub fn train(j: &Value) -> String {
         ("forward", "forward_s"),
         ("backward", "backward_s"),
         ("recompute", "recompute_s"),
+        ("MoE eager overhead", "moe_overhead_s"),
         ("TP/SP comm", "tp_comm_s"),
         ("CP comm", "cp_comm_s"),
         ("EP comm", "ep_comm_s"),
@@ -463,7 +464,7 @@ pub fn train(j: &Value) -> String {
         / (f(&plan, "micro_batch").max(1.0) * f(&plan, "dp").max(1.0)))
     .max(1.0) as usize;
     let m = m_total.min(2 * pp + 8).max(1);
-    let fw = f(j, "breakdown.forward_s") / m_total as f64;
+    let fw = (f(j, "breakdown.forward_s") + f(j, "breakdown.moe_overhead_s")) / m_total as f64;
     let bw = (f(j, "breakdown.backward_s") + f(j, "breakdown.recompute_s")) / m_total as f64;
     if pp > 1 && fw + bw > 0.0 {
         let shown = pp.min(16);

@@ -94,6 +94,7 @@ pub const DEFAULT: &[&str] = &[
     "forward_s",
     "backward_s",
     "recompute_s",
+    "moe_overhead_s",
     "tp_comm_s",
     "cp_comm_s",
     "ep_comm_s",
@@ -193,6 +194,12 @@ pub static ALL: &[Output] = &[
         "recompute_s",
         "breakdown: activation recompute",
         |c| { Cell::F(c.t().estimate.breakdown.recompute_s) }
+    ),
+    t!(
+        Float,
+        "moe_overhead_s",
+        "breakdown: eager MoE layers' time beyond their kernels",
+        |c| { Cell::F(c.t().estimate.breakdown.moe_overhead_s) }
     ),
     t!(
         Float,

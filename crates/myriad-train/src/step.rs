@@ -41,6 +41,9 @@ pub struct Breakdown {
     pub forward_s: f64,
     pub backward_s: f64,
     pub recompute_s: f64,
+    /// Eager MoE layers' time beyond their kernels (the host's read of the token counts,
+    /// launch gaps; [`MOE_EAGER_OVERHEAD_S`]), forward and recomputed forward.
+    pub moe_overhead_s: f64,
     pub tp_comm_s: f64,
     pub cp_comm_s: f64,
     pub ep_comm_s: f64,
@@ -55,11 +58,12 @@ pub struct Breakdown {
 impl Breakdown {
     /// Every part as (JSON key, label, seconds), in the order reports list them; `total` is
     /// their sum.
-    pub fn parts(&self) -> [(&'static str, &'static str, f64); 11] {
+    pub fn parts(&self) -> [(&'static str, &'static str, f64); 12] {
         [
             ("forward_s", "forward", self.forward_s),
             ("backward_s", "backward", self.backward_s),
             ("recompute_s", "recompute", self.recompute_s),
+            ("moe_overhead_s", "MoE eager overhead", self.moe_overhead_s),
             ("tp_comm_s", "TP/SP comm", self.tp_comm_s),
             ("cp_comm_s", "CP comm", self.cp_comm_s),
             ("ep_comm_s", "EP comm", self.ep_comm_s),
@@ -79,6 +83,7 @@ impl Breakdown {
         self.forward_s
             + self.backward_s
             + self.recompute_s
+            + self.moe_overhead_s
             + self.tp_comm_s
             + self.cp_comm_s
             + self.ep_comm_s
@@ -139,6 +144,10 @@ struct StageTimes {
     tp: f64,
     cp: f64,
     ep: f64,
+    /// Eager MoE overhead inside `fwd` and inside `recompute` ([`MOE_EAGER_OVERHEAD_S`]),
+    /// kept apart so the breakdown can show it.
+    eager_fwd: f64,
+    eager_rec: f64,
 }
 
 /// A parallel group: the one holding rank 0 on the hierarchy, and where all its peers lie.
@@ -882,6 +891,8 @@ pub fn estimate_with(
         };
         t.fwd += sync;
         t.recompute += again * sync;
+        t.eager_fwd = sync;
+        t.eager_rec = again * sync;
         t
     } else {
         StageTimes::default()
@@ -915,6 +926,8 @@ pub fn estimate_with(
             tp: mtp * l.tp,
             cp: mtp * l.cp,
             ep: mtp * l.ep,
+            eager_fwd: mtp * l.eager_fwd,
+            eager_rec: mtp * l.eager_rec,
         }
     } else {
         StageTimes::default()
@@ -945,6 +958,8 @@ pub fn estimate_with(
             tp: d * dense_t.tp + m * moe_t.tp,
             cp: d * dense_t.cp + m * moe_t.cp,
             ep: d * dense_t.ep + m * moe_t.ep,
+            eager_fwd: d * dense_t.eager_fwd + m * moe_t.eager_fwd,
+            eager_rec: d * dense_t.eager_rec + m * moe_t.eager_rec,
         };
         if plan.holds_embedding(s) {
             t.fwd += emb_f;
@@ -958,6 +973,8 @@ pub fn estimate_with(
             t.tp += mtp_t.tp;
             t.cp += mtp_t.cp;
             t.ep += mtp_t.ep;
+            t.eager_fwd += mtp_t.eager_fwd;
+            t.eager_rec += mtp_t.eager_rec;
         }
         t
     };
@@ -1252,9 +1269,10 @@ pub fn estimate_with(
     // Assemble: m slots of the critical stage plus fill/drain.
     let fill = bubble;
     let breakdown = Breakdown {
-        forward_s: m * crit.fwd,
+        forward_s: m * (crit.fwd - crit.eager_fwd),
         backward_s: m * crit.bwd,
-        recompute_s: m * crit.recompute,
+        recompute_s: m * (crit.recompute - crit.eager_rec),
+        moe_overhead_s: m * (crit.eager_fwd + crit.eager_rec),
         tp_comm_s: m * crit.tp,
         cp_comm_s: m * crit.cp,
         ep_comm_s: m * ep_slot,

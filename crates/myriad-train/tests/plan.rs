@@ -1012,6 +1012,11 @@ fn eager_moe_layers_cost_their_overhead_once_per_layer_and_micro_batch() {
     assert!(!on.plan.moe_full_graph && off.plan.moe_full_graph);
     let d = on.estimate.step_time_s - off.estimate.step_time_s;
     assert!((d / (waits * sync) - 1.0).abs() < 1e-6, "{d}");
+    // The breakdown shows it on its own line, and the forward is the same in both.
+    let (b_on, b_off) = (&on.estimate.breakdown, &off.estimate.breakdown);
+    assert!((b_on.moe_overhead_s / (waits * sync) - 1.0).abs() < 1e-9);
+    assert_eq!(b_off.moe_overhead_s, 0.0);
+    assert!((b_on.forward_s / b_off.forward_s - 1.0).abs() < 1e-9);
     let (on, off) = (
         run("recompute: full"),
         run("recompute: full, moe_full_graph: true"),

@@ -233,6 +233,7 @@ pub fn run(
         ("forward compute", b.forward_s),
         ("backward compute", b.backward_s),
         ("recompute", b.recompute_s),
+        ("MoE eager overhead", b.moe_overhead_s),
         ("TP/SP comm (exposed)", b.tp_comm_s),
         ("CP comm (exposed)", b.cp_comm_s),
         ("EP comm (exposed)", b.ep_comm_s),
