@@ -1153,6 +1153,7 @@ impl InstanceModel {
 
         // --- MoE layer
         let mut stages = MoeStages::default();
+        let mut moe_quant = 0.0;
         let (moe_t, moe_comm) = match &m.moe {
             Some(moe) => {
                 // Padded to the busiest attention rank's tokens on every rank
@@ -1214,6 +1215,21 @@ impl InstanceModel {
                     * self.act_bytes
                     + gathered_io)
                     / self.hbm_bps;
+                // NVFP4 experts on FP4 tensor cores take NVFP4 activations: a kernel of
+                // its own reads every routed copy's bf16 input and writes it quantised
+                // (values and per-16 scales), once before the up projection and once
+                // before the down projection (SGLang's DeepSeek decode step on GB200 runs
+                // `cvt_fp16_to_fp4_expert` and `cvt_fp16_to_fp4` per layer: 29 and 13 us
+                // at 1,024 sequences a rank, the trace behind
+                // `efficiency.hbm_small_kernels`).
+                moe_quant = if compute_precision(acc, self.prec.experts) == Precision::Fp4 {
+                    hot * (h + moe.expert_ffn_hidden as f64 / etp)
+                        * (self.act_bytes + bytes_of(Precision::Fp4))
+                        / self.small_bps
+                        + 2.0 * ov
+                } else {
+                    0.0
+                };
                 let (dispatch, combine) = if self.moe_gather_comm {
                     // Every rank gathers all `tokens` and reduce-scatters its experts'
                     // bf16 partial outputs for all of them: balanced traffic, whatever
@@ -1252,7 +1268,7 @@ impl InstanceModel {
                     pre: attn_pre_gemm + norm_mem + (2.0 + mla_kernels) * ov,
                     core: attn_core + attn_post_gemm + router + 2.0 * ov,
                     shared,
-                    mlp: routed + act + 3.0 * ov,
+                    mlp: routed + act + moe_quant + 3.0 * ov,
                     dispatch,
                     combine,
                     lm_head: 0.0,
@@ -1272,7 +1288,8 @@ impl InstanceModel {
         // latent norms and the cache write); MoE layers add the router top-k, token permute
         // and un-permute.
         let kernels = layers * (DENSE_LAYER_KERNELS + mla_kernels) + moe_layers * MOE_EXTRA_KERNELS;
-        let memory_s = layers * norm_mem + dense_layers * dense_act + kernels * ov;
+        let memory_s =
+            layers * norm_mem + dense_layers * dense_act + moe_layers * moe_quant + kernels * ov;
         // TP all-reduce after attention on every layer, after the MLP on dense layers and on
         // MoE layers without EP (TP-sharded experts reduce like a dense MLP).
         let mlp_ar_layers = if self.par.ep > 1 {

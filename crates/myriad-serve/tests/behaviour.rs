@@ -566,13 +566,15 @@ fn validation_mae_ratchet() {
     // never runs: the DeepSeek-R1 DEP4/DEP8 rows, already short of a cost the GB200 trace
     // shows, lost the stand-in that had absorbed it. Lowered, 0.1320 -> 0.1305, when
     // Llama 4 Maverick's chunked attention (its preset: chunks of 8,192, every fourth layer
-    // global) was lent to its rows.)
+    // global) was lent to its rows. Lowered, 0.1305 -> 0.1230 and median 0.0825 -> 0.0760,
+    // when NVFP4 experts got the activation-quantisation kernels the GB200 SGLang trace
+    // shows (12 rows better, 3 worse).)
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.1305, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1230, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.0825,
+        s.median_abs_error < 0.0760,
         "median {:.3}",
         s.median_abs_error
     );
