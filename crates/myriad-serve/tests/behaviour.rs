@@ -1905,3 +1905,33 @@ fn chunked_attention_bounds_long_context_decode_reads() {
     let (a, b) = (step(&chunked, 32000.0), step(&global, 32000.0));
     assert!(a < 0.8 * b && a > 0.25 * b, "{a} {b}");
 }
+
+#[test]
+fn nvfp4_experts_pay_their_activation_quantisation_kernels() {
+    // DeepSeek-V3 DEP8 on B200, 64 decode sequences a rank. NVFP4 experts run on FP4 tensor
+    // cores, whose inputs a kernel of its own quantises before the up and the down
+    // projection: every routed copy's bf16 input (7,168, then 2,048 wide) is read and
+    // written as NVFP4 (0.5625 bytes), at the small-kernel bandwidth, plus two fixed
+    // kernel costs, on each of the 58 MoE layers. FP8 experts pay none of it, and nothing
+    // else memory-bound differs between the two.
+    let fp8 = Precision::Fp8;
+    let fp4 = deepseek_nvfp4_dep("b200", 8, 8, 0.0);
+    let f8 = dep_instance("b200", 8, "deepseek-v3", 8, (fp8, fp8, fp8), 0.0, false);
+    let b = Batch {
+        decode_seqs: 512.0,
+        decode_ctx: 512.0 * 2000.0,
+        decode_ctx_sq: 512.0 * 2000.0 * 2000.0,
+        ..Default::default()
+    };
+    let acc = myriad_catalog::catalog().accelerator("b200").unwrap();
+    let small = acc.hbm_tbps * 1e12 * acc.efficiency.small_kernel_hbm();
+    let ov = acc.efficiency.gemm_overhead_us * 1e-6;
+    let hot = 512.0 * 8.0 / 8.0 * fp4.busiest_rank_factor(512.0);
+    let per_layer = hot * (7168.0 + 2048.0) * (2.0 + 0.5625) / small + 2.0 * ov;
+    let d = fp4.iteration(&b).memory_s - f8.iteration(&b).memory_s;
+    assert!(
+        (d / (58.0 * per_layer) - 1.0).abs() < 1e-9,
+        "{d} vs {}",
+        58.0 * per_layer
+    );
+}
