@@ -90,16 +90,25 @@ def classify(kernel_name):
     return "other"
 
 
-def kernel_times(prof, reps):
-    """GPU milliseconds per pass of every kernel a `torch.profiler` run of `reps` passes
-    recorded (operator and runtime rows left out), and how many kernels ran per pass."""
-    ks, n = {}, 0
+def kernel_rows(prof, reps):
+    """(name, calls, GPU ms) per pass of every kernel a `torch.profiler` run of `reps`
+    passes recorded (operator and runtime rows left out)."""
+    rows = []
     for ev in prof.key_averages():
         t = getattr(ev, "device_time_total", None) or getattr(ev, "cuda_time_total", 0)
         if t > 0 and not ev.key.startswith(("aten::", "cuda", "autograd", "torch", "Profiler", "Torch", "Compiled", "##")):
-            ks[ev.key] = ks.get(ev.key, 0.0) + t / 1000.0 / reps
-            n += ev.count
-    return ks, n / reps
+            rows.append((ev.key, ev.count / reps, t / 1000.0 / reps))
+    return rows
+
+
+def kernel_times(prof, reps):
+    """GPU milliseconds per pass of every kernel a `torch.profiler` run of `reps` passes
+    recorded (operator and runtime rows left out), and how many kernels ran per pass."""
+    ks, n = {}, 0.0
+    for name, calls, ms in kernel_rows(prof, reps):
+        ks[name] = ks.get(name, 0.0) + ms
+        n += calls
+    return ks, n
 
 
 def by_class(kernels):
@@ -107,3 +116,18 @@ def by_class(kernels):
     for k, v in kernels.items():
         cls[classify(k)] = cls.get(classify(k), 0.0) + v
     return cls
+
+
+def profile_kernels(fn, reps=3):
+    """GPU time of every kernel (and memcpy) per call of `fn`, from torch.profiler (CUPTI)
+    over `reps` calls after one warm-up: (total ms, [(name, calls, ms)] longest first)."""
+    from torch.profiler import profile, ProfilerActivity
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as p:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    kernels = sorted(kernel_rows(p, reps), key=lambda k: -k[2])
+    return sum(k[2] for k in kernels), kernels

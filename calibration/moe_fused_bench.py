@@ -27,8 +27,7 @@ import json, os, traceback
 import torch
 import triton
 import triton.language as tl
-from torch.profiler import profile, ProfilerActivity
-from common import sample_ms
+from common import profile_kernels, sample_ms
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 dev = "cpu" if INTERPRET else "cuda"
@@ -316,23 +315,13 @@ def median_ms(fn, reps=10):
 
 
 def profile_ms(fn, reps=3):
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as p:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    by, kernels, total = {}, [], 0.0
-    for e in p.key_averages():
-        if e.device_time_total <= 0:
-            continue
-        ms = e.device_time_total / 1e3 / reps
-        total += ms
-        c = classify(e.key)
+    """Kernel GPU time per call: total, by class, and the 16 longest kernels."""
+    total, kernels = profile_kernels(fn, reps)
+    by = {}
+    for name, _, ms in kernels:
+        c = classify(name)
         by[c] = by.get(c, 0.0) + ms
-        kernels.append([e.key[:80], e.count / reps, ms])
-    kernels.sort(key=lambda k: -k[2])
-    return total, by, kernels[:16]
+    return total, by, [[n[:80], calls, ms] for n, calls, ms in kernels[:16]]
 
 
 def check_kernels():

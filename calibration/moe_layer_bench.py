@@ -12,8 +12,7 @@ times from torch.profiler (what the GPU itself spends)."""
 import json, os, traceback
 import torch
 import torch.nn.functional as F
-from torch.profiler import profile, ProfilerActivity
-from common import attention_block, rope_tables, sample_ms
+from common import attention_block, profile_kernels, rope_tables, sample_ms
 
 torch.backends.cuda.matmul.allow_tf32 = False
 dev = "cuda"
@@ -80,22 +79,13 @@ def timeit(fn, reps=10):
 
 
 def gpu_ms(fn, reps=3, breakdown=None):
-    """Sum of GPU kernel and memcpy time per call (torch.profiler, CUPTI); with a list in
-    `breakdown`, appends (kernel name, calls, ms) per call for every kernel."""
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as p:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    ev = p.key_averages()
-    total = sum(e.device_time_total for e in ev) / 1e3
-    kernels = sum(e.count for e in ev if e.device_time_total > 0)
+    """Sum of GPU kernel and memcpy time per call (torch.profiler, CUPTI) and the number of
+    kernels per call; with a list in `breakdown`, appends (kernel name, calls, ms) per call
+    for every kernel."""
+    total, kernels = profile_kernels(fn, reps)
     if breakdown is not None:
-        for e in sorted(ev, key=lambda e: -e.device_time_total):
-            if e.device_time_total > 0:
-                breakdown.append([e.key[:90], e.count / reps, e.device_time_total / 1e3 / reps])
-    return total / reps, kernels / reps
+        breakdown.extend([n[:90], calls, ms] for n, calls, ms in kernels)
+    return total, sum(calls for _, calls, _ in kernels)
 
 
 out = {
