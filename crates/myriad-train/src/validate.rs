@@ -435,6 +435,49 @@ pub fn explain(
             );
         }
     }
+    // Megatron-Bridge's DeepSeek-V3 performance recipes dispatch MoE tokens with the flex
+    // dispatcher (their `moe_flex_dispatcher_backend`, read per release in
+    // scripts/performance/configs/deepseek/*workload_base_configs.py, default variant):
+    // HybridEP on every system from 26.02 to 26.06 (v0.3.0-v0.5.1); at 25.11 (v0.2.0)
+    // HybridEP on GB200/GB300 and DeepEP with the EP overlap on H100 (`moe_a2a_overlap`),
+    // B200 the all-to-all. 26.08's are filled above (full-iteration graphs), or DeepEP on
+    // B200 (perf_recipes/deepseek/b200 at the snapshot). Earlier releases' recipes were not
+    // read.
+    if bridge && model.name.to_ascii_lowercase().starts_with("deepseek-v3") {
+        let acc = case.system.accelerator.as_str();
+        let fill = match release(case) {
+            Some((25, 11, _)) => match acc {
+                "gb200" | "gb300" => Some((myriad_model::EpDispatcher::Hybridep, false, "v0.2.0")),
+                "h100-sxm" => Some((myriad_model::EpDispatcher::Deepep, true, "v0.2.0")),
+                _ => None,
+            },
+            Some((26, m, _)) if (2..=6).contains(&m) => {
+                Some((myriad_model::EpDispatcher::Hybridep, false, "v0.3.0-v0.5.1"))
+            }
+            Some((26, 8, _)) if acc == "b200" => {
+                Some((myriad_model::EpDispatcher::Deepep, false, "067f987df"))
+            }
+            _ => None,
+        };
+        if let Some((dispatcher, overlap, tag)) = fill {
+            if training.ep_dispatcher.is_none() {
+                training.ep_dispatcher = Some(dispatcher);
+                notes.push(format!(
+                    "ep_dispatcher: {} (not given; Megatron-Bridge's DeepSeek-V3 recipe of the release, {tag})",
+                    match dispatcher {
+                        myriad_model::EpDispatcher::Deepep => "deepep",
+                        _ => "hybridep",
+                    }
+                ));
+            }
+            if overlap && training.ep_overlap.is_none() {
+                training.ep_overlap = Some(true);
+                notes.push(format!(
+                    "ep_overlap: true (not given; the recipe's moe_a2a_overlap, {tag})"
+                ));
+            }
+        }
+    }
     // Selective recompute (Korthikanti et al., 2022) and recomputing only some layers came
     // later: before 2022 a run recomputed every layer or none.
     // Megatron-Core's `recompute_modules` (norms, MoE activation, MLA up-projections, whole
