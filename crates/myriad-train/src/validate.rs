@@ -158,6 +158,108 @@ pub fn case_scenario(
     Ok((scenario, notes))
 }
 
+/// Megatron-Bridge's performance workload configs of the MoE models at each release tag
+/// (`validation/mbridge-recipes.json`, written by `validation/tools/mbridge_recipes.py` from
+/// the repository's `scripts/performance/configs/*/*workload_base_configs.py`): the
+/// dispatcher backend, EP overlap and CUDA-graph settings each config applies.
+const MBRIDGE_RECIPES: &str = include_str!("../../../validation/mbridge-recipes.json");
+
+/// The MoE settings of the Megatron-Bridge recipe a row ran.
+struct Recipe {
+    dispatcher: myriad_model::EpDispatcher,
+    dispatcher_name: &'static str,
+    ep_overlap: bool,
+    full_graph: bool,
+    tag: String,
+    config: String,
+}
+
+/// The recipe of a Megatron-Bridge row's release, model, system and precision with the
+/// row's GPU count (the default variant `V1` first, as the launcher's `config_variant`),
+/// or `None` where the table has no such config or the row's precision is not in its id.
+fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
+    static TABLE: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| serde_json::from_str(MBRIDGE_RECIPES).unwrap_or_default());
+    let (y, m, p) = release(case)?;
+    let key = if p > 0 {
+        format!("{y}.{m:02}.{p:02}")
+    } else {
+        format!("{y}.{m:02}")
+    };
+    let rel = table.get("releases")?.get(&key)?;
+    let id = case.id.to_ascii_lowercase();
+    let precision = if id.contains("nvfp4") {
+        "NVFP4"
+    } else if ["mxfp8", "fp8mx", "fp8-mx"].iter().any(|s| id.contains(s)) {
+        "FP8_MX"
+    } else if ["fp8cs", "fp8-cs"].iter().any(|s| id.contains(s)) {
+        "FP8_CS"
+    } else if ["fp8sc", "fp8-sc"].iter().any(|s| id.contains(s)) {
+        "FP8_SC"
+    } else if id.contains("bf16") {
+        "BF16"
+    } else {
+        return None;
+    };
+    let model: String = model_name
+        .to_ascii_uppercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let gpu = case
+        .system
+        .accelerator
+        .trim_end_matches("-sxm")
+        .to_ascii_uppercase();
+    let versioned = format!("{model}_PRETRAIN_CONFIG_{gpu}_{precision}_");
+    let legacy = format!("{model}_{gpu}_{precision}_BASE_CONFIG");
+    let configs = rel.get("configs")?.as_object()?;
+    let mut found: Vec<(&String, &serde_json::Value)> = configs
+        .iter()
+        .filter(|(name, c)| {
+            (name.starts_with(&versioned) || **name == legacy)
+                && c.get("num_gpus").and_then(|g| g.as_u64()) == Some(case.system.count)
+        })
+        .collect();
+    // V1 (the launcher's default variant), then V2, then any other.
+    found.sort_by_key(|(name, _)| {
+        (
+            !name.ends_with("_V1") && !name.ends_with("_BASE_CONFIG"),
+            !name.ends_with("_V2"),
+            name.to_string(),
+        )
+    });
+    let (name, c) = found.first()?;
+    let backend = c
+        .get("moe_flex_dispatcher_backend")
+        .and_then(|b| b.as_str());
+    let (dispatcher, dispatcher_name) = match backend {
+        Some("deepep") => (myriad_model::EpDispatcher::Deepep, "deepep"),
+        Some("hybridep") => (myriad_model::EpDispatcher::Hybridep, "hybridep"),
+        _ => (myriad_model::EpDispatcher::Alltoall, "alltoall"),
+    };
+    let impl_ = c
+        .get("cuda_graph_impl")
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    let scope_full = c
+        .get("cuda_graph_scope")
+        .map(|s| s.to_string().contains("full_iteration"))
+        .unwrap_or(false);
+    Some(Recipe {
+        dispatcher,
+        dispatcher_name,
+        ep_overlap: c.get("moe_a2a_overlap").and_then(|v| v.as_bool()) == Some(true),
+        full_graph: impl_ == "full_iteration" || (impl_ == "local" && scope_full),
+        tag: rel
+            .get("tag")
+            .and_then(|t| t.as_str())
+            .unwrap_or("")
+            .to_string(),
+        config: name.to_string(),
+    })
+}
+
 fn release(case: &ValidationCase) -> Option<(u32, u32, u32)> {
     let text = format!("{} {}", case.id, case.source.as_deref().unwrap_or(""));
     let b = text.as_bytes();
@@ -435,45 +537,29 @@ pub fn explain(
             );
         }
     }
-    // Megatron-Bridge's DeepSeek-V3 performance recipes dispatch MoE tokens with the flex
-    // dispatcher (their `moe_flex_dispatcher_backend`, read per release in
-    // scripts/performance/configs/deepseek/*workload_base_configs.py, default variant):
-    // HybridEP on every system from 26.02 to 26.06 (v0.3.0-v0.5.1); at 25.11 (v0.2.0)
-    // HybridEP on GB200/GB300 and DeepEP with the EP overlap on H100 (`moe_a2a_overlap`),
-    // B200 the all-to-all. 26.08's are filled above (full-iteration graphs), or DeepEP on
-    // B200 (perf_recipes/deepseek/b200 at the snapshot). Earlier releases' recipes were not
-    // read.
-    if bridge && model.name.to_ascii_lowercase().starts_with("deepseek-v3") {
-        let acc = case.system.accelerator.as_str();
-        let fill = match release(case) {
-            Some((25, 11, _)) => match acc {
-                "gb200" | "gb300" => Some((myriad_model::EpDispatcher::Hybridep, false, "v0.2.0")),
-                "h100-sxm" => Some((myriad_model::EpDispatcher::Deepep, true, "v0.2.0")),
-                _ => None,
-            },
-            Some((26, m, _)) if (2..=6).contains(&m) => {
-                Some((myriad_model::EpDispatcher::Hybridep, false, "v0.3.0-v0.5.1"))
-            }
-            Some((26, 8, _)) if acc == "b200" => {
-                Some((myriad_model::EpDispatcher::Deepep, false, "067f987df"))
-            }
-            _ => None,
-        };
-        if let Some((dispatcher, overlap, tag)) = fill {
+    // Megatron-Bridge's archived releases: the MoE settings of the performance recipe the
+    // row ran (`mbridge_recipe`), for the settings the row leaves unstated.
+    if bridge && model.moe.is_some() {
+        if let Some(r) = mbridge_recipe(case, &model.name) {
             if training.ep_dispatcher.is_none() {
-                training.ep_dispatcher = Some(dispatcher);
+                training.ep_dispatcher = Some(r.dispatcher);
                 notes.push(format!(
-                    "ep_dispatcher: {} (not given; Megatron-Bridge's DeepSeek-V3 recipe of the release, {tag})",
-                    match dispatcher {
-                        myriad_model::EpDispatcher::Deepep => "deepep",
-                        _ => "hybridep",
-                    }
+                    "ep_dispatcher: {} (not given; Megatron-Bridge {} recipe {})",
+                    r.dispatcher_name, r.tag, r.config
                 ));
             }
-            if overlap && training.ep_overlap.is_none() {
+            if r.ep_overlap && training.ep_overlap.is_none() {
                 training.ep_overlap = Some(true);
                 notes.push(format!(
-                    "ep_overlap: true (not given; the recipe's moe_a2a_overlap, {tag})"
+                    "ep_overlap: true (not given; moe_a2a_overlap in Megatron-Bridge {} recipe {})",
+                    r.tag, r.config
+                ));
+            }
+            if r.full_graph && training.moe_full_graph.is_none() {
+                training.moe_full_graph = Some(true);
+                notes.push(format!(
+                    "moe_full_graph: true (not given; full-iteration CUDA graph in Megatron-Bridge {} recipe {})",
+                    r.tag, r.config
                 ));
             }
         }

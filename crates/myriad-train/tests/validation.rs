@@ -44,8 +44,10 @@ fn accuracy_does_not_regress() {
     // 0.0910 before gpt-oss's 128-token sliding-window layers were modelled (2026-11-27):
     // the physics made its three rows faster (-33/-34/-12% to -35/-36/-17%), 9.04% -> 9.12%.
     // 0.0915 before the per-layer eager MoE overhead measured on the lent H100 and the
-    // full-iteration CUDA-graph recipes of the 26.08 MoE rows (2026-11-27): 9.11% -> 8.35%.
-    assert!(s.mae < 0.0840, "mean absolute error {:.2}%", 100.0 * s.mae);
+    // full-iteration CUDA-graph recipes of the 26.08 MoE rows (2026-11-27): 9.11% -> 8.35%;
+    // 8.47% once archived Megatron-Bridge MoE rows take their release's recipe (the 25.11
+    // Qwen3 H100 rows' EP overlap: +8.2% -> -16.4%).
+    assert!(s.mae < 0.0850, "mean absolute error {:.2}%", 100.0 * s.mae);
     assert!(
         s.median_abs_error < 0.0575,
         "median {:.2}%",
