@@ -77,6 +77,32 @@ fn deepseek_rows_take_megatron_bridges_layout() {
     );
 }
 
+/// Archived rows run their release's recipe (validation/mbridge-recipes.json): the 26.06
+/// Qwen3 30B-A3B B300 MXFP8 row's v0.5.0 config captures the whole iteration in a CUDA
+/// graph, dispatches with HybridEP and overlaps the all-to-alls; a 25.09 row, whose release
+/// has no config table, keeps the defaults.
+#[test]
+fn archived_rows_take_their_releases_recipe() {
+    let r = report();
+    let notes = |id: &str| {
+        r.cases
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("{id} is in the file"))
+            .notes
+            .clone()
+    };
+    let b300 = notes("mb-26.06-qwen3_30b_a3b-dgx-b300-8gpu-mxfp8");
+    for want in [
+        "moe_full_graph: true (not given; full-iteration CUDA graph in Megatron-Bridge v0.5.0 recipe QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1)",
+        "ep_dispatcher: hybridep (not given; Megatron-Bridge v0.5.0 recipe QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1)",
+    ] {
+        assert!(b300.iter().any(|n| n == want), "{b300:?}");
+    }
+    let old = notes("mb-25.09-qwen3_30b_a3b-tokendrop-dgx-b200-8gpu-fp8");
+    assert!(!old.iter().any(|n| n.contains("recipe")), "{old:?}");
+}
+
 /// The bar for kept-aside data; not met (mean 20.7%, worst +92.1%), so ignored.
 #[test]
 #[ignore = "kept-aside bar not met on the Megatron-Bridge rows: mean 20.7%, worst +92.1% (DeepSeek-V3, 256 B200)"]
