@@ -100,7 +100,10 @@ fn archived_rows_take_their_releases_recipe() {
         assert!(b300.iter().any(|n| n == want), "{b300:?}");
     }
     let old = notes("mb-25.09-qwen3_30b_a3b-tokendrop-dgx-b200-8gpu-fp8");
-    assert!(!old.iter().any(|n| n.contains("Megatron-Bridge v0.")), "{old:?}");
+    assert!(
+        !old.iter().any(|n| n.contains("Megatron-Bridge v0.")),
+        "{old:?}"
+    );
 }
 
 /// The bar for kept-aside data; not met (mean 20.7%, worst +92.1%), so ignored.
