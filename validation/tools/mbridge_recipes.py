@@ -36,7 +36,8 @@ RELEASES = {
 MOE_MODELS = ("QWEN3_30B_A3B", "QWEN3_235B_A22B", "QWEN3_NEXT", "DEEPSEEK_V3", "GPT_OSS",
               "KIMI_K2")
 FIELDS = ("num_gpus", "moe_flex_dispatcher_backend", "moe_a2a_overlap", "cuda_graph_impl",
-          "cuda_graph_scope", "expert_model_parallel_size")
+          "cuda_graph_scope", "expert_model_parallel_size", "recompute_modules",
+          "recompute_num_layers", "cpu_offloading_num_layers")
 
 
 class Config:
@@ -45,7 +46,8 @@ class Config:
     def __init__(self, **kw):
         self.f = {"num_gpus": 1, "moe_flex_dispatcher_backend": None, "moe_a2a_overlap": False,
                   "cuda_graph_impl": None, "cuda_graph_scope": None,
-                  "expert_model_parallel_size": 1}
+                  "expert_model_parallel_size": 1, "recompute_modules": None,
+                  "recompute_num_layers": None, "cpu_offloading_num_layers": None}
         self.f.update(kw)
 
 

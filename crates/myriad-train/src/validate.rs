@@ -170,6 +170,8 @@ struct Recipe {
     dispatcher_name: &'static str,
     ep_overlap: bool,
     full_graph: bool,
+    /// Selective recompute's modules (`recompute_modules`), where the config sets them.
+    recompute_modules: Option<Vec<myriad_model::RecomputeModule>>,
     tag: String,
     config: String,
 }
@@ -251,6 +253,10 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
         dispatcher_name,
         ep_overlap: c.get("moe_a2a_overlap").and_then(|v| v.as_bool()) == Some(true),
         full_graph: impl_ == "full_iteration" || (impl_ == "local" && scope_full),
+        recompute_modules: c
+            .get("recompute_modules")
+            .filter(|m| m.is_array())
+            .and_then(|m| serde_json::from_value(m.clone()).ok()),
         tag: rel
             .get("tag")
             .and_then(|t| t.as_str())
@@ -554,6 +560,23 @@ pub fn explain(
                     "ep_overlap: true (not given; moe_a2a_overlap in Megatron-Bridge {} recipe {})",
                     r.tag, r.config
                 ));
+            }
+            // `_set_recompute_overrides`: a config's modules make the recompute selective.
+            if let Some(mods) = &r.recompute_modules {
+                if training.recompute.is_none()
+                    && training.recompute_modules.is_none()
+                    && training.recompute_layers.is_none()
+                {
+                    training.recompute = Some(Recompute::Selective);
+                    training.recompute_modules = Some(mods.clone());
+                    let names: Vec<&str> = mods.iter().map(|m| m.name()).collect();
+                    notes.push(format!(
+                        "recompute: selective {} (not given; recompute_modules in Megatron-Bridge {} recipe {})",
+                        names.join(", "),
+                        r.tag,
+                        r.config
+                    ));
+                }
             }
             if r.full_graph && training.moe_full_graph.is_none() {
                 training.moe_full_graph = Some(true);

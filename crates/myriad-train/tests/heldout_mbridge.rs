@@ -99,6 +99,13 @@ fn archived_rows_take_their_releases_recipe() {
     ] {
         assert!(b300.iter().any(|n| n == want), "{b300:?}");
     }
+    // The DeepSeek-V3 B200 row recomputes what its v0.4.1 config names.
+    let dsv3 = notes("mb-26.04.01-deepseekv3-dgx-b200-256gpu-mxfp8");
+    assert!(
+        dsv3.iter().any(|n| n
+            == "recompute: selective mla_up_proj (not given; recompute_modules in Megatron-Bridge v0.4.1 recipe DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V1)"),
+        "{dsv3:?}"
+    );
     let old = notes("mb-25.09-qwen3_30b_a3b-tokendrop-dgx-b200-8gpu-fp8");
     assert!(
         !old.iter().any(|n| n.contains("Megatron-Bridge v0.")),
