@@ -29,7 +29,7 @@ fn report() -> myriad_train::validate::ValidationReport {
 /// Ratchet just above the figures measured now (mean 16.1%, worst −41.8%: Qwen3 235B on 64
 /// B200, 25.11, with its recipe's EP overlap). When the file was added: 20.7% and +92.1%
 /// (DeepSeek-V3 on 256 B200, 26.04.01, then costed with the all-to-all its release's
-/// recipe does not run: +32.0% with the recipe's HybridEP).
+/// recipe does not run: +28.4% with the recipe's HybridEP and recompute).
 #[test]
 fn mbridge_held_out_rows_do_not_regress() {
     let r = report();
