@@ -680,3 +680,21 @@ fn deepseek_v3_example_trains_with_mtp_and_dualpipe() {
     let hours = v["time_to_train"]["gpu_hours"].as_f64().expect("gpu_hours");
     assert!((hours / 2.664e6 - 1.0).abs() < 0.3, "{hours}");
 }
+
+#[test]
+fn train_names_the_eager_moe_overhead_and_what_removes_it() {
+    // DeepSeek-V3 on 2,048 H800: 3.3% of the step is eager MoE overhead, on its own line,
+    // with the setting that removes it; a dense model has none and no such line.
+    let (code, out, err) = myriad(&["train", "examples/deepseek-v3-h800.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("| MoE eager overhead"), "{out}");
+    assert!(out.contains("`training.moe_full_graph: true`"), "{out}");
+    let v = json(&["train", "examples/deepseek-v3-h800.yaml", "--json"]);
+    let s = v["breakdown"]["moe_overhead_s"]
+        .as_f64()
+        .expect("moe_overhead_s");
+    assert!(s > 0.0, "{v}");
+    let (code, out, err) = myriad(&["train", "examples/dgx-superpod-h100.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("moe_full_graph"), "{out}");
+}

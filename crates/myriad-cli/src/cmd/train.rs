@@ -257,6 +257,15 @@ pub fn run(
         Cell::new("100%").set_alignment(CellAlignment::Right),
     ]);
     println!("{tb}");
+    // Eager MoE layers' overhead worth naming: what a full-iteration CUDA graph would save.
+    let moe_share = e.breakdown.moe_overhead_s / e.step_time_s;
+    if moe_share >= 0.03 {
+        println!(
+            "MoE eager overhead is {:.1}% of the step: a full-iteration CUDA graph with a static expert capacity (`training.moe_full_graph: true`; Megatron's `cuda_graph_impl: full_iteration` + `moe_paged_stash`) removes its {:.2} s",
+            100.0 * moe_share,
+            e.breakdown.moe_overhead_s
+        );
+    }
     // The bf16 figure only says something new when the plan computes in another precision.
     let bf16_too = if (e.mfu - e.mfu_bf16).abs() > 1e-12 {
         format!("; {:.1}% of bf16 peak", 100.0 * e.mfu_bf16)
