@@ -505,7 +505,7 @@ pub fn explain(
     // `moe_expert_rank_capacity_factor` 1.5), so MoE layers pay no eager overhead;
     // they dispatch with HybridEP and overlap the EP all-to-alls
     // (`overlap_moe_expert_parallel_comm`). Rows of the current summary (not the archive)
-    // ran those recipes; the archive's releases are not known to, so they keep the defaults.
+    // ran those recipes; the archived releases take theirs from `mbridge_recipe` below.
     let full_graph_recipe = {
         let name = model.name.to_ascii_lowercase();
         let acc = case.system.accelerator.as_str();
