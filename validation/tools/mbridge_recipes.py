@@ -14,6 +14,16 @@ at v0.4.x-v0.5.x; at v0.2.x-v0.3.x the recipe constructor takes the backend):
 Usage (needs the mirrored repository; no network):
     python3 validation/tools/mbridge_recipes.py /work/.mirror/NVIDIA-NeMo+Megatron-Bridge/repo
 
+The current release (26.08, the performance summary at the public file's snapshot
+067f987df) has no such config files: its recipes are functions in
+src/megatron/bridge/perf_recipes/<model>/<gpu>/*.py (`<model>_pretrain_<n>gpu_<gpu>_<precision>
+_config`). Each is run in a recording sandbox (every import is a stand-in that records the
+attributes set on it; the perf_recipes modules themselves are run the same way, so their
+helpers, e.g. `_enable_hybridep_full_iteration_mxfp8`, apply), and the settings it leaves
+on the config are read: `moe_token_dispatcher_type` / `moe_flex_dispatcher_backend`,
+`comm_overlap.overlap_moe_expert_parallel_comm`, `cuda_graph_impl` / `cuda_graph_scope`,
+selective `recompute_modules`.
+
 Each release container is the Megatron-Bridge tag published with it (tag dates: v0.2.0
 2025-11-26, v0.3.0 2026-02-26, v0.3.1 2026-03-20, v0.4.0 2026-04-16, v0.4.1 2026-05-06,
 v0.5.0 2026-06-16, v0.5.1 2026-07-20). The config files are executed with a stand-in for
@@ -80,6 +90,119 @@ def strip_imports(src):
     return "\n".join(out)
 
 
+class Rec:
+    """Records what a recipe sets: any attribute read that was not set is a new `Rec`, any
+    call returns a `Rec` holding its keyword arguments."""
+
+    def __init__(self, **kw):
+        object.__setattr__(self, "_d", dict(kw))
+
+    def __getattr__(self, k):
+        d = object.__getattribute__(self, "_d")
+        if k.startswith("__"):
+            raise AttributeError(k)
+        return d.setdefault(k, Rec())
+
+    def __setattr__(self, k, v):
+        object.__getattribute__(self, "_d")[k] = v
+
+    def __call__(self, *a, **kw):
+        return Rec(**kw)
+
+    def __getitem__(self, k):
+        return Rec()
+
+    def keys(self):
+        return []
+
+    def __iter__(self):  # or Python iterates through __getitem__ without end
+        return iter(())
+
+    def set(self, k):
+        """The value set for `k`, or None when nothing plain was set."""
+        v = object.__getattribute__(self, "_d").get(k)
+        return v if isinstance(v, (str, bool, int, list)) else None
+
+
+SNAPSHOT = "067f987df03b8355b03192d88d70f1709fedf51a"
+PERF = "src/megatron/bridge/perf_recipes"
+PRECISIONS = {"bf16": "BF16", "fp8cs": "FP8_CS", "fp8mx": "FP8_MX", "fp8sc": "FP8_SC", "nvfp4": "NVFP4"}
+
+
+def snapshot_configs(repo):
+    """The MoE recipes of the perf_recipes functions at the snapshot, as config entries."""
+    modules = {}
+
+    def load(path):
+        """A perf_recipes module's namespace, run with every other import stood in for."""
+        if path in modules:
+            return modules[path]
+        ns = {"__name__": path.replace("/", "."), "__file__": path}
+        modules[path] = ns
+
+        def imp(name, globals=None, locals=None, fromlist=(), level=0):
+            if name.startswith("megatron.bridge.perf_recipes") and fromlist:
+                sub = name.replace(".", "/").replace("megatron/bridge/perf_recipes", PERF)
+                src_path = sub + ".py" if not sub.endswith(".py") else sub
+                try:
+                    mod = load(src_path)
+                except subprocess.CalledProcessError:
+                    mod = {}
+                class M:  # noqa: E306 - a module-like view of the namespace
+                    def __getattr__(self, k):
+                        return mod.get(k, Rec())
+                return M()
+            return Rec()
+
+        import builtins
+        b = dict(vars(builtins))
+        b["__import__"] = imp
+        ns["__builtins__"] = b
+        exec(git(repo, "show", f"{SNAPSHOT}:{path}"), ns)
+        return ns
+
+    out = {}
+    files = [f for f in git(repo, "ls-tree", "-r", "--name-only", SNAPSHOT).splitlines()
+             if re.match(rf"{PERF}/[a-z_]+/[a-z0-9]+/\w+\.py$", f)]
+    for f in files:
+        try:
+            ns = load(f)
+        except Exception as e:
+            print(f"{f}: {type(e).__name__}: {e}", file=sys.stderr)
+            continue
+        for name, fn in list(ns.items()):
+            m = re.match(r"^(\w+?)_pretrain_(\d+)gpu_([a-z0-9]+)_(bf16|fp8cs|fp8mx|fp8sc|nvfp4)(_\w+)?_config$", name)
+            if not m or not callable(fn) or "dev" in (m.group(5) or ""):
+                continue
+            model, gpus, gpu, prec, variant = m.groups()
+            if not model.upper().startswith(MOE_MODELS):
+                continue
+            try:
+                cfg = fn()
+            except Exception as e:
+                print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr)
+                continue
+            mdl, co = cfg.model, cfg.comm_overlap
+            flex = mdl.set("moe_token_dispatcher_type") == "flex"
+            mods = mdl.set("recompute_modules")
+            selective = mdl.set("recompute_granularity") == "selective"
+            key = f"{model.upper()}_PRETRAIN_CONFIG_{gpu.upper()}_{PRECISIONS[prec]}_{gpus}GPU"
+            key += (variant or "").upper()
+            out[key] = {
+                "num_gpus": int(gpus),
+                "moe_flex_dispatcher_backend": mdl.set("moe_flex_dispatcher_backend") if flex else None,
+                "moe_a2a_overlap": co.set("overlap_moe_expert_parallel_comm") is True,
+                "cuda_graph_impl": mdl.set("cuda_graph_impl"),
+                "cuda_graph_scope": mdl.set("cuda_graph_scope"),
+                "expert_model_parallel_size": mdl.set("expert_model_parallel_size"),
+                "recompute_modules": mods if (selective and mods) else None,
+                "recompute_num_layers": None,
+                "cpu_offloading_num_layers": None,
+                "function": f"{f}:{name}",
+            }
+    return dict(sorted(out.items()))
+
+
 def main(repo):
     result = {
         "format": "myriad-mbridge-recipes/1",
@@ -105,6 +228,9 @@ def main(repo):
                                        "errors": errors}
         print(release, tag, len(files), "files,", len(configs), "configs,", len(errors), "errors",
               file=sys.stderr)
+    configs = snapshot_configs(repo)
+    result["releases"]["26.08"] = {"tag": SNAPSHOT[:9], "configs": configs, "errors": []}
+    print("26.08", SNAPSHOT[:9], len(configs), "configs", file=sys.stderr)
     json.dump(result, sys.stdout, indent=1, sort_keys=False)
     print()
 

@@ -67,6 +67,15 @@ pub enum EpDispatcher {
 }
 
 impl EpDispatcher {
+    /// The scenario name (`training.ep_dispatcher`).
+    pub fn name(self) -> &'static str {
+        match self {
+            EpDispatcher::Alltoall => "alltoall",
+            EpDispatcher::Deepep => "deepep",
+            EpDispatcher::Hybridep => "hybridep",
+        }
+    }
+
     /// Whether tokens cross the scale-out network once per destination scale-up domain
     /// (not once per expert copy).
     pub fn dedups_domains(self) -> bool {

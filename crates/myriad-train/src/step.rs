@@ -150,6 +150,40 @@ struct StageTimes {
     eager_rec: f64,
 }
 
+impl StageTimes {
+    /// Every part times `k` (`k` layers, or modules, of one kind).
+    fn scaled(self, k: f64) -> Self {
+        StageTimes {
+            fwd: k * self.fwd,
+            bwd: k * self.bwd,
+            bwd_w: k * self.bwd_w,
+            recompute: k * self.recompute,
+            tp: k * self.tp,
+            cp: k * self.cp,
+            ep: k * self.ep,
+            eager_fwd: k * self.eager_fwd,
+            eager_rec: k * self.eager_rec,
+        }
+    }
+}
+
+impl std::ops::Add for StageTimes {
+    type Output = Self;
+    fn add(self, o: Self) -> Self {
+        StageTimes {
+            fwd: self.fwd + o.fwd,
+            bwd: self.bwd + o.bwd,
+            bwd_w: self.bwd_w + o.bwd_w,
+            recompute: self.recompute + o.recompute,
+            tp: self.tp + o.tp,
+            cp: self.cp + o.cp,
+            ep: self.ep + o.ep,
+            eager_fwd: self.eager_fwd + o.eager_fwd,
+            eager_rec: self.eager_rec + o.eager_rec,
+        }
+    }
+}
+
 /// A parallel group: the one holding rank 0 on the hierarchy, and where all its peers lie.
 #[derive(Clone)]
 struct Group {
@@ -884,15 +918,15 @@ pub fn estimate_with(
             _ if selective.contains(RecomputeModule::Moe) => 1.0,
             _ => 0.0,
         };
-        let sync = if plan.moe_full_graph {
+        let overhead = if plan.moe_full_graph {
             0.0
         } else {
             MOE_EAGER_OVERHEAD_S
         };
-        t.fwd += sync;
-        t.recompute += again * sync;
-        t.eager_fwd = sync;
-        t.eager_rec = again * sync;
+        t.fwd += overhead;
+        t.recompute += again * overhead;
+        t.eager_fwd = overhead;
+        t.eager_rec = again * overhead;
         t
     } else {
         StageTimes::default()
@@ -918,17 +952,13 @@ pub fn estimate_with(
         model.mtp_ops(&shard, &mut ops);
         let (pf, pb, pw, _) = ctx.times(&ops);
         let l = if mtp_layer_moe { moe_t } else { dense_t };
-        StageTimes {
-            fwd: mtp * (l.fwd + pf + head_f),
-            bwd: mtp * (l.bwd + pb + head_b),
-            bwd_w: mtp * (l.bwd_w + pw + head_w),
-            recompute: mtp * l.recompute,
-            tp: mtp * l.tp,
-            cp: mtp * l.cp,
-            ep: mtp * l.ep,
-            eager_fwd: mtp * l.eager_fwd,
-            eager_rec: mtp * l.eager_rec,
-        }
+        let module = StageTimes {
+            fwd: pf + head_f,
+            bwd: pb + head_b,
+            bwd_w: pw + head_w,
+            ..Default::default()
+        };
+        (l + module).scaled(mtp)
     } else {
         StageTimes::default()
     };
@@ -950,31 +980,16 @@ pub fn estimate_with(
     let split = |s: u32| -> (f64, f64) { splits[s as usize] };
     let mut stage = |s: u32| -> StageTimes {
         let (d, m) = split(s);
-        let mut t = StageTimes {
-            fwd: d * dense_t.fwd + m * moe_t.fwd,
-            bwd: d * dense_t.bwd + m * moe_t.bwd,
-            bwd_w: d * dense_t.bwd_w + m * moe_t.bwd_w,
-            recompute: d * dense_t.recompute + m * moe_t.recompute,
-            tp: d * dense_t.tp + m * moe_t.tp,
-            cp: d * dense_t.cp + m * moe_t.cp,
-            ep: d * dense_t.ep + m * moe_t.ep,
-            eager_fwd: d * dense_t.eager_fwd + m * moe_t.eager_fwd,
-            eager_rec: d * dense_t.eager_rec + m * moe_t.eager_rec,
-        };
+        let mut t = dense_t.scaled(d) + moe_t.scaled(m);
         if plan.holds_embedding(s) {
             t.fwd += emb_f;
             t.bwd += emb_b;
         }
         if plan.holds_head(s) {
-            t.fwd += head_f + mtp_t.fwd;
-            t.bwd += head_b + mtp_t.bwd;
-            t.bwd_w += head_w + mtp_t.bwd_w;
-            t.recompute += mtp_t.recompute;
-            t.tp += mtp_t.tp;
-            t.cp += mtp_t.cp;
-            t.ep += mtp_t.ep;
-            t.eager_fwd += mtp_t.eager_fwd;
-            t.eager_rec += mtp_t.eager_rec;
+            t = t + mtp_t;
+            t.fwd += head_f;
+            t.bwd += head_b;
+            t.bwd_w += head_w;
         }
         t
     };

@@ -158,16 +158,16 @@ pub fn case_scenario(
     Ok((scenario, notes))
 }
 
-/// Megatron-Bridge's performance workload configs of the MoE models at each release tag
-/// (`validation/mbridge-recipes.json`, written by `validation/tools/mbridge_recipes.py` from
-/// the repository's `scripts/performance/configs/*/*workload_base_configs.py`): the
-/// dispatcher backend, EP overlap and CUDA-graph settings each config applies.
+/// Megatron-Bridge's performance recipes of the MoE models per release
+/// (`validation/mbridge-recipes.json`, written by `validation/tools/mbridge_recipes.py`):
+/// each release tag's `scripts/performance/configs/*/*workload_base_configs.py`, and for
+/// 26.08 the `perf_recipes` functions at the public file's snapshot 067f987df. The
+/// dispatcher backend, EP overlap, CUDA graph and selective recompute each applies.
 const MBRIDGE_RECIPES: &str = include_str!("../../../validation/mbridge-recipes.json");
 
 /// The MoE settings of the Megatron-Bridge recipe a row ran.
 struct Recipe {
     dispatcher: myriad_model::EpDispatcher,
-    dispatcher_name: &'static str,
     ep_overlap: bool,
     full_graph: bool,
     /// Selective recompute's modules (`recompute_modules`), where the config sets them.
@@ -235,10 +235,10 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
     let backend = c
         .get("moe_flex_dispatcher_backend")
         .and_then(|b| b.as_str());
-    let (dispatcher, dispatcher_name) = match backend {
-        Some("deepep") => (myriad_model::EpDispatcher::Deepep, "deepep"),
-        Some("hybridep") => (myriad_model::EpDispatcher::Hybridep, "hybridep"),
-        _ => (myriad_model::EpDispatcher::Alltoall, "alltoall"),
+    let dispatcher = match backend {
+        Some("deepep") => myriad_model::EpDispatcher::Deepep,
+        Some("hybridep") => myriad_model::EpDispatcher::Hybridep,
+        _ => myriad_model::EpDispatcher::Alltoall,
     };
     let impl_ = c
         .get("cuda_graph_impl")
@@ -246,11 +246,10 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
         .unwrap_or("");
     let scope_full = c
         .get("cuda_graph_scope")
-        .map(|s| s.to_string().contains("full_iteration"))
-        .unwrap_or(false);
+        .and_then(|s| s.as_array())
+        .is_some_and(|a| a.iter().any(|x| x == "full_iteration"));
     Some(Recipe {
         dispatcher,
-        dispatcher_name,
         ep_overlap: c.get("moe_a2a_overlap").and_then(|v| v.as_bool()) == Some(true),
         full_graph: impl_ == "full_iteration" || (impl_ == "local" && scope_full),
         recompute_modules: c
@@ -496,62 +495,18 @@ pub fn explain(
             notes.push("cross_entropy: unfused (not given; a source from before 2024, when Megatron had no fused loss)".into());
         }
     }
-    // Megatron-Bridge's current MXFP8 recipes for the Qwen3 MoE models, DeepSeek-V3 and
-    // gpt-oss-120b on Blackwell (perf_recipes/{qwen,deepseek,gpt_oss}/common.py at the public
-    // file's snapshot 067f987df: `_enable_hybridep_full_iteration_mxfp8`,
-    // `_enable_deepseek_full_iteration_mxfp8`, `_apply_gpt_oss_120b_full_iter_fp8mx_configs`,
-    // called by the recipes of the systems listed below) capture the whole iteration
-    // in one CUDA graph with a static expert capacity (`moe_paged_stash`,
-    // `moe_expert_rank_capacity_factor` 1.5), so MoE layers pay no eager overhead;
-    // they dispatch with HybridEP and overlap the EP all-to-alls
-    // (`overlap_moe_expert_parallel_comm`). Rows of the current summary (not the archive)
-    // ran those recipes; the archived releases take theirs from `mbridge_recipe` below.
-    let full_graph_recipe = {
-        let name = model.name.to_ascii_lowercase();
-        let acc = case.system.accelerator.as_str();
-        let systems: &[&str] = if name.starts_with("qwen3-30b") {
-            &["b300", "gb200", "gb300"]
-        } else if name.starts_with("qwen3-235b") {
-            &["b200", "b300", "gb200", "gb300"]
-        } else if name.starts_with("deepseek-v3") {
-            &["b300", "gb200", "gb300"]
-        } else if name.starts_with("gpt-oss-120b") {
-            &["gb200", "gb300"]
-        } else {
-            &[]
-        };
-        bridge
-            && source.contains("performance-summary.md")
-            && !source.contains("archive")
-            && case.id.contains("mxfp8")
-            && systems.contains(&acc)
-    };
-    if full_graph_recipe {
-        if training.moe_full_graph.is_none() {
-            training.moe_full_graph = Some(true);
-            notes.push("moe_full_graph: true (not given; the recipe captures the whole iteration in a CUDA graph with a static expert capacity, Megatron-Bridge perf_recipes @ 067f987df)".into());
-        }
-        if training.ep_dispatcher.is_none() {
-            training.ep_dispatcher = Some(myriad_model::EpDispatcher::Hybridep);
-            notes.push("ep_dispatcher: hybridep (not given; the recipe's flex dispatcher)".into());
-        }
-        if training.ep_overlap.is_none() {
-            training.ep_overlap = Some(true);
-            notes.push(
-                "ep_overlap: true (not given; the recipe's overlap_moe_expert_parallel_comm)"
-                    .into(),
-            );
-        }
-    }
-    // Megatron-Bridge's archived releases: the MoE settings of the performance recipe the
-    // row ran (`mbridge_recipe`), for the settings the row leaves unstated.
+    // Megatron-Bridge rows: the MoE settings of the performance recipe the row ran
+    // (`mbridge_recipe`: each release's, the current one's from the public file's
+    // snapshot), for the settings the row leaves unstated.
     if bridge && model.moe.is_some() {
         if let Some(r) = mbridge_recipe(case, &model.name) {
             if training.ep_dispatcher.is_none() {
                 training.ep_dispatcher = Some(r.dispatcher);
                 notes.push(format!(
                     "ep_dispatcher: {} (not given; Megatron-Bridge {} recipe {})",
-                    r.dispatcher_name, r.tag, r.config
+                    r.dispatcher.name(),
+                    r.tag,
+                    r.config
                 ));
             }
             if r.ep_overlap && training.ep_overlap.is_none() {
