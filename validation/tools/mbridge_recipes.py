@@ -10,6 +10,9 @@ at v0.4.x-v0.5.x; at v0.2.x-v0.3.x the recipe constructor takes the backend):
 - `moe_a2a_overlap`: the EP all-to-all overlap (`overlap_moe_expert_parallel_comm`);
 - `cuda_graph_impl` / `cuda_graph_scope`: `local` with `full_iteration` captures the whole
   iteration in one CUDA graph.
+Each config's plan (global and micro batch, TP, PP, CP, VPP, EP) is written too: a system
+often has two variants (V1, V2) that differ in global batch and EP and with them in the
+settings above, and the validator takes the one whose plan the row states.
 
 Usage (needs the mirrored repository; no network):
     python3 validation/tools/mbridge_recipes.py /work/.mirror/NVIDIA-NeMo+Megatron-Bridge/repo
@@ -48,6 +51,12 @@ MOE_MODELS = ("QWEN3_30B_A3B", "QWEN3_235B_A22B", "QWEN3_NEXT", "DEEPSEEK_V3", "
 FIELDS = ("num_gpus", "moe_flex_dispatcher_backend", "moe_a2a_overlap", "cuda_graph_impl",
           "cuda_graph_scope", "expert_model_parallel_size", "recompute_modules",
           "recompute_num_layers", "cpu_offloading_num_layers")
+# The plan of each config, so that a row is matched to the variant it ran (V1 and V2 of a
+# system often differ in global batch and EP, e.g. gpt-oss-120b on B200: GBS 512 / EP 64
+# against GBS 1280 / EP 8 with HybridEP).
+PLAN = ("global_batch_size", "micro_batch_size", "tensor_model_parallel_size",
+        "pipeline_model_parallel_size", "context_parallel_size",
+        "virtual_pipeline_model_parallel_size")
 
 
 class Config:
@@ -57,7 +66,10 @@ class Config:
         self.f = {"num_gpus": 1, "moe_flex_dispatcher_backend": None, "moe_a2a_overlap": False,
                   "cuda_graph_impl": None, "cuda_graph_scope": None,
                   "expert_model_parallel_size": 1, "recompute_modules": None,
-                  "recompute_num_layers": None, "cpu_offloading_num_layers": None}
+                  "recompute_num_layers": None, "cpu_offloading_num_layers": None,
+                  "global_batch_size": 1, "micro_batch_size": 1,
+                  "tensor_model_parallel_size": 1, "pipeline_model_parallel_size": 1,
+                  "context_parallel_size": 1, "virtual_pipeline_model_parallel_size": None}
         self.f.update(kw)
 
 
@@ -198,6 +210,12 @@ def snapshot_configs(repo):
                 "recompute_modules": mods if (selective and mods) else None,
                 "recompute_num_layers": None,
                 "cpu_offloading_num_layers": None,
+                "global_batch_size": cfg.train.set("global_batch_size"),
+                "micro_batch_size": cfg.train.set("micro_batch_size"),
+                "tensor_model_parallel_size": mdl.set("tensor_model_parallel_size"),
+                "pipeline_model_parallel_size": mdl.set("pipeline_model_parallel_size"),
+                "context_parallel_size": mdl.set("context_parallel_size"),
+                "virtual_pipeline_model_parallel_size": mdl.set("virtual_pipeline_model_parallel_size"),
                 "function": f"{f}:{name}",
             }
     return dict(sorted(out.items()))
@@ -223,7 +241,7 @@ def main(repo):
                 continue
             for name, v in scope.items():
                 if isinstance(v, Config) and name.startswith(MOE_MODELS):
-                    configs[name] = {k: v.f.get(k) for k in FIELDS}
+                    configs[name] = {k: v.f.get(k) for k in FIELDS + PLAN}
         result["releases"][release] = {"tag": tag, "configs": dict(sorted(configs.items())),
                                        "errors": errors}
         print(release, tag, len(files), "files,", len(configs), "configs,", len(errors), "errors",

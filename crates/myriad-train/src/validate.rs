@@ -223,9 +223,39 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
                 && c.get("num_gpus").and_then(|g| g.as_u64()) == Some(case.system.count)
         })
         .collect();
-    // V1 (the launcher's default variant), then V2, then any other.
-    found.sort_by_key(|(name, _)| {
+    // The variant whose plan the row states (V1 and V2 of a system can differ in global
+    // batch and EP, and with them in dispatcher and overlap); among equals, V1 (the
+    // launcher's default), then V2, then any other.
+    let t = &case.training;
+    let mismatches = |c: &serde_json::Value| -> usize {
+        let stated: [(&str, Option<u64>, u64); 7] = [
+            ("global_batch_size", t.global_batch, 1),
+            ("micro_batch_size", t.micro_batch, 1),
+            ("tensor_model_parallel_size", t.tp.map(u64::from), 1),
+            ("pipeline_model_parallel_size", t.pp.map(u64::from), 1),
+            ("context_parallel_size", t.cp.map(u64::from), 1),
+            ("expert_model_parallel_size", t.ep.map(u64::from), 1),
+            (
+                "virtual_pipeline_model_parallel_size",
+                t.vpp.map(u64::from),
+                1,
+            ),
+        ];
+        stated
+            .iter()
+            .filter(|(key, row, default)| {
+                let Some(row) = row else { return false };
+                // Absent from the file (an older table) says nothing; null is the default.
+                match c.get(*key) {
+                    None => false,
+                    Some(v) => v.as_u64().unwrap_or(*default) != *row,
+                }
+            })
+            .count()
+    };
+    found.sort_by_key(|(name, c)| {
         (
+            mismatches(c),
             !name.ends_with("_V1") && !name.ends_with("_BASE_CONFIG"),
             !name.ends_with("_V2"),
             name.to_string(),

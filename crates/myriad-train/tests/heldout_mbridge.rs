@@ -99,11 +99,12 @@ fn archived_rows_take_their_releases_recipe() {
     ] {
         assert!(b300.iter().any(|n| n == want), "{b300:?}");
     }
-    // The DeepSeek-V3 B200 row recomputes what its v0.4.1 config names.
+    // The DeepSeek-V3 B200 row recomputes what its v0.4.1 config names (V2: the global
+    // batch of 4,096 it states).
     let dsv3 = notes("mb-26.04.01-deepseekv3-dgx-b200-256gpu-mxfp8");
     assert!(
         dsv3.iter().any(|n| n
-            == "recompute: selective mla_up_proj (not given; recompute_modules in Megatron-Bridge v0.4.1 recipe DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V1)"),
+            == "recompute: selective mla_up_proj (not given; recompute_modules in Megatron-Bridge v0.4.1 recipe DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2)"),
         "{dsv3:?}"
     );
     let old = notes("mb-25.09-qwen3_30b_a3b-tokendrop-dgx-b200-8gpu-fp8");
@@ -118,4 +119,50 @@ fn archived_rows_take_their_releases_recipe() {
 #[ignore = "kept-aside bar not met on the Megatron-Bridge rows: mean 20.7%, worst +92.1% (DeepSeek-V3, 256 B200)"]
 fn mbridge_held_out_rows_meet_the_kept_aside_bar() {
     common::assert_kept_aside_bar(&report());
+}
+
+/// A row takes the config variant whose plan it states. Megatron-Bridge's gpt-oss-120b
+/// configs at v0.4.1 have two variants per system: V1 (global batch 512; on B200 EP 64 and
+/// the all-to-all dispatcher) and V2 (global batch 1280; on B200 EP 8 with HybridEP, on
+/// GB200 HybridEP with the all-to-all overlap). The published rows ran global batch 1280,
+/// so V2, though V1 is the launcher's default; a row stating V1's plan takes V1.
+#[test]
+fn rows_take_the_variant_whose_plan_they_state() {
+    use myriad_scenario::validation::parse_validation;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/validation/training-public.json"
+    );
+    let Ok(text) = std::fs::read_to_string(path) else {
+        eprintln!("skipping: {path} not found");
+        return;
+    };
+    let cases = parse_validation(path, &text).unwrap().cases;
+    let cat = myriad_catalog::catalog();
+    let notes = |c: &myriad_scenario::validation::ValidationCase| {
+        myriad_train::validate::explain(c, cat).unwrap().1
+    };
+    let row = |id: &str| cases.iter().find(|c| c.id == id).unwrap().clone();
+    let b200 = notes(&row("mb-26.04.01-gpt-oss-120b-dgx-b200-64gpu-bf16"));
+    assert!(
+        b200.iter().any(|n| n
+            == "ep_dispatcher: hybridep (not given; Megatron-Bridge v0.4.1 recipe GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2)"),
+        "{b200:?}"
+    );
+    let gb200 = notes(&row("mb-26.04.01-gpt-oss-120b-dgx-gb200-64gpu-bf16"));
+    assert!(
+        gb200.iter().any(|n| n
+            == "ep_overlap: true (not given; moe_a2a_overlap in Megatron-Bridge v0.4.1 recipe GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2)"),
+        "{gb200:?}"
+    );
+    // The same row with V1's plan (global batch 512, EP 64) takes V1: the all-to-all.
+    let mut v1 = row("mb-26.04.01-gpt-oss-120b-dgx-b200-64gpu-bf16");
+    v1.training.global_batch = Some(512);
+    v1.training.ep = Some(64);
+    let v1 = notes(&v1);
+    assert!(
+        v1.iter().any(|n| n
+            == "ep_dispatcher: alltoall (not given; Megatron-Bridge v0.4.1 recipe GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V1)"),
+        "{v1:?}"
+    );
 }

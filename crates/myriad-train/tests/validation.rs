@@ -46,8 +46,10 @@ fn accuracy_does_not_regress() {
     // 0.0915 before the per-layer eager MoE overhead measured on the lent H100 and the
     // full-iteration CUDA-graph recipes of the 26.08 MoE rows (2026-11-27): 9.11% -> 8.35%;
     // 8.47% once archived Megatron-Bridge MoE rows take their release's recipe (the 25.11
-    // Qwen3 H100 rows' EP overlap: +8.2% -> -16.4%).
-    assert!(s.mae < 0.0850, "mean absolute error {:.2}%", 100.0 * s.mae);
+    // Qwen3 H100 rows' EP overlap: +8.2% -> -16.4%); 8.52% once a row takes the config
+    // variant whose plan it states (gpt-oss-120b on 64 GB200 ran V2, global batch 1280, with
+    // HybridEP and the all-to-all overlap, not V1's all-to-all: -31.1% -> -37.5%).
+    assert!(s.mae < 0.0855, "mean absolute error {:.2}%", 100.0 * s.mae);
     assert!(
         s.median_abs_error < 0.0575,
         "median {:.2}%",
