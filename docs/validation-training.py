@@ -101,6 +101,27 @@ per-source parameter; these are explanations, not corrections):
   (0.4-0.7 ms per chunk and micro-batch for GPT-3, 1.3-1.6 ms for Nemotron-4 340B), which
   points at communication beside compute on eight GPUs (TP userbuffers, PP sends, DP) that
   a one-GPU machine cannot show.
+- **Clocks that move under the power cap (2026-11-27).** One GPU's speed is not steady: on
+  the lent H100 the same layer's forward or backward, run back to back at the 700 W cap,
+  varies from call to call by 2.8-3.3% (CV; the H200: 3.0-3.5%), the SM clock moving
+  between 1,320 and 1,980 MHz as the power controller works, with successive calls
+  correlated over about 0.1-0.2 s (`calibration/jitter_bench.py`,
+  `calibration/h100-jitter-measured.json`). Ranks that synchronise within every layer (TP,
+  CP, and EP in MoE layers) wait at each collective for whichever is momentarily slowest:
+  with each chip's controller on its own (assumed: one GPU was lent), that costs
+  `speed_jitter · E[max of g normals]` of compute, 4.3% for TP 8 and 3.1% for TP 4 on
+  H100, on top of the fixed chip-to-chip spread (`speed_sigma`) the model already charged.
+  Drawing 8 calls at random from the measured ones gives 4.7-5.1% (the spread has a long
+  upper tail). Now charged (`efficiency.speed_jitter`: H100 0.030 and H200 0.033 measured,
+  the H100 figure for parts not measured), it moved this file from 8.5% to 7.7% (median
+  5.7% to 4.7%; DGX Cloud from 6.1% to 4.4%). Kept aside, pooled over all 92 rows, 12.0%
+  to 11.9%: MegaScale 11.3% to 8.1%, DeepSeek-V3 −19.7% to −15.0%, the MoE dispatcher
+  A/B 9.8% to 7.1%, MLPerf v5 7.2% to 6.7%, but MLPerf GPT-3 7.5% to 8.0% (its v4.1 rows,
+  already slow, to +14…+17%), Megatron-Bridge 16.0% to 16.6% and Meta's Llama 3 4.4% to
+  7.9% (TP 8 × CP 16 = 128 ranks in lockstep pay 8%: +13.5%). Whether jitter is as
+  independent across the chips of a node as assumed is the open question; if the
+  controllers of ranks that run the same kernels in step fall into phase, the charge is
+  smaller.
 - **DeepSpeed ZeRO-3, SC'21 Table 2 (−7…−28%, was −22…−72%).** The measured step stays
   flat from 768 to 1,536 GPUs (66.7 s) while compute halves, so the cost grows with the
   number of ranks. DeepSpeed v0.3.13-0.3.15 (the spring-2021 releases, `deepspeed/runtime/

@@ -120,6 +120,17 @@ pub struct ComputeEfficiency {
     /// its compute runs `1 + speed_sigma · E[max of N standard normals]` times longer
     /// than on the median chip the other fractions describe.
     pub speed_sigma: f64,
+    /// Call-to-call spread of one chip's speed under its power cap: the standard
+    /// deviation, as a fraction of the mean, of the time of the same training work (one
+    /// layer's forward or backward) run back to back. The power controller moves the clock
+    /// over tens to hundreds of milliseconds (the per-call times stay correlated over
+    /// 5-20 calls), each chip's on its own, so ranks that synchronise within every layer
+    /// (tensor, context and expert parallel groups of g ranks) wait at each collective for
+    /// the one the controller has slowed: `1 + speed_jitter · E[max of g standard
+    /// normals]` on their compute, on top of `speed_sigma`. `None`: [`SPEED_JITTER`],
+    /// measured on H100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_jitter: Option<f64>,
     /// Ceiling, in TFLOP/s of useful work, of GEMMs whose weights are stored in a format the
     /// tensor cores cannot read (4- or 8-bit weights with 16-bit activations, W4A16/W8A16):
     /// the kernel widens every weight tile to bf16 in its main loop, and the decode and
@@ -151,7 +162,18 @@ pub struct ComputeEfficiency {
 /// shapes beside a 16- or 32-CTA copy kernel lost 13-35% of their speed, mean 0.24).
 pub const COMM_OVERLAP_SLOWDOWN: f64 = 0.24;
 
+/// [`ComputeEfficiency::speed_jitter`] where a part has no measurement of its own: the H100
+/// figure (`calibration/h100-jitter-measured.json`: the Llama-3-8B and Nemotron-4-15B
+/// layers' forward and backward passes, back to back at the 700 W cap, vary from call to
+/// call by 2.8-3.3%, mean 3.0%).
+pub const SPEED_JITTER: f64 = 0.030;
+
 impl ComputeEfficiency {
+    /// [`ComputeEfficiency::speed_jitter`], or [`SPEED_JITTER`].
+    pub fn jitter(&self) -> f64 {
+        self.speed_jitter.unwrap_or(SPEED_JITTER)
+    }
+
     /// [`ComputeEfficiency::comm_overlap_slowdown`], or [`COMM_OVERLAP_SLOWDOWN`].
     pub fn overlap_slowdown(&self) -> f64 {
         self.comm_overlap_slowdown.unwrap_or(COMM_OVERLAP_SLOWDOWN)

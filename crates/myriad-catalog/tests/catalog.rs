@@ -371,6 +371,13 @@ fn accelerator_ranges() {
                 a.id, e.speed_sigma
             ));
         }
+        if !(0.0..0.1).contains(&e.jitter()) {
+            problems.push(format!(
+                "{}: efficiency.speed_jitter = {} outside [0, 0.1)",
+                a.id,
+                e.jitter()
+            ));
+        }
         for (name, v, lo, hi) in [
             ("hbm_gib", a.hbm_gib, 16.0, 1024.0),
             ("hbm_tbps", a.hbm_tbps, 0.5, 30.0),

@@ -178,6 +178,19 @@ impl Plan {
         self.global_batch / (self.micro_batch as u64 * self.dp as u64)
     }
 
+    /// Ranks that synchronise within every layer of a stage: the tensor and context
+    /// parallel ranks, and in a MoE model the expert-parallel ranks their all-to-all joins
+    /// (at most one pipeline stage's ranks).
+    pub fn lockstep_ranks(&self, model: &myriad_model::Transformer) -> u64 {
+        let ep = if model.moe.is_some() {
+            self.ep as u64
+        } else {
+            1
+        };
+        let stage = self.accelerators / self.pp.max(1) as u64;
+        (self.tp as u64 * self.cp as u64 * ep).clamp(1, stage.max(1))
+    }
+
     pub fn shard(&self) -> Shard {
         Shard {
             tp: self.tp,

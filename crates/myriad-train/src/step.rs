@@ -5,7 +5,10 @@
 //! Compute time per op comes from the accelerator's peak and its catalog efficiency
 //! (GEMM: FLOPs / (peak × eff) + fixed overhead, in fp8 on Hopper at the fast-accumulation
 //! rate forward and the split-accumulation rate for the gradients; attention:
-//! sequence-dependent efficiency; memory-bound ops: bytes / (HBM × eff)). Communication is
+//! sequence-dependent efficiency; memory-bound ops: bytes / (HBM × eff)), stretched by the
+//! job's slowest chip (`speed_sigma`) and by the wait of the ranks that synchronise within
+//! every layer (TP, CP, EP) for the one whose clock is momentarily lowest (`speed_jitter`;
+//! [`straggler_pace`], [`sync_jitter_pace`]). Communication is
 //! timed by `myriad_collective` on the group's placement in the hierarchy. Overlaps are
 //! explicit:
 //! - TP with sequence parallelism and `tp_comm_overlap`: the collective is split into TP
@@ -234,7 +237,8 @@ struct Ctx<'a> {
     quant_kernel: bool,
     fp8: bool,
     /// Compute-time multiplier: how much slower than the median chip the job's slowest
-    /// chip runs ([`straggler_pace`]); 1 outside a synchronous job.
+    /// chip runs ([`straggler_pace`]), times the wait of ranks in lockstep for the one
+    /// momentarily slowest ([`sync_jitter_pace`]); 1 outside a synchronous job.
     pace: f64,
     /// Bytes per element of the gradient buffer the weight-gradient GEMMs accumulate into.
     grad_bytes: f64,
@@ -581,6 +585,14 @@ pub fn straggler_pace(acc: &Accelerator, n: u64) -> f64 {
     1.0 + acc.efficiency.speed_sigma * expected_max_std_normal(n)
 }
 
+/// Compute-time multiplier of `g` ranks that synchronise within every layer (the tensor,
+/// context and expert parallel ranks of one layer): at each collective they wait for the
+/// one whose clock the power controller holds lowest at that moment,
+/// `speed_jitter · E[max of g normals]` behind the mean (`ComputeEfficiency::speed_jitter`).
+pub fn sync_jitter_pace(acc: &Accelerator, g: u64) -> f64 {
+    1.0 + acc.efficiency.jitter() * expected_max_std_normal(g)
+}
+
 /// Data-parallel synchronisation of one pipeline stage's parameters, once per step.
 #[derive(Debug, Clone, Copy)]
 pub struct DpOverlap {
@@ -702,8 +714,11 @@ pub fn estimate_with(
     let fp8 = matches!(plan.precision, Precision::Fp8 | Precision::Fp4);
     let gemm_peak = peak_tflops(acc, plan.precision) * 1e12;
     let bf16_peak = peak_tflops(acc, Precision::Bf16) * 1e12;
-    // The step runs at the pace of the job's slowest chip.
-    let pace = straggler_pace(acc, plan.accelerators);
+    // The step runs at the pace of the job's slowest chip, and the ranks that synchronise
+    // within every layer (TP, CP and, in MoE layers, EP) wait at each collective for the
+    // one whose clock is momentarily lowest.
+    let straggler = straggler_pace(acc, plan.accelerators);
+    let pace = straggler * sync_jitter_pace(acc, plan.lockstep_ranks(model));
     // Gradient buffers: fp32 main grads, or the 2-byte parameter precision.
     let grad_bytes = if plan.grad_reduce_in_fp32 { 4.0 } else { 2.0 };
     let selective = if plan.recompute == Recompute::Selective {
@@ -1233,7 +1248,7 @@ pub fn estimate_with(
     } else {
         4.0
     };
-    let optimizer = opt_params * (18.0 + 4.0 * moment_bytes) / ctx.hbm_bps * pace;
+    let optimizer = opt_params * (18.0 + 4.0 * moment_bytes) / ctx.hbm_bps * straggler;
 
     let gemm_input_bytes = if fp8 { 1.0 } else { 2.0 };
     let mut act = model.activation_memory_with(

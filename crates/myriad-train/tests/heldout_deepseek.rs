@@ -23,14 +23,15 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the DeepSeek-V3 held-out file is in the repository")
 }
 
-/// Ratchet just above the figure measured (−19.7%; −22.4% before the per-layer eager MoE
-/// overhead), and the plan fits in the H800's 80 GB.
+/// Ratchet just above the figure measured (−15.0% since the EP 64 ranks of a MoE layer wait
+/// for the momentarily slowest clock, `speed_jitter`; −19.7% before; −22.4% before the
+/// per-layer eager MoE overhead), and the plan fits in the H800's 80 GB.
 #[test]
 fn deepseek_v3_pretraining_does_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 1);
-    common::assert_within(&r, 0.20, 0.20);
+    common::assert_within(&r, 0.155, 0.155);
     assert_eq!(r.cases[0].fits, Some(true));
     // The report's layout is what ran: DualPipe with the MTP module.
     let c = &r.cases[0];

@@ -26,16 +26,18 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the Megatron-Bridge held-out file is in the repository")
 }
 
-/// Ratchet just above the figures measured now (mean 16.1%, worst −41.8%: Qwen3 235B on 64
-/// B200, 25.11, with its recipe's EP overlap). When the file was added: 20.7% and +92.1%
-/// (DeepSeek-V3 on 256 B200, 26.04.01, then costed with the all-to-all its release's
-/// recipe does not run: +28.4% with the recipe's HybridEP and recompute).
+/// Ratchet just above the figures measured now (mean 16.6%, worst −39.7%: Qwen3 235B on 64
+/// B200, 25.11, with its recipe's EP overlap; 16.1% and −41.8% before ranks in lockstep
+/// waited for the momentarily slowest clock, `speed_jitter`, which slows the GB300 rows
+/// already predicted slow). When the file was added: 20.7% and +92.1% (DeepSeek-V3 on 256
+/// B200, 26.04.01, then costed with the all-to-all its release's recipe does not run:
+/// +28.4% with the recipe's HybridEP and recompute).
 #[test]
 fn mbridge_held_out_rows_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 44);
-    common::assert_within(&r, 0.165, 0.42);
+    common::assert_within(&r, 0.168, 0.40);
 }
 
 /// Every DeepSeek-V3 and Kimi K2 row is predicted (61 layers that no pipeline here

@@ -22,14 +22,15 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the MegaScale held-out file is in the repository")
 }
 
-/// Ratchet just above the figures measured (mean 11.3%, worst 15.6%; 11.6% and 15.9% before
-/// memory-bound kernels paid the fixed per-kernel cost).
+/// Ratchet just above the figures measured (mean 8.1%, worst 12.8% since TP ranks wait for
+/// the momentarily slowest clock, `speed_jitter`; 11.3% and 15.6% before; 11.6% and 15.9%
+/// before memory-bound kernels paid the fixed per-kernel cost).
 #[test]
 fn megascale_held_out_runs_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 8);
-    common::assert_within(&r, 0.1135, 0.16);
+    common::assert_within(&r, 0.0815, 0.13);
 }
 
 /// The bar for kept-aside data; not met yet (mean 11.3%), so ignored.

@@ -21,7 +21,8 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the MLPerf v5 held-out file is in the repository")
 }
 
-/// Ratchet just above the figures measured (mean 7.2%, worst 41.0%, since hidden pipeline
+/// Ratchet just above the figures measured (mean 6.7%, worst 39.1%, since TP and CP ranks
+/// wait for the momentarily slowest clock, `speed_jitter`; 7.2% and 41.0% since hidden pipeline
 /// sends slow compute like other hidden traffic; 7.6% since the context-
 /// parallel ring pays its partial-result merges; 8.2% and 42.4% when hidden
 /// communication first slowed compute by the H100-measured 0.24; 8.6% before, 9.8% and 45.9%
@@ -31,7 +32,7 @@ fn mlperf5_held_out_runs_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 20);
-    common::assert_within(&r, 0.0730, 0.420);
+    common::assert_within(&r, 0.0675, 0.395);
 }
 
 /// The bar for kept-aside data; not met (worst −43.7%), so ignored.

@@ -233,6 +233,41 @@ fn the_slowest_chip_paces_compute_and_not_communication() {
     assert!(t.estimate.step_time_s > t0.estimate.step_time_s);
 }
 
+/// Ranks that synchronise within every layer (here the 8 TP ranks) wait at each collective
+/// for the one whose clock the power controller holds lowest at that moment: compute runs
+/// `1 + speed_jitter · E[max of 8 normals]` longer than with a steady clock (H100: 0.030 x
+/// 1.43 = 4.3%), communication not at all; ranks that meet only once a step (data
+/// parallelism alone) pay nothing.
+#[test]
+fn ranks_in_lockstep_wait_for_the_momentarily_slowest() {
+    let plan = "{tp: 8, pp: 8, dp: 16, global_batch: 1536, micro_batch: 1, vpp: 3}";
+    let (s, c, m) = setup(plan);
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+    let mut steady = c.clone();
+    steady.accelerator.efficiency.speed_jitter = Some(0.0);
+    let t0 = myriad_train::train(s.training.as_ref().unwrap(), &m, &steady, 1024).unwrap();
+    let wait = myriad_train::step::sync_jitter_pace(&c.accelerator, 8);
+    let z8 = myriad_train::step::expected_max_std_normal(8);
+    assert!((wait - (1.0 + 0.030 * z8)).abs() < 1e-12, "{wait}");
+    assert!(wait > 1.04 && wait < 1.05, "{wait}");
+    let (a, b) = (&t.estimate.breakdown, &t0.estimate.breakdown);
+    assert!((a.forward_s / b.forward_s - wait).abs() < 1e-9);
+    assert!((a.backward_s / b.backward_s - wait).abs() < 1e-9);
+    assert!((a.tp_comm_s - b.tp_comm_s).abs() < 1e-12);
+    assert!((a.optimizer_s - b.optimizer_s).abs() < 1e-12);
+    // Data parallelism alone: no rank waits for another within a layer.
+    let (s, c, m) =
+        setup("{tp: 1, pp: 1, dp: 1024, global_batch: 1024, micro_batch: 1, zero_stage: 3}");
+    let mut steady = c.clone();
+    steady.accelerator.efficiency.speed_jitter = Some(0.0);
+    let dp = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+    let dp0 = myriad_train::train(s.training.as_ref().unwrap(), &m, &steady, 1024).unwrap();
+    assert_eq!(
+        dp.estimate.breakdown.forward_s,
+        dp0.estimate.breakdown.forward_s
+    );
+}
+
 #[test]
 fn block_recompute_sits_between_none_and_full() {
     // GPT-3 175B, TP8 PP8 VPP3: 96 / (8*3) = 4 layers per chunk.
@@ -726,7 +761,8 @@ fn userbuffers_reduce_scatter_costs_its_gemms_the_reserved_sms() {
     let acc = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
     let rate = acc.dense_tflops.bf16.unwrap() * 1e12 * acc.efficiency.gemm_bf16;
     let flops = 2.0 * 2048.0 * 12288.0 * (1536.0 + 6144.0);
-    let pace = myriad_train::step::straggler_pace(acc, 1024);
+    let pace = myriad_train::step::straggler_pace(acc, 1024)
+        * myriad_train::step::sync_jitter_pace(acc, 8);
     let want = 96.0 * flops / rate * (132.0 / 116.0 - 1.0) * pace;
     let got = with.estimate.breakdown.forward_s - without.estimate.breakdown.forward_s;
     assert!((got / want - 1.0).abs() < 1e-9, "{got} vs {want}");

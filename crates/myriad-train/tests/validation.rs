@@ -49,9 +49,11 @@ fn accuracy_does_not_regress() {
     // Qwen3 H100 rows' EP overlap: +8.2% -> -16.4%); 8.52% once a row takes the config
     // variant whose plan it states (gpt-oss-120b on 64 GB200 ran V2, global batch 1280, with
     // HybridEP and the all-to-all overlap, not V1's all-to-all: -31.1% -> -37.5%).
-    assert!(s.mae < 0.0855, "mean absolute error {:.2}%", 100.0 * s.mae);
+    // 7.75% once ranks in lockstep (TP, CP, EP) wait for the momentarily slowest clock
+    // (`speed_jitter`, measured on the lent H100 and H200).
+    assert!(s.mae < 0.0780, "mean absolute error {:.2}%", 100.0 * s.mae);
     assert!(
-        s.median_abs_error < 0.0575,
+        s.median_abs_error < 0.0475,
         "median {:.2}%",
         100.0 * s.median_abs_error
     );
@@ -73,7 +75,7 @@ fn accuracy_does_not_regress() {
         100.0 * dense_mae
     );
     assert!(
-        dense_mae < 0.0560,
+        dense_mae < 0.0475,
         "dense-model mean absolute error {:.2}%",
         100.0 * dense_mae
     );
