@@ -175,6 +175,8 @@ pub struct Fixed {
     pub fp8_params: bool,
     /// Adam's moments in bf16 (`training.bf16_optimizer_moments`, default false).
     pub bf16_optimizer_moments: bool,
+    /// Master weights in bf16 (`training.bf16_master_weights`, default false).
+    pub bf16_master_weights: bool,
     /// ZeRO-3 with prefetch (`training.zero3_prefetch`, default true).
     pub zero3_prefetch: bool,
     /// DP and PP overlap switches (`training.overlap_grad_reduce`, `overlap_p2p_comm`).
@@ -209,6 +211,7 @@ impl Fixed {
                 .unwrap_or(precision != Precision::Fp16),
             fp8_params: spec.fp8_params.unwrap_or(false),
             bf16_optimizer_moments: spec.bf16_optimizer_moments.unwrap_or(false),
+            bf16_master_weights: spec.bf16_master_weights.unwrap_or(false),
             zero3_prefetch: spec.zero3_prefetch.unwrap_or(true),
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
             overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
@@ -385,6 +388,7 @@ pub fn candidates(
                                             grad_reduce_in_fp32: fixed.grad_reduce_in_fp32,
                                             fp8_params: fixed.fp8_params,
                                             bf16_optimizer_moments: fixed.bf16_optimizer_moments,
+                                            bf16_master_weights: fixed.bf16_master_weights,
                                             zero3_prefetch: fixed.zero3_prefetch,
                                             zero_stage: z,
                                             schedule: fixed.schedule,

@@ -49,6 +49,8 @@ pub struct Plan {
     pub fp8_params: bool,
     /// Adam's moments in bf16 (`training.bf16_optimizer_moments`).
     pub bf16_optimizer_moments: bool,
+    /// The optimizer's master weights in bf16 (`training.bf16_master_weights`).
+    pub bf16_master_weights: bool,
     /// ZeRO-3 prefetches the next layer's parameters under compute (FSDP); false: gathers
     /// on demand on the critical path, one tensor at a time with list collectives
     /// (DeepSpeed before 2022).
@@ -809,6 +811,7 @@ pub fn resolve(
                 .unwrap_or(precision != Precision::Fp16),
             fp8_params: spec.fp8_params.unwrap_or(false),
             bf16_optimizer_moments: spec.bf16_optimizer_moments.unwrap_or(false),
+            bf16_master_weights: spec.bf16_master_weights.unwrap_or(false),
             zero3_prefetch: spec.zero3_prefetch.unwrap_or(true),
             zero_stage,
             schedule,

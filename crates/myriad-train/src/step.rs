@@ -1234,7 +1234,8 @@ pub fn estimate_with(
         )
     };
 
-    // Optimizer: Adam over the local shard (fp32 master, m, v; read grads, write bf16 params).
+    // Optimizer: Adam over the local shard (master weights, m, v; read grads, write bf16
+    // params).
     let shard_div = if plan.distributed_optimizer || plan.zero_stage >= 1 {
         (plan.dp as f64 * plan.cp as f64).max(1.0)
     } else {
@@ -1248,7 +1249,10 @@ pub fn estimate_with(
     } else {
         4.0
     };
-    let optimizer = opt_params * (18.0 + 4.0 * moment_bytes) / ctx.hbm_bps * straggler;
+    // The master copy is read and written: 8 bytes of the 18 in fp32, 4 in bf16.
+    let master_bytes = if plan.bf16_master_weights { 2.0 } else { 4.0 };
+    let optimizer =
+        opt_params * (10.0 + 2.0 * master_bytes + 4.0 * moment_bytes) / ctx.hbm_bps * straggler;
 
     let gemm_input_bytes = if fp8 { 1.0 } else { 2.0 };
     let mut act = model.activation_memory_with(
@@ -1355,9 +1359,9 @@ pub fn estimate_with(
         } else {
             p_local
         } * grad_bytes;
-        // fp32 master weights and Adam's two moments.
+        // Master weights and Adam's two moments.
         let optim = (d / shard_div + e / if shard_div > 1.0 { edp as f64 } else { 1.0 })
-            * (4.0 + 2.0 * moment_bytes);
+            * (master_bytes + 2.0 * moment_bytes);
         let (dl, ml) = split(s);
         let mut per_mb = dl * act.dense_layer + ml * act.moe_layer;
         if plan.holds_head(s) {

@@ -470,22 +470,39 @@ pub fn explain(
         training.grad_reduce_in_fp32 = Some(false);
         notes.push("grad_reduce_in_fp32: false (not given; NVIDIA's benchmark recipes reduce gradients in bf16)".into());
     }
-    // DGX Cloud benchmarking's Nemotron-4 recipes store fp8 parameters in fp8 runs
-    // (nemotron/configure.sh at the v24.11.1 release, commit 35a9aec: `+model.fp8_params=
-    // ${FP8_ENABLED^}`). Read for that recipe only; the repository's other recipes of the
-    // release were not read, so their rows keep the default.
+    // DGX Cloud benchmarking's recipes of the v24.11.1 release (commit 35a9aec) store fp8
+    // parameters in fp8 runs: `+model.fp8_params=${FP8_ENABLED^}` in nemotron/configure.sh
+    // and `+model.fp8_params=$FP8_ENABLED` in llama3.1/configure.sh, `fp8_params: true` in
+    // nemo_megatron/gpt3_175b_hydra.yaml (whose launch.sh sets `model.fp8` by DTYPE).
     let fp8_run = matches!(
         training.precision,
         Some(myriad_scenario::Precision::Fp8 | myriad_scenario::Precision::Fp4)
     );
-    if training.fp8_params.is_none()
-        && fp8_run
-        && source.contains("dgxc-benchmarking")
-        && source.contains("nemotron/")
-        && source.contains("35a9aec")
+    let dgxc_35a9aec = source.contains("dgxc-benchmarking") && source.contains("35a9aec");
+    let dgxc_recipe = ["nemotron/", "llama3.1/", "nemo_megatron/"]
+        .into_iter()
+        .find(|r| source.contains(r));
+    if let (true, true, None, Some(recipe)) =
+        (dgxc_35a9aec, fp8_run, training.fp8_params, dgxc_recipe)
     {
+        let file = match recipe {
+            "nemotron/" => "nemotron/configure.sh",
+            "llama3.1/" => "llama3.1/configure.sh",
+            _ => "nemo_megatron/gpt3_175b_hydra.yaml",
+        };
         training.fp8_params = Some(true);
-        notes.push("fp8_params: true (not given; the DGX Cloud Nemotron-4 recipe sets model.fp8_params in fp8 runs, nemotron/configure.sh @ 35a9aec)".into());
+        notes.push(format!("fp8_params: true (not given; the DGX Cloud recipe stores parameters in fp8 in fp8 runs, {file} @ 35a9aec)"));
+    }
+    // Its Nemotron-4 340B recipe keeps the whole optimizer state in bf16
+    // (nemotron/nemotron4-340b-synth.yaml @ 35a9aec: `optim: {name: distributed_fused_adam,
+    // dtype: bf16}`; Apex's DistributedFusedAdam stores the master copy and both moments
+    // in `dtype`). The release's other recipes leave it at fp32.
+    if dgxc_35a9aec && source.contains("nemotron/README_340b") {
+        if training.bf16_optimizer_moments.is_none() && training.bf16_master_weights.is_none() {
+            training.bf16_optimizer_moments = Some(true);
+            training.bf16_master_weights = Some(true);
+            notes.push("bf16_optimizer_moments, bf16_master_weights: true (not given; the DGX Cloud Nemotron-4 340B recipe keeps the optimizer state in bf16, optim.dtype in nemotron/nemotron4-340b-synth.yaml @ 35a9aec)".into());
+        }
     }
     // Megatron-Bridge's DeepSeek-V3 recipes (`set_deepseek_v3_pipeline_model_parallel_layout`,
     // recipes/deepseek/deepseek_v3.py, v0.2-v0.4) give every virtual pipeline chunk

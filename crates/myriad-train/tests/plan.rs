@@ -1024,6 +1024,28 @@ fn bf16_moments_shrink_the_optimizer_state_by_a_third() {
 }
 
 #[test]
+fn bf16_optimizer_state_halves_it() {
+    // Apex DistributedFusedAdam with `dtype: bf16` keeps the master copy and both moments
+    // in bf16: 6 bytes a parameter instead of 12; the step reads and writes 22 bytes, not 34
+    // (master 4 instead of 8, moments 8 instead of 16).
+    let run =
+        |extra: &str| dsv3_mtp(&format!("pp: 16, dp: 128, global_batch: 15360{extra}")).unwrap();
+    let (a, b) = (
+        run(""),
+        run(", bf16_optimizer_moments: true, bf16_master_weights: true"),
+    );
+    assert!(b.plan.bf16_master_weights && !a.plan.bf16_master_weights);
+    let (ma, mb) = (&a.estimate.memory, &b.estimate.memory);
+    assert!((mb.optimizer_gib / ma.optimizer_gib - 0.5).abs() < 1e-9);
+    assert_eq!(ma.weights_gib, mb.weights_gib);
+    let (oa, ob) = (
+        a.estimate.breakdown.optimizer_s,
+        b.estimate.breakdown.optimizer_s,
+    );
+    assert!((ob / oa - 22.0 / 34.0).abs() < 1e-9, "{ob} {oa}");
+}
+
+#[test]
 fn eager_moe_layers_cost_their_overhead_once_per_layer_and_micro_batch() {
     // Qwen3 30B-A3B on 16 H100, EP 16, PP 1: 48 MoE layers, 1,024 sequences over DP 16 at
     // micro-batch 1 = 64 micro-batches. Each eager MoE layer costs MOE_EAGER_OVERHEAD_S

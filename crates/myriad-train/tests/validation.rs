@@ -213,11 +213,36 @@ fn optimizer_sharding_follows_the_framework() {
         n.contains("optimizer sharding: ZeRO-1") || n.contains("optimizer sharding: ZeRO-3"),
         "{n}"
     );
+    let n = notes_of(&r, "nemo-24.07-nemotron-340b-128xh100");
+    assert!(n.contains("optimizer sharding: ZeRO-2"), "{n}");
+}
+
+/// DGX Cloud's v24.11.1 recipes (commit 35a9aec) store fp8 parameters in fp8 runs (all three
+/// recipe families), and the Nemotron-4 340B one keeps its whole optimizer state in bf16:
+/// with that, its 128-GPU row (data parallelism 2) fits with the distributed optimizer and
+/// no recompute, as the flat measured step times from 128 to 2,048 GPUs say it ran.
+#[test]
+fn dgx_cloud_rows_take_their_recipes_settings() {
+    let Some(r) = report() else { return };
+    for id in [
+        "dgxc-35a9aec-gpt3_175b-nemo-megatron-fp8-h100-256",
+        "dgxc-35a9aec-llama3_8b-nemo-megatron-fp8-h100-32",
+        "dgxc-35a9aec-nemotron4_15b-nemo-megatron-fp8-h100-16",
+    ] {
+        let n = notes_of(&r, id);
+        assert!(n.contains("fp8_params: true"), "{id}: {n}");
+    }
+    let n = notes_of(&r, "dgxc-35a9aec-gpt3_175b-nemo-megatron-bf16-h100-1024");
+    assert!(!n.contains("fp8_params"), "{n}");
     let n = notes_of(
         &r,
         "dgxc-35a9aec-nemotron4_340b-nemo-megatron-bf16-h100-128",
     );
-    assert!(n.contains("optimizer sharding: ZeRO-2"), "{n}");
+    assert!(n.contains("bf16_master_weights: true"), "{n}");
+    assert!(n.contains("optimizer sharding: ZeRO-1"), "{n}");
+    assert!(n.contains("recompute: none"), "{n}");
+    let n = notes_of(&r, "dgxc-35a9aec-nemotron4_15b-nemo-megatron-bf16-h100-16");
+    assert!(!n.contains("bf16_master_weights"), "{n}");
 }
 
 /// The notes the validator wrote for one case, joined.
