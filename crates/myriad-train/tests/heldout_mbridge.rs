@@ -130,16 +130,12 @@ fn mbridge_held_out_rows_meet_the_kept_aside_bar() {
 /// so V2, though V1 is the launcher's default; a row stating V1's plan takes V1.
 #[test]
 fn rows_take_the_variant_whose_plan_they_state() {
-    use myriad_scenario::validation::parse_validation;
-    let path = concat!(
+    let Some(cases) = common::cases_of(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../../shared/validation/training-public.json"
-    );
-    let Ok(text) = std::fs::read_to_string(path) else {
-        eprintln!("skipping: {path} not found");
+    )) else {
         return;
     };
-    let cases = parse_validation(path, &text).unwrap().cases;
     let cat = myriad_catalog::catalog();
     let notes = |c: &myriad_scenario::validation::ValidationCase| {
         myriad_train::validate::explain(c, cat).unwrap().1

@@ -3,15 +3,24 @@
 use myriad_scenario::validation::parse_validation;
 use myriad_train::validate::ValidationReport;
 
-/// Predicts every case of the file at `path`; `None` when it is absent (`../shared` may be).
-pub fn report_of(path: &str) -> Option<ValidationReport> {
+/// The cases of the file at `path`; `None` when it is absent (`../shared` may be).
+pub fn cases_of(path: &str) -> Option<Vec<myriad_scenario::validation::ValidationCase>> {
     let Ok(text) = std::fs::read_to_string(path) else {
         eprintln!("skipping: {path} not found");
         return None;
     };
-    let file = parse_validation(path, &text).expect("the validation file parses");
+    Some(
+        parse_validation(path, &text)
+            .expect("the validation file parses")
+            .cases,
+    )
+}
+
+/// Predicts every case of the file at `path`; `None` when it is absent (`../shared` may be).
+pub fn report_of(path: &str) -> Option<ValidationReport> {
+    let cases = cases_of(path)?;
     Some(myriad_train::validate::validate(
-        &file.cases,
+        &cases,
         myriad_catalog::catalog(),
     ))
 }
