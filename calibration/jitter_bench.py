@@ -8,7 +8,10 @@ per-chip speed). This measures that call-to-call variation on one GPU, back to b
 host synchronisation between calls (as a training loop runs), for:
 - one Llama-3-8B layer (common.Layer, seq 4096), forward and backward timed apart;
 - one Nemotron-4-15B layer on one of 4 TP ranks (16,384 tokens: micro-batch 4 x 4096);
-- bf16 GEMMs of 0.2, 1.4 and 11 ms (4096^3, 8192^3 and 16384x16384x8192).
+- bf16 GEMMs of 0.2, 1.4 and 6 ms (4096^3, 8192^3 and 16384x16384x8192);
+and with JITTER_WORKLOADS=decode (comma-separated with `train`, the default), the serving
+regimes: a memory-bound decode GEMM (64 tokens against eight 470 MB weights in turn), the
+compute-bound prefill GEMM at the same shape (8,192 tokens) and a 2 GiB copy.
 Every call is bracketed by CUDA events recorded on the stream (one event between two calls),
 and NVML's SM clock and board power are sampled every ~5 ms from a thread meanwhile.
 
@@ -151,20 +154,50 @@ def layer_parts(h, ffn, heads, kv, d, tp, gated, tokens, seq):
     return layer, (fwd, bwd)
 
 
-_, parts = layer_parts(4096, 14336, 32, 8, 128, 1, True, 4096, 4096)
-run("llama3_8b_layer_seq4096", parts, ["forward", "backward"])
-del parts
-torch.cuda.empty_cache()
-_, parts = layer_parts(6144, 24576, 48, 8, 128, 4, False, 16384, 4096)
-run("nemotron4_15b_layer_tp4_16k_tokens", parts, ["forward", "backward"])
-del parts
-torch.cuda.empty_cache()
-for (m, n, k) in ((4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 8192)):
-    a = torch.randn(m, k, device=dev, dtype=bf16)
-    bm = torch.randn(k, n, device=dev, dtype=bf16)
-    c = torch.empty(m, n, device=dev, dtype=bf16)
-    run(f"gemm_bf16_{m}x{n}x{k}", [lambda: torch.mm(a, bm, out=c)], ["call"])
-    del a, bm, c
+def decode_parts(tokens, rows, cols, copies):
+    """A decode-like memory-bound call: `tokens` rows against `copies` bf16 weight
+    matrices of rows x cols in turn (together over 4x the L2), each call streaming one."""
+    ws = [torch.randn(rows, cols, device=dev, dtype=bf16) for _ in range(copies)]
+    x = torch.randn(tokens, cols, device=dev, dtype=bf16)
+    y = torch.empty(tokens, rows, device=dev, dtype=bf16)
+    state = {"i": 0}
+
+    def call():
+        torch.mm(x, ws[state["i"] % copies].t(), out=y)
+        state["i"] += 1
+
+    return call
+
+
+WORKLOADS = os.environ.get("JITTER_WORKLOADS", "train").split(",")
+if "train" in WORKLOADS:
+    _, parts = layer_parts(4096, 14336, 32, 8, 128, 1, True, 4096, 4096)
+    run("llama3_8b_layer_seq4096", parts, ["forward", "backward"])
+    del parts
+    torch.cuda.empty_cache()
+    _, parts = layer_parts(6144, 24576, 48, 8, 128, 4, False, 16384, 4096)
+    run("nemotron4_15b_layer_tp4_16k_tokens", parts, ["forward", "backward"])
+    del parts
+    torch.cuda.empty_cache()
+    for (m, n, k) in ((4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 8192)):
+        a = torch.randn(m, k, device=dev, dtype=bf16)
+        bm = torch.randn(k, n, device=dev, dtype=bf16)
+        c = torch.empty(m, n, device=dev, dtype=bf16)
+        run(f"gemm_bf16_{m}x{n}x{k}", [lambda: torch.mm(a, bm, out=c)], ["call"])
+        del a, bm, c
+if "decode" in WORKLOADS:
+    # Memory-bound: 64 tokens against Llama-3-70B-sized MLP weights (28672 x 8192, 470 MB
+    # each, 8 of them: 3.8 GB streamed in turn), ~0.2 ms a call at the HBM rate.
+    run("decode_gemm_64x28672x8192", [decode_parts(64, 28672, 8192, 8)], ["call"])
+    torch.cuda.empty_cache()
+    # The compute-bound prefill side of serving at the same shapes: 8,192 tokens.
+    run("prefill_gemm_8192x28672x8192", [decode_parts(8192, 28672, 8192, 2)], ["call"])
+    torch.cuda.empty_cache()
+    # A streaming copy of 2 GiB.
+    src = torch.empty(1 << 30, device=dev, dtype=bf16)
+    dst = torch.empty_like(src)
+    run("copy_2gib", [lambda: dst.copy_(src)], ["call"])
+    del src, dst
 out["end_sm_mhz"] = pynvml.nvmlDeviceGetClockInfo(H, pynvml.NVML_CLOCK_SM)
 with open(os.path.join(OUT, "jitter_bench.json"), "w") as f:
     json.dump(out, f)

@@ -296,6 +296,11 @@ pub struct InstanceModel {
     /// loop runs ahead of the GPU: an iteration takes at least this times the busiest
     /// rank's sequences (`Framework::host_us_per_seq`); 0: the host never binds.
     pub host_per_seq_s: f64,
+    /// Multiplier on compute-bound work (prefill GEMMs and attention): the instance's ranks
+    /// synchronise within every layer and wait for the one whose clock the power controller
+    /// holds lowest (`myriad_train::step::sync_jitter_pace`); memory-bound decode work runs
+    /// below the power cap at a steady clock and pays nothing.
+    pub compute_pace: f64,
     pub overlap_comm: bool,
     pub spec: Option<Speculative>,
     /// Times each cached K/V byte is read per decode step: 1 with a GQA-aware decode
@@ -501,6 +506,7 @@ impl InstanceModel {
             moe_gather_comm: false,
             multi_node_nvlink: false,
             ep_max_z: expected_max_std_normal(par.ep as u64),
+            compute_pace: myriad_train::step::sync_jitter_pace(acc, par.stage_gpus() as u64),
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             small_bps: acc.hbm_tbps * 1e12 * acc.efficiency.small_kernel_hbm(),
             gemm_stream_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm_gemm,
@@ -761,7 +767,8 @@ impl InstanceModel {
             k,
             1.0,
         )
-        .max(widened_gemm_floor(&self.acc, p, 2.0 * tokens * params));
+        .max(widened_gemm_floor(&self.acc, p, 2.0 * tokens * params))
+            * self.compute_pace;
         let ov = self.acc.efficiency.gemm_overhead_us * 1e-6;
         let memory = params * bytes_of(p) / self.gemm_stream_bps + ov;
         compute.max(memory) + (kernels - 1.0).max(0.0) * ov
@@ -1125,7 +1132,7 @@ impl InstanceModel {
             let seq = (2.0 * pairs / b.prefill_tokens).max(1.0);
             // Fused attention reads the cached context once per tile of
             // `PREFILL_QUERY_TILE` queries.
-            attn_core += attention_fwd_time(acc, flops, seq, dq + dv)
+            attn_core += (attention_fwd_time(acc, flops, seq, dq + dv) * self.compute_pace)
                 .max(pairs / PREFILL_QUERY_TILE / pdp * self.kv_token_layer / self.hbm_bps);
         }
         // Norms, rotary, residuals: about 10 reads/writes of the hidden state per token.
@@ -1189,7 +1196,7 @@ impl InstanceModel {
                     acc,
                     self.prec.experts,
                     2.0 * hot * shard,
-                ));
+                )) * self.compute_pace;
                 let memory =
                     distinct * shard * bytes_of(self.prec.experts) / self.gemm_stream_bps + ov;
                 let routed = compute.max(memory) + ov;

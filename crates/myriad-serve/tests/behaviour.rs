@@ -568,13 +568,15 @@ fn validation_mae_ratchet() {
     // Llama 4 Maverick's chunked attention (its preset: chunks of 8,192, every fourth layer
     // global) was lent to its rows. Lowered, 0.1305 -> 0.1230 and median 0.0825 -> 0.0760,
     // when NVFP4 experts got the activation-quantisation kernels the GB200 SGLang trace
-    // shows (12 rows better, 3 worse).)
+    // shows (12 rows better, 3 worse). Lowered, 0.1230 -> 0.1185 and median 0.0760 ->
+    // 0.0660, when an instance's compute-bound work waits for its momentarily slowest clock
+    // (`InstanceModel::compute_pace`, `speed_jitter` measured on the lent H100).)
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.1230, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1185, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.0760,
+        s.median_abs_error < 0.0660,
         "median {:.3}",
         s.median_abs_error
     );
@@ -1934,4 +1936,54 @@ fn nvfp4_experts_pay_their_activation_quantisation_kernels() {
         "{d} vs {}",
         58.0 * per_layer
     );
+}
+
+/// The ranks of an instance synchronise within every layer, so compute-bound work (prefill
+/// GEMMs and attention) waits for the one whose clock the power controller holds lowest:
+/// at TP 8 on H100 `1 + 0.030 · E[max of 8 normals]` = 1.043 (`speed_jitter`, measured on
+/// the lent H100 with calibration/jitter_bench.py). A decode GEMM streams its weights below
+/// the power cap at a steady 1,980 MHz (measured: 1.2% call-to-call, the clock never
+/// moved), so memory-bound decode pays nothing; nor does a single GPU.
+#[test]
+fn prefill_compute_waits_for_the_slowest_clock_of_the_instance_and_decode_does_not() {
+    let m8 = instance(
+        "h100-sxm",
+        "llama3-70b",
+        8,
+        Precision::Fp8,
+        Precision::Fp8,
+        0.0,
+    );
+    let pace = m8.compute_pace;
+    let acc = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
+    assert!((pace - myriad_train::step::sync_jitter_pace(acc, 8)).abs() < 1e-12);
+    assert!(pace > 1.04 && pace < 1.05, "{pace}");
+    let mut steady = m8.clone();
+    steady.compute_pace = 1.0;
+    let prefill = Batch {
+        prefill_tokens: 8192.0,
+        prefill_pairs: 8192.0 * 8193.0 / 2.0,
+        prefill_done: 1.0,
+        prefill_seqs: 1.0,
+        ..Batch::default()
+    };
+    let (a, b) = (m8.iteration(&prefill), steady.iteration(&prefill));
+    assert!(
+        (a.gemm_s / b.gemm_s - pace).abs() < 0.005,
+        "{} {}",
+        a.gemm_s,
+        b.gemm_s
+    );
+    assert!(a.attention_s > b.attention_s);
+    assert_eq!(a.comm_s, b.comm_s);
+    let decode = Batch {
+        decode_seqs: 8.0,
+        decode_ctx: 8.0 * 2048.0,
+        ..Batch::default()
+    };
+    assert_eq!(
+        m8.iteration(&decode).total_s,
+        steady.iteration(&decode).total_s
+    );
+    assert_eq!(llama3_8b_h100_bf16().compute_pace, 1.0);
 }
