@@ -297,9 +297,11 @@ pub struct InstanceModel {
     /// rank's sequences (`Framework::host_us_per_seq`); 0: the host never binds.
     pub host_per_seq_s: f64,
     /// Multiplier on compute-bound work (prefill GEMMs and attention): the instance's ranks
-    /// synchronise within every layer and wait for the one whose clock the power controller
-    /// holds lowest (`myriad_train::step::sync_jitter_pace`); memory-bound decode work runs
-    /// below the power cap at a steady clock and pays nothing.
+    /// synchronise within every layer, so they run at the pace of the instance's slowest chip
+    /// (`myriad_train::step::straggler_pace`) and wait for the one whose clock the power
+    /// controller holds lowest at the moment (`myriad_train::step::sync_jitter_pace`), as a
+    /// training step's compute does; memory-bound decode work runs below the power cap at a
+    /// steady clock and pays nothing.
     pub compute_pace: f64,
     pub overlap_comm: bool,
     pub spec: Option<Speculative>,
@@ -506,7 +508,8 @@ impl InstanceModel {
             moe_gather_comm: false,
             multi_node_nvlink: false,
             ep_max_z: expected_max_std_normal(par.ep as u64),
-            compute_pace: myriad_train::step::sync_jitter_pace(acc, par.stage_gpus() as u64),
+            compute_pace: myriad_train::step::sync_jitter_pace(acc, par.stage_gpus() as u64)
+                * myriad_train::step::straggler_pace(acc, par.stage_gpus() as u64),
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             small_bps: acc.hbm_tbps * 1e12 * acc.efficiency.small_kernel_hbm(),
             gemm_stream_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm_gemm,

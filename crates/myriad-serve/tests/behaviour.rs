@@ -568,15 +568,16 @@ fn validation_mae_ratchet() {
     // Llama 4 Maverick's chunked attention (its preset: chunks of 8,192, every fourth layer
     // global) was lent to its rows. Lowered, 0.1305 -> 0.1230 and median 0.0825 -> 0.0760,
     // when NVFP4 experts got the activation-quantisation kernels the GB200 SGLang trace
-    // shows (12 rows better, 3 worse). Lowered, 0.1230 -> 0.1185 and median 0.0760 ->
-    // 0.0660, when an instance's compute-bound work waits for its momentarily slowest clock
-    // (`InstanceModel::compute_pace`, `speed_jitter` measured on the lent H100).)
+    // shows (12 rows better, 3 worse). Lowered, 0.1230 -> 0.1180 and median 0.0760 ->
+    // 0.0655, when an instance's compute-bound work runs at the pace of its slowest chip
+    // and its momentarily slowest clock (`InstanceModel::compute_pace`, `speed_jitter`
+    // measured on the lent H100).)
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.1185, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1180, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.0660,
+        s.median_abs_error < 0.0655,
         "median {:.3}",
         s.median_abs_error
     );
@@ -1939,11 +1940,12 @@ fn nvfp4_experts_pay_their_activation_quantisation_kernels() {
 }
 
 /// The ranks of an instance synchronise within every layer, so compute-bound work (prefill
-/// GEMMs and attention) waits for the one whose clock the power controller holds lowest:
-/// at TP 8 on H100 `1 + 0.030 · E[max of 8 normals]` = 1.043 (`speed_jitter`, measured on
-/// the lent H100 with calibration/jitter_bench.py). A decode GEMM streams its weights below
-/// the power cap at a steady 1,980 MHz (measured: 1.2% call-to-call, the clock never
-/// moved), so memory-bound decode pays nothing; nor does a single GPU.
+/// GEMMs and attention) runs at the pace of the slowest of its chips (`speed_sigma`) and
+/// waits for the one whose clock the power controller holds lowest: at TP 8 on H100
+/// (1 + 0.012 · 1.43)(1 + 0.030 · 1.43) = 1.061 (`speed_jitter` measured on the lent H100
+/// with calibration/jitter_bench.py). A decode GEMM streams its weights below the power cap
+/// at a steady 1,980 MHz (measured: 1.2% call-to-call, the clock never moved), so
+/// memory-bound decode pays nothing; nor does a single GPU.
 #[test]
 fn prefill_compute_waits_for_the_slowest_clock_of_the_instance_and_decode_does_not() {
     let m8 = instance(
@@ -1956,8 +1958,10 @@ fn prefill_compute_waits_for_the_slowest_clock_of_the_instance_and_decode_does_n
     );
     let pace = m8.compute_pace;
     let acc = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
-    assert!((pace - myriad_train::step::sync_jitter_pace(acc, 8)).abs() < 1e-12);
-    assert!(pace > 1.04 && pace < 1.05, "{pace}");
+    let want =
+        myriad_train::step::sync_jitter_pace(acc, 8) * myriad_train::step::straggler_pace(acc, 8);
+    assert!((pace - want).abs() < 1e-12);
+    assert!(pace > 1.055 && pace < 1.065, "{pace}");
     let mut steady = m8.clone();
     steady.compute_pace = 1.0;
     let prefill = Batch {

@@ -141,16 +141,17 @@ fn mlperf_dataset_mean_prompt_lengths() {
 /// median 23.7%, worst +309.3%, once TensorRT-LLM's attention-DP 8 MoE moves its tokens by
 /// the all-gather and reduce-scatter it runs (EP 8 is not wider than top-8, so no
 /// all-to-all): the five DeepSeek-R1 rows rose 1-8 points. 41.2%, worst +289%, once NVFP4
-/// experts pay their activation-quantisation kernels. 40.0%, median 21.5%, worst +286%,
-/// once an instance's prefill compute waits for its momentarily slowest clock.
+/// experts pay their activation-quantisation kernels. 39.6%, median 21.1%, worst +284%,
+/// once an instance's prefill compute runs at the pace of its slowest chip and
+/// momentarily slowest clock.
 #[test]
 fn mlperf5_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf5.json");
     let s = &r.summary;
     assert_eq!(s.count, 23);
-    assert!(s.mae < 0.401, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.397, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.216,
+        s.median_abs_error < 0.212,
         "median {:.3}",
         s.median_abs_error
     );
@@ -185,9 +186,9 @@ fn perf_overview_held_out_columns_do_not_regress() {
     let s = &r.summary;
     assert_eq!(s.count, 88);
     assert!(r.cases.iter().all(|c| c.error.is_some()));
-    assert!(s.mae < 0.2665, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.2660, "MAE {:.3}", s.mae);
     assert!(
-        s.worst_abs_error < 0.85,
+        s.worst_abs_error < 0.835,
         "{} {:.3}",
         s.worst_id,
         s.worst_abs_error
