@@ -157,6 +157,7 @@ impl TrainRun {
             "fits": e.fits,
             "breakdown": e.breakdown,
             "memory": e.memory,
+            "pace": e.pace,
             "plan": self.result.plan,
             "notes": self.result.notes,
             "time_to_train": self.time_to_train,

@@ -134,6 +134,19 @@ pub struct StepEstimate {
     pub tokens_per_s: f64,
     pub model_flops_per_step: f64,
     pub micro_batches: u64,
+    /// How much slower than the median chip the step's compute runs, and why.
+    pub pace: Pace,
+}
+
+/// The multipliers on a step's compute (communication is not paced).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Pace {
+    /// The job's slowest chip ([`straggler_pace`] over every accelerator).
+    pub slowest_chip: f64,
+    /// Ranks that synchronise within every layer ([`crate::plan::Plan::lockstep_ranks`]).
+    pub lockstep_ranks: u64,
+    /// Their wait for the momentarily slowest clock ([`sync_jitter_pace`]).
+    pub lockstep: f64,
 }
 
 /// Per micro-batch, per pipeline stage (all its model chunks).
@@ -718,7 +731,9 @@ pub fn estimate_with(
     // within every layer (TP, CP and, in MoE layers, EP) wait at each collective for the
     // one whose clock is momentarily lowest.
     let straggler = straggler_pace(acc, plan.accelerators);
-    let pace = straggler * sync_jitter_pace(acc, plan.lockstep_ranks(model));
+    let lockstep_ranks = plan.lockstep_ranks(model);
+    let lockstep = sync_jitter_pace(acc, lockstep_ranks);
+    let pace = straggler * lockstep;
     // Gradient buffers: fp32 main grads, or the 2-byte parameter precision.
     let grad_bytes = if plan.grad_reduce_in_fp32 { 4.0 } else { 2.0 };
     let selective = if plan.recompute == Recompute::Selective {
@@ -1454,6 +1469,11 @@ pub fn estimate_with(
         tokens_per_s: plan.global_batch as f64 * model.seq_len as f64 / step,
         model_flops_per_step: model_flops,
         micro_batches: plan.micro_batches(),
+        pace: Pace {
+            slowest_chip: straggler,
+            lockstep_ranks,
+            lockstep,
+        },
     }
 }
 

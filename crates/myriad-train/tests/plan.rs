@@ -253,6 +253,12 @@ fn ranks_in_lockstep_wait_for_the_momentarily_slowest() {
     let (a, b) = (&t.estimate.breakdown, &t0.estimate.breakdown);
     assert!((a.forward_s / b.forward_s - wait).abs() < 1e-9);
     assert!((a.backward_s / b.backward_s - wait).abs() < 1e-9);
+    // The estimate says so: 8 ranks in lockstep, and the slowest of 1,024 chips.
+    let pace = &t.estimate.pace;
+    assert_eq!(pace.lockstep_ranks, 8);
+    assert_eq!(pace.lockstep, wait);
+    let slowest = myriad_train::step::straggler_pace(&c.accelerator, 1024);
+    assert_eq!(pace.slowest_chip, slowest);
     assert!((a.tp_comm_s - b.tp_comm_s).abs() < 1e-12);
     assert!((a.optimizer_s - b.optimizer_s).abs() < 1e-12);
     // Data parallelism alone: no rank waits for another within a layer.

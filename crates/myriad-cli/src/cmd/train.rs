@@ -280,6 +280,24 @@ pub fn run(
         e.tokens_per_s,
         e.tokens_per_s / accelerators as f64
     );
+    // What stretches compute beyond the median chip's speed.
+    let pc = &e.pace;
+    let mut why = vec![format!(
+        "the slowest of {accelerators} chips +{:.1}%",
+        100.0 * (pc.slowest_chip - 1.0)
+    )];
+    if pc.lockstep > 1.0 {
+        why.push(format!(
+            "{} ranks in lockstep within every layer wait for the momentarily slowest clock +{:.1}%",
+            pc.lockstep_ranks,
+            100.0 * (pc.lockstep - 1.0)
+        ));
+    }
+    println!(
+        "compute paced ×{:.3}: {}",
+        pc.slowest_chip * pc.lockstep,
+        why.join(", ")
+    );
     let m = &e.memory;
     let mut tm = Table::new();
     tm.set_header(vec!["memory per accelerator", "GiB"]);
