@@ -121,7 +121,9 @@ per-source parameter; these are explanations, not corrections):
   7.9% (TP 8 × CP 16 = 128 ranks in lockstep pay 8%: +13.5%). Whether jitter is as
   independent across the chips of a node as assumed is the open question; if the
   controllers of ranks that run the same kernels in step fall into phase, the charge is
-  smaller.
+  smaller. Under ZeRO-3 every layer waits for its parameters' all-gather across the data-
+  parallel ranks, so those ranks are in lockstep too: the SC'21 ZeRO-3 rows moved from
+  −10…−31% to −5…−29% (mean 19.9% to 15.7%), the file to 7.6%.
 - **DeepSpeed ZeRO-3, SC'21 Table 2 (−7…−28%, was −22…−72%).** The measured step stays
   flat from 768 to 1,536 GPUs (66.7 s) while compute halves, so the cost grows with the
   number of ranks. DeepSpeed v0.3.13-0.3.15 (the spring-2021 releases, `deepspeed/runtime/

@@ -181,9 +181,13 @@ impl Plan {
     }
 
     /// Ranks that synchronise within every layer of a stage: the tensor and context
-    /// parallel ranks, and in a MoE model the expert-parallel ranks their all-to-all joins
-    /// (at most one pipeline stage's ranks).
+    /// parallel ranks, in a MoE model the expert-parallel ranks their all-to-all joins, and
+    /// under ZeRO-3 the data-parallel ranks too, whose every layer waits for its parameters'
+    /// all-gather (at most one pipeline stage's ranks).
     pub fn lockstep_ranks(&self, model: &myriad_model::Transformer) -> u64 {
+        if self.zero_stage >= 3 {
+            return (self.accelerators / self.pp.max(1) as u64).max(1);
+        }
         let ep = if model.moe.is_some() {
             self.ep as u64
         } else {

@@ -261,17 +261,28 @@ fn ranks_in_lockstep_wait_for_the_momentarily_slowest() {
     assert_eq!(pace.slowest_chip, slowest);
     assert!((a.tp_comm_s - b.tp_comm_s).abs() < 1e-12);
     assert!((a.optimizer_s - b.optimizer_s).abs() < 1e-12);
-    // Data parallelism alone: no rank waits for another within a layer.
-    let (s, c, m) =
-        setup("{tp: 1, pp: 1, dp: 1024, global_batch: 1024, micro_batch: 1, zero_stage: 3}");
-    let mut steady = c.clone();
-    steady.accelerator.efficiency.speed_jitter = Some(0.0);
-    let dp = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
-    let dp0 = myriad_train::train(s.training.as_ref().unwrap(), &m, &steady, 1024).unwrap();
+    // Data parallelism alone: no rank waits for another within a layer, unless ZeRO-3
+    // gathers every layer's parameters across all of them.
+    let run = |zero: u32, jitter: Option<f64>| {
+        let (s, mut c, m) = setup(&format!(
+            "{{tp: 1, pp: 1, dp: 1024, global_batch: 1024, micro_batch: 1, zero_stage: {zero}, recompute: full}}"
+        ));
+        if let Some(j) = jitter {
+            c.accelerator.efficiency.speed_jitter = Some(j);
+        }
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap()
+    };
+    let (dp, dp0) = (run(1, None), run(1, Some(0.0)));
+    assert_eq!(dp.estimate.pace.lockstep_ranks, 1);
     assert_eq!(
         dp.estimate.breakdown.forward_s,
         dp0.estimate.breakdown.forward_s
     );
+    let (z3, z30) = (run(3, None), run(3, Some(0.0)));
+    assert_eq!(z3.estimate.pace.lockstep_ranks, 1024);
+    let wait = myriad_train::step::sync_jitter_pace(&c.accelerator, 1024);
+    let (a, b) = (&z3.estimate.breakdown, &z30.estimate.breakdown);
+    assert!((a.forward_s / b.forward_s - wait).abs() < 1e-9);
 }
 
 #[test]

@@ -50,8 +50,9 @@ fn accuracy_does_not_regress() {
     // variant whose plan it states (gpt-oss-120b on 64 GB200 ran V2, global batch 1280, with
     // HybridEP and the all-to-all overlap, not V1's all-to-all: -31.1% -> -37.5%).
     // 7.75% once ranks in lockstep (TP, CP, EP) wait for the momentarily slowest clock
-    // (`speed_jitter`, measured on the lent H100 and H200).
-    assert!(s.mae < 0.0780, "mean absolute error {:.2}%", 100.0 * s.mae);
+    // (`speed_jitter`, measured on the lent H100 and H200); 7.55% once ZeRO-3's
+    // data-parallel ranks count among them.
+    assert!(s.mae < 0.0760, "mean absolute error {:.2}%", 100.0 * s.mae);
     assert!(
         s.median_abs_error < 0.0475,
         "median {:.2}%",
@@ -89,7 +90,7 @@ fn accuracy_does_not_regress() {
     let z_mae = z.iter().sum::<f64>() / z.len().max(1) as f64;
     eprintln!("zero-3: {} cases, mae {:.2}%", z.len(), 100.0 * z_mae);
     assert!(
-        z.len() == 6 && z_mae < 0.20,
+        z.len() == 6 && z_mae < 0.160,
         "ZeRO-3 mean absolute error {:.2}%",
         100.0 * z_mae
     );
