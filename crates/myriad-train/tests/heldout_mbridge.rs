@@ -26,7 +26,8 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the Megatron-Bridge held-out file is in the repository")
 }
 
-/// Ratchet just above the figures measured now (mean 16.7%, 16.6% before B300/GB300
+/// Ratchet just above the figures measured now (mean 16.8%; 16.7% before ZeRO-3 and
+/// Megatron FSDP data-parallel ranks counted in lockstep, 16.6% before B300/GB300
 /// attention took their doubled exponential rate; worst −39.7%: Qwen3 235B on 64
 /// B200, 25.11, with its recipe's EP overlap; 16.1% and −41.8% before ranks in lockstep
 /// waited for the momentarily slowest clock, `speed_jitter`, which slows the GB300 rows
