@@ -124,7 +124,11 @@ per-source parameter; these are explanations, not corrections):
   controllers of ranks that run the same kernels in step fall into phase, the charge is
   smaller. Under ZeRO-3 every layer waits for its parameters' all-gather across the data-
   parallel ranks, so those ranks are in lockstep too: the SC'21 ZeRO-3 rows moved from
-  −10…−31% to −5…−29% (mean 19.9% to 15.7%), the file to 7.6%.
+  −10…−31% to −5…−29% (mean 19.9% to 15.7%), the file to 7.6%. Counting the pipeline
+  stages in too (1F1B couples neighbours every micro-batch) was tried and is not adopted:
+  the file 7.9%, MLPerf GPT-3 9.2%, Llama 3 10.8%, Megatron-Bridge 17.1% (MegaScale 6.2%
+  and DeepSeek-V3 −13.2% better): a stage can run a micro-batch ahead, which seems to absorb
+  clock swings that last about as long as a few micro-batches.
 - **DeepSpeed ZeRO-3, SC'21 Table 2 (−7…−28%, was −22…−72%).** The measured step stays
   flat from 768 to 1,536 GPUs (66.7 s) while compute halves, so the cost grows with the
   number of ranks. DeepSpeed v0.3.13-0.3.15 (the spring-2021 releases, `deepspeed/runtime/
