@@ -173,6 +173,18 @@ pub static ALL: &[Output] = &[
     }),
     t!(
         Float,
+        "pace_slowest_chip",
+        "compute multiplier of the job's slowest chip (speed_sigma)",
+        |c| Cell::F(c.t().estimate.pace.slowest_chip)
+    ),
+    t!(
+        Float,
+        "pace_lockstep",
+        "compute multiplier of the ranks in lockstep waiting for the momentarily slowest clock (speed_jitter)",
+        |c| Cell::F(c.t().estimate.pace.lockstep)
+    ),
+    t!(
+        Float,
         "memory_gib_per_accelerator",
         "GiB per accelerator on the peak stage",
         |c| Cell::F(c.t().estimate.memory.total_gib)
