@@ -430,6 +430,18 @@ pub fn train(j: &Value) -> String {
         ("global batch".into(), sig(f(&plan, "global_batch"))),
         ("precision".into(), s(&plan, "precision")),
     ];
+    if get(j, "pace").is_some_and(|p| !p.is_null()) {
+        rows.push((
+            "compute pace".into(),
+            format!(
+                "×{:.3} (slowest chip ×{:.3}; {} ranks in lockstep ×{:.3})",
+                f(j, "pace.slowest_chip") * f(j, "pace.lockstep"),
+                f(j, "pace.slowest_chip"),
+                f(j, "pace.lockstep_ranks"),
+                f(j, "pace.lockstep")
+            ),
+        ));
+    }
     if let Some(t) = get(j, "time_to_train").filter(|t| !t.is_null()) {
         rows.push(("time to train (days)".into(), sig(f(t, "days"))));
         rows.push(("GPU-hours".into(), sig(f(t, "gpu_hours"))));
