@@ -75,6 +75,17 @@ fn instance(
     .unwrap()
 }
 
+/// One whole prompt of `tokens` tokens, alone in its iteration (causal pairs counted).
+fn one_prompt(tokens: f64) -> Batch {
+    Batch {
+        prefill_tokens: tokens,
+        prefill_pairs: tokens * (tokens + 1.0) / 2.0,
+        prefill_done: 1.0,
+        prefill_seqs: 1.0,
+        ..Batch::default()
+    }
+}
+
 fn role(m: InstanceModel, instances: u32, max_batch: u32) -> RoleSpec {
     let kv = m.kv_capacity_tokens(0.9);
     RoleSpec {
@@ -693,16 +704,7 @@ fn sliding_window_cuts_long_context_attention_only() {
     let ideal = 0.5 + 0.5 * 128.0 / 8192.0;
     assert!(w < f * (ideal + 0.05) && w > f * ideal * 0.95, "{w} vs {f}");
     // Prefill: a 4096-token prompt's windowed layers attend to at most 128 positions.
-    let pf = |m: &InstanceModel| {
-        m.iteration(&Batch {
-            prefill_tokens: 4096.0,
-            prefill_pairs: 4096.0 * 4097.0 / 2.0,
-            prefill_done: 1.0,
-            prefill_seqs: 1.0,
-            ..Batch::default()
-        })
-        .attention_s
-    };
+    let pf = |m: &InstanceModel| m.iteration(&one_prompt(4096.0)).attention_s;
     assert!(pf(&win) < 0.6 * pf(&full));
 }
 
@@ -760,13 +762,7 @@ fn widened_expert_gemms_slow_prefill_not_decode() {
     assert_eq!(capped.iteration(&decode), free.iteration(&decode));
     // An 8192-token prompt: 24 layers x 4 experts x 3 matrices of 2880 x 2880 per token,
     // 2 FLOPs each = 4.78 GFLOP per token, 39.1 TFLOP in all: at least 0.154 s of GEMMs.
-    let prefill = Batch {
-        prefill_tokens: 8192.0,
-        prefill_pairs: 8192.0 * 8193.0 / 2.0,
-        prefill_done: 1.0,
-        prefill_seqs: 1.0,
-        ..Batch::default()
-    };
+    let prefill = one_prompt(8192.0);
     let flops = 8192.0 * 24.0 * 4.0 * 3.0 * 2880.0 * 2880.0 * 2.0;
     let (c, f) = (capped.iteration(&prefill), free.iteration(&prefill));
     assert!(
@@ -1964,13 +1960,7 @@ fn prefill_compute_waits_for_the_slowest_clock_of_the_instance_and_decode_does_n
     assert!(pace > 1.055 && pace < 1.065, "{pace}");
     let mut steady = m8.clone();
     steady.compute_pace = 1.0;
-    let prefill = Batch {
-        prefill_tokens: 8192.0,
-        prefill_pairs: 8192.0 * 8193.0 / 2.0,
-        prefill_done: 1.0,
-        prefill_seqs: 1.0,
-        ..Batch::default()
-    };
+    let prefill = one_prompt(8192.0);
     let (a, b) = (m8.iteration(&prefill), steady.iteration(&prefill));
     assert!(
         (a.gemm_s / b.gemm_s - pace).abs() < 0.005,
