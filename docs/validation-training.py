@@ -152,10 +152,13 @@ per-source parameter; these are explanations, not corrections):
   settle it.
 - **fp8 parameters.** DGX Cloud's Nemotron-4 recipe (nemotron/configure.sh @ 35a9aec) runs its
   fp8 rows with `model.fp8_params`: weights kept in fp8 only, the distributed optimizer
-  gathering 1 byte per parameter (`training.fp8_params`, which the validator fills for that
-  recipe only; the release's other recipes were not read). The 340B fp8 row on 128 GPUs then
+  gathering 1 byte per parameter (`training.fp8_params`). The 340B fp8 row on 128 GPUs then
   fits without recompute or gradient sharding, as NVIDIA ran it: +13.4% → −8.8%; the other
-  Nemotron fp8 rows moved 0.2-1.0 points faster, the file's mean 9.12% → 9.11%.
+  Nemotron fp8 rows moved 0.2-1.0 points faster, the file's mean 9.12% → 9.11%. The
+  release's other recipes, read since (2026-11-27, session 28), do the same in their fp8
+  runs (`+model.fp8_params=$FP8_ENABLED` in llama3.1/configure.sh, `fp8_params: true` in
+  nemo_megatron/gpt3_175b_hydra.yaml), so the validator fills it for all of them (GPT-3 and
+  Llama fp8 rows 0.1-1.0 points faster).
 - **Nemotron-4 340B at DP 2 (dgxc and NeMo 24.07, +19…+22%).** Myriad's memory model needs
   93 GiB per GPU without recompute (bf16: weights 10.7, fp32 gradients 21.5, optimizer 32.2,
   activations 25.7, buffers 3), so it picks full recompute; the published step times are
@@ -168,7 +171,14 @@ per-source parameter; these are explanations, not corrections):
   remainders of the fp32 master weights (`store_param_remainders` in Apex
   DistributedFusedAdam and Megatron-core's precision-aware optimizer) would save 5.4 GiB at
   DP 2 and make it fit, but no source says the NeMo 24.07 run enabled it, so it is not
-  assumed.
+  assumed. The DGX Cloud recipe file does say more (read 2026-11-27, session 28):
+  nemotron/nemotron4-340b-synth.yaml keeps the whole optimizer state in bf16
+  (`optim: {name: distributed_fused_adam, dtype: bf16}`: Apex keeps the master copy and both
+  moments in `dtype`), 6 bytes per parameter instead of 12 (`training.bf16_master_weights`
+  with `bf16_optimizer_moments`). With it the dgxc 128-GPU row fits with the distributed
+  optimizer and no recompute, as its flat scaling says it ran (+4.6% → −5.8%, in line with
+  the same recipe's 256-2,048-GPU rows at −6…−9%); the NeMo 24.07 row's recipe was not
+  read, so it keeps ZeRO-2 (+15.7%).
 - **Llama 3 70B at TP 1 on GB200 (now −1%/+1%).** Megatron-Bridge's recipe for this row
   (`LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2` in `scripts/performance/configs/llama/
   llama3_workload_base_configs.py`: micro-batch 2, Megatron FSDP, `cpu_offloading_num_layers
