@@ -9,6 +9,7 @@ host synchronisation between calls (as a training loop runs), for:
 - one Llama-3-8B layer (common.Layer, seq 4096), forward and backward timed apart;
 - one Nemotron-4-15B layer on one of 4 TP ranks (16,384 tokens: micro-batch 4 x 4096);
 - bf16 GEMMs of 0.2, 1.4 and 6 ms (4096^3, 8192^3 and 16384x16384x8192);
+with JITTER_WORKLOADS=fp8, the same GEMM shapes in bf16 and fp8 (`torch._scaled_mm`);
 and with JITTER_WORKLOADS=decode (comma-separated with `train`, the default), the serving
 regimes: a memory-bound decode GEMM (64 tokens against eight 470 MB weights in turn), the
 compute-bound prefill GEMM at the same shape (8,192 tokens) and a 2 GiB copy.
@@ -185,6 +186,24 @@ if "train" in WORKLOADS:
         c = torch.empty(m, n, device=dev, dtype=bf16)
         run(f"gemm_bf16_{m}x{n}x{k}", [lambda: torch.mm(a, bm, out=c)], ["call"])
         del a, bm, c
+if "fp8" in WORKLOADS:
+    # The same GEMM shapes in bf16 and in fp8 (`torch._scaled_mm`, e4m3, per-tensor scales,
+    # fast accumulation), back to back in one call so that they share the machine state.
+    for (m, n, k) in ((8192, 8192, 8192), (16384, 16384, 8192)):
+        a = torch.randn(m, k, device=dev, dtype=bf16)
+        bm = torch.randn(n, k, device=dev, dtype=bf16)
+        c = torch.empty(m, n, device=dev, dtype=bf16)
+        run(f"gemm_bf16_{m}x{n}x{k}", [lambda: torch.mm(a, bm.t(), out=c)], ["call"])
+        a8, b8 = a.to(torch.float8_e4m3fn), bm.to(torch.float8_e4m3fn)
+        one = torch.ones((), device=dev, dtype=torch.float32)
+        run(
+            f"gemm_fp8_{m}x{n}x{k}",
+            [lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=bf16,
+                                      use_fast_accum=True)],
+            ["call"],
+        )
+        del a, bm, c, a8, b8
+        torch.cuda.empty_cache()
 if "decode" in WORKLOADS:
     # Memory-bound: 64 tokens against Llama-3-70B-sized MLP weights (28672 x 8192, 470 MB
     # each, 8 of them: 3.8 GB streamed in turn), ~0.2 ms a call at the HBM rate.

@@ -340,3 +340,23 @@ fn speed_jitter_is_the_measured_call_to_call_spread() {
         );
     }
 }
+
+/// fp8 GEMMs move with the clock as much as bf16 ones of the same shape
+/// (calibration/h100-jitter-fp8-measured.json: 3.7%/3.7% against 4.4%/3.5% call to call), so
+/// the catalog's one `speed_jitter` serves both training precisions.
+#[test]
+fn fp8_gemms_jitter_as_much_as_bf16_ones() {
+    let data = calibration("h100-jitter-fp8-measured.json");
+    for shape in ["8192x8192x8192", "16384x16384x8192"] {
+        let cv = |p: &str| {
+            data["workloads"][format!("gemm_{p}_{shape}")]["call"]["cv"]
+                .as_f64()
+                .unwrap()
+        };
+        let (bf16, fp8) = (cv("bf16"), cv("fp8"));
+        assert!(
+            (fp8 / bf16 - 1.0).abs() < 0.25,
+            "{shape}: fp8 {fp8} bf16 {bf16}"
+        );
+    }
+}
