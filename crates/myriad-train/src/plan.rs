@@ -185,16 +185,16 @@ impl Plan {
     /// under ZeRO-3 the data-parallel ranks too, whose every layer waits for its parameters'
     /// all-gather (at most one pipeline stage's ranks).
     pub fn lockstep_ranks(&self, model: &myriad_model::Transformer) -> u64 {
+        let stage = (self.accelerators / self.pp.max(1) as u64).max(1);
         if self.zero_stage >= 3 {
-            return (self.accelerators / self.pp.max(1) as u64).max(1);
+            return stage;
         }
         let ep = if model.moe.is_some() {
             self.ep as u64
         } else {
             1
         };
-        let stage = self.accelerators / self.pp.max(1) as u64;
-        (self.tp as u64 * self.cp as u64 * ep).clamp(1, stage.max(1))
+        (self.tp as u64 * self.cp as u64 * ep).clamp(1, stage)
     }
 
     pub fn shard(&self) -> Shard {

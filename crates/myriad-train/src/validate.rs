@@ -228,28 +228,21 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
     // launcher's default), then V2, then any other.
     let t = &case.training;
     let mismatches = |c: &serde_json::Value| -> usize {
-        let stated: [(&str, Option<u64>, u64); 7] = [
-            ("global_batch_size", t.global_batch, 1),
-            ("micro_batch_size", t.micro_batch, 1),
-            ("tensor_model_parallel_size", t.tp.map(u64::from), 1),
-            ("pipeline_model_parallel_size", t.pp.map(u64::from), 1),
-            ("context_parallel_size", t.cp.map(u64::from), 1),
-            ("expert_model_parallel_size", t.ep.map(u64::from), 1),
-            (
-                "virtual_pipeline_model_parallel_size",
-                t.vpp.map(u64::from),
-                1,
-            ),
+        let stated: [(&str, Option<u64>); 7] = [
+            ("global_batch_size", t.global_batch),
+            ("micro_batch_size", t.micro_batch),
+            ("tensor_model_parallel_size", t.tp.map(u64::from)),
+            ("pipeline_model_parallel_size", t.pp.map(u64::from)),
+            ("context_parallel_size", t.cp.map(u64::from)),
+            ("expert_model_parallel_size", t.ep.map(u64::from)),
+            ("virtual_pipeline_model_parallel_size", t.vpp.map(u64::from)),
         ];
         stated
             .iter()
-            .filter(|(key, row, default)| {
+            .filter(|(key, row)| {
                 let Some(row) = row else { return false };
-                // Absent from the file (an older table) says nothing; null is the default.
-                match c.get(*key) {
-                    None => false,
-                    Some(v) => v.as_u64().unwrap_or(*default) != *row,
-                }
+                // Absent from the file (an older table) says nothing; null is the default, 1.
+                c.get(*key).is_some_and(|v| v.as_u64().unwrap_or(1) != *row)
             })
             .count()
     };
