@@ -177,8 +177,13 @@ per-source parameter; these are explanations, not corrections):
   moments in `dtype`), 6 bytes per parameter instead of 12 (`training.bf16_master_weights`
   with `bf16_optimizer_moments`). With it the dgxc 128-GPU row fits with the distributed
   optimizer and no recompute, as its flat scaling says it ran (+4.6% → −5.8%, in line with
-  the same recipe's 256-2,048-GPU rows at −6…−9%); the NeMo 24.07 row's recipe was not
-  read, so it keeps ZeRO-2 (+15.7%).
+  the same recipe's 256-2,048-GPU rows at −6…−9%); the NeMo 24.07 row ran the NeMo
+  Framework Launcher's config (read 2026-11-27, session 29:
+  launcher_scripts/conf/training/nemotron/nemotron_340b.yaml keeps `optim.dtype: bf16` in
+  every stored version, with `distributed_fused_adam` @ 6daee02 and `mcore_distributed_optim`
+  @ 3be81fc), so it now takes the same bf16 state and fits with ZeRO-1: +15.7% → −4.5%,
+  within 2% of the DGX Cloud prediction for the same plan, as the two measurements (3.14 and
+  3.16 s) are of each other.
 - **Llama 3 70B at TP 1 on GB200 (now −1%/+1%).** Megatron-Bridge's recipe for this row
   (`LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2` in `scripts/performance/configs/llama/
   llama3_workload_base_configs.py`: micro-batch 2, Megatron FSDP, `cpu_offloading_num_layers

@@ -490,6 +490,25 @@ pub fn explain(
     // (nemotron/nemotron4-340b-synth.yaml @ 35a9aec: `optim: {name: distributed_fused_adam,
     // dtype: bf16}`; Apex's DistributedFusedAdam stores the master copy and both moments
     // in `dtype`). The release's other recipes leave it at fp32.
+    // NeMo 1.x's own performance summary ran the NeMo Framework Launcher's training configs,
+    // whose Nemotron-4 340B config keeps the optimizer state in bf16 in every stored version
+    // (launcher_scripts/conf/training/nemotron/nemotron_340b.yaml: `optim: {name:
+    // distributed_fused_adam, dtype: bf16}` @ 6daee02, `{name: mcore_distributed_optim,
+    // dtype: bf16}` @ 3be81fc). Its 15B and smaller configs leave it at fp32.
+    let nemo_summary = source.contains("NVIDIA/NeMo docs/source/performance");
+    let nemotron_340b = case.model.name.as_deref().is_some_and(|n| {
+        let n = n.to_ascii_lowercase();
+        n.contains("nemotron") && n.contains("340")
+    });
+    if nemo_summary
+        && nemotron_340b
+        && training.bf16_optimizer_moments.is_none()
+        && training.bf16_master_weights.is_none()
+    {
+        training.bf16_optimizer_moments = Some(true);
+        training.bf16_master_weights = Some(true);
+        notes.push("bf16_optimizer_moments, bf16_master_weights: true (not given; the NeMo Framework Launcher's Nemotron-4 340B config keeps the optimizer state in bf16, optim.dtype in conf/training/nemotron/nemotron_340b.yaml)".into());
+    }
     if dgxc_35a9aec && source.contains("nemotron/README_340b") {
         if training.bf16_optimizer_moments.is_none() && training.bf16_master_weights.is_none() {
             training.bf16_optimizer_moments = Some(true);

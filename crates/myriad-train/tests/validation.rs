@@ -51,8 +51,9 @@ fn accuracy_does_not_regress() {
     // HybridEP and the all-to-all overlap, not V1's all-to-all: -31.1% -> -37.5%).
     // 7.75% once ranks in lockstep (TP, CP, EP) wait for the momentarily slowest clock
     // (`speed_jitter`, measured on the lent H100 and H200); 7.55% once ZeRO-3's
-    // data-parallel ranks count among them.
-    assert!(s.mae < 0.0760, "mean absolute error {:.2}%", 100.0 * s.mae);
+    // data-parallel ranks count among them; 7.44% once NeMo's Nemotron-4 340B row keeps its
+    // launcher config's bf16 optimizer state (ZeRO-2 +15.7% -> ZeRO-1 -4.5%).
+    assert!(s.mae < 0.0750, "mean absolute error {:.2}%", 100.0 * s.mae);
     assert!(
         s.median_abs_error < 0.0475,
         "median {:.2}%",
@@ -76,7 +77,7 @@ fn accuracy_does_not_regress() {
         100.0 * dense_mae
     );
     assert!(
-        dense_mae < 0.0475,
+        dense_mae < 0.0465,
         "dense-model mean absolute error {:.2}%",
         100.0 * dense_mae
     );
@@ -214,7 +215,24 @@ fn optimizer_sharding_follows_the_framework() {
         n.contains("optimizer sharding: ZeRO-1") || n.contains("optimizer sharding: ZeRO-3"),
         "{n}"
     );
-    let n = notes_of(&r, "nemo-24.07-nemotron-340b-128xh100");
+    // A NeMo 1.x row may still get ZeRO-2: the NeMo 24.07 Nemotron-4 340B row with its
+    // optimizer state in fp32 (not its recipe's bf16) fits no ZeRO-1 plan without
+    // recompute at data parallelism 2, and sharding the gradients too is the cheaper way.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/validation/training-public.json"
+    );
+    let Some(cases) = common::cases_of(path) else {
+        return;
+    };
+    let mut case = cases
+        .into_iter()
+        .find(|c| c.id == "nemo-24.07-nemotron-340b-128xh100")
+        .unwrap();
+    case.training.bf16_optimizer_moments = Some(false);
+    case.training.bf16_master_weights = Some(false);
+    let (_, notes) = myriad_train::validate::explain(&case, myriad_catalog::catalog()).unwrap();
+    let n = notes.join(" | ");
     assert!(n.contains("optimizer sharding: ZeRO-2"), "{n}");
 }
 
@@ -244,6 +262,35 @@ fn dgx_cloud_rows_take_their_recipes_settings() {
     assert!(n.contains("recompute: none"), "{n}");
     let n = notes_of(&r, "dgxc-35a9aec-nemotron4_15b-nemo-megatron-bf16-h100-16");
     assert!(!n.contains("bf16_master_weights"), "{n}");
+}
+
+#[test]
+fn nemo_summary_nemotron_340b_takes_the_launchers_bf16_optimizer_state() {
+    // NeMo 24.07's performance summary ran the NeMo Framework Launcher's Nemotron-4 340B
+    // config (optim.dtype bf16): with the state in bf16 the distributed optimizer (ZeRO-1)
+    // fits 128 H100s at TP 8 x PP 8 x DP 2 without recompute, as it did for the DGX Cloud
+    // run of the same plan, so the gradients are not sharded micro-batch by micro-batch.
+    let Some(r) = report() else { return };
+    let n = notes_of(&r, "nemo-24.07-nemotron-340b-128xh100");
+    assert!(n.contains("bf16_master_weights: true"), "{n}");
+    assert!(n.contains("optimizer sharding: ZeRO-1"), "{n}");
+    // The launcher's other configs leave the optimizer state in fp32.
+    let n = notes_of(&r, "nemo-24.07-llama2-70b-64xh100");
+    assert!(!n.contains("bf16_master_weights"), "{n}");
+    // Same plan, same hardware, same precision: the two runs measured 3.14 and 3.16 s, and
+    // the predictions now agree within 2%.
+    let step = |id: &str| {
+        r.cases
+            .iter()
+            .find(|c| c.id == id)
+            .and_then(|c| c.predicted_step_time_s)
+            .unwrap()
+    };
+    let (nemo, dgxc) = (
+        step("nemo-24.07-nemotron-340b-128xh100"),
+        step("dgxc-35a9aec-nemotron4_340b-nemo-megatron-fp8-h100-128"),
+    );
+    assert!((nemo / dgxc - 1.0).abs() < 0.02, "{nemo} {dgxc}");
 }
 
 /// The notes the validator wrote for one case, joined.
