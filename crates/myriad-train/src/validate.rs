@@ -190,19 +190,24 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
     };
     let rel = table.get("releases")?.get(&key)?;
     let id = case.id.to_ascii_lowercase();
-    let precision = if id.contains("nvfp4") {
-        "NVFP4"
+    // The recipe kind the row's id names (a bare "fp8" names none: which fp8 recipe ran is
+    // not stated).
+    let kinds: &[&str] = if id.contains("nvfp4") {
+        &["NVFP4"]
     } else if ["mxfp8", "fp8mx", "fp8-mx"].iter().any(|s| id.contains(s)) {
-        "FP8_MX"
+        &["FP8_MX"]
     } else if ["fp8cs", "fp8-cs"].iter().any(|s| id.contains(s)) {
-        "FP8_CS"
+        &["FP8_CS"]
     } else if ["fp8sc", "fp8-sc"].iter().any(|s| id.contains(s)) {
-        "FP8_SC"
+        &["FP8_SC"]
     } else if id.contains("bf16") {
-        "BF16"
+        &["BF16"]
     } else {
         return None;
     };
+    // "DeepSeek-V3 (w/o MTP)" ran DeepSeek-V3's recipe: a parenthesised qualifier is not
+    // part of the recipe's model name.
+    let model_name = model_name.split(" (").next().unwrap_or(model_name);
     let model: String = model_name
         .to_ascii_uppercase()
         .chars()
@@ -213,16 +218,28 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
         .accelerator
         .trim_end_matches("-sxm")
         .to_ascii_uppercase();
-    let versioned = format!("{model}_PRETRAIN_CONFIG_{gpu}_{precision}_");
-    let legacy = format!("{model}_{gpu}_{precision}_BASE_CONFIG");
     let configs = rel.get("configs")?.as_object()?;
-    let mut found: Vec<(&String, &serde_json::Value)> = configs
-        .iter()
-        .filter(|(name, c)| {
-            (name.starts_with(&versioned) || **name == legacy)
-                && c.get("num_gpus").and_then(|g| g.as_u64()) == Some(case.system.count)
-        })
-        .collect();
+    // A kind's configs at the row's GPU count: `{MODEL}_PRETRAIN_CONFIG_{GPU}_{KIND}` with or
+    // without a variant suffix (`_V1`, `_256GPU`, ...), or the v0.2.0 `_BASE_CONFIG` name.
+    let of_kind = |kind: &str| -> Vec<(&String, &serde_json::Value)> {
+        let versioned = format!("{model}_PRETRAIN_CONFIG_{gpu}_{kind}");
+        let legacy = format!("{model}_{gpu}_{kind}_BASE_CONFIG");
+        configs
+            .iter()
+            .filter(|(name, c)| {
+                (**name == versioned
+                    || name.starts_with(&format!("{versioned}_"))
+                    || **name == legacy)
+                    && c.get("num_gpus").and_then(|g| g.as_u64()) == Some(case.system.count)
+            })
+            .collect()
+    };
+    let mut by_kind = kinds.iter().map(|k| of_kind(k)).filter(|f| !f.is_empty());
+    let mut found = by_kind.next()?;
+    if by_kind.next().is_some() {
+        // A bare "fp8" row of a release with several fp8 recipes: which one ran is unknown.
+        return None;
+    }
     // The variant whose plan the row states (V1 and V2 of a system can differ in global
     // batch and EP, and with them in dispatcher and overlap); among equals, V1 (the
     // launcher's default), then V2, then any other.
