@@ -461,6 +461,25 @@ impl Catalog {
         ))
     }
 
+    /// Group-limited routing from the preset of the same architecture, where `t`'s experts
+    /// state none (DeepSeek-V3's 8 groups, 4 per token): a validation row's model block
+    /// names the experts but not how the router limits them.
+    pub fn lend_router_groups(&self, t: &mut myriad_model::Transformer) -> Option<String> {
+        let p = self.model_like(t)?;
+        let from = p.model.moe.as_ref()?;
+        let (groups, topk) = (from.router_groups?, from.router_group_topk?);
+        let moe = t.moe.as_mut()?;
+        if moe.router_groups.is_some() || moe.router_group_topk.is_some() {
+            return None;
+        }
+        moe.router_groups = Some(groups);
+        moe.router_group_topk = Some(topk);
+        Some(format!(
+            "moe.router_groups: {groups}, router_group_topk: {topk} (from the matching preset {})",
+            p.id
+        ))
+    }
+
     /// The built-in model of the same architecture as `t` (layers, hidden size, query and
     /// KV heads, vocabulary and expert count all equal): where a validation row states a
     /// published model without the fields its format cannot carry (head dimension,

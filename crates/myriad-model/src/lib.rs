@@ -165,6 +165,15 @@ pub struct Moe {
     /// Megatron-Core's `moe_layer_freq`); absent: every layer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every: Option<u32>,
+    /// Group-limited routing (DeepSeek-V3's node-limited routing, arXiv:2412.19437 §2.1.2;
+    /// `n_group` in its config, Megatron-Core `moe_router_num_groups`): the experts form
+    /// this many groups of consecutive experts, and each token picks its experts inside
+    /// `router_group_topk` of them only. Absent: any expert.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router_groups: Option<u32>,
+    /// Groups a token's experts may come from (`topk_group`, `moe_router_group_topk`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router_group_topk: Option<u32>,
 }
 
 /// Multi-head latent attention (DeepSeek-V2/V3).

@@ -113,6 +113,8 @@ fn dsv3(layers: u32, mtp: u32) -> Transformer {
             dense_layers: 3,
             dense_ffn_hidden: Some(18432),
             every: None,
+            router_groups: None,
+            router_group_topk: None,
         }),
         mla: Some(Mla {
             q_lora_rank: Some(1536),
@@ -231,6 +233,8 @@ fn sharding_conserves_flops() {
         dense_layers: 1,
         dense_ffn_hidden: None,
         every: None,
+        router_groups: None,
+        router_group_topk: None,
     });
     let total = |s: Shard, layer: u32| {
         let mut ops = Vec::new();
@@ -313,6 +317,8 @@ fn tensors_per_layer_follow_the_module_tree() {
         dense_layers: 0,
         dense_ffn_hidden: None,
         every: None,
+        router_groups: None,
+        router_group_topk: None,
     });
     let (t, moe) = l.tensors_per_layer(8);
     assert_eq!((t.matrices, t.vectors), (4.0, 2.0));
@@ -406,6 +412,8 @@ fn zero_sized_dimensions_are_named_not_computed() {
             dense_layers: 0,
             dense_ffn_hidden: None,
             every: None,
+            router_groups: None,
+            router_group_topk: None,
         }),
         ..ok.clone()
     };
@@ -590,6 +598,8 @@ fn interleaved_moe_layers_by_hand() {
         dense_layers: 0,
         dense_ffn_hidden: None,
         every: Some(2),
+        router_groups: None,
+        router_group_topk: None,
     });
     // Kept whole for the parameter and FLOP comparison at the end.
     let maverick = m.clone();

@@ -233,6 +233,8 @@ fn row_model(m: &Value, notes: &mut Vec<String>) -> Result<Transformer, String> 
             .unwrap_or(0),
         dense_ffn_hidden: uint(x, "dense_ffn_hidden"),
         every: None,
+        router_groups: uint(x, "router_groups"),
+        router_group_topk: uint(x, "router_group_topk"),
     });
     let kv_heads = match uint(m, "kv_heads") {
         Some(k) => k,

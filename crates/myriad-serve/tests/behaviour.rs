@@ -642,6 +642,8 @@ fn gpt_oss_like() -> myriad_model::Transformer {
             dense_layers: 0,
             dense_ffn_hidden: None,
             every: None,
+            router_groups: None,
+            router_group_topk: None,
         }),
         mla: None,
         sliding_window: None,

@@ -892,7 +892,7 @@ pub fn estimate_with(
                     let (_, stride) = plan.group_layout(Dim::Ep);
                     let g_in = Group::new(levels, d, stride, plan.accelerators);
                     let g_out = Group::new(levels, domains, stride * d, plan.accelerators);
-                    let hit = 1.0 - domain_miss(m.experts, m.top_k, domains);
+                    let hit = domain_hit(m, domains);
                     // An all-to-all over the D domains sends (D - 1)/D of its bytes away:
                     // (D - 1)·hit copies of each token leave the domain.
                     let within = ctx.coll(CollOp::AllToAll, tokens * k * h * elem, &g_in);
@@ -1483,6 +1483,54 @@ fn is_moe_block_op(name: &str) -> bool {
         || name.starts_with("expert_")
         || name.starts_with("moe_")
         || name == "router"
+}
+
+/// The probability that a given one of `domains` equal scale-up domains holds at least one
+/// of a token's experts, the experts laid out in order over the EP ranks and routing
+/// otherwise even. Group-limited routing (`Moe::router_groups`, DeepSeek-V3's node-limited
+/// routing) draws the token's experts from `router_group_topk` of the groups only: where
+/// each domain holds whole groups (`g` of them) the domain is hit unless none of its chosen
+/// groups (hypergeometric in `g`) receives an expert; where a group spans several domains,
+/// only a chosen group's domains can be hit. Without groups, or with group sizes that do
+/// not tile the domains, `1 - domain_miss`.
+pub fn domain_hit(m: &myriad_model::Moe, domains: u64) -> f64 {
+    let (e, k, d) = (m.experts as u64, m.top_k as u64, domains.max(1));
+    let unlimited = 1.0 - domain_miss(m.experts, m.top_k, domains);
+    let (Some(n), Some(t)) = (m.router_groups, m.router_group_topk) else {
+        return unlimited;
+    };
+    let (n, t) = (n as u64, t as u64);
+    if n <= 1 || t >= n || t == 0 || e % n != 0 || e % d != 0 {
+        return unlimited;
+    }
+    let g_size = e / n;
+    let pool = (t * g_size) as f64;
+    // None of the k experts, drawn without replacement from the chosen groups' `pool`
+    // experts, among `inside` of them.
+    let miss = |inside: f64| -> f64 {
+        (0..k)
+            .map(|i| ((pool - inside - i as f64) / (pool - i as f64)).max(0.0))
+            .product::<f64>()
+    };
+    let choose = |a: u64, b: u64| -> f64 {
+        if b > a {
+            return 0.0;
+        }
+        (0..b).fold(1.0, |acc, i| acc * (a - i) as f64 / (i + 1) as f64)
+    };
+    if n % d == 0 {
+        let g = n / d;
+        (0..=g.min(t))
+            .map(|j| {
+                let p = choose(g, j) * choose(n - g, t - j) / choose(n, t);
+                p * (1.0 - miss((j * g_size) as f64))
+            })
+            .sum()
+    } else if d % n == 0 {
+        (t as f64 / n as f64) * (1.0 - miss((e / d) as f64))
+    } else {
+        unlimited
+    }
 }
 
 /// The probability that one of `domains` equal groups of `experts` experts holds none of a

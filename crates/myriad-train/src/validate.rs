@@ -419,6 +419,7 @@ pub fn case_model_noted(
         if case.model.sliding_window.is_none() {
             notes.extend(cat.lend_sliding_window(&mut model));
         }
+        notes.extend(cat.lend_router_groups(&mut model));
     }
     Ok((model, notes))
 }

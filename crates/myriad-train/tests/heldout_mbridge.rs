@@ -26,7 +26,9 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the Megatron-Bridge held-out file is in the repository")
 }
 
-/// Ratchet just above the figures measured now (mean 16.80%, 16.76% before the DeepSeek-V3
+/// Ratchet just above the figures measured now (mean 16.57%, with DeepSeek-V3's node-limited
+/// routing: its 26.04.01 B200 row, EP 32 over four nodes with HybridEP, +32.6% -> +22.3%;
+/// 16.80%, 16.76% before the DeepSeek-V3
 /// "w/o MTP" and Kimi K2 rows found their recipes, whose selective recompute and CUDA-graph
 /// scope they now take; 16.7% before ZeRO-3 and
 /// Megatron FSDP data-parallel ranks counted in lockstep, 16.6% before B300/GB300
@@ -41,7 +43,7 @@ fn mbridge_held_out_rows_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 44);
-    common::assert_within(&r, 0.1685, 0.40);
+    common::assert_within(&r, 0.166, 0.40);
 }
 
 /// Every DeepSeek-V3 and Kimi K2 row is predicted (61 layers that no pipeline here
@@ -122,7 +124,7 @@ fn archived_rows_take_their_releases_recipe() {
 
 /// The bar for kept-aside data; not met (mean 20.7%, worst +92.1%), so ignored.
 #[test]
-#[ignore = "kept-aside bar not met on the Megatron-Bridge rows: mean 16.8%, worst -39.7% (Qwen3 235B, 64 B200)"]
+#[ignore = "kept-aside bar not met on the Megatron-Bridge rows: mean 16.6%, worst -39.7% (Qwen3 235B, 64 B200)"]
 fn mbridge_held_out_rows_meet_the_kept_aside_bar() {
     common::assert_kept_aside_bar(&report());
 }

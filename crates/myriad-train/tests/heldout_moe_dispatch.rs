@@ -120,3 +120,45 @@ fn domain_miss_by_hand() {
     assert_eq!(domain_miss(128, 8, 1), 0.0);
     assert!((domain_miss(128, 8, 2) - 4_426_165_368.0 / 1_429_702_652_400.0).abs() < 1e-9);
 }
+
+/// Group-limited routing by hand. 8 experts in 4 groups of 2, top-2 from 2 groups, over
+/// 2 domains (each holds 2 whole groups): the token's 2 groups are one of C(4, 2) = 6 pairs;
+/// the domain holds neither in 1 of them, both in 1, one in the other 4. With one group
+/// chosen inside it, the 2 experts are drawn from the 4 of the chosen groups, and both miss
+/// its 2 with probability C(2, 2) / C(4, 2) = 1/6: hit = 4/6 x 5/6 + 1/6 = 26/36. Over 8
+/// domains of one expert (a group spans 2 domains): the group is chosen with probability
+/// 2/4 and the domain's expert is then among the 2 drawn from 4 with probability 1/2:
+/// 1/4. Without groups, `1 - domain_miss`; DeepSeek-V3 (256 experts, 8 groups, 4 per
+/// token) over 8 domains, one group each: half the groups are chosen, and a chosen one is
+/// missed with probability C(96, 8) / C(128, 8).
+#[test]
+fn domain_hit_with_group_limited_routing_by_hand() {
+    use myriad_train::step::{domain_hit, domain_miss};
+    let moe = |experts: u32, top_k: u32, groups: Option<(u32, u32)>| myriad_model::Moe {
+        experts,
+        top_k,
+        expert_ffn_hidden: 1,
+        shared_experts: 0,
+        dense_layers: 0,
+        dense_ffn_hidden: None,
+        every: None,
+        router_groups: groups.map(|g| g.0),
+        router_group_topk: groups.map(|g| g.1),
+    };
+    let m = moe(8, 2, Some((4, 2)));
+    assert!((domain_hit(&m, 2) - 26.0 / 36.0).abs() < 1e-12);
+    assert!((domain_hit(&m, 8) - 0.25).abs() < 1e-12);
+    // One domain holds everything: always hit.
+    assert!((domain_hit(&m, 1) - 1.0).abs() < 1e-12);
+    let free = moe(256, 8, None);
+    assert!((domain_hit(&free, 8) - (1.0 - domain_miss(256, 8, 8))).abs() < 1e-12);
+    let dsv3 = moe(256, 8, Some((8, 4)));
+    let miss: f64 = (0..8)
+        .map(|i| (96.0 - i as f64) / (128.0 - i as f64))
+        .product();
+    assert!((domain_hit(&dsv3, 8) - 0.5 * (1.0 - miss)).abs() < 1e-12);
+    // Limiting the groups can only lower the chance of reaching a domain.
+    for d in [2, 4, 8, 16, 32, 64] {
+        assert!(domain_hit(&dsv3, d) <= domain_hit(&free, d) + 1e-12, "{d}");
+    }
+}

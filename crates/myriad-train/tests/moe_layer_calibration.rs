@@ -44,6 +44,8 @@ fn moe_layer(
             dense_layers: 0,
             dense_ffn_hidden: None,
             every: None,
+            router_groups: None,
+            router_group_topk: None,
         }),
         mla: None,
         sliding_window: None,
