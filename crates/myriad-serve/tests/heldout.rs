@@ -245,3 +245,43 @@ fn gpt_oss_rows_naming_mxfp4_run_the_upstream_checkpoint() {
         .iter()
         .any(|n| n.starts_with("weights: MXFP4")));
 }
+
+/// The H200 max-throughput result of the TensorRT-LLM DeepSeek-R1 best-practice blog
+/// (`validation/serving-heldout-trtllm-dsr1-h200.json`), kept aside beside the public
+/// file's two B200 max-throughput rows of the same blog: attention DP 8 + EP 8, ISL 1K /
+/// OSL 2K, a full batch per rank. The model over-predicts all three by about the same
+/// factor (H200 +60.8%, B200 +63.4% and +71.0% when added), so the gap is the framework
+/// configuration's (the same attention-DP deployments of TensorRT-LLM's later performance
+/// overview, with ADP balance, sit within −28…+33%), not the B200's. A ratchet on the
+/// figure; the kept-aside bar (40%) is not met.
+#[test]
+fn trtllm_blog_h200_max_throughput_is_over_predicted_like_its_b200_rows() {
+    let r = report_of("serving-heldout-trtllm-dsr1-h200.json");
+    assert_eq!(r.cases.len(), 1);
+    let e = r.cases[0].error.expect("scored");
+    assert!(e > 0.0 && e < 0.62, "{e}");
+    let public = {
+        let path = format!(
+            "{}/../../../shared/validation/serving-public.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return;
+        };
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        myriad_serve::validate::validate(myriad_catalog::catalog(), &doc).unwrap()
+    };
+    for id in [
+        "trtllm-dsr1-bestperf-b200-max-tput-r1-0528-fp8kv-dep8",
+        "trtllm-dsr1-bestperf-b200-max-tput-bf16kv-dep8-1k2k",
+    ] {
+        let b = public
+            .cases
+            .iter()
+            .find(|c| c.id == id)
+            .and_then(|c| c.error)
+            .unwrap();
+        // Within 15 points of each other: one factor, not a per-GPU one.
+        assert!((b - e).abs() < 0.15, "{id}: {b} against {e}");
+    }
+}
