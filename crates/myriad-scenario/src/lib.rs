@@ -509,6 +509,14 @@ pub struct TrainingSpec {
     /// Default `true`.
     #[serde(default)]
     pub overlap_p2p_comm: Option<bool>,
+    /// Megatron-LM's scatter/gather of pipeline sends without sequence parallelism
+    /// (Narayanan et al., SC'21 §4.1; default from Feb 2021 until the pipeline moved into
+    /// Megatron-Core in Mar 2023): each tensor-parallel rank sends only its 1/TP slice of
+    /// the activation over its own NIC and the receiving stage all-gathers the slices over
+    /// the scale-up fabric. Default `false` (Megatron-Core sends the whole tensor from every
+    /// rank; with sequence parallelism the activation is already sliced).
+    #[serde(default)]
+    pub pp_scatter_gather: Option<bool>,
     /// Order in which parallel dimensions are laid onto the hierarchy, innermost first
     /// (default `tp-cp-ep-dp-pp`).
     #[serde(default)]

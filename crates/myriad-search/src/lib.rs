@@ -182,6 +182,8 @@ pub struct Fixed {
     /// DP and PP overlap switches (`training.overlap_grad_reduce`, `overlap_p2p_comm`).
     pub overlap_grad_reduce: bool,
     pub overlap_p2p_comm: bool,
+    /// Pipeline scatter/gather (`training.pp_scatter_gather`, default false).
+    pub pp_scatter_gather: bool,
 }
 
 impl Fixed {
@@ -215,6 +217,7 @@ impl Fixed {
             zero3_prefetch: spec.zero3_prefetch.unwrap_or(true),
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
             overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
+            pp_scatter_gather: spec.pp_scatter_gather.unwrap_or(false),
         }
     }
 }
@@ -400,6 +403,7 @@ pub fn candidates(
                                             },
                                             overlap_grad_reduce: fixed.overlap_grad_reduce,
                                             overlap_p2p_comm: fixed.overlap_p2p_comm,
+                                            pp_scatter_gather: fixed.pp_scatter_gather,
                                             placement,
                                             attention: fixed.attention,
                                             cross_entropy: fixed.cross_entropy,

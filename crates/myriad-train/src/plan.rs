@@ -66,6 +66,9 @@ pub struct Plan {
     pub overlap_grad_reduce: bool,
     /// Interleaved-pipeline send/receive overlapped with compute.
     pub overlap_p2p_comm: bool,
+    /// Pipeline sends split over the TP ranks and all-gathered on arrival
+    /// (`training.pp_scatter_gather`).
+    pub pp_scatter_gather: bool,
     pub placement: [Dim; 5],
     pub attention: AttentionKernel,
     /// Loss kernel over the logits.
@@ -823,6 +826,7 @@ pub fn resolve(
             tp_comm_overlap_sms,
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
             overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
+            pp_scatter_gather: spec.pp_scatter_gather.unwrap_or(false),
             placement,
             attention,
             cross_entropy: spec.cross_entropy.unwrap_or(CrossEntropy::Fused),

@@ -1042,8 +1042,22 @@ pub fn estimate_with(
         } else {
             1.0
         };
+    // Megatron-LM's scatter/gather (SC'21 §4.1): without sequence parallelism each TP rank
+    // sends its 1/TP slice over its own NIC and the receiving stage all-gathers the slices
+    // over the scale-up fabric.
+    let scatter_gather = plan.pp_scatter_gather && !plan.sequence_parallel && plan.tp > 1;
+    let sent_bytes = if scatter_gather {
+        act_bytes / plan.tp as f64
+    } else {
+        act_bytes
+    };
     let p2p = if pp > 1 {
-        ctx.coll(CollOp::SendRecv, act_bytes, &g_pp)
+        ctx.coll(CollOp::SendRecv, sent_bytes, &g_pp)
+            + if scatter_gather {
+                ctx.coll(CollOp::AllGather, act_bytes, &g_tp)
+            } else {
+                0.0
+            }
     } else {
         0.0
     };
@@ -1126,7 +1140,7 @@ pub fn estimate_with(
     // still sends activation gradients between stages over the same NICs.
     let pp_background = [Concurrent {
         op: CollOp::SendRecv,
-        bytes: act_bytes,
+        bytes: sent_bytes,
         layout: g_pp.layout,
     }];
     let background: &[Concurrent] = if pp > 1 { &pp_background } else { &[] };

@@ -470,6 +470,21 @@ pub fn explain(
         training.sequence_parallel = Some(false);
         notes.push("sequence_parallel: false (not given; a source from before 2022, when Megatron-LM had no sequence parallelism)".into());
     }
+    // Megatron-LM split pipeline sends over the TP ranks and all-gathered them on arrival
+    // (`scatter_gather_tensors_in_pipeline`, on by default from Feb 2021 until the pipeline
+    // moved into Megatron-Core in Mar 2023, which dropped it), wherever sequence parallelism
+    // was off: sources from 2021 and 2022.
+    let sg_era = source_year(case).is_some_and(|y| (2021..=2022).contains(&y));
+    let sp_off = training.sequence_parallel == Some(false);
+    if training.pp_scatter_gather.is_none()
+        && sg_era
+        && sp_off
+        && training.tp.is_some_and(|t| t > 1)
+        && training.pp.is_some_and(|p| p > 1)
+    {
+        training.pp_scatter_gather = Some(true);
+        notes.push("pp_scatter_gather: true (not given; Megatron-LM's default in 2021-2022 without sequence parallelism: each TP rank sends 1/TP of a pipeline tensor, SC'21 §4.1)".into());
+    }
     // NVIDIA's published benchmark recipes reduce gradients in bf16: NeMo 1.x's
     // `distributed_fused_adam` with `grad_sync_dtype: bf16` (every DGX Cloud benchmarking
     // recipe of v24.11), NeMo 2.0's performance recipes and Megatron-Bridge's performance

@@ -52,8 +52,9 @@ fn accuracy_does_not_regress() {
     // 7.75% once ranks in lockstep (TP, CP, EP) wait for the momentarily slowest clock
     // (`speed_jitter`, measured on the lent H100 and H200); 7.55% once ZeRO-3's
     // data-parallel ranks count among them; 7.44% once NeMo's Nemotron-4 340B row keeps its
-    // launcher config's bf16 optimizer state (ZeRO-2 +15.7% -> ZeRO-1 -4.5%).
-    assert!(s.mae < 0.0750, "mean absolute error {:.2}%", 100.0 * s.mae);
+    // launcher config's bf16 optimizer state (ZeRO-2 +15.7% -> ZeRO-1 -4.5%); 7.32% once
+    // the SC'21 pipelines send a TP slice per rank (Megatron-LM's scatter/gather).
+    assert!(s.mae < 0.0735, "mean absolute error {:.2}%", 100.0 * s.mae);
     assert!(
         s.median_abs_error < 0.0475,
         "median {:.2}%",
@@ -77,7 +78,7 @@ fn accuracy_does_not_regress() {
         100.0 * dense_mae
     );
     assert!(
-        dense_mae < 0.0465,
+        dense_mae < 0.0455,
         "dense-model mean absolute error {:.2}%",
         100.0 * dense_mae
     );
@@ -262,6 +263,22 @@ fn dgx_cloud_rows_take_their_recipes_settings() {
     assert!(n.contains("recompute: none"), "{n}");
     let n = notes_of(&r, "dgxc-35a9aec-nemotron4_15b-nemo-megatron-bf16-h100-16");
     assert!(!n.contains("bf16_master_weights"), "{n}");
+}
+
+/// Megatron-LM of 2021-2022 split pipeline sends over the TP ranks when sequence
+/// parallelism was off (SC'21 §4.1); Megatron-Core dropped it, and sequence-parallel runs
+/// send a slice anyway.
+#[test]
+fn pipeline_scatter_gather_follows_the_era() {
+    let Some(r) = report() else { return };
+    let n = notes_of(&r, "megatron-sc21-t1-1008.0b");
+    assert!(n.contains("pp_scatter_gather: true"), "{n}");
+    // Tensor parallelism without a pipeline: nothing to scatter.
+    let n = notes_of(&r, "megatron-sc21-t1-18.4b");
+    assert!(!n.contains("pp_scatter_gather"), "{n}");
+    // A 2024 source (Megatron-Core): whole tensors.
+    let n = notes_of(&r, "dgxc-35a9aec-gpt3_175b-nemo-megatron-bf16-h100-1024");
+    assert!(!n.contains("pp_scatter_gather"), "{n}");
 }
 
 #[test]
