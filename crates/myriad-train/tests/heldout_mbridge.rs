@@ -178,13 +178,7 @@ fn rows_take_the_variant_whose_plan_they_state() {
 #[test]
 fn rows_find_their_recipe_by_model_and_precision() {
     let r = report();
-    let notes = |id: &str| {
-        r.cases
-            .iter()
-            .find(|c| c.id == id)
-            .map(|c| c.notes.join(" | "))
-            .unwrap_or_default()
-    };
+    let notes = |id: &str| common::notes_of(&r, id);
     let n = notes("mb-25.11-deepseekv3-womtp-dgx-gb200-256gpu-bf16");
     assert!(
         n.contains("recipe DEEPSEEK_V3_GB200_BF16_BASE_CONFIG"),

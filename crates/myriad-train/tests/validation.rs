@@ -2,7 +2,7 @@
 //! mean absolute error under 5% and no current (not superseded) case worse than 20%.
 
 mod common;
-use common::print;
+use common::{notes_of, print};
 
 fn report() -> Option<myriad_train::validate::ValidationReport> {
     common::report_of(concat!(
@@ -308,15 +308,6 @@ fn nemo_summary_nemotron_340b_takes_the_launchers_bf16_optimizer_state() {
         step("dgxc-35a9aec-nemotron4_340b-nemo-megatron-fp8-h100-128"),
     );
     assert!((nemo / dgxc - 1.0).abs() < 0.02, "{nemo} {dgxc}");
-}
-
-/// The notes the validator wrote for one case, joined.
-fn notes_of(r: &myriad_train::validate::ValidationReport, id: &str) -> String {
-    r.cases
-        .iter()
-        .find(|c| c.id == id)
-        .map(|c| c.notes.join(" | "))
-        .unwrap_or_default()
 }
 
 /// The summary's signed mean is the bias of the per-case errors: between −MAE and +MAE, and

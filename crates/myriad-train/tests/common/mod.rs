@@ -78,3 +78,13 @@ pub fn assert_within(r: &ValidationReport, mae: f64, worst: f64) {
         100.0 * s.worst_abs_error_all
     );
 }
+
+/// The notes the validator wrote for one case, joined (empty when the case is absent).
+#[allow(dead_code)] // not every test binary that includes this module uses each helper
+pub fn notes_of(r: &ValidationReport, id: &str) -> String {
+    r.cases
+        .iter()
+        .find(|c| c.id == id)
+        .map(|c| c.notes.join(" | "))
+        .unwrap_or_default()
+}
