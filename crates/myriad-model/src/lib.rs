@@ -461,6 +461,35 @@ impl Transformer {
                     "moe.every: must be positive, got 0 (1 puts experts in every layer)".into(),
                 );
             }
+            match (m.router_groups, m.router_group_topk) {
+                (None, None) => {}
+                (Some(g), Some(t)) => {
+                    if g == 0 || m.experts % g != 0 {
+                        return Err(format!(
+                            "moe.router_groups: {g} must divide the {} experts",
+                            m.experts
+                        ));
+                    }
+                    if t == 0 || t > g {
+                        return Err(format!(
+                            "moe.router_group_topk: {t} must be between 1 and router_groups {g}"
+                        ));
+                    }
+                    if t * (m.experts / g) < m.top_k {
+                        return Err(format!(
+                            "moe.router_group_topk: {t} groups of {} experts cannot hold top_k {}",
+                            m.experts / g,
+                            m.top_k
+                        ));
+                    }
+                }
+                (Some(_), None) => {
+                    return Err("moe.router_group_topk: missing (router_groups is given)".into())
+                }
+                (None, Some(_)) => {
+                    return Err("moe.router_groups: missing (router_group_topk is given)".into())
+                }
+            }
         }
         Ok(())
     }

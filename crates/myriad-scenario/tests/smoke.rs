@@ -69,6 +69,9 @@ fn errors_name_file_path_value_and_expectation() {
         (format!("{BASE}modle: {{preset: gpt3-175b}}\n"), "s.yaml: modle: unknown key; did you mean model?"),
         (format!("{BASE}model: {{preset: gpt-oss-120b, sliding_window: {{window: 0}}}}\n"), "s.yaml: model.sliding_window.window: must be positive, got 0"),
         (format!("{BASE}model: {{preset: gpt-oss-120b, sliding_window: {{window: 128, full_every: 1}}}}\n"), "s.yaml: model.sliding_window.full_every: 1 leaves no layer windowed; give 2 or more, or drop sliding_window"),
+        (format!("{BASE}model: {{preset: deepseek-v3, moe: {{experts: 256, top_k: 8, expert_ffn_hidden: 2048, router_groups: 7, router_group_topk: 4}}}}\n"), "s.yaml: model.moe.router_groups: 7 must divide the 256 experts"),
+        (format!("{BASE}model: {{preset: deepseek-v3, moe: {{experts: 256, top_k: 8, expert_ffn_hidden: 2048, router_groups: 64, router_group_topk: 1}}}}\n"), "s.yaml: model.moe.router_group_topk: 1 groups of 4 experts cannot hold top_k 8"),
+        (format!("{BASE}model: {{preset: deepseek-v3, moe: {{experts: 256, top_k: 8, expert_ffn_hidden: 2048, router_groups: 8}}}}\n"), "s.yaml: model.moe.router_group_topk: missing (router_groups is given)"),
     ];
     for (text, expect) in cases {
         let e = parse(&text).unwrap_err();
