@@ -60,6 +60,11 @@ pub struct Choices {
     /// ZeRO-1 and ZeRO-3 are tried, as Megatron-Core offers them (its distributed
     /// optimizer and Megatron FSDP).
     pub zero2: bool,
+    /// Optimizer state may be sharded alone (ZeRO-1: Megatron's distributed optimizer,
+    /// 2022 on); off, as in Megatron-LM before it, the choice is between unsharded
+    /// data parallelism (plain all-reduce, every replica keeping the whole optimizer state)
+    /// and ZeRO-3 (DeepSpeed).
+    pub zero1: bool,
 }
 
 impl Default for Choices {
@@ -67,6 +72,7 @@ impl Default for Choices {
         Choices {
             recompute_modules: true,
             zero2: true,
+            zero1: true,
         }
     }
 }
@@ -157,10 +163,11 @@ pub fn train_choosing(
     };
     let free_sharding =
         spec.distributed_optimizer.is_none() && spec.zero_stage.is_none() && plan.dp > 1;
-    let stages: &[u8] = match (free_sharding, choices.zero2) {
-        (false, _) => &[],
-        (true, true) => &[1, 2, 3],
-        (true, false) => &[1, 3],
+    let stages: &[u8] = match (free_sharding, choices.zero1, choices.zero2) {
+        (false, _, _) => &[],
+        (true, false, _) => &[0, 3],
+        (true, true, true) => &[1, 2, 3],
+        (true, true, false) => &[1, 3],
     };
     if recomputes.is_empty() && stages.is_empty() {
         let est = estimate_with(model, &plan, cluster, timer);
@@ -268,9 +275,12 @@ pub fn train_choosing(
         ));
     }
     if free_sharding {
+        let stage = match plan.zero_stage {
+            0 => "none, every replica keeps the whole optimizer state".to_string(),
+            z => format!("ZeRO-{z}"),
+        };
         notes.push(format!(
-            "optimizer sharding: ZeRO-{} (not given; {fit_note})",
-            plan.zero_stage
+            "optimizer sharding: {stage} (not given; {fit_note})"
         ));
     }
     Ok(TrainEstimate {

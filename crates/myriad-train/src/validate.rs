@@ -646,6 +646,10 @@ pub fn explain(
             .or(release(case).map(|(y, _, _)| 2000 + y))
             .is_none_or(|y| y >= 2025),
         zero2: !bridge,
+        // Megatron-LM's distributed optimizer came in 2022: before, a run kept the whole
+        // optimizer state on every data-parallel replica, or sharded everything with
+        // DeepSpeed's ZeRO-3.
+        zero1: source_year(case).is_none_or(|y| y >= 2022),
     };
     let timer = crate::Analytical {
         levels: &cluster.levels,
