@@ -492,6 +492,16 @@ pub fn explain(
     let source = case.source.as_deref().unwrap_or("");
     let bridge = source.contains("Megatron-Bridge");
     let nvidia_recipe = bridge || source.contains("NeMo") || source.contains("dgxc-benchmarking");
+    // Megatron-LM reduced gradients after the backward pass (its default `--DDP-impl local`
+    // all-reduced the contiguous gradient buffer in `train_step`) until Megatron-Core's DDP
+    // gained `--overlap-grad-reduce` (commit 2d5220a, 2023-08-16): Megatron-LM sources from
+    // before 2023 reduce unoverlapped. NeMo's own recipes overlapped through Apex's
+    // `DistributedFusedAdam` (`overlap_grad_sync`), so they keep the default.
+    let pre_overlap = !nvidia_recipe && source_year(case).is_some_and(|y| y < 2023);
+    if pre_overlap && training.overlap_grad_reduce.is_none() {
+        training.overlap_grad_reduce = Some(false);
+        notes.push("overlap_grad_reduce: false (not given; Megatron-LM reduced gradients after the backward pass until --overlap-grad-reduce, 2023)".into());
+    }
     if nvidia_recipe && training.grad_reduce_in_fp32.is_none() {
         training.grad_reduce_in_fp32 = Some(false);
         notes.push("grad_reduce_in_fp32: false (not given; NVIDIA's benchmark recipes reduce gradients in bf16)".into());

@@ -285,6 +285,19 @@ fn optimizer_sharding_before_2022_is_none_or_zero3() {
     assert!(n.contains("optimizer sharding: ZeRO-1"), "{n}");
 }
 
+/// Megatron-LM reduced gradients after the backward pass until `--overlap-grad-reduce`
+/// (2023); NeMo's recipes overlapped them through Apex's distributed Adam.
+#[test]
+fn gradient_reduction_before_2023_is_not_overlapped() {
+    let Some(r) = report() else { return };
+    let n = notes_of(&r, "megatron-sc21-t1-1.7b");
+    assert!(n.contains("overlap_grad_reduce: false"), "{n}");
+    let n = notes_of(&r, "nemo-24.07-llama3-8b-8xh100");
+    assert!(!n.contains("overlap_grad_reduce"), "{n}");
+    let n = notes_of(&r, "dgxc-35a9aec-llama3_8b-nemo-megatron-fp8-h100-32");
+    assert!(!n.contains("overlap_grad_reduce"), "{n}");
+}
+
 /// Megatron-LM of 2021-2022 split pipeline sends over the TP ranks when sequence
 /// parallelism was off (SC'21 §4.1); Megatron-Core dropped it, and sequence-parallel runs
 /// send a slice anyway.
