@@ -1519,13 +1519,7 @@ pub fn domain_hit(m: &myriad_model::Moe, domains: u64) -> f64 {
     }
     let g_size = e / n;
     let pool = (t * g_size) as f64;
-    // None of the k experts, drawn without replacement from the chosen groups' `pool`
-    // experts, among `inside` of them.
-    let miss = |inside: f64| -> f64 {
-        (0..k)
-            .map(|i| ((pool - inside - i as f64) / (pool - i as f64)).max(0.0))
-            .product::<f64>()
-    };
+    let miss = |inside: f64| none_drawn(pool, inside, k);
     let choose = |a: u64, b: u64| -> f64 {
         if b > a {
             return 0.0;
@@ -1552,8 +1546,14 @@ pub fn domain_hit(m: &myriad_model::Moe, domains: u64) -> f64 {
 /// C(E - E/D, k) / C(E, k) = prod over i < k of (E - E/D - i) / (E - i).
 pub fn domain_miss(experts: u32, top_k: u32, domains: u64) -> f64 {
     let e = experts as f64;
-    let outside = e - e / domains.max(1) as f64;
-    (0..top_k)
-        .map(|i| ((outside - i as f64) / (e - i as f64)).max(0.0))
+    none_drawn(e, e / domains.max(1) as f64, top_k as u64)
+}
+
+/// The probability that none of `k` distinct items drawn without replacement from `pool`
+/// falls among `inside` given ones: prod over i < k of (pool - inside - i) / (pool - i).
+fn none_drawn(pool: f64, inside: f64, k: u64) -> f64 {
+    let outside = pool - inside;
+    (0..k)
+        .map(|i| ((outside - i as f64) / (pool - i as f64)).max(0.0))
         .product()
 }

@@ -543,20 +543,20 @@ pub fn explain(
         let n = n.to_ascii_lowercase();
         n.contains("nemotron") && n.contains("340")
     });
-    if nemo_summary
-        && nemotron_340b
-        && training.bf16_optimizer_moments.is_none()
-        && training.bf16_master_weights.is_none()
-    {
-        training.bf16_optimizer_moments = Some(true);
-        training.bf16_master_weights = Some(true);
-        notes.push("bf16_optimizer_moments, bf16_master_weights: true (not given; the NeMo Framework Launcher's Nemotron-4 340B config keeps the optimizer state in bf16, optim.dtype in conf/training/nemotron/nemotron_340b.yaml)".into());
-    }
-    if dgxc_35a9aec && source.contains("nemotron/README_340b") {
+    let bf16_state = if nemo_summary && nemotron_340b {
+        Some("the NeMo Framework Launcher's Nemotron-4 340B config keeps the optimizer state in bf16, optim.dtype in conf/training/nemotron/nemotron_340b.yaml")
+    } else if dgxc_35a9aec && source.contains("nemotron/README_340b") {
+        Some("the DGX Cloud Nemotron-4 340B recipe keeps the optimizer state in bf16, optim.dtype in nemotron/nemotron4-340b-synth.yaml @ 35a9aec")
+    } else {
+        None
+    };
+    if let Some(why) = bf16_state {
         if training.bf16_optimizer_moments.is_none() && training.bf16_master_weights.is_none() {
             training.bf16_optimizer_moments = Some(true);
             training.bf16_master_weights = Some(true);
-            notes.push("bf16_optimizer_moments, bf16_master_weights: true (not given; the DGX Cloud Nemotron-4 340B recipe keeps the optimizer state in bf16, optim.dtype in nemotron/nemotron4-340b-synth.yaml @ 35a9aec)".into());
+            notes.push(format!(
+                "bf16_optimizer_moments, bf16_master_weights: true (not given; {why})"
+            ));
         }
     }
     // Megatron-Bridge's DeepSeek-V3 recipes (`set_deepseek_v3_pipeline_model_parallel_layout`,
