@@ -345,75 +345,76 @@ def save():
     json.dump(out, open(os.path.join(o, "moe_fused_bench.json"), "w"), indent=1)
 
 
-out = {"method": __doc__.split("\n\n")[0], "rows": [], "errors": []}
-try:
-    out["check"] = check_kernels()
-    print("kernel check (max |fused - reference| forward, input grad; max |reference|):", out["check"], flush=True)
-except Exception:
-    out["errors"].append("check: " + traceback.format_exc()[-800:])
-    print(out["errors"][-1], flush=True)
+if __name__ == "__main__":  # importable: gptoss_layer_bench.py reuses the block
+    out = {"method": __doc__.split("\n\n")[0], "rows": [], "errors": []}
+    try:
+        out["check"] = check_kernels()
+        print("kernel check (max |fused - reference| forward, input grad; max |reference|):", out["check"], flush=True)
+    except Exception:
+        out["errors"].append("check: " + traceback.format_exc()[-800:])
+        print(out["errors"][-1], flush=True)
 
-if not INTERPRET:
-    out["device"] = torch.cuda.get_device_name()
-    out["torch"] = torch.__version__
-    out["triton"] = triton.__version__
-    for name, h, E, k, F, ep, t in CONFIGS:
-        try:
-            torch.manual_seed(0)
-            row = {"name": name, "hidden": h, "experts": E, "top_k": k, "expert_ffn": F, "ep": ep,
-                   "tokens": t}
-            x = torch.randn(t, h, device=dev, dtype=dt, requires_grad=True)
-            gy = torch.randn(t, h, device=dev, dtype=dt)
-            for key in ("fused", "sync", "nosync", "sync1"):
-                blk = MoeBlock(h, E, k, F, ep, key).to(dev)
+    if not INTERPRET:
+        out["device"] = torch.cuda.get_device_name()
+        out["torch"] = torch.__version__
+        out["triton"] = triton.__version__
+        for name, h, E, k, F, ep, t in CONFIGS:
+            try:
+                torch.manual_seed(0)
+                row = {"name": name, "hidden": h, "experts": E, "top_k": k, "expert_ffn": F, "ep": ep,
+                       "tokens": t}
+                x = torch.randn(t, h, device=dev, dtype=dt, requires_grad=True)
+                gy = torch.randn(t, h, device=dev, dtype=dt)
+                for key in ("fused", "sync", "nosync", "sync1"):
+                    blk = MoeBlock(h, E, k, F, ep, key).to(dev)
 
-                def fb():
-                    x.grad = None  # gradients are written, not accumulated (as into Megatron's main_grad)
-                    for p in blk.parameters():
-                        p.grad = None
-                    y, aux = blk(x)
-                    torch.autograd.backward([y, aux], [gy, torch.ones((), device=dev)])
-
-                def fwd():
-                    with torch.no_grad():
-                        blk(x)
-
-                row[f"{key}_fwd_bwd_ms"] = median_ms(fb)
-                row[f"{key}_fwd_ms"] = median_ms(fwd)
-                if key == "fused":
-                    tot, by, kern = profile_ms(fb)
-                    row["fwd_bwd_gpu_ms"], row["fwd_bwd_gpu_by_class"], row["kernels"] = tot, by, kern
-                    tot, by, _ = profile_ms(fwd)
-                    row["fwd_gpu_ms"], row["fwd_gpu_by_class"] = tot, by
-                # Eight blocks back to back, forward then backward (residual stream).
-                blocks = [MoeBlock(h, E, k, F, ep, key).to(dev) for _ in range(8)]
-
-                def stack():
-                    x.grad = None
-                    for b in blocks:
-                        for p in b.parameters():
+                    def fb():
+                        x.grad = None  # gradients are written, not accumulated (as into Megatron's main_grad)
+                        for p in blk.parameters():
                             p.grad = None
-                    z = x
-                    auxs = []
-                    for b in blocks:
-                        o, a = b(z)
-                        z = z + o
-                        auxs.append(a)
-                    torch.autograd.backward([z] + auxs, [gy] + [torch.ones((), device=dev)] * 8)
+                        y, aux = blk(x)
+                        torch.autograd.backward([y, aux], [gy, torch.ones((), device=dev)])
 
-                row[f"layers8_{key}_ms"] = median_ms(stack, reps=5)
-                del blocks, blk
-                torch.cuda.empty_cache()
-            print(name, {kk: (round(v, 3) if isinstance(v, float) else v) for kk, v in row.items()
-                         if kk.endswith("_ms") or kk.endswith("class")}, flush=True)
-            for kname, calls, ms in row["kernels"][:8]:
-                print("   %7.3f ms %4.1f x %s" % (ms, calls, kname), flush=True)
-            out["rows"].append(row)
-            save()
-            del x, gy
-        except Exception:
-            out["errors"].append(f"{name}: " + traceback.format_exc()[-800:])
-            print(out["errors"][-1], flush=True)
-        torch.cuda.empty_cache()
+                    def fwd():
+                        with torch.no_grad():
+                            blk(x)
 
-save()
+                    row[f"{key}_fwd_bwd_ms"] = median_ms(fb)
+                    row[f"{key}_fwd_ms"] = median_ms(fwd)
+                    if key == "fused":
+                        tot, by, kern = profile_ms(fb)
+                        row["fwd_bwd_gpu_ms"], row["fwd_bwd_gpu_by_class"], row["kernels"] = tot, by, kern
+                        tot, by, _ = profile_ms(fwd)
+                        row["fwd_gpu_ms"], row["fwd_gpu_by_class"] = tot, by
+                    # Eight blocks back to back, forward then backward (residual stream).
+                    blocks = [MoeBlock(h, E, k, F, ep, key).to(dev) for _ in range(8)]
+
+                    def stack():
+                        x.grad = None
+                        for b in blocks:
+                            for p in b.parameters():
+                                p.grad = None
+                        z = x
+                        auxs = []
+                        for b in blocks:
+                            o, a = b(z)
+                            z = z + o
+                            auxs.append(a)
+                        torch.autograd.backward([z] + auxs, [gy] + [torch.ones((), device=dev)] * 8)
+
+                    row[f"layers8_{key}_ms"] = median_ms(stack, reps=5)
+                    del blocks, blk
+                    torch.cuda.empty_cache()
+                print(name, {kk: (round(v, 3) if isinstance(v, float) else v) for kk, v in row.items()
+                             if kk.endswith("_ms") or kk.endswith("class")}, flush=True)
+                for kname, calls, ms in row["kernels"][:8]:
+                    print("   %7.3f ms %4.1f x %s" % (ms, calls, kname), flush=True)
+                out["rows"].append(row)
+                save()
+                del x, gy
+            except Exception:
+                out["errors"].append(f"{name}: " + traceback.format_exc()[-800:])
+                print(out["errors"][-1], flush=True)
+            torch.cuda.empty_cache()
+
+    save()

@@ -209,3 +209,65 @@ fn moe_block_and_its_eager_overhead_reproduce_on_the_h200() {
         "H200 median {median} s against MOE_EAGER_OVERHEAD_S {constant} s"
     );
 }
+
+/// A whole gpt-oss-120b layer of one EP-8 rank (calibration/h100-gptoss-layer-measured.json,
+/// made by calibration/gptoss_layer_bench.py): the attention half with its biases, rotary,
+/// GQA 64/8 of head dim 64 (cuDNN SDPA on the full layers; FlexAttention with the 128-token
+/// band and the learned sink on the banded ones) and the fused MoE block with gpt-oss's
+/// clamped SwiGLU, forward and backward, at the H100 row's micro-batch (one 4,096-token
+/// sequence) and the Blackwell rows' (four). The model's op sum for the preset's averaged
+/// layer (half banded, half full) must be within 10% of the mean of the two measured layers'
+/// GPU time (it is +3.1% and -1.9%), and the eager stack of eight layers must run above its
+/// kernels by about the step model's per-layer MoE overhead.
+///
+/// What it shows: Megatron-Bridge's gpt-oss rows (20-34% slower than predicted on H100,
+/// B200, GB200 and B300) do not lose their time inside one GPU's layer, nor in the sinks,
+/// biases and clamped activation the model leaves out.
+#[test]
+fn gpt_oss_layer_matches_the_h100_measurement() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../calibration/h100-gptoss-layer-measured.json"
+    );
+    let data: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let cat = myriad_catalog::catalog();
+    let acc = cat.accelerator("h100-sxm").unwrap();
+    let m = cat.model("gpt-oss-120b").unwrap().model.clone();
+    let layers = data["layers"].as_array().unwrap();
+    let stacks = data["stacks"].as_array().unwrap();
+    for tokens in [4096u64, 16384] {
+        let at = |kind: &str| {
+            layers
+                .iter()
+                .find(|r| r["tokens"] == tokens && r["layer"] == kind)
+                .unwrap_or_else(|| panic!("no {kind} layer at {tokens} tokens"))
+        };
+        let gpu = |kind: &str| at(kind)["fwd_bwd_gpu_ms"].as_f64().unwrap() / 1e3;
+        let measured = 0.5 * (gpu("full") + gpu("banded"));
+        let shard = Shard {
+            ep: 8,
+            ..Shard::single((tokens / 4096) as u32)
+        };
+        let (f, b) =
+            myriad_train::step::layer_compute_times(acc, &[], &m, &shard, Precision::Bf16, 0);
+        let err = (f + b) / measured - 1.0;
+        println!(
+            "gpt-oss layer at {tokens} tokens: model {:.2} ms, measured {:.2} ms ({:+.1}%)",
+            (f + b) * 1e3,
+            measured * 1e3,
+            100.0 * err
+        );
+        assert!(err.abs() < 0.10, "{tokens} tokens: {:+.1}%", 100.0 * err);
+        // The eager stack's wall time above its kernels, per layer.
+        let s = stacks.iter().find(|s| s["tokens"] == tokens).unwrap();
+        let excess =
+            (s["layers8_ms"].as_f64().unwrap() - s["layers8_gpu_ms"].as_f64().unwrap()) / 8.0 / 1e3;
+        let k = excess / myriad_train::step::MOE_EAGER_OVERHEAD_S;
+        println!(
+            "  eager excess {:.2} ms a layer ({k:.2}x the model's)",
+            excess * 1e3
+        );
+        assert!((0.5..3.0).contains(&k), "{tokens} tokens: {k:.2}x");
+    }
+}
