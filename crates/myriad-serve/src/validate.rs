@@ -1336,12 +1336,17 @@ fn loadgen_offline_samples(sv: &Value) -> Option<(usize, String)> {
 fn iteration_note(mix: &crate::sim::IterationMix, server: bool) -> String {
     let (d, p) = (&mix.decode_only, &mix.with_prompts);
     format!(
-        "iterations{}: {} decode-only, mean {:.1} ms at {:.0} sequences per rank (context {:.0}); {} with prompts, mean {:.1} ms ({:.0} prompt tokens per prompted rank, {:.0} sequences decoding per rank)",
+        "iterations{}: {} decode-only, mean {:.1} ms at {:.0} sequences per rank (context {:.0}; GEMMs {:.1}, attention {:.1}, other memory {:.1}, communication {:.1}, overhead {:.1}); {} with prompts, mean {:.1} ms ({:.0} prompt tokens per prompted rank, {:.0} sequences decoding per rank)",
         if server { " at the target rate" } else { "" },
         d.iterations,
         d.mean(d.time.total_s) * 1e3,
         d.mean(d.decode_seqs_per_rank),
         d.mean(d.decode_context),
+        d.mean(d.time.gemm_s) * 1e3,
+        d.mean(d.time.attention_s) * 1e3,
+        d.mean(d.time.memory_s) * 1e3,
+        d.mean(d.time.comm_s) * 1e3,
+        d.mean(d.time.overhead_s) * 1e3,
         p.iterations,
         p.mean(p.time.total_s) * 1e3,
         p.mean(p.prompt_tokens_per_rank),
