@@ -198,7 +198,7 @@ per-source parameter; these are explanations, not corrections):
   B200 fit scaled by a best-shape ratio, and the remaining fp8 rows (Llama 3 8B −7…−12%)
   point at it.
 - **MoE runs.** Token-dropping Qwen3 rows (−27/−30%) and gpt-oss bf16 on B200 and GB200
-  (−35/−36%) run much slower than the same models in later releases (gpt-oss on GB200:
+  (−30/−34% now) run much slower than the same models in later releases (gpt-oss on GB200:
   16,640 tokens/s per GPU in bf16 with 26.04.01 against 28,672 in MXFP8 with 26.08, 1.72×
   for a precision change the model puts at 1.32×; the 26.06.01 container lost 37% of its
   MXFP8 speed to a cuDNN grouped-GEMM regression, cudnn-frontend issue #256, so these
@@ -208,12 +208,19 @@ per-source parameter; these are explanations, not corrections):
   closes it; the same Qwen3-30B plan ran in 9.66 s
   on B200 (26.04.01) and 6.56 s on GB200 (26.08), a 47% gap against 11% more peak. Routing
   imbalance, permutation kernels and the grouped-GEMM padding of those releases are not
-  captured. The expert GEMMs are not where the time goes: one EP rank's MoE layer of
-  Qwen3-30B-A3B, gpt-oss-120b, Mixtral and a DeepSeek-V3-sized layer, measured on a lent
-  H100 (`calibration/h100-moe-layer-measured.json`), runs its grouped GEMMs (forward, data
-  and weight gradients) in what the model's GEMM form gives (the model is 4-12% slower),
-  while PyTorch's naive token movement takes 25-45% of the layer; Megatron's fused permute
-  kernels are not in that image, so their cost stays unmeasured. Megatron-Bridge's gpt-oss-120b recipes recompute only the layernorms and the
+  captured. One GPU's layer is not where the time goes. Measured on a lent H100, one EP
+  rank's MoE block (Qwen3-30B-A3B, Qwen3-235B, gpt-oss-120b, Mixtral, a DeepSeek-V3-sized
+  layer, with Transformer Engine's gather-style permutes; `calibration/h100-moe-fused-measured.json`)
+  takes what the model's MoE ops give (−8.6…+13.5%), and a whole gpt-oss-120b layer
+  (`calibration/h100-gptoss-layer-measured.json`: biases, rotary, GQA 64/8 of head dim 64, the
+  128-token band and the learned sink, the clamped SwiGLU) takes 7.88 ms (full) and 7.30 ms
+  (banded) of GPU time at the H100 row's 4,096 tokens, against 7.82 ms modelled (+3.1%; −1.9%
+  at 16,384 tokens), with 1.05 ms a layer of eager host time above the kernels, the model's
+  MoE overhead. The H100 row (−31.7%, kept aside) needs about 19 ms per layer and micro-batch
+  on its slowest pipeline stage; the model gives 12-13 with communication. So the missing
+  5-10 ms a layer (16,384 tokens on B200/GB200: ~10 ms) lies outside one GPU's kernels: in
+  the expert-parallel exchange, the framework between them, or kernels (cuDNN's sink
+  attention) PyTorch cannot run. Megatron-Bridge's gpt-oss-120b recipes recompute only the layernorms and the
   MoE activation (`recompute_modules = ["layernorm", "moe_act"]`); Myriad models that
   module-level selective recompute (`training.recompute_modules`, and the ladder of sets it
   tries when recompute is not given, for sources from 2025 on); with the recipe's bf16
