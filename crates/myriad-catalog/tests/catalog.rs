@@ -298,7 +298,7 @@ fn precision_ratios() {
             problems.push(format!("{}: no bf16 peak", a.id));
         }
         for (name, v) in p.iter() {
-            if !(v > 0.0) {
+            if v.is_nan() || v <= 0.0 {
                 problems.push(format!("{}: {name} peak {v} is not positive", a.id));
             }
         }

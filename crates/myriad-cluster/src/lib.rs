@@ -52,6 +52,9 @@
 //!   the ConnectX-7s), so they are counted but add no power or price. Facility = IT x PUE;
 //!   energy cost per year = facility MW x 8,760 h x USD/kWh.
 
+// `!(x > 0.0)` rejects NaN with the bad values; `x <= 0.0` would let it through.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 mod summary;
 pub mod topology;
 
@@ -384,7 +387,7 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     }
     let apd = su.accelerators_per_domain as u64;
     let apn = su.accelerators_per_node as u64;
-    if apd == 0 || apn == 0 || apd % apn != 0 {
+    if apd == 0 || apn == 0 || !apd.is_multiple_of(apn) {
         return Err(BuildError::new(
             "cluster.scale_up",
             format!(
@@ -393,7 +396,7 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
             ),
         ));
     }
-    if count % apd != 0 {
+    if !count.is_multiple_of(apd) {
         return Err(BuildError::new(
             "cluster.count",
             format!(
@@ -403,7 +406,7 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
             ),
         ));
     }
-    if sites > 1 && count % (apd * sites as u64) != 0 {
+    if sites > 1 && !count.is_multiple_of(apd * sites as u64) {
         return Err(BuildError::new(
             "cluster.count",
             format!(
@@ -446,7 +449,7 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
 
     // ---- scale-out resolution -------------------------------------------------------
     let radix = so.switch_radix.unwrap_or(fabric.switch.radix);
-    if !(4..=1024).contains(&radix) || radix % 2 != 0 {
+    if !(4..=1024).contains(&radix) || !radix.is_multiple_of(2) {
         return Err(BuildError::new(
             "cluster.scale_out.switch_radix",
             format!("{radix} is not an even port count between 4 and 1024"),
@@ -467,7 +470,7 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
         }
     }
     let r = so.oversubscription;
-    if !(r >= 1.0 && r <= 64.0) {
+    if !(1.0..=64.0).contains(&r) {
         return Err(BuildError::new(
             "cluster.scale_out.oversubscription",
             format!("{r} is not a ratio between 1.0 and 64"),
@@ -830,7 +833,7 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     }
 
     // ---- BOM, power, capex, compute ----------------------------------------------------
-    let bom = bill_of_materials(&topo, &fabric, su, domains, nodes, racks_per_site, sites);
+    let bom = bill_of_materials(&topo, fabric, su, domains, nodes, racks_per_site, sites);
     let dc = &c.datacenter;
     let nodes_kw = nodes as f64 * su.node_power_kw;
     let scale_up_fabric_kw = domains as f64 * su.fabric_power_kw_per_domain;

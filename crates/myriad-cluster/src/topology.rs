@@ -1,8 +1,9 @@
 //! The scale-out network as data: switches and link bundles in struct-of-arrays form,
 //! built tier by tier as folded Clos "stripes".
 //!
-//! Vertices: NIC ports are vertices `0..endpoints` (node-major: `node * endpoints_per_node
-//! + plane * endpoints_per_node_per_plane + nic * ports_per_nic + port`), switches follow
+//! Vertices: NIC ports are vertices `0..endpoints` (node-major:
+//! `node * endpoints_per_node + plane * endpoints_per_node_per_plane + nic * ports_per_nic + port`),
+//! switches follow
 //! (`endpoints + switch index`). A link is a bundle of `cables` parallel cables of `gbps`
 //! each between a lower vertex and an upper switch (for DCI: two site-top switches).
 //!
@@ -626,6 +627,8 @@ impl Ctx<'_> {
 }
 
 /// Builds the whole graph.
+// Index loops: `plane` and `bi` index the same position in every site's tree.
+#[allow(clippy::needless_range_loop)]
 pub(crate) fn build_graph(p: &Plan) -> Topology {
     let eps = p.endpoints_per_node_per_plane();
     let nodes = p.nodes_per_site * p.sites as u64;

@@ -359,8 +359,8 @@ fn check_conservation(b: &BuiltCluster) {
             down[(t.links.upper[i] - t.endpoints) as usize] += t.links.cables[i] as u64;
         }
     }
-    for s in 0..t.switches.len() {
-        assert_eq!(down[s], t.switches.down_ports[s] as u64);
+    for (s, &d) in down.iter().enumerate() {
+        assert_eq!(d, t.switches.down_ports[s] as u64);
     }
 }
 

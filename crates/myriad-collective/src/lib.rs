@@ -957,7 +957,7 @@ impl Layout {
     pub fn group_starts(&self) -> impl Iterator<Item = u64> + '_ {
         let stride = self.stride.max(1);
         let n = self.n.max(1);
-        (0..self.accelerators).filter(move |r| (r / stride) % n == 0)
+        (0..self.accelerators).filter(move |r| (r / stride).is_multiple_of(n))
     }
 }
 

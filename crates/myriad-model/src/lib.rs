@@ -94,7 +94,7 @@ impl SlidingWindow {
     /// Whether layer `i` (0-based) is windowed.
     pub fn windows_layer(&self, i: u32) -> bool {
         match self.full_every {
-            Some(n) if n > 0 => (i + 1) % n != 0,
+            Some(n) if n > 0 => !(i + 1).is_multiple_of(n),
             _ => true,
         }
     }
@@ -331,7 +331,8 @@ impl Transformer {
     pub fn is_moe_layer(&self, i: u32) -> bool {
         match &self.moe {
             Some(m) => {
-                i >= m.dense_layers && (i - m.dense_layers + 1) % m.every.unwrap_or(1).max(1) == 0
+                i >= m.dense_layers
+                    && (i - m.dense_layers + 1).is_multiple_of(m.every.unwrap_or(1).max(1))
             }
             None => false,
         }
@@ -431,13 +432,13 @@ impl Transformer {
                 return Err("mla.q_lora_rank: must be positive, got 0 (leave it out for a full-rank query projection)".into());
             }
         }
-        if self.heads % self.kv_heads != 0 {
+        if !self.heads.is_multiple_of(self.kv_heads) {
             return Err(format!(
                 "kv_heads: {} does not divide heads {}",
                 self.kv_heads, self.heads
             ));
         }
-        if self.head_dim.is_none() && self.hidden % self.heads != 0 {
+        if self.head_dim.is_none() && !self.hidden.is_multiple_of(self.heads) {
             return Err(format!(
                 "heads: {} does not divide hidden {} (give head_dim)",
                 self.heads, self.hidden

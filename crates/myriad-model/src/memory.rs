@@ -9,6 +9,7 @@
 //! - MLP block: norm input and GEMM input (2h each, /t with SP), the up-projection output
 //!   (2·g·ffn/t) and the activation output (2·ffn/t); MoE stores these per routed copy
 //!   of a token (top_k), plus the router logits and the permuted input.
+//!
 //! Korthikanti's GPT figure is 34·s·b·h/t with SP: this gives 32·s·b·h/t for a GPT layer
 //! (no dropout masks: modern runs train without dropout, and the masks are 2·s·b·h).
 //! Full recompute stores only the layer input; selective recompute of the attention core

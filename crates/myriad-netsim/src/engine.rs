@@ -245,6 +245,8 @@ struct ProgState {
 /// Merges routed template flows that are identical (same ends, bytes, path) into one
 /// flow of summed weight: exact under max-min fairness, and it keeps the flow count of a
 /// connection split into several queue pairs down to its distinct paths.
+// Index loops: `target` and the template arrays are read and written by the same index.
+#[allow(clippy::needless_range_loop)]
 fn coalesce(st: &mut ProgState) {
     let n = st.tmpl.len();
     let mut first: std::collections::HashMap<(u32, u32, u64, bool, &[u32]), usize> =

@@ -10,6 +10,9 @@
 //! - `schema()` is generated from these types; `schema/myriad-1.schema.json` is a checked-in
 //!   copy and a test fails when it is stale.
 
+// `!(x > 0.0)` rejects NaN with the bad values; `x <= 0.0` would let it through.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 use myriad_catalog::Catalog;
 use myriad_model::{
     CpComm, CrossEntropy, EpDispatcher, Mla, Moe, Recompute, RecomputeModule, SlidingWindow,
@@ -723,7 +726,7 @@ impl Scenario {
                 ),
             ));
         }
-        if c.count % c.sites as u64 != 0 {
+        if !c.count.is_multiple_of(c.sites as u64) {
             return Err(err(
                 file,
                 "cluster.sites",

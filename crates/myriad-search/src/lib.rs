@@ -60,8 +60,8 @@ impl Space {
         let slots = myriad_train::plan::pipeline_slots(model);
         let mut pp: Vec<u32> = (1..=l.min(128))
             .filter(|p| {
-                l % p == 0
-                    || (*p > 1 && slots % p == 0)
+                l.is_multiple_of(*p)
+                    || (*p > 1 && slots.is_multiple_of(*p))
                     || (p.is_power_of_two() && first_stage_remainder(l, *p).is_some())
             })
             .collect();
@@ -80,7 +80,7 @@ impl Space {
             pp,
             // Every interleaving depth that can split the layers (or layers + 2) evenly.
             vpp: (1..=64u32)
-                .filter(|v| l % v == 0 || (l + 2) % v == 0)
+                .filter(|v| l.is_multiple_of(*v) || (l + 2).is_multiple_of(*v))
                 .collect(),
             ep,
             micro_batch: vec![1, 2, 4, 8],
@@ -273,20 +273,22 @@ pub fn candidates(
             );
             continue;
         }
-        if model.heads % tp != 0
-            || (model.mla.is_none() && model.kv_heads % tp != 0 && tp % model.kv_heads != 0)
+        if !model.heads.is_multiple_of(tp)
+            || (model.mla.is_none()
+                && !model.kv_heads.is_multiple_of(tp)
+                && tp % model.kv_heads != 0)
         {
             reject(&mut rej, "heads not divisible by tp", per_sp);
             continue;
         }
         for &cp in &space.cp {
-            if cp > 1 && model.seq_len % (2 * cp) != 0 {
+            if cp > 1 && !model.seq_len.is_multiple_of(2 * cp) {
                 reject(&mut rej, "seq_len not divisible by 2*cp", per_cp);
                 continue;
             }
             for &pp in &space.pp {
                 let inner_ranks = tp as u64 * cp as u64 * pp as u64;
-                if n % inner_ranks != 0 {
+                if !n.is_multiple_of(inner_ranks) {
                     reject(
                         &mut rej,
                         "tp*cp*pp does not divide the accelerators",
@@ -301,9 +303,9 @@ pub fn candidates(
                         continue;
                     }
                     let stages = pp * vpp;
-                    let even = model.layers % stages == 0;
+                    let even = model.layers.is_multiple_of(stages);
                     let with_ends =
-                        pp > 1 && myriad_train::plan::pipeline_slots(model) % stages == 0;
+                        pp > 1 && myriad_train::plan::pipeline_slots(model).is_multiple_of(stages);
                     // Otherwise (vpp 1) the first stage may take the remainder, the others
                     // ceil(layers / pp) each (Megatron-Core's first-stage layer count).
                     let edge = (!even && !with_ends && vpp == 1)
@@ -320,7 +322,7 @@ pub fn candidates(
                                 continue;
                             }
                         }
-                        if dp % ep != 0 {
+                        if !dp.is_multiple_of(ep) {
                             reject(&mut rej, "ep does not divide dp", per_ep);
                             continue;
                         }
@@ -498,7 +500,7 @@ pub fn search(
         .filter_map(|(i, p)| {
             let e = estimate(model, p, cluster);
             let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-            if d % 4096 == 0 {
+            if d.is_multiple_of(4096) {
                 progress(d, total);
             }
             let per_seq = |t: f64| t / p.global_batch as f64;

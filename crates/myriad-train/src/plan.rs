@@ -138,7 +138,7 @@ impl Plan {
         let chunks = 2 * self.pp;
         let range = |c: u32| -> (f64, f64) {
             let slots = layers + 2 + self.mtp_layers;
-            if layers % chunks != 0 && slots % chunks == 0 {
+            if !layers.is_multiple_of(chunks) && slots.is_multiple_of(chunks) {
                 slot_range(layers, slots, chunks, c)
             } else {
                 let k = layers as f64 / chunks as f64;
@@ -361,7 +361,7 @@ pub fn interleaved_groups(pp: u32, m: u64, group: u32) -> Result<(), GroupError>
         Err(GroupError::TooFew)
     } else if n < p || n > m {
         Err(GroupError::GroupOutOfRange)
-    } else if m % n != 0 && m % n < p {
+    } else if !m.is_multiple_of(n) && m % n < p {
         Err(GroupError::ShortLastGroup(m % n))
     } else {
         Ok(())
@@ -446,7 +446,7 @@ pub fn resolve(
     let dp = match spec.dp {
         Some(d) => d,
         None => {
-            if accelerators % inner != 0 {
+            if !accelerators.is_multiple_of(inner) {
                 return Err(bad(
                     "dp",
                     format!("tp*pp*cp = {inner} does not divide the {accelerators} accelerators"),
@@ -465,7 +465,7 @@ pub fn resolve(
         ));
     }
     let ep = spec.ep.unwrap_or(1);
-    if dp % ep != 0 && (dp as u64 * cp as u64 * tp as u64) % ep as u64 != 0 {
+    if dp % ep != 0 && !(dp as u64 * cp as u64 * tp as u64).is_multiple_of(ep as u64) {
         return Err(bad("ep", format!("ep {ep} does not divide dp {dp}")));
     }
     let etp = spec.etp.unwrap_or(if ep > 1 { 1 } else { tp });
@@ -476,13 +476,16 @@ pub fn resolve(
             format!("TP {tp} is larger than the scale-up domain of {domain}"),
         ));
     }
-    if model.heads % tp != 0 {
+    if !model.heads.is_multiple_of(tp) {
         return Err(bad(
             "tp",
             format!("heads {} not divisible by TP {tp}", model.heads),
         ));
     }
-    if model.mla.is_none() && model.kv_heads % tp != 0 && tp % model.kv_heads != 0 {
+    if model.mla.is_none()
+        && !model.kv_heads.is_multiple_of(tp)
+        && !tp.is_multiple_of(model.kv_heads)
+    {
         return Err(bad(
             "tp",
             format!("kv_heads {} not compatible with TP {tp}", model.kv_heads),
@@ -503,8 +506,8 @@ pub fn resolve(
     let edge_stage_layers = edge_stages(spec, model.layers, pp, vpp)?;
     if edge_stage_layers.is_some() {
         // The edge stages are set apart; the rest divides evenly (checked above).
-    } else if model.layers % (pp * vpp) != 0 {
-        if pp > 1 && pipeline_slots(model) % (pp * vpp) == 0 {
+    } else if !model.layers.is_multiple_of(pp * vpp) {
+        if pp > 1 && pipeline_slots(model).is_multiple_of(pp * vpp) {
             embedding_in_pipeline_split = true;
             notes.push(if model.mtp_layers > 0 {
                 format!(
@@ -523,7 +526,7 @@ pub fn resolve(
                     pp * vpp
                 )
             });
-        } else if vpp > 1 || model.layers % pp != 0 {
+        } else if vpp > 1 || !model.layers.is_multiple_of(pp) {
             let stages = pp * vpp;
             return Err(bad(
                 if vpp > 1 { "vpp" } else { "pp" },
@@ -534,7 +537,7 @@ pub fn resolve(
             ));
         }
     }
-    if model.seq_len % (cp * 2) != 0 && cp > 1 {
+    if !model.seq_len.is_multiple_of(cp * 2) && cp > 1 {
         return Err(bad(
             "cp",
             format!(
@@ -612,7 +615,7 @@ pub fn resolve(
         .zero_stage
         .unwrap_or(if distributed_optimizer { 1 } else { 0 });
     let schedule = spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB);
-    if schedule == PipelineSchedule::Dualpipe && pp % 2 != 0 {
+    if schedule == PipelineSchedule::Dualpipe && !pp.is_multiple_of(2) {
         return Err(bad(
             "pipeline_schedule",
             format!("DualPipe needs an even PP, got {pp}"),
@@ -883,7 +886,7 @@ fn edge_stages(
         }
         return Ok(Some((first.unwrap_or(0), last.unwrap_or(0))));
     }
-    if rest % others != 0 {
+    if !rest.is_multiple_of(others) {
         return Err(bad(
             field,
             format!("the other {rest} layers do not split evenly over the other {others} stages"),

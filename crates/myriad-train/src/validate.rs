@@ -705,7 +705,7 @@ pub fn explain(
 fn source_year(case: &ValidationCase) -> Option<u32> {
     let text = format!("{} {}", case.source.as_deref().unwrap_or(""), case.id);
     if let Some(i) = text.find("arXiv:") {
-        let d = text[i + 6..].as_bytes();
+        let d = &text.as_bytes()[i + 6..];
         if d.len() >= 4 && d[..4].iter().all(u8::is_ascii_digit) {
             return Some(2000 + ((d[0] - b'0') * 10 + (d[1] - b'0')) as u32);
         }
