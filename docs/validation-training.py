@@ -468,10 +468,13 @@ lines += [
     "measured GB300 19-31% faster than GB200 on the same benchmarks at the same fp8 peak "
     "(the catalog's GB300 fp8 GEMM rate is GB200's, not measured; its 1,400 W against "
     "1,200 W and doubled exponential rate are candidates, not measurements); gpt-oss-120b "
-    "(but its GB300 MXFP8 row, -5%), the 25.09 Qwen3 token-drop rows and Qwen3 235B on "
-    "B200 are predicted 27-44% fast, as their public counterparts; DeepSeek-V3 on 256 B200 (+92%) sends EP 32 across four nodes' "
-    "InfiniBand with the all-to-all dispatcher the row leaves in place (its recipe runs "
-    "HybridEP). `crates/myriad-train/tests/heldout_mbridge.rs` holds a ratchet.",
+    "(but its GB300 MXFP8 row, -11%) and Qwen3 235B on B200 are predicted 22-40% fast, as "
+    "their public counterparts, and the 25.09 token-drop rows of Qwen3 and DeepSeek-V3 13-28% "
+    "fast. DeepSeek-V3 on 1,024 H100 (25.09) ran DeepEP with the EP all-to-all overlap "
+    "(v0.1.0rc4's `run_script.py`; `validation/mbridge-recipes.json` carries the 25.09 "
+    "recipes since this session): with them it is predicted 20% fast, without them 27% "
+    "slow, so the model hides more of that exchange over eight nodes' InfiniBand than the "
+    "run did. `crates/myriad-train/tests/heldout_mbridge.rs` holds a ratchet.",
     "",
 ]
 # Kept aside: DeepSeek-V3's own pretraining (nothing tuned on it).

@@ -221,13 +221,82 @@ def snapshot_configs(repo):
     return dict(sorted(out.items()))
 
 
+# The 25.09 container ran Megatron-Bridge 0.1.0, whose performance scripts were a YAML plan
+# matrix per model (scripts/performance/configs/<model>/<model>_llm_pretrain.yaml,
+# `perf_matrix`) and model-specific code in scripts/performance/run_script.py. Read at
+# v0.1.0rc4 (2025-10-23): its DeepSeek-V3 pipeline map ({h100: (8, 4), b200: (16, 1),
+# gb200: (4, 4)}) is the plan the 25.09 performance summary lists (rc3 had (4, 8) for
+# Blackwell). The MoE settings run_script.py applies (lines 55-102 at rc4):
+# - DeepSeek-V3: DeepEP on H100 (`enable_deepep = gpu in ["h100"]`), token drop on B200
+#   and GB200 (`use_tokendrop`, which turns DeepEP off); the EP all-to-all overlap
+#   (`A2A_1F1B`: `overlap_moe_expert_parallel_comm`, `delay_wgrad_compute`) on H100;
+#   `recompute_modules` ["mla_up_proj", "mlp"] on H100, ["mla_up_proj"] on B200 and on
+#   token-dropping GB200;
+# - Qwen3 30B-A3B and 235B-A22B: the recipe with `apply_moe_token_drop` (the all-to-all
+#   dispatcher, no overlap), and the YAML's `recompute_granularity: null` (no recompute).
+# `cuda_graphs` in the matrix is Transformer Engine's per-layer graphs, not a whole-iteration
+# graph.
+V010_TAG = "v0.1.0rc4"
+V010_MODELS = {"deepseek/deepseek_v3_llm_pretrain.yaml": "DEEPSEEK_V3",
+               "qwen3/qwen3_30b_a3b_llm_pretrain.yaml": "QWEN3_30B_A3B",
+               "qwen3/qwen3_235b_a22b_llm_pretrain.yaml": "QWEN3_235B_A22B"}
+V010_KINDS = {"bf16": "BF16", "fp8_cs": "FP8_CS", "fp8_ss": "FP8_SC", "fp8_mx": "FP8_MX"}
+
+
+def v010_configs(repo):
+    """The 25.09 configs: each (model, GPU, GPU count, precision) of the YAML plan matrices
+    with the MoE settings run_script.py gives it."""
+    import yaml
+
+    configs = {}
+    for path, model in V010_MODELS.items():
+        doc = yaml.safe_load(git(repo, "show", f"{V010_TAG}:scripts/performance/configs/{path}"))
+        for gpu, by_count in doc["perf_matrix"].items():
+            for count_key, entry in by_count.items():
+                common = entry.get("common") or {}
+                for kind, over in entry.items():
+                    if kind not in V010_KINDS:
+                        continue
+                    plan = dict(common, **(over or {}))
+                    deepseek = model == "DEEPSEEK_V3"
+                    h100 = gpu == "h100"
+                    if deepseek and h100:
+                        recompute = ["mla_up_proj", "mlp"]
+                    elif deepseek:
+                        recompute = ["mla_up_proj"]
+                    else:
+                        recompute = None
+                    configs[f"{model}_PRETRAIN_CONFIG_{gpu.upper()}_{V010_KINDS[kind]}"] = {
+                        "num_gpus": int(count_key.split("_")[-1]),
+                        "moe_flex_dispatcher_backend": "deepep" if deepseek and h100 else None,
+                        "moe_a2a_overlap": deepseek and h100,
+                        "cuda_graph_impl": None,
+                        "cuda_graph_scope": None,
+                        "expert_model_parallel_size": plan.get("ep"),
+                        "recompute_modules": recompute,
+                        "recompute_num_layers": None,
+                        "cpu_offloading_num_layers": None,
+                        "global_batch_size": plan.get("gbs"),
+                        "micro_batch_size": plan.get("mbs"),
+                        "tensor_model_parallel_size": plan.get("tp"),
+                        "pipeline_model_parallel_size": plan.get("pp"),
+                        "context_parallel_size": plan.get("cp"),
+                        "virtual_pipeline_model_parallel_size": plan.get("vp"),
+                    }
+    return dict(sorted(configs.items()))
+
+
 def main(repo):
     result = {
         "format": "myriad-mbridge-recipes/1",
         "source": "NVIDIA-NeMo/Megatron-Bridge scripts/performance/configs/*/*workload_base_configs.py "
-                  "at each release tag, read by validation/tools/mbridge_recipes.py",
+                  "at each release tag (25.09: the v0.1.0rc4 YAML plan matrices with "
+                  "run_script.py's MoE settings), read by validation/tools/mbridge_recipes.py",
         "releases": {},
     }
+    configs = v010_configs(repo)
+    result["releases"]["25.09"] = {"tag": V010_TAG, "configs": configs, "errors": []}
+    print("25.09", V010_TAG, len(configs), "configs", file=sys.stderr)
     for release, tag in RELEASES.items():
         files = [f for f in git(repo, "ls-tree", "-r", "--name-only", tag).splitlines()
                  if re.match(r"scripts/performance/configs/[^/]+/(\w+_)?workload_base_configs\.py$", f)]

@@ -160,8 +160,9 @@ pub fn case_scenario(
 
 /// Megatron-Bridge's performance recipes of the MoE models per release
 /// (`validation/mbridge-recipes.json`, written by `validation/tools/mbridge_recipes.py`):
-/// each release tag's `scripts/performance/configs/*/*workload_base_configs.py`, and for
-/// 26.08 the `perf_recipes` functions at the public file's snapshot 067f987df. The
+/// each release tag's `scripts/performance/configs/*/*workload_base_configs.py`, for 25.09
+/// v0.1.0rc4's YAML plan matrices with `run_script.py`'s MoE settings, and for 26.08 the
+/// `perf_recipes` functions at the public file's snapshot 067f987df. The
 /// dispatcher backend, EP overlap, CUDA graph and selective recompute each applies.
 const MBRIDGE_RECIPES: &str = include_str!("../../../validation/mbridge-recipes.json");
 
@@ -192,7 +193,18 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
     let id = case.id.to_ascii_lowercase();
     // The recipe kind the row's id names (a bare "fp8" names none: which fp8 recipe ran is
     // not stated).
-    let kinds: &[&str] = if id.contains("nvfp4") {
+    let kinds: &[&str] = if key == "25.09" && id.contains("fp8") {
+        // The 25.09 summary names its fp8 recipes in a footnote: the plain figures are the
+        // default (current scaling), the parenthesised ones (the rows' "-alt") 128x128/1x128
+        // blocks on H100 and 32x32 (MXFP8) on Blackwell.
+        if !id.contains("-alt") {
+            &["FP8_CS"]
+        } else if case.system.accelerator.starts_with("h100") {
+            &["FP8_SC"]
+        } else {
+            &["FP8_MX"]
+        }
+    } else if id.contains("nvfp4") {
         &["NVFP4"]
     } else if ["mxfp8", "fp8mx", "fp8-mx"].iter().any(|s| id.contains(s)) {
         &["FP8_MX"]
