@@ -191,8 +191,8 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
     };
     let rel = table.get("releases")?.get(&key)?;
     let id = case.id.to_ascii_lowercase();
-    // The recipe kind the row's id names (a bare "fp8" names none: which fp8 recipe ran is
-    // not stated).
+    // The recipe kind the row's id names (a bare "fp8" names none, which fp8 recipe ran
+    // not being stated, except in 25.09).
     let kinds: &[&str] = if key == "25.09" && id.contains("fp8") {
         // The 25.09 summary names its fp8 recipes in a footnote: the plain figures are the
         // default (current scaling), the parenthesised ones (the rows' "-alt") 128x128/1x128
