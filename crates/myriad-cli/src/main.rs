@@ -53,6 +53,10 @@ enum Command {
         file: PathBuf,
         #[arg(long)]
         json: bool,
+        /// Explain the cases whose id contains this text: the plan, every filled or chosen
+        /// setting, the step-time breakdown and the memory, as `myriad train` prints them.
+        #[arg(long, value_name = "ID")]
+        case: Option<String>,
     },
     /// Search every valid parallel plan for the scenario's model and cluster; print the fastest.
     Search {
@@ -214,7 +218,7 @@ fn main() -> ExitCode {
             json,
             report.as_deref(),
         ),
-        Command::Validate { file, json } => cmd::validate::run(&file, json),
+        Command::Validate { file, json, case } => cmd::validate::run(&file, json, case.as_deref()),
         Command::Search {
             scenario,
             top,

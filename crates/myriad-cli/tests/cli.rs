@@ -115,6 +115,51 @@ fn validate_json_has_the_documented_shape() {
     assert_eq!(v["summary"]["count"], 105);
 }
 
+/// `validate --case` explains one case: the same prediction as the table, the settings
+/// the validator filled, the plan and the step breakdown whose parts add up to the total;
+/// an id no case contains is an error that names it.
+#[test]
+fn validate_case_explains_one_case() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../validation/training-heldout-mbridge.json"
+    );
+    let id = "mb-25.09-deepseekv3-dgx-h100-1024gpu-fp8";
+    let (code, out, err) = myriad(&["validate", path, "--case", id]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with(id), "{out}");
+    let v = json(&["validate", path, "--json"]);
+    let case = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap();
+    let predicted = case["predicted_step_time_s"].as_f64().unwrap();
+    assert!(
+        out.contains(&format!("predicted {predicted:.3} s")),
+        "{predicted}: {out}"
+    );
+    assert!(
+        out.contains("filled ep_dispatcher: deepep (not given; Megatron-Bridge v0.1.0rc4"),
+        "{out}"
+    );
+    assert!(out.contains("plan: TP 2 · PP 8 (VPP 4)"), "{out}");
+    // The breakdown's rows sum to its total.
+    let rows: Vec<f64> = out
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.ends_with('|') && l.contains('%'))
+        .filter_map(|l| l.split('|').nth(2)?.trim().parse().ok())
+        .collect();
+    let (total, parts) = rows.split_last().unwrap();
+    let sum: f64 = parts.iter().sum();
+    assert!((sum - total).abs() < 1e-3, "{parts:?} {total}");
+    assert!((total - predicted).abs() < 1e-3, "{total} {predicted}");
+    let (code, _, err) = myriad(&["validate", path, "--case", "no-such-case"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no case id contains `no-such-case`"), "{err}");
+}
+
 #[test]
 fn search_and_plan_json() {
     let v = json(&[

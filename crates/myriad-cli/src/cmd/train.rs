@@ -197,11 +197,32 @@ pub fn run(
         super::print_json(&report)?;
         return Ok(());
     }
-    let p = &t.plan;
     println!(
         "{} — {} on {} × {}",
         s.name, model.name, accelerators, cluster.accelerator.name
     );
+    print_step(t, accelerators, cluster.scale_up.host_memory_gib);
+    if let Some(t) = ttt {
+        println!(
+            "\ntime to train {:.3e} tokens: {:.0} steps, {:.1} days, {:.3e} GPU-hours, {:.0} MWh at the facility, {:.2} M USD of energy",
+            t.tokens, t.steps, t.days, t.gpu_hours, t.energy_mwh, t.energy_cost_usd / 1e6
+        );
+    }
+    if let Some(f) = flow_rows {
+        println!("\n{}", f.text);
+    }
+    Ok(())
+}
+
+/// The plan line, the choices made, the step-time breakdown, MFU, pace and memory of one
+/// estimate, as `myriad train` prints them (`myriad validate --case` prints the same).
+pub(super) fn print_step(
+    t: &myriad_train::TrainEstimate,
+    accelerators: u64,
+    host_memory_gib: Option<f64>,
+) {
+    let p = &t.plan;
+    let e = &t.estimate;
     let recompute = if p.recompute == myriad_model::Recompute::Full && p.recompute_fraction < 1.0 {
         format!("Full ({:.0}% of layers)", 100.0 * p.recompute_fraction)
     } else if p.recompute == myriad_model::Recompute::Selective {
@@ -324,7 +345,7 @@ pub fn run(
         println!(
             "offloaded to host memory: {:.1} GiB of activations (of {:.0} GiB per accelerator)",
             m.host_offload_gib,
-            cluster.scale_up.host_memory_gib.unwrap_or(0.0)
+            host_memory_gib.unwrap_or(0.0)
         );
     }
     if e.fits {
@@ -338,14 +359,4 @@ pub fn run(
             m.total_gib, m.capacity_gib
         );
     }
-    if let Some(t) = ttt {
-        println!(
-            "\ntime to train {:.3e} tokens: {:.0} steps, {:.1} days, {:.3e} GPU-hours, {:.0} MWh at the facility, {:.2} M USD of energy",
-            t.tokens, t.steps, t.days, t.gpu_hours, t.energy_mwh, t.energy_cost_usd / 1e6
-        );
-    }
-    if let Some(f) = flow_rows {
-        println!("\n{}", f.text);
-    }
-    Ok(())
 }
