@@ -84,62 +84,24 @@ def _glu_bwd(U, GY, GU, Fd, n, alpha, limit, BLOCK: tl.constexpr):
     tl.store(GU + row * 2 * Fd + Fd + col, dl.to(GU.dtype.element_ty), mask=m)
 
 
-class ClampedGlu(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, u):
-        ctx.save_for_backward(u)
-        f = u.shape[1] // 2
-        y = torch.empty(u.shape[0], f, device=u.device, dtype=u.dtype)
-        n = y.numel()
-        _glu_fwd[(triton.cdiv(n, mf.BLOCK),)](u, y, f, n, ALPHA, LIMIT, BLOCK=mf.BLOCK)
-        return y
-
-    @staticmethod
-    def backward(ctx, gy):
-        (u,) = ctx.saved_tensors
-        gu = torch.empty_like(u)
-        f = u.shape[1] // 2
-        n = gy.numel()
-        _glu_bwd[(triton.cdiv(n, mf.BLOCK),)](u, gy.contiguous(), gu, f, n, ALPHA, LIMIT, BLOCK=mf.BLOCK)
-        return gu
+ClampedGlu = mf.make_glu(_glu_fwd, _glu_bwd, ALPHA, LIMIT)
 
 
 class OssMoe(mf.MoeBlock):
     """`moe_fused_bench`'s block (mode `sync1`, Megatron's one host read of the counts) with
-    gpt-oss's expert biases and clamped SwiGLU."""
+    gpt-oss's router (bias; softmax over the top-k logits) and clamped SwiGLU."""
 
     def __init__(s):
         super().__init__(H, E, K, FFN, EP, "sync1")
         s.router.bias = torch.nn.Parameter(torch.zeros(E, device=dev, dtype=dt))
 
-    def forward(s, x):
-        t = x.shape[0]
+    act = ClampedGlu
+
+    def route(s, x):
+        # gpt-oss: the softmax over the top-k logits weighs the chosen experts.
         logits = s.router(x).float()
         topv, topi = torch.topk(logits, s.k, dim=-1)
-        topv = torch.softmax(topv, -1)  # gpt-oss: softmax over the top-k logits
-        probs = torch.softmax(logits, -1)
-        flat = topi.reshape(-1)
-        counts = s.count(flat, s.E)
-        aux = s.E * (counts.float() / (t * s.k) * probs.mean(0)).sum()
-        s.counts_host = counts.cpu()
-        order1 = torch.argsort(flat, stable=True)
-        inv1 = torch.empty_like(order1)
-        inv1[order1] = torch.arange(order1.numel(), device=x.device)
-        rows = mf.Permute.apply(x, order1 // s.k, inv1, s.k)
-        loc = flat[order1] % s.L
-        order2 = torch.argsort(loc, stable=True)
-        inv2 = torch.empty_like(order2)
-        inv2[order2] = torch.arange(order2.numel(), device=x.device)
-        rows = mf.Reorder.apply(rows, order2, inv2)
-        offs = torch.cumsum(s.count(loc, s.L), 0).to(torch.int32)
-        # gpt-oss's expert biases are left out: Transformer Engine's grouped GEMM adds them
-        # in its epilogue (a first run that added them by index took 2.4 ms a layer in the
-        # atomics of the index backward, which no framework pays).
-        u = mf.grouped_mm(rows, s.w_up, offs)
-        y = mf.grouped_mm(ClampedGlu.apply(u), s.w_down, offs)
-        y = mf.Reorder.apply(y, inv2, order2)
-        out = mf.Combine.apply(y, topv.reshape(-1).contiguous(), inv1, s.k)
-        return out, aux
+        return torch.softmax(topv, -1), topi, torch.softmax(logits, -1)
 
 
 def make_attn(kind, window, t=SEQ):

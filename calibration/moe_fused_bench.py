@@ -191,24 +191,33 @@ class Combine(torch.autograd.Function):
         return gy, gw, None, None
 
 
-class SwiGlu(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, u):
-        ctx.save_for_backward(u)
-        f = u.shape[1] // 2
-        y = torch.empty(u.shape[0], f, device=u.device, dtype=u.dtype)
-        n = y.numel()
-        _swiglu_fwd[(triton.cdiv(n, BLOCK),)](u, y, f, n, BLOCK=BLOCK)
-        return y
+def make_glu(fwd, bwd, *scalars):
+    """An autograd function running the Triton kernels `fwd` (u [rows, 2F] -> y [rows, F])
+    and `bwd` (u, dy -> du), each called with `scalars` after the sizes."""
 
-    @staticmethod
-    def backward(ctx, gy):
-        (u,) = ctx.saved_tensors
-        gu = torch.empty_like(u)
-        f = u.shape[1] // 2
-        n = gy.numel()
-        _swiglu_bwd[(triton.cdiv(n, BLOCK),)](u, gy.contiguous(), gu, f, n, BLOCK=BLOCK)
-        return gu
+    class Glu(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, u):
+            ctx.save_for_backward(u)
+            f = u.shape[1] // 2
+            y = torch.empty(u.shape[0], f, device=u.device, dtype=u.dtype)
+            n = y.numel()
+            fwd[(triton.cdiv(n, BLOCK),)](u, y, f, n, *scalars, BLOCK=BLOCK)
+            return y
+
+        @staticmethod
+        def backward(ctx, gy):
+            (u,) = ctx.saved_tensors
+            gu = torch.empty_like(u)
+            f = u.shape[1] // 2
+            n = gy.numel()
+            bwd[(triton.cdiv(n, BLOCK),)](u, gy.contiguous(), gu, f, n, *scalars, BLOCK=BLOCK)
+            return gu
+
+    return Glu
+
+
+SwiGlu = make_glu(_swiglu_fwd, _swiglu_bwd)
 
 
 def grouped_mm(x, w, offs):
@@ -239,12 +248,17 @@ class MoeBlock(torch.nn.Module):
         return torch.zeros(n, dtype=torch.int64, device=idx.device).scatter_add_(
             0, idx, torch.ones_like(idx))
 
+    def route(s, x):
+        """Top-k routing: (weights of the chosen experts, their ids, all experts' probabilities)."""
+        probs = torch.softmax(s.router(x).float(), -1)
+        topv, topi = torch.topk(probs, s.k, dim=-1)
+        return topv / topv.sum(-1, keepdim=True), topi, probs
+
+    act = SwiGlu
+
     def forward(s, x):
         t = x.shape[0]
-        logits = s.router(x).float()
-        probs = torch.softmax(logits, -1)
-        topv, topi = torch.topk(probs, s.k, dim=-1)
-        topv = topv / topv.sum(-1, keepdim=True)
+        topv, topi, probs = s.route(x)
         flat = topi.reshape(-1)
         counts = s.count(flat, s.E)
         # Global load-balancing loss (Switch/GShard form): E * sum_e f_e * P_e.
@@ -263,7 +277,7 @@ class MoeBlock(torch.nn.Module):
         rows = Reorder.apply(rows, order2, inv2)
         offs = torch.cumsum(s.count(loc, s.L), 0).to(torch.int32)
         u = grouped_mm(rows, s.w_up, offs)
-        y = grouped_mm(SwiGlu.apply(u), s.w_down, offs)
+        y = grouped_mm(s.act.apply(u), s.w_down, offs)
         y = Reorder.apply(y, inv2, order2)
         out = Combine.apply(y, topv.reshape(-1).contiguous(), inv1, s.k)
         return out, aux
