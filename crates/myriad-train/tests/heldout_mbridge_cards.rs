@@ -4,10 +4,15 @@
 //! 067f987df whose benchmark is in no performance summary, DeepSeek-V3 on 1,024 H100 (bf16,
 //! TP 2, PP 8 × 4 virtual, EP 64 over InfiniBand with HybridEP, 16,384 sequences a step)
 //! and Qwen3-30B-A3B on 16 H100 (bf16, EP 16 over two nodes with HybridEP and the EP
-//! all-to-all overlap). Every setting the recipe sets is stated in the rows, so nothing is
-//! filled from a release table.
+//! all-to-all overlap), and the dense Qwen3-8B on 16 H100 (bf16, DP 16, 64 micro-batches;
+//! the card's functional pretraining item on real data, where routing cannot matter). Every
+//! setting the recipe sets is stated in the rows, so nothing is filled from a release table.
 //!
-//! Measured: DeepSeek-V3 +9.7%, Qwen3-30B-A3B +2.3% (mean 6.0%): the kept-aside bar is met.
+//! Measured: DeepSeek-V3 +9.7%, Qwen3-30B-A3B +2.3%, Qwen3-8B −11.1% (mean 7.7%): the
+//! kept-aside bar is met. Qwen3-8B is predicted fast as the other small dense H100 runs
+//! without context parallelism are (NeMo 24.07 Llama 3 8B −11.1%, Megatron-Bridge 25.09
+//! −8.2%): the model's layer is right within 2% of a fused layer measured on one H100
+//! (`calibration/`), so about 1.2 ms per layer and micro-batch goes elsewhere.
 //! The same card re-measured gpt-oss-120b on 64 GB200 in bf16 at 4,995.6 ms, the 26.04.01
 //! summary's 4.92 s within 1.5%: the public gpt-oss rows' gap is reproducible, not a one-off.
 
@@ -27,7 +32,7 @@ fn report() -> myriad_train::validate::ValidationReport {
 fn verification_card_runs_meet_the_kept_aside_bar() {
     let r = report();
     print(&r);
-    assert_eq!(r.summary.count, 2);
+    assert_eq!(r.summary.count, 3);
     common::assert_kept_aside_bar(&r);
 }
 
