@@ -25,7 +25,12 @@ attributes set on it; the perf_recipes modules themselves are run the same way, 
 helpers, e.g. `_enable_hybridep_full_iteration_mxfp8`, apply), and the settings it leaves
 on the config are read: `moe_token_dispatcher_type` / `moe_flex_dispatcher_backend`,
 `comm_overlap.overlap_moe_expert_parallel_comm`, `cuda_graph_impl` / `cuda_graph_scope`,
-selective `recompute_modules`.
+selective `recompute_modules`. The base recipe a perf function starts from is a stand-in
+too, so what only the base sets is not recorded: e.g. the H100 DeepSeek-V3 and Qwen3
+30B-A3B bf16 functions keep their base recipes' HybridEP (`recipes/deepseek/h100/
+deepseek_v3.py`, `recipes/qwen/h100/qwen3_moe.py`), which the table shows as unset. No
+26.08 summary row is an H100 run; the verification-card rows that are
+(`validation/training-heldout-mbridge-cards.json`) state their settings themselves.
 
 Each release container is the Megatron-Bridge tag published with it (tag dates: v0.2.0
 2025-11-26, v0.3.0 2026-02-26, v0.3.1 2026-03-20, v0.4.0 2026-04-16, v0.4.1 2026-05-06,
