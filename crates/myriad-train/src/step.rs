@@ -486,6 +486,25 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// Share of a rank's forward (and backward) passes that combined 1F1B cannot pair with a
+/// pass of the other direction: the pipeline's warm-up forwards and cool-down backwards,
+/// averaged over the stages. Megatron-Core warms up `pp - 1 - rank` micro-batches in 1F1B,
+/// `2·(pp - 1 - rank) + (vpp - 1)·group` chunks interleaved (`group` micro-batches per
+/// virtual stage, `pp` by default), of `m·vpp` chunk passes; without a pipeline the first
+/// forward and the last backward run alone (1 of `m`).
+pub fn unpaired_share(plan: &Plan) -> f64 {
+    let m = plan.micro_batches().max(1) as f64;
+    let (pp, vpp) = (plan.pp as f64, plan.vpp.max(1) as f64);
+    let warm = if plan.pp <= 1 {
+        1.0
+    } else if plan.vpp > 1 {
+        (pp - 1.0) + (vpp - 1.0) * plan.vpp_group.max(1) as f64
+    } else {
+        (pp - 1.0) / 2.0
+    };
+    (warm / (m * vpp)).min(1.0)
+}
+
 /// Forward and backward compute time (seconds) of one layer for one micro-batch on one
 /// rank: the op-sum of the step model, without communication or recompute.
 pub fn layer_compute_times(
@@ -924,7 +943,10 @@ pub fn estimate_with(
                     let pairs = [(fa, combine), (bm, dispatch), (fm, dispatch), (ba, combine)];
                     let exposed: f64 = pairs.iter().map(|&(c, t)| (t - c).max(0.0)).sum();
                     let hidden: f64 = pairs.iter().map(|&(c, t)| t.min(c)).sum();
-                    st.ep = exposed + ctx.overlap * hidden;
+                    // Only the steady state pairs a forward with a backward: the warm-up
+                    // forwards and cool-down backwards run alone, their all-to-alls exposed.
+                    let alone = unpaired_share(plan);
+                    st.ep = (1.0 - alone) * (exposed + ctx.overlap * hidden) + alone * st.ep;
                 }
             }
         }

@@ -1129,3 +1129,29 @@ fn pipeline_scatter_gather_sends_a_tp_slice_over_the_network() {
         sp_sg.estimate.breakdown.pp_comm_s
     );
 }
+
+/// Combined 1F1B pairs forwards with backwards only in the steady state. By hand: no
+/// pipeline, 16 micro-batches: the first forward and last backward alone, 1/16; 1F1B over 4
+/// stages, 80 micro-batches: on average (4 - 1)/2 = 1.5 warm-up micro-batches, 1.5/80;
+/// interleaved over 8 stages with 4 virtual stages of 8 micro-batches each (the plan of the
+/// 1,024-H100 DeepSeek-V3 runs), 128 micro-batches: (8 - 1) + 3·8 = 31 of 512 chunk passes.
+#[test]
+fn only_the_steady_state_pairs_forward_and_backward() {
+    let (s, c, m) = setup("{tp: 8, pp: 8, dp: 16, global_batch: 2048, micro_batch: 1, vpp: 3}");
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+    let with = |pp: u32, vpp: u32, group: u32, dp: u32, gb: u64| myriad_train::Plan {
+        pp,
+        vpp,
+        vpp_group: group,
+        dp,
+        global_batch: gb,
+        micro_batch: 1,
+        ..t.plan.clone()
+    };
+    let share = myriad_train::step::unpaired_share;
+    assert!((share(&with(1, 1, 1, 8, 128)) - 1.0 / 16.0).abs() < 1e-12);
+    assert!((share(&with(4, 1, 4, 1, 80)) - 1.5 / 80.0).abs() < 1e-12);
+    assert!((share(&with(8, 4, 8, 64, 8192)) - 31.0 / 512.0).abs() < 1e-12);
+    // A step too short for a steady state pairs nothing.
+    assert_eq!(share(&with(8, 4, 8, 64, 64)), 1.0);
+}
