@@ -198,7 +198,7 @@ per-source parameter; these are explanations, not corrections):
   B200 fit scaled by a best-shape ratio, and the remaining fp8 rows (Llama 3 8B −7…−12%)
   point at it.
 - **MoE runs.** Token-dropping Qwen3 rows (−27/−30%) and gpt-oss bf16 on B200 and GB200
-  (−30/−34% now) run much slower than the same models in later releases (gpt-oss on GB200:
+  (−30/−32% now) run much slower than the same models in later releases (gpt-oss on GB200:
   16,640 tokens/s per GPU in bf16 with 26.04.01 against 28,672 in MXFP8 with 26.08, 1.72×
   for a precision change the model puts at 1.32×; the 26.06.01 container lost 37% of its
   MXFP8 speed to a cuDNN grouped-GEMM regression, cudnn-frontend issue #256, so these
@@ -472,7 +472,7 @@ lines += [
     "their public counterparts, and the 25.09 token-drop rows of Qwen3 and DeepSeek-V3 13-28% "
     "fast. DeepSeek-V3 on 1,024 H100 (25.09) ran DeepEP with the EP all-to-all overlap "
     "(v0.1.0rc4's `run_script.py`; `validation/mbridge-recipes.json` carries the 25.09 "
-    "recipes since this session): with them it is predicted 20% fast, without them 27% "
+    "recipes since this session): with them it is predicted 19% fast, without them 27% "
     "slow, so the model hides more of that exchange over eight nodes' InfiniBand than the "
     "run did. `crates/myriad-train/tests/heldout_mbridge.rs` holds a ratchet.",
     "",
