@@ -520,6 +520,14 @@ pub struct TrainingSpec {
     /// rank; with sequence parallelism the activation is already sliced).
     #[serde(default)]
     pub pp_scatter_gather: Option<bool>,
+    /// Expert-parallel dispatch in fp8 (fp8/fp4 training only): the tokens are quantised
+    /// before the dispatch all-to-all, halving its bytes, as DeepSeek-V3's own framework does
+    /// (arXiv:2412.19437 §3.3.2). Default `false`: Megatron-Core dispatches bf16 tokens with
+    /// every dispatcher (the all-to-all, DeepEP and HybridEP; fp8 dispatch came with its
+    /// NCCL EP backend in August 2026) and quantises them inside the expert GEMMs. The combine
+    /// is bf16 either way.
+    #[serde(default)]
+    pub fp8_dispatch: Option<bool>,
     /// Order in which parallel dimensions are laid onto the hierarchy, innermost first
     /// (default `tp-cp-ep-dp-pp`).
     #[serde(default)]

@@ -184,6 +184,8 @@ pub struct Fixed {
     pub overlap_p2p_comm: bool,
     /// Pipeline scatter/gather (`training.pp_scatter_gather`, default false).
     pub pp_scatter_gather: bool,
+    /// fp8 EP dispatch (`training.fp8_dispatch`, default false).
+    pub fp8_dispatch: bool,
 }
 
 impl Fixed {
@@ -218,6 +220,7 @@ impl Fixed {
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
             overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
             pp_scatter_gather: spec.pp_scatter_gather.unwrap_or(false),
+            fp8_dispatch: spec.fp8_dispatch.unwrap_or(false),
         }
     }
 }
@@ -406,6 +409,7 @@ pub fn candidates(
                                             overlap_grad_reduce: fixed.overlap_grad_reduce,
                                             overlap_p2p_comm: fixed.overlap_p2p_comm,
                                             pp_scatter_gather: fixed.pp_scatter_gather,
+                                            fp8_dispatch: fixed.fp8_dispatch,
                                             placement,
                                             attention: fixed.attention,
                                             cross_entropy: fixed.cross_entropy,

@@ -69,6 +69,8 @@ pub struct Plan {
     /// Pipeline sends split over the TP ranks and all-gathered on arrival
     /// (`training.pp_scatter_gather`).
     pub pp_scatter_gather: bool,
+    /// The EP dispatch all-to-all carries fp8 tokens (`training.fp8_dispatch`).
+    pub fp8_dispatch: bool,
     pub placement: [Dim; 5],
     pub attention: AttentionKernel,
     /// Loss kernel over the logits.
@@ -598,6 +600,15 @@ pub fn resolve(
             ),
         ));
     }
+    if spec.fp8_dispatch == Some(true) && !matches!(precision, Precision::Fp8 | Precision::Fp4) {
+        return Err(bad(
+            "fp8_dispatch",
+            format!(
+                "tokens are dispatched in fp8 only with fp8 or fp4 training, not {}",
+                precision.as_str()
+            ),
+        ));
+    }
     if spec.fp8_params == Some(true) && !matches!(precision, Precision::Fp8 | Precision::Fp4) {
         return Err(bad(
             "fp8_params",
@@ -830,6 +841,7 @@ pub fn resolve(
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
             overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
             pp_scatter_gather: spec.pp_scatter_gather.unwrap_or(false),
+            fp8_dispatch: spec.fp8_dispatch.unwrap_or(false),
             placement,
             attention,
             cross_entropy: spec.cross_entropy.unwrap_or(CrossEntropy::Fused),

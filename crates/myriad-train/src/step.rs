@@ -888,7 +888,9 @@ pub fn estimate_with(
         // EP: dispatch and combine all-to-all, forward and backward.
         if plan.ep > 1 && model.is_moe_layer(layer) {
             if let Some(m) = &model.moe {
-                let elem = if fp8 { 1.0 } else { 2.0 };
+                // Dispatch bytes per element: fp8 only where the framework quantises before
+                // the all-to-all (`training.fp8_dispatch`); Megatron-Core dispatches bf16.
+                let elem = if fp8 && plan.fp8_dispatch { 1.0 } else { 2.0 };
                 let tokens = tokens_mb
                     / if plan.sequence_parallel {
                         plan.tp as f64

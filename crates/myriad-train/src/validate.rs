@@ -469,6 +469,22 @@ pub fn explain(
         .source
         .as_deref()
         .is_some_and(|s| s.contains("2407.21783"));
+    // DeepSeek-V3's framework quantises the tokens to fp8 before the EP dispatch
+    // (arXiv:2412.19437 §3.3.2); Megatron-Core dispatches bf16 (the default).
+    let fp8_run = matches!(
+        training.precision,
+        Some(myriad_scenario::Precision::Fp8 | myriad_scenario::Precision::Fp4)
+    );
+    if training.fp8_dispatch.is_none()
+        && fp8_run
+        && case
+            .source
+            .as_deref()
+            .is_some_and(|s| s.contains("2412.19437"))
+    {
+        training.fp8_dispatch = Some(true);
+        notes.push("fp8_dispatch: true (not given; DeepSeek-V3 dispatches fp8 tokens, arXiv:2412.19437 §3.3.2)".into());
+    }
     if training.cp_comm.is_none() && training.cp.is_some_and(|c| c > 1) && meta_llama3 {
         training.cp_comm = Some(myriad_model::CpComm::AllGather);
         notes.push("cp_comm: all_gather (not given; Meta's Llama 3 gathers keys and values, arXiv:2407.21783 §3.3.2)".into());
