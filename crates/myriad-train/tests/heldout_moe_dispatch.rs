@@ -41,7 +41,8 @@ fn predicted(r: &myriad_train::validate::ValidationReport, key: &str) -> (f64, f
     )
 }
 
-/// Ratchet just above the figures measured (mean 7.1%, worst 14.0% since the EP 16 ranks of
+/// Ratchet just above the figures measured (mean 6.9%, worst 13.5% since combined 1F1B leaves
+/// a step's first forward and last backward unpaired; mean 7.1%, worst 14.0% since the EP 16 ranks of
 /// a MoE layer wait for the momentarily slowest clock, `speed_jitter`; 9.8% and 15.6%
 /// before; 21.9% and 26.3% before the per-layer eager MoE overhead,
 /// `step::MOE_EAGER_OVERHEAD_S`).
@@ -50,7 +51,7 @@ fn moe_dispatch_held_out_runs_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 4);
-    common::assert_within(&r, 0.0715, 0.142);
+    common::assert_within(&r, 0.0700, 0.137);
 }
 
 /// What EP overlap saves per step, the same schedule's traffic with and without it: 9.94 s
