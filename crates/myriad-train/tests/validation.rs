@@ -53,8 +53,10 @@ fn accuracy_does_not_regress() {
     // (`speed_jitter`, measured on the lent H100 and H200); 7.55% once ZeRO-3's
     // data-parallel ranks count among them; 7.44% once NeMo's Nemotron-4 340B row keeps its
     // launcher config's bf16 optimizer state (ZeRO-2 +15.7% -> ZeRO-1 -4.5%); 7.32% once
-    // the SC'21 pipelines send a TP slice per rank (Megatron-LM's scatter/gather).
-    assert!(s.mae < 0.0733, "mean absolute error {:.2}%", 100.0 * s.mae);
+    // the SC'21 pipelines send a TP slice per rank (Megatron-LM's scatter/gather); 7.28% once
+    // combined 1F1B leaves the pipeline's warm-up and cool-down passes unpaired; 7.24% once
+    // Megatron's fp8 runs dispatch bf16 tokens (`training.fp8_dispatch` false).
+    assert!(s.mae < 0.0728, "mean absolute error {:.2}%", 100.0 * s.mae);
     assert!(
         s.median_abs_error < 0.0475,
         "median {:.2}%",
