@@ -422,9 +422,10 @@ lines += [
     "communication) where Myriad has 15.3 s. The public file's rows do not state their "
     "dispatcher and keep Megatron's default, `alltoall`: Megatron-Bridge 26.06's recipe for "
     "the public Qwen3 30B-A3B 16-H100 fp8 row ran HybridEP, which would take that row from "
-    "-8.1% to -41.5% (measured 29.7 s, 5 s slower than the bf16 HybridEP run above; its "
-    "recipe has no CUDA graphs), so what the model lacks there is host- and kernel-level "
-    "cost, not bytes. `crates/myriad-train/tests/heldout_moe_dispatch.rs` holds a ratchet and "
+    "+20.4% to -24.1% (measured 29.7 s, 5 s slower than the bf16 HybridEP run above and "
+    "9.6 s slower than the bf16 HybridEP run with EP overlap of Megatron-Bridge's "
+    "verification card, 20.1 s; its recipe has no CUDA graphs), so what ran, or what the "
+    "model lacks there, is not known. `crates/myriad-train/tests/heldout_moe_dispatch.rs` holds a ratchet and "
     "the ratio.",
     "",
 ]
