@@ -1068,16 +1068,7 @@ fn eager_moe_layers_cost_their_overhead_once_per_layer_and_micro_batch() {
     // micro-batch 1 = 64 micro-batches. Each eager MoE layer costs MOE_EAGER_OVERHEAD_S
     // beyond its kernels once per micro-batch, so the step is 48 × 64 of them longer than
     // in a full-iteration CUDA graph, and a fully recomputed layer pays it again.
-    let run = |extra: &str| {
-        let text = format!(
-            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 16, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: qwen3-30b-a3b}}\ntraining: {{tp: 1, pp: 1, dp: 16, ep: 16, micro_batch: 1, global_batch: 1024, {extra}}}\n"
-        );
-        let cat = myriad_catalog::catalog();
-        let s = parse_scenario("t.yaml", &text, cat).unwrap();
-        let c = myriad_cluster::build(&s, cat).unwrap();
-        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
-        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 16).unwrap()
-    };
+    let run = |extra: &str| qwen3_30b_a3b_on_16_h100(extra).unwrap();
     let sync = myriad_train::step::MOE_EAGER_OVERHEAD_S;
     let waits = 48.0 * 64.0;
     let (on, off) = (
@@ -1164,14 +1155,9 @@ fn only_the_steady_state_pairs_forward_and_backward() {
 #[test]
 fn fp8_dispatch_halves_the_dispatch_bytes_only() {
     let run = |extra: &str| {
-        let text = format!(
-            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 16, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: qwen3-30b-a3b}}\ntraining: {{tp: 1, pp: 1, dp: 16, ep: 16, micro_batch: 1, global_batch: 1024, recompute: none, ep_dispatcher: alltoall, {extra}}}\n"
-        );
-        let cat = myriad_catalog::catalog();
-        let s = parse_scenario("t.yaml", &text, cat).unwrap();
-        let c = myriad_cluster::build(&s, cat).unwrap();
-        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
-        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 16)
+        qwen3_30b_a3b_on_16_h100(&format!(
+            "recompute: none, ep_dispatcher: alltoall, {extra}"
+        ))
     };
     let ep = |extra: &str| run(extra).unwrap().estimate.breakdown.ep_comm_s;
     let (bf16, fp8, fp8_dispatch) = (
@@ -1186,4 +1172,19 @@ fn fp8_dispatch_halves_the_dispatch_bytes_only() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("fp8_dispatch") && e.contains("bf16"), "{e}");
+}
+
+/// Qwen3 30B-A3B on 16 H100 at EP 16, PP 1, micro-batch 1 and 1,024 sequences (64
+/// micro-batches), with `extra` training keys.
+fn qwen3_30b_a3b_on_16_h100(
+    extra: &str,
+) -> Result<myriad_train::TrainEstimate, myriad_train::PlanError> {
+    let text = format!(
+        "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 16, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: qwen3-30b-a3b}}\ntraining: {{tp: 1, pp: 1, dp: 16, ep: 16, micro_batch: 1, global_batch: 1024, {extra}}}\n"
+    );
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", &text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 16)
 }
