@@ -157,6 +157,10 @@ enum Command {
         /// Predict every row of a myriad-measurements/1 serving file instead.
         #[arg(long)]
         validate: Option<PathBuf>,
+        /// With --validate: explain the rows whose id contains this text (prediction,
+        /// measurement, every setting filled, where each simulated step's time goes).
+        #[arg(long, value_name = "ID", requires = "validate")]
+        case: Option<String>,
         /// Search roles, TP/EP and batch limits for the most goodput per accelerator.
         #[arg(long)]
         search: bool,
@@ -287,6 +291,7 @@ fn main() -> ExitCode {
         Command::Serve {
             scenario,
             validate,
+            case,
             search,
             seed,
             requests,
@@ -295,6 +300,7 @@ fn main() -> ExitCode {
         } => cmd::serve::run(
             scenario.as_deref(),
             validate.as_deref(),
+            case.as_deref(),
             search,
             seed,
             requests,

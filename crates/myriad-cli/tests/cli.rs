@@ -160,6 +160,42 @@ fn validate_case_explains_one_case() {
     assert!(err.contains("no case id contains `no-such-case`"), "{err}");
 }
 
+/// `serve --validate FILE --case ID` explains the matching rows: the prediction and the
+/// measurement (the same figures as the JSON report), then every filled setting, one a line.
+#[test]
+fn serve_validate_case_explains_a_row() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/validation/serving-public.json"
+    );
+    if std::fs::metadata(path).is_err() {
+        return;
+    }
+    let id = "trtllm-dsr1-bestperf-b200-max-tput-r1-0528-fp8kv-dep8";
+    let (code, out, err) = myriad(&["serve", "--validate", path, "--case", id]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with(id), "{out}");
+    let v = json(&["serve", "--validate", path, "--json"]);
+    let row = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap();
+    let predicted = row["predicted"].as_f64().unwrap();
+    assert!(
+        out.contains(&format!("predicted {predicted:.0} output tokens/s")),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("  iterations: ")),
+        "{out}"
+    );
+    let (code, _, err) = myriad(&["serve", "--validate", path, "--case", "no-such-row"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no row id contains `no-such-row`"), "{err}");
+}
+
 #[test]
 fn search_and_plan_json() {
     let v = json(&[

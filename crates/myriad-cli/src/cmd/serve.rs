@@ -8,9 +8,11 @@ fn right(s: String) -> Cell {
     Cell::new(s).set_alignment(CellAlignment::Right)
 }
 
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     scenario: Option<&Path>,
     validate: Option<&Path>,
+    case: Option<&str>,
     search: bool,
     seed: Option<u64>,
     requests: Option<u64>,
@@ -18,7 +20,7 @@ pub fn run(
     report: Option<&Path>,
 ) -> Result<(), String> {
     if let Some(f) = validate {
-        return run_validate(f, json);
+        return run_validate(f, json, case);
     }
     let path = scenario.ok_or("serve: give a SCENARIO file or --validate FILE")?;
     let s = super::load_scenario(path)?;
@@ -223,12 +225,45 @@ fn iteration_table(mix: &myriad_serve::IterationMix) -> Table {
     t
 }
 
-fn run_validate(path: &Path, json: bool) -> Result<(), String> {
+fn run_validate(path: &Path, json: bool, case: Option<&str>) -> Result<(), String> {
     let name = path.display().to_string();
     let text = super::read_file(path)?;
     let (rep, out) = myriad_api::serve_validate(&name, &text)?;
     for w in &rep.warnings {
         eprintln!("warning: {name}: {w}");
+    }
+    if let Some(pattern) = case {
+        let chosen: Vec<_> = rep
+            .cases
+            .iter()
+            .filter(|c| c.id.contains(pattern))
+            .collect();
+        if chosen.is_empty() {
+            return Err(format!("{name}: no row id contains `{pattern}`"));
+        }
+        let f = |x: Option<f64>| x.map(|v| format!("{v:.0}")).unwrap_or("-".into());
+        for (i, c) in chosen.iter().enumerate() {
+            if i > 0 {
+                println!();
+            }
+            println!(
+                "{} ({}): predicted {} output tokens/s per accelerator, measured {}{}",
+                c.id,
+                c.group,
+                f(c.predicted),
+                f(c.measured),
+                c.error
+                    .map(|e| format!(": {:+.1}%", e * 100.0))
+                    .unwrap_or_default()
+            );
+            for (k, p, m) in &c.extra {
+                println!("  {k}: predicted {p:.0}, measured {m:.0}");
+            }
+            for n in &c.notes {
+                println!("  {n}");
+            }
+        }
+        return Ok(());
     }
     if json {
         super::print_json(&out)?;
