@@ -925,7 +925,8 @@ pub fn estimate_with(
                     within.max(across)
                 };
                 let (dispatch, combine) = (one(elem), one(2.0));
-                st.ep = if block_again { 3.0 } else { 2.0 } * (dispatch + combine);
+                let unhidden = if block_again { 3.0 } else { 2.0 } * (dispatch + combine);
+                st.ep = unhidden;
                 // DualPipe pairs the chunks itself (`ep_slot` below).
                 if plan.ep_overlap && !block_again && plan.schedule != PipelineSchedule::Dualpipe {
                     // Combined 1F1B (Megatron-Core `overlap_moe_expert_parallel_comm`, after
@@ -948,7 +949,7 @@ pub fn estimate_with(
                     // Only the steady state pairs a forward with a backward: the warm-up
                     // forwards and cool-down backwards run alone, their all-to-alls exposed.
                     let alone = unpaired_share(plan);
-                    st.ep = (1.0 - alone) * (exposed + ctx.overlap * hidden) + alone * st.ep;
+                    st.ep = (1.0 - alone) * (exposed + ctx.overlap * hidden) + alone * unhidden;
                 }
             }
         }

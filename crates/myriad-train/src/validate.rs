@@ -193,27 +193,27 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
     let id = case.id.to_ascii_lowercase();
     // The recipe kind the row's id names (a bare "fp8" names none, which fp8 recipe ran
     // not being stated, except in 25.09).
-    let kinds: &[&str] = if key == "25.09" && id.contains("fp8") {
+    let kind = if key == "25.09" && id.contains("fp8") {
         // The 25.09 summary names its fp8 recipes in a footnote: the plain figures are the
         // default (current scaling), the parenthesised ones (the rows' "-alt") 128x128/1x128
         // blocks on H100 and 32x32 (MXFP8) on Blackwell.
         if !id.contains("-alt") {
-            &["FP8_CS"]
+            "FP8_CS"
         } else if case.system.accelerator.starts_with("h100") {
-            &["FP8_SC"]
+            "FP8_SC"
         } else {
-            &["FP8_MX"]
+            "FP8_MX"
         }
     } else if id.contains("nvfp4") {
-        &["NVFP4"]
+        "NVFP4"
     } else if ["mxfp8", "fp8mx", "fp8-mx"].iter().any(|s| id.contains(s)) {
-        &["FP8_MX"]
+        "FP8_MX"
     } else if ["fp8cs", "fp8-cs"].iter().any(|s| id.contains(s)) {
-        &["FP8_CS"]
+        "FP8_CS"
     } else if ["fp8sc", "fp8-sc"].iter().any(|s| id.contains(s)) {
-        &["FP8_SC"]
+        "FP8_SC"
     } else if id.contains("bf16") {
-        &["BF16"]
+        "BF16"
     } else {
         return None;
     };
@@ -231,27 +231,17 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
         .trim_end_matches("-sxm")
         .to_ascii_uppercase();
     let configs = rel.get("configs")?.as_object()?;
-    // A kind's configs at the row's GPU count: `{MODEL}_PRETRAIN_CONFIG_{GPU}_{KIND}` with or
-    // without a variant suffix (`_V1`, `_256GPU`, ...), or the v0.2.0 `_BASE_CONFIG` name.
-    let of_kind = |kind: &str| -> Vec<(&String, &serde_json::Value)> {
-        let versioned = format!("{model}_PRETRAIN_CONFIG_{gpu}_{kind}");
-        let legacy = format!("{model}_{gpu}_{kind}_BASE_CONFIG");
-        configs
-            .iter()
-            .filter(|(name, c)| {
-                (**name == versioned
-                    || name.starts_with(&format!("{versioned}_"))
-                    || **name == legacy)
-                    && c.get("num_gpus").and_then(|g| g.as_u64()) == Some(case.system.count)
-            })
-            .collect()
-    };
-    let mut by_kind = kinds.iter().map(|k| of_kind(k)).filter(|f| !f.is_empty());
-    let mut found = by_kind.next()?;
-    if by_kind.next().is_some() {
-        // A bare "fp8" row of a release with several fp8 recipes: which one ran is unknown.
-        return None;
-    }
+    // The kind's configs at the row's GPU count: `{MODEL}_PRETRAIN_CONFIG_{GPU}_{KIND}` with
+    // or without a variant suffix (`_V1`, `_256GPU`, ...), or the v0.2.0 `_BASE_CONFIG` name.
+    let versioned = format!("{model}_PRETRAIN_CONFIG_{gpu}_{kind}");
+    let legacy = format!("{model}_{gpu}_{kind}_BASE_CONFIG");
+    let mut found: Vec<(&String, &serde_json::Value)> = configs
+        .iter()
+        .filter(|(name, c)| {
+            (**name == versioned || name.starts_with(&format!("{versioned}_")) || **name == legacy)
+                && c.get("num_gpus").and_then(|g| g.as_u64()) == Some(case.system.count)
+        })
+        .collect();
     // The variant whose plan the row states (V1 and V2 of a system can differ in global
     // batch and EP, and with them in dispatcher and overlap); among equals, V1 (the
     // launcher's default), then V2, then any other.
@@ -538,10 +528,6 @@ pub fn explain(
     // parameters in fp8 runs: `+model.fp8_params=${FP8_ENABLED^}` in nemotron/configure.sh
     // and `+model.fp8_params=$FP8_ENABLED` in llama3.1/configure.sh, `fp8_params: true` in
     // nemo_megatron/gpt3_175b_hydra.yaml (whose launch.sh sets `model.fp8` by DTYPE).
-    let fp8_run = matches!(
-        training.precision,
-        Some(myriad_scenario::Precision::Fp8 | myriad_scenario::Precision::Fp4)
-    );
     let dgxc_35a9aec = source.contains("dgxc-benchmarking") && source.contains("35a9aec");
     let dgxc_recipe = ["nemotron/", "llama3.1/", "nemo_megatron/"]
         .into_iter()

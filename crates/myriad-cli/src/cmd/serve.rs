@@ -232,6 +232,7 @@ fn run_validate(path: &Path, json: bool, case: Option<&str>) -> Result<(), Strin
     for w in &rep.warnings {
         eprintln!("warning: {name}: {w}");
     }
+    let f = |x: Option<f64>| x.map(|v| format!("{v:.0}")).unwrap_or("-".into());
     if let Some(pattern) = case {
         let chosen: Vec<_> = rep
             .cases
@@ -241,7 +242,6 @@ fn run_validate(path: &Path, json: bool, case: Option<&str>) -> Result<(), Strin
         if chosen.is_empty() {
             return Err(format!("{name}: no row id contains `{pattern}`"));
         }
-        let f = |x: Option<f64>| x.map(|v| format!("{v:.0}")).unwrap_or("-".into());
         for (i, c) in chosen.iter().enumerate() {
             if i > 0 {
                 println!();
@@ -278,7 +278,6 @@ fn run_validate(path: &Path, json: bool, case: Option<&str>) -> Result<(), Strin
         "other",
     ]);
     for c in &rep.cases {
-        let f = |x: Option<f64>| x.map(|v| format!("{v:.0}")).unwrap_or("-".into());
         let other: Vec<String> = c
             .extra
             .iter()
