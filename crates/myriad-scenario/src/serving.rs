@@ -23,6 +23,14 @@ pub struct ServingSpec {
     /// (`bf16`, `fp8`, `fp4`); default `bf16`.
     #[serde(default)]
     pub weights: Option<Precision>,
+    /// Precision of the attention projections (query, key/value, MLA's absorbed
+    /// up-projections), where the checkpoint keeps them apart from the MLPs (NVIDIA's
+    /// NVFP4 DeepSeek-R1 checkpoints: bf16); default: `weights`.
+    #[serde(default)]
+    pub attention: Option<Precision>,
+    /// Precision of the attention output projection; default: `attention`.
+    #[serde(default)]
+    pub attention_out: Option<Precision>,
     /// Precision of the routed-expert weights; default: `weights`.
     #[serde(default)]
     pub experts: Option<Precision>,

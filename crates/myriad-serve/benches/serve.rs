@@ -25,11 +25,7 @@ fn instance() -> InstanceModel {
         &b.levels,
         &model,
         Parallel::new(2, 1, 1),
-        Precisions {
-            weights: Precision::Fp8,
-            experts: Precision::Fp8,
-            kv: Precision::Fp8,
-        },
+        Precisions::new(Precision::Fp8, Precision::Fp8, Precision::Fp8),
         300e-6,
         false,
         None,

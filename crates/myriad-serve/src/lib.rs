@@ -185,13 +185,23 @@ pub fn setup(
     let fw = framework(sv.framework.as_deref().unwrap_or("tensorrt-llm"));
     let mut notes = Vec::new();
     let weights = sv.weights.unwrap_or(Precision::Bf16);
-    let prec = Precisions {
+    let mut prec = Precisions::new(
         weights,
-        experts: sv.experts.unwrap_or(weights),
-        kv: sv.kv_cache.unwrap_or(Precision::Bf16),
-    };
-    for (k, p) in [("weights", prec.weights), ("experts", prec.experts)] {
-        notes.extend(model::widening_note(&cluster.accelerator, k, p));
+        sv.experts.unwrap_or(weights),
+        sv.kv_cache.unwrap_or(Precision::Bf16),
+    );
+    prec.attention = sv.attention.unwrap_or(weights);
+    prec.attention_out = sv.attention_out.unwrap_or(prec.attention);
+    for (k, p) in [
+        ("weights", prec.weights),
+        ("experts", prec.experts),
+        ("attention", prec.attention),
+        ("attention_out", prec.attention_out),
+    ] {
+        // The attention keys only where they differ from `weights` (said once).
+        if k == "weights" || k == "experts" || p != prec.weights {
+            notes.extend(model::widening_note(&cluster.accelerator, k, p));
+        }
     }
     let overhead = sv.iteration_overhead_us.unwrap_or(fw.iteration_overhead_us);
     let overlap = sv.overlap_comm.unwrap_or(fw.overlap_comm);

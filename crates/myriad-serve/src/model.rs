@@ -166,12 +166,30 @@ impl Parallel {
 /// Storage and compute precisions of one instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Precisions {
-    /// Attention, dense-MLP and shared-expert weights (and their GEMMs).
+    /// Dense-MLP and shared-expert weights (and their GEMMs).
     pub weights: Precision,
     /// Routed-expert weights (and their grouped GEMMs).
     pub experts: Precision,
     /// KV cache.
     pub kv: Precision,
+    /// Attention projections before and inside the core: query, key/value and, with MLA,
+    /// the absorbed up-projections.
+    pub attention: Precision,
+    /// The attention output projection (`o_proj`).
+    pub attention_out: Precision,
+}
+
+impl Precisions {
+    /// Every linear layer but the routed experts in `weights`: the attention as well.
+    pub const fn new(weights: Precision, experts: Precision, kv: Precision) -> Self {
+        Self {
+            weights,
+            experts,
+            kv,
+            attention: weights,
+            attention_out: weights,
+        }
+    }
 }
 
 /// Speculative decoding (draft or MTP): each decode step verifies `draft_tokens` extra
@@ -352,6 +370,8 @@ pub struct InstanceModel {
     /// as `w_vc`, and `o_proj`; GQA: `o_proj`); the rest (query and key/value
     /// projections) runs before it.
     attn_post_params: f64,
+    /// The output projection (`o_proj`), the last of `attn_post_params`.
+    attn_out_params: f64,
     dense_mlp_params: f64,
     expert_params: f64,
     shared_params: f64,
@@ -482,9 +502,13 @@ impl InstanceModel {
         let pp_span = (par.pp > 1)
             .then(|| myriad_train::Plan::span(levels, par.pp as u64, par.stage_gpus() as u64));
         let heads = model.heads as f64;
-        let attn_post_params = match &model.mla {
-            Some(m) => (m.kv_lora_rank as f64 + h) * heads * m.v_head_dim as f64,
+        let attn_out_params = match &model.mla {
+            Some(m) => h * heads * m.v_head_dim as f64,
             None => heads * model.head_dim() as f64 * h,
+        };
+        let attn_post_params = match &model.mla {
+            Some(m) => m.kv_lora_rank as f64 * heads * m.v_head_dim as f64 + attn_out_params,
+            None => attn_out_params,
         };
         Ok(Self {
             acc: acc.clone(),
@@ -516,6 +540,7 @@ impl InstanceModel {
             attn_params: model.attention_params(),
             attn_gemms,
             attn_post_params,
+            attn_out_params,
             dense_mlp_params: model.mlp_params(model.dense_ffn()),
             expert_params,
             shared_params,
@@ -714,9 +739,9 @@ impl InstanceModel {
         } else {
             2.0
         };
-        let mut w = share
-            * (layers * self.attn_params / tp * bw
-                + dense_layers * self.dense_mlp_params / tp * bw)
+        let attn = (self.attn_params - self.attn_out_params) * bytes_of(self.prec.attention)
+            + self.attn_out_params * bytes_of(self.prec.attention_out);
+        let mut w = share * (layers * attn / tp + dense_layers * self.dense_mlp_params / tp * bw)
             + embed * embeds;
         if let Some(moe) = &m.moe {
             w += share
@@ -1084,17 +1109,25 @@ impl InstanceModel {
         let ov = acc.efficiency.gemm_overhead_us * 1e-6;
 
         // --- attention block (every layer)
-        let attn_gemm = self.weight_gemm(
-            self.prec.weights,
-            t_r,
-            self.attn_params / tp,
-            self.attn_gemms,
-        );
         // The part after the core (MLA's absorbed value up-projection and the output
         // projection), by weight share: the rest (query and key/value projections) runs
-        // before it.
-        let attn_post_gemm = attn_gemm * self.attn_post_params / self.attn_params;
-        let attn_pre_gemm = attn_gemm - attn_post_gemm;
+        // before it. Each share is priced at its own precision (NVIDIA's DeepSeek-R1
+        // NVFP4 v2 checkpoint quantises only `o_proj` of the attention), at the shape of
+        // the whole block, so that one precision throughout gives one block's time.
+        let whole = |p: Precision| self.weight_gemm(p, t_r, self.attn_params / tp, self.attn_gemms);
+        let attn_whole = whole(self.prec.attention);
+        let out_whole = if self.prec.attention_out == self.prec.attention {
+            attn_whole
+        } else {
+            whole(self.prec.attention_out)
+        };
+        let (post_share, out_share) = (
+            self.attn_post_params / self.attn_params,
+            self.attn_out_params / self.attn_params,
+        );
+        let attn_pre_gemm = attn_whole * (1.0 - post_share);
+        let attn_post_gemm = attn_whole * (post_share - out_share) + out_whole * out_share;
+        let attn_gemm = attn_pre_gemm + attn_post_gemm;
         let mut attn_core = 0.0;
         if b.decode_seqs > 0.0 {
             let (dq, dv) = self.dims_decode;

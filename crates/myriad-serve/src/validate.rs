@@ -311,6 +311,38 @@ pub fn trtllm_bench_settings(kv_requests: f64, isl: f64, osl: f64) -> (u32, u32)
     (bs as u32, tok as u32)
 }
 
+/// NVIDIA's ModelOpt NVFP4 checkpoints of DeepSeek-R1 quantise every MLP (the routed and
+/// shared experts and the three dense layers) and leave the attention projections in
+/// bf16: the R1-0528-FP4 safetensors listing has `mlp.*_proj.weight` U8 with F8_E4M3
+/// block scales and `self_attn.*_proj.weight` BF16 (search index file 31342819827), and
+/// MLPerf's DeepSeek-R1-FP4 lists the attention projections in `exclude_modules`. The v2
+/// checkpoints also quantise the output projection ("Compared to
+/// nvidia/DeepSeek-R1-0528-FP4, this checkpoint additionally quantizes the wo module in
+/// attention layers", the nvidia/DeepSeek-R1-0528-FP4-v2 model card). Returns the
+/// output projection's precision and the evidence, for a row that names such a
+/// checkpoint or states bf16 attention.
+fn nvidia_deepseek_fp4(checkpoint: &str, weight_text: &str) -> Option<(Precision, &'static str)> {
+    let c = checkpoint.to_ascii_lowercase();
+    let w = weight_text.to_ascii_lowercase();
+    let named = c.contains("deepseek-r1") && c.contains("fp4");
+    if named && c.contains("-v2") {
+        return Some((
+            Precision::Fp4,
+            "the NVIDIA NVFP4 v2 checkpoint: its model card adds o_proj to v1's NVFP4 MLPs",
+        ));
+    }
+    if named {
+        return Some((
+            Precision::Bf16,
+            "the NVIDIA NVFP4 checkpoint: its safetensors hold the attention projections in bf16",
+        ));
+    }
+    if w.contains("attention bf16") || w.contains("bf16 attention") {
+        return Some((Precision::Bf16, "the row states bf16 attention"));
+    }
+    None
+}
+
 /// The checkpoint's quantisation format as trtllm-bench reads it (`quant_algo` of the
 /// checkpoint's quantisation config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -752,11 +784,18 @@ fn predict_inner(
     for (k, p) in [("weights", weights), ("experts", experts)] {
         notes.extend(crate::model::widening_note(acc, k, p));
     }
-    let mut prec = Precisions {
-        weights,
-        experts,
-        kv,
-    };
+    let mut prec = Precisions::new(weights, experts, kv);
+    if experts == Precision::Fp4 && t.mla.is_some() && t.moe.is_some() {
+        if let Some((out, why)) = nvidia_deepseek_fp4(&text(sv, "checkpoint"), &wtext) {
+            prec.weights = Precision::Fp4;
+            prec.attention = Precision::Bf16;
+            prec.attention_out = out;
+            notes.push(format!(
+                "weights: NVFP4 MLPs (routed, shared and dense), {} o_proj, bf16 other attention projections ({why})",
+                out.as_str()
+            ));
+        }
+    }
     let quant_algo = QuantAlgo::of(prec, mxfp4);
     if !kv_stated {
         let ckpt = text(sv, "checkpoint").to_ascii_lowercase();
@@ -1281,6 +1320,9 @@ fn predict_inner(
         r
     };
     notes.push(iteration_note(&r.iteration_mix, server));
+    if let Deployment::Aggregated(role) = &dep {
+        notes.extend(moe_stage_note(&role.model, &r.iteration_mix));
+    }
     if let Some(m) = num(ms, "ttft_ms") {
         res.extra.push(("ttft_ms".into(), r.ttft.mean * 1e3, m));
     }
@@ -1328,6 +1370,38 @@ fn loadgen_offline_samples(sv: &Value) -> Option<(usize, String)> {
                 String::new()
             }
         ),
+    ))
+}
+
+/// One MoE layer of the mean decode-only iteration on the busiest rank, by stage (where
+/// a MoE row's decode step goes); `None` for dense models or runs without such steps.
+fn moe_stage_note(
+    m: &crate::model::InstanceModel,
+    mix: &crate::sim::IterationMix,
+) -> Option<String> {
+    let d = &mix.decode_only;
+    if m.model.moe.is_none() || d.iterations == 0 {
+        return None;
+    }
+    let n = d.iterations as f64;
+    let ranks = m.par.attention_dp as f64;
+    let seqs = d.decode_seqs_per_rank / n * ranks;
+    let b = crate::model::Batch {
+        decode_seqs: seqs,
+        decode_ctx: seqs * d.decode_context / n,
+        ..Default::default()
+    };
+    let s = m.moe_stages(&b);
+    let ms = |x: f64| x * 1e3;
+    Some(format!(
+        "one MoE layer of that decode step, ms: attention projections {:.3}, attention core and output {:.3}, shared experts {:.3}, routed experts {:.3}, dispatch {:.3}, combine {:.3}; LM head {:.3} a step",
+        ms(s.pre),
+        ms(s.core),
+        ms(s.shared),
+        ms(s.mlp),
+        ms(s.dispatch),
+        ms(s.combine),
+        ms(s.lm_head)
     ))
 }
 

@@ -30,11 +30,7 @@ fn llama3_8b(acc: &str) -> InstanceModel {
         &levels,
         &cat.model("llama3-8b").unwrap().model,
         Parallel::new(1, 1, 1),
-        Precisions {
-            weights: Precision::Bf16,
-            experts: Precision::Bf16,
-            kv: Precision::Bf16,
-        },
+        Precisions::new(Precision::Bf16, Precision::Bf16, Precision::Bf16),
         0.0,
         false,
         None,

@@ -143,13 +143,14 @@ fn mlperf_dataset_mean_prompt_lengths() {
 /// all-to-all): the five DeepSeek-R1 rows rose 1-8 points. 41.2%, worst +289%, once NVFP4
 /// experts pay their activation-quantisation kernels. 39.6%, median 21.1%, worst +284%,
 /// once an instance's prefill compute runs at the pace of its slowest chip and
-/// momentarily slowest clock.
+/// momentarily slowest clock. 35.5%, worst +252%, once MLPerf's DeepSeek-R1-FP4 runs its
+/// attention projections in bf16 (its hf_quant_config excludes them from NVFP4).
 #[test]
 fn mlperf5_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf5.json");
     let s = &r.summary;
     assert_eq!(s.count, 23);
-    assert!(s.mae < 0.397, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.356, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.212,
         "median {:.3}",
