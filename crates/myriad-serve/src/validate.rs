@@ -833,10 +833,19 @@ fn predict_inner(
         }
     }
     notes.push(format!(
-        "precision: weights {} experts {} kv {}",
-        weights.as_str(),
-        experts.as_str(),
-        prec.kv.as_str()
+        "precision: weights {} experts {} kv {}{}",
+        prec.weights.as_str(),
+        prec.experts.as_str(),
+        prec.kv.as_str(),
+        if (prec.attention, prec.attention_out) == (prec.weights, prec.weights) {
+            String::new()
+        } else {
+            format!(
+                " attention {} attention_out {}",
+                prec.attention.as_str(),
+                prec.attention_out.as_str()
+            )
+        }
     ));
     let spec = {
         let s = text(sv, "speculative_decoding").to_ascii_lowercase();
