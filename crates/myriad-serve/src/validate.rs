@@ -645,6 +645,7 @@ const KNOWN_SERVING: &[&str] = &[
     "itl_slo_ms",
     "checkpoint",
     "cuda_graph_batch_sizes",
+    "deployment_from",
 ];
 
 /// How a row key the validator does not read is reported.
@@ -694,6 +695,12 @@ fn predict_inner(
     let sv = row.get("serving").unwrap_or(&null);
     let ms = row.get("measured").unwrap_or(&null);
     check_counts(hw, sv)?;
+    let from = text(sv, "deployment_from");
+    if !from.is_empty() {
+        notes.push(format!(
+            "prefill/decode groups: those of {from} (the row's hardware notes: same deployment shape)"
+        ));
+    }
     if let Some(o) = sv.as_object() {
         for k in o.keys() {
             if !KNOWN_SERVING.contains(&k.as_str())
@@ -1769,6 +1776,50 @@ fn predict_disagg(
 }
 
 /// Predicts every row of a `myriad-measurements/1` document (rows under `rows` or `cases`).
+/// Rows as read, except that a row whose hardware notes say it has "the same deployment
+/// shape as" another row of its source (same `source.url`), and that states no prefill or
+/// decode group of its own, takes that row's groups (`serving.deployment_from` names it).
+fn with_referenced_deployment(rows: &[Value]) -> Vec<std::borrow::Cow<'_, Value>> {
+    use std::borrow::Cow;
+    let url = |r: &Value| r.get("source").map(|s| text(s, "url")).unwrap_or_default();
+    let groups = |r: &Value| {
+        r.get("serving")
+            .map(|s| ["prefill", "decode"].map(|k| s.get(k).filter(|v| !v.is_null()).cloned()))
+            .unwrap_or_default()
+    };
+    rows.iter()
+        .map(|r| {
+            let notes = r
+                .get("hardware")
+                .map(|h| text(h, "notes").to_ascii_lowercase())
+                .unwrap_or_default();
+            if !notes.contains("same deployment shape as") || groups(r) != [None, None] {
+                return Cow::Borrowed(r);
+            }
+            let u = url(r);
+            let sibling = rows.iter().find(|o| {
+                !u.is_empty()
+                    && url(o) == u
+                    && text(o, "id") != text(r, "id")
+                    && groups(o) != [None, None]
+            });
+            let Some(o) = sibling else {
+                return Cow::Borrowed(r);
+            };
+            let mut row = r.clone();
+            if let Some(sv) = row.get_mut("serving").and_then(Value::as_object_mut) {
+                for (k, g) in ["prefill", "decode"].iter().zip(groups(o)) {
+                    if let Some(g) = g {
+                        sv.insert(k.to_string(), g);
+                    }
+                }
+                sv.insert("deployment_from".into(), Value::String(text(o, "id")));
+            }
+            Cow::Owned(row)
+        })
+        .collect()
+}
+
 pub fn validate(cat: &Catalog, doc: &Value) -> Result<Report, String> {
     let fmt = text(doc, "format");
     let mut warnings = Vec::new();
@@ -1782,6 +1833,7 @@ pub fn validate(cat: &Catalog, doc: &Value) -> Result<Report, String> {
         .or_else(|| doc.get("cases"))
         .and_then(Value::as_array)
         .ok_or("no `rows` or `cases` array")?;
+    let rows = with_referenced_deployment(rows);
     let cases: Vec<CaseResult> = {
         use rayon::prelude::*;
         let out: Vec<(CaseResult, Vec<String>)> = rows

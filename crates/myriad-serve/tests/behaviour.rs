@@ -579,11 +579,12 @@ fn validation_mae_ratchet() {
     // 0.0655, when an instance's compute-bound work runs at the pace of its slowest chip
     // and its momentarily slowest clock (`InstanceModel::compute_pace`, `speed_jitter`
     // measured on the lent H100). Lowered, 0.1180 -> 0.1150, when NVIDIA's NVFP4
-    // DeepSeek-R1 checkpoints kept their attention projections in bf16, as they ship.)
+    // DeepSeek-R1 checkpoints kept their attention projections in bf16, as they ship;
+    // 0.1150 -> 0.1140 when a row that refers to another row's deployment shape runs it.)
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.1150, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1140, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.0655,
         "median {:.3}",
@@ -2119,4 +2120,47 @@ fn a_16_bit_cache_cannot_carry_llama_70b_to_its_h200_figure() {
     );
     let b8 = bound(fp8);
     assert!(b8 > 1.3 * measured, "fp8 cache bound {b8:.0}");
+}
+
+/// A row that says it has "the same deployment shape as" another row of its source, and
+/// states no groups of its own, runs that row's prefill and decode groups (the LMSYS GB200
+/// part II rows: the BF16-attention row shares the FP8-attention row's 48 decode GPUs); a
+/// row without the phrase keeps the default layout.
+#[test]
+fn a_row_takes_the_deployment_shape_it_refers_to() {
+    let model = serde_json::json!({"name": "DeepSeek-R1", "layers": 61, "hidden": 7168,
+        "ffn_hidden": 18432, "heads": 128, "vocab": 129280, "gated_mlp": true,
+        "moe": {"experts": 256, "top_k": 8, "expert_ffn_hidden": 2048, "shared_experts": 1,
+                "shared_expert_ffn_hidden": 2048, "dense_layers": 3},
+        "mla": {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+                "qk_rope_head_dim": 64, "v_head_dim": 128}});
+    let row = |id: &str, notes: &str, groups: bool| {
+        let mut serving = serde_json::json!({"framework": "SGLang", "weight_precision": "FP8",
+            "isl": 2000, "scenario": "disaggregated, large-scale EP",
+            "aggregation": "disaggregated (prefill/decode)"});
+        if groups {
+            serving["prefill"] = serde_json::json!({"gpus": 8});
+            serving["decode"] = serde_json::json!({"gpus": 48});
+        }
+        serde_json::json!({"id": id, "source": {"url": "https://example.org/blog"},
+            "hardware": {"accelerator": "gb200", "per_node": 4, "notes": notes},
+            "model": model.clone(), "serving": serving,
+            "measured": {"decode_output_tokens_per_s_per_gpu": 1000.0}})
+    };
+    let doc = serde_json::json!({"format": "myriad-measurements/1", "rows": [
+        row("a", "decode group = 48 GPUs", true),
+        row("b", "same deployment shape as the a row", false),
+        row("c", "GB200 NVL72", false),
+    ]});
+    let r = myriad_serve::validate::validate(myriad_catalog::catalog(), &doc).unwrap();
+    let by = |id: &str| r.cases.iter().find(|c| c.id == id).unwrap();
+    let (a, b, c) = (by("a"), by("b"), by("c"));
+    assert!(
+        b.notes.iter().any(|n| n.contains("groups: those of a")),
+        "{:?}",
+        b.notes
+    );
+    assert_eq!(a.predicted, b.predicted);
+    assert!(c.notes.iter().all(|n| !n.contains("groups: those of")));
+    assert_ne!(a.predicted, c.predicted, "eight decode GPUs are not 48");
 }
