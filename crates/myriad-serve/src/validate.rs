@@ -486,14 +486,6 @@ pub const CHECKPOINT_KV_FP8: &[(&str, &str)] = &[
         "TensorRT-LLM docs, performance/perf-benchmarking.md, 'Quantization in the PyTorch Flow': this checkpoint (named there) has kv_cache_quant_algo null and trtllm-bench maps FP8|null to an FP8 KV cache. Consistent with physics: a 16-bit cache cannot reach the published H200 figures - at 2048/2048 the 247 requests it holds (0.95 of 140 GiB less 9.6 GB of weights, 128 KiB per token) read 99.5 GB of KV per step, 20.7 ms at the full 4.8 TB/s, at most 11,900 tokens/s against 12,194 measured; at 20000/2000 at most 1,742 against 1,804",
     ),
     (
-        "nvidia/llama-3.3-70b-instruct-fp8",
-        "not read; FP8 by three counts: ModelOpt's exporter (examples/llm_ptq/hf_ptq.py) quantises the cache to fp8 unless told otherwise ('default to fp8 if not provided', every release since NVFP4 support, 2025); its NVFP4 sibling above carries FP8; and a 16-bit cache cannot reach the published H200 figure - at 1024/8192 on TP2 the ~600k tokens it holds (160 KiB per token per GPU) give at most ~119 running requests, whose every step reads ~100 GB of cache and ~35 GB of weights per GPU, 28 ms at the full 4.8 TB/s: at most 2,118 tokens/s per GPU with no prefill and a full cache, against 2,009 measured (95% of peak bandwidth)",
-    ),
-    (
-        "nvidia/llama-4-maverick-17b-128e-instruct-nvfp4",
-        "not read; FP8 by two counts: ModelOpt's exporter (examples/llm_ptq/hf_ptq.py) quantises the cache to fp8 unless told otherwise ('default to fp8 if not provided', every release since NVFP4 support, 2025), and a 16-bit cache cannot reach the published B200 figure - at 1024/8192 on DEP4 the ~537k tokens a GPU holds (192 KiB each) give ~105 running requests per GPU, whose every step reads ~106 GB of cache and ~57 GB of weights (nearly every expert is hit), 20 ms at the full 8 TB/s: at most ~5,160 tokens/s per GPU with no prefill and a full cache, against 5,174 measured",
-    ),
-    (
         "nvidia/llama-3.1-405b-instruct-fp8",
         "TensorRT-LLM docs, performance/perf-benchmarking.md, 'Quantization in the PyTorch Flow': this checkpoint (named there) has kv_cache_quant_algo null and trtllm-bench maps FP8|null to an FP8 KV cache",
     ),

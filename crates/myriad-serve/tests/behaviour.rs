@@ -2078,50 +2078,6 @@ fn nvidia_deepseek_fp4_checkpoints_keep_bf16_attention() {
     assert!(slow < fast, "{slow} vs {fast}");
 }
 
-/// Why `nvidia/Llama-3.3-70B-Instruct-FP8` is read with an FP8 KV cache (the entry in
-/// `CHECKPOINT_KV_FP8`): with a 16-bit cache the published H200 figure (TensorRT-LLM perf
-/// overview, TP2, 1024/8192: 2,009 output tokens/s per GPU) is out of reach. The cache
-/// holds a fixed number of tokens; at a mean context of 1024 + 8192/2 it carries
-/// `C / 5120` running requests, and each decode step reads the whole cache and every
-/// weight: even with no prefill and a full cache the throughput is at most
-/// `BW · (C / 5120) / (W + C·b)` per instance. At the stream rate measured on the lent
-/// H200 (4.40 TB/s, `calibration/h200-decode-measured.json`) that is below the
-/// measurement; with an fp8 cache it is not.
-#[test]
-fn a_16_bit_cache_cannot_carry_llama_70b_to_its_h200_figure() {
-    let cat = myriad_catalog::catalog();
-    let fp8 = Precision::Fp8;
-    let bound = |kv: Precision| {
-        let m = InstanceModel::new(
-            cat.accelerator("h200").unwrap(),
-            &levels("h200", 8),
-            &cat.model("llama3-70b").unwrap().model,
-            Parallel::new(2, 1, 1),
-            Precisions::new(fp8, fp8, kv),
-            0.0,
-            false,
-            None,
-        )
-        .unwrap();
-        let c = m.kv_capacity_tokens(0.9);
-        let requests = c / (1024.0 + 8192.0 / 2.0);
-        let bytes_per_step = m.weight_bytes_per_gpu() + c * m.kv_bytes_per_token_per_gpu();
-        4.40e12 * requests / bytes_per_step / 2.0
-    };
-    let measured = 2009.0;
-    let b16 = bound(Precision::Bf16);
-    assert!(
-        b16 < measured,
-        "16-bit cache bound {b16:.0} tokens/s per GPU"
-    );
-    assert!(
-        b16 > 0.85 * measured,
-        "the bound is a near miss, not a rout: {b16:.0}"
-    );
-    let b8 = bound(fp8);
-    assert!(b8 > 1.3 * measured, "fp8 cache bound {b8:.0}");
-}
-
 /// A row that says it has "the same deployment shape as" another row of its source, and
 /// states no groups of its own, runs that row's prefill and decode groups (the LMSYS GB200
 /// part II rows: the BF16-attention row shares the FP8-attention row's 48 decode GPUs); a

@@ -178,22 +178,16 @@ fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
 /// per model. Measured when added: MAE 29.4%, median 24.8%, worst +87.4% (DeepSeek-R1 H200
 /// DEP8 FP8 1000/1000, like the DEP8 B200 blog rows); 28.4% since Llama 4 Maverick's chunked
 /// attention is modelled; 27.3% since gpt-oss rows naming MXFP4 run it under an FP4 label
-/// too. Llama 4 Maverick on B200/GB200 DEP4 was predicted 27-54% slow and the long-output Qwen3 rows 24-49% slow (the KV cache runs
+/// too. Llama 4 Maverick on B200/GB200 DEP4 is predicted 27-54% slow and the long-output Qwen3 rows 24-49% slow (the KV cache runs
 /// out: the rows leave its dtype to the checkpoint, whose quantisation config was not
-/// read), gpt-oss-120b mostly over-predicted (−25…+84%). 20.7%, median 15.0%, once the
-/// Llama 3.3 70B FP8 and Maverick NVFP4 checkpoints carry the FP8 cache ModelOpt's exporter
-/// writes by default, which their published figures need (`CHECKPOINT_KV_FP8`; found while
-/// reading these rows, so not an independent check of that fact). The same default would
-/// give the Qwen3 and Maverick FP8 checkpoints an FP8 cache too; that puts their rows at
-/// +20…+96% (public and kept aside alike), so either those configs differ or their MoE
-/// decode is slower than modelled: left open until their hf_quant_config.json is read.
+/// read), gpt-oss-120b mostly over-predicted (−25…+84%).
 #[test]
 fn perf_overview_held_out_columns_do_not_regress() {
     let r = report_of("serving-heldout-perf-overview.json");
     let s = &r.summary;
     assert_eq!(s.count, 88);
     assert!(r.cases.iter().all(|c| c.error.is_some()));
-    assert!(s.mae < 0.2075, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.2660, "MAE {:.3}", s.mae);
     assert!(
         s.worst_abs_error < 0.835,
         "{} {:.3}",
@@ -203,7 +197,7 @@ fn perf_overview_held_out_columns_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on the perf-overview columns the public file leaves out (MAE 20.7%, worst +82.9%: DeepSeek-R1 on 8 H200)"]
+#[ignore = "kept-aside bar not met on the perf-overview columns the public file leaves out (MAE 26.6%, worst +82.9%: DeepSeek-R1 on 8 H200)"]
 fn perf_overview_held_out_columns_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-perf-overview.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
