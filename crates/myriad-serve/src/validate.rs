@@ -788,9 +788,6 @@ fn predict_inner(
     } else {
         (weights, experts)
     };
-    for (k, p) in [("weights", weights), ("experts", experts)] {
-        notes.extend(crate::model::widening_note(acc, k, p));
-    }
     let mut prec = Precisions::new(weights, experts, kv);
     if experts == Precision::Fp4 && t.mla.is_some() && t.moe.is_some() {
         if let Some((out, why)) = nvidia_deepseek_fp4(&text(sv, "checkpoint"), &wtext) {
@@ -801,6 +798,15 @@ fn predict_inner(
                 "weights: NVFP4 MLPs (routed, shared and dense), {} o_proj, bf16 other attention projections ({why})",
                 out.as_str()
             ));
+        }
+    }
+    for (k, p) in [
+        ("weights", prec.weights),
+        ("experts", prec.experts),
+        ("attention", prec.attention),
+    ] {
+        if k != "attention" || p != prec.weights {
+            notes.extend(crate::model::widening_note(acc, k, p));
         }
     }
     let quant_algo = QuantAlgo::of(prec, mxfp4);
@@ -1767,7 +1773,6 @@ fn predict_disagg(
     Ok(())
 }
 
-/// Predicts every row of a `myriad-measurements/1` document (rows under `rows` or `cases`).
 /// Rows as read, except that a row whose hardware notes say it has "the same deployment
 /// shape as" another row of its source (same `source.url`), and that states no prefill or
 /// decode group of its own, takes that row's groups (`serving.deployment_from` names it).
@@ -1812,6 +1817,7 @@ fn with_referenced_deployment(rows: &[Value]) -> Vec<std::borrow::Cow<'_, Value>
         .collect()
 }
 
+/// Predicts every row of a `myriad-measurements/1` document (rows under `rows` or `cases`).
 pub fn validate(cat: &Catalog, doc: &Value) -> Result<Report, String> {
     let fmt = text(doc, "format");
     let mut warnings = Vec::new();
