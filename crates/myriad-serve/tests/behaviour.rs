@@ -460,6 +460,10 @@ fn bad_serving_values_name_the_field() {
             "serving.kv_cache_fraction",
         ),
         (
+            format!("{base}  attention_out: fp6\n"),
+            "serving.attention_out: unknown variant `fp6`",
+        ),
+        (
             format!("{base}  prefill_first: true\n"),
             "serving.prefill_first: true needs chunked_prefill: false",
         ),
