@@ -486,6 +486,14 @@ pub const CHECKPOINT_KV_FP8: &[(&str, &str)] = &[
         "TensorRT-LLM docs, performance/perf-benchmarking.md, 'Quantization in the PyTorch Flow': this checkpoint (named there) has kv_cache_quant_algo null and trtllm-bench maps FP8|null to an FP8 KV cache. Consistent with physics: a 16-bit cache cannot reach the published H200 figures - at 2048/2048 the 247 requests it holds (0.95 of 140 GiB less 9.6 GB of weights, 128 KiB per token) read 99.5 GB of KV per step, 20.7 ms at the full 4.8 TB/s, at most 11,900 tokens/s against 12,194 measured; at 20000/2000 at most 1,742 against 1,804",
     ),
     (
+        "nvidia/llama-3.3-70b-instruct-fp8",
+        "not read; FP8 because a 16-bit cache cannot give the published figure: trtllm-bench admits a request only with KV room for its whole prompt and output (GUARANTEED_NO_EVICT, its get_settings), so at 1024/8192 on H200 TP2 even all free memory holds at most 73 requests, and each step reads their cache (mean context 5,120) and every weight: at most 1,799 tokens/s per GPU at the full 4.8 TB/s with no prefill, against 2,009 measured (test a_16_bit_cache_cannot_reach_two_published_figures); ModelOpt's exporter writes an FP8 cache by default (hf_ptq.py --kv_cache_qformat), as its NVFP4 sibling above carries",
+    ),
+    (
+        "nvidia/llama-4-maverick-17b-128e-instruct-nvfp4",
+        "not read; FP8 because a 16-bit cache cannot give the published figure: under trtllm-bench's GUARANTEED_NO_EVICT admission, at 1024/8192 on B200 DEP4 all free memory holds at most ~65 requests a rank, and each step reads their cache and the experts they hit: at most 4,147 tokens/s per GPU at the full 8 TB/s with no prefill, against 5,174 measured (test a_16_bit_cache_cannot_reach_two_published_figures); ModelOpt's exporter writes an FP8 cache by default. The FP8 Maverick checkpoint's H200 rows are consistent with a 16-bit cache and keep it",
+    ),
+    (
         "nvidia/llama-3.1-405b-instruct-fp8",
         "TensorRT-LLM docs, performance/perf-benchmarking.md, 'Quantization in the PyTorch Flow': this checkpoint (named there) has kv_cache_quant_algo null and trtllm-bench maps FP8|null to an FP8 KV cache",
     ),

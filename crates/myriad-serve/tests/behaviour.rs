@@ -2124,3 +2124,57 @@ fn a_row_takes_the_deployment_shape_it_refers_to() {
     assert!(c.notes.iter().all(|n| !n.contains("groups: those of")));
     assert_ne!(a.predicted, c.predicted, "eight decode GPUs are not 48");
 }
+
+/// Why `CHECKPOINT_KV_FP8` gives the Llama 3.3 70B FP8 and Llama 4 Maverick NVFP4
+/// checkpoints an FP8 cache: with a 16-bit one their published figures (TensorRT-LLM perf
+/// overview, 1024/8192: 2,009 output tokens/s per GPU on H200 TP2, 5,174 on B200 DEP4) are
+/// out of reach. trtllm-bench admits a request only with cache room for its whole prompt
+/// and output (GUARANTEED_NO_EVICT), so even all free memory (fraction 1) holds at most
+/// `C / 9216` requests; their live contexts average 1024 + 8192/2, and every step reads
+/// that cache and the weights it needs (here: all weights at the smallest precision, scaled
+/// by the share of experts the batch hits), at the accelerator's full peak bandwidth, with
+/// no prefill. With an fp8 cache the same bound clears both figures.
+#[test]
+fn a_16_bit_cache_cannot_reach_two_published_figures() {
+    let cat = myriad_catalog::catalog();
+    let bound = |acc: &str, preset: &str, par: Parallel, w: Precision, kv: Precision| {
+        let a = cat.accelerator(acc).unwrap();
+        let model = &cat.model(preset).unwrap().model;
+        let m = InstanceModel::new(
+            a,
+            &levels(acc, 8),
+            model,
+            par,
+            Precisions::new(w, w, kv),
+            0.0,
+            false,
+            None,
+        )
+        .unwrap();
+        let ranks = par.attention_dp as f64;
+        let per_rank = m.kv_capacity_tokens(1.0) / ranks / (1024.0 + 8192.0);
+        let hit = match &model.moe {
+            Some(moe) => {
+                InstanceModel::distinct_experts(
+                    moe.experts as f64,
+                    moe.top_k as f64,
+                    per_rank * ranks,
+                ) / moe.experts as f64
+            }
+            None => 1.0,
+        };
+        let bytes = m.weight_bytes_per_gpu() * hit
+            + per_rank * (1024.0 + 4096.0) * m.kv_bytes_per_token_per_gpu();
+        per_rank * a.hbm_tbps * 1e12 / bytes / par.tp as f64
+    };
+    let (fp8, fp4, b16) = (Precision::Fp8, Precision::Fp4, Precision::Bf16);
+    let llama = |kv| bound("h200", "llama3-70b", Parallel::new(2, 1, 1), fp8, kv);
+    let maverick = |kv| bound("b200", "llama4-maverick", Parallel::new(1, 4, 4), fp4, kv);
+    for (name, b, measured) in [
+        ("llama 16-bit", llama(b16), 2009.0),
+        ("maverick 16-bit", maverick(b16), 5174.0),
+    ] {
+        assert!(b < 0.95 * measured, "{name}: bound {b:.0} vs {measured}");
+    }
+    assert!(llama(fp8) > 2009.0 && maverick(fp8) > 5174.0);
+}
