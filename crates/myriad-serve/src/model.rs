@@ -811,6 +811,44 @@ impl InstanceModel {
         }
     }
 
+    /// Upper bound on the instance's decode throughput, output tokens/s per accelerator,
+    /// with `kv_tokens` of cache (the instance's) and at most `max_batch` running requests
+    /// of `isl` prompt and `osl` output tokens: each request holds cache for its whole
+    /// prompt and output from admission (TensorRT-LLM's `GUARANTEED_NO_EVICT`, and the
+    /// simulation's admission), the running ones are on average halfway through their
+    /// output, and every step reads their cache and the weights the batch touches (the
+    /// share of experts it hits) at the accelerator's peak bandwidth, with no prefill and
+    /// no compute or communication cost. `None` with pipeline stages.
+    pub fn decode_roofline(
+        &self,
+        kv_tokens: f64,
+        max_batch: f64,
+        isl: f64,
+        osl: f64,
+    ) -> Option<f64> {
+        if self.par.pp > 1 || isl + osl <= 0.0 {
+            return None;
+        }
+        let ranks = self.par.attention_dp.max(1) as f64;
+        let per_rank = (max_batch / ranks)
+            .min((kv_tokens / ranks / self.kv_need(isl + osl)).floor())
+            .max(0.0);
+        if per_rank <= 0.0 {
+            return Some(0.0);
+        }
+        let hit = match &self.model.moe {
+            Some(moe) => {
+                Self::distinct_experts(moe.experts as f64, moe.top_k as f64, per_rank * ranks)
+                    / moe.experts as f64
+            }
+            None => 1.0,
+        };
+        let bytes = self.weight_bytes_per_gpu() * hit
+            + per_rank * self.kv_need(isl + osl / 2.0) * self.kv_bytes_per_token_per_gpu();
+        let step = bytes / (self.acc.hbm_tbps * 1e12);
+        Some(per_rank * self.tokens_per_step() / step / self.par.tp as f64)
+    }
+
     /// Expected number of distinct experts (of `experts`) that `tokens` top-`k` routings hit.
     pub fn distinct_experts(experts: f64, top_k: f64, tokens: f64) -> f64 {
         if tokens <= 0.0 {

@@ -487,11 +487,15 @@ pub const CHECKPOINT_KV_FP8: &[(&str, &str)] = &[
     ),
     (
         "nvidia/llama-3.3-70b-instruct-fp8",
-        "not read; FP8 because a 16-bit cache cannot give the published figure: trtllm-bench admits a request only with KV room for its whole prompt and output (GUARANTEED_NO_EVICT, its get_settings), so at 1024/8192 on H200 TP2 even all free memory holds at most 73 requests, and each step reads their cache (mean context 5,120) and every weight: at most 1,799 tokens/s per GPU at the full 4.8 TB/s with no prefill, against 2,009 measured (test a_16_bit_cache_cannot_reach_two_published_figures); ModelOpt's exporter writes an FP8 cache by default (hf_ptq.py --kv_cache_qformat), as its NVFP4 sibling above carries",
+        "not read; FP8 because a 16-bit cache cannot give the published figure: trtllm-bench admits a request only with KV room for its whole prompt and output (GUARANTEED_NO_EVICT, its get_settings), so at 1024/8192 on H200 TP2 even all free memory holds at most 73 requests, and each step reads their cache (mean context 5,120) and every weight: at most 1,796 tokens/s per GPU at the full 4.8 TB/s with no prefill, against 2,009 measured (test a_16_bit_cache_cannot_reach_three_published_figures); ModelOpt's exporter writes an FP8 cache by default (hf_ptq.py --kv_cache_qformat), as its NVFP4 sibling above carries",
     ),
     (
         "nvidia/llama-4-maverick-17b-128e-instruct-nvfp4",
-        "not read; FP8 because a 16-bit cache cannot give the published figure: under trtllm-bench's GUARANTEED_NO_EVICT admission, at 1024/8192 on B200 DEP4 all free memory holds at most ~65 requests a rank, and each step reads their cache and the experts they hit: at most 4,147 tokens/s per GPU at the full 8 TB/s with no prefill, against 5,174 measured (test a_16_bit_cache_cannot_reach_two_published_figures); ModelOpt's exporter writes an FP8 cache by default. The FP8 Maverick checkpoint's H200 rows are consistent with a 16-bit cache and keep it",
+        "not read; FP8 because a 16-bit cache cannot give the published figure: under trtllm-bench's GUARANTEED_NO_EVICT admission, at 1024/8192 on B200 DEP4 all free memory holds at most ~65 requests a rank, and each step reads their cache and the experts they hit: at most 4,134 tokens/s per GPU at the full 8 TB/s with no prefill, against 5,174 measured (test a_16_bit_cache_cannot_reach_three_published_figures); ModelOpt's exporter writes an FP8 cache by default. The FP8 Maverick checkpoint's H200 rows are consistent with a 16-bit cache and keep it",
+    ),
+    (
+        "nvidia/qwen3-30b-a3b-fp4",
+        "not read; FP8 because a 16-bit cache cannot give the published figures: under trtllm-bench's GUARANTEED_NO_EVICT admission, at 1024/32768 on one B200 all free memory holds at most ~100 requests, and each step reads their cache (mean context 17,408) and the experts they hit: at most 3,751 tokens/s at the full 8 TB/s with no prefill, against 4,494 measured (GB200: 4,925) (test a_16_bit_cache_cannot_reach_three_published_figures); ModelOpt's exporter writes an FP8 cache by default. The Qwen3-235B-A22B checkpoints' figures are reachable with a 16-bit cache and keep it",
     ),
     (
         "nvidia/llama-3.1-405b-instruct-fp8",
@@ -1221,6 +1225,17 @@ fn predict_inner(
         max_tokens,
         kv_tokens
     ));
+    if let (Some(bound), Some(measured)) = (
+        role.model
+            .decode_roofline(role.kv_tokens, role.max_batch as f64, isl, osl),
+        res.measured,
+    ) {
+        if measured > bound {
+            notes.push(format!(
+                "out of reach: the measured {measured:.0} output tokens/s per GPU exceed this deployment's decode roofline, {bound:.0} (every request's prompt and output cached from admission, the cache and touched weights read each step at peak bandwidth, no prefill): a setting it runs with is not the one that ran"
+            ));
+        }
+    }
     let dep = Deployment::Aggregated(role);
     let (isl_u, osl_u) = (isl.round() as u32, osl.round().max(1.0) as u32);
     let server = scenario.contains("server") || scenario.contains("interactive");

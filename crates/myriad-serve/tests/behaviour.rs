@@ -2125,25 +2125,25 @@ fn a_row_takes_the_deployment_shape_it_refers_to() {
     assert_ne!(a.predicted, c.predicted, "eight decode GPUs are not 48");
 }
 
-/// Why `CHECKPOINT_KV_FP8` gives the Llama 3.3 70B FP8 and Llama 4 Maverick NVFP4
-/// checkpoints an FP8 cache: with a 16-bit one their published figures (TensorRT-LLM perf
-/// overview, 1024/8192: 2,009 output tokens/s per GPU on H200 TP2, 5,174 on B200 DEP4) are
-/// out of reach. trtllm-bench admits a request only with cache room for its whole prompt
-/// and output (GUARANTEED_NO_EVICT), so even all free memory (fraction 1) holds at most
-/// `C / 9216` requests; their live contexts average 1024 + 8192/2, and every step reads
-/// that cache and the weights it needs (here: all weights at the smallest precision, scaled
-/// by the share of experts the batch hits), at the accelerator's full peak bandwidth, with
-/// no prefill. With an fp8 cache the same bound clears both figures.
+/// Why `CHECKPOINT_KV_FP8` gives the Llama 3.3 70B FP8, Llama 4 Maverick NVFP4 and Qwen3
+/// 30B-A3B NVFP4 checkpoints an FP8 cache: with a 16-bit one their published figures
+/// (TensorRT-LLM perf overview, output tokens/s per GPU: 2,009 on H200 TP2 and 5,174 on
+/// B200 DEP4 at 1024/8192, 4,494 on one B200 at 1024/32768) are out of reach. trtllm-bench
+/// admits a request only with cache room for its whole prompt and output
+/// (GUARANTEED_NO_EVICT), so even all free memory (fraction 1) holds at most
+/// `C / (isl + osl)` requests; their live contexts average `isl + osl/2`, and every step
+/// reads that cache and the weights it needs (`InstanceModel::decode_roofline`: the share
+/// of experts the batch hits; here all weights at the smallest precision), at the
+/// accelerator's full peak bandwidth, with no prefill. With an fp8 cache the same bound
+/// clears all three figures.
 #[test]
-fn a_16_bit_cache_cannot_reach_two_published_figures() {
+fn a_16_bit_cache_cannot_reach_three_published_figures() {
     let cat = myriad_catalog::catalog();
-    let bound = |acc: &str, preset: &str, par: Parallel, w: Precision, kv: Precision| {
-        let a = cat.accelerator(acc).unwrap();
-        let model = &cat.model(preset).unwrap().model;
+    let bound = |acc: &str, preset: &str, par: Parallel, w: Precision, kv: Precision, osl: f64| {
         let m = InstanceModel::new(
-            a,
+            cat.accelerator(acc).unwrap(),
             &levels(acc, 8),
-            model,
+            &cat.model(preset).unwrap().model,
             par,
             Precisions::new(w, w, kv),
             0.0,
@@ -2151,30 +2151,74 @@ fn a_16_bit_cache_cannot_reach_two_published_figures() {
             None,
         )
         .unwrap();
-        let ranks = par.attention_dp as f64;
-        let per_rank = m.kv_capacity_tokens(1.0) / ranks / (1024.0 + 8192.0);
-        let hit = match &model.moe {
-            Some(moe) => {
-                InstanceModel::distinct_experts(
-                    moe.experts as f64,
-                    moe.top_k as f64,
-                    per_rank * ranks,
-                ) / moe.experts as f64
-            }
-            None => 1.0,
-        };
-        let bytes = m.weight_bytes_per_gpu() * hit
-            + per_rank * (1024.0 + 4096.0) * m.kv_bytes_per_token_per_gpu();
-        per_rank * a.hbm_tbps * 1e12 / bytes / par.tp as f64
+        m.decode_roofline(m.kv_capacity_tokens(1.0), f64::INFINITY, 1024.0, osl)
+            .unwrap()
     };
     let (fp8, fp4, b16) = (Precision::Fp8, Precision::Fp4, Precision::Bf16);
-    let llama = |kv| bound("h200", "llama3-70b", Parallel::new(2, 1, 1), fp8, kv);
-    let maverick = |kv| bound("b200", "llama4-maverick", Parallel::new(1, 4, 4), fp4, kv);
-    for (name, b, measured) in [
-        ("llama 16-bit", llama(b16), 2009.0),
-        ("maverick 16-bit", maverick(b16), 5174.0),
+    let llama = |kv| {
+        bound(
+            "h200",
+            "llama3-70b",
+            Parallel::new(2, 1, 1),
+            fp8,
+            kv,
+            8192.0,
+        )
+    };
+    let maverick = |kv| {
+        bound(
+            "b200",
+            "llama4-maverick",
+            Parallel::new(1, 4, 4),
+            fp4,
+            kv,
+            8192.0,
+        )
+    };
+    let qwen = |kv| {
+        bound(
+            "b200",
+            "qwen3-30b-a3b",
+            Parallel::new(1, 1, 1),
+            fp4,
+            kv,
+            32768.0,
+        )
+    };
+    for (name, b16_bound, fp8_bound, measured) in [
+        ("llama", llama(b16), llama(fp8), 2009.0),
+        ("maverick", maverick(b16), maverick(fp8), 5174.0),
+        ("qwen3-30b", qwen(b16), qwen(fp8), 4494.0),
     ] {
-        assert!(b < 0.95 * measured, "{name}: bound {b:.0} vs {measured}");
+        assert!(
+            b16_bound < 0.95 * measured,
+            "{name}: 16-bit bound {b16_bound:.0} vs {measured}"
+        );
+        assert!(fp8_bound > measured, "{name}: fp8 bound {fp8_bound:.0}");
     }
-    assert!(llama(fp8) > 2009.0 && maverick(fp8) > 5174.0);
+}
+
+/// `serve --validate` notes a measurement its deployment's decode roofline cannot reach
+/// (a misread setting), and only then.
+#[test]
+fn a_measurement_beyond_the_roofline_is_noted() {
+    let row = |measured: f64| {
+        serde_json::json!({
+            "id": "t",
+            "hardware": {"accelerator": "h200", "count": 2},
+            "model": {"name": "Llama 3.3 70B", "layers": 80, "hidden": 8192, "ffn_hidden": 28672,
+                      "heads": 64, "kv_heads": 8, "head_dim": 128, "vocab": 128256},
+            "serving": {"framework": "TensorRT-LLM trtllm-bench", "weight_precision": "fp8",
+                        "kv_cache_precision": "bf16", "tp": 2, "isl": 1024, "osl": 8192,
+                        "scenario": "offline", "num_requests": 300},
+            "measured": {"output_tokens_per_s_per_gpu": measured}
+        })
+    };
+    let cat = myriad_catalog::catalog();
+    let mut w = Vec::new();
+    let noted = |p: myriad_serve::validate::CaseResult| {
+        p.notes.iter().any(|n| n.starts_with("out of reach"))
+    };
+    assert!(noted(myriad_serve::validate::predict_row(cat, &row(2009.0), &mut w)));
+    assert!(!noted(myriad_serve::validate::predict_row(cat, &row(900.0), &mut w)));
 }
