@@ -2155,46 +2155,40 @@ fn a_16_bit_cache_cannot_reach_three_published_figures() {
             .unwrap()
     };
     let (fp8, fp4, b16) = (Precision::Fp8, Precision::Fp4, Precision::Bf16);
-    let llama = |kv| {
-        bound(
+    let published = [
+        (
             "h200",
             "llama3-70b",
             Parallel::new(2, 1, 1),
             fp8,
-            kv,
             8192.0,
-        )
-    };
-    let maverick = |kv| {
-        bound(
+            2009.0,
+        ),
+        (
             "b200",
             "llama4-maverick",
             Parallel::new(1, 4, 4),
             fp4,
-            kv,
             8192.0,
-        )
-    };
-    let qwen = |kv| {
-        bound(
+            5174.0,
+        ),
+        (
             "b200",
             "qwen3-30b-a3b",
             Parallel::new(1, 1, 1),
             fp4,
-            kv,
             32768.0,
-        )
-    };
-    for (name, b16_bound, fp8_bound, measured) in [
-        ("llama", llama(b16), llama(fp8), 2009.0),
-        ("maverick", maverick(b16), maverick(fp8), 5174.0),
-        ("qwen3-30b", qwen(b16), qwen(fp8), 4494.0),
-    ] {
+            4494.0,
+        ),
+    ];
+    for (acc, preset, par, w, osl, measured) in published {
+        let b16_bound = bound(acc, preset, par, w, b16, osl);
+        let fp8_bound = bound(acc, preset, par, w, fp8, osl);
         assert!(
             b16_bound < 0.95 * measured,
-            "{name}: 16-bit bound {b16_bound:.0} vs {measured}"
+            "{preset}: 16-bit bound {b16_bound:.0} vs {measured}"
         );
-        assert!(fp8_bound > measured, "{name}: fp8 bound {fp8_bound:.0}");
+        assert!(fp8_bound > measured, "{preset}: fp8 bound {fp8_bound:.0}");
     }
 }
 
@@ -2219,6 +2213,14 @@ fn a_measurement_beyond_the_roofline_is_noted() {
     let noted = |p: myriad_serve::validate::CaseResult| {
         p.notes.iter().any(|n| n.starts_with("out of reach"))
     };
-    assert!(noted(myriad_serve::validate::predict_row(cat, &row(2009.0), &mut w)));
-    assert!(!noted(myriad_serve::validate::predict_row(cat, &row(900.0), &mut w)));
+    assert!(noted(myriad_serve::validate::predict_row(
+        cat,
+        &row(2009.0),
+        &mut w
+    )));
+    assert!(!noted(myriad_serve::validate::predict_row(
+        cat,
+        &row(900.0),
+        &mut w
+    )));
 }
