@@ -434,6 +434,11 @@ fn serve_example_reports_throughput_latency_and_goodput() {
         .as_f64()
         .unwrap();
     assert!(out > 3000.0 && out < 6500.0, "{out}");
+    // The simulation never beats its deployment's memory roofline.
+    let roof = r1["decode_memory_roofline_output_tokens_per_s_per_accelerator"]
+        .as_f64()
+        .unwrap();
+    assert!(out < roof, "{out} vs roofline {roof}");
     assert!(
         r1["notes"].to_string().contains("MLPerf DeepSeek-R1"),
         "{}",

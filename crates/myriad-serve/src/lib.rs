@@ -384,6 +384,12 @@ pub struct ServeReport {
     pub output_tokens_per_s_per_node: f64,
     pub input_tokens_per_s_per_node: f64,
     pub accelerators_for_target_rate: Option<u64>,
+    /// Most output tokens/s per accelerator the decoding instances' memory traffic allows at
+    /// this run's mean prompt and output lengths (`InstanceModel::decode_roofline`: every
+    /// request's whole cache reserved from admission, the cache and the touched weights
+    /// read each step at peak bandwidth; no prefill, compute not counted); `None` with
+    /// pipeline stages or no completions.
+    pub decode_memory_roofline_output_tokens_per_s_per_accelerator: Option<f64>,
     pub result: SimReport,
 }
 
@@ -397,6 +403,22 @@ pub fn run(setup: &Setup) -> ServeReport {
             prefill, decode, ..
         } => (prefill.model.par.gpus() + decode.model.par.gpus()) as u64,
     };
+    let decode = match &setup.deployment {
+        Deployment::Aggregated(x) => x,
+        Deployment::Disaggregated { decode, .. } => decode.as_ref(),
+    };
+    let done = r.completed as f64;
+    let roofline = (done > 0.0)
+        .then(|| {
+            let (isl, osl) = (
+                r.input_tokens_per_s * r.duration_s / done,
+                r.output_tokens_per_s * r.duration_s / done,
+            );
+            decode
+                .model
+                .decode_roofline(decode.kv_tokens, decode.max_batch as f64, isl, osl)
+        })
+        .flatten();
     ServeReport {
         notes: setup.notes.clone(),
         framework: setup.framework.id,
@@ -407,6 +429,7 @@ pub fn run(setup: &Setup) -> ServeReport {
         accelerators_for_target_rate: setup
             .target_rate
             .and_then(|t| accelerators_for(t, &r, per_instance)),
+        decode_memory_roofline_output_tokens_per_s_per_accelerator: roofline,
         result: r,
     }
 }

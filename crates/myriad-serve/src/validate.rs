@@ -1232,7 +1232,7 @@ fn predict_inner(
     ) {
         if measured > bound {
             notes.push(format!(
-                "out of reach: the measured {measured:.0} output tokens/s per GPU exceed this deployment's decode roofline, {bound:.0} (every request's prompt and output cached from admission, the cache and touched weights read each step at peak bandwidth, no prefill): a setting it runs with is not the one that ran"
+                "out of reach: the measured {measured:.0} output tokens/s per GPU exceed this deployment's decode memory roofline, {bound:.0} (every request's prompt and output cached from admission, the cache and touched weights read each step at peak bandwidth, no prefill, compute not counted): a setting it runs with is not the one that ran"
             ));
         }
     }

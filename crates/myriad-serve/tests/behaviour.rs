@@ -343,6 +343,20 @@ fn throughput_never_exceeds_the_roofline() {
                 r.output_tokens_per_s < mem_bound,
                 "{preset}: above the memory roofline"
             );
+            // And below the cache-aware memory roofline: whole requests cached from
+            // admission, their cache read with the weights every step.
+            let (m, kv) = match &d {
+                Deployment::Aggregated(x) => (&x.model, x.kv_tokens),
+                _ => unreachable!(),
+            };
+            let roof = m
+                .decode_roofline(kv, mb as f64, isl as f64, osl as f64)
+                .unwrap();
+            assert!(
+                r.output_tokens_per_s_per_accelerator < roof,
+                "{preset} {isl}/{osl}: {} above the cache roofline {roof}",
+                r.output_tokens_per_s_per_accelerator
+            );
         }
     }
 }

@@ -170,6 +170,11 @@ pub fn run(
         r.mean_in_system
     );
     println!("{}", iteration_table(&r.iteration_mix));
+    if let Some(b) = rep.decode_memory_roofline_output_tokens_per_s_per_accelerator {
+        println!(
+            "decode memory roofline: {b:.0} output tokens/s per accelerator (the KV cache full of whole requests at the mean lengths, read with the touched weights at peak bandwidth every step; no prefill, compute not counted)"
+        );
+    }
     if let (Some(t), Some(n)) = (setup.target_rate, rep.accelerators_for_target_rate) {
         println!("accelerators for {t} requests/s within the SLOs: {n}");
     }
