@@ -1225,17 +1225,11 @@ fn predict_inner(
         max_tokens,
         kv_tokens
     ));
-    if let (Some(bound), Some(measured)) = (
+    notes.extend(out_of_reach(
         role.model
             .decode_roofline(role.kv_tokens, role.max_batch as f64, isl, osl),
         res.measured,
-    ) {
-        if measured > bound {
-            notes.push(format!(
-                "out of reach: the measured {measured:.0} output tokens/s per GPU exceed this deployment's decode memory roofline, {bound:.0} (every request's prompt and output cached from admission, the cache and touched weights read each step at peak bandwidth, no prefill, compute not counted): a setting it runs with is not the one that ran"
-            ));
-        }
-    }
+    ));
     let dep = Deployment::Aggregated(role);
     let (isl_u, osl_u) = (isl.round() as u32, osl.round().max(1.0) as u32);
     let server = scenario.contains("server") || scenario.contains("interactive");
@@ -1415,6 +1409,16 @@ fn loadgen_offline_samples(sv: &Value) -> Option<(usize, String)> {
                 String::new()
             }
         ),
+    ))
+}
+
+/// A note when the measured output tokens/s per GPU exceed the deployment's decode memory
+/// roofline (`InstanceModel::decode_roofline`): a setting the row runs with is not the one
+/// that ran.
+fn out_of_reach(bound: Option<f64>, measured: Option<f64>) -> Option<String> {
+    let (bound, measured) = (bound?, measured?);
+    (measured > bound).then(|| format!(
+        "out of reach: the measured {measured:.0} output tokens/s per GPU exceed this deployment's decode memory roofline, {bound:.0} (every request's prompt and output cached from admission, the cache and touched weights read each step at peak bandwidth, no prefill, compute not counted): a setting it runs with is not the one that ran"
     ))
 }
 
@@ -1748,6 +1752,10 @@ fn predict_disagg(
         isl + osl / 2.0
     ));
     res.predicted = Some(dec);
+    notes.extend(out_of_reach(
+        dm.model.decode_roofline(kv, max_batch, isl, osl),
+        res.measured,
+    ));
     let pm = build(
         cat,
         acc_id,
