@@ -816,9 +816,10 @@ impl InstanceModel {
     /// of `isl` prompt and `osl` output tokens: each request holds cache for its whole
     /// prompt and output from admission (TensorRT-LLM's `GUARANTEED_NO_EVICT`, and the
     /// simulation's admission), the running ones are on average halfway through their
-    /// output, and every step reads their cache and the weights the batch touches (the
-    /// share of experts it hits) at the accelerator's peak bandwidth, with no prefill and
-    /// no compute or communication cost. `None` with pipeline stages.
+    /// output, and every step reads their cache (windowed layers only their span) and the
+    /// weights the batch touches (the share of experts it hits) at the accelerator's peak
+    /// bandwidth, with no prefill and no compute or communication cost. `None` with
+    /// pipeline stages.
     pub fn decode_roofline(
         &self,
         kv_tokens: f64,
@@ -843,8 +844,15 @@ impl InstanceModel {
             }
             None => 1.0,
         };
-        let bytes = self.weight_bytes_per_gpu() * hit
-            + per_rank * self.kv_need(isl + osl / 2.0) * self.kv_bytes_per_token_per_gpu();
+        // Cache read per request and step: windowed layers read only their span (as the
+        // decode attention does), the rest the whole context.
+        let ctx = isl + osl / 2.0;
+        let read = match self.window {
+            Some((w, f)) => ctx * (1.0 - f) + self.local_attention(w).decode_span(ctx) * f,
+            None => ctx,
+        };
+        let bytes =
+            self.weight_bytes_per_gpu() * hit + per_rank * read * self.kv_bytes_per_token_per_gpu();
         let step = bytes / (self.acc.hbm_tbps * 1e12);
         Some(per_rank * self.tokens_per_step() / step / self.par.tp as f64)
     }

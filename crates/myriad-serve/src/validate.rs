@@ -1225,11 +1225,10 @@ fn predict_inner(
         max_tokens,
         kv_tokens
     ));
-    notes.extend(out_of_reach(
-        role.model
-            .decode_roofline(role.kv_tokens, role.max_batch as f64, isl, osl),
-        res.measured,
-    ));
+    let roofline = role
+        .model
+        .decode_roofline(role.kv_tokens, role.max_batch as f64, isl, osl);
+    notes.extend(out_of_reach(roofline, res.measured));
     let dep = Deployment::Aggregated(role);
     let (isl_u, osl_u) = (isl.round() as u32, osl.round().max(1.0) as u32);
     let server = scenario.contains("server") || scenario.contains("interactive");
@@ -1359,6 +1358,7 @@ fn predict_inner(
         r
     };
     notes.push(iteration_note(&r.iteration_mix, server));
+    notes.extend(above_roofline(roofline, res.predicted));
     if let Deployment::Aggregated(role) = &dep {
         notes.extend(moe_stage_note(&role.model, &r.iteration_mix));
     }
@@ -1420,6 +1420,16 @@ fn out_of_reach(bound: Option<f64>, measured: Option<f64>) -> Option<String> {
     (measured > bound).then(|| format!(
         "out of reach: the measured {measured:.0} output tokens/s per GPU exceed this deployment's decode memory roofline, {bound:.0} (every request's prompt and output cached from admission, the cache and touched weights read each step at peak bandwidth, no prefill, compute not counted): a setting it runs with is not the one that ran"
     ))
+}
+
+/// A note when the model's own prediction beats the roofline it is bounded by: an
+/// inconsistency in the model (tests require none).
+pub const ABOVE_ROOFLINE: &str =
+    "model inconsistency: the prediction exceeds its deployment's decode memory roofline";
+
+fn above_roofline(bound: Option<f64>, predicted: Option<f64>) -> Option<String> {
+    let (bound, predicted) = (bound?, predicted?);
+    (predicted > bound * 1.001).then(|| format!("{ABOVE_ROOFLINE} ({predicted:.0} > {bound:.0})"))
 }
 
 /// One MoE layer of the mean decode-only iteration on the busiest rank, by stage (where
@@ -1752,10 +1762,9 @@ fn predict_disagg(
         isl + osl / 2.0
     ));
     res.predicted = Some(dec);
-    notes.extend(out_of_reach(
-        dm.model.decode_roofline(kv, max_batch, isl, osl),
-        res.measured,
-    ));
+    let roofline = dm.model.decode_roofline(kv, max_batch, isl, osl);
+    notes.extend(out_of_reach(roofline, res.measured));
+    notes.extend(above_roofline(roofline, res.predicted));
     let pm = build(
         cat,
         acc_id,

@@ -292,3 +292,39 @@ fn trtllm_blog_h200_max_throughput_is_over_predicted_like_its_b200_rows() {
         assert!((b - e).abs() < 0.15, "{id}: {b} against {e}");
     }
 }
+
+/// No validated row, kept aside or public, has a prediction above its own deployment's
+/// decode memory roofline (`InstanceModel::decode_roofline`): the iteration model and the
+/// bound agree on what a step must read.
+#[test]
+fn no_prediction_beats_its_roofline() {
+    let public = {
+        let path = format!(
+            "{}/../../../shared/validation/serving-public.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text =
+            std::fs::read_to_string(&path).expect("the public file is beside the repository");
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        myriad_serve::validate::validate(myriad_catalog::catalog(), &doc).unwrap()
+    };
+    let kept = [
+        "serving-heldout.json",
+        "serving-heldout-mlperf5.json",
+        "serving-heldout-perf-overview.json",
+        "serving-heldout-trtllm-dsr1-h200.json",
+    ]
+    .map(report_of);
+    for r in std::iter::once(&public).chain(kept.iter()) {
+        for c in &r.cases {
+            assert!(
+                !c.notes
+                    .iter()
+                    .any(|n| n.starts_with(myriad_serve::validate::ABOVE_ROOFLINE)),
+                "{}: {:?}",
+                c.id,
+                c.notes
+            );
+        }
+    }
+}
