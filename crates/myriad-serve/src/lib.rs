@@ -192,17 +192,7 @@ pub fn setup(
     );
     prec.attention = sv.attention.unwrap_or(weights);
     prec.attention_out = sv.attention_out.unwrap_or(prec.attention);
-    for (k, p) in [
-        ("weights", prec.weights),
-        ("experts", prec.experts),
-        ("attention", prec.attention),
-        ("attention_out", prec.attention_out),
-    ] {
-        // The attention keys only where they differ from `weights` (said once).
-        if k == "weights" || k == "experts" || p != prec.weights {
-            notes.extend(model::widening_note(&cluster.accelerator, k, p));
-        }
-    }
+    notes.extend(model::widening_notes(&cluster.accelerator, prec));
     let overhead = sv.iteration_overhead_us.unwrap_or(fw.iteration_overhead_us);
     let overlap = sv.overlap_comm.unwrap_or(fw.overlap_comm);
     let kv_fraction = sv.kv_cache_fraction.unwrap_or(fw.kv_fraction);

@@ -119,6 +119,21 @@ pub fn widening_note(acc: &Accelerator, key: &str, p: Precision) -> Option<Strin
     ))
 }
 
+/// The widening notes of every weight group of `prec` (`widening_note`), the attention
+/// groups only where they differ from the group before them (said once).
+pub fn widening_notes(acc: &Accelerator, prec: Precisions) -> Vec<String> {
+    [
+        ("weights", prec.weights, None),
+        ("experts", prec.experts, None),
+        ("attention", prec.attention, Some(prec.weights)),
+        ("attention_out", prec.attention_out, Some(prec.attention)),
+    ]
+    .into_iter()
+    .filter(|(_, p, same_as)| *same_as != Some(*p))
+    .filter_map(|(k, p, _)| widening_note(acc, k, p))
+    .collect()
+}
+
 /// How one instance is cut over its accelerators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Parallel {
@@ -657,6 +672,19 @@ impl InstanceModel {
         }
     }
 
+    /// Context one decode step attends to, per layer averaged over the layers, for `seqs`
+    /// sequences whose contexts sum to `ctx_sum`: windowed layers see at most the window of
+    /// each sequence (the mean context taken), the rest the whole context.
+    fn attended_context(&self, seqs: f64, ctx_sum: f64) -> f64 {
+        match self.window {
+            Some((w, f)) => {
+                let span = self.local_attention(w).decode_span(ctx_sum / seqs);
+                ctx_sum * (1.0 - f) + seqs * span * f
+            }
+            None => ctx_sum,
+        }
+    }
+
     /// KV-cache need of a sequence of `tokens` tokens, in tokens of an all-layers cache
     /// (`kv_bytes_per_token_per_gpu` each): windowed layers hold at most the window when
     /// the framework bounds their cache.
@@ -844,13 +872,8 @@ impl InstanceModel {
             }
             None => 1.0,
         };
-        // Cache read per request and step: windowed layers read only their span (as the
-        // decode attention does), the rest the whole context.
-        let ctx = isl + osl / 2.0;
-        let read = match self.window {
-            Some((w, f)) => ctx * (1.0 - f) + self.local_attention(w).decode_span(ctx) * f,
-            None => ctx,
-        };
+        // Cache read per request and step, as the decode attention reads it.
+        let read = self.attended_context(1.0, isl + osl / 2.0);
         let bytes =
             self.weight_bytes_per_gpu() * hit + per_rank * read * self.kv_bytes_per_token_per_gpu();
         let step = bytes / (self.acc.hbm_tbps * 1e12);
@@ -1179,15 +1202,7 @@ impl InstanceModel {
             let (dq, dv) = self.dims_decode;
             // Context attended per layer, averaged over the layers: windowed layers see at
             // most the window of each sequence (mean context per sequence taken).
-            let ctx = match self.window {
-                Some((w, f)) => {
-                    let span = self
-                        .local_attention(w)
-                        .decode_span(b.decode_ctx / b.decode_seqs);
-                    b.decode_ctx * (1.0 - f) + b.decode_seqs * span * f
-                }
-                None => b.decode_ctx,
-            };
+            let ctx = self.attended_context(b.decode_seqs, b.decode_ctx);
             let flops = 2.0 * self.heads_gpu * (dq + dv) * ctx / dp * (1.0 + draft);
             let bytes = ctx / dp * self.kv_token_layer * self.decode_kv_reads;
             let math = if self.fp8_decode_attention {

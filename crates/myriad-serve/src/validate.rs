@@ -812,15 +812,7 @@ fn predict_inner(
             ));
         }
     }
-    for (k, p) in [
-        ("weights", prec.weights),
-        ("experts", prec.experts),
-        ("attention", prec.attention),
-    ] {
-        if k != "attention" || p != prec.weights {
-            notes.extend(crate::model::widening_note(acc, k, p));
-        }
-    }
+    notes.extend(crate::model::widening_notes(acc, prec));
     let quant_algo = QuantAlgo::of(prec, mxfp4);
     if !kv_stated {
         let ckpt = text(sv, "checkpoint").to_ascii_lowercase();
