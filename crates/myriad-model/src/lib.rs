@@ -20,7 +20,7 @@ pub mod params;
 pub use flops::ModelFlops;
 pub use memory::ActivationMemory;
 pub use moe_balance::Placement;
-pub use ops::{CpComm, CrossEntropy, EpDispatcher, LayerKind, Op, OpKind, Shard};
+pub use ops::{CpComm, CrossEntropy, EpDispatcher, Fp8Recipe, LayerKind, Op, OpKind, Shard};
 pub use params::ParamCount;
 
 /// A decoder-only transformer, as the `model` block of `myriad/1` and `myriad-validation/1`

@@ -83,6 +83,57 @@ impl EpDispatcher {
     }
 }
 
+/// How fp8 training scales each tensor before its GEMM (Transformer Engine's recipe): each
+/// quantises a GEMM input in its own number of passes over it and kernels
+/// (`transformer_engine/pytorch/csrc/quantizer.cpp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Fp8Recipe {
+    /// `DelayedScaling` (Transformer Engine's default): the scale comes from the amax
+    /// history, so one kernel reads the bf16 input and writes fp8, recording the new amax
+    /// as it goes.
+    Delayed,
+    /// `Float8CurrentScaling` (Megatron-Bridge's `fp8_cs` recipes): the tensor's own amax
+    /// first, in a kernel of its own (`nvte_compute_amax`), then the scale from it
+    /// (`nvte_compute_scale_from_amax`), then the cast: the input is read twice, in three
+    /// kernels.
+    Current,
+    /// `Float8BlockScaling` (1×128 and 128×128 blocks, DeepSeek-V3's; Megatron-Bridge's
+    /// `fp8_sc` on Hopper): each block's amax inside the one quantising kernel.
+    Blockwise,
+    /// `MXFP8BlockScaling` (32-element blocks, Blackwell): one kernel, as blockwise.
+    Mxfp8,
+}
+
+impl Fp8Recipe {
+    /// The scenario name (`training.fp8_recipe`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Fp8Recipe::Delayed => "delayed",
+            Fp8Recipe::Current => "current",
+            Fp8Recipe::Blockwise => "blockwise",
+            Fp8Recipe::Mxfp8 => "mxfp8",
+        }
+    }
+
+    /// Bytes moved per element to quantise a bf16 GEMM input: two read per pass over it,
+    /// one written (block scales add under 1%, left out).
+    pub fn quant_bytes_per_element(self) -> f64 {
+        match self {
+            Fp8Recipe::Current => 2.0 + 2.0 + 1.0,
+            _ => 2.0 + 1.0,
+        }
+    }
+
+    /// Kernels launched to quantise one GEMM input.
+    pub fn quant_kernels(self) -> f64 {
+        match self {
+            Fp8Recipe::Current => 3.0,
+            _ => 1.0,
+        }
+    }
+}
+
 /// How the loss over the vocabulary-parallel logits is computed: each kernel moves a
 /// different number of bytes per logit (counted from its source; see [`CrossEntropy::bytes_per_logit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]

@@ -15,8 +15,8 @@
 
 use myriad_catalog::Catalog;
 use myriad_model::{
-    CpComm, CrossEntropy, EpDispatcher, Mla, Moe, Recompute, RecomputeModule, SlidingWindow,
-    Transformer,
+    CpComm, CrossEntropy, EpDispatcher, Fp8Recipe, Mla, Moe, Recompute, RecomputeModule,
+    SlidingWindow, Transformer,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -528,6 +528,12 @@ pub struct TrainingSpec {
     /// is bf16 either way.
     #[serde(default)]
     pub fp8_dispatch: Option<bool>,
+    /// How fp8 training scales its tensors (fp8 training only; Transformer Engine's
+    /// recipe): `delayed` (the default, TE's `DelayedScaling`), `current` (per-tensor
+    /// current scaling, Megatron-Bridge's `fp8_cs`: the input is read once more for its
+    /// amax, in two more kernels), `blockwise` (1×128/128×128 blocks) or `mxfp8`.
+    #[serde(default)]
+    pub fp8_recipe: Option<Fp8Recipe>,
     /// Order in which parallel dimensions are laid onto the hierarchy, innermost first
     /// (default `tp-cp-ep-dp-pp`).
     #[serde(default)]

@@ -186,6 +186,8 @@ pub struct Fixed {
     pub pp_scatter_gather: bool,
     /// fp8 EP dispatch (`training.fp8_dispatch`, default false).
     pub fp8_dispatch: bool,
+    /// fp8 scaling recipe (`training.fp8_recipe`, default delayed).
+    pub fp8_recipe: myriad_model::Fp8Recipe,
 }
 
 impl Fixed {
@@ -221,6 +223,7 @@ impl Fixed {
             overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
             pp_scatter_gather: spec.pp_scatter_gather.unwrap_or(false),
             fp8_dispatch: spec.fp8_dispatch.unwrap_or(false),
+            fp8_recipe: spec.fp8_recipe.unwrap_or(myriad_model::Fp8Recipe::Delayed),
         }
     }
 }
@@ -410,6 +413,7 @@ pub fn candidates(
                                             overlap_p2p_comm: fixed.overlap_p2p_comm,
                                             pp_scatter_gather: fixed.pp_scatter_gather,
                                             fp8_dispatch: fixed.fp8_dispatch,
+                                            fp8_recipe: fixed.fp8_recipe,
                                             placement,
                                             attention: fixed.attention,
                                             cross_entropy: fixed.cross_entropy,

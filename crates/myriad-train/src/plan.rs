@@ -4,8 +4,8 @@
 use myriad_cluster::BuiltCluster;
 use myriad_collective::GroupSpan;
 use myriad_model::{
-    CpComm, CrossEntropy, EpDispatcher, Recompute, RecomputeModule, RecomputeModules, Shard,
-    Transformer,
+    CpComm, CrossEntropy, EpDispatcher, Fp8Recipe, Recompute, RecomputeModule, RecomputeModules,
+    Shard, Transformer,
 };
 use myriad_scenario::{
     AttentionKernel, Dim, PipelineSchedule, Precision, TrainingSpec, DEFAULT_PLACEMENT,
@@ -71,6 +71,8 @@ pub struct Plan {
     pub pp_scatter_gather: bool,
     /// The EP dispatch all-to-all carries fp8 tokens (`training.fp8_dispatch`).
     pub fp8_dispatch: bool,
+    /// How fp8 training scales its GEMM inputs (`training.fp8_recipe`).
+    pub fp8_recipe: Fp8Recipe,
     pub placement: [Dim; 5],
     pub attention: AttentionKernel,
     /// Loss kernel over the logits.
@@ -609,6 +611,18 @@ pub fn resolve(
             ),
         ));
     }
+    if let Some(r) = spec.fp8_recipe {
+        if precision != Precision::Fp8 {
+            return Err(bad(
+                "fp8_recipe",
+                format!(
+                    "{} scaling is an fp8 training recipe; this plan trains in {}",
+                    r.name(),
+                    precision.as_str()
+                ),
+            ));
+        }
+    }
     if spec.fp8_params == Some(true) && !matches!(precision, Precision::Fp8 | Precision::Fp4) {
         return Err(bad(
             "fp8_params",
@@ -842,6 +856,7 @@ pub fn resolve(
             overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
             pp_scatter_gather: spec.pp_scatter_gather.unwrap_or(false),
             fp8_dispatch: spec.fp8_dispatch.unwrap_or(false),
+            fp8_recipe: spec.fp8_recipe.unwrap_or(Fp8Recipe::Delayed),
             placement,
             attention,
             cross_entropy: spec.cross_entropy.unwrap_or(CrossEntropy::Fused),

@@ -32,7 +32,9 @@
 use myriad_catalog::Accelerator;
 use myriad_cluster::{BuiltCluster, Level};
 use myriad_collective::{Analytical, CollectiveTimer, Concurrent, GroupSpan, Layout, Op as CollOp};
-use myriad_model::{CpComm, Op, OpKind, Recompute, RecomputeModule, RecomputeModules, Transformer};
+use myriad_model::{
+    CpComm, Fp8Recipe, Op, OpKind, Recompute, RecomputeModule, RecomputeModules, Transformer,
+};
 use myriad_scenario::{Dim, PipelineSchedule, Precision};
 use serde::Serialize;
 
@@ -248,6 +250,10 @@ struct Ctx<'a> {
     /// Engine's casts and cast-transposes in training); `false` where it is fused into the
     /// kernel before (inference engines' norm+quant and activation+quant kernels).
     quant_kernel: bool,
+    /// How fp8 inputs are scaled: bytes moved per quantised element and kernels per
+    /// quantisation ([`Fp8Recipe`]).
+    quant_bytes: f64,
+    quant_kernels: f64,
     fp8: bool,
     /// Compute-time multiplier: how much slower than the median chip the job's slowest
     /// chip runs ([`straggler_pace`]), times the wait of ranks in lockstep for the one
@@ -292,6 +298,8 @@ impl<'a> Ctx<'a> {
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             kernel_s: acc.efficiency.gemm_overhead_us * 1e-6,
             quant_kernel: true,
+            quant_bytes: Fp8Recipe::Delayed.quant_bytes_per_element(),
+            quant_kernels: Fp8Recipe::Delayed.quant_kernels(),
             fp8,
             pace: 1.0,
             grad_bytes: 4.0,
@@ -315,6 +323,15 @@ impl<'a> Ctx<'a> {
     fn grads(self, bytes: f64) -> Self {
         Ctx {
             grad_bytes: bytes,
+            ..self
+        }
+    }
+
+    /// The same context quantising fp8 GEMM inputs by `recipe`.
+    fn scaled_by(self, recipe: Fp8Recipe) -> Self {
+        Ctx {
+            quant_bytes: recipe.quant_bytes_per_element(),
+            quant_kernels: recipe.quant_kernels(),
             ..self
         }
     }
@@ -351,11 +368,12 @@ impl<'a> Ctx<'a> {
         let flops = 2.0 * m * n * k * count;
         let mut t = flops / (self.gemm_peak * eff * sms) + self.kernel_s;
         if self.fp8 {
-            // Quantise the activation input (read bf16, write fp8) for the fp8 GEMM; as a
-            // kernel of its own it pays the fixed per-kernel cost too.
-            t += 3.0 * m * k * count / self.hbm_bps;
+            // Quantise the activation input (read bf16, write fp8; current scaling reads it
+            // once more for its amax) for the fp8 GEMM; as kernels of their own they pay
+            // the fixed per-kernel cost too.
+            t += self.quant_bytes * m * k * count / self.hbm_bps;
             if self.quant_kernel {
-                t += self.kernel_s;
+                t += self.quant_kernels * self.kernel_s;
             }
         }
         t
@@ -767,6 +785,7 @@ pub fn estimate_with(
         _ => 0.0,
     };
     let ctx = Ctx::new(acc, plan.precision, timer)
+        .scaled_by(plan.fp8_recipe)
         .rs_overlapped(rs_share)
         .paced(pace)
         .grads(grad_bytes)

@@ -177,23 +177,48 @@ struct Recipe {
     config: String,
 }
 
-/// The recipe of a Megatron-Bridge row's release, model, system and precision with the
-/// row's GPU count (the default variant `V1` first, as the launcher's `config_variant`),
-/// or `None` where the table has no such config or the row's precision is not in its id.
-fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
+/// Megatron-Bridge's recipe table (`MBRIDGE_RECIPES`), parsed once.
+fn recipe_table() -> &'static serde_json::Value {
     static TABLE: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    let table = TABLE.get_or_init(|| serde_json::from_str(MBRIDGE_RECIPES).unwrap_or_default());
+    TABLE.get_or_init(|| serde_json::from_str(MBRIDGE_RECIPES).unwrap_or_default())
+}
+
+/// A Megatron-Bridge row's release in the recipe table, and its model's and GPU's names as
+/// the recipe names spell them.
+fn recipe_release(
+    case: &ValidationCase,
+    model_name: &str,
+) -> Option<(&'static serde_json::Value, String, String)> {
     let (y, m, p) = release(case)?;
     let key = if p > 0 {
         format!("{y}.{m:02}.{p:02}")
     } else {
         format!("{y}.{m:02}")
     };
-    let rel = table.get("releases")?.get(&key)?;
+    let rel = recipe_table().get("releases")?.get(&key)?;
+    // "DeepSeek-V3 (w/o MTP)" ran DeepSeek-V3's recipe: a parenthesised qualifier is not
+    // part of the recipe's model name.
+    let model_name = model_name.split(" (").next().unwrap_or(model_name);
+    let model: String = model_name
+        .to_ascii_uppercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let gpu = case
+        .system
+        .accelerator
+        .trim_end_matches("-sxm")
+        .to_ascii_uppercase();
+    Some((rel, model, gpu))
+}
+
+/// The recipe kind (`BF16`, `FP8_CS`, `FP8_SC`, `FP8_MX`, `NVFP4`) a Megatron-Bridge row
+/// ran: the one its id names, or for a bare "fp8" the one its release's footnote (25.09)
+/// or recipe table (a single fp8 recipe for the model, system and GPU count) leaves.
+fn recipe_kind(case: &ValidationCase, model_name: &str) -> Option<&'static str> {
     let id = case.id.to_ascii_lowercase();
-    // The recipe kind the row's id names (a bare "fp8" names none, which fp8 recipe ran
-    // not being stated, except in 25.09).
-    let kind = if key == "25.09" && id.contains("fp8") {
+    let (y, m, _) = release(case)?;
+    Some(if (y, m) == (25, 9) && id.contains("fp8") {
         // The 25.09 summary names its fp8 recipes in a footnote: the plain figures are the
         // default (current scaling), the parenthesised ones (the rows' "-alt") 128x128/1x128
         // blocks on H100 and 32x32 (MXFP8) on Blackwell.
@@ -214,34 +239,33 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
         "FP8_SC"
     } else if id.contains("bf16") {
         "BF16"
+    } else if id.contains("fp8") {
+        // A bare "fp8" names the release's fp8 recipe where it has exactly one for the
+        // row's model, system and GPU count (H100's are current-scaling only from 26.02).
+        let (rel, model, gpu) = recipe_release(case, model_name)?;
+        unique_fp8_kind(rel, &model, &gpu, case.system.count)?
     } else {
         return None;
-    };
-    // "DeepSeek-V3 (w/o MTP)" ran DeepSeek-V3's recipe: a parenthesised qualifier is not
-    // part of the recipe's model name.
-    let model_name = model_name.split(" (").next().unwrap_or(model_name);
-    let model: String = model_name
-        .to_ascii_uppercase()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    let gpu = case
-        .system
-        .accelerator
-        .trim_end_matches("-sxm")
-        .to_ascii_uppercase();
-    let configs = rel.get("configs")?.as_object()?;
-    // The kind's configs at the row's GPU count: `{MODEL}_PRETRAIN_CONFIG_{GPU}_{KIND}` with
-    // or without a variant suffix (`_V1`, `_256GPU`, ...), or the v0.2.0 `_BASE_CONFIG` name.
-    let versioned = format!("{model}_PRETRAIN_CONFIG_{gpu}_{kind}");
-    let legacy = format!("{model}_{gpu}_{kind}_BASE_CONFIG");
-    let mut found: Vec<(&String, &serde_json::Value)> = configs
-        .iter()
-        .filter(|(name, c)| {
-            (**name == versioned || name.starts_with(&format!("{versioned}_")) || **name == legacy)
-                && c.get("num_gpus").and_then(|g| g.as_u64()) == Some(case.system.count)
-        })
-        .collect();
+    })
+}
+
+/// The fp8 scaling of a Megatron-Bridge recipe kind.
+fn kind_fp8_recipe(kind: &str) -> Option<myriad_model::Fp8Recipe> {
+    match kind {
+        "FP8_CS" => Some(myriad_model::Fp8Recipe::Current),
+        "FP8_SC" => Some(myriad_model::Fp8Recipe::Blockwise),
+        "FP8_MX" => Some(myriad_model::Fp8Recipe::Mxfp8),
+        _ => None,
+    }
+}
+
+/// The recipe of a Megatron-Bridge row's release, model, system and precision with the
+/// row's GPU count (the default variant `V1` first, as the launcher's `config_variant`),
+/// or `None` where the table has no such config or the row's precision is not in its id.
+fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
+    let kind = recipe_kind(case, model_name)?;
+    let (rel, model, gpu) = recipe_release(case, model_name)?;
+    let mut found = recipe_configs(rel, &model, &gpu, kind, case.system.count);
     // The variant whose plan the row states (V1 and V2 of a system can differ in global
     // batch and EP, and with them in dispatcher and overlap); among equals, V1 (the
     // launcher's default), then V2, then any other.
@@ -305,6 +329,43 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
             .to_string(),
         config: name.to_string(),
     })
+}
+
+/// A release's configs of one recipe kind at a GPU count: `{MODEL}_PRETRAIN_CONFIG_{GPU}_{KIND}`
+/// with or without a variant suffix (`_V1`, `_256GPU`, ...), or the v0.2.0 `_BASE_CONFIG` name.
+fn recipe_configs<'a>(
+    rel: &'a serde_json::Value,
+    model: &str,
+    gpu: &str,
+    kind: &str,
+    count: u64,
+) -> Vec<(&'a String, &'a serde_json::Value)> {
+    let versioned = format!("{model}_PRETRAIN_CONFIG_{gpu}_{kind}");
+    let legacy = format!("{model}_{gpu}_{kind}_BASE_CONFIG");
+    let Some(configs) = rel.get("configs").and_then(|c| c.as_object()) else {
+        return Vec::new();
+    };
+    configs
+        .iter()
+        .filter(|(name, c)| {
+            (**name == versioned || name.starts_with(&format!("{versioned}_")) || **name == legacy)
+                && c.get("num_gpus").and_then(|g| g.as_u64()) == Some(count)
+        })
+        .collect()
+}
+
+/// The one fp8 recipe kind a release has for a model, system and GPU count, if only one.
+fn unique_fp8_kind(
+    rel: &serde_json::Value,
+    model: &str,
+    gpu: &str,
+    count: u64,
+) -> Option<&'static str> {
+    let mut kinds = ["FP8_CS", "FP8_SC", "FP8_MX"]
+        .into_iter()
+        .filter(|k| !recipe_configs(rel, model, gpu, k, count).is_empty());
+    let kind = kinds.next()?;
+    kinds.next().is_none().then_some(kind)
 }
 
 fn release(case: &ValidationCase) -> Option<(u32, u32, u32)> {
@@ -475,6 +536,16 @@ pub fn explain(
         training.fp8_dispatch = Some(true);
         notes.push("fp8_dispatch: true (not given; DeepSeek-V3 dispatches fp8 tokens, arXiv:2412.19437 §3.3.2)".into());
     }
+    if training.fp8_recipe.is_none()
+        && training.precision == Some(myriad_scenario::Precision::Fp8)
+        && case
+            .source
+            .as_deref()
+            .is_some_and(|s| s.contains("2412.19437"))
+    {
+        training.fp8_recipe = Some(myriad_model::Fp8Recipe::Blockwise);
+        notes.push("fp8_recipe: blockwise (not given; DeepSeek-V3 scales 1x128 activation tiles and 128x128 weight blocks, arXiv:2412.19437 §3.3.2)".into());
+    }
     if training.cp_comm.is_none() && training.cp.is_some_and(|c| c > 1) && meta_llama3 {
         training.cp_comm = Some(myriad_model::CpComm::AllGather);
         notes.push("cp_comm: all_gather (not given; Meta's Llama 3 gathers keys and values, arXiv:2407.21783 §3.3.2)".into());
@@ -609,6 +680,22 @@ pub fn explain(
         } else if source_year(case).is_some_and(|y| y < 2024) {
             training.cross_entropy = Some(CrossEntropy::Unfused);
             notes.push("cross_entropy: unfused (not given; a source from before 2024, when Megatron had no fused loss)".into());
+        }
+    }
+    // Megatron-Bridge rows: the fp8 scaling of the recipe kind the row ran.
+    if bridge
+        && training.fp8_recipe.is_none()
+        && training.precision == Some(myriad_scenario::Precision::Fp8)
+    {
+        if let Some((kind, r)) =
+            recipe_kind(case, &model.name).and_then(|k| Some((k, kind_fp8_recipe(k)?)))
+        {
+            training.fp8_recipe = Some(r);
+            notes.push(format!(
+                "fp8_recipe: {} (not given; Megatron-Bridge's {} recipe)",
+                r.name(),
+                kind.to_ascii_lowercase()
+            ));
         }
     }
     // Megatron-Bridge rows: the MoE settings of the performance recipe the row ran

@@ -224,3 +224,51 @@ fn rows_find_their_recipe_by_model_and_precision() {
         "{n}"
     );
 }
+
+/// A row's id names its fp8 recipe ("-cs", "mxfp8"), or the release's footnote (25.09) or
+/// recipe table does: a bare "fp8" runs the release's only fp8 recipe for the model, system
+/// and GPU count (Qwen3 30B-A3B on 16 H100 in 26.06: FP8_CS, with HybridEP). Current
+/// scaling is noted as such; where both current scaling and MXFP8 exist, none is chosen.
+#[test]
+fn rows_take_the_fp8_recipe_their_release_ran() {
+    let Some(cases) = common::cases_of(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/validation/training-public.json"
+    )) else {
+        return;
+    };
+    let cat = myriad_catalog::catalog();
+    let notes = |id: &str| {
+        let c = cases.iter().find(|c| c.id == id).unwrap();
+        myriad_train::validate::explain(c, cat).unwrap().1
+    };
+    let has = |id: &str, note: &str| {
+        let n = notes(id);
+        assert!(n.iter().any(|x| x == note), "{id}: {n:?}");
+    };
+    let bare = "mb-26.06-qwen3_30b_a3b-dgx-h100-16gpu-fp8";
+    has(
+        bare,
+        "ep_dispatcher: hybridep (not given; Megatron-Bridge v0.5.0 recipe QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1)",
+    );
+    has(
+        bare,
+        "fp8_recipe: current (not given; Megatron-Bridge's fp8_cs recipe)",
+    );
+    has(
+        "mb-25.11-llama3_8b-dgx-gb200-8gpu-fp8-cs",
+        "fp8_recipe: current (not given; Megatron-Bridge's fp8_cs recipe)",
+    );
+    has(
+        "mb-25.09-llama3_8b-dgx-h100-8gpu-fp8",
+        "fp8_recipe: current (not given; Megatron-Bridge's fp8_cs recipe)",
+    );
+    has(
+        "mb-25.09-llama3_8b-dgx-gb200-8gpu-fp8-alt",
+        "fp8_recipe: mxfp8 (not given; Megatron-Bridge's fp8_mx recipe)",
+    );
+    // GB200 in 26.06 has both current-scaling and MXFP8 recipes for Llama 3.1 405B; the
+    // dense models are not in the MoE recipe table either: nothing is chosen.
+    let n = notes("mb-26.06-llama31_405b-dgx-gb200-256gpu-fp8");
+    assert!(!n.iter().any(|x| x.starts_with("fp8_recipe")), "{n:?}");
+}

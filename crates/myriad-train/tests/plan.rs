@@ -1188,3 +1188,60 @@ fn qwen3_30b_a3b_on_16_h100(
     let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
     myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 16)
 }
+
+/// Current scaling quantises every fp8 GEMM input in three kernels (amax, scale, cast) that
+/// read it twice; delayed, blockwise and MXFP8 scaling in one kernel that reads it once.
+/// On Llama 3 8B (32 dense layers, no MoE overhead) the forward pass grows by exactly two
+/// bytes read per GEMM input element and two kernels per GEMM, for every layer and
+/// micro-batch, at the compute pace; the bf16 output layer is untouched. A bf16 plan has no
+/// fp8 recipe.
+#[test]
+fn current_scaling_reads_each_fp8_input_again_in_two_more_kernels() {
+    let text = |extra: &str| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: llama3-8b}}\ntraining: {{tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 64, recompute: none, {extra}}}\n"
+        )
+    };
+    let cat = myriad_catalog::catalog();
+    let run = |extra: &str| {
+        let s = parse_scenario("t.yaml", &text(extra), cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        (
+            myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 8),
+            m,
+        )
+    };
+    let fwd = |extra: &str| run(extra).0.unwrap().estimate.breakdown.forward_s;
+    let delayed = fwd("precision: fp8");
+    assert_eq!(delayed, fwd("precision: fp8, fp8_recipe: delayed"));
+    assert_eq!(delayed, fwd("precision: fp8, fp8_recipe: blockwise"));
+    assert_eq!(delayed, fwd("precision: fp8, fp8_recipe: mxfp8"));
+    let (current, m) = run("precision: fp8, fp8_recipe: current");
+    let current = current.unwrap();
+    assert_eq!(current.plan.fp8_recipe, myriad_model::Fp8Recipe::Current);
+    let acc = cat.accelerator("h100-sxm").unwrap();
+    let hbm = acc.hbm_tbps * 1e12 * acc.efficiency.hbm;
+    let kernel = acc.efficiency.gemm_overhead_us * 1e-6;
+    let mut ops = Vec::new();
+    m.layer_ops(0, &current.plan.shard(), &mut ops);
+    let per_layer: f64 = ops
+        .iter()
+        .map(|o| match o.kind {
+            myriad_model::OpKind::Gemm { m, k, count, .. } => {
+                2.0 * m * k * count / hbm + 2.0 * kernel
+            }
+            _ => 0.0,
+        })
+        .sum();
+    assert!(per_layer > 0.0);
+    let p = current.estimate.pace;
+    let expected = per_layer * 32.0 * 8.0 * p.slowest_chip * p.lockstep;
+    let got = current.estimate.breakdown.forward_s - delayed;
+    assert!((got / expected - 1.0).abs() < 1e-9, "{got} {expected}");
+    let e = run("precision: bf16, fp8_recipe: current")
+        .0
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("fp8_recipe") && e.contains("bf16"), "{e}");
+}

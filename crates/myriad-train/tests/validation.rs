@@ -55,8 +55,10 @@ fn accuracy_does_not_regress() {
     // launcher config's bf16 optimizer state (ZeRO-2 +15.7% -> ZeRO-1 -4.5%); 7.32% once
     // the SC'21 pipelines send a TP slice per rank (Megatron-LM's scatter/gather); 7.28% once
     // combined 1F1B leaves the pipeline's warm-up and cool-down passes unpaired; 7.24% once
-    // Megatron's fp8 runs dispatch bf16 tokens (`training.fp8_dispatch` false).
-    assert!(s.mae < 0.0728, "mean absolute error {:.2}%", 100.0 * s.mae);
+    // Megatron's fp8 runs dispatch bf16 tokens (`training.fp8_dispatch` false); 7.28% once
+    // a bare "fp8" row takes its release's only fp8 recipe (Qwen3 30B on 16 H100 in 26.06:
+    // HybridEP, +20.4% -> -24.1%); 7.13% once current scaling reads each fp8 input twice.
+    assert!(s.mae < 0.0714, "mean absolute error {:.2}%", 100.0 * s.mae);
     assert!(
         s.median_abs_error < 0.0475,
         "median {:.2}%",
