@@ -235,9 +235,16 @@ pub(super) fn print_step(
         (c, myriad_model::CpComm::P2p) => format!("{c} (ring)"),
         (c, myriad_model::CpComm::AllGather) => format!("{c} (all-gather)"),
     };
+    // fp8 names its scaling recipe where it is not Transformer Engine's default.
+    let precision = match (p.precision, p.fp8_recipe) {
+        (myriad_scenario::Precision::Fp8, r) if r != myriad_model::Fp8Recipe::Delayed => {
+            format!("fp8 ({} scaling)", r.name())
+        }
+        (prec, _) => prec.as_str().to_string(),
+    };
     println!(
         "plan: TP {} · PP {} (VPP {}) · CP {} · DP {} · EP {} · micro-batch {} · global batch {} · {} · recompute {} · SP {} · {} micro-batches",
-        p.tp, p.pp, p.vpp, cp, p.dp, p.ep, p.micro_batch, p.global_batch, p.precision.as_str(),
+        p.tp, p.pp, p.vpp, cp, p.dp, p.ep, p.micro_batch, p.global_batch, precision,
         recompute, p.sequence_parallel, e.micro_batches
     );
     if let Some((first, last)) = p.edge_stage_layers {
