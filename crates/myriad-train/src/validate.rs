@@ -11,7 +11,8 @@
 //! recompute (Korthikanti et al., 2022) and recomputing some layers only came later.
 //!
 //! Superseded rows: a row is marked `superseded` when another row of the same benchmark
-//! (same model name, accelerator, accelerator count and precision) carries a newer software
+//! (same model name, letters and digits only, case aside; accelerator, accelerator count
+//! and precision) carries a newer software
 //! release (`YY.MM[.PP]` in its id or source). They count in the mean and per-group figures
 //! but not in the worst case.
 
@@ -408,7 +409,16 @@ pub fn validate(cases: &[ValidationCase], cat: &Catalog) -> ValidationReport {
         .iter()
         .map(|c| {
             (
-                c.model.name.clone().unwrap_or_default().to_lowercase(),
+                // The benchmark's model, however the source spells it ("LLAMA3-8B",
+                // "Llama 3 8B").
+                c.model
+                    .name
+                    .as_deref()
+                    .unwrap_or_default()
+                    .chars()
+                    .filter(|ch| ch.is_ascii_alphanumeric())
+                    .collect::<String>()
+                    .to_ascii_lowercase(),
                 c.system.accelerator.clone(),
                 c.system.count,
                 format!("{:?}", c.training.precision),

@@ -115,8 +115,13 @@ fn older_releases_are_marked_superseded() {
         sup("mb-26.06-qwen3_30b_a3b-dgx-h100-16gpu-fp8"),
         Some(false)
     );
+    // The same benchmark however the source spells the model: NeMo 24.07's "LLAMA3-8B" on
+    // eight H100 in fp8 is Megatron-Bridge 25.09's "Llama 3 8B".
+    assert_eq!(sup("nemo-24.07-llama3-8b-8xh100"), Some(true));
+    assert_eq!(sup("mb-25.09-llama3_8b-dgx-h100-8gpu-fp8"), Some(false));
     // Rows with no other release of the same benchmark are current.
     assert_eq!(sup("megatron-sc21-t1-1.7b"), Some(false));
+    assert_eq!(sup("nemo-24.07-llama2-70b-64xh100"), Some(false));
 }
 
 /// Published runs outside the public file (`validation/training-heldout.json`, in this
