@@ -204,6 +204,12 @@ pub struct Accelerator {
     /// kernels reserve from the GEMMs they overlap. `None` where not applicable or unknown.
     #[serde(default)]
     pub sm_count: Option<u32>,
+    /// Its fp8 GEMMs take either operand transposed or not (cuBLAS on compute capability
+    /// 10.x, Blackwell; Transformer Engine's `is_non_tn_fp8_gemm_supported()`): a
+    /// per-tensor-scaled fp8 tensor then needs no transposed copy for the weight-gradient
+    /// GEMM. `false` (Hopper, Ada): fp8 GEMMs are TN only and training writes both copies.
+    #[serde(default)]
+    pub fp8_gemm_any_layout: bool,
     /// Scale-out fabric ids the accelerator is usually deployed with.
     pub typical_fabrics: Vec<String>,
     /// Street price of one accelerator, USD (used when a scale-up system does not price

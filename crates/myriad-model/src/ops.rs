@@ -116,13 +116,36 @@ impl Fp8Recipe {
         }
     }
 
-    /// Bytes moved per element to quantise a bf16 GEMM input: two read per pass over it,
-    /// one written (block scales add under 1%, left out).
-    pub fn quant_bytes_per_element(self) -> f64 {
+    /// Passes over the bf16 input to quantise it: current scaling reads it once for its
+    /// amax and again for the cast.
+    pub fn reads(self) -> f64 {
         match self {
-            Fp8Recipe::Current => 2.0 + 2.0 + 1.0,
-            _ => 2.0 + 1.0,
+            Fp8Recipe::Current => 2.0,
+            _ => 1.0,
         }
+    }
+
+    /// Whether training writes a second, column-wise copy of each quantised tensor for the
+    /// GEMM that consumes it transposed (the weight gradient): block scales run along the
+    /// other axis there, and per-tensor scales need a transposed copy where the fp8 GEMMs
+    /// are TN only (`any_layout` false: Hopper; Transformer Engine's cast-transpose).
+    pub fn columnwise_copy(self, any_layout: bool) -> bool {
+        match self {
+            Fp8Recipe::Delayed | Fp8Recipe::Current => !any_layout,
+            Fp8Recipe::Blockwise | Fp8Recipe::Mxfp8 => true,
+        }
+    }
+
+    /// Bytes moved per element to quantise a bf16 GEMM input: two read per pass over it,
+    /// one written per fp8 copy (block scales add under 1%, left out). Inference writes
+    /// one copy; training two where [`Fp8Recipe::columnwise_copy`].
+    pub fn quant_bytes_per_element(self, training: bool, any_layout: bool) -> f64 {
+        let copies = if training && self.columnwise_copy(any_layout) {
+            2.0
+        } else {
+            1.0
+        };
+        2.0 * self.reads() + copies
     }
 
     /// Kernels launched to quantise one GEMM input.

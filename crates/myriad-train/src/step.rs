@@ -298,7 +298,7 @@ impl<'a> Ctx<'a> {
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             kernel_s: acc.efficiency.gemm_overhead_us * 1e-6,
             quant_kernel: true,
-            quant_bytes: Fp8Recipe::Delayed.quant_bytes_per_element(),
+            quant_bytes: Fp8Recipe::Delayed.quant_bytes_per_element(true, acc.fp8_gemm_any_layout),
             quant_kernels: Fp8Recipe::Delayed.quant_kernels(),
             fp8,
             pace: 1.0,
@@ -330,7 +330,7 @@ impl<'a> Ctx<'a> {
     /// The same context quantising fp8 GEMM inputs by `recipe`.
     fn scaled_by(self, recipe: Fp8Recipe) -> Self {
         Ctx {
-            quant_bytes: recipe.quant_bytes_per_element(),
+            quant_bytes: recipe.quant_bytes_per_element(true, self.acc.fp8_gemm_any_layout),
             quant_kernels: recipe.quant_kernels(),
             ..self
         }
@@ -354,20 +354,31 @@ impl<'a> Ctx<'a> {
         self.gemm_on(m, n, k, count, 1.0)
     }
 
-    /// A backward GEMM (data or weight gradient), at `gemm_bwd_eff`.
-    fn gemm_bwd(&self, m: f64, n: f64, k: f64, count: f64) -> f64 {
-        self.gemm_with(m, n, k, count, 1.0, self.gemm_bwd_eff)
+    /// A backward GEMM (data or weight gradient), at `gemm_bwd_eff`; `quantise`: its
+    /// A operand is quantised for it (the data gradient's output gradient), not reused
+    /// from an earlier quantisation (the weight gradient's input and output gradient).
+    fn gemm_bwd(&self, m: f64, n: f64, k: f64, count: f64, quantise: bool) -> f64 {
+        self.gemm_with(m, n, k, count, 1.0, self.gemm_bwd_eff, quantise)
     }
 
     /// A GEMM running on `sms` (a fraction) of the SMs: its FLOPs take `1 / sms` longer.
     fn gemm_on(&self, m: f64, n: f64, k: f64, count: f64, sms: f64) -> f64 {
-        self.gemm_with(m, n, k, count, sms, self.gemm_eff)
+        self.gemm_with(m, n, k, count, sms, self.gemm_eff, true)
     }
 
-    fn gemm_with(&self, m: f64, n: f64, k: f64, count: f64, sms: f64, eff: f64) -> f64 {
+    fn gemm_with(
+        &self,
+        m: f64,
+        n: f64,
+        k: f64,
+        count: f64,
+        sms: f64,
+        eff: f64,
+        quantise: bool,
+    ) -> f64 {
         let flops = 2.0 * m * n * k * count;
         let mut t = flops / (self.gemm_peak * eff * sms) + self.kernel_s;
-        if self.fp8 {
+        if self.fp8 && quantise {
             // Quantise the activation input (read bf16, write fp8; current scaling reads it
             // once more for its amax) for the fp8 GEMM; as kernels of their own they pay
             // the fixed per-kernel cost too.
@@ -436,12 +447,15 @@ impl<'a> Ctx<'a> {
                     if op.name.starts_with("core_") {
                         attn_f += t;
                     }
-                    // dgrad: [m,n]x[n,k]; wgrad: [k,m]x[m,n]
-                    let dg = self.gemm_bwd(m, k, n, count);
+                    // dgrad: [m,n]x[n,k], quantising the output gradient [m,n] once
+                    // (its column-wise copy serves the weight gradient too); wgrad:
+                    // [k,m]x[m,n], both operands already quantised (the forward input's
+                    // column-wise copy and the output gradient's).
+                    let dg = self.gemm_bwd(m, k, n, count, true);
                     // The weight gradient accumulates into the main-grad buffer across
                     // micro-batches (Megatron gradient-accumulation fusion): the GEMM's
                     // epilogue reads and writes one gradient element per weight element.
-                    let wg = self.gemm_bwd(k, n, m, count)
+                    let wg = self.gemm_bwd(k, n, m, count, false)
                         + 2.0 * self.grad_bytes * k * n * count / self.hbm_bps;
                     b += dg + wg;
                     w += wg;
@@ -564,6 +578,7 @@ pub fn gemm_time(
     };
     let ctx = Ctx {
         quant_kernel: false,
+        quant_bytes: Fp8Recipe::Delayed.quant_bytes_per_element(false, acc.fp8_gemm_any_layout),
         gemm_eff: eff,
         ..ctx
     };

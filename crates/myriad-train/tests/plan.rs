@@ -1245,3 +1245,60 @@ fn current_scaling_reads_each_fp8_input_again_in_two_more_kernels() {
         .to_string();
     assert!(e.contains("fp8_recipe") && e.contains("bf16"), "{e}");
 }
+
+/// Each fp8 tensor is quantised once: a linear's input in the forward pass, its output
+/// gradient in the backward; the weight-gradient GEMM reuses both. Training writes a
+/// column-wise copy of each for that GEMM, except per-tensor scaling on Blackwell, whose
+/// fp8 GEMMs take any layout (Transformer Engine's `is_non_tn_fp8_gemm_supported`). So on
+/// the B200 an MXFP8 forward pass is longer than a delayed-scaling one by exactly one byte
+/// written per GEMM input element, and on the H100 the two are equal; the backward
+/// quantises only the output gradients, so its share of the difference is one byte per
+/// data-gradient input element.
+#[test]
+fn each_fp8_tensor_is_quantised_once_with_a_columnwise_copy_where_needed() {
+    let cat = myriad_catalog::catalog();
+    let run = |acc: &str, extra: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: {acc}, count: 8, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: llama3-8b}}\ntraining: {{tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 64, recompute: none, precision: fp8, {extra}}}\n"
+        );
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        (
+            myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 8).unwrap(),
+            m,
+        )
+    };
+    let (h_d, _) = run("h100-sxm", "fp8_recipe: delayed");
+    let (h_mx, _) = run("h100-sxm", "fp8_recipe: mxfp8");
+    assert_eq!(
+        h_d.estimate.breakdown.forward_s,
+        h_mx.estimate.breakdown.forward_s
+    );
+    assert_eq!(
+        h_d.estimate.breakdown.backward_s,
+        h_mx.estimate.breakdown.backward_s
+    );
+    let (b_d, m) = run("b200", "fp8_recipe: delayed");
+    let (b_mx, _) = run("b200", "fp8_recipe: mxfp8");
+    let acc = cat.accelerator("b200").unwrap();
+    assert!(acc.fp8_gemm_any_layout);
+    let hbm = acc.hbm_tbps * 1e12 * acc.efficiency.hbm;
+    let mut ops = Vec::new();
+    m.layer_ops(0, &b_d.plan.shard(), &mut ops);
+    let (mut fwd_in, mut dgrad_in) = (0.0, 0.0);
+    for o in &ops {
+        if let myriad_model::OpKind::Gemm { m, n, k, count } = o.kind {
+            fwd_in += m * k * count;
+            dgrad_in += m * n * count;
+        }
+    }
+    let p = b_d.estimate.pace;
+    let scale = 32.0 * 8.0 * p.slowest_chip * p.lockstep / hbm;
+    let (fd, bd) = (
+        b_mx.estimate.breakdown.forward_s - b_d.estimate.breakdown.forward_s,
+        b_mx.estimate.breakdown.backward_s - b_d.estimate.breakdown.backward_s,
+    );
+    assert!((fd / (fwd_in * scale) - 1.0).abs() < 1e-9, "{fd}");
+    assert!((bd / (dgrad_in * scale) - 1.0).abs() < 1e-9, "{bd}");
+}
