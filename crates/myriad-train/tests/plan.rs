@@ -1302,3 +1302,68 @@ fn each_fp8_tensor_is_quantised_once_with_a_columnwise_copy_where_needed() {
     assert!((fd / (fwd_in * scale) - 1.0).abs() < 1e-9, "{fd}");
     assert!((bd / (dgrad_in * scale) - 1.0).abs() < 1e-9, "{bd}");
 }
+
+/// Whatever the model, accelerator and plan, current scaling never makes a step faster than
+/// delayed scaling (it only adds passes and kernels); a recipe changes compute only, so the
+/// memory and the optimizer step are the same and exposed communication can only shrink.
+#[test]
+fn current_scaling_only_adds_compute() {
+    let cat = myriad_catalog::catalog();
+    for (acc, count, model, plan) in [
+        (
+            "h100-sxm",
+            64,
+            "llama3-70b",
+            "tp: 4, pp: 2, dp: 8, micro_batch: 1, global_batch: 128",
+        ),
+        (
+            "b200",
+            64,
+            "llama3-70b",
+            "tp: 8, pp: 1, dp: 8, micro_batch: 2, global_batch: 256",
+        ),
+        (
+            "h100-sxm",
+            16,
+            "qwen3-30b-a3b",
+            "tp: 1, pp: 1, dp: 16, ep: 16, micro_batch: 1, global_batch: 256",
+        ),
+        (
+            "gb200",
+            72,
+            "mixtral-8x7b",
+            "tp: 2, pp: 1, dp: 36, ep: 8, micro_batch: 1, global_batch: 288",
+        ),
+    ] {
+        let run = |recipe: &str| {
+            let text = format!(
+                "format: myriad/1\ncluster: {{accelerator: {acc}, count: {count}}}\nmodel: {{preset: {model}}}\ntraining: {{{plan}, recompute: none, precision: fp8, fp8_recipe: {recipe}}}\n"
+            );
+            let s = parse_scenario("t.yaml", &text, cat).unwrap();
+            let c = myriad_cluster::build(&s, cat).unwrap();
+            let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+            myriad_train::train(s.training.as_ref().unwrap(), &m, &c, count)
+                .unwrap()
+                .estimate
+        };
+        let (d, c) = (run("delayed"), run("current"));
+        let (bd, bc) = (&d.breakdown, &c.breakdown);
+        assert!(
+            bc.forward_s > bd.forward_s && bc.backward_s > bd.backward_s,
+            "{acc} {model}"
+        );
+        assert!(c.step_time_s > d.step_time_s, "{acc} {model}");
+        // Exposed communication can only shrink: longer GEMMs hide more of what overlaps
+        // them (TP userbuffers, DP buckets under the backward).
+        for (x, y) in [
+            (bd.tp_comm_s, bc.tp_comm_s),
+            (bd.pp_comm_s, bc.pp_comm_s),
+            (bd.dp_comm_s, bc.dp_comm_s),
+            (bd.ep_comm_s, bc.ep_comm_s),
+        ] {
+            assert!(y <= x + 1e-12, "{acc} {model}: {x} -> {y}");
+        }
+        assert_eq!(bd.optimizer_s, bc.optimizer_s, "{acc} {model}");
+        assert_eq!(d.memory.total_gib, c.memory.total_gib, "{acc} {model}");
+    }
+}
