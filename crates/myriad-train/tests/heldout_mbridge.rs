@@ -142,12 +142,7 @@ fn mbridge_held_out_rows_meet_the_kept_aside_bar() {
 /// so V2, though V1 is the launcher's default; a row stating V1's plan takes V1.
 #[test]
 fn rows_take_the_variant_whose_plan_they_state() {
-    let Some(cases) = common::cases_of(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/validation/training-public.json"
-    )) else {
-        return;
-    };
+    let Some(cases) = public_cases() else { return };
     let cat = myriad_catalog::catalog();
     let notes = |c: &myriad_scenario::validation::ValidationCase| {
         myriad_train::validate::explain(c, cat).unwrap().1
@@ -231,12 +226,7 @@ fn rows_find_their_recipe_by_model_and_precision() {
 /// scaling is noted as such; where both current scaling and MXFP8 exist, none is chosen.
 #[test]
 fn rows_take_the_fp8_recipe_their_release_ran() {
-    let Some(cases) = common::cases_of(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/validation/training-public.json"
-    )) else {
-        return;
-    };
+    let Some(cases) = public_cases() else { return };
     let cat = myriad_catalog::catalog();
     let notes = |id: &str| {
         let c = cases.iter().find(|c| c.id == id).unwrap();
@@ -271,4 +261,12 @@ fn rows_take_the_fp8_recipe_their_release_ran() {
     // dense models are not in the MoE recipe table either: nothing is chosen.
     let n = notes("mb-26.06-llama31_405b-dgx-gb200-256gpu-fp8");
     assert!(!n.iter().any(|x| x.starts_with("fp8_recipe")), "{n:?}");
+}
+
+/// The public training file's cases (`None` without `../shared`).
+fn public_cases() -> Option<Vec<myriad_scenario::validation::ValidationCase>> {
+    common::cases_of(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/validation/training-public.json"
+    ))
 }
