@@ -267,6 +267,18 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
     let kind = recipe_kind(case, model_name)?;
     let (rel, model, gpu) = recipe_release(case, model_name)?;
     let mut found = recipe_configs(rel, &model, &gpu, kind, case.system.count);
+    if found.is_empty() {
+        // v0.2.0 (25.11) has one `_BASE_CONFIG` per model, system and kind, which the
+        // launcher scales to any GPU count with the plan given on its command line.
+        let legacy = format!("{model}_{gpu}_{kind}_BASE_CONFIG");
+        found = rel
+            .get("configs")
+            .and_then(|c| c.as_object())
+            .into_iter()
+            .flatten()
+            .filter(|(name, _)| **name == legacy)
+            .collect();
+    }
     // The variant whose plan the row states (V1 and V2 of a system can differ in global
     // batch and EP, and with them in dispatcher and overlap); among equals, V1 (the
     // launcher's default), then V2, then any other.

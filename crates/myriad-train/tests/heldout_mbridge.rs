@@ -270,3 +270,22 @@ fn public_cases() -> Option<Vec<myriad_scenario::validation::ValidationCase>> {
         "/../../../shared/validation/training-public.json"
     ))
 }
+
+/// 25.11's launcher (v0.2.0) has one base config per model, system and precision and
+/// scales it to the GPU count and plan on its command line: Qwen3 235B on 256 GB200 runs
+/// the 64-GPU base config's MoE settings (HybridEP) with its own EP 32 and global batch.
+#[test]
+fn base_configs_serve_every_gpu_count_of_their_release() {
+    let Some(cases) = public_cases() else { return };
+    let cat = myriad_catalog::catalog();
+    let c = cases
+        .iter()
+        .find(|c| c.id == "mb-25.11-qwen3_235b_a22b-dgx-gb200-256gpu-bf16")
+        .unwrap();
+    let notes = myriad_train::validate::explain(c, cat).unwrap().1;
+    assert!(
+        notes.iter().any(|n| n
+            == "ep_dispatcher: hybridep (not given; Megatron-Bridge v0.2.0 recipe QWEN3_235B_A22B_GB200_BF16_BASE_CONFIG)"),
+        "{notes:?}"
+    );
+}
