@@ -358,34 +358,36 @@ impl<'a> Ctx<'a> {
     /// A operand is quantised for it (the data gradient's output gradient), not reused
     /// from an earlier quantisation (the weight gradient's input and output gradient).
     fn gemm_bwd(&self, m: f64, n: f64, k: f64, count: f64, quantise: bool) -> f64 {
-        self.gemm_with(m, n, k, count, 1.0, self.gemm_bwd_eff, quantise)
+        let q = if quantise {
+            self.quant(m, k, count)
+        } else {
+            0.0
+        };
+        self.gemm_with(m, n, k, count, 1.0, self.gemm_bwd_eff) + q
     }
 
     /// A GEMM running on `sms` (a fraction) of the SMs: its FLOPs take `1 / sms` longer.
     fn gemm_on(&self, m: f64, n: f64, k: f64, count: f64, sms: f64) -> f64 {
-        self.gemm_with(m, n, k, count, sms, self.gemm_eff, true)
+        self.gemm_with(m, n, k, count, sms, self.gemm_eff) + self.quant(m, k, count)
     }
 
-    fn gemm_with(
-        &self,
-        m: f64,
-        n: f64,
-        k: f64,
-        count: f64,
-        sms: f64,
-        eff: f64,
-        quantise: bool,
-    ) -> f64 {
+    /// The GEMM kernels alone: FLOPs at `eff` of the peak on `sms` of the SMs, plus the
+    /// fixed per-kernel cost.
+    fn gemm_with(&self, m: f64, n: f64, k: f64, count: f64, sms: f64, eff: f64) -> f64 {
         let flops = 2.0 * m * n * k * count;
-        let mut t = flops / (self.gemm_peak * eff * sms) + self.kernel_s;
-        if self.fp8 && quantise {
-            // Quantise the activation input (read bf16, write fp8; current scaling reads it
-            // once more for its amax) for the fp8 GEMM; as kernels of their own they pay
-            // the fixed per-kernel cost too.
-            t += self.quant_bytes * m * k * count / self.hbm_bps;
-            if self.quant_kernel {
-                t += self.quant_kernels * self.kernel_s;
-            }
+        flops / (self.gemm_peak * eff * sms) + self.kernel_s
+    }
+
+    /// Quantising an fp8 GEMM's A operand [m, k] (`count` of them): read bf16, write fp8
+    /// (current scaling reads it once more for its amax); as kernels of their own they pay
+    /// the fixed per-kernel cost too. Zero outside fp8.
+    fn quant(&self, m: f64, k: f64, count: f64) -> f64 {
+        if !self.fp8 {
+            return 0.0;
+        }
+        let mut t = self.quant_bytes * m * k * count / self.hbm_bps;
+        if self.quant_kernel {
+            t += self.quant_kernels * self.kernel_s;
         }
         t
     }
