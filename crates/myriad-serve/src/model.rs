@@ -521,10 +521,11 @@ impl InstanceModel {
             Some(m) => h * heads * m.v_head_dim as f64,
             None => heads * model.head_dim() as f64 * h,
         };
-        let attn_post_params = match &model.mla {
-            Some(m) => m.kv_lora_rank as f64 * heads * m.v_head_dim as f64 + attn_out_params,
-            None => attn_out_params,
-        };
+        let attn_post_params = attn_out_params
+            + model
+                .mla
+                .as_ref()
+                .map_or(0.0, |m| m.kv_lora_rank as f64 * heads * m.v_head_dim as f64);
         Ok(Self {
             acc: acc.clone(),
             levels: levels.to_vec(),
@@ -1200,8 +1201,6 @@ impl InstanceModel {
         let mut attn_core = 0.0;
         if b.decode_seqs > 0.0 {
             let (dq, dv) = self.dims_decode;
-            // Context attended per layer, averaged over the layers: windowed layers see at
-            // most the window of each sequence (mean context per sequence taken).
             let ctx = self.attended_context(b.decode_seqs, b.decode_ctx);
             let flops = 2.0 * self.heads_gpu * (dq + dv) * ctx / dp * (1.0 + draft);
             let bytes = ctx / dp * self.kv_token_layer * self.decode_kv_reads;

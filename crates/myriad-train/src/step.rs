@@ -246,14 +246,13 @@ struct Ctx<'a> {
     /// Fixed cost of one kernel, seconds: the launch-and-drain term of the GEMM fit
     /// (`gemm_overhead_us`), which every kernel on the stream pays, memory-bound ones too.
     kernel_s: f64,
-    /// The fp8 input quantisation of a GEMM runs as a kernel of its own (Transformer
-    /// Engine's casts and cast-transposes in training); `false` where it is fused into the
-    /// kernel before (inference engines' norm+quant and activation+quant kernels).
-    quant_kernel: bool,
-    /// How fp8 inputs are scaled: bytes moved per quantised element and kernels per
-    /// quantisation ([`Fp8Recipe`]).
-    quant_bytes: f64,
-    quant_kernels: f64,
+    /// Training (Transformer Engine): each fp8 input quantisation runs as kernels of its
+    /// own and writes a column-wise copy where the weight gradient needs one; `false`
+    /// (inference engines): fused into the kernel before (norm+quant, activation+quant),
+    /// one copy.
+    training: bool,
+    /// How fp8 inputs are scaled ([`Fp8Recipe`]): passes over the input and kernels.
+    recipe: Fp8Recipe,
     fp8: bool,
     /// Compute-time multiplier: how much slower than the median chip the job's slowest
     /// chip runs ([`straggler_pace`]), times the wait of ranks in lockstep for the one
@@ -297,9 +296,8 @@ impl<'a> Ctx<'a> {
             bf16_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             kernel_s: acc.efficiency.gemm_overhead_us * 1e-6,
-            quant_kernel: true,
-            quant_bytes: Fp8Recipe::Delayed.quant_bytes_per_element(true, acc.fp8_gemm_any_layout),
-            quant_kernels: Fp8Recipe::Delayed.quant_kernels(),
+            training: true,
+            recipe: Fp8Recipe::Delayed,
             fp8,
             pace: 1.0,
             grad_bytes: 4.0,
@@ -329,11 +327,7 @@ impl<'a> Ctx<'a> {
 
     /// The same context quantising fp8 GEMM inputs by `recipe`.
     fn scaled_by(self, recipe: Fp8Recipe) -> Self {
-        Ctx {
-            quant_bytes: recipe.quant_bytes_per_element(true, self.acc.fp8_gemm_any_layout),
-            quant_kernels: recipe.quant_kernels(),
-            ..self
-        }
+        Ctx { recipe, ..self }
     }
 
     /// The same context with compute running `pace` times slower.
@@ -385,9 +379,12 @@ impl<'a> Ctx<'a> {
         if !self.fp8 {
             return 0.0;
         }
-        let mut t = self.quant_bytes * m * k * count / self.hbm_bps;
-        if self.quant_kernel {
-            t += self.quant_kernels * self.kernel_s;
+        let bytes = self
+            .recipe
+            .quant_bytes_per_element(self.training, self.acc.fp8_gemm_any_layout);
+        let mut t = bytes * m * k * count / self.hbm_bps;
+        if self.training {
+            t += self.recipe.quant_kernels() * self.kernel_s;
         }
         t
     }
@@ -579,8 +576,7 @@ pub fn gemm_time(
         _ => ctx.gemm_eff,
     };
     let ctx = Ctx {
-        quant_kernel: false,
-        quant_bytes: Fp8Recipe::Delayed.quant_bytes_per_element(false, acc.fp8_gemm_any_layout),
+        training: false,
         gemm_eff: eff,
         ..ctx
     };

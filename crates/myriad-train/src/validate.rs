@@ -260,25 +260,12 @@ fn kind_fp8_recipe(kind: &str) -> Option<myriad_model::Fp8Recipe> {
     }
 }
 
-/// The recipe of a Megatron-Bridge row's release, model, system and precision with the
-/// row's GPU count (the default variant `V1` first, as the launcher's `config_variant`),
-/// or `None` where the table has no such config or the row's precision is not in its id.
-fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
-    let kind = recipe_kind(case, model_name)?;
+/// The recipe of kind `kind` ([`recipe_kind`]) of a Megatron-Bridge row's release, model
+/// and system with the row's GPU count (the default variant `V1` first, as the launcher's
+/// `config_variant`), or `None` where the table has no such config.
+fn mbridge_recipe(case: &ValidationCase, kind: &str, model_name: &str) -> Option<Recipe> {
     let (rel, model, gpu) = recipe_release(case, model_name)?;
     let mut found = recipe_configs(rel, &model, &gpu, kind, case.system.count);
-    if found.is_empty() {
-        // v0.2.0 (25.11) has one `_BASE_CONFIG` per model, system and kind, which the
-        // launcher scales to any GPU count with the plan given on its command line.
-        let legacy = format!("{model}_{gpu}_{kind}_BASE_CONFIG");
-        found = rel
-            .get("configs")
-            .and_then(|c| c.as_object())
-            .into_iter()
-            .flatten()
-            .filter(|(name, _)| **name == legacy)
-            .collect();
-    }
     // The variant whose plan the row states (V1 and V2 of a system can differ in global
     // batch and EP, and with them in dispatcher and overlap); among equals, V1 (the
     // launcher's default), then V2, then any other.
@@ -345,7 +332,9 @@ fn mbridge_recipe(case: &ValidationCase, model_name: &str) -> Option<Recipe> {
 }
 
 /// A release's configs of one recipe kind at a GPU count: `{MODEL}_PRETRAIN_CONFIG_{GPU}_{KIND}`
-/// with or without a variant suffix (`_V1`, `_256GPU`, ...), or the v0.2.0 `_BASE_CONFIG` name.
+/// with or without a variant suffix (`_V1`, `_256GPU`, ...), or at any count the v0.2.0
+/// (25.11) `_BASE_CONFIG`, one per model, system and kind, which its launcher scales to the
+/// GPU count and plan given on its command line.
 fn recipe_configs<'a>(
     rel: &'a serde_json::Value,
     model: &str,
@@ -361,8 +350,9 @@ fn recipe_configs<'a>(
     configs
         .iter()
         .filter(|(name, c)| {
-            (**name == versioned || name.starts_with(&format!("{versioned}_")) || **name == legacy)
-                && c.get("num_gpus").and_then(|g| g.as_u64()) == Some(count)
+            **name == legacy
+                || ((**name == versioned || name.starts_with(&format!("{versioned}_")))
+                    && c.get("num_gpus").and_then(|g| g.as_u64()) == Some(count))
         })
         .collect()
 }
@@ -548,22 +538,17 @@ pub fn explain(
         training.precision,
         Some(myriad_scenario::Precision::Fp8 | myriad_scenario::Precision::Fp4)
     );
-    if training.fp8_dispatch.is_none()
-        && fp8_run
-        && case
-            .source
-            .as_deref()
-            .is_some_and(|s| s.contains("2412.19437"))
-    {
+    let deepseek_v3_own = case
+        .source
+        .as_deref()
+        .is_some_and(|s| s.contains("2412.19437"));
+    if training.fp8_dispatch.is_none() && fp8_run && deepseek_v3_own {
         training.fp8_dispatch = Some(true);
         notes.push("fp8_dispatch: true (not given; DeepSeek-V3 dispatches fp8 tokens, arXiv:2412.19437 §3.3.2)".into());
     }
     if training.fp8_recipe.is_none()
         && training.precision == Some(myriad_scenario::Precision::Fp8)
-        && case
-            .source
-            .as_deref()
-            .is_some_and(|s| s.contains("2412.19437"))
+        && deepseek_v3_own
     {
         training.fp8_recipe = Some(myriad_model::Fp8Recipe::Blockwise);
         notes.push("fp8_recipe: blockwise (not given; DeepSeek-V3 scales 1x128 activation tiles and 128x128 weight blocks, arXiv:2412.19437 §3.3.2)".into());
@@ -704,14 +689,11 @@ pub fn explain(
             notes.push("cross_entropy: unfused (not given; a source from before 2024, when Megatron had no fused loss)".into());
         }
     }
-    // Megatron-Bridge rows: the fp8 scaling of the recipe kind the row ran.
-    if bridge
-        && training.fp8_recipe.is_none()
-        && training.precision == Some(myriad_scenario::Precision::Fp8)
+    // Megatron-Bridge rows: the recipe kind the row ran, its fp8 scaling.
+    let kind = bridge.then(|| recipe_kind(case, &model.name)).flatten();
+    if training.fp8_recipe.is_none() && training.precision == Some(myriad_scenario::Precision::Fp8)
     {
-        if let Some((kind, r)) =
-            recipe_kind(case, &model.name).and_then(|k| Some((k, kind_fp8_recipe(k)?)))
-        {
+        if let Some((kind, r)) = kind.and_then(|k| Some((k, kind_fp8_recipe(k)?))) {
             training.fp8_recipe = Some(r);
             notes.push(format!(
                 "fp8_recipe: {} (not given; Megatron-Bridge's {} recipe)",
@@ -723,8 +705,8 @@ pub fn explain(
     // Megatron-Bridge rows: the MoE settings of the performance recipe the row ran
     // (`mbridge_recipe`: each release's, the current one's from the public file's
     // snapshot), for the settings the row leaves unstated.
-    if bridge && model.moe.is_some() {
-        if let Some(r) = mbridge_recipe(case, &model.name) {
+    if model.moe.is_some() {
+        if let Some(r) = kind.and_then(|k| mbridge_recipe(case, k, &model.name)) {
             if training.ep_dispatcher.is_none() {
                 training.ep_dispatcher = Some(r.dispatcher);
                 notes.push(format!(
