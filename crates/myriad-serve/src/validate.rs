@@ -1324,7 +1324,9 @@ fn predict_inner(
         let n = if static_batch {
             max_batch as usize * instances as usize
         } else {
-            match (uint(sv, "num_requests"), loadgen_offline_samples(sv)) {
+            let documented =
+                || loadgen_offline_samples(sv).or_else(|| perf_overview_requests(row, isl, osl));
+            match (uint(sv, "num_requests"), documented()) {
                 (Some(x), _) => x as usize,
                 (None, Some((x, why))) => {
                     notes.push(why);
@@ -1400,6 +1402,38 @@ fn loadgen_offline_samples(sv: &Value) -> Option<(usize, String)> {
             } else {
                 String::new()
             }
+        ),
+    ))
+}
+
+/// The request counts TensorRT-LLM's performance overview generated its synthetic datasets
+/// with, by input and output length (docs/source/developer-guide/perf-overview.md,
+/// "Preparing a Dataset": "For shorter input and output lengths, a larger number of messages
+/// were used to guarantee that the system hit a steady state").
+pub const PERF_OVERVIEW_REQUESTS: [(f64, f64, usize); 5] = [
+    (1024.0, 1024.0, 3000),
+    (8192.0, 1024.0, 1500),
+    (1024.0, 8192.0, 1500),
+    (32768.0, 1024.0, 1000),
+    (1024.0, 32768.0, 1000),
+];
+
+/// The request count of a TensorRT-LLM performance-overview row that leaves it unstated: the
+/// doc's table entry whose input and output lengths are each within 5% of the row's (its
+/// 1000/1000 column is the 1K/1K entry, 1024/1024, which the table lists).
+fn perf_overview_requests(row: &Value, isl: f64, osl: f64) -> Option<(usize, String)> {
+    let path = row.get("source")?.get("path")?.as_str()?;
+    if !path.ends_with("perf-overview.md") {
+        return None;
+    }
+    let near = |a: f64, b: f64| (a / b - 1.0).abs() <= 0.05;
+    let &(i, o, n) = PERF_OVERVIEW_REQUESTS
+        .iter()
+        .find(|&&(i, o, _)| near(isl, i) && near(osl, o))?;
+    Some((
+        n,
+        format!(
+            "requests: {n} (not given; the performance overview's dataset table lists {n} for {i:.0}/{o:.0})"
         ),
     ))
 }

@@ -598,11 +598,13 @@ fn validation_mae_ratchet() {
     // and its momentarily slowest clock (`InstanceModel::compute_pace`, `speed_jitter`
     // measured on the lent H100). Lowered, 0.1180 -> 0.1150, when NVIDIA's NVFP4
     // DeepSeek-R1 checkpoints kept their attention projections in bf16, as they ship;
-    // 0.1150 -> 0.1140 when a row that refers to another row's deployment shape runs it.)
+    // 0.1150 -> 0.1140 when a row that refers to another row's deployment shape runs it;
+    // 0.1140 -> 0.1130 when the performance overview's 1000/1000 rows ran the 3000 requests
+    // its dataset table lists for 1K/1K instead of three max batches' worth.)
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
-    assert!(s.mae < 0.1140, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1130, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.0655,
         "median {:.3}",

@@ -186,24 +186,66 @@ fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
 /// bandwidth (`a_16_bit_cache_cannot_reach_three_published_figures`). Found while reading
 /// these rows, so for those three checkpoints this file is no longer an independent check of
 /// the cache dtype; the Qwen3-235B and Maverick FP8 checkpoints, whose figures a 16-bit cache can
-/// reach, keep it.
+/// reach, keep it. 18.6%, median 13.7%, worst +77.1%, once the 1000/1000 rows run the 3000
+/// requests the doc's dataset table lists for 1K/1K (the drain of a single wave weighs more).
 #[test]
 fn perf_overview_held_out_columns_do_not_regress() {
     let r = report_of("serving-heldout-perf-overview.json");
     let s = &r.summary;
     assert_eq!(s.count, 88);
     assert!(r.cases.iter().all(|c| c.error.is_some()));
-    assert!(s.mae < 0.1915, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1865, "MAE {:.3}", s.mae);
     assert!(
-        s.worst_abs_error < 0.835,
+        s.worst_abs_error < 0.775,
         "{} {:.3}",
         s.worst_id,
         s.worst_abs_error
     );
 }
 
+/// A performance-overview row that leaves its request count unset runs the count the doc's
+/// dataset table lists for its lengths (1000/1000 is the table's 1024/1024 entry, 3000
+/// requests), the same as a row that states it; a row from another source keeps the
+/// framework default.
 #[test]
-#[ignore = "kept-aside bar not met on the perf-overview columns the public file leaves out (MAE 19.1%, worst +82.9%: DeepSeek-R1 on 8 H200)"]
+fn perf_overview_rows_run_the_request_count_the_doc_lists() {
+    let path = format!(
+        "{}/../../validation/serving-heldout-perf-overview.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let row = doc["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "trtllm-perfoverview-perGPU-deepseek-r1-h200-dep8-fp8-1000-1000")
+        .unwrap()
+        .clone();
+    assert!(row["serving"]["num_requests"].is_null());
+    let cat = myriad_catalog::catalog();
+    let predict =
+        |r: &serde_json::Value| myriad_serve::validate::predict_row(cat, r, &mut Vec::new());
+    let unset = predict(&row);
+    assert!(
+        unset.notes.iter().any(|n| n.starts_with("requests: 3000")),
+        "{:?}",
+        unset.notes
+    );
+    let mut stated = row.clone();
+    stated["serving"]["num_requests"] = 3000.into();
+    assert_eq!(predict(&stated).predicted, unset.predicted);
+    // Three max batches' worth (the default for a trtllm-bench row of unknown source) is a
+    // different run: the count matters.
+    let mut other = row.clone();
+    other["source"]["path"] = "docs/source/blogs/some-blog.md".into();
+    let default = predict(&other);
+    assert!(!default.notes.iter().any(|n| n.starts_with("requests:")));
+    assert_ne!(default.predicted, unset.predicted);
+}
+
+#[test]
+#[ignore = "kept-aside bar not met on the perf-overview columns the public file leaves out (MAE 18.6%, worst +77.1%: DeepSeek-R1 on 8 H200)"]
 fn perf_overview_held_out_columns_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-perf-overview.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
