@@ -155,6 +155,18 @@ impl Fp8Recipe {
             _ => 1.0,
         }
     }
+
+    /// Kernels launched to quantise the inputs of `n` GEMMs split from one tensor (a
+    /// grouped GEMM's per-expert inputs): Transformer Engine's `multi_tensor_quantize`
+    /// (`split_quantize`) has one fused kernel for all of them only for delayed scaling
+    /// ("Currently only have fused kernel for FP8 delayed scaling", `nvte_multi_cast_transpose`,
+    /// extensions/cast.cpp, v2.x); every other recipe quantises each tensor on its own.
+    pub fn split_quant_kernels(self, n: f64) -> f64 {
+        match self {
+            Fp8Recipe::Delayed => 1.0,
+            _ => n * self.quant_kernels(),
+        }
+    }
 }
 
 /// How the loss over the vocabulary-parallel logits is computed: each kernel moves a

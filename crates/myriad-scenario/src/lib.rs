@@ -490,6 +490,14 @@ pub struct TrainingSpec {
     /// Default `false`.
     #[serde(default)]
     pub moe_full_graph: Option<bool>,
+    /// The routed experts' GEMMs run as one grouped kernel per pass (`true`), or as one
+    /// kernel per local expert (`false`): Transformer Engine's `GroupedLinear`, which
+    /// Megatron-Core's MoE layers use, launches a cuBLAS GEMM per expert over four streams
+    /// and, outside delayed fp8 scaling, quantises each expert's input on its own. Default:
+    /// `true` with `moe_full_graph` (a CUDA graph needs the grouped GEMM that takes its
+    /// split sizes on the device), `false` otherwise.
+    #[serde(default)]
+    pub moe_grouped_kernel: Option<bool>,
     /// Tensor-parallel communication overlapped with GEMMs (Transformer Engine
     /// userbuffers); default: on with sequence parallelism and fused attention.
     #[serde(default)]

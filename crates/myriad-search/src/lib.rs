@@ -168,6 +168,9 @@ pub struct Fixed {
     pub ep_overlap: bool,
     /// MoE layers in a full-iteration CUDA graph (`training.moe_full_graph`, default false).
     pub moe_full_graph: bool,
+    /// Routed experts' GEMMs as one grouped kernel (`training.moe_grouped_kernel`, default
+    /// `moe_full_graph`).
+    pub moe_grouped_kernel: bool,
     pub schedule: PipelineSchedule,
     /// Gradient buffers in fp32 (`training.grad_reduce_in_fp32`; default true, false for fp16).
     pub grad_reduce_in_fp32: bool,
@@ -211,6 +214,9 @@ impl Fixed {
                 .unwrap_or(myriad_model::EpDispatcher::Alltoall),
             ep_overlap: spec.ep_overlap.unwrap_or(false),
             moe_full_graph: spec.moe_full_graph.unwrap_or(false),
+            moe_grouped_kernel: spec
+                .moe_grouped_kernel
+                .unwrap_or(spec.moe_full_graph.unwrap_or(false)),
             schedule: spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB),
             grad_reduce_in_fp32: spec
                 .grad_reduce_in_fp32
@@ -421,6 +427,7 @@ pub fn candidates(
                                             ep_dispatcher: fixed.ep_dispatcher,
                                             ep_overlap: fixed.ep_overlap,
                                             moe_full_graph: fixed.moe_full_graph,
+                                            moe_grouped_kernel: fixed.moe_grouped_kernel,
                                             embedding_in_pipeline_split: !even && edge.is_none(),
                                             mtp_layers: model.mtp_layers,
                                             edge_stage_layers: edge,

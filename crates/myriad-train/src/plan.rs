@@ -85,6 +85,9 @@ pub struct Plan {
     pub ep_overlap: bool,
     /// MoE layers replay in a full-iteration CUDA graph (`TrainingSpec::moe_full_graph`).
     pub moe_full_graph: bool,
+    /// Routed experts' GEMMs as one grouped kernel (`TrainingSpec::moe_grouped_kernel`);
+    /// `false`: one kernel per local expert.
+    pub moe_grouped_kernel: bool,
     /// The embedding and the loss count as one layer each in the pipeline split
     /// (Megatron-Core `account_for_embedding/loss_in_pipeline_split`), and so does each
     /// multi-token-prediction module (Megatron-Bridge's DeepSeek-V3 layouts, e.g.
@@ -602,6 +605,12 @@ pub fn resolve(
             ),
         ));
     }
+    if spec.moe_grouped_kernel == Some(false) && spec.moe_full_graph == Some(true) {
+        return Err(bad(
+            "moe_grouped_kernel",
+            "false cannot replay in a full-iteration CUDA graph (moe_full_graph: true): the graph needs the grouped GEMM that reads its per-expert split sizes on the device",
+        ));
+    }
     if spec.fp8_dispatch == Some(true) && !matches!(precision, Precision::Fp8 | Precision::Fp4) {
         return Err(bad(
             "fp8_dispatch",
@@ -864,6 +873,9 @@ pub fn resolve(
             ep_dispatcher: spec.ep_dispatcher.unwrap_or(EpDispatcher::Alltoall),
             ep_overlap: spec.ep_overlap.unwrap_or(false),
             moe_full_graph: spec.moe_full_graph.unwrap_or(false),
+            moe_grouped_kernel: spec
+                .moe_grouped_kernel
+                .unwrap_or(spec.moe_full_graph.unwrap_or(false)),
             embedding_in_pipeline_split,
             mtp_layers: model.mtp_layers,
             edge_stage_layers,

@@ -271,6 +271,10 @@ struct Ctx<'a> {
     /// Speed compute loses while communication hides under it
     /// (`efficiency.comm_overlap_slowdown`).
     overlap: f64,
+    /// The routed experts' GEMMs run one kernel per local expert (and, in fp8, quantise
+    /// each expert's input on its own), as Transformer Engine's `GroupedLinear` does in an
+    /// eager MoE layer; `false`: one grouped kernel for all of them.
+    per_expert_kernels: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -305,6 +309,15 @@ impl<'a> Ctx<'a> {
             mla: false,
             rs_overlap_share: 0.0,
             overlap: e.overlap_slowdown(),
+            per_expert_kernels: false,
+        }
+    }
+
+    /// The same context running routed experts' GEMMs one kernel per expert.
+    fn per_expert(self, on: bool) -> Self {
+        Ctx {
+            per_expert_kernels: on,
+            ..self
         }
     }
 
@@ -441,7 +454,23 @@ impl<'a> Ctx<'a> {
                     } else {
                         1.0
                     };
-                    let t = self.gemm_on(m, n, k, count, sms);
+                    // Kernels beyond the one grouped GEMM and quantisation the op is
+                    // costed with, when the routed experts run eagerly: Transformer
+                    // Engine's GroupedLinear launches one cuBLAS GEMM per local expert in
+                    // each of the forward, data- and weight-gradient passes
+                    // (`nvte_multi_stream_cublas_gemm`), and quantises each expert's input
+                    // and output gradient on its own outside delayed scaling.
+                    let extra = if self.per_expert_kernels && op.name.starts_with("expert_") {
+                        let q = if self.fp8 {
+                            self.recipe.split_quant_kernels(count) - self.recipe.quant_kernels()
+                        } else {
+                            0.0
+                        };
+                        ((count - 1.0).max(0.0) + q.max(0.0)) * self.kernel_s
+                    } else {
+                        0.0
+                    };
+                    let t = self.gemm_on(m, n, k, count, sms) + extra;
                     f += t;
                     if op.name.starts_with("core_") {
                         attn_f += t;
@@ -450,12 +479,17 @@ impl<'a> Ctx<'a> {
                     // (its column-wise copy serves the weight gradient too); wgrad:
                     // [k,m]x[m,n], both operands already quantised (the forward input's
                     // column-wise copy and the output gradient's).
-                    let dg = self.gemm_bwd(m, k, n, count, true);
+                    let dg = self.gemm_bwd(m, k, n, count, true) + extra;
                     // The weight gradient accumulates into the main-grad buffer across
                     // micro-batches (Megatron gradient-accumulation fusion): the GEMM's
                     // epilogue reads and writes one gradient element per weight element.
                     let wg = self.gemm_bwd(k, n, m, count, false)
-                        + 2.0 * self.grad_bytes * k * n * count / self.hbm_bps;
+                        + 2.0 * self.grad_bytes * k * n * count / self.hbm_bps
+                        + if extra > 0.0 {
+                            (count - 1.0).max(0.0) * self.kernel_s
+                        } else {
+                            0.0
+                        };
                     b += dg + wg;
                     w += wg;
                 }
@@ -802,7 +836,8 @@ pub fn estimate_with(
         .rs_overlapped(rs_share)
         .paced(pace)
         .grads(grad_bytes)
-        .recomputing(selective, model.mla.is_some());
+        .recomputing(selective, model.mla.is_some())
+        .per_expert(!plan.moe_grouped_kernel);
     let shard = plan.shard();
     let h = model.hidden as f64;
     let tokens_mb = plan.micro_batch as f64 * model.seq_len as f64 / plan.cp as f64;

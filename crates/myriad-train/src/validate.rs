@@ -553,6 +553,10 @@ pub fn explain(
         training.fp8_recipe = Some(myriad_model::Fp8Recipe::Blockwise);
         notes.push("fp8_recipe: blockwise (not given; DeepSeek-V3 scales 1x128 activation tiles and 128x128 weight blocks, arXiv:2412.19437 §3.3.2)".into());
     }
+    if training.moe_grouped_kernel.is_none() && deepseek_v3_own {
+        training.moe_grouped_kernel = Some(true);
+        notes.push("moe_grouped_kernel: true (not given; DeepSeek's own framework runs its experts as grouped GEMMs, DeepGEMM's \"MoE grouped GEMMs\" for V3/R1 training, not Transformer Engine's per-expert GEMMs)".into());
+    }
     if training.cp_comm.is_none() && training.cp.is_some_and(|c| c > 1) && meta_llama3 {
         training.cp_comm = Some(myriad_model::CpComm::AllGather);
         notes.push("cp_comm: all_gather (not given; Meta's Llama 3 gathers keys and values, arXiv:2407.21783 §3.3.2)".into());

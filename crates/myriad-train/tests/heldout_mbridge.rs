@@ -42,12 +42,13 @@ fn report() -> myriad_train::validate::ValidationReport {
 /// already predicted slow). When the file was added: 20.7% and +92.1% (DeepSeek-V3 on 256
 /// B200, 26.04.01, then costed with the all-to-all its release's recipe does not run:
 /// +28.4% with the recipe's HybridEP and recompute).
+/// 15.93% since eager MoE layers pay a kernel per local expert (16.19% before).
 #[test]
 fn mbridge_held_out_rows_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 44);
-    common::assert_within(&r, 0.1625, 0.40);
+    common::assert_within(&r, 0.1600, 0.40);
 }
 
 /// Every DeepSeek-V3 and Kimi K2 row is predicted (61 layers that no pipeline here

@@ -1067,8 +1067,12 @@ fn eager_moe_layers_cost_their_overhead_once_per_layer_and_micro_batch() {
     // Qwen3 30B-A3B on 16 H100, EP 16, PP 1: 48 MoE layers, 1,024 sequences over DP 16 at
     // micro-batch 1 = 64 micro-batches. Each eager MoE layer costs MOE_EAGER_OVERHEAD_S
     // beyond its kernels once per micro-batch, so the step is 48 × 64 of them longer than
-    // in a full-iteration CUDA graph, and a fully recomputed layer pays it again.
-    let run = |extra: &str| qwen3_30b_a3b_on_16_h100(extra).unwrap();
+    // in a full-iteration CUDA graph, and a fully recomputed layer pays it again. Both
+    // run the experts as one grouped kernel (a graph's default), so that only the eager
+    // overhead differs.
+    let run = |extra: &str| {
+        qwen3_30b_a3b_on_16_h100(&format!("{extra}, moe_grouped_kernel: true")).unwrap()
+    };
     let sync = myriad_train::step::MOE_EAGER_OVERHEAD_S;
     let waits = 48.0 * 64.0;
     let (on, off) = (
@@ -1366,4 +1370,61 @@ fn current_scaling_only_adds_compute() {
         assert_eq!(bd.optimizer_s, bc.optimizer_s, "{acc} {model}");
         assert_eq!(d.memory.total_gib, c.memory.total_gib, "{acc} {model}");
     }
+}
+
+/// Eager MoE layers run Transformer Engine's `GroupedLinear`: one cuBLAS GEMM per local
+/// expert in each of the forward, data- and weight-gradient passes, and, outside delayed
+/// fp8 scaling, one quantisation of each expert's input and output gradient
+/// (`multi_tensor_quantize` fuses them only for delayed scaling). Against one grouped kernel
+/// (`moe_grouped_kernel: true`, the default under a full-iteration CUDA graph), each extra
+/// kernel costs the fixed per-kernel time: checked by hand for Qwen3-30B-A3B on 8 H100
+/// with EP 8 (16 local experts, 48 MoE layers, 8 micro-batches).
+#[test]
+fn eager_experts_pay_one_kernel_per_local_expert() {
+    let cat = myriad_catalog::catalog();
+    let run = |extra: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: qwen3-30b-a3b}}\ntraining: {{tp: 1, pp: 1, dp: 8, ep: 8, micro_batch: 1, global_batch: 64, recompute: none, {extra}}}\n"
+        );
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 8)
+    };
+    let kernel = cat
+        .accelerator("h100-sxm")
+        .unwrap()
+        .efficiency
+        .gemm_overhead_us
+        * 1e-6;
+    // (forward, backward) kernels beyond the grouped ones, per expert GEMM op.
+    for (precision, fwd_extra, bwd_extra) in [
+        ("bf16", 15.0, 30.0),
+        ("fp8, fp8_recipe: delayed", 15.0, 30.0),
+        // 15 GEMMs + 16 × 3 − 3 quantisation kernels forward; the same for the data
+        // gradient, and 15 GEMMs for the weight gradient.
+        ("fp8, fp8_recipe: current", 60.0, 75.0),
+    ] {
+        let eager = run(&format!("precision: {precision}")).unwrap();
+        assert!(!eager.plan.moe_grouped_kernel);
+        let grouped = run(&format!("precision: {precision}, moe_grouped_kernel: true")).unwrap();
+        let p = eager.estimate.pace;
+        let scale = 2.0 * 48.0 * 8.0 * kernel * p.slowest_chip * p.lockstep;
+        let (e, g) = (&eager.estimate.breakdown, &grouped.estimate.breakdown);
+        let fwd = (e.forward_s - g.forward_s) / (fwd_extra * scale);
+        let bwd = (e.backward_s - g.backward_s) / (bwd_extra * scale);
+        assert!((fwd - 1.0).abs() < 1e-9, "{precision}: forward {fwd}");
+        assert!((bwd - 1.0).abs() < 1e-9, "{precision}: backward {bwd}");
+    }
+    // A full-iteration graph runs the grouped kernel unless told otherwise, and cannot run
+    // the per-expert one.
+    let graphed = run("moe_full_graph: true").unwrap();
+    assert!(graphed.plan.moe_grouped_kernel);
+    let e = run("moe_full_graph: true, moe_grouped_kernel: false")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("moe_grouped_kernel") && e.contains("moe_full_graph"),
+        "{e}"
+    );
 }

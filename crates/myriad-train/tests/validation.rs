@@ -60,8 +60,10 @@ fn accuracy_does_not_regress() {
     // HybridEP, +20.4% -> -24.1%); 7.13% once current scaling reads each fp8 input twice;
     // 7.24% once each fp8 tensor is quantised once (a linear's input and its output
     // gradient, two copies where the weight gradient needs a column-wise one) rather than
-    // once per GEMM: the fp8 rows run 0.3-2.5% faster.
-    assert!(s.mae < 0.0725, "mean absolute error {:.2}%", 100.0 * s.mae);
+    // once per GEMM: the fp8 rows run 0.3-2.5% faster; 6.99% once eager MoE layers pay a
+    // kernel per local expert (Transformer Engine's GroupedLinear) and full-graph ones one
+    // grouped kernel: the Hopper MoE rows move up by 4-7 points.
+    assert!(s.mae < 0.0702, "mean absolute error {:.2}%", 100.0 * s.mae);
     // The median was 4.65% before each fp8 tensor was quantised once (the fp8 rows, most
     // of them already predicted fast, run 0.3-2.5% faster).
     assert!(
