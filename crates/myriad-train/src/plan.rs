@@ -798,6 +798,21 @@ pub fn resolve(
         }
         None => AttentionKernel::Flash,
     };
+    let moe_grouped_kernel = spec
+        .moe_grouped_kernel
+        .unwrap_or(spec.moe_full_graph.unwrap_or(false));
+    if let Some(m) = model
+        .moe
+        .as_ref()
+        .filter(|_| spec.moe_grouped_kernel.is_none())
+    {
+        let local = m.experts / ep.max(1);
+        if !moe_grouped_kernel && local > 1 {
+            notes.push(format!(
+                "moe_grouped_kernel: false (not given; eager MoE layers run Transformer Engine's GroupedLinear: one GEMM kernel per local expert, {local} here, in each pass; set `moe_grouped_kernel: true` for one grouped kernel)"
+            ));
+        }
+    }
     let tp_comm_overlap = spec
         .tp_comm_overlap
         .unwrap_or(sequence_parallel && attention == AttentionKernel::Flash);
@@ -873,9 +888,7 @@ pub fn resolve(
             ep_dispatcher: spec.ep_dispatcher.unwrap_or(EpDispatcher::Alltoall),
             ep_overlap: spec.ep_overlap.unwrap_or(false),
             moe_full_graph: spec.moe_full_graph.unwrap_or(false),
-            moe_grouped_kernel: spec
-                .moe_grouped_kernel
-                .unwrap_or(spec.moe_full_graph.unwrap_or(false)),
+            moe_grouped_kernel,
             embedding_in_pipeline_split,
             mtp_layers: model.mtp_layers,
             edge_stage_layers,
