@@ -289,15 +289,53 @@ fn mbridge_recipe(case: &ValidationCase, kind: &str, model_name: &str) -> Option
             })
             .count()
     };
-    found.sort_by_key(|(name, c)| {
-        (
-            mismatches(c),
-            !name.ends_with("_V1") && !name.ends_with("_BASE_CONFIG"),
-            !name.ends_with("_V2"),
-            name.to_string(),
-        )
-    });
-    let (name, c) = found.first()?;
+    let order = |found: &mut Vec<(&String, &serde_json::Value)>| {
+        found.sort_by_key(|(name, c)| {
+            (
+                mismatches(c),
+                !name.ends_with("_V1") && !name.ends_with("_BASE_CONFIG"),
+                !name.ends_with("_V2"),
+                name.to_string(),
+            )
+        })
+    };
+    order(&mut found);
+    let (mut name, mut c) = *found.first()?;
+    let mut tag = rel
+        .get("tag")
+        .and_then(|t| t.as_str())
+        .unwrap_or("")
+        .to_string();
+    // From 26.02 a summary row is a run of one named config. When none of its release's
+    // configs has the plan the row states, the row ran a config its release's tag does not
+    // hold yet: take the nearest release whose config of the same model, system and kind
+    // has that plan (later releases first, where such a config lands), and say so. Not for
+    // 25.09 (its plan matrices list plans, not configs) nor 25.11 (its launcher scales one
+    // base config to the plan on its command line).
+    let versioned = !name.ends_with("_BASE_CONFIG") && tag != "v0.1.0rc4";
+    if mismatches(c) > 0 && versioned {
+        let releases = recipe_table().get("releases")?.as_object()?;
+        let keys: Vec<&String> = releases.keys().collect();
+        let here = keys.iter().position(|k| std::ptr::eq(&releases[*k], rel))?;
+        let nearest = keys[here + 1..]
+            .iter()
+            .chain(keys[..here].iter().rev())
+            .find_map(|k| {
+                let other = &releases[*k];
+                let mut f = recipe_configs(other, &model, &gpu, kind, case.system.count);
+                order(&mut f);
+                f.first()
+                    .filter(|(_, c)| mismatches(c) == 0)
+                    .map(|&(n, c)| (*k, other, n, c))
+            });
+        if let Some((key, other, n, cfg)) = nearest {
+            tag = format!(
+                "{} ({key}: no config of the row's release has its plan)",
+                other.get("tag").and_then(|t| t.as_str()).unwrap_or("")
+            );
+            (name, c) = (n, cfg);
+        }
+    }
     let backend = c
         .get("moe_flex_dispatcher_backend")
         .and_then(|b| b.as_str());
@@ -322,11 +360,7 @@ fn mbridge_recipe(case: &ValidationCase, kind: &str, model_name: &str) -> Option
             .get("recompute_modules")
             .filter(|m| m.is_array())
             .and_then(|m| serde_json::from_value(m.clone()).ok()),
-        tag: rel
-            .get("tag")
-            .and_then(|t| t.as_str())
-            .unwrap_or("")
-            .to_string(),
+        tag,
         config: name.to_string(),
     })
 }

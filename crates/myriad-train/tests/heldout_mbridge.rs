@@ -42,13 +42,15 @@ fn report() -> myriad_train::validate::ValidationReport {
 /// already predicted slow). When the file was added: 20.7% and +92.1% (DeepSeek-V3 on 256
 /// B200, 26.04.01, then costed with the all-to-all its release's recipe does not run:
 /// +28.4% with the recipe's HybridEP and recompute).
-/// 15.93% since eager MoE layers pay a kernel per local expert (16.19% before).
+/// 15.93% since eager MoE layers pay a kernel per local expert (16.19% before); 15.16%
+/// (worst 34.9%) since a row whose release has no config with its plan takes the nearest
+/// release's config that has it (DeepSeek-V3 on 256 B200 in 26.04.01: +37.9% -> +3.8%).
 #[test]
 fn mbridge_held_out_rows_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 44);
-    common::assert_within(&r, 0.1600, 0.40);
+    common::assert_within(&r, 0.1525, 0.36);
 }
 
 /// Every DeepSeek-V3 and Kimi K2 row is predicted (61 layers that no pipeline here
@@ -78,13 +80,13 @@ fn deepseek_rows_take_megatron_bridges_layout() {
     {
         assert!(c.error.is_some(), "{}: {:?}", c.id, c.failure);
     }
-    // Its release's recipe (v0.4.1 `DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V1`, in
-    // validation/mbridge-recipes.json) dispatches with HybridEP: EP 32 over four B200 nodes
-    // sends each token once per other node.
+    // No v0.4.1 config has its plan (EP 32, PP 8 x 2); v0.5.0's `..._FP8_MX_V2`, the first
+    // that has it (validation/mbridge-recipes.json), dispatches with DeepEP: EP 32 over four
+    // B200 nodes sends each token once per other node.
     assert!(
         row.notes
             .iter()
-            .any(|n| n.starts_with("ep_dispatcher: hybridep ")),
+            .any(|n| n.starts_with("ep_dispatcher: deepep ")),
         "{:?}",
         row.notes
     );
@@ -112,12 +114,12 @@ fn archived_rows_take_their_releases_recipe() {
     ] {
         assert!(b300.iter().any(|n| n == want), "{b300:?}");
     }
-    // The DeepSeek-V3 B200 row recomputes what its v0.4.1 config names (V2: the global
-    // batch of 4,096 it states).
+    // The DeepSeek-V3 B200 row recomputes what the config with its plan names (v0.5.0's
+    // V2, as no v0.4.1 config has EP 32 and PP 8 x 2).
     let dsv3 = notes("mb-26.04.01-deepseekv3-dgx-b200-256gpu-mxfp8");
     assert!(
         dsv3.iter().any(|n| n
-            == "recompute: selective mla_up_proj (not given; recompute_modules in Megatron-Bridge v0.4.1 recipe DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2)"),
+            == "recompute: selective mla_up_proj, mlp (not given; recompute_modules in Megatron-Bridge v0.5.0 (26.06: no config of the row's release has its plan) recipe DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2)"),
         "{dsv3:?}"
     );
     // 25.09 predates the per-release config files: its recipe is v0.1.0rc4's plan matrix.
@@ -129,9 +131,9 @@ fn archived_rows_take_their_releases_recipe() {
     );
 }
 
-/// The bar for kept-aside data; not met (mean 16.2%, worst -39.1%), so ignored.
+/// The bar for kept-aside data; not met (mean 15.2%, worst -34.9%), so ignored.
 #[test]
-#[ignore = "kept-aside bar not met on the Megatron-Bridge rows: mean 16.2%, worst -39.1% (Qwen3 235B, 64 B200)"]
+#[ignore = "kept-aside bar not met on the Megatron-Bridge rows: mean 15.2%, worst -34.9% (Qwen3 235B, 64 B200)"]
 fn mbridge_held_out_rows_meet_the_kept_aside_bar() {
     common::assert_kept_aside_bar(&report());
 }
@@ -217,6 +219,43 @@ fn rows_find_their_recipe_by_model_and_precision() {
     let n = notes("mb-25.09-qwen3_30b_a3b-tokendrop-dgx-gb200-8gpu-fp8");
     assert!(
         n.contains("ep_dispatcher: alltoall (not given; Megatron-Bridge v0.1.0rc4 recipe QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_CS)"),
+        "{n}"
+    );
+}
+
+/// From 26.02 a summary row is a run of one named config. DeepSeek-V3 on 256 B200 in
+/// 26.04.01 states EP 32 and PP 8 with 2 virtual stages, a plan none of v0.4.1's B200 MXFP8
+/// configs has (EP 8, PP 16); v0.5.0's `..._FP8_MX_V2` (26.06) is the first that has it, with
+/// DeepEP and the EP overlap, and the row takes that config's settings and says so. A row
+/// whose release has its plan keeps its release's config, and 25.11's base configs, which
+/// its launcher scales to the plan it is given, are not replaced.
+#[test]
+fn a_row_whose_release_lacks_its_plan_takes_the_nearest_config_that_has_it() {
+    let r = report();
+    let notes = |id: &str| common::notes_of(&r, id);
+    let n = notes("mb-26.04.01-deepseekv3-dgx-b200-256gpu-mxfp8");
+    for want in [
+        "ep_dispatcher: deepep (not given; Megatron-Bridge v0.5.0 (26.06: no config of the row's release has its plan) recipe DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2)",
+        "ep_overlap: true (not given; moe_a2a_overlap in Megatron-Bridge v0.5.0 (26.06: no config of the row's release has its plan) recipe DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2)",
+    ] {
+        assert!(n.contains(want), "{want}: {n}");
+    }
+    let c = r
+        .cases
+        .iter()
+        .find(|c| c.id == "mb-26.04.01-deepseekv3-dgx-b200-256gpu-mxfp8")
+        .unwrap();
+    // +37.9% with v0.4.1's V2 settings (HybridEP, no overlap) on a plan it does not have.
+    let e = c.error.unwrap();
+    assert!(e.abs() < 0.10, "{e:+.3}");
+    let n = notes("mb-26.04.01-gpt_oss_120b-dgx-b300-64gpu-bf16");
+    assert!(
+        n.contains("Megatron-Bridge v0.4.1 recipe") && !n.contains("no config of"),
+        "{n}"
+    );
+    let n = notes("mb-25.11-deepseekv3-womtp-dgx-gb300-256gpu-fp8mx");
+    assert!(
+        n.contains("recipe DEEPSEEK_V3_GB300_FP8_MX_BASE_CONFIG") && !n.contains("no config of"),
         "{n}"
     );
 }
