@@ -186,7 +186,7 @@ fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
 /// bandwidth (`a_16_bit_cache_cannot_reach_three_published_figures`). Found while reading
 /// these rows, so for those three checkpoints this file is no longer an independent check of
 /// the cache dtype; the Qwen3-235B and Maverick FP8 checkpoints, whose figures a 16-bit cache can
-/// reach, keep it. 18.6%, median 13.7%, worst +77.1%, once the 1000/1000 rows run the 3000
+/// reach, keep it. 18.6%, median 13.7%, worst +77.1% (gpt-oss-120b H100 DEP4), once the 1000/1000 rows run the 3000
 /// requests the doc's dataset table lists for 1K/1K (the drain of a single wave weighs more).
 #[test]
 fn perf_overview_held_out_columns_do_not_regress() {
@@ -245,7 +245,7 @@ fn perf_overview_rows_run_the_request_count_the_doc_lists() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on the perf-overview columns the public file leaves out (MAE 18.6%, worst +77.1%: DeepSeek-R1 on 8 H200)"]
+#[ignore = "kept-aside bar not met on the perf-overview columns the public file leaves out (MAE 18.6%, worst +77.1%: gpt-oss-120b on 4 H100, DEP4)"]
 fn perf_overview_held_out_columns_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-perf-overview.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
