@@ -289,9 +289,14 @@ pub(super) fn print_step(
     let moe_share = e.breakdown.moe_overhead_s / e.step_time_s;
     if moe_share >= 0.03 {
         println!(
-            "MoE eager overhead is {:.1}% of the step: a full-iteration CUDA graph with a static expert capacity (`training.moe_full_graph: true`; Megatron's `cuda_graph_impl: full_iteration` + `moe_paged_stash`) removes its {:.2} s",
+            "MoE eager overhead is {:.1}% of the step: a full-iteration CUDA graph with a static expert capacity (`training.moe_full_graph: true`; Megatron's `cuda_graph_impl: full_iteration` + `moe_paged_stash`) removes its {:.2} s{}",
             100.0 * moe_share,
-            e.breakdown.moe_overhead_s
+            e.breakdown.moe_overhead_s,
+            if p.moe_grouped_kernel {
+                ""
+            } else {
+                ", and runs the experts as one grouped GEMM instead of one kernel per local expert"
+            }
         );
     }
     // The bf16 figure only says something new when the plan computes in another precision.
