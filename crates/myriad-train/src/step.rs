@@ -460,17 +460,20 @@ impl<'a> Ctx<'a> {
                     // each of the forward, data- and weight-gradient passes
                     // (`nvte_multi_stream_cublas_gemm`), and quantises each expert's input
                     // and output gradient on its own outside delayed scaling.
-                    let extra = if self.per_expert_kernels && op.name.starts_with("expert_") {
-                        let q = if self.fp8 {
-                            self.recipe.split_quant_kernels(count) - self.recipe.quant_kernels()
+                    let (gemms, quants) =
+                        if self.per_expert_kernels && op.name.starts_with("expert_") {
+                            let q = if self.fp8 {
+                                self.recipe.split_quant_kernels(count) - self.recipe.quant_kernels()
+                            } else {
+                                0.0
+                            };
+                            ((count - 1.0).max(0.0), q.max(0.0))
                         } else {
-                            0.0
+                            (0.0, 0.0)
                         };
-                        ((count - 1.0).max(0.0) + q.max(0.0)) * self.kernel_s
-                    } else {
-                        0.0
-                    };
-                    let t = self.gemm_on(m, n, k, count, sms) + extra;
+                    let (extra_gemms, extra_quants) =
+                        (gemms * self.kernel_s, quants * self.kernel_s);
+                    let t = self.gemm_on(m, n, k, count, sms) + extra_gemms + extra_quants;
                     f += t;
                     if op.name.starts_with("core_") {
                         attn_f += t;
@@ -479,17 +482,13 @@ impl<'a> Ctx<'a> {
                     // (its column-wise copy serves the weight gradient too); wgrad:
                     // [k,m]x[m,n], both operands already quantised (the forward input's
                     // column-wise copy and the output gradient's).
-                    let dg = self.gemm_bwd(m, k, n, count, true) + extra;
+                    let dg = self.gemm_bwd(m, k, n, count, true) + extra_gemms + extra_quants;
                     // The weight gradient accumulates into the main-grad buffer across
                     // micro-batches (Megatron gradient-accumulation fusion): the GEMM's
                     // epilogue reads and writes one gradient element per weight element.
                     let wg = self.gemm_bwd(k, n, m, count, false)
                         + 2.0 * self.grad_bytes * k * n * count / self.hbm_bps
-                        + if extra > 0.0 {
-                            (count - 1.0).max(0.0) * self.kernel_s
-                        } else {
-                            0.0
-                        };
+                        + extra_gemms;
                     b += dg + wg;
                     w += wg;
                 }
