@@ -261,8 +261,10 @@ fn kind_fp8_recipe(kind: &str) -> Option<myriad_model::Fp8Recipe> {
 }
 
 /// The recipe of kind `kind` ([`recipe_kind`]) of a Megatron-Bridge row's release, model
-/// and system with the row's GPU count (the default variant `V1` first, as the launcher's
-/// `config_variant`), or `None` where the table has no such config.
+/// and system with the row's GPU count (the variant whose plan the row states, else the
+/// default `V1` first, as the launcher's `config_variant`); from 26.02, when no config of
+/// the release has the stated plan, the nearest release's config that has it. `None` where
+/// the table has no such config.
 fn mbridge_recipe(case: &ValidationCase, kind: &str, model_name: &str) -> Option<Recipe> {
     let (rel, model, gpu) = recipe_release(case, model_name)?;
     let mut found = recipe_configs(rel, &model, &gpu, kind, case.system.count);
