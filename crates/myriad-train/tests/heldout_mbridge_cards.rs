@@ -50,3 +50,33 @@ fn verification_card_rows_take_no_release_recipe() {
         );
     }
 }
+
+/// The model counts the FLOPs Megatron-Bridge counts. The gpt-oss-120b card reports, for the
+/// public 64-GB200 bf16 benchmark (GBS 1,280 of 4,096 tokens), 535.230 model TFLOP/s per GPU
+/// over steps of 4,995.630 ms: 2,673.8 TFLOP per GPU per step by Megatron's own formula
+/// (`flop_utils.py`). Myriad's count for the same row is within 1% of it, with half the
+/// layers attending over a 128-token window (counting them as full causal attention would
+/// add about 5%).
+#[test]
+fn model_flops_match_megatrons_count_for_gpt_oss() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/validation/training-public.json"
+    );
+    let Some(cases) = common::cases_of(path) else {
+        return;
+    };
+    let case = cases
+        .iter()
+        .find(|c| c.id == "mb-26.04.01-gpt-oss-120b-dgx-gb200-64gpu-bf16")
+        .expect("the public file has the benchmark");
+    let (t, _) = myriad_train::validate::explain(case, myriad_catalog::catalog()).unwrap();
+    let per_gpu = t.estimate.model_flops_per_step / 64.0;
+    let megatron = 535.230e12 * 4.995630;
+    assert!(
+        (per_gpu / megatron - 1.0).abs() < 0.01,
+        "{:.1} vs {:.1} TFLOP",
+        per_gpu / 1e12,
+        megatron / 1e12
+    );
+}
