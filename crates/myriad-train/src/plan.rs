@@ -798,6 +798,26 @@ pub fn resolve(
         }
         None => AttentionKernel::Flash,
     };
+    // MoE settings on a model without MoE layers are not an error (a scenario may be run
+    // against several models), but the user is told they do nothing.
+    if model.moe.is_none() {
+        let unused: Vec<&str> = [
+            ("ep_dispatcher", spec.ep_dispatcher.is_some()),
+            ("ep_overlap", spec.ep_overlap.is_some()),
+            ("fp8_dispatch", spec.fp8_dispatch.is_some()),
+            ("moe_full_graph", spec.moe_full_graph.is_some()),
+            ("moe_grouped_kernel", spec.moe_grouped_kernel.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, set)| set.then_some(k))
+        .collect();
+        if !unused.is_empty() {
+            notes.push(format!(
+                "to ignore {}: the model has no MoE layers",
+                unused.join(", ")
+            ));
+        }
+    }
     let moe_grouped_kernel = spec
         .moe_grouped_kernel
         .unwrap_or(spec.moe_full_graph.unwrap_or(false));

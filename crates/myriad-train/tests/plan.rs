@@ -1420,3 +1420,29 @@ fn eager_experts_pay_one_kernel_per_local_expert() {
         "{e}"
     );
 }
+
+/// MoE settings given for a dense model do nothing: the plan says so, names them, and the
+/// estimate is the one without them.
+#[test]
+fn moe_settings_on_a_dense_model_are_named_as_ignored() {
+    let cat = myriad_catalog::catalog();
+    let run = |extra: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: llama3-8b}}\ntraining: {{tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 64, recompute: none{extra}}}\n"
+        );
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 8).unwrap()
+    };
+    let plain = run("");
+    let moe = run(", ep_dispatcher: deepep, moe_full_graph: true, moe_grouped_kernel: true");
+    assert_eq!(plain.estimate.step_time_s, moe.estimate.step_time_s);
+    assert!(
+        moe.notes.iter().any(|n| n
+            == "to ignore ep_dispatcher, moe_full_graph, moe_grouped_kernel: the model has no MoE layers"),
+        "{:?}",
+        moe.notes
+    );
+    assert!(!plain.notes.iter().any(|n| n.starts_with("to ignore")));
+}
