@@ -473,7 +473,7 @@ lines += [
     "their public counterparts, and the 25.09 token-drop rows of DeepSeek-V3 on B200 17-24% "
     "fast. DeepSeek-V3 on 1,024 H100 (25.09) ran DeepEP with the EP all-to-all overlap "
     "(v0.1.0rc4's `run_script.py`; `validation/mbridge-recipes.json` carries the 25.09 "
-    "recipes since this session): with them it is predicted 11% fast, without them 27% "
+    "recipes since this session): with them it is predicted 11% fast, without them 47% "
     "slow, so the model hides more of that exchange over eight nodes' InfiniBand than the "
     "run did. `crates/myriad-train/tests/heldout_mbridge.rs` holds a ratchet.",
     "",
