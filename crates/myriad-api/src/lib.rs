@@ -192,6 +192,7 @@ pub fn search(
         .resolve(cat)
         .map_err(|(p, m)| format!("{file}: model.{p}: {m}"))?;
     let spec = s.training.clone().unwrap_or_default();
+    myriad_train::plan::check_moe_graph(&spec).map_err(|e| format!("{file}: {e}"))?;
     let cluster = myriad_cluster::build(s, cat).map_err(|e| format!("{file}: {e}"))?;
     let accelerators = training_accelerators(s, &spec, file)?;
     let mut fixed = myriad_search::Fixed::from_spec(&spec, accelerators);

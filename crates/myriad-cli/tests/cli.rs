@@ -268,6 +268,10 @@ fn out_of_range_training_values_are_errors_not_panics() {
             "{accelerators: 1099511627776}",
             "training.accelerators: 1099511627776 is more than cluster.count 64",
         ),
+        (
+            "{moe_full_graph: true, moe_grouped_kernel: false}",
+            "training.moe_grouped_kernel: false cannot replay in a full-iteration CUDA graph",
+        ),
     ] {
         let f = dir.join("range.yaml");
         std::fs::write(&f, format!("{base}training: {training}\n")).unwrap();

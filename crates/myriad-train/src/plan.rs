@@ -295,6 +295,19 @@ pub enum PlanError {
     },
 }
 
+/// `moe_grouped_kernel: false` with `moe_full_graph: true` is a contradiction: a CUDA graph
+/// needs the grouped GEMM that reads its per-expert split sizes on the device. Checked by
+/// [`resolve`] and by the plan search, which takes the settings as given.
+pub fn check_moe_graph(spec: &TrainingSpec) -> Result<(), PlanError> {
+    if spec.moe_grouped_kernel == Some(false) && spec.moe_full_graph == Some(true) {
+        return Err(bad(
+            "moe_grouped_kernel",
+            "false cannot replay in a full-iteration CUDA graph (moe_full_graph: true): the graph needs the grouped GEMM that reads its per-expert split sizes on the device",
+        ));
+    }
+    Ok(())
+}
+
 /// Transformer layers `[lo, hi)` of part `c` of `parts` when the embedding (the first
 /// slot), the loss and the MTP modules (the last ones) take a slot of `slots` each.
 fn slot_range(layers: u32, slots: u32, parts: u32, c: u32) -> (f64, f64) {
@@ -605,12 +618,7 @@ pub fn resolve(
             ),
         ));
     }
-    if spec.moe_grouped_kernel == Some(false) && spec.moe_full_graph == Some(true) {
-        return Err(bad(
-            "moe_grouped_kernel",
-            "false cannot replay in a full-iteration CUDA graph (moe_full_graph: true): the graph needs the grouped GEMM that reads its per-expert split sizes on the device",
-        ));
-    }
+    check_moe_graph(spec)?;
     if spec.fp8_dispatch == Some(true) && !matches!(precision, Precision::Fp8 | Precision::Fp4) {
         return Err(bad(
             "fp8_dispatch",
