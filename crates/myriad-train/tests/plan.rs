@@ -1193,6 +1193,27 @@ fn qwen3_30b_a3b_on_16_h100(
     myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 16)
 }
 
+/// Llama 3 8B on 8 H100 (TP 1, PP 1, DP 8, micro-batch 1, global batch 64, no recompute)
+/// with `extra` training settings, and the resolved model.
+fn llama3_8b_on_8_h100(
+    extra: &str,
+) -> (
+    Result<myriad_train::TrainEstimate, myriad_train::PlanError>,
+    myriad_model::Transformer,
+) {
+    let text = format!(
+        "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: llama3-8b}}\ntraining: {{tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 64, recompute: none, {extra}}}\n"
+    );
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", &text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    (
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 8),
+        m,
+    )
+}
+
 /// Current scaling quantises every fp8 GEMM input in three kernels (amax, scale, cast) that
 /// read it twice; delayed, blockwise and MXFP8 scaling in one kernel that reads it once.
 /// On Llama 3 8B (32 dense layers, no MoE overhead) the forward pass grows by exactly two
@@ -1201,21 +1222,8 @@ fn qwen3_30b_a3b_on_16_h100(
 /// fp8 recipe.
 #[test]
 fn current_scaling_reads_each_fp8_input_again_in_two_more_kernels() {
-    let text = |extra: &str| {
-        format!(
-            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: llama3-8b}}\ntraining: {{tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 64, recompute: none, {extra}}}\n"
-        )
-    };
     let cat = myriad_catalog::catalog();
-    let run = |extra: &str| {
-        let s = parse_scenario("t.yaml", &text(extra), cat).unwrap();
-        let c = myriad_cluster::build(&s, cat).unwrap();
-        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
-        (
-            myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 8),
-            m,
-        )
-    };
+    let run = llama3_8b_on_8_h100;
     let fwd = |extra: &str| run(extra).0.unwrap().estimate.breakdown.forward_s;
     let delayed = fwd("precision: fp8");
     assert_eq!(delayed, fwd("precision: fp8, fp8_recipe: delayed"));
@@ -1425,18 +1433,11 @@ fn eager_experts_pay_one_kernel_per_local_expert() {
 /// estimate is the one without them.
 #[test]
 fn moe_settings_on_a_dense_model_are_named_as_ignored() {
-    let cat = myriad_catalog::catalog();
-    let run = |extra: &str| {
-        let text = format!(
-            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: llama3-8b}}\ntraining: {{tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 64, recompute: none{extra}}}\n"
-        );
-        let s = parse_scenario("t.yaml", &text, cat).unwrap();
-        let c = myriad_cluster::build(&s, cat).unwrap();
-        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
-        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 8).unwrap()
-    };
-    let plain = run("");
-    let moe = run(", ep_dispatcher: deepep, moe_full_graph: true, moe_grouped_kernel: true");
+    let run = |extra: &str| llama3_8b_on_8_h100(extra).0.unwrap();
+    let plain = run("precision: bf16");
+    let moe = run(
+        "precision: bf16, ep_dispatcher: deepep, moe_full_graph: true, moe_grouped_kernel: true",
+    );
     assert_eq!(plain.estimate.step_time_s, moe.estimate.step_time_s);
     assert!(
         moe.notes.iter().any(|n| n
