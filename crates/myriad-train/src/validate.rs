@@ -303,18 +303,20 @@ fn mbridge_recipe(case: &ValidationCase, kind: &str, model_name: &str) -> Option
     };
     order(&mut found);
     let (mut name, mut c) = *found.first()?;
-    let mut tag = rel
-        .get("tag")
-        .and_then(|t| t.as_str())
-        .unwrap_or("")
-        .to_string();
+    let tag_of = |r: &serde_json::Value| {
+        r.get("tag")
+            .and_then(|t| t.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut tag = tag_of(rel);
     // From 26.02 a summary row is a run of one named config. When none of its release's
     // configs has the plan the row states, the row ran a config its release's tag does not
     // hold yet: take the nearest release whose config of the same model, system and kind
     // has that plan (later releases first, where such a config lands), and say so. Not for
     // 25.09 (its plan matrices list plans, not configs) nor 25.11 (its launcher scales one
     // base config to the plan on its command line).
-    let versioned = !name.ends_with("_BASE_CONFIG") && tag != "v0.1.0rc4";
+    let versioned = release(case).is_some_and(|(y, m, _)| (y, m) >= (26, 2));
     if mismatches(c) > 0 && versioned {
         let releases = recipe_table().get("releases")?.as_object()?;
         let keys: Vec<&String> = releases.keys().collect();
@@ -333,7 +335,7 @@ fn mbridge_recipe(case: &ValidationCase, kind: &str, model_name: &str) -> Option
         if let Some((key, other, n, cfg)) = nearest {
             tag = format!(
                 "{} ({key}: no config of the row's release has its plan)",
-                other.get("tag").and_then(|t| t.as_str()).unwrap_or("")
+                tag_of(other)
             );
             (name, c) = (n, cfg);
         }
