@@ -695,7 +695,13 @@ pub struct Summary {
     pub replicas: u32,
     pub interval_s: f64,
     pub ettr: Spread,
+    /// Days to finish the run (projected for capped replicas) or the window.
     pub wall_days: Spread,
+    /// Mean wall-clock days simulated (`wall_days` less the projection of capped replicas).
+    pub simulated_days: f64,
+    /// Replicas stopped before the end of the run or window
+    /// ([`sim::MAX_WALL_FACTOR`], [`sim::MAX_EVENTS`]).
+    pub capped: u32,
     pub unexpected: f64,
     pub planned: f64,
     /// Mean unexpected interruptions per component.
@@ -732,7 +738,9 @@ impl Summary {
             replicas: runs.len() as u32,
             interval_s,
             ettr: Spread::of(runs.iter().map(|r| r.ettr())),
-            wall_days: Spread::of(runs.iter().map(|r| r.wall_s / 86400.0)),
+            wall_days: Spread::of(runs.iter().map(|r| r.projected_wall_s / 86400.0)),
+            simulated_days: wall_total / n / 86400.0,
+            capped: runs.iter().filter(|r| r.capped).count() as u32,
             unexpected: unexpected_total / n,
             planned: mean(&|r| r.planned as f64),
             by_component: Component::ALL
@@ -1054,7 +1062,7 @@ fn row(
     let p = ckpt.policy_as(tau, asy, multi);
     let runs = monte_carlo(job, &p, horizon, o.seed, o.replicas.min(400));
     let sm = Summary::of(&runs, tau);
-    let wall_days = sm.wall_days.mean;
+    let sim_days = sm.simulated_days;
     CompareRow {
         label,
         accelerators: job.accelerators,
@@ -1062,7 +1070,7 @@ fn row(
         spare_accelerators: job.spare_accelerators(),
         interval_s: tau,
         stall_s: p.stall_s,
-        interruptions_per_day: (sm.unexpected + sm.planned) / wall_days,
+        interruptions_per_day: (sm.unexpected + sm.planned) / sim_days,
         job_mtbf_hours: sm.job_mtbf_hours,
         ettr: sm.ettr,
         lost_work_per_failure_s: sm.lost_work_per_failure_s,
@@ -1070,9 +1078,9 @@ fn row(
         accelerators_in_repair: sm.accelerators_in_repair,
         spare_domains_needed_p99: sm.spare_domains_needed_p99,
         spare_accelerators_needed_p99: sm.spare_domains_needed_p99 * job.domain_size as f64,
-        checkpoint_stall_hours_per_day: sm.checkpoint_stall_hours / wall_days,
+        checkpoint_stall_hours_per_day: sm.checkpoint_stall_hours / sim_days,
         time_to_train_days: match horizon {
-            Horizon::Work(_) => Some(wall_days),
+            Horizon::Work(_) => Some(sm.wall_days.mean),
             Horizon::Window(_) => failure_free_days.map(|d| d / sm.ettr.mean),
         },
     }

@@ -74,6 +74,9 @@ pub struct Out<'a> {
     failure_free_days: Option<f64>,
     time_to_train_days: Option<f64>,
     time_to_train_days_ci95: Option<[f64; 2]>,
+    /// Replicas stopped before the end of the run or window (`sim::MAX_WALL_FACTOR`,
+    /// `sim::MAX_EVENTS`); their time to train is projected from their ETTR.
+    capped_replicas: u32,
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     compare: serde_json::Map<String, serde_json::Value>,
 }
@@ -168,6 +171,7 @@ pub fn report<'a>(s: &'a Setup, r: &'a Report, tables: &[(&str, Vec<CompareRow>)
         failure_free_days: r.failure_free_days,
         time_to_train_days: r.time_to_train_days.map(|t| t.mean),
         time_to_train_days_ci95: r.time_to_train_days.as_ref().map(ci),
+        capped_replicas: m.capped,
         compare,
     }
 }

@@ -157,11 +157,49 @@ fn time_adds_up_in_every_replica() {
                         r.down_s
                     );
                     if let Horizon::Work(w) = horizon {
-                        assert!((r.work_s - w).abs() < 1e-6 * w);
+                        if r.capped {
+                            // `tight` waits days for each repair: an ETTR near 0.1%, stopped
+                            // at 20 times its failure-free time and projected from its ETTR.
+                            assert!(r.work_s < w);
+                            assert!(
+                                (r.projected_wall_s - r.wall_s * w / r.work_s).abs()
+                                    < 1e-6 * r.projected_wall_s
+                            );
+                        } else {
+                            assert!((r.work_s - w).abs() < 1e-6 * w);
+                            assert_eq!(r.projected_wall_s, r.wall_s);
+                        }
                     }
                     assert!(r.wait_s <= r.down_s + 1e-9);
                 }
             }
         }
+    }
+}
+
+#[test]
+fn a_run_past_the_event_cap_is_projected_from_its_ettr() {
+    // One failure an hour, a 60 s restart, 10 s checkpoints at Young/Daly's interval: twenty
+    // years of work is about 350,000 events, far past `MAX_EVENTS`. Each replica stops a bit
+    // over a year in; its projected time must agree with a one-year window's ETTR.
+    let (mtbf_s, delta_s) = (3600.0, 10.0);
+    let j = job(mtbf_s, 60.0);
+    let p = ckpt(delta_s).policy(young_daly(delta_s, mtbf_s));
+    let target = 20.0 * 365.0 * 86400.0;
+    let capped = monte_carlo(&j, &p, Horizon::Work(target), 5, 8);
+    let window = monte_carlo(&j, &p, Horizon::Window(365.0 * 86400.0), 6, 8);
+    assert!(window.iter().all(|r| !r.capped));
+    let ettr = window.iter().map(|r| r.ettr()).sum::<f64>() / 8.0;
+    for r in &capped {
+        assert!(r.capped, "a 20-year run must stop at the event cap");
+        assert!(r.wall_s < 2.0 * 365.0 * 86400.0 && r.work_s < target);
+        let projected = r.projected_wall_s / target;
+        eprintln!(
+            "stopped at {:.0} days, ETTR {:.4}; projected {projected:.4} of the work vs 1/ETTR of a window {:.4}",
+            r.wall_s / 86400.0,
+            r.ettr(),
+            1.0 / ettr
+        );
+        assert!((projected * ettr - 1.0).abs() < 0.01);
     }
 }

@@ -176,7 +176,7 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
         "hours",
         "share",
     ]);
-    let wall_h = m.wall_days.mean * 24.0;
+    let wall_h = m.simulated_days * 24.0;
     let work_h = m.ettr.mean * wall_h;
     for (name, h) in [
         ("training kept", work_h),
@@ -221,9 +221,24 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
         r.goodput_tokens_per_s.hi
     );
     if let (Some(t), Some(ff)) = (r.time_to_train_days, r.failure_free_days) {
+        if t.mean.is_finite() {
+            println!(
+                "time to train: {:.1} days (95% of replicas {:.1} – {:.1}); failure-free {:.1} days",
+                t.mean, t.lo, t.hi, ff
+            );
+        } else {
+            println!("time to train: never (some replicas kept no work at all); failure-free {ff:.1} days");
+        }
+    }
+    if m.capped > 0 {
         println!(
-            "time to train: {:.1} days (95% of replicas {:.1} – {:.1}); failure-free {:.1} days",
-            t.mean, t.lo, t.hi, ff
+            "note: {} of {} replicas stopped before the end of the {} ({}x its failure-free time or {} events, after {:.1} days on average): their ETTR is over what they simulated, their time to train projected from it",
+            m.capped,
+            m.replicas,
+            if r.horizon == "run" { "run" } else { "window" },
+            myriad_reliability::sim::MAX_WALL_FACTOR,
+            myriad_reliability::sim::MAX_EVENTS,
+            m.simulated_days
         );
     }
     for (k, rows) in tables {
