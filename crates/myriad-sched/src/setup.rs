@@ -153,6 +153,34 @@ fn options(sc: &SchedulingSpec, accelerators_per_node: u32) -> Options {
     }
 }
 
+/// Most failures a job may expect per checkpoint interval and restart. A job keeps work only
+/// when it runs a whole interval without failing, probability `exp(-λ)`: at λ = 5 it keeps
+/// one interval in about 150 tries, under 1% of its time is useful, and past that its end
+/// (and the simulation's) recedes exponentially.
+pub const MAX_FAILURES_PER_INTERVAL: f64 = 5.0;
+
+/// Rejects failure rates under which the largest job could never finish (see
+/// [`MAX_FAILURES_PER_INTERVAL`]), with the numbers.
+pub fn check_failures(w: &Workload, o: &Options) -> Result<(), String> {
+    check_failures_of(&w.jobs, o)
+}
+
+fn check_failures_of(jobs: &[crate::Job], o: &Options) -> Result<(), String> {
+    let Some(n) = jobs.iter().map(|j| j.gpus).max() else {
+        return Ok(());
+    };
+    let rate = o.failure_per_gpu_s * n as f64;
+    let window = o.checkpoint_s + o.restart_s;
+    let lambda = rate * window;
+    if lambda > MAX_FAILURES_PER_INTERVAL {
+        return Err(format!(
+            "the largest job ({n} accelerators) would fail every {:.0} s on average, {lambda:.1} times per checkpoint interval and restart ({window:.0} s); it would keep under 1% of its work and might never finish (at most {MAX_FAILURES_PER_INTERVAL} is simulated): lower failures.scale or failures.checkpoint_h",
+            1.0 / rate
+        ));
+    }
+    Ok(())
+}
+
 /// The openb trace replay: node list and pod list texts.
 pub fn openb(
     nodes_text: &str,
@@ -166,6 +194,7 @@ pub fn openb(
     let topology = Topology::from_nodes(nodes, types, 64);
     let mut options = options(sc, 8);
     options.fgd = Some(Fgd::from_jobs(&jobs));
+    check_failures_of(&jobs, &options).map_err(|m| format!("scheduling.failures: {m}"))?;
     options.seed = seed.or(sc.seed).unwrap_or(1);
     let names_default: Vec<String> = ["best-fit", "fgd"].iter().map(|s| s.to_string()).collect();
     let names = match (names, sc.policies.is_empty()) {
@@ -307,6 +336,7 @@ pub fn from_scenario(
     };
     let mut options = options(sc, h.accelerators_per_node);
     options.seed = seed;
+    check_failures(&workload, &options).map_err(|m| err("scheduling.failures", m))?;
     if let Some(d) = &s.cluster.dci {
         options.inter_region_gbps = d.gbps_per_site;
         options.inter_region_latency_s = d.distance_km * 5e-6;

@@ -186,6 +186,9 @@ struct Run {
     first_start: f64,
     end: f64,
     remaining: f64,
+    /// Restart seconds at the head of `remaining` (owed since the last failure or
+    /// preemption): a start that stops before they are paid still owes one restart, not two.
+    owed: f64,
     gen: u32,
     key: (u64, u64),
     place: Option<Placement>,
@@ -350,6 +353,7 @@ impl Run {
             first_start: f64::NAN,
             end: f64::INFINITY,
             remaining: 0.0,
+            owed: 0.0,
             gen: 0,
             key: (0, 0),
             place: None,
@@ -689,13 +693,22 @@ impl Sim<'_> {
     }
 
     /// A running job fails: it loses the work since its last checkpoint (checkpoints every
-    /// `checkpoint_s` of progress since it started), pays `restart_s`, and queues again.
+    /// `checkpoint_s` of progress after its restart), pays `restart_s` again, and queues.
     fn fail(&mut self, j: usize) {
-        let (start, factor) = (self.runs[j].last_start, self.runs[j].factor);
+        let (start, factor, owed) = (
+            self.runs[j].last_start,
+            self.runs[j].factor,
+            self.runs[j].owed,
+        );
         let done = (self.now - start) / factor;
-        let lost = done % self.o.checkpoint_s.max(1e-9);
+        let work = (done - owed).max(0.0);
+        let lost = work % self.o.checkpoint_s.max(1e-9);
         self.stop(j, St::Queued);
-        self.runs[j].remaining += lost + self.o.restart_s;
+        // `stop` left `remaining` = what was left at the start less `done`: give back the
+        // restart and the work not kept, and owe one restart.
+        let run = &mut self.runs[j];
+        run.remaining += done.min(owed) + lost - owed + self.o.restart_s;
+        run.owed = self.o.restart_s;
         self.failures += 1;
         self.lost_gpu_s += lost * self.jobs[j].milli_total() as f64 / 1000.0;
         self.enqueue(j);
@@ -777,8 +790,12 @@ impl Sim<'_> {
         }
         for c in cands {
             let c = c as usize;
+            let done = (self.now - self.runs[c].last_start) / self.runs[c].factor;
             self.stop(c, St::Queued);
-            self.runs[c].remaining += self.o.restart_s;
+            // A restart not yet paid is still owed once.
+            let run = &mut self.runs[c];
+            run.remaining += done.min(run.owed) - run.owed + self.o.restart_s;
+            run.owed = self.o.restart_s;
             self.runs[c].preempted += 1;
             self.preemptions += 1;
             self.enqueue(c);

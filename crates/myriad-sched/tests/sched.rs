@@ -315,6 +315,13 @@ fn bad_values_name_the_field() {
         scenario_err("  failures: {checkpoint_h: 0}\n"),
         "s.yaml: scheduling.failures.checkpoint_h: 0 must be a positive number of hours"
     );
+    // Rates under which the largest job could never keep a checkpoint: named, with numbers.
+    let e = scenario_err("  failures: {scale: 100000}\n");
+    assert!(
+        e.starts_with("s.yaml: scheduling.failures: the largest job (")
+            && e.contains("times per checkpoint interval and restart (3900 s)"),
+        "{e}"
+    );
     assert!(scenario_err("  classes: [{name: a, comm_share: 2}]\n")
         .contains("scheduling.classes[0].comm_share: 2 must be a share"));
     // Bad trace text: the file and line.
@@ -495,4 +502,46 @@ fn non_gang_jobs_split_into_one_node_tasks() {
         .jobs
         .chunks(8)
         .all(|c| c.iter().all(|j| j.arrival == c[0].arrival)));
+}
+
+/// A job that fails pays one restart per failure, never more. One 8-GPU job at a time
+/// (arrivals 1,000 h apart), 2 h of work, no checkpoint inside it (interval 10 h), a 0.5 h
+/// restart, failures at 0.5 per job-hour. The first start needs 2 h without a failure; after
+/// a failure each try needs the restart plus the work, L = 2.5 h, without one: an expected
+/// (e^{rL} - 1) / r from the first failure (renewal), so
+/// E[JCT] = e^{-rW} W + (1 - e^{-rW}) (E[time to the first failure | before W] + (e^{rL} - 1) / r)
+/// = 4.41 h. Charging a new restart on top of an unpaid one (as before) grows every try.
+#[test]
+fn a_failed_job_owes_one_restart_not_one_per_failure() {
+    let n = 1500;
+    let (w_h, r_h, rate) = (2.0f64, 0.5f64, 0.5f64);
+    let jobs: Vec<Job> = (0..n)
+        .map(|i| Job::new(i, i as f64 * 1000.0 * 3600.0, w_h * 3600.0, 8))
+        .collect();
+    let w = Workload {
+        jobs,
+        classes: vec!["train".into()],
+        services: vec![],
+    };
+    let o = Options {
+        failure_per_gpu_s: rate / 8.0 / 3600.0,
+        checkpoint_s: 10.0 * 3600.0,
+        restart_s: r_h * 3600.0,
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&two_nodes(), &w, &preset("fifo").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.completed, n as u64);
+    let p = (-rate * w_h).exp();
+    let first_fail = 1.0 / rate - w_h * p / (1.0 - p);
+    let l = w_h + r_h;
+    let want = p * w_h + (1.0 - p) * (first_fail + ((rate * l).exp() - 1.0) / rate);
+    let got = r.all.jct_s.mean / 3600.0;
+    eprintln!("mean JCT {got:.3} h, closed form {want:.3} h");
+    assert!((want - 4.41).abs() < 0.01, "{want}");
+    assert!(
+        (got / want - 1.0).abs() < 0.08,
+        "mean JCT {got:.3} h, renewal closed form {want:.3} h"
+    );
 }
