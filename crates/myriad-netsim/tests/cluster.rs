@@ -546,3 +546,36 @@ fn concurrent_groups_share_the_network() {
         one.time_s
     );
 }
+
+/// A direct all-to-all's flows grow with the square of its group: past
+/// `MAX_ALLTOALL_FLOWS` (4,096 ranks) the flow backend says so, with the numbers, instead
+/// of running for a quarter of an hour; at the limit it builds.
+#[test]
+fn an_all_to_all_too_large_to_simulate_is_an_error_with_its_flow_count() {
+    let c = build(
+        "netsim-dgx-h100-4096.yaml",
+        include_str!("../../../examples/netsim-dgx-h100-4096.yaml"),
+    );
+    assert!(c.accelerators >= 4096);
+    let net = Network::from_cluster(&c);
+    let direct = |n: u32| {
+        let ranks: Vec<u32> = (0..n).collect();
+        myriad_netsim::program::collective(&net, Op::AllToAll, Algorithm::Direct, GIB, &ranks)
+    };
+    let p = direct(4096).expect("4,096 ranks are simulated");
+    let flows: u64 = p.phases.iter().map(|ph| ph.flow_count(4096)).sum();
+    assert_eq!(flows, myriad_netsim::program::MAX_ALLTOALL_FLOWS);
+    let big = build(
+        "two-site.yaml",
+        include_str!("../../../examples/two-site.yaml"),
+    );
+    let net = Network::from_cluster(&big);
+    let ranks: Vec<u32> = (0..4097).collect();
+    let e = myriad_netsim::program::collective(&net, Op::AllToAll, Algorithm::Direct, GIB, &ranks)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("an all-to-all over 4097 ranks is 16781312 flows; the flow backend simulates at most 16773120"),
+        "{e}"
+    );
+}
