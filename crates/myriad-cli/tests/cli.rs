@@ -511,6 +511,30 @@ fn serve_bad_input_names_the_field() {
     let (code, _, err) = myriad(&["serve", f.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(err.contains("serving.slo.ttft_ms"), "{err}");
+    // More requests than a simulation takes (a billion would need some 70 GB): the key, or
+    // the flag, and the bound.
+    std::fs::write(
+        &f,
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: llama3-70b}\nserving:\n  requests: 1000000000\n",
+    )
+    .unwrap();
+    let (code, _, err) = myriad(&["serve", f.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("serving.requests: 1000000000 is more than the 10000000 a simulation takes"),
+        "{err}"
+    );
+    let (code, _, err) = myriad(&[
+        "serve",
+        "examples/serve-llama3-70b-h100.yaml",
+        "--requests",
+        "10000001",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--requests: 10000001 is more than the 10000000"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -25,8 +25,8 @@ pub fn run(
     let path = scenario.ok_or("serve: give a SCENARIO file or --validate FILE")?;
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
-    if requests == Some(0) {
-        return Err("--requests: must be at least 1".into());
+    if let Some(n) = requests {
+        myriad_scenario::serving::check_requests(n).map_err(|m| format!("--requests: {m}"))?;
     }
     let (setup, cluster) = myriad_api::serve_setup(
         &s,
