@@ -584,7 +584,15 @@ impl DistSpec {
             DistKind::Exponential => need("mean", self.mean, true),
             DistKind::Lognormal => {
                 need("median", self.median, true)?;
-                need("sigma", self.sigma, false)
+                need("sigma", self.sigma, false)?;
+                match self.sigma {
+                    // Job traces' run times spread with sigma 1-3 (Philly, Helios, Acme);
+                    // at 10 the middle 98% already spans 20 orders of magnitude.
+                    Some(x) if x > 10.0 => {
+                        Err((".sigma".into(), format!("{x} is more than 10 (the middle 98% of draws would span over 20 orders of magnitude)")))
+                    }
+                    _ => Ok(()),
+                }
             }
             DistKind::Uniform => {
                 need("min", self.min, false)?;

@@ -32,7 +32,7 @@ pub mod workload;
 
 pub use cluster::{Mode, Node, Piece, State, Topology};
 pub use frag::Fgd;
-pub use sim::{simulate, ClassStats, Options, Report, Sample, ServiceStats, Stat};
+pub use sim::{simulate, ClassStats, Options, Report, Sample, ServiceStats, Stat, MAX_BINS};
 
 use serde::Serialize;
 

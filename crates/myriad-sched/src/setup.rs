@@ -181,6 +181,32 @@ fn check_failures_of(jobs: &[crate::Job], o: &Options) -> Result<(), String> {
     Ok(())
 }
 
+/// Most hours inference services are simulated (ten years): they scale every hour until the
+/// horizon (the last arrival, in whole days, or `horizon_days`).
+pub const MAX_SERVICE_HOURS: f64 = 87_600.0;
+
+/// Rejects a workload whose services would be stepped hour by hour for longer than
+/// [`MAX_SERVICE_HOURS`] (jobs of thousands of hours at a high load spread their arrivals
+/// over decades), with the numbers.
+pub fn check_service_hours(w: &Workload, o: &Options) -> Result<(), String> {
+    if w.services.is_empty() {
+        return Ok(());
+    }
+    let horizon = crate::sim::horizon_s(w, o);
+    let hours = horizon / 3600.0;
+    if hours > MAX_SERVICE_HOURS {
+        let mean_h =
+            w.jobs.iter().map(|j| j.duration).sum::<f64>() / w.jobs.len().max(1) as f64 / 3600.0;
+        return Err(format!(
+            "the services would run {:.0} days ({} jobs arriving over that span, {mean_h:.0} h long on average); services are simulated hour by hour for at most {:.0} days: shorten the jobs, add jobs, or set horizon_days",
+            hours / 24.0,
+            w.jobs.len(),
+            MAX_SERVICE_HOURS / 24.0
+        ));
+    }
+    Ok(())
+}
+
 /// The openb trace replay: node list and pod list texts.
 pub fn openb(
     nodes_text: &str,
@@ -337,6 +363,7 @@ pub fn from_scenario(
     let mut options = options(sc, h.accelerators_per_node);
     options.seed = seed;
     check_failures(&workload, &options).map_err(|m| err("scheduling.failures", m))?;
+    check_service_hours(&workload, &options).map_err(|m| err("scheduling.inference", m))?;
     if let Some(d) = &s.cluster.dci {
         options.inter_region_gbps = d.gbps_per_site;
         options.inter_region_latency_s = d.distance_km * 5e-6;

@@ -99,6 +99,11 @@ pub struct ClassStats {
     pub preemptions: u64,
 }
 
+/// Most bins the allocation time series keeps. Past it neighbouring bins merge and the width
+/// doubles: a run far longer than its arrivals (one job of a million hours) would otherwise
+/// step through, and store, every empty bin of the requested width.
+pub const MAX_BINS: usize = 100_000;
+
 /// One bin of the allocation time series (plus fragmentation at the bin's start).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Sample {
@@ -265,15 +270,21 @@ struct Sim<'a> {
     events: u64,
 }
 
+/// When inference services stop: `o.horizon_s`, or the last arrival rounded up to whole days.
+pub fn horizon_s(w: &Workload, o: &Options) -> f64 {
+    if o.horizon_s > 0.0 {
+        o.horizon_s
+    } else {
+        let last_arrival = w.jobs.iter().map(|j| j.arrival).fold(0.0, f64::max);
+        ((last_arrival / 86400.0).ceil().max(1.0)) * 86400.0
+    }
+}
+
 /// Runs `w` under policy `p` on `t`.
 pub fn simulate(t: &Topology, w: &Workload, p: &Policy, o: &Options) -> Report {
     let regions = t.regions();
     let last_arrival = w.jobs.iter().map(|j| j.arrival).fold(0.0, f64::max);
-    let horizon = if o.horizon_s > 0.0 {
-        o.horizon_s
-    } else {
-        ((last_arrival / 86400.0).ceil().max(1.0)) * 86400.0
-    };
+    let horizon = horizon_s(w, o);
     let span_guess = last_arrival.max(if w.services.is_empty() { 0.0 } else { horizon });
     let bin_w = if o.sample_s > 0.0 {
         o.sample_s
@@ -428,12 +439,38 @@ impl Sim<'_> {
             self.bin_acc += used * (end - self.last_t);
             self.last_t = end;
             self.flush_bin();
+            if self.series.len() >= MAX_BINS && self.series.len() % 2 == 0 {
+                self.merge_bins();
+            }
             self.bin_start = end;
             self.open_bin(end);
         }
         self.bin_acc += used * (t - self.last_t);
         self.last_t = t;
         self.now = t;
+    }
+
+    /// Merges neighbouring closed bins pairwise (allocation weighted by the time each
+    /// covers, fragmentation and queue at the first's start) and doubles the width.
+    fn merge_bins(&mut self) {
+        let (w, first) = (self.bin_w, self.first_t);
+        let covered = |s: &Sample| (s.t_s + w - s.t_s.max(first)).max(0.0);
+        let merged: Vec<Sample> = self
+            .series
+            .chunks(2)
+            .map(|pair| {
+                let mut m = pair[0];
+                if let Some(b) = pair.get(1) {
+                    let (wa, wb) = (covered(&pair[0]), covered(b));
+                    if wa + wb > 0.0 {
+                        m.allocated = (pair[0].allocated * wa + b.allocated * wb) / (wa + wb);
+                    }
+                }
+                m
+            })
+            .collect();
+        self.series = merged;
+        self.bin_w = 2.0 * w;
     }
 
     fn open_bin(&mut self, t0: f64) {

@@ -315,6 +315,19 @@ fn bad_values_name_the_field() {
         scenario_err("  failures: {checkpoint_h: 0}\n"),
         "s.yaml: scheduling.failures.checkpoint_h: 0 must be a positive number of hours"
     );
+    assert!(scenario_err(
+        "  classes: [{name: a, duration_h: {dist: lognormal, median: 2, sigma: 40}}]\n"
+    )
+    .contains("scheduling.classes[0].duration_h.sigma: 40 is more than 10"));
+    // Hour-by-hour services over decades of arrivals (jobs of 30,000 h at the default load).
+    let e = scenario_err(
+        "  classes: [{name: a, duration_h: {dist: fixed, value: 30000}}]\n  inference: [{name: chat, peak_replicas: 2}]\n",
+    );
+    assert!(
+        e.starts_with("s.yaml: scheduling.inference: the services would run ")
+            && e.contains("at most 3650 days"),
+        "{e}"
+    );
     // Rates under which the largest job could never keep a checkpoint: named, with numbers.
     let e = scenario_err("  failures: {scale: 100000}\n");
     assert!(
@@ -544,4 +557,31 @@ fn a_failed_job_owes_one_restart_not_one_per_failure() {
         (got / want - 1.0).abs() < 0.08,
         "mean JCT {got:.3} h, renewal closed form {want:.3} h"
     );
+}
+
+/// Bins finer than the run allows merge pairwise, time-weighted: the hand-checked FIFO
+/// schedule at 1 ms bins (350,000 of them) keeps at most `MAX_BINS`, and its allocation over
+/// the arrival window (0-3 s, when only J0's 8 of 16 GPUs run) stays exactly one half.
+#[test]
+fn too_many_bins_merge_without_changing_the_allocation() {
+    let jobs = vec![
+        Job::new(0, 0.0, 100.0, 8),
+        Job::new(1, 1.0, 50.0, 16),
+        Job::new(2, 2.0, 50.0, 8),
+        Job::new(3, 3.0, 200.0, 8),
+    ];
+    let w = Workload {
+        jobs,
+        classes: vec!["j".into()],
+        services: vec![],
+    };
+    let o = Options {
+        sample_s: 1e-3,
+        ..Options::default()
+    };
+    let fifo = simulate(&two_nodes(), &w, &preset("fifo").unwrap(), &o);
+    assert!(fifo.series.len() <= myriad_sched::MAX_BINS);
+    assert!(fifo.series.len() > myriad_sched::MAX_BINS / 4);
+    assert!((fifo.allocation - 0.5).abs() < 1e-9, "{}", fifo.allocation);
+    assert_eq!(fifo.makespan_s, 350.0);
 }
