@@ -439,7 +439,7 @@ impl Sim<'_> {
             self.bin_acc += used * (end - self.last_t);
             self.last_t = end;
             self.flush_bin();
-            if self.series.len() >= MAX_BINS && self.series.len() % 2 == 0 {
+            if self.series.len() >= MAX_BINS && self.series.len().is_multiple_of(2) {
                 self.merge_bins();
             }
             self.bin_start = end;
