@@ -342,6 +342,11 @@ pub fn ring_step(ranks: &[u32], apd: u32, bytes: f64, skip_into: Option<u32>) ->
 /// The tree's latency (`2 · depth` hops) is charged once over the chunks.
 pub const TREE_CHUNKS: u32 = 32;
 
+/// Most ranks of one collective the flow backend simulates (2^20): an all-reduce over
+/// 1,008,000 GB200 takes 17 s and 3.8 GB on the project's 2-core machine; 7.2 million were
+/// killed at 24 GB.
+pub const MAX_FLOW_RANKS: usize = 1 << 20;
+
 /// Most flows of one direct all-to-all the flow backend simulates: 4,096 ranks (16.8 M
 /// flows in 64 rounds, about 20 s on the project's 2-core machine for 64 MiB over the DGX
 /// H100 SuperPOD example). The flows grow with the square of the group; a whole 32,768-GPU
@@ -456,6 +461,12 @@ pub fn collective_variant(
     bytes: f64,
     ranks: &[u32],
 ) -> Result<Program, BuildError> {
+    if ranks.len() > MAX_FLOW_RANKS {
+        return Err(BuildError(format!(
+            "a collective over {} ranks; the flow backend simulates at most {MAX_FLOW_RANKS} (an all-reduce over 1,008,000 GB200 takes 17 s and 3.8 GB): time a smaller group (--group), or use the analytical backend",
+            ranks.len()
+        )));
+    }
     let mut p = build_variant(net, op, algorithm, hier, bytes, ranks)?;
     split_connections(
         &mut p,

@@ -578,4 +578,15 @@ fn an_all_to_all_too_large_to_simulate_is_an_error_with_its_flow_count() {
         e.starts_with("an all-to-all over 4097 ranks is 16781312 flows; the flow backend simulates at most 16773120"),
         "{e}"
     );
+    // Any collective over more than 2^20 ranks is refused before its flows are built.
+    let ranks: Vec<u32> = (0..(1u32 << 20) + 1).collect();
+    let e = myriad_netsim::program::collective(&net, Op::AllReduce, Algorithm::Ring, GIB, &ranks)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(
+            "a collective over 1048577 ranks; the flow backend simulates at most 1048576"
+        ),
+        "{e}"
+    );
 }
