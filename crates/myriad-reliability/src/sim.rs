@@ -550,7 +550,8 @@ pub fn replica(
             }
         }
     }
-    st.projected_wall_s = if !st.capped {
+    st.projected_wall_s = if !st.capped || !target.is_finite() {
+        // A window stopped at the event cap has no run to project.
         st.wall_s
     } else if st.work_s > 0.0 {
         st.wall_s * target / st.work_s

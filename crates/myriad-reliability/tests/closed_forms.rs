@@ -202,4 +202,10 @@ fn a_run_past_the_event_cap_is_projected_from_its_ettr() {
         );
         assert!((projected * ettr - 1.0).abs() < 0.01);
     }
+    // A window past the event cap stops early too; with no run to project, its projected
+    // wall time is what it simulated.
+    let long = replica(&j, &p, Horizon::Window(5.0 * 365.0 * 86400.0), 7, 0);
+    assert!(long.capped && long.wall_s < 2.0 * 365.0 * 86400.0);
+    assert_eq!(long.projected_wall_s, long.wall_s);
+    assert!((long.ettr() * (1.0 / ettr) - 1.0).abs() < 0.01);
 }
