@@ -161,11 +161,7 @@ pub const MAX_FAILURES_PER_INTERVAL: f64 = 5.0;
 
 /// Rejects failure rates under which the largest job could never finish (see
 /// [`MAX_FAILURES_PER_INTERVAL`]), with the numbers.
-pub fn check_failures(w: &Workload, o: &Options) -> Result<(), String> {
-    check_failures_of(&w.jobs, o)
-}
-
-fn check_failures_of(jobs: &[crate::Job], o: &Options) -> Result<(), String> {
+pub fn check_failures(jobs: &[crate::Job], o: &Options) -> Result<(), String> {
     let Some(n) = jobs.iter().map(|j| j.gpus).max() else {
         return Ok(());
     };
@@ -220,7 +216,7 @@ pub fn openb(
     let topology = Topology::from_nodes(nodes, types, 64);
     let mut options = options(sc, 8);
     options.fgd = Some(Fgd::from_jobs(&jobs));
-    check_failures_of(&jobs, &options).map_err(|m| format!("scheduling.failures: {m}"))?;
+    check_failures(&jobs, &options).map_err(|m| format!("scheduling.failures: {m}"))?;
     options.seed = seed.or(sc.seed).unwrap_or(1);
     let names_default: Vec<String> = ["best-fit", "fgd"].iter().map(|s| s.to_string()).collect();
     let names = match (names, sc.policies.is_empty()) {
@@ -362,7 +358,7 @@ pub fn from_scenario(
     };
     let mut options = options(sc, h.accelerators_per_node);
     options.seed = seed;
-    check_failures(&workload, &options).map_err(|m| err("scheduling.failures", m))?;
+    check_failures(&workload.jobs, &options).map_err(|m| err("scheduling.failures", m))?;
     check_service_hours(&workload, &options).map_err(|m| err("scheduling.inference", m))?;
     if let Some(d) = &s.cluster.dci {
         options.inter_region_gbps = d.gbps_per_site;

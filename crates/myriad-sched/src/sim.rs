@@ -357,6 +357,14 @@ pub fn simulate(t: &Topology, w: &Workload, p: &Policy, o: &Options) -> Report {
 }
 
 impl Run {
+    /// After `stop` (which left `remaining` = what was left at the start less `done`): give
+    /// back the part of the owed restart this start paid and the `lost` work, and owe one
+    /// restart. A start that stopped before its restart was paid still owes one, not two.
+    fn owe_restart(&mut self, done: f64, lost: f64, restart_s: f64) {
+        self.remaining += done.min(self.owed) + lost - self.owed + restart_s;
+        self.owed = restart_s;
+    }
+
     fn new() -> Run {
         Run {
             st: St::Pending,
@@ -741,11 +749,7 @@ impl Sim<'_> {
         let work = (done - owed).max(0.0);
         let lost = work % self.o.checkpoint_s.max(1e-9);
         self.stop(j, St::Queued);
-        // `stop` left `remaining` = what was left at the start less `done`: give back the
-        // restart and the work not kept, and owe one restart.
-        let run = &mut self.runs[j];
-        run.remaining += done.min(owed) + lost - owed + self.o.restart_s;
-        run.owed = self.o.restart_s;
+        self.runs[j].owe_restart(done, lost, self.o.restart_s);
         self.failures += 1;
         self.lost_gpu_s += lost * self.jobs[j].milli_total() as f64 / 1000.0;
         self.enqueue(j);
@@ -829,10 +833,7 @@ impl Sim<'_> {
             let c = c as usize;
             let done = (self.now - self.runs[c].last_start) / self.runs[c].factor;
             self.stop(c, St::Queued);
-            // A restart not yet paid is still owed once.
-            let run = &mut self.runs[c];
-            run.remaining += done.min(run.owed) - run.owed + self.o.restart_s;
-            run.owed = self.o.restart_s;
+            self.runs[c].owe_restart(done, 0.0, self.o.restart_s);
             self.runs[c].preempted += 1;
             self.preemptions += 1;
             self.enqueue(c);

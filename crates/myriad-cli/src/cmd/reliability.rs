@@ -235,7 +235,7 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
             "note: {} of {} replicas stopped before the end of the {} ({}x its failure-free time or {} events, after {:.1} days on average): their ETTR is over what they simulated, their time to train projected from it",
             m.capped,
             m.replicas,
-            if r.horizon == "run" { "run" } else { "window" },
+            r.horizon,
             myriad_reliability::sim::MAX_WALL_FACTOR,
             myriad_reliability::sim::MAX_EVENTS,
             m.simulated_days
