@@ -9,7 +9,8 @@ quantising each expert's input for an fp8 GEMM adds: per-tensor current scaling 
 Why (session 32): charging each expert GEMM the fixed per-kernel cost of the H100 GEMM fit
 (3.6 us) brings the Hopper MoE training rows closer and pushes the Blackwell ones further;
 the unknown is how much of that fixed cost the streams overlap. This measures it.
-Prepared in session 32 without a GPU; not yet run.
+Prepared in session 32 without a GPU; run on the lent H100 on 2026-11-27 (32 s):
+h100-grouped-gemm-streams-measured.json.
 
 Per config, forward shapes of the two expert GEMMs of one rank (tokens per expert x hidden
 -> 2 x expert ffn, and expert ffn -> hidden), bf16 and fp8 (e4m3, `torch._scaled_mm`

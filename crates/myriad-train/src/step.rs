@@ -624,6 +624,16 @@ pub fn attention_fwd_time(acc: &Accelerator, flops: f64, seq: f64, head_flops: f
     ctx.attention(flops, seq, head_flops, false)
 }
 
+/// As [`op_times`], with the routed experts' GEMMs run one kernel per local expert
+/// (Transformer Engine's eager `GroupedLinear`, `training.moe_grouped_kernel: false`): each
+/// expert GEMM pays the fixed per-kernel cost.
+pub fn op_times_per_expert(acc: &Accelerator, precision: Precision, ops: &[Op]) -> (f64, f64) {
+    let timer = Analytical { levels: &[] };
+    let ctx = Ctx::new(acc, precision, &timer).per_expert(true);
+    let (f, b, _, _) = ctx.times(ops);
+    (f, b)
+}
+
 /// Forward and backward time (seconds) of one fused-attention op on `acc` (bf16).
 pub fn attention_times(acc: &Accelerator, op: &Op) -> (f64, f64) {
     op_times(acc, Precision::Bf16, std::slice::from_ref(op))
