@@ -68,7 +68,9 @@ impl Precisions {
 ///
 /// GEMM time = FLOPs / (peak × gemm_*) + gemm_overhead_us. On the measured H100 this form
 /// fits all 378 calibration GEMMs (M, N, K from 512 to 16384) with 4–6% rms error: the
-/// fixed term is the launch and tail cost that makes small and skinny GEMMs slow.
+/// fixed term is the launch and tail cost that makes small and skinny GEMMs slow. The step
+/// model takes the longer of the FLOP term and the operands streamed at `hbm_gemm`, which
+/// GEMMs with a dimension of a few hundred or less need.
 /// Attention time = FLOPs / (peak × attention_* × s / (s + attention_*_seq_half)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -105,7 +107,8 @@ pub struct ComputeEfficiency {
     /// Fraction of the HBM datasheet bandwidth at which a skinny GEMM (a few token rows
     /// against a weight matrix: the decode regime) streams its weights. Lower than `hbm`:
     /// measured on H100 and H200, such GEMMs keep fewer bytes in flight than a streaming
-    /// kernel (time = `gemm_overhead_us` + weight bytes / (datasheet × this)).
+    /// kernel (time = `gemm_overhead_us` + weight bytes / (datasheet × this)). The training
+    /// step model streams every GEMM's operands at this rate as its memory floor.
     pub hbm_gemm: f64,
     /// Cost of the softmax work of one attention score (the exponential, on the special
     /// function units) in matmul-FLOP equivalents, forward. It makes fused attention less

@@ -3,7 +3,8 @@
 //! One step = the pipeline schedule over per-stage, per-micro-batch forward and backward
 //! times, plus exposed communication of each parallel group, plus the optimizer step.
 //! Compute time per op comes from the accelerator's peak and its catalog efficiency
-//! (GEMM: FLOPs / (peak × eff) + fixed overhead, in fp8 on Hopper at the fast-accumulation
+//! (GEMM: the longer of FLOPs / (peak × eff) and operand bytes / (HBM × `hbm_gemm`), plus a
+//! fixed overhead, in fp8 on Hopper at the fast-accumulation
 //! rate forward and the split-accumulation rate for the gradients; attention:
 //! sequence-dependent efficiency; memory-bound ops: bytes / (HBM × eff)), stretched by the
 //! job's slowest chip (`speed_sigma`) and by the wait of the ranks that synchronise within
@@ -243,6 +244,12 @@ struct Ctx<'a> {
     gemm_bwd_eff: f64,
     bf16_peak: f64,
     hbm_bps: f64,
+    /// Rate at which a GEMM kernel streams its operands when it has too little work to be
+    /// compute-bound (`efficiency.hbm_gemm` of the datasheet bandwidth).
+    gemm_bps: f64,
+    /// Bytes per element of a GEMM's A and B operands, and of its output.
+    gemm_in_bytes: f64,
+    gemm_out_bytes: f64,
     /// Fixed cost of one kernel, seconds: the launch-and-drain term of the GEMM fit
     /// (`gemm_overhead_us`), which every kernel on the stream pays, memory-bound ones too.
     kernel_s: f64,
@@ -299,6 +306,18 @@ impl<'a> Ctx<'a> {
             },
             bf16_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
+            gemm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm_gemm,
+            gemm_in_bytes: match precision {
+                Precision::Fp32 | Precision::Tf32 => 4.0,
+                Precision::Fp8 => 1.0,
+                // NVFP4: 4-bit elements plus one 8-bit scale per 16.
+                Precision::Fp4 => 0.5625,
+                _ => 2.0,
+            },
+            gemm_out_bytes: match precision {
+                Precision::Fp32 | Precision::Tf32 => 4.0,
+                _ => 2.0,
+            },
             kernel_s: acc.efficiency.gemm_overhead_us * 1e-6,
             training: true,
             recipe: Fp8Recipe::Delayed,
@@ -364,13 +383,16 @@ impl<'a> Ctx<'a> {
     /// A backward GEMM (data or weight gradient), at `gemm_bwd_eff`; `quantise`: its
     /// A operand is quantised for it (the data gradient's output gradient), not reused
     /// from an earlier quantisation (the weight gradient's input and output gradient).
+    /// The weight gradient (`quantise: false`) accumulates into the main-grad buffer,
+    /// whose traffic its caller charges, so its output is left out of the memory floor.
     fn gemm_bwd(&self, m: f64, n: f64, k: f64, count: f64, quantise: bool) -> f64 {
         let q = if quantise {
             self.quant(m, k, count)
         } else {
             0.0
         };
-        self.gemm_with(m, n, k, count, 1.0, self.gemm_bwd_eff) + q
+        let out = if quantise { self.gemm_out_bytes } else { 0.0 };
+        self.gemm_kernels(m, n, k, count, 1.0, self.gemm_bwd_eff, out) + q
     }
 
     /// A GEMM running on `sms` (a fraction) of the SMs: its FLOPs take `1 / sms` longer.
@@ -381,8 +403,31 @@ impl<'a> Ctx<'a> {
     /// The GEMM kernels alone: FLOPs at `eff` of the peak on `sms` of the SMs, plus the
     /// fixed per-kernel cost.
     fn gemm_with(&self, m: f64, n: f64, k: f64, count: f64, sms: f64, eff: f64) -> f64 {
+        self.gemm_kernels(m, n, k, count, sms, eff, self.gemm_out_bytes)
+    }
+
+    /// The roofline of `count` GEMMs C[m,n] = A[m,k]·B[k,n]: the longer of their FLOPs at
+    /// `eff` of the peak on `sms` of the SMs and their operands (A, B, and C at `out_bytes`
+    /// an element) streamed at the GEMM stream rate, plus the fixed per-kernel cost. A GEMM
+    /// with a small dimension (an expert with a few hundred tokens, a weight gradient over
+    /// them) does too little work per byte to be compute-bound: one with 128 rows against
+    /// a 2,880 x 5,760 weight streams 33 MB for 4.2 GFLOP (measured on the H100,
+    /// calibration/h100-small-expert-gemm-measured.json).
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_kernels(
+        &self,
+        m: f64,
+        n: f64,
+        k: f64,
+        count: f64,
+        sms: f64,
+        eff: f64,
+        out_bytes: f64,
+    ) -> f64 {
         let flops = 2.0 * m * n * k * count;
-        flops / (self.gemm_peak * eff * sms) + self.kernel_s
+        let compute = flops / (self.gemm_peak * eff * sms);
+        let bytes = count * (self.gemm_in_bytes * (m * k + k * n) + out_bytes * m * n);
+        compute.max(bytes / self.gemm_bps) + self.kernel_s
     }
 
     /// Quantising an fp8 GEMM's A operand [m, k] (`count` of them): read bf16, write fp8
@@ -608,9 +653,13 @@ pub fn gemm_time(
         Precision::Fp8 | Precision::Fp4 => acc.efficiency.gemm_fp8,
         _ => ctx.gemm_eff,
     };
+    // The serving model streams weights at their stored precision itself (a weight-only
+    // fp4 expert is read in 4 bits but multiplied in bf16) and takes the longer of that
+    // and this compute time: no memory floor here.
     let ctx = Ctx {
         training: false,
         gemm_eff: eff,
+        gemm_bps: f64::INFINITY,
         ..ctx
     };
     ctx.gemm(m, n, k, count)
