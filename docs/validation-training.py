@@ -219,8 +219,19 @@ per-source parameter; these are explanations, not corrections):
   MoE overhead. The H100 row (−31.7%, kept aside) needs about 19 ms per layer and micro-batch
   on its slowest pipeline stage; the model gives 12-13 with communication. So the missing
   5-10 ms a layer (16,384 tokens on B200/GB200: ~10 ms) lies outside one GPU's kernels: in
-  the expert-parallel exchange, the framework between them, or kernels (cuDNN's sink
-  attention) PyTorch cannot run. Megatron-Bridge's gpt-oss-120b recipes recompute only the layernorms and the
+  the expert-parallel exchange, the framework between them, or kernels PyTorch cannot run.
+  Session 35 measured the last candidates it could on the lent H100: cuDNN's sink attention
+  (`calibration/h100-sink-attention-measured.json`, through the cuDNN frontend) costs what
+  the model says for the causal and banded kernels and adds 0.4 ms a sequence backward for
+  the sink's gradient (about 2% of the H100 row), and one cuBLAS GEMM per expert
+  (`calibration/h100-grouped-gemm-streams-measured.json`) runs as the model charges it. The
+  eager rows miss by a share of their compute, not a constant: the missing time is 0.53-0.57
+  of the modelled compute on H100 (4,096 tokens a micro-batch), B200, GB200 and B300
+  (16,384), bf16 and MXFP8 alike; 0.28 on GB300 bf16; 0.10-0.23 where a full-iteration
+  CUDA graph runs the step. A per-call host cost would not grow fourfold with the tokens;
+  something that scales with the work (kernels of the real stack, or the exchange's
+  interference with them) is missing, and a profile of the real step is what would show it.
+  Megatron-Bridge's gpt-oss-120b recipes recompute only the layernorms and the
   MoE activation (`recompute_modules = ["layernorm", "moe_act"]`); Myriad models that
   module-level selective recompute (`training.recompute_modules`, and the ladder of sets it
   tries when recompute is not given, for sources from 2025 on); with the recipe's bf16
