@@ -26,6 +26,7 @@ Run: `python3 calibration/sink_attention_bench.py`."""
 import json, math, os, traceback
 import torch
 import cudnn
+from common import sample_ms
 
 H, HKV, D = 64, 8, 64
 WINDOW = 128
@@ -114,20 +115,10 @@ def build(b, s, band, sink, backward):
     raise last
 
 
-def timed(fn, samples=10, calls=10, warmup=3):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(samples):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(calls):
-            fn()
-        e1.record()
-        torch.cuda.synchronize()
-        ts.append(e0.elapsed_time(e1) / calls)
-    ts.sort()
+def timed(fn):
+    """Median per-call ms and the sorted samples (`common.sample_ms`: 10 samples of 10
+    back-to-back calls after 3 warm-ups, the timer the run used, moved there afterwards)."""
+    ts = sorted(sample_ms(fn, 10, calls=10))
     return ts[len(ts) // 2], ts
 
 

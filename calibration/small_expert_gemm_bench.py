@@ -24,6 +24,7 @@ config names there were corrected afterwards to say tokens an expert, not which 
 Run: `python3 calibration/small_expert_gemm_bench.py`."""
 import json, os, traceback
 import torch
+from common import sample_ms
 
 dt = torch.bfloat16
 STREAMS = 4
@@ -38,20 +39,10 @@ CONFIGS = [
 ]
 
 
-def sample_ms(fn, samples=10, calls=20, warmup=3):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(samples):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(calls):
-            fn()
-        e1.record()
-        torch.cuda.synchronize()
-        ts.append(e0.elapsed_time(e1) / calls)
-    ts.sort()
+def timed(fn):
+    """Median per-call ms and the sorted samples (`common.sample_ms`: 10 samples of 20
+    back-to-back calls after 3 warm-ups, the timer the run used, moved there afterwards)."""
+    ts = sorted(sample_ms(fn, 10, calls=20))
     return ts[len(ts) // 2], ts
 
 
@@ -113,7 +104,7 @@ def run_config(name, h, ffn, experts, tok):
                 variants["grouped"] = graphed(lambda: torch._grouped_mm(xc, ws, offs=offs))
             for label, fn in variants.items():
                 try:
-                    med, ts = sample_ms(fn)
+                    med, ts = timed(fn)
                     r[label] = {"ms": med, "samples_ms": ts}
                 except Exception as e:
                     r[label] = {"error": repr(e)}

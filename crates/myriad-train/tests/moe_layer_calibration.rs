@@ -17,6 +17,13 @@
 use myriad_model::{Moe, OpKind, Shard, Transformer};
 use myriad_scenario::Precision;
 
+/// A measurement file of `calibration/` (made on a lent GPU by the script it names).
+fn calibration(file: &str) -> serde_json::Value {
+    let path = format!("{}/../../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 /// One MoE layer of a measured row's shape (`hidden`, `experts`, `top_k`, `expert_ffn`),
 /// with attention (heads, KV heads, head dim, sequence length) as given.
 fn moe_layer(
@@ -55,12 +62,7 @@ fn moe_layer(
 
 #[test]
 fn moe_expert_gemms_match_the_h100_measurement() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../calibration/h100-moe-layer-measured.json"
-    );
-    let data: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let data = calibration("h100-moe-layer-measured.json");
     let acc = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
     let mut worst: f64 = 0.0;
     let rows = data["rows"].as_array().unwrap();
@@ -116,9 +118,7 @@ fn moe_expert_gemms_match_the_h100_measurement() {
 /// stack with one host read of the counts a layer (Megatron's) took per layer beyond its
 /// kernels, sorted.
 fn fused_block(file: &str, acc: &str) -> (f64, f64, Vec<f64>) {
-    let path = format!("{}/../../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
-    let data: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let data = calibration(file);
     let acc = myriad_catalog::catalog().accelerator(acc).unwrap();
     let rows = data["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 8);
@@ -226,9 +226,7 @@ fn moe_block_and_its_eager_overhead_reproduce_on_the_h200() {
 /// The H100 file is checked by `gpt_oss_layer_matches_the_h100_measurement`, the same
 /// layer on the lent H200 machine by `gpt_oss_layer_reproduces_on_the_h200`.
 fn gpt_oss_layer(file: &str, acc: &str) -> Vec<(f64, f64)> {
-    let path = format!("{}/../../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
-    let data: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let data = calibration(file);
     let cat = myriad_catalog::catalog();
     let acc = cat.accelerator(acc).unwrap();
     let m = cat.model("gpt-oss-120b").unwrap().model.clone();
@@ -301,12 +299,7 @@ fn gpt_oss_layer_reproduces_on_the_h200() {
 #[test]
 fn per_expert_gemms_match_the_h100_measurement() {
     use myriad_model::Op;
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../calibration/h100-grouped-gemm-streams-measured.json"
-    );
-    let data: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let data = calibration("h100-grouped-gemm-streams-measured.json");
     let acc = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
     let rows = data["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 6);
@@ -376,12 +369,7 @@ fn per_expert_gemms_match_the_h100_measurement() {
 #[test]
 fn few_token_expert_gemms_are_memory_bound_on_the_h100() {
     use myriad_model::Op;
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../calibration/h100-small-expert-gemm-measured.json"
-    );
-    let data: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let data = calibration("h100-small-expert-gemm-measured.json");
     let acc = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
     let e = &acc.efficiency;
     let flop_rate = acc.dense_tflops.bf16.unwrap() * 1e12 * e.gemm_bf16;
@@ -450,12 +438,7 @@ fn few_token_expert_gemms_are_memory_bound_on_the_h100() {
 /// micro-batch that Megatron-Bridge's gpt-oss rows take beyond the model.
 #[test]
 fn gpt_oss_attention_matches_cudnn_on_the_h100() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../calibration/h100-sink-attention-measured.json"
-    );
-    let data: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let data = calibration("h100-sink-attention-measured.json");
     let cat = myriad_catalog::catalog();
     let acc = cat.accelerator("h100-sxm").unwrap();
     let m = cat.model("gpt-oss-120b").unwrap().model.clone();
