@@ -400,8 +400,8 @@ impl<'a> Ctx<'a> {
         self.gemm_with(m, n, k, count, sms, self.gemm_eff) + self.quant(m, k, count)
     }
 
-    /// The GEMM kernels alone: FLOPs at `eff` of the peak on `sms` of the SMs, plus the
-    /// fixed per-kernel cost.
+    /// The GEMM kernels alone ([`Ctx::gemm_kernels`], the output written at the
+    /// precision's width).
     fn gemm_with(&self, m: f64, n: f64, k: f64, count: f64, sms: f64, eff: f64) -> f64 {
         self.gemm_kernels(m, n, k, count, sms, eff, self.gemm_out_bytes)
     }
