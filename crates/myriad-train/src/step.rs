@@ -406,7 +406,7 @@ impl<'a> Ctx<'a> {
         self.gemm_kernels(m, n, k, count, sms, eff, self.gemm_out_bytes)
     }
 
-    /// The roofline of `count` GEMMs C[m,n] = A[m,k]·B[k,n]: the longer of their FLOPs at
+    /// The roofline of `count` GEMMs `C[m,n] = A[m,k]·B[k,n]`: the longer of their FLOPs at
     /// `eff` of the peak on `sms` of the SMs and their operands (A, B, and C at `out_bytes`
     /// an element) streamed at the GEMM stream rate, plus the fixed per-kernel cost. A GEMM
     /// with a small dimension (an expert with a few hundred tokens, a weight gradient over
@@ -632,7 +632,7 @@ pub fn layer_compute_times(
     (f, b)
 }
 
-/// Time (seconds) of `count` GEMMs C[m,n] = A[m,k]·B[k,n] in `precision` on `acc`: the step
+/// Time (seconds) of `count` GEMMs `C[m,n] = A[m,k]·B[k,n]` in `precision` on `acc`: the step
 /// model's form (FLOPs / (peak × gemm efficiency) + fixed overhead, plus the fp8 input
 /// quantisation pass, fused into the kernel before as inference engines do). Used by the
 /// serving model so that both share one compute model.
