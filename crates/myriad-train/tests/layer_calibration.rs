@@ -360,3 +360,23 @@ fn fp8_gemms_jitter_as_much_as_bf16_ones() {
         );
     }
 }
+
+/// The GEMM roofline by hand (H100, bf16: 989.4 TFLOP/s at 0.71, 3.35 TB/s at
+/// `hbm_gemm` 0.80, 3.6 µs a kernel). Sixteen expert GEMMs of 128 x 2,880 by 2,880 x 5,760,
+/// one kernel each: 6.05 µs of FLOPs but 35.4 MB (13.21 µs) of operands each, so
+/// 16 x (13.21 + 3.6) = 268.9 µs. One 8192³ GEMM: 1,565.2 µs of FLOPs against 150.2 µs of
+/// bytes, so 1,568.8 µs, the FLOP form unchanged.
+#[test]
+fn a_thin_gemm_pays_its_bytes_and_a_fat_one_its_flops() {
+    let acc = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
+    let gemm = |name, m, n, k, count| myriad_model::Op {
+        name,
+        kind: myriad_model::OpKind::Gemm { m, n, k, count },
+    };
+    let thin = [gemm("expert_up", 128.0, 5760.0, 2880.0, 16.0)];
+    let (f, _) = myriad_train::step::op_times_per_expert(acc, Precision::Bf16, &thin);
+    assert!((f * 1e6 - 268.88).abs() < 0.1, "{} µs", f * 1e6);
+    let fat = [gemm("mlp_up", 8192.0, 8192.0, 8192.0, 1.0)];
+    let (f, _) = myriad_train::step::op_times(acc, Precision::Bf16, &fat);
+    assert!((f * 1e6 - 1568.80).abs() < 0.1, "{} µs", f * 1e6);
+}
