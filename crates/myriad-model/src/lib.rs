@@ -117,18 +117,47 @@ impl SlidingWindow {
         (w * seq - 0.5 * w * w) / (seq * seq)
     }
 
-    /// Keys a decoding query at context `ctx` (the mean over a batch's sequences) reads in a
-    /// windowed layer: the window once the context passes it; chunked, the context within
-    /// its chunk, `window / 2` on average once contexts span chunks.
-    pub fn decode_span(&self, ctx: f64) -> f64 {
+    /// Keys a decoding query reads in a windowed layer, on average over a batch whose
+    /// contexts have mean `mean` and standard deviation `sd`, taken as spread evenly over
+    /// `mean ± √3·sd` (`sd` 0: one context). A query at context `c` reads `min(c, window)`
+    /// keys under a sliding window, and chunked `c − ⌊c / window⌋·window`, the part of its
+    /// own chunk (a sawtooth): just past a chunk boundary very few, half a chunk on average
+    /// once contexts spread over whole chunks. The mean of the exact spans, not the span of
+    /// the mean context: 1,024 tokens generated after an 8,192-token prompt read 512 keys
+    /// of a chunk on average, not 4,096.
+    pub fn decode_span(&self, mean: f64, sd: f64) -> f64 {
         let w = self.window as f64;
-        if ctx <= w {
-            ctx
-        } else if self.chunked {
-            0.5 * w
-        } else {
-            w
+        if w <= 0.0 {
+            return mean.max(0.0);
         }
+        let mean = mean.max(0.0);
+        // Contexts are never negative: a spread wider than the mean is taken as 0 … 2·mean.
+        let half = (3f64.sqrt() * sd.max(0.0)).min(mean);
+        let (a, b) = (mean - half, mean + half);
+        // Integral of the span over contexts 0..x.
+        let integral = |x: f64| {
+            if self.chunked {
+                let whole = (x / w).floor();
+                let r = x - whole * w;
+                whole * w * w / 2.0 + r * r / 2.0
+            } else if x <= w {
+                x * x / 2.0
+            } else {
+                w * w / 2.0 + w * (x - w)
+            }
+        };
+        if b - a < 1e-9 * w.max(1.0) {
+            return if self.chunked {
+                if a < w {
+                    a
+                } else {
+                    a - (a / w).floor() * w
+                }
+            } else {
+                a.min(w)
+            };
+        }
+        (integral(b) - integral(a)) / (b - a)
     }
 
     /// Query-key pairs of `tokens` prompt tokens whose causal pairs with their context

@@ -566,15 +566,28 @@ fn chunked_attention_pairs_and_spans_by_hand() {
     // Within one chunk it is plain causal attention.
     assert_eq!(c.causal_fraction(8192.0), 0.5);
     assert!(c.windows_layer(0) && c.windows_layer(2) && !c.windows_layer(3));
-    // Decoding: a context inside the first chunk reads all of it; past it, half a chunk on
-    // average (a sliding window reads the whole window).
-    assert_eq!(c.decode_span(5000.0), 5000.0);
-    assert_eq!(c.decode_span(30000.0), 4096.0);
+    // Decoding one sequence: a context inside the first chunk reads all of it; past it,
+    // the part of its own chunk (30,000 = 3 x 8,192 + 5,424); a sliding window the window.
+    assert_eq!(c.decode_span(5000.0, 0.0), 5000.0);
+    assert_eq!(c.decode_span(30000.0, 0.0), 5424.0);
     let s = SlidingWindow {
         chunked: false,
         ..c
     };
-    assert_eq!(s.decode_span(30000.0), 8192.0);
+    assert_eq!(s.decode_span(30000.0, 0.0), 8192.0);
+    // A batch generating 1,024 tokens after 8,192-token prompts: contexts even over
+    // 8,192 … 9,216 (mean 8,704, sd 1,024/√12) read 512 keys of their chunk on average, not
+    // half a chunk; the sliding window reads all 8,192.
+    let sd = 1024.0 / 12f64.sqrt();
+    assert!((c.decode_span(8704.0, sd) - 512.0).abs() < 1e-6);
+    assert!((s.decode_span(8704.0, sd) - 8192.0).abs() < 1e-6);
+    // Contexts even over 0 … 32,768 (four whole chunks): half a chunk on average; the
+    // sliding window (8,192²/2 + 8,192 x 24,576) / 32,768 = 7,168.
+    let sd = 32768.0 / 12f64.sqrt();
+    assert!((c.decode_span(16384.0, sd) - 4096.0).abs() < 1e-6);
+    assert!((s.decode_span(16384.0, sd) - 7168.0).abs() < 1e-6);
+    // A spread wider than the mean is taken as 0 … 2 x mean: still the mean below the chunk.
+    assert!((c.decode_span(1000.0, 1000.0) - 1000.0).abs() < 1e-9);
     // A 32,768-token prompt's causal pairs (536,887,296) bounded by 4,096 a query.
     let pairs = 32768.0 * 32769.0 / 2.0;
     assert_eq!(c.prefill_pairs(pairs, 32768.0), 32768.0 * 4096.0);

@@ -41,6 +41,7 @@ fn iteration_estimate(bencher: divan::Bencher) {
         decode_ctx: 256.0 * 1500.0,
         // Contexts spread with a standard deviation of 800 tokens.
         decode_ctx_sq: 256.0 * (1500.0 * 1500.0 + 800.0 * 800.0),
+        decode_ctx_seqs: 0.0,
         prefill_tokens: 2048.0,
         prefill_pairs: 2048.0 * 1024.0,
         prefill_done: 2.0,

@@ -49,6 +49,7 @@ fn run() -> Result<(), String> {
         decode_ctx: seqs * dp * ctx,
         // Every sequence at the same context: no rank holds more than another.
         decode_ctx_sq: 0.0,
+        decode_ctx_seqs: 0.0,
         prefill_tokens: prompt * ranks,
         prefill_pairs: prompt * ranks * prompt / 2.0,
         prefill_done: if prompt > 0.0 { ranks } else { 0.0 },

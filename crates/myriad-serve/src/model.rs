@@ -264,6 +264,21 @@ pub const DEEPSEEK_R1_MTP_TOKENS_PER_STEP: [f64; 5] = [1.92, 2.58, 2.82, 2.99, 3
 /// (tech blog 1, table "Relax Acceptance Verification").
 pub const DEEPSEEK_R1_MTP3_RELAXED_TOKENS_PER_STEP: f64 = 3.10;
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+impl Batch {
+    /// Sequences the decode contexts belong to (`decode_ctx_seqs`, else all of them).
+    pub fn context_seqs(&self) -> f64 {
+        if self.decode_ctx_seqs > 0.0 {
+            self.decode_ctx_seqs
+        } else {
+            self.decode_seqs
+        }
+    }
+}
+
 /// The work of one iteration of an instance (totals over the instance).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Batch {
@@ -277,6 +292,10 @@ pub struct Batch {
     /// spread of the contexts sets the busiest rank's attention
     /// (`InstanceModel::busiest_context_factor`).
     pub decode_ctx_sq: f64,
+    /// Sequences `decode_ctx` and `decode_ctx_sq` sum over, where fewer than `decode_seqs`:
+    /// a CUDA graph pads the decode batch with rows that have no context. 0: all of them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub decode_ctx_seqs: f64,
     /// Prompt tokens computed this iteration (after prefix-cache hits).
     pub prefill_tokens: f64,
     /// Sum over those prompt tokens of the positions each attends to (causal pairs).
@@ -674,12 +693,13 @@ impl InstanceModel {
     }
 
     /// Context one decode step attends to, per layer averaged over the layers, for `seqs`
-    /// sequences whose contexts sum to `ctx_sum`: windowed layers see at most the window of
-    /// each sequence (the mean context taken), the rest the whole context.
-    fn attended_context(&self, seqs: f64, ctx_sum: f64) -> f64 {
+    /// sequences whose contexts sum to `ctx_sum` with standard deviation `ctx_sd`: windowed
+    /// layers see the mean of each sequence's window or chunk span
+    /// ([`myriad_model::SlidingWindow::decode_span`]), the rest the whole context.
+    fn attended_context(&self, seqs: f64, ctx_sum: f64, ctx_sd: f64) -> f64 {
         match self.window {
             Some((w, f)) => {
-                let span = self.local_attention(w).decode_span(ctx_sum / seqs);
+                let span = self.local_attention(w).decode_span(ctx_sum / seqs, ctx_sd);
                 ctx_sum * (1.0 - f) + seqs * span * f
             }
             None => ctx_sum,
@@ -874,7 +894,8 @@ impl InstanceModel {
             None => 1.0,
         };
         // Cache read per request and step, as the decode attention reads it.
-        let read = self.attended_context(1.0, isl + osl / 2.0);
+        // Running requests are spread evenly over their outputs: contexts isl..isl + osl.
+        let read = self.attended_context(1.0, isl + osl / 2.0, osl / 12f64.sqrt());
         let bytes =
             self.weight_bytes_per_gpu() * hit + per_rank * read * self.kv_bytes_per_token_per_gpu();
         let step = bytes / (self.acc.hbm_tbps * 1e12);
@@ -903,9 +924,11 @@ impl InstanceModel {
     /// overhead.
     pub fn iteration(&self, b: &Batch) -> IterTime {
         let f = self.busiest_context_factor(b);
+        // The busiest rank's contexts: their spread scaled with their mean (it still sets
+        // the windowed layers' spans, `attended_context`).
         let b = &Batch {
             decode_ctx: b.decode_ctx * f,
-            decode_ctx_sq: 0.0,
+            decode_ctx_sq: b.decode_ctx_sq * f * f,
             ..*b
         };
         let mut t = if self.par.pp > 1 {
@@ -934,7 +957,7 @@ impl InstanceModel {
         if dp <= 1 || b.decode_seqs < 2.0 || b.decode_ctx <= 0.0 || b.decode_ctx_sq <= 0.0 {
             return 1.0;
         }
-        let n = b.decode_seqs;
+        let n = b.context_seqs();
         let mean = b.decode_ctx / n;
         let sd = (b.decode_ctx_sq / n - mean * mean).max(0.0).sqrt();
         let per_rank = (n / dp as f64).max(1.0);
@@ -964,6 +987,7 @@ impl InstanceModel {
             decode_seqs: b.decode_seqs / q,
             decode_ctx: b.decode_ctx / q,
             decode_ctx_sq: b.decode_ctx_sq / q,
+            decode_ctx_seqs: b.decode_ctx_seqs / q,
             prefill_tokens: b.prefill_tokens / q,
             prefill_pairs: b.prefill_pairs / q,
             prefill_done: b.prefill_done / q,
@@ -1016,6 +1040,7 @@ impl InstanceModel {
                 // Padding rows: GEMM rows without context (decode_ctx unchanged).
                 return self.iteration_unpadded(&Batch {
                     decode_seqs: padded,
+                    decode_ctx_seqs: b.context_seqs(),
                     ..*b
                 });
             }
@@ -1035,6 +1060,7 @@ impl InstanceModel {
             decode_seqs: b.decode_seqs / 2.0,
             decode_ctx: b.decode_ctx / 2.0,
             decode_ctx_sq: b.decode_ctx_sq / 2.0,
+            decode_ctx_seqs: b.decode_ctx_seqs / 2.0,
             prefill_tokens: b.prefill_tokens / 2.0,
             prefill_pairs: b.prefill_pairs / 2.0,
             prefill_done: b.prefill_done / 2.0,
@@ -1201,7 +1227,14 @@ impl InstanceModel {
         let mut attn_core = 0.0;
         if b.decode_seqs > 0.0 {
             let (dq, dv) = self.dims_decode;
-            let ctx = self.attended_context(b.decode_seqs, b.decode_ctx);
+            let n = b.context_seqs();
+            let mean = b.decode_ctx / n;
+            let sd = if b.decode_ctx_sq > 0.0 {
+                (b.decode_ctx_sq / n - mean * mean).max(0.0).sqrt()
+            } else {
+                0.0
+            };
+            let ctx = self.attended_context(n, b.decode_ctx, sd);
             let flops = 2.0 * self.heads_gpu * (dq + dv) * ctx / dp * (1.0 + draft);
             let bytes = ctx / dp * self.kv_token_layer * self.decode_kv_reads;
             let math = if self.fp8_decode_attention {

@@ -976,6 +976,7 @@ fn graph_padding_costs_gemm_rows_not_context() {
             decode_seqs: seqs,
             decode_ctx: seqs * 1000.0,
             decode_ctx_sq: 0.0,
+            decode_ctx_seqs: 0.0,
             prefill_tokens: prefill,
             prefill_pairs: prefill * (prefill + 1.0) / 2.0,
             prefill_done: if prefill > 0.0 { 1.0 } else { 0.0 },
@@ -1481,6 +1482,7 @@ fn a_prompt_on_one_attention_rank_makes_it_the_busiest_all_to_all_sender() {
         decode_seqs: 8.0 * 64.0,
         decode_ctx: 8.0 * 64.0 * 2000.0,
         decode_ctx_sq: 0.0,
+        decode_ctx_seqs: 0.0,
         prefill_tokens: prompts * per_prompt,
         prefill_pairs: prompts * per_prompt * per_prompt / 2.0,
         prefill_done: prompts,
@@ -1579,6 +1581,7 @@ fn adp_padding_costs_the_experts_as_if_every_rank_prefilled() {
         decode_seqs: 8.0 * 256.0,
         decode_ctx: 8.0 * 256.0 * 2000.0,
         decode_ctx_sq: 0.0,
+        decode_ctx_seqs: 0.0,
         prefill_tokens: prompts * 1024.0,
         prefill_pairs: prompts * 1024.0 * 1025.0 / 2.0,
         prefill_done: prompts,
@@ -2239,4 +2242,33 @@ fn a_measurement_beyond_the_roofline_is_noted() {
         &row(900.0),
         &mut w
     )));
+}
+
+/// Chunked attention (Llama 4: a layer's query sees only its own chunk) reads, per
+/// sequence, the part of its chunk its context has reached: 1,024 tokens generated after
+/// 8,192-token prompts read 512 keys on average in the chunked layers, not half a chunk,
+/// while the other layers read all 8,704. Half the layers chunked: the KV read is
+/// (8,704 + 512) / 2 / 8,704 = 0.529 of full attention's. And the rows a CUDA graph pads
+/// the batch with read no cache, windowed or not.
+#[test]
+fn chunked_layers_read_their_chunk_and_padding_reads_nothing() {
+    let full = gpt_oss_instance(None);
+    let mut chunked = gpt_oss_instance(None).with_sliding_window(8192, 12, false);
+    chunked.window_chunked = true;
+    let (n, mean, sd) = (600.0, 8704.0, 1024.0 / 12f64.sqrt());
+    let b = Batch {
+        decode_seqs: n,
+        decode_ctx: n * mean,
+        decode_ctx_sq: n * (sd * sd + mean * mean),
+        ..Batch::default()
+    };
+    let (f, c) = (full.iteration(&b), chunked.iteration(&b));
+    let ratio = c.attention_s / f.attention_s;
+    assert!((ratio - 0.529).abs() < 0.02, "{ratio}");
+    for m in [&full, &chunked] {
+        let padded = m.clone().with_graph_padding(vec![1, 256, 1024]);
+        let (p, u) = (padded.iteration(&b), m.iteration(&b));
+        assert!(p.gemm_s > u.gemm_s);
+        assert!((p.attention_s - u.attention_s).abs() < 1e-12 * u.attention_s.max(1.0));
+    }
 }

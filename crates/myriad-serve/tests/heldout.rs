@@ -188,15 +188,19 @@ fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
 /// the cache dtype; the Qwen3-235B and Maverick FP8 checkpoints, whose figures a 16-bit cache can
 /// reach, keep it. 18.6%, median 13.7%, worst +77.1% (gpt-oss-120b H100 DEP4), once the 1000/1000 rows run the 3000
 /// requests the doc's dataset table lists for 1K/1K (the drain of a single wave weighs more).
+/// 18.2%, median 12.8%, worst +77.9% (the same row) once a chunked layer's query reads the
+/// part of its own chunk its context has reached rather than half a chunk, and a CUDA
+/// graph's padding rows read no cache (Maverick 8192/1024 on GB200 −19.2% → −3.9%; the
+/// gpt-oss row +77.1% → +77.9%, its padding rows no longer reading a 128-token window).
 #[test]
 fn perf_overview_held_out_columns_do_not_regress() {
     let r = report_of("serving-heldout-perf-overview.json");
     let s = &r.summary;
     assert_eq!(s.count, 88);
     assert!(r.cases.iter().all(|c| c.error.is_some()));
-    assert!(s.mae < 0.1865, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.1825, "MAE {:.3}", s.mae);
     assert!(
-        s.worst_abs_error < 0.775,
+        s.worst_abs_error < 0.780,
         "{} {:.3}",
         s.worst_id,
         s.worst_abs_error
