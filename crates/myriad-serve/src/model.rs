@@ -693,13 +693,20 @@ impl InstanceModel {
     }
 
     /// Context one decode step attends to, per layer averaged over the layers, for `seqs`
-    /// sequences whose contexts sum to `ctx_sum` with standard deviation `ctx_sd`: windowed
-    /// layers see the mean of each sequence's window or chunk span
-    /// ([`myriad_model::SlidingWindow::decode_span`]), the rest the whole context.
-    fn attended_context(&self, seqs: f64, ctx_sum: f64, ctx_sd: f64) -> f64 {
+    /// sequences whose contexts sum to `ctx_sum` and their squares to `ctx_sq_sum` (0: not
+    /// tracked, all taken as the mean): windowed layers see the mean of each sequence's
+    /// window or chunk span ([`myriad_model::SlidingWindow::decode_span`]), the rest the
+    /// whole context.
+    fn attended_context(&self, seqs: f64, ctx_sum: f64, ctx_sq_sum: f64) -> f64 {
         match self.window {
             Some((w, f)) => {
-                let span = self.local_attention(w).decode_span(ctx_sum / seqs, ctx_sd);
+                let mean = ctx_sum / seqs;
+                let sd = if ctx_sq_sum > 0.0 {
+                    (ctx_sq_sum / seqs - mean * mean).max(0.0).sqrt()
+                } else {
+                    0.0
+                };
+                let span = self.local_attention(w).decode_span(mean, sd);
                 ctx_sum * (1.0 - f) + seqs * span * f
             }
             None => ctx_sum,
@@ -894,8 +901,10 @@ impl InstanceModel {
             None => 1.0,
         };
         // Cache read per request and step, as the decode attention reads it.
-        // Running requests are spread evenly over their outputs: contexts isl..isl + osl.
-        let read = self.attended_context(1.0, isl + osl / 2.0, osl / 12f64.sqrt());
+        // Running requests are spread evenly over their outputs: contexts isl..isl + osl
+        // (mean isl + osl/2, variance osl²/12).
+        let mean = isl + osl / 2.0;
+        let read = self.attended_context(1.0, mean, mean * mean + osl * osl / 12.0);
         let bytes =
             self.weight_bytes_per_gpu() * hit + per_rank * read * self.kv_bytes_per_token_per_gpu();
         let step = bytes / (self.acc.hbm_tbps * 1e12);
@@ -1227,14 +1236,7 @@ impl InstanceModel {
         let mut attn_core = 0.0;
         if b.decode_seqs > 0.0 {
             let (dq, dv) = self.dims_decode;
-            let n = b.context_seqs();
-            let mean = b.decode_ctx / n;
-            let sd = if b.decode_ctx_sq > 0.0 {
-                (b.decode_ctx_sq / n - mean * mean).max(0.0).sqrt()
-            } else {
-                0.0
-            };
-            let ctx = self.attended_context(n, b.decode_ctx, sd);
+            let ctx = self.attended_context(b.context_seqs(), b.decode_ctx, b.decode_ctx_sq);
             let flops = 2.0 * self.heads_gpu * (dq + dv) * ctx / dp * (1.0 + draft);
             let bytes = ctx / dp * self.kv_token_layer * self.decode_kv_reads;
             let math = if self.fp8_decode_attention {

@@ -426,6 +426,10 @@ impl<'a> Ctx<'a> {
     ) -> f64 {
         let flops = 2.0 * m * n * k * count;
         let compute = flops / (self.gemm_peak * eff * sms);
+        if self.gemm_bps == f64::INFINITY {
+            // No memory floor (the serving model's `gemm_time`).
+            return compute + self.kernel_s;
+        }
         let bytes = count * (self.gemm_in_bytes * (m * k + k * n) + out_bytes * m * n);
         compute.max(bytes / self.gemm_bps) + self.kernel_s
     }
