@@ -268,17 +268,6 @@ fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
 
-impl Batch {
-    /// Sequences the decode contexts belong to (`decode_ctx_seqs`, else all of them).
-    pub fn context_seqs(&self) -> f64 {
-        if self.decode_ctx_seqs > 0.0 {
-            self.decode_ctx_seqs
-        } else {
-            self.decode_seqs
-        }
-    }
-}
-
 /// The work of one iteration of an instance (totals over the instance).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Batch {
@@ -305,6 +294,17 @@ pub struct Batch {
     /// Prompts with a chunk in this iteration. With attention data parallelism a prompt
     /// runs on one rank, so fewer prompts than ranks leave ranks idle.
     pub prefill_seqs: f64,
+}
+
+impl Batch {
+    /// Sequences the decode contexts belong to (`decode_ctx_seqs`, else all of them).
+    pub fn context_seqs(&self) -> f64 {
+        if self.decode_ctx_seqs > 0.0 {
+            self.decode_ctx_seqs
+        } else {
+            self.decode_seqs
+        }
+    }
 }
 
 /// Where an iteration's time goes (seconds); the parts add up to `total_s`.
@@ -1131,6 +1131,8 @@ impl InstanceModel {
         let half = Batch {
             decode_seqs: b.decode_seqs / 2.0,
             decode_ctx: b.decode_ctx / 2.0,
+            decode_ctx_sq: b.decode_ctx_sq / 2.0,
+            decode_ctx_seqs: b.decode_ctx_seqs / 2.0,
             ..*b
         };
         let (h, st) = self.sequential(&half);

@@ -578,6 +578,8 @@ pub fn decode_saturated(
         m.iteration(&Batch {
             decode_seqs: b,
             decode_ctx: b * ctx_mean,
+            // Running requests spread evenly over their outputs (variance osl²/12).
+            decode_ctx_sq: b * (ctx_mean * ctx_mean + osl * osl / 12.0),
             ..Batch::default()
         })
         .total_s
