@@ -80,6 +80,28 @@ def sample_ms(fn, samples, calls=1, warmup=3):
     return ts
 
 
+def median_ms(fn, samples, calls=1, warmup=3):
+    """Median per-call milliseconds of `sample_ms` and its samples, sorted."""
+    ts = sorted(sample_ms(fn, samples, calls, warmup))
+    return ts[len(ts) // 2], ts
+
+
+def graphed(body):
+    """`body` captured once in a CUDA graph (multi-stream forks included) after one warm-up
+    call on a side stream (cuBLAS handles, autotuning outside the capture); returns the
+    graph's replay."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        body()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        body()
+    return g.replay
+
+
 def classify(kernel_name):
     """The class a profiled kernel's time counts in: attention, gemm or other."""
     n = kernel_name.lower()

@@ -17,6 +17,7 @@ calibration/decode_bench.py` on the device machine (calibration/README.md)."""
 import json, math, os, time, traceback
 import torch
 import torch.nn.functional as F
+from common import graphed
 
 torch.backends.cuda.matmul.allow_tf32 = False
 dev = "cuda"
@@ -45,27 +46,19 @@ def save():
 
 def graph_time(body, calls_per_replay):
     """Median seconds per call of `body` (which issues `calls_per_replay` calls)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        body()  # warm-up outside capture (cuBLAS handles, autotune)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        body()
+    replay = graphed(body)
     for _ in range(2):
-        g.replay()
+        replay()
     torch.cuda.synchronize()
     ts = []
     for _ in range(7):
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         e0.record()
-        g.replay()
+        replay()
         e1.record()
         torch.cuda.synchronize()
         ts.append(e0.elapsed_time(e1) / 1e3)
-    del g
+    del replay
     ts.sort()
     return ts[len(ts) // 2] / calls_per_replay
 

@@ -30,7 +30,7 @@ that the overlap is visible as wall < sum. Writes $OUT/grouped_gemm_streams_benc
 Run: `python3 calibration/grouped_gemm_streams_bench.py [config substrings]`."""
 import json, os, sys, traceback
 import torch
-from common import profile_kernels, sample_ms
+from common import median_ms, profile_kernels
 
 dt = torch.bfloat16
 STREAMS = 4
@@ -105,9 +105,9 @@ def run_config(name, h, ffn, experts, tok):
         fp8_loop4 = on_streams(fp8_body)
         for label, fn in (("grouped", grouped), ("loop1", loop1), ("loop4", loop4), ("fp8_loop4", fp8_loop4)):
             try:
-                ms = sorted(sample_ms(fn, 10, calls=20))
+                med, ms = median_ms(fn, 10, calls=20)
                 prof = profile_kernels(fn)
-                r[label] = {"wall_ms": ms[len(ms) // 2], "samples_ms": ms, "kernels": prof}
+                r[label] = {"wall_ms": med, "samples_ms": ms, "kernels": prof}
             except Exception as e:  # a variant this torch or GPU lacks
                 r[label] = {"error": repr(e)}
         out[gemm] = r

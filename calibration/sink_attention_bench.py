@@ -26,7 +26,7 @@ Run: `python3 calibration/sink_attention_bench.py`."""
 import json, math, os, traceback
 import torch
 import cudnn
-from common import sample_ms
+from common import median_ms
 
 H, HKV, D = 64, 8, 64
 WINDOW = 128
@@ -115,13 +115,6 @@ def build(b, s, band, sink, backward):
     raise last
 
 
-def timed(fn):
-    """Median per-call ms and the sorted samples (`common.sample_ms`: 10 samples of 10
-    back-to-back calls after 3 warm-ups, the timer the run used, moved there afterwards)."""
-    ts = sorted(sample_ms(fn, 10, calls=10))
-    return ts[len(ts) // 2], ts
-
-
 def reference(q, k, v, sink, band):
     """float32 masked softmax attention with the sink logit in the denominator."""
     rep = H // HKV
@@ -169,8 +162,8 @@ def main():
                     f = lambda: r["fwd_graph"].execute(r["fwd_pack"], r["workspace"])
                     g = lambda: r["bwd_graph"].execute(r["bwd_pack"], r["workspace"])
                     row["mask"] = r["mask"]
-                    row["fwd_ms"], row["fwd_samples"] = timed(f)
-                    row["bwd_ms"], row["bwd_samples"] = timed(g)
+                    row["fwd_ms"], row["fwd_samples"] = median_ms(f, 10, calls=10)
+                    row["bwd_ms"], row["bwd_samples"] = median_ms(g, 10, calls=10)
                     if sink:
                         row["dsink_abs_mean"] = r["dsink"].abs().mean().item()
                     print(json.dumps({k: v for k, v in row.items() if not k.endswith("samples")}), flush=True)

@@ -24,7 +24,7 @@ config names there were corrected afterwards to say tokens an expert, not which 
 Run: `python3 calibration/small_expert_gemm_bench.py`."""
 import json, os, traceback
 import torch
-from common import sample_ms
+from common import graphed, median_ms
 
 dt = torch.bfloat16
 STREAMS = 4
@@ -37,28 +37,6 @@ CONFIGS = [
     ("qwen3-30b-a3b shapes, 16 experts x 256 tokens", 2048, 768, 16, 256),
     ("qwen3-235b-a22b shapes, 16 experts x 256 tokens", 4096, 1536, 16, 256),
 ]
-
-
-def timed(fn):
-    """Median per-call ms and the sorted samples (`common.sample_ms`: 10 samples of 20
-    back-to-back calls after 3 warm-ups, the timer the run used, moved there afterwards)."""
-    ts = sorted(sample_ms(fn, 10, calls=20))
-    return ts[len(ts) // 2], ts
-
-
-def graphed(body):
-    """`body` captured once in a CUDA graph (multi-stream forks captured too); returns the
-    replay."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        body()  # warm-up outside capture (cuBLAS workspace, heuristics)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        body()
-    return g.replay
 
 
 def run_config(name, h, ffn, experts, tok):
@@ -104,7 +82,7 @@ def run_config(name, h, ffn, experts, tok):
                 variants["grouped"] = graphed(lambda: torch._grouped_mm(xc, ws, offs=offs))
             for label, fn in variants.items():
                 try:
-                    med, ts = timed(fn)
+                    med, ts = median_ms(fn, 10, calls=20)
                     r[label] = {"ms": med, "samples_ms": ts}
                 except Exception as e:
                     r[label] = {"error": repr(e)}

@@ -146,16 +146,9 @@ impl SlidingWindow {
                 w * w / 2.0 + w * (x - w)
             }
         };
-        if b - a < 1e-9 * w.max(1.0) {
-            return if self.chunked {
-                if a < w {
-                    a
-                } else {
-                    a - (a / w).floor() * w
-                }
-            } else {
-                a.min(w)
-            };
+        if b - a < 1e-9 * w {
+            // One context: its own span.
+            return if self.chunked { a % w } else { a.min(w) };
         }
         (integral(b) - integral(a)) / (b - a)
     }

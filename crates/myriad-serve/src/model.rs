@@ -264,6 +264,14 @@ pub const DEEPSEEK_R1_MTP_TOKENS_PER_STEP: [f64; 5] = [1.92, 2.58, 2.82, 2.99, 3
 /// (tech blog 1, table "Relax Acceptance Verification").
 pub const DEEPSEEK_R1_MTP3_RELAXED_TOKENS_PER_STEP: f64 = 3.10;
 
+/// Mean and mean square of the contexts of running requests of `isl` prompt and `osl`
+/// output tokens in a steady state: spread evenly over their outputs, `isl … isl + osl`
+/// (mean `isl + osl/2`, variance `osl²/12`).
+pub fn running_contexts(isl: f64, osl: f64) -> (f64, f64) {
+    let mean = isl + osl / 2.0;
+    (mean, mean * mean + osl * osl / 12.0)
+}
+
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
@@ -901,10 +909,8 @@ impl InstanceModel {
             None => 1.0,
         };
         // Cache read per request and step, as the decode attention reads it.
-        // Running requests are spread evenly over their outputs: contexts isl..isl + osl
-        // (mean isl + osl/2, variance osl²/12).
-        let mean = isl + osl / 2.0;
-        let read = self.attended_context(1.0, mean, mean * mean + osl * osl / 12.0);
+        let (mean, mean_sq) = running_contexts(isl, osl);
+        let read = self.attended_context(1.0, mean, mean_sq);
         let bytes =
             self.weight_bytes_per_gpu() * hit + per_rank * read * self.kv_bytes_per_token_per_gpu();
         let step = bytes / (self.acc.hbm_tbps * 1e12);

@@ -570,7 +570,7 @@ pub fn decode_saturated(
     osl: f64,
     itl_limit_s: Option<f64>,
 ) -> (f64, f64) {
-    let ctx_mean = isl + osl / 2.0;
+    let (ctx_mean, ctx_mean_sq) = crate::model::running_contexts(isl, osl);
     let fit = (kv_tokens / m.kv_need(isl + osl)).floor().max(1.0);
     let mut b = max_batch.min(fit).max(1.0);
     let tps = m.tokens_per_step();
@@ -578,8 +578,7 @@ pub fn decode_saturated(
         m.iteration(&Batch {
             decode_seqs: b,
             decode_ctx: b * ctx_mean,
-            // Running requests spread evenly over their outputs (variance osl²/12).
-            decode_ctx_sq: b * (ctx_mean * ctx_mean + osl * osl / 12.0),
+            decode_ctx_sq: b * ctx_mean_sq,
             ..Batch::default()
         })
         .total_s

@@ -6,6 +6,9 @@
 use myriad_model::{Shard, Transformer};
 use myriad_scenario::Precision;
 
+mod common;
+use common::calibration;
+
 /// The one-layer model and TP shard of a row of calibration/h100-layer-measured.json.
 fn row_layer(r: &serde_json::Value) -> (Transformer, Shard) {
     let u = |k: &str| r[k].as_u64().unwrap() as u32;
@@ -135,11 +138,6 @@ fn fp8_gradient_gemms_pay_split_accumulation_on_hopper_only() {
         let r = ratio(acc, p);
         assert!((r / 2.0 - 1.0).abs() < 0.005, "{acc} {p:?}: {r}");
     }
-}
-
-fn calibration(file: &str) -> serde_json::Value {
-    let path = format!("{}/../../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
 /// The op-sum against the same layers with their element-wise work fused

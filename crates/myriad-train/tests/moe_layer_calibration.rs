@@ -17,12 +17,8 @@
 use myriad_model::{Moe, OpKind, Shard, Transformer};
 use myriad_scenario::Precision;
 
-/// A measurement file of `calibration/` (made on a lent GPU by the script it names).
-fn calibration(file: &str) -> serde_json::Value {
-    let path = format!("{}/../../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
-}
+mod common;
+use common::calibration;
 
 /// One MoE layer of a measured row's shape (`hidden`, `experts`, `top_k`, `expert_ffn`),
 /// with attention (heads, KV heads, head dim, sequence length) as given.

@@ -1,4 +1,6 @@
-//! Shared by the validation tests: load a `myriad-validation/1` file and print its report.
+//! Shared by the validation and calibration tests: load a `myriad-validation/1` file and
+//! print its report; read a measurement file of `calibration/`. Each test binary uses a part.
+#![allow(dead_code)]
 
 use myriad_scenario::validation::parse_validation;
 use myriad_train::validate::ValidationReport;
@@ -87,4 +89,11 @@ pub fn notes_of(r: &ValidationReport, id: &str) -> String {
         .find(|c| c.id == id)
         .map(|c| c.notes.join(" | "))
         .unwrap_or_default()
+}
+
+/// A measurement file of `calibration/` (made on a lent GPU by the script it names).
+pub fn calibration(file: &str) -> serde_json::Value {
+    let path = format!("{}/../../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
 }
