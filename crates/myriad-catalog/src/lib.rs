@@ -158,12 +158,27 @@ pub struct ComputeEfficiency {
     /// overlaps `t ×` this. `None`: [`COMM_OVERLAP_SLOWDOWN`], measured on H100.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comm_overlap_slowdown: Option<f64>,
+    /// Time the fused attention backward adds per query row and head when the model has
+    /// learned attention sinks (`model.attention_sinks`, gpt-oss): the sink's gradient,
+    /// nanoseconds. `None` where not measured: see [`Accelerator::sink_grad_ns`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_sink_bwd_ns: Option<f64>,
 }
 
 /// [`ComputeEfficiency::comm_overlap_slowdown`] where a part has no measurement of its own:
 /// the H100 figure (`calibration/h100-overlap-measured.json`: bf16 GEMMs of two training
 /// shapes beside a 16- or 32-CTA copy kernel lost 13-35% of their speed, mean 0.24).
 pub const COMM_OVERLAP_SLOWDOWN: f64 = 0.24;
+
+/// [`ComputeEfficiency::attention_sink_bwd_ns`] measured on the H100
+/// (`calibration/h100-sink-attention-measured.json`: cuDNN 9.19's fused backward with
+/// gpt-oss's sink against without it, 64 heads, one and four 4,096-token sequences, full
+/// and banded: 0.38-0.43 ms a sequence, 1.52 ns a row and head on average), and the SMs it
+/// ran on. The H200 (4.8 against 3.35 TB/s, the same 132 SMs) took the same time, so the
+/// cost is not memory traffic: parts without a measurement take it scaled by SM count.
+pub const SINK_GRAD_NS_H100: f64 = 1.52;
+/// The H100 SXM's SM count, the reference of [`SINK_GRAD_NS_H100`].
+pub const SINK_GRAD_H100_SMS: f64 = 132.0;
 
 /// [`ComputeEfficiency::speed_jitter`] where a part has no measurement of its own: the H100
 /// figure (`calibration/h100-jitter-measured.json`: the Llama-3-8B and Nemotron-4-15B
@@ -220,6 +235,18 @@ pub struct Accelerator {
     pub price_usd: f64,
     pub efficiency: ComputeEfficiency,
     pub sources: Sources,
+}
+
+impl Accelerator {
+    /// Backward time per query row and head of an attention sink's gradient, ns: the
+    /// measured `efficiency.attention_sink_bwd_ns`, else [`SINK_GRAD_NS_H100`] × 132 / this
+    /// part's SMs (the H100's figure where the SM count is unknown).
+    pub fn sink_grad_ns(&self) -> f64 {
+        self.efficiency.attention_sink_bwd_ns.unwrap_or_else(|| {
+            let sms = self.sm_count.map_or(SINK_GRAD_H100_SMS, f64::from);
+            SINK_GRAD_NS_H100 * SINK_GRAD_H100_SMS / sms
+        })
+    }
 }
 
 /// How accelerators inside one scale-up domain are connected.
@@ -466,6 +493,20 @@ impl Catalog {
             t.windowed_layers(),
             t.layers,
             w.window,
+            p.id
+        ))
+    }
+
+    /// Learned attention sinks from the preset of the same architecture (gpt-oss), where
+    /// `t` has none: a validation row's model block has no field for them.
+    pub fn lend_attention_sinks(&self, t: &mut myriad_model::Transformer) -> Option<String> {
+        let p = self.model_like(t)?;
+        if t.attention_sinks || !p.model.attention_sinks {
+            return None;
+        }
+        t.attention_sinks = true;
+        Some(format!(
+            "attention_sinks: a learned sink logit per head (from the matching preset {})",
             p.id
         ))
     }

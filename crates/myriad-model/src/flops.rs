@@ -28,7 +28,7 @@ impl Transformer {
             ops.iter().fold((0.0, 0.0), |(g, a), op| match op.kind {
                 OpKind::Gemm { .. } => (g + op.flops(), a),
                 OpKind::Attention { .. } => (g, a + op.flops()),
-                OpKind::Memory { .. } => (g, a),
+                OpKind::Memory { .. } | OpKind::SinkGrad { .. } => (g, a),
             })
         };
         // Dense and MoE layers each have one op shape: count each kind once and scale.

@@ -52,6 +52,12 @@ pub struct Transformer {
     /// Sliding-window (locally banded) attention on some layers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sliding_window: Option<SlidingWindow>,
+    /// A learned sink logit per head joins every softmax's denominator (gpt-oss: "each
+    /// attention head has a learned bias in the denominator of the softmax", model card).
+    /// It costs nothing forward; backward, the kernel also forms each sink's gradient, a
+    /// reduction over every query row of the head (`OpKind::SinkGrad`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub attention_sinks: bool,
     /// Multi-token prediction modules trained beside the model (DeepSeek-V3 §2.2, depth
     /// D = 1; Megatron-Core `mtp_num_layers`): each adds, per token, a projection of the
     /// normed hidden state and the next token's embedding (2h → h), one transformer layer

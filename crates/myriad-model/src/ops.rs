@@ -250,6 +250,10 @@ pub enum OpKind {
     /// Memory-bound op: bytes read plus written in HBM by the forward pass and by the
     /// backward pass.
     Memory { bytes: f64, backward: f64 },
+    /// The attention sinks' gradient (`Transformer::attention_sinks`): nothing forward;
+    /// backward, a reduction over `rows` (query rows × heads) that the fused kernel adds,
+    /// timed per row by the accelerator (`efficiency.attention_sink_bwd_ns`).
+    SinkGrad { rows: f64 },
 }
 
 impl OpKind {
@@ -284,7 +288,7 @@ impl Op {
                 causal_fraction,
                 ..
             } => 2.0 * batch_heads * sq * skv * (d_qk + d_v) * causal_fraction,
-            OpKind::Memory { .. } => 0.0,
+            OpKind::Memory { .. } | OpKind::SinkGrad { .. } => 0.0,
         }
     }
 }
@@ -459,6 +463,16 @@ impl Transformer {
                         window.causal_fraction(seq),
                         (window.window as f64).min(seq),
                     ),
+                });
+            }
+            if self.attention_sinks {
+                // Every query row of every head (full and windowed layers alike) gets the
+                // sink's term in its softmax; backward sums them into each head's gradient.
+                out.push(Op {
+                    name: "attention_sink",
+                    kind: OpKind::SinkGrad {
+                        rows: bh * seq / s.cp as f64,
+                    },
                 });
             }
             if s.cp > 1 && s.cp_comm == CpComm::P2p {

@@ -17,6 +17,7 @@ fn gpt(layers: u32, h: u32, heads: u32, seq: u32) -> Transformer {
         moe: None,
         mla: None,
         sliding_window: None,
+        attention_sinks: false,
         mtp_layers: 0,
     }
 }
@@ -78,6 +79,7 @@ fn gqa_swiglu_llama3_70b_params() {
         moe: None,
         mla: None,
         sliding_window: None,
+        attention_sinks: false,
         mtp_layers: 0,
     };
     let p = m.params();
@@ -124,6 +126,7 @@ fn dsv3(layers: u32, mtp: u32) -> Transformer {
             v_head_dim: 128,
         }),
         sliding_window: None,
+        attention_sinks: false,
         mtp_layers: mtp,
     }
 }

@@ -292,6 +292,9 @@ pub struct ModelSpec {
     pub mla: Option<Mla>,
     #[serde(default)]
     pub sliding_window: Option<SlidingWindow>,
+    /// A learned sink logit per attention head (gpt-oss); the preset's value when absent.
+    #[serde(default)]
+    pub attention_sinks: Option<bool>,
     /// Multi-token prediction modules trained beside the model (DeepSeek-V3: 1); the
     /// preset's value when absent.
     #[serde(default)]
@@ -918,6 +921,10 @@ impl ModelSpec {
             sliding_window: self
                 .sliding_window
                 .or(base.as_ref().and_then(|b| b.sliding_window)),
+            attention_sinks: self
+                .attention_sinks
+                .or(base.as_ref().map(|b| b.attention_sinks))
+                .unwrap_or(false),
             mtp_layers: self
                 .mtp_layers
                 .or(base.as_ref().map(|b| b.mtp_layers))

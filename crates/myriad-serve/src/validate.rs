@@ -267,6 +267,8 @@ fn row_model(m: &Value, notes: &mut Vec<String>) -> Result<Transformer, String> 
         moe,
         mla,
         sliding_window: None,
+        // Sinks cost only the backward pass, which serving never runs.
+        attention_sinks: false,
         mtp_layers: 0,
     };
     t.check().map_err(|e| format!("model.{e}"))?;

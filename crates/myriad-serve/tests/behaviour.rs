@@ -665,6 +665,7 @@ fn gpt_oss_like() -> myriad_model::Transformer {
         }),
         mla: None,
         sliding_window: None,
+        attention_sinks: true,
         mtp_layers: 0,
     }
 }

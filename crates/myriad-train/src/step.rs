@@ -565,6 +565,10 @@ impl<'a> Ctx<'a> {
                     let ratio = (3.0 * d_qk + 2.0 * d_v) / (d_qk + d_v);
                     b += self.attention(ratio * flops, seq, d_qk + d_v, true);
                 }
+                OpKind::SinkGrad { rows } => {
+                    // Inside the fused backward kernel: no launch of its own.
+                    b += rows * self.acc.sink_grad_ns() * 1e-9;
+                }
                 OpKind::Memory { bytes, backward } => {
                     // One kernel each way, each paying the fixed launch-and-drain cost.
                     let t = self.memory(bytes) + self.kernel_s;

@@ -504,7 +504,7 @@ pub fn validate(cases: &[ValidationCase], cat: &Catalog) -> ValidationReport {
 }
 
 /// The case's model, with fields the validation format cannot state (`head_dim`,
-/// `sliding_window`) taken from a built-in preset of the same architecture;
+/// `sliding_window`, `attention_sinks`) taken from a built-in preset of the same architecture;
 /// returns the notes saying so.
 pub fn case_model_noted(
     case: &ValidationCase,
@@ -531,6 +531,9 @@ pub fn case_model_noted(
         }
         if case.model.sliding_window.is_none() {
             notes.extend(cat.lend_sliding_window(&mut model));
+        }
+        if case.model.attention_sinks.is_none() {
+            notes.extend(cat.lend_attention_sinks(&mut model));
         }
         notes.extend(cat.lend_router_groups(&mut model));
     }

@@ -27,6 +27,7 @@ fn row_layer(r: &serde_json::Value) -> (Transformer, Shard) {
         moe: None,
         mla: None,
         sliding_window: None,
+        attention_sinks: false,
         mtp_layers: 0,
     };
     let shard = Shard {
@@ -271,6 +272,7 @@ fn small_layers_match_the_h100_cuda_graph_measurement() {
             moe: None,
             mla: None,
             sliding_window: None,
+            attention_sinks: false,
             mtp_layers: 0,
         };
         let (f, b) = myriad_train::step::layer_compute_times(
