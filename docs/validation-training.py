@@ -198,7 +198,7 @@ per-source parameter; these are explanations, not corrections):
   B200 fit scaled by a best-shape ratio, and the remaining fp8 rows (Llama 3 8B −7…−12%)
   point at it.
 - **MoE runs.** Token-dropping Qwen3 rows (−27/−30%) and gpt-oss bf16 on B200 and GB200
-  (−30/−32% now) run much slower than the same models in later releases (gpt-oss on GB200:
+  (−25/−26% now) run much slower than the same models in later releases (gpt-oss on GB200:
   16,640 tokens/s per GPU in bf16 with 26.04.01 against 28,672 in MXFP8 with 26.08, 1.72×
   for a precision change the model puts at 1.32×; the 26.06.01 container lost 37% of its
   MXFP8 speed to a cuDNN grouped-GEMM regression, cudnn-frontend issue #256, so these
@@ -223,12 +223,19 @@ per-source parameter; these are explanations, not corrections):
   Session 35 measured the last candidates it could on the lent H100: cuDNN's sink attention
   (`calibration/h100-sink-attention-measured.json`, through the cuDNN frontend) costs what
   the model says for the causal and banded kernels and adds 0.4 ms a sequence backward for
-  the sink's gradient (about 2% of the H100 row), and one cuBLAS GEMM per expert
-  (`calibration/h100-grouped-gemm-streams-measured.json`) runs as the model charges it. The
-  eager rows miss by a share of their compute, not a constant: the missing time is 0.53-0.57
-  of the modelled compute on H100 (4,096 tokens a micro-batch), B200, GB200 and B300
-  (16,384), bf16 and MXFP8 alike; 0.28 on GB300 bf16; 0.10-0.23 where a full-iteration
-  CUDA graph runs the step. A per-call host cost would not grow fourfold with the tokens;
+  the sink's gradient on full and banded layers alike, on the H100 and the H200 (1.5 ns a
+  query row and head whatever the memory bandwidth), and one cuBLAS GEMM per expert
+  (`calibration/h100-grouped-gemm-streams-measured.json`) runs as the model charges it.
+  Session 36 made the sink part of the model (`model.attention_sinks`, on in the gpt-oss
+  presets and lent to rows of the same architecture; `efficiency.attention_sink_bwd_ns`,
+  measured on H100 and H200, on other parts the H100's scaled by SM count): the three
+  public rows went from −32/−29/−17% to −26/−25/−8%, the file from 6.98% to 6.80%. On
+  Blackwell the sink costs more of the step than on the H100 (−29.8% → −27.5%) because the
+  rest of the layer runs twice as fast there; how cuDNN's Blackwell kernels form that
+  gradient is not measured. The eager rows still miss by a share of their compute, not a
+  constant: the missing time is 0.40-0.47 of the modelled compute on H100 (4,096 tokens a
+  micro-batch), B200, GB200 and B300 (16,384), bf16 and MXFP8 alike (0.53-0.57 before the
+  sink); 0.17 on GB300 bf16; −0.02…0.09 where a full-iteration CUDA graph runs the step. A per-call host cost would not grow fourfold with the tokens;
   something that scales with the work (kernels of the real stack, or the exchange's
   interference with them) is missing, and a profile of the real step is what would show it.
   Megatron-Bridge's gpt-oss-120b recipes recompute only the layernorms and the

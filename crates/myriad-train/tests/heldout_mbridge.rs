@@ -44,13 +44,15 @@ fn report() -> myriad_train::validate::ValidationReport {
 /// +28.4% with the recipe's HybridEP and recompute).
 /// 15.93% since eager MoE layers pay a kernel per local expert (16.19% before); 15.16%
 /// (worst 34.9%) since a row whose release has no config with its plan takes the nearest
-/// release's config that has it (DeepSeek-V3 on 256 B200 in 26.04.01: +37.9% -> +3.8%).
+/// release's config that has it (DeepSeek-V3 on 256 B200 in 26.04.01: +37.9% -> +3.8%);
+/// 14.60% since gpt-oss's attention sinks cost their gradient (its five rows -31…-8% ->
+/// -26…+2%).
 #[test]
 fn mbridge_held_out_rows_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 44);
-    common::assert_within(&r, 0.1525, 0.36);
+    common::assert_within(&r, 0.1470, 0.36);
 }
 
 /// Every DeepSeek-V3 and Kimi K2 row is predicted (61 layers that no pipeline here

@@ -62,8 +62,10 @@ fn accuracy_does_not_regress() {
     // gradient, two copies where the weight gradient needs a column-wise one) rather than
     // once per GEMM: the fp8 rows run 0.3-2.5% faster; 6.99% once eager MoE layers pay a
     // kernel per local expert (Transformer Engine's GroupedLinear) and full-graph ones one
-    // grouped kernel: the Hopper MoE rows move up by 4-7 points.
-    assert!(s.mae < 0.0702, "mean absolute error {:.2}%", 100.0 * s.mae);
+    // grouped kernel: the Hopper MoE rows move up by 4-7 points. 6.98% before gpt-oss's
+    // learned attention sinks cost their gradient in the backward pass (measured on the
+    // lent H100 and H200): its three rows -32/-29/-17% -> -26/-25/-8%, 6.80%.
+    assert!(s.mae < 0.0685, "mean absolute error {:.2}%", 100.0 * s.mae);
     // The median was 4.65% before each fp8 tensor was quantised once (the fp8 rows, most
     // of them already predicted fast, run 0.3-2.5% faster).
     assert!(
