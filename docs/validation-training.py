@@ -198,7 +198,7 @@ per-source parameter; these are explanations, not corrections):
   B200 fit scaled by a best-shape ratio, and the remaining fp8 rows (Llama 3 8B −7…−12%)
   point at it.
 - **MoE runs.** Token-dropping Qwen3 rows (−27/−30%) and gpt-oss bf16 on B200 and GB200
-  (−25/−26% now) run much slower than the same models in later releases (gpt-oss on GB200:
+  (−25/−27% now) run much slower than the same models in later releases (gpt-oss on GB200:
   16,640 tokens/s per GPU in bf16 with 26.04.01 against 28,672 in MXFP8 with 26.08, 1.72×
   for a precision change the model puts at 1.32×; the 26.06.01 container lost 37% of its
   MXFP8 speed to a cuDNN grouped-GEMM regression, cudnn-frontend issue #256, so these
@@ -229,7 +229,8 @@ per-source parameter; these are explanations, not corrections):
   Session 36 made the sink part of the model (`model.attention_sinks`, on in the gpt-oss
   presets and lent to rows of the same architecture; `efficiency.attention_sink_bwd_ns`,
   measured on H100 and H200, on other parts the H100's scaled by SM count): the three
-  public rows went from −32/−29/−17% to −26/−25/−8%, the file from 6.98% to 6.80%. On
+  public rows went from −32/−29/−17% to −26/−25/−8%, the file from 6.98% to 6.80% (with the
+  band costed as a band, `Ctx::attention_band`, −27/−25/−9% and 6.82%). On
   Blackwell the sink costs more of the step than on the H100 (−29.8% → −27.5%) because the
   rest of the layer runs twice as fast there; how cuDNN's Blackwell kernels form that
   gradient is not measured. The eager rows still miss by a share of their compute, not a

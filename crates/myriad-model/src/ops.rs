@@ -236,8 +236,9 @@ pub enum OpKind {
     Gemm { m: f64, n: f64, k: f64, count: f64 },
     /// Fused attention over `batch_heads` independent heads, queries `sq`, keys `skv`.
     /// `causal_fraction` is the share of the score matrix computed (1/2 for causal).
-    /// `window`: keys each query attends to in a sliding-window layer (the kernel's span
-    /// per query, which sets its efficiency), 0 for full attention.
+    /// `window`: keys each query attends to in a sliding-window layer, a band narrower than
+    /// `skv` (the kernel's span per query, which sets its efficiency); 0 for full attention
+    /// and for chunked layers, which are causal attention over their chunks.
     Attention {
         batch_heads: f64,
         sq: f64,
@@ -456,13 +457,32 @@ impl Transformer {
                 });
             }
             if let Some(window) = self.sliding_window.filter(|_| windowed > 0.0) {
+                let w = window.window as f64;
+                let kind = if w >= seq {
+                    // The window holds the whole sequence: plain causal attention.
+                    attention(bh * windowed, 0.5, 0.0)
+                } else if window.chunked {
+                    // Causal within each chunk: causal attention over independent
+                    // sequences of `w` (the last one `r` long), which the kernel runs as a
+                    // batch of them; each CP rank computes 1/cp of it.
+                    let q = (seq / w).floor();
+                    let r = seq - q * w;
+                    OpKind::Attention {
+                        batch_heads: bh * windowed * (q * w * w + r * r) / (w * w) / s.cp as f64,
+                        sq: w,
+                        skv: w,
+                        d_qk,
+                        d_v,
+                        causal_fraction: 0.5,
+                        window: 0.0,
+                    }
+                } else {
+                    // A band `w` keys wide over the sequence.
+                    attention(bh * windowed, window.causal_fraction(seq), w)
+                };
                 out.push(Op {
                     name: "attention_window",
-                    kind: attention(
-                        bh * windowed,
-                        window.causal_fraction(seq),
-                        (window.window as f64).min(seq),
-                    ),
+                    kind,
                 });
             }
             if self.attention_sinks {

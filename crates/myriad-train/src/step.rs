@@ -454,6 +454,30 @@ impl<'a> Ctx<'a> {
     /// Fused attention time. `head_flops` = d_qk + d_v: the efficiency calibrated at
     /// d = 128 is scaled by how much of each score's cost is matmul rather than softmax.
     fn attention(&self, flops: f64, seq: f64, head_flops: f64, backward: bool) -> f64 {
+        let (a, half) = self.attention_curve(head_flops, backward);
+        let eff = a * seq / (seq + half);
+        flops / (self.bf16_peak * eff)
+    }
+
+    /// Fused attention time of a sliding window `window` keys wide over a longer sequence
+    /// (a band). The causal curve `a·s/(s + half)` is what tiles of 128 query rows give
+    /// when each CTA walks its `t + 1` key tiles, the diagonal one cut by the mask, plus a
+    /// fixed cost of `c0 = (half/128 − 1)/2` tiles; in a band each CTA walks the `w/128`
+    /// tiles of the window plus the one its unaligned edge straddles, and both edge tiles
+    /// are cut, one more than causal: [`BAND_EDGE_TILES`] more. Efficiency
+    /// `a·u/(u + 1 + c0 + edge)` with `u = w/128`; a wide band tends to `a`, as a long
+    /// causal sequence does.
+    fn attention_band(&self, flops: f64, window: f64, head_flops: f64, backward: bool) -> f64 {
+        let (a, half) = self.attention_curve(head_flops, backward);
+        let c0 = (half / ATTENTION_TILE - 1.0).max(0.0) / 2.0;
+        let u = window / ATTENTION_TILE;
+        let eff = a * u / (u + 1.0 + c0 + BAND_EDGE_TILES);
+        flops / (self.bf16_peak * eff)
+    }
+
+    /// The attention curve's plateau (scaled to the head dimension) and half-efficiency
+    /// length, forward or backward.
+    fn attention_curve(&self, head_flops: f64, backward: bool) -> (f64, f64) {
         let e = &self.acc.efficiency;
         let (a, half, x, per) = if backward {
             (
@@ -473,8 +497,7 @@ impl<'a> Ctx<'a> {
         let f = per * head_flops;
         let f128 = per * 256.0;
         let head = (f / (f + x)) / (f128 / (f128 + x));
-        let eff = a * seq / (seq + half) * head;
-        flops / (self.bf16_peak * eff)
+        (a * head, half)
     }
 
     /// Time of a memory-bound kernel's traffic (its fixed cost is `kernel_s`).
@@ -550,20 +573,26 @@ impl<'a> Ctx<'a> {
                     ..
                 } => {
                     let flops = op.flops();
-                    // The kernel's span per query: the shorter of the two lengths, or the
-                    // window of a sliding-window layer.
-                    let seq = if window > 0.0 {
-                        sq.min(skv).min(window)
-                    } else {
-                        sq.min(skv)
-                    };
-                    let t = self.attention(flops, seq, d_qk + d_v, false);
-                    f += t;
-                    attn_f += t;
                     // Backward recomputes QK^T and forms dV, dP, dQ, dK: 2·(3·d_qk + 2·d_v)
                     // FLOPs per score against the forward's 2·(d_qk + d_v) (2.5× when equal).
                     let ratio = (3.0 * d_qk + 2.0 * d_v) / (d_qk + d_v);
-                    b += self.attention(ratio * flops, seq, d_qk + d_v, true);
+                    let (t, tb) = if window > 0.0 && window < skv {
+                        // A sliding window over a longer sequence: a band.
+                        (
+                            self.attention_band(flops, window, d_qk + d_v, false),
+                            self.attention_band(ratio * flops, window, d_qk + d_v, true),
+                        )
+                    } else {
+                        // The kernel's span per query: the shorter of the two lengths.
+                        let seq = sq.min(skv);
+                        (
+                            self.attention(flops, seq, d_qk + d_v, false),
+                            self.attention(ratio * flops, seq, d_qk + d_v, true),
+                        )
+                    };
+                    f += t;
+                    attn_f += t;
+                    b += tb;
                 }
                 OpKind::SinkGrad { rows } => {
                     // Inside the fused backward kernel: no launch of its own.
@@ -841,6 +870,19 @@ pub const PY_VIEW_OP_S: f64 = 3.35e-6;
 /// them). Each copy is one kernel launch: [`myriad_collective::LAUNCH_US`], the launch cost
 /// calibrated on the DGX H100 all-reduce curve.
 pub const LIST_COPY_S: f64 = myriad_collective::LAUNCH_US * 1e-6;
+
+/// Query rows (and keys) per tile of the fused attention kernels the curves were fitted on
+/// (FlashAttention-style, cuDNN's included).
+const ATTENTION_TILE: f64 = 128.0;
+
+/// Key tiles' worth of time the second masked edge of a band costs beyond causal attention's
+/// one (see `Ctx::attention_band`): fitted to cuDNN 9.19's 128-token-window kernels of
+/// gpt-oss-120b's shape (64 heads of 64, one and four 4,096-token sequences, forward and
+/// backward) on the lent H100 and H200 (`calibration/h100-sink-attention-measured.json`,
+/// `h200-…`): the eight measurements give 0.5-1.6, mean 1.1. With it the band's forward is
+/// within −11…+2% of them and its backward within −10…+11%, where taking the band for a
+/// 128-token sequence gave −21…−10% and +17…+43%.
+const BAND_EDGE_TILES: f64 = 1.1;
 
 /// Host work per rank of one DeepSpeed v0.3 parameter all-gather: a Python `narrow` to
 /// build the rank's output view, and torch's copy of that chunk.
