@@ -658,3 +658,60 @@ fn interleaved_moe_layers_by_hand() {
     };
     assert!(e.check().unwrap_err().starts_with("moe.every"));
 }
+
+#[test]
+fn windowed_attention_ops_are_a_band_or_causal_chunks() {
+    use myriad_model::{Op, OpKind, Shard, SlidingWindow};
+    // Every layer windowed (no `full_every`), 32 heads of 128, 10,000 tokens.
+    let mut m = gpt(4, 4096, 32, 10_000);
+    let window = |m: &myriad_model::Transformer| -> Op {
+        let mut ops = Vec::new();
+        m.layer_ops(0, &Shard::single(1), &mut ops);
+        ops.into_iter()
+            .find(|o| o.name == "attention_window")
+            .expect("a windowed op")
+    };
+    // Chunks of 4,096: two whole chunks and 1,808 tokens, each causal, run as a batch of
+    // chunk-long sequences: no window left on the op, the FLOPs those of the chunks.
+    m.sliding_window = Some(SlidingWindow {
+        window: 4096,
+        full_every: None,
+        chunked: true,
+    });
+    let op = window(&m);
+    let OpKind::Attention {
+        sq, skv, window: w, ..
+    } = op.kind
+    else {
+        panic!("not attention")
+    };
+    assert_eq!((sq, skv, w), (4096.0, 4096.0, 0.0));
+    let by_hand =
+        2.0 * 32.0 * (128.0 + 128.0) * 0.5 * (2.0 * 4096.0f64.powi(2) + 1808.0f64.powi(2));
+    assert!(
+        (op.flops() / by_hand - 1.0).abs() < 1e-12,
+        "{} vs {by_hand}",
+        op.flops()
+    );
+    // A sliding window of 4,096 over the same tokens: a band 4,096 keys wide.
+    m.sliding_window = Some(SlidingWindow {
+        window: 4096,
+        full_every: None,
+        chunked: false,
+    });
+    let OpKind::Attention { window: w, skv, .. } = window(&m).kind else {
+        panic!("not attention")
+    };
+    assert_eq!((w, skv), (4096.0, 10_000.0));
+    // A window holding the whole sequence is plain causal attention.
+    m.seq_len = 4096;
+    let OpKind::Attention {
+        window: w,
+        causal_fraction,
+        ..
+    } = window(&m).kind
+    else {
+        panic!("not attention")
+    };
+    assert_eq!((w, causal_fraction), (0.0, 0.5));
+}
