@@ -37,8 +37,8 @@ use myriad_model::moe_balance::{busiest_rank_factor, rank_load_cv, Placement};
 use myriad_model::Transformer;
 use myriad_scenario::Precision;
 use myriad_train::step::{
-    attention_fwd_time, expected_max_std_normal, gemm_time, peak_tflops, supported_peak_tflops,
-    BUFFERS_GIB,
+    attention_band_fwd_time, attention_fwd_time, expected_max_std_normal, gemm_time, peak_tflops,
+    supported_peak_tflops, BUFFERS_GIB,
 };
 use serde::Serialize;
 
@@ -1257,21 +1257,39 @@ impl InstanceModel {
         }
         if b.prefill_tokens > 0.0 {
             let (dq, dv) = self.dims_prefill;
-            // Windowed layers: each query attends to at most `window` positions.
-            let pairs = match self.window {
+            let flops = |pairs: f64| 2.0 * self.heads_gpu * (dq + dv) * pairs / pdp;
+            // The kernel's span: causal attention over the prompts' mean length.
+            let seq = (2.0 * b.prefill_pairs / b.prefill_tokens).max(1.0);
+            // Windowed layers: each query attends to at most `window` positions; a sliding
+            // window narrower than the prompts is a band (the step model's band form),
+            // a chunked one causal attention over its chunks.
+            let (pairs, compute) = match self.window {
                 Some((w, f)) => {
                     let local = self
                         .local_attention(w)
                         .prefill_pairs(b.prefill_pairs, b.prefill_tokens);
-                    b.prefill_pairs * (1.0 - f) + local * f
+                    let full = b.prefill_pairs * (1.0 - f);
+                    let local_t = if !self.window_chunked && seq > w {
+                        attention_band_fwd_time(acc, flops(local * f), w, dq + dv)
+                    } else {
+                        let seq_local = (2.0 * local / b.prefill_tokens).max(1.0);
+                        attention_fwd_time(acc, flops(local * f), seq_local, dq + dv)
+                    };
+                    let full_t = if full > 0.0 {
+                        attention_fwd_time(acc, flops(full), seq, dq + dv)
+                    } else {
+                        0.0
+                    };
+                    (full + local * f, full_t + local_t)
                 }
-                None => b.prefill_pairs,
+                None => (
+                    b.prefill_pairs,
+                    attention_fwd_time(acc, flops(b.prefill_pairs), seq, dq + dv),
+                ),
             };
-            let flops = 2.0 * self.heads_gpu * (dq + dv) * pairs / pdp;
-            let seq = (2.0 * pairs / b.prefill_tokens).max(1.0);
             // Fused attention reads the cached context once per tile of
             // `PREFILL_QUERY_TILE` queries.
-            attn_core += (attention_fwd_time(acc, flops, seq, dq + dv) * self.compute_pace)
+            attn_core += (compute * self.compute_pace)
                 .max(pairs / PREFILL_QUERY_TILE / pdp * self.kv_token_layer / self.hbm_bps);
         }
         // Norms, rotary, residuals: about 10 reads/writes of the hidden state per token.

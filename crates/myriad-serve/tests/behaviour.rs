@@ -720,9 +720,15 @@ fn sliding_window_cuts_long_context_attention_only() {
     let (f, w) = (at(&full, 64.0, 8192.0), at(&win, 64.0, 8192.0));
     let ideal = 0.5 + 0.5 * 128.0 / 8192.0;
     assert!(w < f * (ideal + 0.05) && w > f * ideal * 0.95, "{w} vs {f}");
-    // Prefill: a 4096-token prompt's windowed layers attend to at most 128 positions.
+    // Prefill: a 4096-token prompt's windowed layers attend to at most 128 positions, a
+    // sixteenth of a full layer's pairs (516,032 of 8,390,656), but as a band, whose
+    // kernel runs at 0.28 of causal attention's efficiency at 4,096 tokens on the H100
+    // (0.130 against 0.458 of the peak at head dim 64, the step model's band form): a
+    // windowed layer costs 0.22 of a full one, and the model (1 + 0.22) / 2 = 0.61 of
+    // all-full attention.
     let pf = |m: &InstanceModel| m.iteration(&one_prompt(4096.0)).attention_s;
-    assert!(pf(&win) < 0.6 * pf(&full));
+    let r = pf(&win) / pf(&full);
+    assert!(r > 0.58 && r < 0.64, "{r}");
 }
 
 #[test]

@@ -710,6 +710,15 @@ pub fn attention_fwd_time(acc: &Accelerator, flops: f64, seq: f64, head_flops: f
     ctx.attention(flops, seq, head_flops, false)
 }
 
+/// Forward fused-attention time (seconds) of `flops` FLOPs in a sliding window `window`
+/// keys wide over longer sequences (a band), with `head_flops` = d_qk + d_v, on the bf16
+/// peak (the step model's band form, `Ctx::attention_band`).
+pub fn attention_band_fwd_time(acc: &Accelerator, flops: f64, window: f64, head_flops: f64) -> f64 {
+    let timer = Analytical { levels: &[] };
+    let ctx = Ctx::new(acc, Precision::Bf16, &timer);
+    ctx.attention_band(flops, window, head_flops, false)
+}
+
 /// As [`op_times`], with the routed experts' GEMMs run one kernel per local expert
 /// (Transformer Engine's eager `GroupedLinear`, `training.moe_grouped_kernel: false`): each
 /// expert GEMM pays the fixed per-kernel cost.

@@ -564,7 +564,8 @@ fn gpt_oss_attention(file: &str, acc: &str) {
 fn band_attention_matches_cudnn_published_runs_on_three_chips() {
     use myriad_model::Op;
     // (chip, [(sequence, forward TFLOP/s, backward TFLOP/s)]) as printed.
-    let runs: [(&str, [(f64, f64, f64); 4]); 3] = [
+    type Run = (&'static str, [(f64, f64, f64); 4]);
+    let runs: [Run; 3] = [
         (
             "h200",
             [
