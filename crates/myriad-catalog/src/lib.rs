@@ -102,6 +102,12 @@ pub struct ComputeEfficiency {
     pub attention_fwd_seq_half: f64,
     /// Same for backward.
     pub attention_bwd_seq_half: f64,
+    /// Query rows one forward attention work unit covers: 128 for a CTA's tile (Hopper and
+    /// before), 256 where pairs of CTAs share each key tile (Blackwell's two-CTA MMA). A
+    /// sliding window's kernel walks the union of the unit's windows, `(rows + window)/128`
+    /// key tiles, so wider units waste more of a narrow band. `None`: 128.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_fwd_tile_rows: Option<f64>,
     /// Fraction of the HBM datasheet bandwidth reached by streaming kernels.
     pub hbm: f64,
     /// Fraction of the HBM datasheet bandwidth at which a skinny GEMM (a few token rows

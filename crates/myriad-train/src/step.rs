@@ -463,15 +463,26 @@ impl<'a> Ctx<'a> {
     /// (a band). The causal curve `a·s/(s + half)` is what tiles of 128 query rows give
     /// when each CTA walks its `t + 1` key tiles, the diagonal one cut by the mask, plus a
     /// fixed cost of `c0 = (half/128 − 1)/2` tiles; in a band each CTA walks the `w/128`
-    /// tiles of the window plus the one its unaligned edge straddles, and both edge tiles
-    /// are cut, one more than causal: [`BAND_EDGE_TILES`] more. Efficiency
-    /// `a·u/(u + 1 + c0 + edge)` with `u = w/128`; a wide band tends to `a`, as a long
+    /// tiles of the window plus those its rows' unaligned edge spans (one for a 128-row
+    /// unit, two for Blackwell's two-CTA forward, `efficiency.attention_fwd_tile_rows`), and
+    /// both edge tiles are cut, one more than causal: [`BAND_EDGE_TILES`] more. Efficiency
+    /// `a·u/(u + unit + c0 + edge)` with `u = w/128`; a wide band tends to `a`, as a long
     /// causal sequence does.
     fn attention_band(&self, flops: f64, window: f64, head_flops: f64, backward: bool) -> f64 {
         let (a, half) = self.attention_curve(head_flops, backward);
         let c0 = (half / ATTENTION_TILE - 1.0).max(0.0) / 2.0;
         let u = window / ATTENTION_TILE;
-        let eff = a * u / (u + 1.0 + c0 + BAND_EDGE_TILES);
+        // The forward pass walks the keys of its whole work unit's rows (two CTAs' on
+        // Blackwell); backward, each CTA owns a key tile and walks the query tiles.
+        let unit = if backward {
+            1.0
+        } else {
+            self.acc
+                .efficiency
+                .attention_fwd_tile_rows
+                .map_or(1.0, |r| (r / ATTENTION_TILE).max(1.0))
+        };
+        let eff = a * u / (u + unit + c0 + BAND_EDGE_TILES);
         flops / (self.bf16_peak * eff)
     }
 
