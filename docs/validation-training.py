@@ -230,7 +230,7 @@ per-source parameter; these are explanations, not corrections):
   presets and lent to rows of the same architecture; `efficiency.attention_sink_bwd_ns`,
   measured on H100 and H200, on other parts the H100's scaled by SM count): the three
   public rows went from −32/−29/−17% to −26/−25/−8%, the file from 6.98% to 6.80% (with the
-  band costed as a band, `Ctx::attention_band`, −27/−25/−9% and 6.82%). On
+  band costed as a band, `Ctx::attention_band`, −27/−25/−9% and 6.81%). On
   Blackwell the sink costs more of the step than on the H100 (−29.8% → −27.5%) because the
   rest of the layer runs twice as fast there; how cuDNN's Blackwell kernels form that
   gradient is not measured. The eager rows still miss by a share of their compute, not a
