@@ -712,3 +712,44 @@ fn mla_attention_forward_matches_cudnn_published_runs() {
         }
     }
 }
+
+/// gpt-oss's full (causal) layers with the learned sink, forward, in the same published
+/// cuDNN 9.27 inference runs as `band_prefill_matches_cudnn_published_inference_runs`
+/// (`gpt_oss_full`, 64/8 heads of 64, one sequence). The model's causal op, to which the
+/// sink adds nothing forward, is within 10% on the H200, GB200 and GB300 (−8…+1%): the sink
+/// costs nothing forward on Blackwell either, and the head-dimension scaling holds at 64.
+#[test]
+fn sink_attention_forward_matches_cudnn_published_inference_runs() {
+    type Run = (&'static str, [(f64, f64); 2]);
+    let runs: [Run; 3] = [
+        ("h200", [(8192.0, 1.201782), (32768.0, 18.220574)]),
+        ("gb200", [(8192.0, 0.552673), (32768.0, 8.099202)]),
+        ("gb300", [(8192.0, 0.436386), (32768.0, 6.313014)]),
+    ];
+    let cat = myriad_catalog::catalog();
+    for (chip, rows) in runs {
+        let acc = cat.accelerator(chip).unwrap();
+        for (s, ms) in rows {
+            let op = myriad_model::Op {
+                name: "attention",
+                kind: OpKind::Attention {
+                    batch_heads: 64.0,
+                    sq: s,
+                    skv: s,
+                    d_qk: 64.0,
+                    d_v: 64.0,
+                    causal_fraction: 0.5,
+                    window: 0.0,
+                },
+            };
+            let (f, _) = myriad_train::step::attention_times(acc, &op);
+            let e = f / (ms * 1e-3) - 1.0;
+            eprintln!(
+                "{chip:5} {s:6}: model {:.3} ms, cuDNN {ms:.3} ms ({:+.1}%)",
+                f * 1e3,
+                100.0 * e
+            );
+            assert!(e.abs() < 0.10, "{chip} at {s}: {:+.1}%", 100.0 * e);
+        }
+    }
+}
