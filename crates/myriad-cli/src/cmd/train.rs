@@ -203,9 +203,15 @@ pub fn run(
     );
     print_step(t, accelerators, cluster.scale_up.host_memory_gib);
     if let Some(t) = ttt {
+        // Millions of dollars for a frontier run, thousands for a small one.
+        let cost = if t.energy_cost_usd >= 1e5 {
+            format!("{:.2} M USD", t.energy_cost_usd / 1e6)
+        } else {
+            format!("{:.1} k USD", t.energy_cost_usd / 1e3)
+        };
         println!(
-            "\ntime to train {:.3e} tokens: {:.0} steps, {:.1} days, {:.3e} GPU-hours, {:.0} MWh at the facility, {:.2} M USD of energy",
-            t.tokens, t.steps, t.days, t.gpu_hours, t.energy_mwh, t.energy_cost_usd / 1e6
+            "\ntime to train {:.3e} tokens: {:.0} steps, {:.1} days, {:.3e} GPU-hours, {:.0} MWh at the facility, {cost} of energy",
+            t.tokens, t.steps, t.days, t.gpu_hours, t.energy_mwh
         );
     }
     if let Some(f) = flow_rows {
