@@ -46,7 +46,7 @@ const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 /// Queries per FlashAttention tile (FlashAttention-2/3 forward: 128-row query blocks):
 /// prefill re-reads the cached keys and values once per tile.
-pub const PREFILL_QUERY_TILE: f64 = 128.0;
+pub const PREFILL_QUERY_TILE: f64 = myriad_train::step::ATTENTION_TILE;
 
 /// Memory-bound kernels per layer besides GEMMs and attention (norm, rotary + KV append,
 /// residual + norm, activation), each charged the accelerator's fixed per-kernel cost.

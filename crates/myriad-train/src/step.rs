@@ -893,7 +893,7 @@ pub const LIST_COPY_S: f64 = myriad_collective::LAUNCH_US * 1e-6;
 
 /// Query rows (and keys) per tile of the fused attention kernels the curves were fitted on
 /// (FlashAttention-style, cuDNN's included).
-const ATTENTION_TILE: f64 = 128.0;
+pub const ATTENTION_TILE: f64 = 128.0;
 
 /// Key tiles' worth of time the second masked edge of a band costs beyond causal attention's
 /// one (see `Ctx::attention_band`): fitted to cuDNN 9.19's 128-token-window kernels of
