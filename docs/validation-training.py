@@ -447,6 +447,20 @@ lines += [
     "model lacks there, is not known. `crates/myriad-train/tests/heldout_moe_dispatch.rs` holds a ratchet and "
     "the ratio.",
     "",
+    "Inside a scale-up domain the dispatchers differ too (since session 37): Megatron's "
+    "`alltoall` sends each of a token's top-k copies, DeepEP and HybridEP send it once to "
+    "each rank holding any of its experts and the combine returns one partial sum per rank "
+    "(`myriad_train::step::ep_copies`; 5.3 of 8 copies for this model at EP 8). The kernels' "
+    "own published benchmarks count exactly those rows, and the model's time for every one "
+    "of them is 0.77-0.98 of the measured: DeepEP's normal kernels on H800, EP 8 over NVLink "
+    "(153 / 158 GB/s dispatch / combine) and EP 16-64 over InfiniBand (43-58 GB/s), and "
+    "NVIDIA's HybridEP kernels on B200 and GB200 at EP 8-36 (test "
+    "`ep_dispatch_and_combine_match_deepep_and_hybridep_benchmarks` in "
+    "`crates/myriad-train/tests/ep_dispatch_kernels.rs`; HybridEP's 'Torch API' figures add "
+    "0.15-0.24 ms of host time a call, which a training step's kernels hide, so its kernel "
+    "figures are the ones compared). Counting every copy would have put the 8-rank rows "
+    "1.3-1.5x over them.",
+    "",
 ]
 # Kept aside: the Megatron-Bridge rows the public file leaves out (nothing tuned on them).
 MB = "validation/training-heldout-mbridge.json"

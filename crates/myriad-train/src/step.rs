@@ -1092,33 +1092,8 @@ pub fn estimate_with(
                     } else {
                         1.0
                     };
-                let k = m.top_k as f64;
-                let d = g_ep.span.spans.first().copied().unwrap_or(1).max(1);
-                let domains = g_ep.size() / d;
-                // One all-to-all of the tokens' copies, `elem` bytes per element.
-                let one = |elem: f64| -> f64 {
-                    if !(plan.ep_dispatcher.dedups_domains() && domains > 1) {
-                        return ctx.coll(CollOp::AllToAll, tokens * k * h * elem, &g_ep);
-                    }
-                    // DeepEP / HybridEP: each token crosses the scale-out network once per
-                    // other scale-up domain holding any of its experts (rank i of one
-                    // domain to rank i of the other, over its own NIC) and every copy
-                    // moves once over the scale-up fabric; the combine reduces inside the
-                    // domain before it crosses back. The two stages are pipelined.
-                    let (_, stride) = plan.group_layout(Dim::Ep);
-                    let g_in = Group::new(levels, d, stride, plan.accelerators);
-                    let g_out = Group::new(levels, domains, stride * d, plan.accelerators);
-                    let hit = domain_hit(m, domains);
-                    // An all-to-all over the D domains sends (D - 1)/D of its bytes away:
-                    // (D - 1)·hit copies of each token leave the domain.
-                    let within = ctx.coll(CollOp::AllToAll, tokens * k * h * elem, &g_in);
-                    let across = ctx.coll(
-                        CollOp::AllToAll,
-                        tokens * h * elem * domains as f64 * hit,
-                        &g_out,
-                    );
-                    within.max(across)
-                };
+                let one =
+                    |elem: f64| ep_exchange_on(timer, levels, plan, &g_ep, m, tokens * h * elem);
                 let (dispatch, combine) = (one(elem), one(2.0));
                 let unhidden = if block_again { 3.0 } else { 2.0 } * (dispatch + combine);
                 st.ep = unhidden;
@@ -1717,6 +1692,82 @@ fn is_moe_block_op(name: &str) -> bool {
         || name.starts_with("expert_")
         || name.starts_with("moe_")
         || name == "router"
+}
+
+/// Time of one expert-parallel exchange, a dispatch or a combine, as the step model costs
+/// it: `token_bytes` is what one rank's tokens take at the exchange's precision (tokens ×
+/// hidden × bytes per element), and each token moves [`ep_copies`] times. With Megatron's
+/// all-to-all dispatcher, or with DeepEP/HybridEP inside one scale-up domain, that is one
+/// all-to-all over the EP group. DeepEP/HybridEP across domains: each token crosses the
+/// scale-out network once per other scale-up domain holding any of its experts (rank i of
+/// one domain to rank i of the other, over its own NIC, [`domain_hit`]) and is forwarded
+/// over the scale-up fabric once to each rank there that holds any of them; the combine
+/// reduces inside the domain before it crosses back. The two stages are pipelined: the
+/// longer one sets the time.
+pub fn ep_exchange(
+    model: &Transformer,
+    plan: &Plan,
+    cluster: &BuiltCluster,
+    token_bytes: f64,
+) -> f64 {
+    let Some(m) = &model.moe else {
+        return 0.0;
+    };
+    let timer = Analytical {
+        levels: &cluster.levels,
+    };
+    let g_ep = Group::of(plan, &cluster.levels, Dim::Ep);
+    ep_exchange_on(&timer, &cluster.levels, plan, &g_ep, m, token_bytes)
+}
+
+fn ep_exchange_on(
+    timer: &dyn CollectiveTimer,
+    levels: &[Level],
+    plan: &Plan,
+    g_ep: &Group,
+    m: &myriad_model::Moe,
+    token_bytes: f64,
+) -> f64 {
+    if g_ep.size() <= 1 || token_bytes <= 0.0 {
+        return 0.0;
+    }
+    let coll = |bytes: f64, g: &Group| -> f64 {
+        if g.size() <= 1 || bytes <= 0.0 {
+            return 0.0;
+        }
+        timer.time(CollOp::AllToAll, bytes, &g.span, &g.layout)
+    };
+    let copies = ep_copies(m, plan.ep_dispatcher, g_ep.size());
+    let d = g_ep.span.spans.first().copied().unwrap_or(1).max(1);
+    let domains = g_ep.size() / d;
+    if !(plan.ep_dispatcher.dedups_domains() && domains > 1) {
+        return coll(token_bytes * copies, g_ep);
+    }
+    let (_, stride) = plan.group_layout(Dim::Ep);
+    let g_in = Group::new(levels, d, stride, plan.accelerators);
+    let g_out = Group::new(levels, domains, stride * d, plan.accelerators);
+    // An all-to-all over the D domains sends (D - 1)/D of its bytes away: (D - 1)·hit
+    // copies of each token leave the domain.
+    let hit = domain_hit(m, domains);
+    let within = coll(token_bytes * copies, &g_in);
+    let across = coll(token_bytes * domains as f64 * hit, &g_out);
+    within.max(across)
+}
+
+/// Copies of each token an expert-parallel dispatch (and its combine) moves over `ep` ranks.
+/// Megatron-Core's all-to-all dispatcher permutes every one of a token's top-k copies and
+/// sends each to its expert's rank: `top_k` copies. DeepEP's and HybridEP's normal kernels
+/// send a token once to each rank that holds any of its experts and expand it to those
+/// experts there (DeepEP `get_dispatch_layout`'s `is_token_in_rank`; its tests count
+/// `recv_x`, one row per token and rank, as the bytes moved), and the combine returns one
+/// partial sum per token and rank: the expected number of ranks hit, `ep · P(a rank is
+/// hit)` ([`domain_hit`] with one rank per partition), at most `top_k`.
+pub fn ep_copies(m: &myriad_model::Moe, dispatcher: myriad_model::EpDispatcher, ep: u64) -> f64 {
+    let k = m.top_k as f64;
+    if !dispatcher.dedups_domains() || ep <= 1 {
+        return k;
+    }
+    (ep as f64 * domain_hit(m, ep)).min(k)
 }
 
 /// The probability that a given one of `domains` equal scale-up domains holds at least one

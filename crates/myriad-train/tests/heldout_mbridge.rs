@@ -46,13 +46,15 @@ fn report() -> myriad_train::validate::ValidationReport {
 /// (worst 34.9%) since a row whose release has no config with its plan takes the nearest
 /// release's config that has it (DeepSeek-V3 on 256 B200 in 26.04.01: +37.9% -> +3.8%);
 /// 14.60% since gpt-oss's attention sinks cost their gradient (its five rows -31…-8% ->
-/// -26…+2%).
+/// -26…+2%); 13.97% since DeepEP and HybridEP move a token once to each rank holding any
+/// of its experts (`step::ep_copies`: the DeepSeek-V3, Qwen3 and Kimi K2 rows, most of them
+/// predicted slow, 1-6 points faster).
 #[test]
 fn mbridge_held_out_rows_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 44);
-    common::assert_within(&r, 0.1470, 0.36);
+    common::assert_within(&r, 0.1405, 0.36);
 }
 
 /// Every DeepSeek-V3 and Kimi K2 row is predicted (61 layers that no pipeline here

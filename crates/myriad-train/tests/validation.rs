@@ -64,8 +64,10 @@ fn accuracy_does_not_regress() {
     // kernel per local expert (Transformer Engine's GroupedLinear) and full-graph ones one
     // grouped kernel: the Hopper MoE rows move up by 4-7 points. 6.98% before gpt-oss's
     // learned attention sinks cost their gradient in the backward pass (measured on the
-    // lent H100 and H200): its three rows -32/-29/-17% -> -26/-25/-8%, 6.80%.
-    assert!(s.mae < 0.0685, "mean absolute error {:.2}%", 100.0 * s.mae);
+    // lent H100 and H200): its three rows -32/-29/-17% -> -26/-25/-8%, 6.80%; 6.71% once
+    // DeepEP and HybridEP move a token once to each rank holding any of its experts, not
+    // once per expert (`step::ep_copies`; Qwen3 30B-A3B on 8 B200 +7.2% -> -0.1%).
+    assert!(s.mae < 0.0675, "mean absolute error {:.2}%", 100.0 * s.mae);
     // The median was 4.65% before each fp8 tensor was quantised once (the fp8 rows, most
     // of them already predicted fast, run 0.3-2.5% faster).
     assert!(
