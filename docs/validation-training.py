@@ -246,6 +246,17 @@ per-source parameter; these are explanations, not corrections):
   gradient buffers (which the validator fills for NVIDIA's recipes) the B200 row fits without
   any recompute, so the free choice takes none and is faster than the recipe's layernorm and
   MoE-activation recompute would be (3.92 s against 6.04 s measured).
+  Checked in session 37, not adopted: Megatron-Bridge's TE-scoped CUDA graphs
+  (`cuda_graph_impl: transformer_engine` with `moe_router` and `moe_preprocess`, which most
+  26.x MoE recipes set) capture the router's and the dispatch preprocessing's small kernels.
+  Its CUDA-graph skill card measured 623 → 484 ms per iteration for Qwen3-30B-A3B on 16 H100
+  (about the whole eager overhead the model charges, 1.09 ms a layer and micro-batch) and no
+  gain with the `alltoall` dispatcher (42.00 s against 41.36 s eager). Charging only the
+  host's read of the token counts (0.18 ms of the measured 1.09) where such a recipe runs a
+  `flex` dispatcher moves the public file 6.71% → 6.69% and the Megatron-Bridge rows kept
+  aside 13.97% → 13.46%, but the verification cards 8.75% → 9.91% and the eager gpt-oss and
+  Qwen3 30B-A3B Blackwell rows further from their measurements; with one measured run
+  behind it, it stays out.
 - **Korthikanti 1T (+7/+10%).** PP 64 with 512 micro-batches and no stated interleaving:
   Myriad charges the 1F1B bubble (63/512 of the step); the paper may have interleaved.
 """

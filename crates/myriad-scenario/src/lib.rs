@@ -474,8 +474,8 @@ pub struct TrainingSpec {
     /// How MoE tokens reach experts on other EP ranks: `alltoall` (Megatron's default: an
     /// all-to-all of every token's top-k copies), `deepep` or `hybridep` (Megatron's `flex`
     /// dispatcher: each token crosses the scale-out network once per other scale-up domain
-    /// holding any of its experts, then fans out over the scale-up fabric). The same
-    /// within one scale-up domain.
+    /// holding any of its experts, then fans out over the scale-up fabric once to each rank
+    /// there holding any of them; inside one scale-up domain, once to each such rank).
     #[serde(default)]
     pub ep_dispatcher: Option<EpDispatcher>,
     /// MoE dispatch and combine hidden under another micro-batch's compute (Megatron-Core
