@@ -134,7 +134,11 @@ fn inside_one_domain_hybridep_moves_a_token_once_per_rank() {
 /// DeepEP's and HybridEP's copies per token, by hand: the expected number of ranks holding
 /// any of a token's experts. Qwen3 30B-A3B over 8 ranks (above): 5.339. 16 experts over 8
 /// ranks of 2, top-2: a rank is missed with probability C(14, 2) / C(16, 2) = 91/120, so
-/// 8 × 29/120 = 1.9333. One rank: 1 copy. Megatron's all-to-all: always top-k.
+/// 8 × 29/120 = 1.9333. DeepSeek-V3's routing over 8 ranks (256 experts in 8 groups of 32,
+/// one group a rank; a token takes its 8 experts from 4 of the groups): a rank is hit when
+/// its group is among the 4 (1/2) and not all 8 experts fall in the other 96 of the 128
+/// chosen, C(96, 8) / C(128, 8) = 0.092747, so 8 × 1/2 × 0.907253 = 3.629 copies of 8. One
+/// rank: the top-k (nothing moves). Megatron's all-to-all: always top-k.
 #[test]
 fn ep_copies_by_hand() {
     use myriad_model::EpDispatcher as D;
@@ -153,6 +157,12 @@ fn ep_copies_by_hand() {
     assert!((ep_copies(&moe(128, 8), D::Hybridep, 8) - 5.339_356_9).abs() < 1e-6);
     assert!((ep_copies(&moe(16, 2), D::Deepep, 8) - 8.0 * 29.0 / 120.0).abs() < 1e-12);
     assert!((ep_copies(&moe(16, 2), D::Deepep, 1) - 2.0).abs() < 1e-12);
+    let dsv3 = myriad_model::Moe {
+        router_groups: Some(8),
+        router_group_topk: Some(4),
+        ..moe(256, 8)
+    };
+    assert!((ep_copies(&dsv3, D::Deepep, 8) - 3.629_011).abs() < 1e-5);
     assert_eq!(ep_copies(&moe(128, 8), D::Alltoall, 8), 8.0);
 }
 
