@@ -204,6 +204,30 @@ pub struct Moe {
     pub router_group_topk: Option<u32>,
 }
 
+impl Moe {
+    /// Routed experts only, in every layer: `experts` of inner size `expert_ffn_hidden`, each
+    /// token routed to `top_k` of them from any group; no shared experts, no dense layers.
+    ///
+    /// ```
+    /// let m = myriad_model::Moe::routed(128, 8, 768);
+    /// assert_eq!((m.experts, m.top_k, m.shared_experts), (128, 8, 0));
+    /// assert_eq!(m.router_groups, None);
+    /// ```
+    pub fn routed(experts: u32, top_k: u32, expert_ffn_hidden: u32) -> Moe {
+        Moe {
+            experts,
+            top_k,
+            expert_ffn_hidden,
+            shared_experts: 0,
+            dense_layers: 0,
+            dense_ffn_hidden: None,
+            every: None,
+            router_groups: None,
+            router_group_topk: None,
+        }
+    }
+}
+
 /// Multi-head latent attention (DeepSeek-V2/V3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

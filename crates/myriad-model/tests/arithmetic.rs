@@ -407,17 +407,7 @@ fn zero_sized_dimensions_are_named_not_computed() {
     };
     assert_eq!(m.check().unwrap_err(), "head_dim: must be positive, got 0");
     let m = Transformer {
-        moe: Some(Moe {
-            experts: 8,
-            top_k: 2,
-            expert_ffn_hidden: 0,
-            shared_experts: 0,
-            dense_layers: 0,
-            dense_ffn_hidden: None,
-            every: None,
-            router_groups: None,
-            router_group_topk: None,
-        }),
+        moe: Some(Moe::routed(8, 2, 0)),
         ..ok.clone()
     };
     assert_eq!(

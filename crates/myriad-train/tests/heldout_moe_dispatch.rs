@@ -143,17 +143,7 @@ fn inside_one_domain_hybridep_moves_a_token_once_per_rank() {
 fn ep_copies_by_hand() {
     use myriad_model::EpDispatcher as D;
     use myriad_train::step::ep_copies;
-    let moe = |experts, top_k| myriad_model::Moe {
-        experts,
-        top_k,
-        expert_ffn_hidden: 768,
-        shared_experts: 0,
-        dense_layers: 0,
-        dense_ffn_hidden: None,
-        every: None,
-        router_groups: None,
-        router_group_topk: None,
-    };
+    let moe = |experts, top_k| myriad_model::Moe::routed(experts, top_k, 768);
     assert!((ep_copies(&moe(128, 8), D::Hybridep, 8) - 5.339_356_9).abs() < 1e-6);
     assert!((ep_copies(&moe(16, 2), D::Deepep, 8) - 8.0 * 29.0 / 120.0).abs() < 1e-12);
     assert!((ep_copies(&moe(16, 2), D::Deepep, 1) - 2.0).abs() < 1e-12);
