@@ -233,7 +233,12 @@ per-source parameter; these are explanations, not corrections):
   band costed as a band, `Ctx::attention_band`, −27/−25/−9% and 6.81%). On
   Blackwell the sink costs more of the step than on the H100 (−29.8% → −27.5%) because the
   rest of the layer runs twice as fast there; how cuDNN's Blackwell kernels form that
-  gradient is not measured. The eager rows still miss by a share of their compute, not a
+  gradient is not measured. NVIDIA's published cuDNN 9.26/9.27 training runs of the
+  128-token band without the sink (checked in session 37,
+  `band_training_on_blackwell_matches_cudnn_published_runs_together`) put the band's
+  forward and backward together within −6…+23% on GB200 and GB300, the model's backward
+  over-stating GB200 by 21-33%: the model is, if anything, slow there, so the band's
+  kernels are not where these rows' missing time is. The eager rows still miss by a share of their compute, not a
   constant: the missing time is 0.40-0.47 of the modelled compute on H100 (4,096 tokens a
   micro-batch), B200, GB200 and B300 (16,384), bf16 and MXFP8 alike (0.53-0.57 before the
   sink); 0.17 on GB300 bf16; −0.02…0.09 where a full-iteration CUDA graph runs the step. A per-call host cost would not grow fourfold with the tokens;

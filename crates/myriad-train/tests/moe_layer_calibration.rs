@@ -658,6 +658,76 @@ fn band_prefill_matches_cudnn_published_inference_runs() {
     }
 }
 
+/// gpt-oss's own 128-token band in training, forward and non-deterministic backward, in
+/// NVIDIA's published cuDNN 9.26/9.27 training runs on Blackwell (128 query and 128 KV heads
+/// of 64, bf16, batch 2; NVIDIA/cudnn-frontend
+/// `benchmark/sdpa_benchmark_training/results/gpt_oss/gb200/gpt_oss_20260813_110803.csv`
+/// @20dc1089 and `gpt_oss/gb300/gpt_oss_20260724_040706.csv` @e99b0d0b). Not fitted to:
+/// the band's one constant came from the lent H100 and H200. Forward and backward together
+/// are within 25% from 2,048 to 32,768 tokens (GB200 +12…+23%, GB300 −6…+2%), but the
+/// parts are not: the GB200 forward is within −8…+1% while its backward is over-stated by
+/// 21-33% (Blackwell's backward walks a narrow band better than the H100/H200 curve the
+/// model scales), and the GB300 forward is 26-32% fast (as in the inference runs above)
+/// while its backward is 5-15% slow. In the public gpt-oss GB200 rows the band's kernels are
+/// about 2% of the step and the over-statement 0.3% (0.14 ms a band layer and micro-batch),
+/// so the miss is recorded here and not tuned away.
+#[test]
+fn band_training_on_blackwell_matches_cudnn_published_runs_together() {
+    use myriad_model::Op;
+    // (chip, [(tokens, forward ms, backward ms)]) as printed.
+    type Run = (&'static str, [(f64, f64, f64); 5]);
+    let runs: [Run; 2] = [
+        (
+            "gb200",
+            [
+                (32768.0, 1.611, 3.626),
+                (16384.0, 0.809, 1.818),
+                (8192.0, 0.408, 0.899),
+                (4096.0, 0.207, 0.458),
+                (2048.0, 0.107, 0.242),
+            ],
+        ),
+        (
+            "gb300",
+            [
+                (32768.0, 1.509, 3.450),
+                (16384.0, 0.758, 1.719),
+                (8192.0, 0.382, 0.862),
+                (4096.0, 0.194, 0.441),
+                (2048.0, 0.100, 0.228),
+            ],
+        ),
+    ];
+    let cat = myriad_catalog::catalog();
+    let w = 128.0;
+    for (chip, rows) in runs {
+        let acc = cat.accelerator(chip).unwrap();
+        for (s, fwd_ms, bwd_ms) in rows {
+            let op = Op {
+                name: "attention_window",
+                kind: OpKind::Attention {
+                    batch_heads: 2.0 * 128.0,
+                    sq: s,
+                    skv: s,
+                    d_qk: 64.0,
+                    d_v: 64.0,
+                    causal_fraction: (w * s - 0.5 * w * w) / (s * s),
+                    window: w,
+                },
+            };
+            let (f, b) = myriad_train::step::attention_times(acc, &op);
+            let e = (f + b) / ((fwd_ms + bwd_ms) * 1e-3) - 1.0;
+            eprintln!(
+                "{chip:5} {s:6}: forward {:+.1}%, backward {:+.1}%, together {:+.1}%",
+                100.0 * (f / (fwd_ms * 1e-3) - 1.0),
+                100.0 * (b / (bwd_ms * 1e-3) - 1.0),
+                100.0 * e
+            );
+            assert!(e.abs() < 0.25, "{chip} at {s}: {:+.1}%", 100.0 * e);
+        }
+    }
+}
+
 /// DeepSeek-V3's attention shape (128 heads, d_qk 192, d_v 128, causal), forward, in
 /// NVIDIA's published cuDNN 9.19 training runs (NVIDIA/cudnn-frontend
 /// `benchmark/sdpa_benchmark_training/results/{h200,gb200,gb300}_919_only_cudnn/dsv3_*.csv`,
