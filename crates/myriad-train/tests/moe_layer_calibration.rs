@@ -538,6 +538,23 @@ fn gpt_oss_attention(file: &str, acc: &str) {
     assert_eq!(checked, 4);
 }
 
+/// A gpt-oss-shaped (heads of 64) sliding-window attention op over `s`-token sequences, the
+/// band's exact area: every query sees `w` keys but the first window's triangle.
+fn band_op(batch_heads: f64, s: f64, w: f64) -> myriad_model::Op {
+    myriad_model::Op {
+        name: "attention_window",
+        kind: OpKind::Attention {
+            batch_heads,
+            sq: s,
+            skv: s,
+            d_qk: 64.0,
+            d_v: 64.0,
+            causal_fraction: (w * s - 0.5 * w * w) / (s * s),
+            window: w,
+        },
+    }
+}
+
 /// A sliding window eight times wider than gpt-oss's, on three more chips: NVIDIA's own
 /// cuDNN 9.19 training benchmark of gpt-oss-shaped attention (64 query / 8 KV heads of 64,
 /// bf16, batch 2, a 1,024-token window, forward and non-deterministic backward;
@@ -553,7 +570,6 @@ fn gpt_oss_attention(file: &str, acc: &str) {
 /// above the power-capped calibration (see the catalog's attention sources).
 #[test]
 fn band_attention_matches_cudnn_published_runs_on_three_chips() {
-    use myriad_model::Op;
     // (chip, [(sequence, forward TFLOP/s, backward TFLOP/s)]) as printed.
     type Run = (&'static str, [(f64, f64, f64); 4]);
     let runs: [Run; 3] = [
@@ -589,19 +605,7 @@ fn band_attention_matches_cudnn_published_runs_on_three_chips() {
     for (chip, rows) in runs {
         let acc = cat.accelerator(chip).unwrap();
         for (s, tf_fwd, tf_bwd) in rows {
-            let w = 1024.0;
-            let op = Op {
-                name: "attention_window",
-                kind: OpKind::Attention {
-                    batch_heads: 2.0 * 64.0,
-                    sq: s,
-                    skv: s,
-                    d_qk: 64.0,
-                    d_v: 64.0,
-                    causal_fraction: (w * s - 0.5 * w * w) / (s * s),
-                    window: w,
-                },
-            };
+            let op = band_op(2.0 * 64.0, s, 1024.0);
             let flops = op.flops();
             let measured = flops / (tf_fwd * 1e12) + 2.5 * flops / (tf_bwd * 1e12);
             let (f, b) = myriad_train::step::attention_times(acc, &op);
@@ -673,7 +677,6 @@ fn band_prefill_matches_cudnn_published_inference_runs() {
 /// so the miss is recorded here and not tuned away.
 #[test]
 fn band_training_on_blackwell_matches_cudnn_published_runs_together() {
-    use myriad_model::Op;
     // (chip, [(tokens, forward ms, backward ms)]) as printed.
     type Run = (&'static str, [(f64, f64, f64); 5]);
     let runs: [Run; 2] = [
@@ -699,22 +702,10 @@ fn band_training_on_blackwell_matches_cudnn_published_runs_together() {
         ),
     ];
     let cat = myriad_catalog::catalog();
-    let w = 128.0;
     for (chip, rows) in runs {
         let acc = cat.accelerator(chip).unwrap();
         for (s, fwd_ms, bwd_ms) in rows {
-            let op = Op {
-                name: "attention_window",
-                kind: OpKind::Attention {
-                    batch_heads: 2.0 * 128.0,
-                    sq: s,
-                    skv: s,
-                    d_qk: 64.0,
-                    d_v: 64.0,
-                    causal_fraction: (w * s - 0.5 * w * w) / (s * s),
-                    window: w,
-                },
-            };
+            let op = band_op(2.0 * 128.0, s, 128.0);
             let (f, b) = myriad_train::step::attention_times(acc, &op);
             let e = (f + b) / ((fwd_ms + bwd_ms) * 1e-3) - 1.0;
             eprintln!(
