@@ -477,6 +477,21 @@ lines += [
     "figures are the ones compared). Counting every copy would have put the 8-rank rows "
     "1.3-1.5x over them.",
     "",
+    "The busiest EP rank (since session 37): even an even router draws each token's top-k "
+    "experts at random, so one rank of every MoE layer receives more than the mean, and the "
+    "expert GEMMs and the exchange wait for it. The model runs them at that rank's share: "
+    "the hypergeometric spread of top-k draws (`moe_balance::routing_sampling_cv`) at the "
+    "expected maximum over the EP ranks (`step::busiest_expert_rank_factor`; 1.007 for this "
+    "model at EP 8, 4,096 tokens a rank). It moves these four rows by 0.2-0.5 point and the "
+    "files by under half a point (this one 5.6% to 5.3%, Megatron-Bridge kept aside 13.97% to "
+    "14.06%, the cards 8.75% to 9.23%, DeepSeek-V3's report 18.3% to 17.9%, the public file "
+    "unchanged at 6.71%). A trained router spreads its load further, and serving uses "
+    "DeepSeek-R1's measured per-expert spread (CV 1.28). These benchmarks start from a random "
+    "router. With a per-expert spread of a quarter of that (CV 0.3), the public file would be "
+    "about 7.1% and Megatron-Bridge kept aside about 17%, and the cards about 19% (checked, "
+    "not adopted); at CV 0.6 they would be about 8.0%, 22% and 29%. Their routers are near "
+    "even, so no trained spread is added.",
+    "",
 ]
 # Kept aside: the Megatron-Bridge rows the public file leaves out (nothing tuned on them).
 MB = "validation/training-heldout-mbridge.json"

@@ -75,6 +75,26 @@ pub fn sampling_cv(assignments: f64) -> f64 {
     }
 }
 
+/// Sampling CV of the routed load one of `ep` expert-parallel ranks receives when every
+/// rank routes `tokens_per_rank` tokens, each to `top_k` distinct experts drawn evenly from
+/// `experts` (`experts / ep` on each rank): a token sends a rank a hypergeometric count of
+/// mean `k/ep` and variance `k·(1/ep)·(1 − 1/ep)·(E − k)/(E − 1)`, so over the
+/// `tokens_per_rank · ep` tokens the rank's load has mean `m = tokens_per_rank · k` and
+/// CV `√((1 − 1/ep)·(E − k)/(E − 1) / m)`: a little below the Poisson [`sampling_cv`] of
+/// `m`, since the draws are without replacement and every token's copies go somewhere. The
+/// imbalance of a perfectly uniform router, a lower bound for a trained one; 0 for one
+/// rank or no tokens.
+pub fn routing_sampling_cv(experts: f64, top_k: f64, ep: f64, tokens_per_rank: f64) -> f64 {
+    let m = tokens_per_rank * top_k;
+    if !(ep > 1.0 && experts > 1.0 && m > 0.0 && m.is_finite()) {
+        return 0.0;
+    }
+    let k = top_k.min(experts);
+    ((1.0 - 1.0 / ep) * (experts - k) / (experts - 1.0) / m)
+        .max(0.0)
+        .sqrt()
+}
+
 /// Residual static per-rank CV after EPLB: [`EPLB_MEASURED_RANK_CV`] with the sampling
 /// noise of its measurement removed, `√(0.0508² − 1/1024) ≈ 0.0400`.
 pub fn eplb_residual_cv() -> f64 {
@@ -161,6 +181,36 @@ mod tests {
         let u = rank_load_cv(Placement::Static, 0.0, 32.0, 100.0);
         assert!((u - 0.1).abs() < 1e-12);
         assert!((busiest_rank_factor(u, 1.0294) - 1.10294).abs() < 1e-9);
+    }
+
+    #[test]
+    fn routing_sampling_cv_by_hand_and_by_enumeration() {
+        // Qwen3 30B-A3B at EP 8, 4,096 tokens a rank: (7/8 · 120/127) / 32,768.
+        let cv = routing_sampling_cv(128.0, 8.0, 8.0, 4096.0);
+        assert!((cv - (0.875 * 120.0 / 127.0 / 32768.0_f64).sqrt()).abs() < 1e-12);
+        assert!((cv - 0.005023).abs() < 1e-6, "{cv}");
+        // Below the Poisson figure of the same mean load, and equal to the binomial one for
+        // top-1 routing: (1 - 1/ep) / tokens.
+        assert!(cv < sampling_cv(4096.0 * 8.0));
+        let top1 = routing_sampling_cv(64.0, 1.0, 4.0, 100.0);
+        assert!((top1 - (0.75_f64 / 100.0).sqrt()).abs() < 1e-12);
+        // Enumerated: 6 experts on 2 ranks (3 each), top-2, one token a rank. Each token's
+        // count on rank 0 over the C(6,2) = 15 equally likely pairs: 3 pairs give 2, 9 give
+        // 1, 3 give 0, so mean 1 and variance 6/15; two tokens: mean 2, variance 12/15.
+        let mut counts = [0.0f64; 3];
+        for a in 0..6 {
+            for b in (a + 1)..6 {
+                counts[(a < 3) as usize + (b < 3) as usize] += 1.0 / 15.0;
+            }
+        }
+        let mean: f64 = (0..3).map(|c| c as f64 * counts[c]).sum();
+        let var: f64 = (0..3).map(|c| (c as f64 - mean).powi(2) * counts[c]).sum();
+        let exact = (2.0 * var).sqrt() / (2.0 * mean);
+        assert!((routing_sampling_cv(6.0, 2.0, 2.0, 1.0) - exact).abs() < 1e-12);
+        // One rank, no tokens, bad input: none.
+        assert_eq!(routing_sampling_cv(128.0, 8.0, 1.0, 4096.0), 0.0);
+        assert_eq!(routing_sampling_cv(128.0, 8.0, 8.0, 0.0), 0.0);
+        assert_eq!(routing_sampling_cv(128.0, 8.0, 8.0, f64::NAN), 0.0);
     }
 
     #[test]

@@ -977,11 +977,41 @@ pub fn estimate_with(
     let g_dp = Group::of(plan, levels, Dim::Dp);
     let g_pp = Group::of(plan, levels, Dim::Pp);
 
+    // Tokens one EP rank routes per micro-batch (sequence parallelism splits them over TP).
+    let ep_tokens = tokens_mb
+        / if plan.sequence_parallel {
+            plan.tp as f64
+        } else {
+            1.0
+        };
+    let busiest_expert_rank = model
+        .moe
+        .as_ref()
+        .map_or(1.0, |m| busiest_expert_rank_factor(m, plan.ep, ep_tokens));
+
     // Per-layer times for one micro-batch, dense and MoE layer kinds.
     let mut ops: Vec<Op> = Vec::with_capacity(24);
     let layer_times = |layer: u32, ops: &mut Vec<Op>| -> StageTimes {
         ops.clear();
         model.layer_ops(layer, &shard, ops);
+        // The routed experts run the busiest EP rank's share of the tokens.
+        if busiest_expert_rank > 1.0 && model.is_moe_layer(layer) {
+            for op in ops.iter_mut().filter(|o| o.name.starts_with("expert_")) {
+                op.kind = match op.kind {
+                    OpKind::Gemm { m, n, k, count } => OpKind::Gemm {
+                        m: m * busiest_expert_rank,
+                        n,
+                        k,
+                        count,
+                    },
+                    OpKind::Memory { bytes, backward } => OpKind::Memory {
+                        bytes: bytes * busiest_expert_rank,
+                        backward: backward * busiest_expert_rank,
+                    },
+                    other => other,
+                };
+            }
+        }
         let (f, b, w, attn_f, rec_f) = ctx.op_times(ops);
         let mut st = StageTimes {
             fwd: f,
@@ -1086,14 +1116,12 @@ pub fn estimate_with(
                 // Dispatch bytes per element: fp8 only where the framework quantises before
                 // the all-to-all (`training.fp8_dispatch`); Megatron-Core dispatches bf16.
                 let elem = if fp8 && plan.fp8_dispatch { 1.0 } else { 2.0 };
-                let tokens = tokens_mb
-                    / if plan.sequence_parallel {
-                        plan.tp as f64
-                    } else {
-                        1.0
-                    };
-                let one =
-                    |elem: f64| ep_exchange_on(timer, levels, plan, &g_ep, m, tokens * h * elem);
+                // The exchange ends when the busiest rank has received (dispatch) and sent
+                // back (combine) its share.
+                let one = |elem: f64| {
+                    busiest_expert_rank
+                        * ep_exchange_on(timer, levels, plan, &g_ep, m, ep_tokens * h * elem)
+                };
                 let (dispatch, combine) = (one(elem), one(2.0));
                 let unhidden = if block_again { 3.0 } else { 2.0 } * (dispatch + combine);
                 st.ep = unhidden;
@@ -1752,6 +1780,28 @@ fn ep_exchange_on(
     let within = coll(token_bytes * copies, &g_in);
     let across = coll(token_bytes * domains as f64 * hit, &g_out);
     within.max(across)
+}
+
+/// Load of the busiest expert-parallel rank relative to the mean, per MoE layer and
+/// micro-batch, when each of the `ep` ranks routes `tokens_per_rank` tokens: the routing's
+/// sampling spread alone ([`myriad_model::moe_balance::routing_sampling_cv`], the draws of
+/// an even router) at the expected maximum over the ranks
+/// ([`myriad_model::moe_balance::busiest_rank_factor`]). A trained router spreads its load
+/// more (serving takes DeepSeek-R1's measured per-expert spread); the training benchmarks
+/// start from a random router, and a per-expert spread as small as DeepSeek-R1's quarter
+/// would put the MoE rows 10-40% slow (docs/validation-training.md), so none is added.
+/// 1 without EP; about 1.01 for a 4,096-token micro-batch at EP 8-64.
+pub fn busiest_expert_rank_factor(m: &myriad_model::Moe, ep: u32, tokens_per_rank: f64) -> f64 {
+    if ep <= 1 {
+        return 1.0;
+    }
+    let cv = myriad_model::moe_balance::routing_sampling_cv(
+        m.experts as f64,
+        m.top_k as f64,
+        ep as f64,
+        tokens_per_rank,
+    );
+    myriad_model::moe_balance::busiest_rank_factor(cv, expected_max_std_normal(ep as u64))
 }
 
 /// Copies of each token an expert-parallel dispatch (and its combine) moves over `ep` ranks.

@@ -48,13 +48,16 @@ fn report() -> myriad_train::validate::ValidationReport {
 /// 14.60% since gpt-oss's attention sinks cost their gradient (its five rows -31…-8% ->
 /// -26…+2%); 13.97% since DeepEP and HybridEP move a token once to each rank holding any
 /// of its experts (`step::ep_copies`: the DeepSeek-V3, Qwen3 and Kimi K2 rows, most of them
-/// predicted slow, 1-6 points faster).
+/// predicted slow, 1-6 points faster); 14.06% since the busiest EP rank's share of an even
+/// router's draws sets the expert GEMMs and the exchange (`step::busiest_expert_rank_factor`,
+/// about 1% slower MoE layers: physics that moves most of these rows, already predicted
+/// slow, the wrong way, and is kept).
 #[test]
 fn mbridge_held_out_rows_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 44);
-    common::assert_within(&r, 0.1405, 0.36);
+    common::assert_within(&r, 0.1410, 0.36);
 }
 
 /// Every DeepSeek-V3 and Kimi K2 row is predicted (61 layers that no pipeline here

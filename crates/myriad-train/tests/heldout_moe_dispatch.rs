@@ -156,6 +156,23 @@ fn ep_copies_by_hand() {
     assert_eq!(ep_copies(&moe(128, 8), D::Alltoall, 8), 8.0);
 }
 
+/// The busiest EP rank's load under an even router, by hand. Qwen3 30B-A3B (128 experts,
+/// top-8) at EP 8 with 4,096 tokens a rank: CV √(7/8 · 120/127 / 32,768) = 0.0050231;
+/// Blom's E[max of 8 normals] = Φ⁻¹(7.625/8.25) = 1.4342; factor 1.00720. Twice the
+/// tokens: a smaller factor; Mixtral (8 experts, top-2) at EP 8 with 2,048 tokens:
+/// √(7/8 · 6/7 / 4,096) = 0.013532, factor 1.01941. EP 1: 1.
+#[test]
+fn busiest_expert_rank_by_hand() {
+    use myriad_train::step::busiest_expert_rank_factor;
+    let moe = |experts, top_k| myriad_model::Moe::routed(experts, top_k, 768);
+    let f = busiest_expert_rank_factor(&moe(128, 8), 8, 4096.0);
+    assert!((f - 1.007_20).abs() < 2e-5, "{f}");
+    assert!(busiest_expert_rank_factor(&moe(128, 8), 8, 8192.0) < f);
+    let f = busiest_expert_rank_factor(&moe(8, 2), 8, 2048.0);
+    assert!((f - 1.019_41).abs() < 2e-5, "{f}");
+    assert_eq!(busiest_expert_rank_factor(&moe(128, 8), 1, 4096.0), 1.0);
+}
+
 /// The chance that one of D equal groups of experts holds none of a token's k distinct
 /// experts, by hand: 4 experts in 2 groups of 2, top-2: only the pair that is the other
 /// group misses it, 1 of C(4, 2) = 6 pairs; one group holds everything; 128 experts in
