@@ -996,21 +996,7 @@ pub fn estimate_with(
         model.layer_ops(layer, &shard, ops);
         // The routed experts run the busiest EP rank's share of the tokens.
         if busiest_expert_rank > 1.0 && model.is_moe_layer(layer) {
-            for op in ops.iter_mut().filter(|o| o.name.starts_with("expert_")) {
-                op.kind = match op.kind {
-                    OpKind::Gemm { m, n, k, count } => OpKind::Gemm {
-                        m: m * busiest_expert_rank,
-                        n,
-                        k,
-                        count,
-                    },
-                    OpKind::Memory { bytes, backward } => OpKind::Memory {
-                        bytes: bytes * busiest_expert_rank,
-                        backward: backward * busiest_expert_rank,
-                    },
-                    other => other,
-                };
-            }
+            scale_routed_experts(ops, busiest_expert_rank);
         }
         let (f, b, w, attn_f, rec_f) = ctx.op_times(ops);
         let mut st = StageTimes {
@@ -1780,6 +1766,27 @@ fn ep_exchange_on(
     let within = coll(token_bytes * copies, &g_in);
     let across = coll(token_bytes * domains as f64 * hit, &g_out);
     within.max(across)
+}
+
+/// Scales the routed experts' ops (`expert_*`) of one layer to `factor` times their
+/// tokens: GEMM rows and memory traffic.
+#[inline(never)]
+fn scale_routed_experts(ops: &mut [Op], factor: f64) {
+    for op in ops.iter_mut().filter(|o| o.name.starts_with("expert_")) {
+        op.kind = match op.kind {
+            OpKind::Gemm { m, n, k, count } => OpKind::Gemm {
+                m: m * factor,
+                n,
+                k,
+                count,
+            },
+            OpKind::Memory { bytes, backward } => OpKind::Memory {
+                bytes: bytes * factor,
+                backward: backward * factor,
+            },
+            other => other,
+        };
+    }
 }
 
 /// Load of the busiest expert-parallel rank relative to the mean, per MoE layer and
