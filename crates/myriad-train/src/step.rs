@@ -628,10 +628,7 @@ impl<'a> Ctx<'a> {
     }
 
     fn coll(&self, op: CollOp, bytes: f64, group: &Group) -> f64 {
-        if group.size() <= 1 || bytes <= 0.0 {
-            return 0.0;
-        }
-        self.timer.time(op, bytes, &group.span, &group.layout)
+        coll_time(self.timer, op, bytes, group)
     }
 
     fn coll_during(&self, op: CollOp, bytes: f64, group: &Group, background: &[Concurrent]) -> f64 {
@@ -1734,6 +1731,14 @@ pub fn ep_exchange(
     ep_exchange_on(&timer, &cluster.levels, plan, &g_ep, m, token_bytes)
 }
 
+/// One collective of `bytes` over `group` by `timer`; nothing for one rank or no bytes.
+fn coll_time(timer: &dyn CollectiveTimer, op: CollOp, bytes: f64, group: &Group) -> f64 {
+    if group.size() <= 1 || bytes <= 0.0 {
+        return 0.0;
+    }
+    timer.time(op, bytes, &group.span, &group.layout)
+}
+
 fn ep_exchange_on(
     timer: &dyn CollectiveTimer,
     levels: &[Level],
@@ -1745,12 +1750,7 @@ fn ep_exchange_on(
     if g_ep.size() <= 1 || token_bytes <= 0.0 {
         return 0.0;
     }
-    let coll = |bytes: f64, g: &Group| -> f64 {
-        if g.size() <= 1 || bytes <= 0.0 {
-            return 0.0;
-        }
-        timer.time(CollOp::AllToAll, bytes, &g.span, &g.layout)
-    };
+    let coll = |bytes: f64, g: &Group| coll_time(timer, CollOp::AllToAll, bytes, g);
     let copies = ep_copies(m, plan.ep_dispatcher, g_ep.size());
     let d = g_ep.span.spans.first().copied().unwrap_or(1).max(1);
     let domains = g_ep.size() / d;
@@ -1795,8 +1795,9 @@ fn scale_routed_experts(ops: &mut [Op], factor: f64) {
 /// an even router) at the expected maximum over the ranks
 /// ([`myriad_model::moe_balance::busiest_rank_factor`]). A trained router spreads its load
 /// more (serving takes DeepSeek-R1's measured per-expert spread); the training benchmarks
-/// start from a random router, and a per-expert spread as small as DeepSeek-R1's quarter
-/// would put the MoE rows 10-40% slow (docs/validation-training.md), so none is added.
+/// start from a random router, and a per-expert spread of a quarter of DeepSeek-R1's (CV
+/// 0.3) would take the public file from 6.7% to about 7.1% and Megatron-Bridge kept aside
+/// from 14.1% to about 17% (docs/validation-training.md), so none is added.
 /// 1 without EP; about 1.01 for a 4,096-token micro-batch at EP 8-64.
 pub fn busiest_expert_rank_factor(m: &myriad_model::Moe, ep: u32, tokens_per_rank: f64) -> f64 {
     if ep <= 1 {
