@@ -424,7 +424,8 @@ pub fn serve_setup(
 }
 
 /// `myriad serve --validate`: every row of a `myriad-measurements/1` serving file predicted,
-/// with the `{"cases", "summary", "groups"}` object (warnings returned beside it).
+/// with the `{"cases", "summary", "groups", "metrics"}` object (warnings returned beside
+/// it): `metrics` summarises each measured latency and rate besides the throughput.
 pub fn serve_validate(
     name: &str,
     text: &str,
@@ -453,6 +454,7 @@ pub fn serve_validate(
             "worst_abs_error": sm.worst_abs_error, "worst_id": sm.worst_id,
         },
         "groups": rep.groups,
+        "metrics": rep.metrics,
         "warnings": rep.warnings,
     });
     Ok((rep, out))

@@ -92,6 +92,12 @@ pub struct ServingSpec {
     /// request queued at time 0 (maximum throughput).
     #[serde(default)]
     pub arrival_rate: Option<f64>,
+    /// Clients in a closed loop instead of Poisson arrivals: each keeps one request in
+    /// flight and sends the next the moment its last one completes, as benchmark clients
+    /// with a fixed concurrency do (`vllm bench serve --max-concurrency`, `trtllm-bench
+    /// --concurrency`). Latencies run from when a request is sent.
+    #[serde(default)]
+    pub concurrency: Option<u64>,
     /// CSV or JSON-lines file of `arrival_s,input_tokens,output_tokens` (read by the CLI,
     /// relative to the scenario file); replaces `arrival_rate`, `input`, `output`, `requests`.
     #[serde(default)]
@@ -424,6 +430,28 @@ impl ServingSpec {
             }
         }
         positive("arrival_rate", self.arrival_rate)?;
+        if let Some(c) = self.concurrency {
+            if c == 0 || c > u32::MAX as u64 {
+                return Err((
+                    "concurrency".into(),
+                    format!(
+                        "{c} must be a whole number of clients from 1 to {}",
+                        u32::MAX
+                    ),
+                ));
+            }
+            for (k, set) in [
+                ("arrival_rate", self.arrival_rate.is_some()),
+                ("trace", self.trace.is_some()),
+            ] {
+                if set {
+                    return Err((
+                        "concurrency".into(),
+                        format!("give either concurrency (a closed loop) or {k}, not both"),
+                    ));
+                }
+            }
+        }
         positive("target_rate", self.target_rate)?;
         if let Some(n) = self.requests {
             check_requests(n).map_err(|m| ("requests".to_string(), m))?;

@@ -36,8 +36,8 @@ use serde::Serialize;
 pub use framework::{framework, Framework};
 pub use model::{Batch, InstanceModel, IterTime, MoeStages, Parallel, Precisions, Speculative};
 pub use sim::{
-    simulate, simulate_requests, Arrivals, Deployment, IterationClass, IterationMix, LengthDist,
-    RoleSpec, SchedulePolicy, SimReport, Slo, Workload,
+    simulate, simulate_closed, simulate_requests, Arrivals, Deployment, IterationClass,
+    IterationMix, LengthDist, RoleSpec, SchedulePolicy, SimReport, Slo, Workload,
 };
 
 /// Everything `myriad serve` needs, resolved from a scenario, with notes on defaults.
@@ -318,10 +318,23 @@ pub fn setup(
         }
         (_, t) => t,
     };
-    let arrivals = match (&trace, sv.arrival_rate) {
-        (Some(t), _) => Arrivals::Trace(t.clone()),
-        (None, Some(r)) => Arrivals::Poisson(r),
-        (None, None) => {
+    let arrivals = match (&trace, sv.arrival_rate, sv.concurrency) {
+        (_, _, Some(c)) => {
+            let clients = c as u32;
+            notes.push(format!(
+                "arrivals: {clients} clients in a closed loop, each sending its next request when the last completes"
+            ));
+            Arrivals::Closed {
+                clients,
+                lengths: trace
+                    .as_ref()
+                    .map(|t| t.iter().map(|&(_, i, o)| (i, o)).collect())
+                    .unwrap_or_default(),
+            }
+        }
+        (Some(t), _, None) => Arrivals::Trace(t.clone()),
+        (None, Some(r), None) => Arrivals::Poisson(r),
+        (None, None, None) => {
             notes
                 .push("arrivals: offline (no arrival_rate or trace): all requests at t = 0".into());
             Arrivals::Offline

@@ -104,6 +104,16 @@ pub enum Arrivals {
     Offline,
     /// Given arrival times (s) with input and output lengths.
     Trace(Vec<(f64, u32, u32)>),
+    /// A closed loop of this many clients: each keeps one request in flight and sends
+    /// the next the moment its last one completes (benchmark clients' fixed concurrency:
+    /// `trtllm-bench --concurrency`, `vllm bench serve --max-concurrency`,
+    /// `sglang.bench_serving --max-concurrency`).
+    Closed {
+        clients: u32,
+        /// Each request's (input, output) tokens in the order sent (a dataset's samples);
+        /// empty: drawn from the workload's length distributions.
+        lengths: Vec<(u32, u32)>,
+    },
 }
 
 /// The request mix.
@@ -233,6 +243,12 @@ pub struct SimReport {
     pub ttft: Percentiles,
     pub tpot: Percentiles,
     pub latency: Percentiles,
+    /// Mean over completed requests of each one's decode speed, (output − 1) / (last −
+    /// first token time): trtllm-bench's "Per User Output Speed", 1/TPOT per request.
+    pub per_user_output_tokens_per_s: f64,
+    /// Mean over completed requests of output tokens / request latency (prefill and queue
+    /// included): trtllm-bench's "Per User Output Throughput [w/ ctx]".
+    pub per_user_output_tokens_per_s_with_ctx: f64,
     /// Requests/s that met both SLOs, and their output tokens/s.
     pub goodput_requests_per_s: f64,
     pub goodput_output_tokens_per_s: f64,
@@ -714,8 +730,12 @@ fn final_context(input: u32, output: u32, tps: f64) -> f64 {
 
 /// Generates the requests of a workload (arrival time, input, output), seeded.
 pub fn generate(w: &Workload) -> Vec<(f64, u32, u32)> {
-    if let Arrivals::Trace(v) = &w.arrivals {
-        return v.clone();
+    match &w.arrivals {
+        Arrivals::Trace(v) => return v.clone(),
+        Arrivals::Closed { lengths, .. } if !lengths.is_empty() => {
+            return lengths.iter().map(|&(i, o)| (0.0, i, o)).collect();
+        }
+        _ => {}
     }
     let mut rng = ChaCha8Rng::seed_from_u64(w.seed);
     let mut t = 0.0;
@@ -734,7 +754,12 @@ pub fn generate(w: &Workload) -> Vec<(f64, u32, u32)> {
 /// Simulates the workload on the deployment.
 pub fn simulate(d: &Deployment, w: &Workload, slo: &Slo) -> SimReport {
     let reqs_in = generate(w);
-    simulate_requests(d, &reqs_in, w.prefix_hit, slo)
+    match w.arrivals {
+        Arrivals::Closed { clients, .. } => {
+            simulate_closed(d, &reqs_in, clients, w.prefix_hit, slo)
+        }
+        _ => simulate_requests(d, &reqs_in, w.prefix_hit, slo),
+    }
 }
 
 /// Simulates given requests `(arrival s, input, output)`, sorted by arrival.
@@ -743,6 +768,30 @@ pub fn simulate_requests(
     reqs_in: &[(f64, u32, u32)],
     prefix_hit: f64,
     slo: &Slo,
+) -> SimReport {
+    run(d, reqs_in, prefix_hit, slo, None)
+}
+
+/// Simulates given requests `(_, input, output)` sent by `clients` clients in a closed
+/// loop: the first `clients` requests at time 0, then each of the others the moment a
+/// request in flight completes (or is rejected), in order. Their stated arrival times
+/// are ignored; a request's latency runs from the moment it is sent.
+pub fn simulate_closed(
+    d: &Deployment,
+    reqs_in: &[(f64, u32, u32)],
+    clients: u32,
+    prefix_hit: f64,
+    slo: &Slo,
+) -> SimReport {
+    run(d, reqs_in, prefix_hit, slo, Some(clients.max(1) as u64))
+}
+
+fn run(
+    d: &Deployment,
+    reqs_in: &[(f64, u32, u32)],
+    prefix_hit: f64,
+    slo: &Slo,
+    closed: Option<u64>,
 ) -> SimReport {
     let (specs, roles, kv_bps, kv_latency): (Vec<&RoleSpec>, Vec<Role>, f64, f64) = match d {
         Deployment::Aggregated(r) => (vec![r], vec![Role::Both], 1.0, 0.0),
@@ -803,7 +852,10 @@ pub fn simulate_requests(
         kv_latency,
         in_system: 0.0,
         area: 0.0,
-        last_t: reqs_in.first().map(|r| r.0).unwrap_or(0.0),
+        last_t: match closed {
+            Some(_) => 0.0,
+            None => reqs_in.first().map(|r| r.0).unwrap_or(0.0),
+        },
         kv_area: 0.0,
         kv_peak: 0.0,
         kv_total_cap: kv_cap,
@@ -824,7 +876,12 @@ pub fn simulate_requests(
     // Arrivals are fed one at a time so the event heap stays small.
     let mut next = 0usize;
     if !reqs_in.is_empty() {
-        sim.push(reqs_in[0].0, Kind::Arrival, 0, 0);
+        sim.push(
+            if closed.is_some() { t0 } else { reqs_in[0].0 },
+            Kind::Arrival,
+            0,
+            0,
+        );
     }
     let entry = match d {
         Deployment::Aggregated(_) => Role::Both,
@@ -834,6 +891,8 @@ pub fn simulate_requests(
     while let Some(Reverse(e)) = sim.ev.pop() {
         sim.advance(e.t);
         match e.kind {
+            // A closed loop sends its requests below, as slots free.
+            Kind::Arrival if closed.is_some() => {}
             Kind::Arrival => {
                 // All requests arriving at this same instant are queued before any starts.
                 let t = e.t;
@@ -865,6 +924,32 @@ pub fn simulate_requests(
                 }
             }
         }
+        // A closed loop keeps `clients` requests in flight: each completion or rejection
+        // sends the next request (a rejection at admission frees its slot at once).
+        if let Some(clients) = closed {
+            loop {
+                let open = sim.completed + sim.rejected + clients;
+                if next >= reqs_in.len() || next as u64 >= open {
+                    break;
+                }
+                touched.clear();
+                while next < reqs_in.len() && (next as u64) < open {
+                    sim.reqs[next].arrival = e.t;
+                    let i = sim.pick(entry);
+                    sim.insts[i].waiting.push_back(next as u32);
+                    sim.in_system += 1.0;
+                    if !touched.contains(&i) {
+                        touched.push(i);
+                    }
+                    next += 1;
+                }
+                for &i in &touched {
+                    if !sim.insts[i].busy {
+                        sim.start(i, e.t);
+                    }
+                }
+            }
+        }
     }
     // Report.
     let end = sim.last_t;
@@ -875,7 +960,15 @@ pub fn simulate_requests(
     let mut lat = Vec::with_capacity(sim.completed as usize);
     let mut good = 0u64;
     let mut good_tokens = 0.0;
+    let (mut speed, mut speeds, mut with_ctx) = (0.0, 0u64, 0.0);
     for r in sim.reqs.iter().filter(|r| r.done.is_finite()) {
+        if r.output > 1 && r.done > r.first {
+            speed += (r.output - 1) as f64 / (r.done - r.first);
+            speeds += 1;
+        }
+        if r.done > r.arrival {
+            with_ctx += r.output as f64 / (r.done - r.arrival);
+        }
         let a = r.first - r.arrival;
         let p = if r.output > 1 {
             (r.done - r.first).max(0.0) / (r.output - 1) as f64
@@ -910,7 +1003,7 @@ pub fn simulate_requests(
     } else {
         lat.iter().sum::<f64>() / lat.len() as f64
     };
-    let last_arrival = reqs_in.last().map(|r| r.0).unwrap_or(0.0);
+    let last_arrival = sim.reqs.last().map(|r| r.arrival).unwrap_or(0.0);
     let completed = sim.completed.max(1) as f64;
     SimReport {
         requests: n,
@@ -928,6 +1021,8 @@ pub fn simulate_requests(
         ttft: percentiles(&mut ttft),
         tpot: percentiles(&mut tpot),
         latency: percentiles(&mut lat),
+        per_user_output_tokens_per_s: speed / speeds.max(1) as f64,
+        per_user_output_tokens_per_s_with_ctx: with_ctx / completed,
         goodput_requests_per_s: good as f64 / duration,
         goodput_output_tokens_per_s: good_tokens / duration,
         slo_attainment: good as f64 / completed,

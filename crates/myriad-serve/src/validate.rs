@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::framework::{framework, Framework};
 use crate::model::{Batch, InstanceModel, Parallel, Precisions, Speculative};
-use crate::sim::{simulate_requests, Deployment, RoleSpec, SchedulePolicy, Slo};
+use crate::sim::{simulate_closed, simulate_requests, Deployment, RoleSpec, SchedulePolicy, Slo};
 
 /// One predicted row.
 #[derive(Debug, Clone, Serialize)]
@@ -59,14 +59,23 @@ pub struct Report {
     pub cases: Vec<CaseResult>,
     pub summary: GroupSummary,
     pub groups: Vec<GroupSummary>,
+    /// The other measured quantities, one summary each (`group` is the quantity's name).
+    pub metrics: Vec<GroupSummary>,
     pub warnings: Vec<String>,
 }
 
 fn summarize(group: &str, cases: &[&CaseResult]) -> GroupSummary {
-    let mut errs: Vec<(f64, &str)> = cases
-        .iter()
-        .filter_map(|c| c.error.map(|e| (e.abs(), c.id.as_str())))
-        .collect();
+    summarize_errors(
+        group,
+        cases
+            .iter()
+            .filter_map(|c| c.error.map(|e| (e, c.id.as_str())))
+            .collect(),
+    )
+}
+
+/// Count, MAE, signed mean, median and worst of signed errors `(error, row id)`.
+fn summarize_errors(group: &str, mut errs: Vec<(f64, &str)>) -> GroupSummary {
     let n = errs.len();
     if n == 0 {
         return GroupSummary {
@@ -79,8 +88,11 @@ fn summarize(group: &str, cases: &[&CaseResult]) -> GroupSummary {
             worst_id: String::new(),
         };
     }
+    let mean_error = errs.iter().map(|e| e.0).sum::<f64>() / n as f64;
+    for e in &mut errs {
+        e.0 = e.0.abs();
+    }
     let mae = errs.iter().map(|e| e.0).sum::<f64>() / n as f64;
-    let mean_error = cases.iter().filter_map(|c| c.error).sum::<f64>() / n as f64;
     errs.sort_by(|a, b| a.0.total_cmp(&b.0));
     let median = if n % 2 == 1 {
         errs[n / 2].0
@@ -96,6 +108,34 @@ fn summarize(group: &str, cases: &[&CaseResult]) -> GroupSummary {
         worst_abs_error: errs[n - 1].0,
         worst_id: errs[n - 1].1.to_string(),
     }
+}
+
+/// One summary per measured quantity besides the throughput (TTFT, TPOT, request latency,
+/// per-user rates, prefill and decode rates), named for it, in first-seen order.
+fn summarize_extras(cases: &[CaseResult]) -> Vec<GroupSummary> {
+    let mut names: Vec<&str> = Vec::new();
+    for c in cases {
+        for (k, _, _) in &c.extra {
+            if !names.contains(&k.as_str()) {
+                names.push(k);
+            }
+        }
+    }
+    names
+        .iter()
+        .map(|k| {
+            let errs = cases
+                .iter()
+                .flat_map(|c| {
+                    c.extra
+                        .iter()
+                        .filter(|(n, _, m)| n == k && *m > 0.0)
+                        .map(|(_, p, m)| (p / m - 1.0, c.id.as_str()))
+                })
+                .collect();
+            summarize_errors(k, errs)
+        })
+        .collect()
 }
 
 fn num(v: &Value, k: &str) -> Option<f64> {
@@ -1349,7 +1389,17 @@ fn predict_inner(
             Some(set) => set.requests(std::iter::repeat_n(0.0, n), 1, osl / set.mean_output()),
             None => vec![(0.0, isl_u, osl_u); n],
         };
-        let r = simulate_requests(&dep, &reqs, 0.0, &slo);
+        // A stated client concurrency is a closed loop: each completion sends the next
+        // request, and a request's latency runs from when it was sent.
+        let r = match conc {
+            Some(c) if !static_batch => {
+                notes.push(format!(
+                    "clients: {c} in a closed loop (stated concurrency), each sending its next request when the last completes"
+                ));
+                simulate_closed(&dep, &reqs, c, 0.0, &slo)
+            }
+            _ => simulate_requests(&dep, &reqs, 0.0, &slo),
+        };
         // Offline runs count output tokens over the whole run.
         res.predicted = Some(r.output_tokens_per_s_per_accelerator);
         r
@@ -1359,17 +1409,39 @@ fn predict_inner(
     if let Deployment::Aggregated(role) = &dep {
         notes.extend(moe_stage_note(&role.model, &r.iteration_mix));
     }
-    if let Some(m) = num(ms, "ttft_ms") {
-        res.extra.push(("ttft_ms".into(), r.ttft.mean * 1e3, m));
-    }
+    // Every latency the row measured, as its source defines it: LoadGen's and
+    // trtllm-bench's TTFT, TPOT ((last − first token time) / (output − 1)) and request
+    // latency per query, in milliseconds, and trtllm-bench's per-user rates.
     for (k, v) in [
+        ("ttft_ms", r.ttft.mean),
+        ("ttft_mean_ms", r.ttft.mean),
         ("ttft_p50_ms", r.ttft.p50),
+        ("ttft_p90_ms", r.ttft.p90),
         ("ttft_p99_ms", r.ttft.p99),
+        ("tpot_mean_ms", r.tpot.mean),
         ("tpot_p50_ms", r.tpot.p50),
+        ("tpot_p90_ms", r.tpot.p90),
         ("tpot_p99_ms", r.tpot.p99),
+        ("request_latency_mean_ms", r.latency.mean),
+        ("request_latency_p50_ms", r.latency.p50),
+        ("request_latency_p99_ms", r.latency.p99),
     ] {
         if let Some(m) = num(ms, k) {
             res.extra.push((k.into(), v * 1e3, m));
+        }
+    }
+    for (k, v) in [
+        (
+            "per_user_output_tokens_per_s",
+            r.per_user_output_tokens_per_s,
+        ),
+        (
+            "per_user_output_tokens_per_s_with_ctx",
+            r.per_user_output_tokens_per_s_with_ctx,
+        ),
+    ] {
+        if let Some(m) = num(ms, k) {
+            res.extra.push((k.into(), v, m));
         }
     }
     if res.measured.is_none() {
@@ -1948,10 +2020,12 @@ pub fn validate(cat: &Catalog, doc: &Value) -> Result<Report, String> {
             summarize(g, &v)
         })
         .collect();
+    let metrics = summarize_extras(&cases);
     Ok(Report {
         cases,
         summary,
         groups,
+        metrics,
         warnings,
     })
 }

@@ -160,6 +160,79 @@ fn littles_law_holds_in_the_simulation() {
     }
 }
 
+/// A closed loop of clients keeps exactly that many requests in flight until the last
+/// ones drain: by Little's law the time-averaged number in the system is the clients
+/// (less the drain at the end), the run's completion rate × mean latency gives the same,
+/// and with more clients than requests the loop is the offline run, byte for byte.
+#[test]
+fn a_closed_loop_keeps_its_clients_in_flight() {
+    let m = llama70b_h100_tp2();
+    let d = Deployment::Aggregated(role(m, 2, 256));
+    let n = 6_000;
+    for clients in [8u32, 64] {
+        let lengths = myriad_serve::sim::generate(&chat(Arrivals::Offline, n, 3))
+            .into_iter()
+            .map(|(_, i, o)| (i, o))
+            .collect();
+        let w = chat(Arrivals::Closed { clients, lengths }, n, 3);
+        let r = simulate(&d, &w, &NO_SLO);
+        assert_eq!(r.completed, n);
+        // Requests are sent only as others complete: never more than `clients` at once,
+        // and the mean is close to it (a ramp-down of one request's latency at the end).
+        assert!(
+            r.mean_in_system <= clients as f64 + 1e-9,
+            "{clients}: {}",
+            r.mean_in_system
+        );
+        assert!(
+            r.mean_in_system > 0.97 * clients as f64,
+            "{clients}: {}",
+            r.mean_in_system
+        );
+        let little = n as f64 / r.duration_s * r.mean_latency_s;
+        assert!(
+            (r.mean_in_system / little - 1.0).abs() < 1e-6,
+            "{clients}: L {} vs λW {little}",
+            r.mean_in_system
+        );
+    }
+    // More clients than requests: all are sent at once, as an offline run sends them.
+    let reqs = myriad_serve::sim::generate(&chat(Arrivals::Offline, 500, 5));
+    let open = myriad_serve::simulate_requests(&d, &reqs, 0.0, &NO_SLO);
+    let closed = myriad_serve::simulate_closed(&d, &reqs, 10_000, 0.0, &NO_SLO);
+    assert_eq!(open, closed);
+}
+
+/// One client sends its requests one after another: each runs alone, so the run lasts the
+/// sum of their latencies, and the per-user rates are each request's own: output over
+/// latency (prompt included), and 1/TPOT for the decode speed.
+#[test]
+fn one_client_runs_its_requests_back_to_back() {
+    let m = llama70b_h100_tp2();
+    let d = Deployment::Aggregated(role(m, 1, 256));
+    let reqs = vec![(0.0, 1000, 200); 20];
+    let r = myriad_serve::simulate_closed(&d, &reqs, 1, 0.0, &NO_SLO);
+    assert_eq!(r.completed, 20);
+    let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-9;
+    // Identical requests alone: identical latencies, back to back.
+    assert!(close(r.latency.p99, r.latency.p50), "{:?}", r.latency);
+    assert!(
+        close(r.duration_s, 20.0 * r.mean_latency_s),
+        "{} vs {}",
+        r.duration_s,
+        20.0 * r.mean_latency_s
+    );
+    assert!(close(
+        r.per_user_output_tokens_per_s_with_ctx,
+        200.0 / r.latency.mean
+    ));
+    assert!(close(r.per_user_output_tokens_per_s, 1.0 / r.tpot.mean));
+    // Decode is faster than the whole request, whose latency includes the prompt.
+    assert!(r.per_user_output_tokens_per_s > r.per_user_output_tokens_per_s_with_ctx);
+    // The output rate is one request's output per latency.
+    assert!(close(r.output_tokens_per_s, 200.0 / r.latency.mean));
+}
+
 /// The iteration mix accounts for every iteration and every second of them: the two
 /// classes add up to the run's iterations, each class's parts add up to its time, one
 /// instance is never busy longer than the run, and a prompt-heavy load moves time from
@@ -521,6 +594,14 @@ fn bad_serving_values_name_the_field() {
         (
             format!("{base}  arrival_rate: -1\n"),
             "serving.arrival_rate",
+        ),
+        (
+            format!("{base}  concurrency: 0\n"),
+            "serving.concurrency: 0 must be a whole number of clients from 1",
+        ),
+        (
+            format!("{base}  concurrency: 8\n  arrival_rate: 2\n"),
+            "serving.concurrency: give either concurrency (a closed loop) or arrival_rate, not both",
         ),
         (format!("{base}  weights: fp5\n"), "serving.weights"),
         (

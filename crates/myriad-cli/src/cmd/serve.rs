@@ -262,7 +262,12 @@ fn run_validate(path: &Path, json: bool, case: Option<&str>) -> Result<(), Strin
                     .unwrap_or_default()
             );
             for (k, p, m) in &c.extra {
-                println!("  {k}: predicted {p:.0}, measured {m:.0}");
+                println!(
+                    "  {k}: predicted {}, measured {}: {:+.1}%",
+                    figure(*p),
+                    figure(*m),
+                    (p / m - 1.0) * 100.0
+                );
             }
             for n in &c.notes {
                 println!("  {n}");
@@ -286,7 +291,7 @@ fn run_validate(path: &Path, json: bool, case: Option<&str>) -> Result<(), Strin
         let other: Vec<String> = c
             .extra
             .iter()
-            .map(|(k, p, m)| format!("{k} {p:.0}/{m:.0}"))
+            .map(|(k, p, m)| format!("{k} {}/{}", figure(*p), figure(*m)))
             .collect();
         t.add_row(vec![
             Cell::new(&c.id),
@@ -327,7 +332,43 @@ fn run_validate(path: &Path, json: bool, case: Option<&str>) -> Result<(), Strin
         ]);
     }
     println!("{g}");
+    if !rep.metrics.is_empty() {
+        let mut m = Table::new();
+        m.set_header(vec![
+            "other measured quantity",
+            "rows",
+            "MAE",
+            "mean error",
+            "median",
+            "worst",
+            "worst case",
+        ]);
+        for s in &rep.metrics {
+            m.add_row(vec![
+                Cell::new(&s.group),
+                right(format!("{}", s.count)),
+                right(format!("{:.1}%", s.mae * 100.0)),
+                right(format!("{:+.1}%", s.mean_error * 100.0)),
+                right(format!("{:.1}%", s.median_abs_error * 100.0)),
+                right(format!("{:.1}%", s.worst_abs_error * 100.0)),
+                Cell::new(&s.worst_id),
+            ]);
+        }
+        println!("{m}");
+    }
     Ok(())
+}
+
+/// A measured or predicted figure with the digits it needs: whole above 100, else three
+/// significant ones (per-user rates of a few tokens/s).
+fn figure(x: f64) -> String {
+    if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
 }
 
 /// Latency and throughput at 25%…150% of the scenario's Poisson arrival rate (at most 5,000
