@@ -889,6 +889,35 @@ pub fn serve(j: &Value) -> String {
             charts::hbars("Latency percentiles", "milliseconds", &rows, None),
         );
     }
+    let cs = get(j, "concurrency_sweep")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if cs.len() >= 2 {
+        p.chart(
+            "throughput-interactivity",
+            "Output tokens/s per accelerator against each user's decode speed, one point per client count of the closed loop (1, 2, 4, … up to twice the scenario's): more clients buy throughput with every user's speed.",
+            charts::lines(
+                "Throughput against interactivity",
+                "tokens/s per user",
+                "output tokens/s per accelerator",
+                &[Series {
+                    name: "clients 1 … 2× the scenario's".into(),
+                    points: cs
+                        .iter()
+                        .map(|x| {
+                            (
+                                f(x, "per_user_output_tokens_per_s"),
+                                f(x, "output_tokens_per_s_per_accelerator"),
+                            )
+                        })
+                        .collect(),
+                }],
+                false,
+                None,
+            ),
+        );
+    }
     iteration_mix(&mut p, &r);
     if let Some(notes) = get(j, "notes").and_then(Value::as_array) {
         for n in notes.iter().filter_map(Value::as_str) {

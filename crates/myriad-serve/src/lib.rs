@@ -37,7 +37,7 @@ pub use framework::{framework, Framework};
 pub use model::{Batch, InstanceModel, IterTime, MoeStages, Parallel, Precisions, Speculative};
 pub use sim::{
     simulate, simulate_closed, simulate_requests, Arrivals, Deployment, IterationClass,
-    IterationMix, LengthDist, RoleSpec, SchedulePolicy, SimReport, Slo, Workload,
+    IterationMix, LengthDist, Percentiles, RoleSpec, SchedulePolicy, SimReport, Slo, Workload,
 };
 
 /// Everything `myriad serve` needs, resolved from a scenario, with notes on defaults.
@@ -394,6 +394,62 @@ pub struct ServeReport {
     /// pipeline stages or no completions.
     pub decode_memory_roofline_output_tokens_per_s_per_accelerator: Option<f64>,
     pub result: SimReport,
+    /// For a closed loop of clients (`serving.concurrency`): the throughput each user's
+    /// speed buys, at 1, 2, 4, … clients up to twice the setup's ([`concurrency_sweep`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub concurrency_sweep: Vec<ConcurrencyPoint>,
+}
+
+/// One point of a concurrency sweep: what a closed loop of `clients` gives.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConcurrencyPoint {
+    pub clients: u32,
+    pub output_tokens_per_s_per_accelerator: f64,
+    /// The mean decode speed each user sees (1/TPOT per request, averaged).
+    pub per_user_output_tokens_per_s: f64,
+    pub ttft: Percentiles,
+    pub tpot: Percentiles,
+}
+
+/// Most requests one point of [`concurrency_sweep`] simulates (at least eight per client).
+pub const SWEEP_REQUESTS: u64 = 5_000;
+
+/// The throughput–interactivity curve of a closed-loop setup: the same requests sent by
+/// 1, 2, 4, … clients, up to twice the setup's, each point simulated in parallel over at
+/// most [`SWEEP_REQUESTS`] requests (eight per client when that is more, within the
+/// requests the setup has). More clients raise the output per accelerator until the
+/// batch or the KV cache is full, and lower each user's speed: the curve serving
+/// benchmarks plot (throughput per GPU against tokens/s per user). Empty for open arrivals.
+pub fn concurrency_sweep(setup: &Setup) -> Vec<ConcurrencyPoint> {
+    use rayon::prelude::*;
+    let Arrivals::Closed { clients, lengths } = &setup.workload.arrivals else {
+        return Vec::new();
+    };
+    let top = clients.saturating_mul(2).max(1);
+    let levels: Vec<u32> = std::iter::successors(Some(1u32), |c| c.checked_mul(2))
+        .take_while(|&c| c < top)
+        .chain(std::iter::once(top))
+        .collect();
+    levels
+        .par_iter()
+        .map(|&c| {
+            let mut w = setup.workload.clone();
+            let want = SWEEP_REQUESTS.max(8 * c as u64);
+            w.requests = setup.workload.requests.min(want);
+            w.arrivals = Arrivals::Closed {
+                clients: c,
+                lengths: lengths.iter().take(w.requests as usize).copied().collect(),
+            };
+            let r = simulate(&setup.deployment, &w, &setup.slo);
+            ConcurrencyPoint {
+                clients: c,
+                output_tokens_per_s_per_accelerator: r.output_tokens_per_s_per_accelerator,
+                per_user_output_tokens_per_s: r.per_user_output_tokens_per_s,
+                ttft: r.ttft,
+                tpot: r.tpot,
+            }
+        })
+        .collect()
 }
 
 /// Simulates a resolved setup.
@@ -434,5 +490,6 @@ pub fn run(setup: &Setup) -> ServeReport {
             .and_then(|t| accelerators_for(t, &r, per_instance)),
         decode_memory_roofline_output_tokens_per_s_per_accelerator: roofline,
         result: r,
+        concurrency_sweep: concurrency_sweep(setup),
     }
 }

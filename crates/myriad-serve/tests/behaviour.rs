@@ -233,6 +233,53 @@ fn one_client_runs_its_requests_back_to_back() {
     assert!(close(r.output_tokens_per_s, 200.0 / r.latency.mean));
 }
 
+/// A scenario's `concurrency` runs a closed loop, and its report sweeps the clients from
+/// 1 to twice that: more clients never lower the output per accelerator nor raise each
+/// user's speed, one client per instance gives every user a whole instance, and a
+/// Poisson scenario has no sweep.
+#[test]
+fn concurrency_sweep_trades_user_speed_for_throughput() {
+    let text = |arrivals: &str| {
+        format!(
+            "format: myriad/1\nname: c\ncluster: {{accelerator: h100-sxm, count: 8}}\nmodel: {{preset: llama3-70b}}\nserving:\n  weights: fp8\n  kv_cache: fp8\n  instance: {{tp: 2}}\n  input: {{mean: 1000}}\n  output: {{mean: 200}}\n  requests: 3000\n{arrivals}"
+        )
+    };
+    let setup = setup_of("c.yaml", &text("  concurrency: 48\n"));
+    assert!(matches!(
+        setup.workload.arrivals,
+        Arrivals::Closed { clients: 48, .. }
+    ));
+    let rep = myriad_serve::run(&setup);
+    assert!(rep.result.mean_in_system <= 48.0 + 1e-9);
+    let sweep = &rep.concurrency_sweep;
+    let clients: Vec<u32> = sweep.iter().map(|p| p.clients).collect();
+    assert_eq!(clients, vec![1, 2, 4, 8, 16, 32, 64, 96]);
+    for w in sweep.windows(2) {
+        assert!(
+            w[1].output_tokens_per_s_per_accelerator
+                >= w[0].output_tokens_per_s_per_accelerator * (1.0 - 1e-9),
+            "{w:?}"
+        );
+        assert!(
+            w[1].per_user_output_tokens_per_s <= w[0].per_user_output_tokens_per_s * (1.0 + 1e-9),
+            "{w:?}"
+        );
+    }
+    // Up to four clients on four instances: each has an instance to itself.
+    for (a, b) in [
+        (sweep[0].tpot.mean, sweep[2].tpot.mean),
+        (sweep[0].tpot.p99, sweep[2].tpot.p99),
+        (sweep[0].ttft.mean, sweep[2].ttft.mean),
+    ] {
+        assert!((a / b - 1.0).abs() < 1e-9, "{a} vs {b}");
+    }
+    let (lo, hi) = (&sweep[0], &sweep[sweep.len() - 1]);
+    assert!(hi.output_tokens_per_s_per_accelerator > 10.0 * lo.output_tokens_per_s_per_accelerator);
+    assert!(hi.per_user_output_tokens_per_s < lo.per_user_output_tokens_per_s);
+    let open = myriad_serve::run(&setup_of("c.yaml", &text("  arrival_rate: 4\n")));
+    assert!(open.concurrency_sweep.is_empty());
+}
+
 /// The iteration mix accounts for every iteration and every second of them: the two
 /// classes add up to the run's iterations, each class's parts add up to its time, one
 /// instance is never busy longer than the run, and a prompt-heavy load moves time from

@@ -178,6 +178,32 @@ pub fn run(
     if let (Some(t), Some(n)) = (setup.target_rate, rep.accelerators_for_target_rate) {
         println!("accelerators for {t} requests/s within the SLOs: {n}");
     }
+    if !rep.concurrency_sweep.is_empty() {
+        println!(
+            "concurrency sweep (the same requests, at most {} a point): throughput per accelerator against each user's speed",
+            myriad_serve::SWEEP_REQUESTS
+        );
+        let mut t = Table::new();
+        t.set_header(vec![
+            "clients",
+            "output tok/s/acc",
+            "tok/s per user",
+            "TTFT p50 ms",
+            "TPOT p50 ms",
+            "TPOT p99 ms",
+        ]);
+        for x in &rep.concurrency_sweep {
+            t.add_row(vec![
+                right(format!("{}", x.clients)),
+                right(format!("{:.0}", x.output_tokens_per_s_per_accelerator)),
+                right(format!("{:.1}", x.per_user_output_tokens_per_s)),
+                right(format!("{:.1}", x.ttft.p50 * 1e3)),
+                right(format!("{:.1}", x.tpot.p50 * 1e3)),
+                right(format!("{:.1}", x.tpot.p99 * 1e3)),
+            ]);
+        }
+        println!("{t}");
+    }
     Ok(())
 }
 
