@@ -415,7 +415,7 @@ pub struct ConcurrencyPoint {
 pub const SWEEP_REQUESTS: u64 = 5_000;
 
 /// The throughput–interactivity curve of a closed-loop setup: the same requests sent by
-/// 1, 2, 4, … clients, up to twice the setup's, each point simulated in parallel over at
+/// 1, 2, 4, … clients, up to twice the setup's (at most one per request), each point simulated in parallel over at
 /// most [`SWEEP_REQUESTS`] requests (eight per client when that is more, within the
 /// requests the setup has). More clients raise the output per accelerator until the
 /// batch or the KV cache is full, and lower each user's speed: the curve serving
@@ -425,7 +425,9 @@ pub fn concurrency_sweep(setup: &Setup) -> Vec<ConcurrencyPoint> {
     let Arrivals::Closed { clients, lengths } = &setup.workload.arrivals else {
         return Vec::new();
     };
-    let top = clients.saturating_mul(2).max(1);
+    // Past one client per request every point is the same offline run.
+    let cap = setup.workload.requests.clamp(1, u32::MAX as u64) as u32;
+    let top = clients.saturating_mul(2).clamp(1, cap);
     let levels: Vec<u32> = std::iter::successors(Some(1u32), |c| c.checked_mul(2))
         .take_while(|&c| c < top)
         .chain(std::iter::once(top))
