@@ -474,6 +474,32 @@ impl Sim<'_> {
         best
     }
 
+    /// Sends requests `range` at `t`: each joins the least loaded instance of the entry
+    /// role, and then every instance that got one and is idle starts an iteration (all
+    /// requests of an instant are queued before any starts).
+    fn send(
+        &mut self,
+        range: std::ops::Range<usize>,
+        t: f64,
+        entry: Role,
+        touched: &mut Vec<usize>,
+    ) {
+        touched.clear();
+        for r in range {
+            let i = self.pick(entry);
+            self.insts[i].waiting.push_back(r as u32);
+            self.in_system += 1.0;
+            if !touched.contains(&i) {
+                touched.push(i);
+            }
+        }
+        for &i in touched.iter() {
+            if !self.insts[i].busy {
+                self.start(i, t);
+            }
+        }
+    }
+
     fn complete(&mut self, r: u32, t: f64) {
         self.reqs[r as usize].done = t;
         self.in_system -= 1.0;
@@ -896,24 +922,16 @@ fn run(
             Kind::Arrival => {
                 // All requests arriving at this same instant are queued before any starts.
                 let t = e.t;
-                touched.clear();
-                while next < reqs_in.len() && reqs_in[next].0 <= t {
-                    let i = sim.pick(entry);
-                    sim.insts[i].waiting.push_back(next as u32);
-                    sim.in_system += 1.0;
-                    if !touched.contains(&i) {
-                        touched.push(i);
-                    }
-                    next += 1;
+                let end = reqs_in[next..]
+                    .iter()
+                    .position(|r| r.0 > t)
+                    .map_or(reqs_in.len(), |k| next + k);
+                // The next arrival is queued first, as before requests were sent.
+                if end < reqs_in.len() {
+                    sim.push(reqs_in[end].0, Kind::Arrival, 0, 0);
                 }
-                if next < reqs_in.len() {
-                    sim.push(reqs_in[next].0, Kind::Arrival, 0, 0);
-                }
-                for &i in &touched {
-                    if !sim.insts[i].busy {
-                        sim.start(i, t);
-                    }
-                }
+                sim.send(next..end, t, entry, &mut touched);
+                next = end;
             }
             Kind::IterEnd => sim.iter_end(e.a as usize, e.t),
             Kind::KvArrive => {
@@ -932,22 +950,12 @@ fn run(
                 if next >= reqs_in.len() || next as u64 >= open {
                     break;
                 }
-                touched.clear();
-                while next < reqs_in.len() && (next as u64) < open {
-                    sim.reqs[next].arrival = e.t;
-                    let i = sim.pick(entry);
-                    sim.insts[i].waiting.push_back(next as u32);
-                    sim.in_system += 1.0;
-                    if !touched.contains(&i) {
-                        touched.push(i);
-                    }
-                    next += 1;
+                let end = reqs_in.len().min(open as usize);
+                for r in &mut sim.reqs[next..end] {
+                    r.arrival = e.t;
                 }
-                for &i in &touched {
-                    if !sim.insts[i].busy {
-                        sim.start(i, e.t);
-                    }
-                }
+                sim.send(next..end, e.t, entry, &mut touched);
+                next = end;
             }
         }
     }

@@ -336,17 +336,40 @@ fn run_validate(path: &Path, json: bool, case: Option<&str>) -> Result<(), Strin
     for c in &rep.cases {
         println!("  {}: {}", c.id, c.notes.join("; "));
     }
+    println!(
+        "{}",
+        summary_table(
+            "group",
+            "cases",
+            rep.groups.iter().chain(std::iter::once(&rep.summary))
+        )
+    );
+    if !rep.metrics.is_empty() {
+        println!(
+            "{}",
+            summary_table("other measured quantity", "rows", rep.metrics.iter())
+        );
+    }
+    Ok(())
+}
+
+/// One line per summary: count, MAE, signed mean, median and worst error with its row.
+fn summary_table<'a>(
+    what: &str,
+    count: &str,
+    rows: impl Iterator<Item = &'a myriad_serve::validate::GroupSummary>,
+) -> Table {
     let mut g = Table::new();
     g.set_header(vec![
-        "group",
-        "cases",
+        what,
+        count,
         "MAE",
         "mean error",
         "median",
         "worst",
         "worst case",
     ]);
-    for s in rep.groups.iter().chain(std::iter::once(&rep.summary)) {
+    for s in rows {
         g.add_row(vec![
             Cell::new(&s.group),
             right(format!("{}", s.count)),
@@ -357,32 +380,7 @@ fn run_validate(path: &Path, json: bool, case: Option<&str>) -> Result<(), Strin
             Cell::new(&s.worst_id),
         ]);
     }
-    println!("{g}");
-    if !rep.metrics.is_empty() {
-        let mut m = Table::new();
-        m.set_header(vec![
-            "other measured quantity",
-            "rows",
-            "MAE",
-            "mean error",
-            "median",
-            "worst",
-            "worst case",
-        ]);
-        for s in &rep.metrics {
-            m.add_row(vec![
-                Cell::new(&s.group),
-                right(format!("{}", s.count)),
-                right(format!("{:.1}%", s.mae * 100.0)),
-                right(format!("{:+.1}%", s.mean_error * 100.0)),
-                right(format!("{:.1}%", s.median_abs_error * 100.0)),
-                right(format!("{:.1}%", s.worst_abs_error * 100.0)),
-                Cell::new(&s.worst_id),
-            ]);
-        }
-        println!("{m}");
-    }
-    Ok(())
+    g
 }
 
 /// A measured or predicted figure with the digits it needs: whole above 100, else three
