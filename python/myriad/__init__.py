@@ -114,7 +114,9 @@ def serve(
     scenario: Scenario, seed: Optional[int] = None, requests: Optional[int] = None
 ) -> dict:
     """Simulate the scenario's ``serving`` deployment request by request: throughput,
-    TTFT/TPOT percentiles, goodput, KV-cache use (``myriad serve --json``)."""
+    TTFT/TPOT percentiles, goodput, KV-cache use (``myriad serve --json``); with
+    ``serving.concurrency`` (a closed loop of clients), also ``concurrency_sweep``:
+    throughput per accelerator against each user's speed at 1, 2, 4, ... clients."""
     file, text = _text(scenario)
     return json.loads(_myriad.serve(file, text, _base(scenario), seed, requests))
 

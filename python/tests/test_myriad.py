@@ -92,6 +92,16 @@ def test_serve_obeys_littles_law_roughly_and_is_seeded():
     assert 0 < r["ttft"]["p50"] <= r["ttft"]["p99"]
 
 
+def test_serve_closed_loop_sweeps_its_clients():
+    v = myriad.serve(ROOT / "examples" / "serve-llama3-70b-h100-concurrency.yaml", requests=2000)
+    # 64 clients keep at most 64 requests in flight; the sweep runs 1 to 128 clients.
+    assert v["result"]["mean_in_system"] <= 64 + 1e-9
+    sweep = v["concurrency_sweep"]
+    assert [p["clients"] for p in sweep] == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert sweep[-1]["output_tokens_per_s_per_accelerator"] > sweep[0]["output_tokens_per_s_per_accelerator"]
+    assert sweep[-1]["per_user_output_tokens_per_s"] < sweep[0]["per_user_output_tokens_per_s"]
+
+
 def test_sched_compares_policies_and_replays_openb():
     v = myriad.sched(ROOT / "examples" / "sched-nvl72-mixed.yaml", policies=["fifo", "backfill"])
     names = [p["policy"]["name"] for p in v["policies"]]
