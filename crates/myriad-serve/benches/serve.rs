@@ -50,8 +50,9 @@ fn iteration_estimate(bencher: divan::Bencher) {
     bencher.bench(|| divan::black_box(&m).iteration(divan::black_box(&b)));
 }
 
-#[divan::bench(sample_count = 3)]
-fn simulate_1m_requests(bencher: divan::Bencher) {
+/// 1,000,000 requests: Poisson at 60 requests/s, or a closed loop of 256 clients.
+#[divan::bench(sample_count = 3, args = ["poisson", "closed"])]
+fn simulate_1m_requests(bencher: divan::Bencher, arrivals: &str) {
     let m = instance();
     let kv = m.kv_capacity_tokens(0.9);
     let d = Deployment::Aggregated(RoleSpec {
@@ -64,7 +65,14 @@ fn simulate_1m_requests(bencher: divan::Bencher) {
         policy: Default::default(),
     });
     let w = Workload {
-        arrivals: Arrivals::Poisson(60.0),
+        arrivals: if arrivals == "closed" {
+            Arrivals::Closed {
+                clients: 256,
+                lengths: Vec::new(),
+            }
+        } else {
+            Arrivals::Poisson(60.0)
+        },
         input: LengthDist::LogNormal {
             mean: 300.0,
             std: 200.0,
