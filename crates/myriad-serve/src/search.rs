@@ -4,7 +4,8 @@
 //! Each candidate is one deployment unit (one aggregated instance, or one set of prefill
 //! and decode instances). For each, the highest Poisson rate at which at least
 //! `ATTAINMENT` of requests meet both SLOs is found by bisection (short seeded
-//! simulations), and goodput per accelerator = that rate × mean output tokens /
+//! simulations of the workload's own lengths: its distributions', or a trace's or
+//! dataset's), and goodput per accelerator = that rate × mean output tokens /
 //! accelerators of the unit. Candidates are evaluated in parallel (rayon); the result is
 //! deterministic (sorted by goodput, then by description).
 
@@ -12,7 +13,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::model::{InstanceModel, Parallel};
-use crate::sim::{simulate, Arrivals, Deployment, RoleSpec, Slo, Workload};
+use crate::sim::{simulate_requests, Deployment, RoleSpec, Slo, Workload};
 
 /// Share of requests that must meet the SLOs.
 pub const ATTAINMENT: f64 = 0.9;
@@ -76,25 +77,14 @@ fn describe(r: &RoleSpec) -> String {
 }
 
 fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String) -> Candidate {
+    // The workload's own lengths (a trace's or dataset's) at each candidate rate.
     let n = w.requests.min(1000);
-    let run = |rate: f64| {
-        let ww = Workload {
-            arrivals: Arrivals::Poisson(rate),
-            requests: n,
-            ..w.clone()
-        };
-        simulate(d, &ww, slo)
-    };
+    let run = |rate: f64| simulate_requests(d, &w.requests_at(Some(rate), n), w.prefix_hit, slo);
     // Rate upper bound: offline throughput in requests/s.
-    let off = simulate(
-        d,
-        &Workload {
-            arrivals: Arrivals::Offline,
-            requests: n,
-            ..w.clone()
-        },
-        slo,
-    );
+    let all_at_once = w.requests_at(None, n);
+    let mean_out =
+        all_at_once.iter().map(|r| r.2 as f64).sum::<f64>() / all_at_once.len().max(1) as f64;
+    let off = simulate_requests(d, &all_at_once, w.prefix_hit, slo);
     let mut hi = off.completed as f64 / off.duration_s;
     let mut lo = 0.0;
     let mut best = None;
@@ -116,7 +106,6 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String) -> Candidate 
         }
     }
     let accs = d.accelerators();
-    let mean_out = w.output.mean();
     match best {
         Some(r) => Candidate {
             description: desc,

@@ -128,6 +128,32 @@ pub struct Workload {
     pub seed: u64,
 }
 
+impl Workload {
+    /// `n` requests of this workload under other arrivals: Poisson at `rate`, or all at
+    /// t = 0 (`None`), seeded as the workload is. Their lengths are those the workload
+    /// carries (a trace's, a dataset's, a closed loop's, in order and cycled), else drawn
+    /// from its length distributions.
+    pub fn requests_at(&self, rate: Option<f64>, n: u64) -> Vec<(f64, u32, u32)> {
+        let mut v = generate(&Workload {
+            arrivals: rate.map_or(Arrivals::Offline, Arrivals::Poisson),
+            input: self.input.clone(),
+            output: self.output.clone(),
+            requests: n,
+            prefix_hit: self.prefix_hit,
+            seed: self.seed,
+        });
+        let carried: Vec<(u32, u32)> = match &self.arrivals {
+            Arrivals::Trace(t) => t.iter().map(|&(_, i, o)| (i, o)).collect(),
+            Arrivals::Closed { lengths, .. } => lengths.clone(),
+            _ => Vec::new(),
+        };
+        for (r, &(i, o)) in v.iter_mut().zip(carried.iter().cycle()) {
+            (r.1, r.2) = (i, o);
+        }
+        v
+    }
+}
+
 /// One role's configuration (an aggregated instance is one role that does both).
 #[derive(Debug, Clone)]
 pub struct RoleSpec {

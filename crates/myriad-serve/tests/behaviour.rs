@@ -2001,6 +2001,52 @@ serving:
     }
 }
 
+/// A scenario whose lengths come from a dataset is searched with those lengths: the same
+/// search over the dataset's samples and over fixed lengths at the dataset's means lands
+/// within a factor of two, every kept candidate's goodput is its rate × the samples' mean
+/// output per accelerator, and its TPOT is a real step. (The search once drew the
+/// scenario's unset `input`/`output` instead: one-token requests, zero goodput.)
+#[test]
+fn search_runs_a_dataset_scenario_on_its_samples() {
+    let text = |lengths: &str| {
+        format!(
+            "format: myriad/1
+cluster: {{accelerator: h100-sxm, count: 8}}
+model: {{preset: llama3-70b}}
+serving:
+  weights: fp8
+  kv_cache: fp8
+  instance: {{instances: 1, tp: 4}}
+{lengths}  slo: {{ttft_ms: 2000, tpot_ms: 100}}
+  requests: 400
+"
+        )
+    };
+    let run = |lengths: &str| {
+        let setup = setup_of("d.yaml", &text(lengths));
+        myriad_serve::search::search(&setup.deployment, &setup.workload, &setup.slo, 8, 8, 0.9)
+    };
+    let set = myriad_serve::datasets::by_key("mlperf-llama2-70b").unwrap();
+    let (mi, mo) = (set.mean_input(), set.mean_output());
+    let samples = run("  dataset: mlperf-llama2-70b\n");
+    let fixed = run(&format!(
+        "  input: {{mean: {mi:.0}}}\n  output: {{mean: {mo:.0}}}\n"
+    ));
+    let (a, b) = (&samples[0], &fixed[0]);
+    assert!(a.max_rate > 0.0 && a.tpot_p90_s > 1e-3, "{a:?}");
+    let ratio = a.goodput_tokens_per_s_per_accelerator / b.goodput_tokens_per_s_per_accelerator;
+    assert!((0.5..2.0).contains(&ratio), "{a:?} vs {b:?}");
+    for c in samples.iter().filter(|c| c.max_rate > 0.0) {
+        let per_req = c.goodput_tokens_per_s_per_accelerator * c.accelerators as f64 / c.max_rate;
+        // Rate × mean output × attainment (at least 90%): the samples' mean, not 1 token.
+        assert!(
+            per_req > 0.85 * mo && per_req < 1.15 * mo,
+            "{}: {per_req} tokens a request against the samples' {mo}",
+            c.description
+        );
+    }
+}
+
 /// The model's sliding windows reach `myriad serve` through the framework: vLLM attends
 /// over and caches only the window, TensorRT-LLM and SGLang attend over it but keep the
 /// whole sequence's cache (`framework.rs`).
