@@ -395,20 +395,30 @@ fn figure(x: f64) -> String {
     }
 }
 
-/// Latency and throughput at 25%…150% of the scenario's Poisson arrival rate (at most 5,000
-/// requests each), for the report's charts against load. Empty for offline or trace
-/// arrivals.
+/// Latency and throughput at 25%…150% of the scenario's arrival rate (Poisson, or a
+/// trace's or dataset's mean rate, with its own lengths; at most 5,000 requests each), for
+/// the report's charts against load. Empty for offline or closed-loop arrivals.
 fn load_sweep(setup: &myriad_serve::Setup) -> serde_json::Value {
-    let myriad_serve::Arrivals::Poisson(rate) = setup.workload.arrivals else {
-        return serde_json::json!([]);
+    let w = &setup.workload;
+    let rate = match &w.arrivals {
+        myriad_serve::Arrivals::Poisson(r) => *r,
+        myriad_serve::Arrivals::Trace(t) if t.len() >= 2 => {
+            let span = t[t.len() - 1].0 - t[0].0;
+            if span > 0.0 {
+                (t.len() - 1) as f64 / span
+            } else {
+                return serde_json::json!([]);
+            }
+        }
+        _ => return serde_json::json!([]),
     };
+    let n = w.requests.min(5000);
     let points: Vec<serde_json::Value> = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5]
         .iter()
         .map(|f| {
-            let mut s = setup.clone();
-            s.workload.arrivals = myriad_serve::Arrivals::Poisson(rate * f);
-            s.workload.requests = setup.workload.requests.min(5000);
-            let r = myriad_serve::run(&s).result;
+            let reqs = w.requests_at(Some(rate * f), n);
+            let r =
+                myriad_serve::simulate_requests(&setup.deployment, &reqs, w.prefix_hit, &setup.slo);
             serde_json::json!({
                 "rate": rate * f,
                 "ttft": r.ttft,
