@@ -404,6 +404,8 @@ pub struct ServeReport {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConcurrencyPoint {
     pub clients: u32,
+    /// Between the 10% and 90% completions (`SimReport::steady_…`): the loop's steady
+    /// rate, without the ramp-up and the drain of the last long requests.
     pub output_tokens_per_s_per_accelerator: f64,
     /// The mean decode speed each user sees (1/TPOT per request, averaged).
     pub per_user_output_tokens_per_s: f64,
@@ -411,15 +413,25 @@ pub struct ConcurrencyPoint {
     pub tpot: Percentiles,
 }
 
-/// Most requests one point of [`concurrency_sweep`] simulates (at least eight per client).
+/// Most requests one point of [`concurrency_sweep`] simulates.
 pub const SWEEP_REQUESTS: u64 = 5_000;
 
-/// The throughput–interactivity curve of a closed-loop setup: the same requests sent by
-/// 1, 2, 4, … clients, up to twice the setup's (at most one per request), each point simulated in parallel over at
-/// most [`SWEEP_REQUESTS`] requests (eight per client when that is more, within the
-/// requests the setup has). More clients raise the output per accelerator until the
-/// batch or the KV cache is full, and lower each user's speed: the curve serving
-/// benchmarks plot (throughput per GPU against tokens/s per user). Empty for open arrivals.
+/// Requests a sweep point with `clients` clients runs: sixteen per client, at least 128
+/// (a few clients reach their steady state within a few requests each, and a long run of
+/// one client is millions of one-sequence steps), at most [`SWEEP_REQUESTS`], within the
+/// `requests` the setup has.
+pub fn sweep_requests(clients: u32, requests: u64) -> u64 {
+    (16 * clients as u64)
+        .clamp(128, SWEEP_REQUESTS)
+        .min(requests)
+}
+
+/// The throughput–interactivity curve of a closed-loop setup: the setup's requests, the
+/// first [`sweep_requests`] of them, sent by 1, 2, 4, … clients up to twice the setup's
+/// (at most one per request), each point simulated in parallel. More clients raise the
+/// output per accelerator until the batch or the KV cache is full, and lower each user's
+/// speed: the curve serving benchmarks plot (throughput per GPU against tokens/s per
+/// user). Empty for open arrivals.
 pub fn concurrency_sweep(setup: &Setup) -> Vec<ConcurrencyPoint> {
     use rayon::prelude::*;
     let Arrivals::Closed { clients, lengths } = &setup.workload.arrivals else {
@@ -436,8 +448,7 @@ pub fn concurrency_sweep(setup: &Setup) -> Vec<ConcurrencyPoint> {
         .par_iter()
         .map(|&c| {
             let mut w = setup.workload.clone();
-            let want = SWEEP_REQUESTS.max(8 * c as u64);
-            w.requests = setup.workload.requests.min(want);
+            w.requests = sweep_requests(c, setup.workload.requests);
             w.arrivals = Arrivals::Closed {
                 clients: c,
                 lengths: lengths.iter().take(w.requests as usize).copied().collect(),
@@ -445,7 +456,7 @@ pub fn concurrency_sweep(setup: &Setup) -> Vec<ConcurrencyPoint> {
             let r = simulate(&setup.deployment, &w, &setup.slo);
             ConcurrencyPoint {
                 clients: c,
-                output_tokens_per_s_per_accelerator: r.output_tokens_per_s_per_accelerator,
+                output_tokens_per_s_per_accelerator: r.steady_output_tokens_per_s_per_accelerator,
                 per_user_output_tokens_per_s: r.per_user_output_tokens_per_s,
                 ttft: r.ttft,
                 tpot: r.tpot,

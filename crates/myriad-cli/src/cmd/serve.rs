@@ -180,7 +180,7 @@ pub fn run(
     }
     if !rep.concurrency_sweep.is_empty() {
         println!(
-            "concurrency sweep (the same requests, at most {} a point): throughput per accelerator against each user's speed",
+            "concurrency sweep (the scenario's first 16 requests a client, 128 to {} a point; steady throughput between the 10% and 90% completions): throughput per accelerator against each user's speed",
             myriad_serve::SWEEP_REQUESTS
         );
         let mut t = Table::new();
