@@ -440,6 +440,12 @@ impl ServingSpec {
                     ),
                 ));
             }
+            if self.target_rate.is_some() {
+                return Err((
+                    "target_rate".into(),
+                    "a closed loop's request rate is set by its clients, not by the deployment's capacity; size for a target_rate with arrival_rate (or offline) instead of concurrency".into(),
+                ));
+            }
             for (k, set) in [
                 ("arrival_rate", self.arrival_rate.is_some()),
                 ("trace", self.trace.is_some()),

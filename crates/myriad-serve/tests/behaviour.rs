@@ -647,6 +647,10 @@ fn bad_serving_values_name_the_field() {
             "serving.concurrency: 0 must be a whole number of clients from 1",
         ),
         (
+            format!("{base}  concurrency: 8\n  target_rate: 20\n"),
+            "serving.target_rate: a closed loop's request rate is set by its clients",
+        ),
+        (
             format!("{base}  concurrency: 8\n  arrival_rate: 2\n"),
             "serving.concurrency: give either concurrency (a closed loop) or arrival_rate, not both",
         ),
