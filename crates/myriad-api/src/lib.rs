@@ -409,16 +409,31 @@ pub fn serve_setup(
         }
         None => None,
     };
+    if requests == Some(0) {
+        return Err("requests: must be at least 1".into());
+    }
+    // The overrides go into the scenario before the setup is resolved, so that a dataset's
+    // samples are drawn with them (their count and seed), as the distributions' are.
+    let overridden;
+    let s = match (seed, requests, s.serving.as_ref()) {
+        (None, None, _) | (_, _, None) => s,
+        (_, _, Some(sv)) => {
+            let mut sv = sv.clone();
+            sv.seed = seed.or(sv.seed);
+            sv.requests = requests.or(sv.requests);
+            overridden = Scenario {
+                serving: Some(sv),
+                ..s.clone()
+            };
+            &overridden
+        }
+    };
     let mut setup =
         myriad_serve::setup(s, &cluster, cat, trace).map_err(|e| format!("{file}: {e}"))?;
-    if let Some(x) = seed {
-        setup.workload.seed = x;
-    }
-    if let Some(n) = requests {
-        if n == 0 {
-            return Err("requests: must be at least 1".into());
-        }
-        setup.workload.requests = n;
+    // A trace runs its first `requests` rows.
+    if let (Some(n), myriad_serve::Arrivals::Trace(t)) = (requests, &mut setup.workload.arrivals) {
+        t.truncate(n as usize);
+        setup.workload.requests = t.len() as u64;
     }
     Ok((setup, cluster))
 }

@@ -563,6 +563,34 @@ fn serve_reads_a_trace_of_arrivals() {
     // 200 requests over 10 s.
     let rate = v["result"]["arrival_rate"].as_f64().unwrap();
     assert!((rate - 20.0).abs() < 0.5, "{rate}");
+    // `--requests` runs the trace's first rows.
+    let v = json(&["serve", f.to_str().unwrap(), "--json", "--requests", "50"]);
+    assert_eq!(v["result"]["completed"].as_u64(), Some(50));
+}
+
+/// `--requests` and `--seed` reach a dataset scenario's draw of samples, as they reach
+/// drawn lengths: the count is the run's, and another seed draws other samples.
+#[test]
+fn serve_overrides_reach_a_dataset_scenario() {
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "serve",
+            "examples/serve-deepseek-r1-b200-mlperf.yaml",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        json(&a)["result"].clone()
+    };
+    let few = run(&["--requests", "600"]);
+    assert_eq!(few["requests"].as_u64(), Some(600));
+    assert_eq!(few["completed"].as_u64(), Some(600));
+    let a = run(&["--requests", "600", "--seed", "7"]);
+    let b = run(&["--requests", "600", "--seed", "7"]);
+    assert_eq!(a, b, "same seed, same run");
+    assert_ne!(
+        a["output_tokens_per_s"], few["output_tokens_per_s"],
+        "another seed draws other samples"
+    );
 }
 
 #[test]
