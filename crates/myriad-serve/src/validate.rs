@@ -651,22 +651,25 @@ pub fn prefill_saturated(m: &InstanceModel, max_tokens: f64, isl: f64) -> f64 {
     tok / t / m.par.gpus() as f64
 }
 
+/// The `serving` keys the validator reads; any other that a row sets is reported as not
+/// used (keys ending in `_note` or `notes` are commentary).
 const KNOWN_SERVING: &[&str] = &[
     "framework",
     "weight_precision",
-    "activation_precision",
     "kv_cache_precision",
-    "attention_precision",
     "tp",
     "pp",
     "ep",
     "attention_dp",
+    "attention_dp_config",
     "gpus",
     "gpus_per_instance",
     "instances",
     "max_batch",
     "max_batch_per_instance",
     "max_num_tokens",
+    "chunked_prefill",
+    "num_scheduler_steps",
     "concurrency",
     "num_requests",
     "isl",
@@ -679,6 +682,7 @@ const KNOWN_SERVING: &[&str] = &[
     "target_qps",
     "ttft_limit_ms",
     "tpot_limit_ms",
+    "loadgen_requested",
     "prefill",
     "decode",
     "dataset",
@@ -688,7 +692,6 @@ const KNOWN_SERVING: &[&str] = &[
     "dp_eq_ep",
     "input_len",
     "output_len",
-    "ttft_slo_s",
     "itl_slo_ms",
     "checkpoint",
     "cuda_graph_batch_sizes",
