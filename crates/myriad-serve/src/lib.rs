@@ -447,11 +447,18 @@ pub fn concurrency_sweep(setup: &Setup) -> Vec<ConcurrencyPoint> {
     levels
         .par_iter()
         .map(|&c| {
-            let mut w = setup.workload.clone();
-            w.requests = sweep_requests(c, setup.workload.requests);
-            w.arrivals = Arrivals::Closed {
-                clients: c,
-                lengths: lengths.iter().take(w.requests as usize).copied().collect(),
+            // Built field by field: the setup's own lengths can be millions long.
+            let requests = sweep_requests(c, setup.workload.requests);
+            let w = Workload {
+                arrivals: Arrivals::Closed {
+                    clients: c,
+                    lengths: lengths.iter().take(requests as usize).copied().collect(),
+                },
+                input: setup.workload.input.clone(),
+                output: setup.workload.output.clone(),
+                requests,
+                prefix_hit: setup.workload.prefix_hit,
+                seed: setup.workload.seed,
             };
             let r = simulate(&setup.deployment, &w, &setup.slo);
             ConcurrencyPoint {

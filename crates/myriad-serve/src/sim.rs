@@ -142,9 +142,11 @@ impl Workload {
             prefix_hit: self.prefix_hit,
             seed: self.seed,
         });
+        // Only the first `n` carried lengths are ever used (a trace can hold millions).
+        let n = n as usize;
         let carried: Vec<(u32, u32)> = match &self.arrivals {
-            Arrivals::Trace(t) => t.iter().map(|&(_, i, o)| (i, o)).collect(),
-            Arrivals::Closed { lengths, .. } => lengths.clone(),
+            Arrivals::Trace(t) => t.iter().take(n).map(|&(_, i, o)| (i, o)).collect(),
+            Arrivals::Closed { lengths, .. } => lengths.iter().take(n).copied().collect(),
             _ => Vec::new(),
         };
         for (r, &(i, o)) in v.iter_mut().zip(carried.iter().cycle()) {
