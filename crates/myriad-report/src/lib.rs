@@ -784,33 +784,34 @@ pub fn serve(j: &Value) -> String {
             1e3 * f(&r, &format!("{k}.p99"))
         )
     };
-    p.summary(
-        "Summary",
-        &[
-            (
-                "output tokens/s per accelerator".into(),
-                sig(f(&r, "output_tokens_per_s_per_accelerator")),
-            ),
-            (
-                "input tokens/s per accelerator".into(),
-                sig(f(&r, "input_tokens_per_s_per_accelerator")),
-            ),
-            (
-                "output tokens/s per node".into(),
-                sig(f(j, "output_tokens_per_s_per_node")),
-            ),
-            ("TTFT p50 / p90 / p99 (ms)".into(), ms("ttft")),
-            ("TPOT p50 / p90 / p99 (ms)".into(), ms("tpot")),
-            (
-                "goodput (output tokens/s)".into(),
-                sig(f(&r, "goodput_output_tokens_per_s")),
-            ),
-            (
-                "accelerators for the target rate".into(),
-                sig(f(j, "accelerators_for_target_rate")),
-            ),
-        ],
-    );
+    let mut rows = vec![
+        (
+            "output tokens/s per accelerator".into(),
+            sig(f(&r, "output_tokens_per_s_per_accelerator")),
+        ),
+        (
+            "input tokens/s per accelerator".into(),
+            sig(f(&r, "input_tokens_per_s_per_accelerator")),
+        ),
+        (
+            "output tokens/s per node".into(),
+            sig(f(j, "output_tokens_per_s_per_node")),
+        ),
+        ("TTFT p50 / p90 / p99 (ms)".into(), ms("ttft")),
+        ("TPOT p50 / p90 / p99 (ms)".into(), ms("tpot")),
+        (
+            "goodput (output tokens/s)".into(),
+            sig(f(&r, "goodput_output_tokens_per_s")),
+        ),
+    ];
+    // Only a scenario with a target rate is sized for one.
+    if get(j, "accelerators_for_target_rate").is_some_and(|v| !v.is_null()) {
+        rows.push((
+            "accelerators for the target rate".into(),
+            sig(f(j, "accelerators_for_target_rate")),
+        ));
+    }
+    p.summary("Summary", &rows);
     let sweep = get(j, "load_sweep")
         .and_then(Value::as_array)
         .cloned()
