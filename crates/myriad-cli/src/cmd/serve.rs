@@ -153,6 +153,10 @@ pub fn run(
     }
     println!("{l}");
     println!(
+        "per user: {:.1} tokens/s while decoding (mean 1/TPOT), {:.1} tokens/s over the whole request (prompt and queue included)",
+        r.per_user_output_tokens_per_s, r.per_user_output_tokens_per_s_with_ctx
+    );
+    println!(
         "completed {} of {} ({} rejected: larger than a KV cache) in {:.1} s · SLO attainment {:.1}% · goodput {:.2} req/s",
         r.completed,
         r.requests,
