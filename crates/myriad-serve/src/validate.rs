@@ -989,6 +989,16 @@ fn predict_inner(
         if let Some(o) = num(ms, "mean_output_tokens_per_sample_accuracy_run") {
             osl = Some(o);
             notes.push(format!("osl: {o} (mean output of the accuracy run)"));
+        } else if let (Some(tok), Some(smp)) = (
+            num(ms, "output_tokens_per_s_total"),
+            num(ms, "samples_per_s").filter(|&x| x > 0.0),
+        ) {
+            // LoadGen counts both over the same run: their ratio is its mean output.
+            let o = (tok / smp * 10.0).round() / 10.0;
+            osl = Some(o);
+            notes.push(format!(
+                "osl: {o} (mean output of the performance run: tokens/s over samples/s)"
+            ));
         }
     }
     // A row that names an MLPerf dataset and states no prompt length runs that dataset's
