@@ -428,7 +428,9 @@ fn azure_gb300_llama2_70b_offline_is_predicted_within_eight_percent() {
     assert_eq!(r.summary.count, 1, "the row is scored");
     let c = &r.cases[0];
     assert!(
-        c.notes.iter().any(|n| n.contains("mean output of the performance run")),
+        c.notes
+            .iter()
+            .any(|n| n.contains("mean output of the performance run")),
         "{:?}",
         c.notes
     );
