@@ -483,6 +483,15 @@ pub fn validate(cases: &[ValidationCase], cat: &Catalog) -> ValidationReport {
             notes: Vec::new(),
             failure: None,
         };
+        let measured = case.measured.step_time_s;
+        if !(measured > 0.0 && measured.is_finite()) {
+            // Nothing to compare against: an error of ±inf or NaN would poison the summary.
+            r.failure = Some(format!(
+                "measured.step_time_s: {measured} is not a positive number of seconds"
+            ));
+            results.push(r);
+            continue;
+        }
         match explain(case, cat) {
             Ok((t, notes)) => {
                 r.predicted_step_time_s = Some(t.estimate.step_time_s);

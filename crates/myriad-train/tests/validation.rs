@@ -381,3 +381,25 @@ fn signed_mean_error_is_the_bias_of_the_cases() {
         / s.count as f64;
     assert!((from_groups - s.mean_error).abs() < 1e-12);
 }
+
+/// A case whose measured step time is zero, negative or not finite has nothing to compare
+/// against: it is reported as failed with the field, not scored at an error of ±inf (which
+/// made the file's mean absolute error "inf%").
+#[test]
+fn a_case_without_a_positive_measured_time_fails_with_the_field() {
+    let Some(mut cases) = common::cases_of(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/validation/training-public.json"
+    )) else {
+        return;
+    };
+    cases.truncate(2);
+    cases[0].measured.step_time_s = 0.0;
+    let r = myriad_train::validate::validate(&cases, myriad_catalog::catalog());
+    let f = r.cases[0].failure.as_deref().unwrap_or_default();
+    assert!(f.contains("measured.step_time_s: 0 is not a positive"), "{f}");
+    assert!(r.cases[0].error.is_none());
+    assert_eq!(r.summary.failed, 1);
+    assert_eq!(r.summary.count, 1);
+    assert!(r.summary.mae.is_finite());
+}
