@@ -397,7 +397,10 @@ fn a_case_without_a_positive_measured_time_fails_with_the_field() {
     cases[0].measured.step_time_s = 0.0;
     let r = myriad_train::validate::validate(&cases, myriad_catalog::catalog());
     let f = r.cases[0].failure.as_deref().unwrap_or_default();
-    assert!(f.contains("measured.step_time_s: 0 is not a positive"), "{f}");
+    assert!(
+        f.contains("measured.step_time_s: 0 is not a positive"),
+        "{f}"
+    );
     assert!(r.cases[0].error.is_none());
     assert_eq!(r.summary.failed, 1);
     assert_eq!(r.summary.count, 1);

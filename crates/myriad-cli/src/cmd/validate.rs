@@ -74,7 +74,13 @@ pub fn run(path: &Path, json: bool, case: Option<&str>) -> Result<(), String> {
         ]);
     }
     println!("{g}");
-    println!(
+    if s.count == 0 {
+        println!(
+            "no case scored ({} failed: see the note column for why)",
+            s.failed
+        );
+    } else {
+        println!(
         "{} cases ({} failed, {} superseded): mean |error| {:.1}% (signed {:+.1}%), median {:.1}%, worst {:.1}% ({}) — over all rows {:.1}% ({})",
         s.count,
         s.failed,
@@ -87,6 +93,7 @@ pub fn run(path: &Path, json: bool, case: Option<&str>) -> Result<(), String> {
         100.0 * s.worst_abs_error_all,
         s.worst_id_all
     );
+    }
     let notes: std::collections::BTreeSet<&String> =
         report.cases.iter().flat_map(|c| c.notes.iter()).collect();
     if !notes.is_empty() {
