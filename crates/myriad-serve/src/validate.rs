@@ -1075,6 +1075,12 @@ fn predict_inner(
                 .or_else(|| num(ms, "decode_tokens_per_s_per_node"))
                 .map(|x| x / per_node)
         });
+    if let Some(m) = measured.filter(|m| !(*m > 0.0 && m.is_finite())) {
+        // Nothing to compare against: an error of ±inf would poison the file's summary.
+        return Err(format!(
+            "measured output tokens/s per accelerator: {m} is not a positive rate"
+        ));
+    }
     res.measured = measured;
 
     if disagg {

@@ -2467,3 +2467,29 @@ fn chunked_layers_read_their_chunk_and_padding_reads_nothing() {
         assert!((p.attention_s - u.attention_s).abs() < 1e-12 * u.attention_s.max(1.0));
     }
 }
+
+/// A row whose measured throughput is zero or negative has nothing to compare against: it is
+/// not predicted, with the reason, rather than scored at an error of ±inf (found by mutating
+/// the public file's rows: `measured.output_tokens_per_s_per_gpu: 0` printed "+inf%").
+#[test]
+fn a_row_without_a_positive_measured_rate_is_not_scored() {
+    let row = serde_json::json!({
+        "id": "zero-rate",
+        "hardware": {"accelerator": "h100-sxm", "count": 1},
+        "model": {"name": "Llama 3.1 8B", "layers": 32, "hidden": 4096, "ffn_hidden": 14336,
+                  "heads": 32, "kv_heads": 8, "head_dim": 128, "vocab": 128256,
+                  "gated_mlp": true},
+        "serving": {"framework": "vLLM", "tp": 1, "isl": 128, "osl": 128},
+        "measured": {"output_tokens_per_s_per_gpu": 0.0}
+    });
+    let mut warnings = Vec::new();
+    let r = myriad_serve::validate::predict_row(myriad_catalog::catalog(), &row, &mut warnings);
+    assert!(r.error.is_none() && r.measured.is_none(), "{r:?}");
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("0 is not a positive rate")),
+        "{:?}",
+        r.notes
+    );
+}
