@@ -261,7 +261,14 @@ enum State {
 }
 
 /// Closes a down period at `t`: down time, and the part of it spent waiting for spares.
+/// A planned stop's down period begins after its checkpoint stall, which was counted whole
+/// when the stop began; closed inside that stall (a failure, the window's end), only the
+/// part of the stall that ran counts, and there was no down time yet.
 fn close_down(st: &mut ReplicaStats, since: f64, ready: f64, wait_until: f64, t: f64) {
+    if t < since {
+        st.stall_s -= since - t;
+        return;
+    }
     st.down_s += t - since;
     st.wait_s += (t.min(wait_until) - ready.max(since)).max(0.0);
 }
