@@ -585,3 +585,56 @@ fn too_many_bins_merge_without_changing_the_allocation() {
     assert!((fifo.allocation - 0.5).abs() < 1e-9, "{}", fifo.allocation);
     assert_eq!(fifo.makespan_s, 350.0);
 }
+
+/// Sizes past what a `u32` holds, or that round past it to whole nodes or segments, clamp
+/// to the cluster (generated) or make a job no cluster holds (trace): never a job that
+/// wraps to no accelerators and runs for free, and never a division by zero.
+#[test]
+fn huge_sizes_and_segments_never_wrap_to_empty_jobs() {
+    let t = nvl72_small();
+    let spec = |class: serde_json::Value| -> SchedulingSpec {
+        serde_json::from_value(serde_json::json!({
+            "arrivals": {"jobs": 20, "rate_per_hour": 1},
+            "classes": [class]
+        }))
+        .unwrap()
+    };
+    let huge = spec(serde_json::json!({"name": "huge", "size": {"dist": "fixed", "value": 1e12}}));
+    let w = workload::generate(&huge, &t, 1);
+    assert!(
+        w.jobs.iter().all(|j| j.gpus == 1152),
+        "clamped to the cluster"
+    );
+    let seg = spec(serde_json::json!({"name": "seg", "segment": 4294967295u32,
+        "size": {"dist": "fixed", "value": 72}}));
+    let w = workload::generate(&seg, &t, 1);
+    assert!(w.jobs.iter().all(|j| j.gpus == u32::MAX));
+    let r = simulate(&t, &w, &preset("backfill").unwrap(), &Options::default());
+    assert_eq!((r.completed, r.rejected), (0, 20));
+
+    let t = Topology::uniform(&["r".to_string()], 16, 4, 1, 8, "h100");
+    let head = "arrival_s,duration_s,accelerators,segment\n0,100,8,\n";
+    for (row, gpus, segment) in [
+        ("10,100,4294967295,", u32::MAX, None),
+        ("10,100,4294967290,", u32::MAX, None),
+        ("10,100,8,4294967295", u32::MAX, Some(u32::MAX)),
+        ("10,100,8,0.5", 8, Some(8)),
+    ] {
+        let (jobs, _) = workload::parse_csv(&format!("{head}{row}\n"), &t).unwrap();
+        assert_eq!(jobs[1].gpus, gpus, "{row}");
+        let want = segment.map_or(Constraint::None, Constraint::Segment);
+        assert_eq!(jobs[1].constraint, want, "{row}");
+        let w = Workload {
+            jobs,
+            classes: vec!["jobs".into()],
+            services: vec![],
+        };
+        let r = simulate(&t, &w, &preset("backfill").unwrap(), &Options::default());
+        let fits = gpus <= 128;
+        assert_eq!(
+            (r.completed, r.rejected),
+            (1 + fits as u64, !fits as u64),
+            "{row}"
+        );
+    }
+}
