@@ -638,3 +638,29 @@ fn huge_sizes_and_segments_never_wrap_to_empty_jobs() {
         );
     }
 }
+
+/// A service whose peak is past the cluster queues no more replicas than the region could
+/// run at once (144 replicas of 8 on 1,152 GPUs): a peak of u32::MAX replicas schedules
+/// exactly as a peak of 1,000 (whose daily curve, 0.3 to 1 of it, never asks for fewer
+/// than 144 either), instead of creating billions of queued replicas.
+#[test]
+fn a_service_peak_past_the_cluster_queues_only_what_could_run() {
+    let t = nvl72_small();
+    let with_peak = |peak: u32| -> Workload {
+        let mut spec = mixed_spec(300);
+        spec.inference[0].peak_replicas = peak;
+        workload::generate(&spec, &t, 4)
+    };
+    for p in ["fifo", "backfill", "day-night"] {
+        let p = preset(p).unwrap();
+        let fits = simulate(&t, &with_peak(1000), &p, &Options::default());
+        let huge = simulate(&t, &with_peak(u32::MAX), &p, &Options::default());
+        assert_eq!(huge.completed, fits.completed);
+        assert_eq!(huge.makespan_s, fits.makespan_s, "{}", p.name);
+        assert_eq!(huge.all.wait_s.mean, fits.all.wait_s.mean);
+        assert_eq!(huge.preemptions, fits.preemptions);
+        let (h, f) = (&huge.services[0], &fits.services[0]);
+        assert_eq!(h.replica_hours, f.replica_hours);
+        assert!(h.replica_hours > 0.0 && h.slo_attainment < 1e-6);
+    }
+}
