@@ -875,3 +875,33 @@ fn gpt_oss_example_pays_for_its_sinks_and_saves_on_its_bands() {
     // A window as long as the sequence is full attention: the bands save time.
     assert!(all_full > with, "{all_full} vs {with}");
 }
+
+#[test]
+fn collective_sizes_are_one_size_or_one_increasing_range() {
+    // --bytes beside --sweep used to be ignored silently, and a range given largest first
+    // printed an empty table.
+    let base = [
+        "collective",
+        "examples/dgx-h100-node.yaml",
+        "--op",
+        "all-reduce",
+    ];
+    let run = |extra: &[&str]| myriad(&[&base[..], extra].concat());
+    let (code, out, err) = run(&["--bytes", "1MiB", "--sweep", "8B..1KiB"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        err.contains("--bytes 1MiB and --sweep 8B..1KiB: give one size or one range, not both"),
+        "{err}"
+    );
+    let (code, out, err) = run(&["--sweep", "1GiB..1KiB"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(err.contains("--sweep: `1GiB..1KiB` runs from"), "{err}");
+    let v = json(&[&base[..], &["--sweep", "1KiB..4KiB", "--json"]].concat());
+    let sizes: Vec<f64> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["bytes"].as_f64().unwrap())
+        .collect();
+    assert_eq!(sizes, vec![1024.0, 2048.0, 4096.0]);
+}
