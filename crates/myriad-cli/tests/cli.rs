@@ -905,3 +905,52 @@ fn collective_sizes_are_one_size_or_one_increasing_range() {
         .collect();
     assert_eq!(sizes, vec![1024.0, 2048.0, 4096.0]);
 }
+
+#[test]
+fn reliability_text_never_prints_inf() {
+    // A window where many replicas keep no work (a 10 h interval, no spare servers, a
+    // day's repair) has no upper bound on the time to train, and rates of 0 have no MTBF:
+    // the text said `inf` (JSON: null) where it now says `never`, `none` or `-`.
+    let dir = std::env::temp_dir().join(format!("myriad-cli-rel-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = "format: myriad/1\nname: r\ncluster: {accelerator: h100-sxm, count: 1024, scale_up: hgx-h100, scale_out: {fabric: roce-400g, topology: fat-tree}}\nmodel: {preset: llama3-70b, seq_len: 8192}\ntraining: {accelerators: 1024, tp: 8, pp: 4, dp: 32, global_batch: 512, micro_batch: 1, precision: bf16, tokens: 1e12}\n";
+    let slow = dir.join("slow.yaml");
+    std::fs::write(
+        &slow,
+        format!("{base}reliability: {{planned: {{rate: {{mtbf_hours: 2}}}}, storage: {{sustained_tbps: 0.001}}, checkpoint: {{interval_s: 36000}}}}\n"),
+    )
+    .unwrap();
+    let none = dir.join("none.yaml");
+    std::fs::write(
+        &none,
+        format!(
+            "{base}reliability: {{failures: {{scale: 0}}, planned: {{rate: {{per_hour: 0}}}}}}\n"
+        ),
+    )
+    .unwrap();
+    let inf = |s: &str| s.split(|c: char| !c.is_alphanumeric()).any(|w| w == "inf");
+    let (code, out, err) = myriad(&[
+        "reliability",
+        slow.to_str().unwrap(),
+        "--days",
+        "1",
+        "--replicas",
+        "200",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!inf(&out), "{out}");
+    assert!(out.contains("– never); failure-free"), "{out}");
+    let (code, out, err) = myriad(&[
+        "reliability",
+        none.to_str().unwrap(),
+        "--days",
+        "1",
+        "--replicas",
+        "10",
+        "--compare",
+        "size",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!inf(&out), "{out}");
+    assert!(out.contains("job MTBF none (rates: none)"), "{out}");
+}
