@@ -543,6 +543,9 @@ impl SchedulingSpec {
                     "must be non-negative weights".into(),
                 );
             }
+            if !r.home_shares.is_empty() && r.home_shares.iter().sum::<f64>() <= 0.0 {
+                return e("regions.home_shares".into(), "shares add up to 0".into());
+            }
         }
         Ok(())
     }

@@ -309,6 +309,15 @@ pub fn from_scenario(
                 format!("{} names for {sites} sites (cluster.sites)", r.names.len()),
             ));
         }
+        if r.home_shares.len() > sites {
+            return Err(err(
+                "scheduling.regions.home_shares",
+                format!(
+                    "{} shares for {sites} sites (cluster.sites)",
+                    r.home_shares.len()
+                ),
+            ));
+        }
     }
     let mut topology = Topology::uniform(
         &names_r,

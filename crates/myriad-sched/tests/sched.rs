@@ -337,6 +337,17 @@ fn bad_values_name_the_field() {
     );
     assert!(scenario_err("  classes: [{name: a, comm_share: 2}]\n")
         .contains("scheduling.classes[0].comm_share: 2 must be a share"));
+    // Home shares past the cluster's sites were ignored, and shares of 0 everywhere made
+    // every region equally likely, without a word.
+    assert_eq!(
+        scenario_err("  regions: {home_shares: [0.8, 0.2]}\n"),
+        "s.yaml: scheduling.regions.home_shares: 2 shares for 1 sites (cluster.sites)"
+    );
+    assert_eq!(
+        scenario_err("  regions: {home_shares: [0]}\n"),
+        "s.yaml: scheduling.regions.home_shares: shares add up to 0"
+    );
+    assert_eq!(scenario_err("  regions: {home_shares: [1]}\n"), "ok");
     // Bad trace text: the file and line.
     let e = myriad_sched::openb::parse_nodes("sn,cpu_milli,memory_mib,gpu,model\nx,1,2,many,T4\n")
         .unwrap_err();
