@@ -954,3 +954,40 @@ fn reliability_text_never_prints_inf() {
     assert!(!inf(&out), "{out}");
     assert!(out.contains("job MTBF none (rates: none)"), "{out}");
 }
+
+#[test]
+fn sched_allocation_over_time_shows_8_spans() {
+    // 4.5 h of FIFO in bins of 0.45 h: 10 bins, shown as 8 spans (chunks of
+    // ceil(10 / 8) = 2 bins gave 5), each the mean of its bins.
+    let dir = std::env::temp_dir().join(format!("myriad-cli-spans-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/");
+    std::fs::copy(
+        format!("{root}sched-trace.csv"),
+        dir.join("sched-trace.csv"),
+    )
+    .unwrap();
+    let f = dir.join("spans.yaml");
+    std::fs::write(
+        &f,
+        std::fs::read_to_string(format!("{root}sched-trace.yaml"))
+            .unwrap()
+            .replace("  pod: 512\n", "  pod: 512\n  sample_h: 0.45\n"),
+    )
+    .unwrap();
+    let (code, out, err) = myriad(&["sched", f.to_str().unwrap(), "--policies", "fifo"]);
+    assert_eq!(code, 0, "{err}");
+    let row = out
+        .lines()
+        .find(|l| l.contains("allocation over time"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let spans: Vec<&str> = row.split('|').nth(2).unwrap().split_whitespace().collect();
+    // FIFO: 100% to 7,200 s, 50% to 10,800 s, 100% to 14,400 s, 25% to 16,200 s. Bins of
+    // 1,620 s: 100 100 100 100 72.2 50 66.7 100 91.7 25; spans of bins 0, 1, 2, 3-4, 5, 6,
+    // 7, 8-9.
+    assert_eq!(
+        spans,
+        ["100", "100", "100", "86", "50", "67", "100", "58"],
+        "{row}"
+    );
+}
