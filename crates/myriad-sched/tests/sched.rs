@@ -348,6 +348,26 @@ fn bad_values_name_the_field() {
         "s.yaml: scheduling.regions.home_shares: shares add up to 0"
     );
     assert_eq!(scenario_err("  regions: {home_shares: [1]}\n"), "ok");
+    // `--policies ""` ran no policy and printed an empty table; a name twice ran it twice.
+    let names = |n: &[&str]| {
+        let n: Vec<String> = n.iter().map(|s| s.to_string()).collect();
+        setup::policies(&[], Some(&n)).map(|p| p.len())
+    };
+    let e = names(&[]).unwrap_err();
+    assert_eq!(e.0, "--policies");
+    assert!(
+        e.1.starts_with("no policy given; name one or more, comma-separated: fifo, backfill"),
+        "{}",
+        e.1
+    );
+    assert_eq!(
+        names(&["fifo", "sjf", "fifo"]),
+        Err((
+            "--policies".to_string(),
+            "`fifo` is given twice".to_string()
+        ))
+    );
+    assert_eq!(names(&["fifo", "sjf"]), Ok(2));
     // Bad trace text: the file and line.
     let e = myriad_sched::openb::parse_nodes("sn,cpu_milli,memory_mib,gpu,model\nx,1,2,many,T4\n")
         .unwrap_err();
