@@ -797,7 +797,9 @@ fn build_variant(
                 extra_s: 0.0,
                 label: "tree",
                 fixed_rates: true,
-                extra_latency_s: 2.0 * (s0 as f64 - 1.0) * net.su_lat,
+                // The chains' hops, up and down, once over the chunks (as the tree's
+                // levels): the phase runs TREE_CHUNKS times and adds this at each run.
+                extra_latency_s: 2.0 * (s0 as f64 - 1.0) * net.su_lat / TREE_CHUNKS as f64,
             });
         }
         Algorithm::Auto => return unsupported("resolve Auto first (see flow_choice)"),
