@@ -127,7 +127,12 @@ pub fn group_span(
         }
     }
     ranks.sort_unstable();
-    ranks.dedup();
+    if let Some(w) = ranks.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!(
+            "--group: rank {} is given twice in `{group}`; a group holds each rank once",
+            w[0]
+        ));
+    }
     if let Some(r) = ranks.iter().find(|r| **r >= cluster.accelerators) {
         return Err(format!(
             "--group: rank {r} is outside the cluster's {} accelerators",

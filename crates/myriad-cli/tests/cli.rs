@@ -896,6 +896,27 @@ fn collective_sizes_are_one_size_or_one_increasing_range() {
     let (code, out, err) = run(&["--sweep", "1GiB..1KiB"]);
     assert_eq!(code, 2, "{out}");
     assert!(err.contains("--sweep: `1GiB..1KiB` runs from"), "{err}");
+    // A rank twice was dropped silently (`0,0,1` ran on 2 ranks).
+    let (code, out, err) = run(&["--bytes", "1MiB", "--group", "0,0,1"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        err.contains("--group: rank 0 is given twice in `0,0,1`; a group holds each rank once"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["--bytes", "1MiB", "--group", "0-3,2-5"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--group: rank 2 is given twice in `0-3,2-5`"),
+        "{err}"
+    );
+    let v = json(
+        &[
+            &base[..],
+            &["--bytes", "1MiB", "--group", "0-3,4-5", "--json"],
+        ]
+        .concat(),
+    );
+    assert_eq!(v["group_size"], 6, "{v}");
     let v = json(&[&base[..], &["--sweep", "1KiB..4KiB", "--json"]].concat());
     let sizes: Vec<f64> = v["points"]
         .as_array()
