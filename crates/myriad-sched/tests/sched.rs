@@ -348,6 +348,11 @@ fn bad_values_name_the_field() {
         "s.yaml: scheduling.regions.home_shares: shares add up to 0"
     );
     assert_eq!(scenario_err("  regions: {home_shares: [1]}\n"), "ok");
+    // 2^31 jobs aborted the process allocating the job list.
+    assert_eq!(
+        scenario_err("  arrivals: {jobs: 2147483648}\n"),
+        "s.yaml: scheduling.arrivals.jobs: 2147483648 is more than the 10000000 a simulation takes (about 40 s and 4 GB for one policy at that)"
+    );
     // `--policies ""` ran no policy and printed an empty table; a name twice ran it twice.
     let names = |n: &[&str]| {
         let n: Vec<String> = n.iter().map(|s| s.to_string()).collect();
