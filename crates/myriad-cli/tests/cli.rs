@@ -1012,3 +1012,28 @@ fn sched_allocation_over_time_shows_8_spans() {
         "{row}"
     );
 }
+
+#[test]
+fn cluster_text_prints_numbers_past_u64_as_json_does() {
+    // The thousands separator parsed the integer part as u64: 1e30 Gb/s of DCI printed
+    // as `DCI 0 Gb/s per site, 0 us one way` while --json said 1e30 and 5e30.
+    let dir = std::env::temp_dir().join(format!("myriad-cli-dci-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("dci.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\nname: t\ncluster: {accelerator: h100-sxm, count: 1024, sites: 2, dci: {gbps_per_site: 1e20, distance_km: 2e19}}\n",
+    )
+    .unwrap();
+    let (code, out, err) = myriad(&["cluster", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "DCI 100,000,000,000,000,000,000 Gb/s per site, 100,000,000,000,000,000,000 us one way"
+        ),
+        "{out}"
+    );
+    let v = json(&["cluster", f.to_str().unwrap(), "--json"]);
+    assert_eq!(v["network"]["dci_gbps_per_site"], 1e20);
+    assert_eq!(v["network"]["dci_latency_us"], 1e20);
+}
