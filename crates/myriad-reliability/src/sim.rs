@@ -177,7 +177,7 @@ impl Cycle {
     pub(crate) fn new(p: &Policy) -> Self {
         // A background write must finish before the next snapshot starts: the snapshot is
         // deferred (training goes on) until it has.
-        let tau = p.interval_s.max(p.lag_s).clamp(1e-9, MAX_INTERVAL_S);
+        let tau = p.effective_interval_s();
         let stall = p.stall_s;
         let period = tau + stall;
         let persist = p.persist.map(|q| {

@@ -198,7 +198,14 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
     println!(
         "interval: {:.0} s used ({}) · simulated optimum {:.0} s · Young/Daly sqrt(2·δ·M) {:.0} s (δ {:.2} s, M {})",
         r.interval_s,
-        if ck.interval_s.is_some() { "given" } else { "auto: the simulated optimum" },
+        match ck.interval_s {
+            Some(g) if g < r.interval_s => format!(
+                "given {g:.0} s; the next snapshot waits for the previous write, {:.0} s",
+                r.policy.lag_s
+            ),
+            Some(_) => "given".into(),
+            None => "auto: the simulated optimum".into(),
+        },
         r.optimal_checkpoint_interval_s,
         r.young_daly_interval_s,
         r.policy.stall_s,
