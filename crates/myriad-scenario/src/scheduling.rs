@@ -440,14 +440,25 @@ impl SchedulingSpec {
                 return e("pod".into(), "must be at least 1 accelerator".into());
             }
         }
+        if let Some(x) = self.restart_s {
+            if !(x >= 0.0 && x.is_finite()) {
+                return e(
+                    "restart_s".into(),
+                    format!("{x} must be a non-negative number"),
+                );
+            }
+        }
+        // 0 would silently mean the default (the span / 100, the last arrival).
         for (n, v) in [
-            ("restart_s", self.restart_s),
             ("sample_h", self.sample_h),
             ("horizon_days", self.horizon_days),
         ] {
             if let Some(x) = v {
-                if !(x >= 0.0 && x.is_finite()) {
-                    return e(n.into(), format!("{x} must be a non-negative number"));
+                if !(x > 0.0 && x.is_finite()) {
+                    return e(
+                        n.into(),
+                        format!("{x} must be a positive number (leave it out for the default)"),
+                    );
                 }
             }
         }

@@ -348,6 +348,17 @@ fn bad_values_name_the_field() {
         "s.yaml: scheduling.regions.home_shares: shares add up to 0"
     );
     assert_eq!(scenario_err("  regions: {home_shares: [1]}\n"), "ok");
+    // 0 was accepted and ran as the default (span / 100 bins, services to the last
+    // arrival).
+    assert_eq!(
+        scenario_err("  sample_h: 0\n"),
+        "s.yaml: scheduling.sample_h: 0 must be a positive number (leave it out for the default)"
+    );
+    assert_eq!(
+        scenario_err("  horizon_days: 0\n"),
+        "s.yaml: scheduling.horizon_days: 0 must be a positive number (leave it out for the default)"
+    );
+    assert_eq!(scenario_err("  restart_s: 0\n"), "ok");
     // 2^31 jobs aborted the process allocating the job list.
     assert_eq!(
         scenario_err("  arrivals: {jobs: 2147483648}\n"),
