@@ -127,7 +127,12 @@ pub fn group_span(
         }
     }
     ranks.sort_unstable();
-    ranks.dedup();
+    if let Some(w) = ranks.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!(
+            "--group: rank {} is given twice in `{group}`; a group holds each rank once",
+            w[0]
+        ));
+    }
     if let Some(r) = ranks.iter().find(|r| **r >= cluster.accelerators) {
         return Err(format!(
             "--group: rank {r} is outside the cluster's {} accelerators",
@@ -195,11 +200,21 @@ pub fn collective_input(
     let algorithm = parse_algorithm(algorithm)?;
     let (span, ranks) = group_span(group, &cluster, plan.as_ref())?;
     let sizes: Vec<f64> = match (sweep, bytes) {
-        (Some(sw), _) => {
+        (Some(sw), Some(b)) => {
+            return Err(format!(
+                "--bytes {b} and --sweep {sw}: give one size or one range, not both"
+            ))
+        }
+        (Some(sw), None) => {
             let (lo, hi) = sw
                 .split_once("..")
                 .ok_or_else(|| format!("--sweep: `{sw}` is not a range like 8B..16GiB"))?;
             let (lo, hi) = (parse_bytes(lo)?.max(1.0), parse_bytes(hi)?);
+            if lo > hi {
+                return Err(format!(
+                    "--sweep: `{sw}` runs from {lo} B down to {hi} B; give the smaller size first"
+                ));
+            }
             let mut v = Vec::new();
             let mut x = lo;
             while x <= hi {

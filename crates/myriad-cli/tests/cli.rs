@@ -912,3 +912,165 @@ fn gpt_oss_example_pays_for_its_sinks_and_saves_on_its_bands() {
     // A window as long as the sequence is full attention: the bands save time.
     assert!(all_full > with, "{all_full} vs {with}");
 }
+
+#[test]
+fn collective_sizes_are_one_size_or_one_increasing_range() {
+    // --bytes beside --sweep used to be ignored silently, and a range given largest first
+    // printed an empty table.
+    let base = [
+        "collective",
+        "examples/dgx-h100-node.yaml",
+        "--op",
+        "all-reduce",
+    ];
+    let run = |extra: &[&str]| myriad(&[&base[..], extra].concat());
+    let (code, out, err) = run(&["--bytes", "1MiB", "--sweep", "8B..1KiB"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        err.contains("--bytes 1MiB and --sweep 8B..1KiB: give one size or one range, not both"),
+        "{err}"
+    );
+    let (code, out, err) = run(&["--sweep", "1GiB..1KiB"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(err.contains("--sweep: `1GiB..1KiB` runs from"), "{err}");
+    // A rank twice was dropped silently (`0,0,1` ran on 2 ranks).
+    let (code, out, err) = run(&["--bytes", "1MiB", "--group", "0,0,1"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        err.contains("--group: rank 0 is given twice in `0,0,1`; a group holds each rank once"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["--bytes", "1MiB", "--group", "0-3,2-5"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--group: rank 2 is given twice in `0-3,2-5`"),
+        "{err}"
+    );
+    let v = json(
+        &[
+            &base[..],
+            &["--bytes", "1MiB", "--group", "0-3,4-5", "--json"],
+        ]
+        .concat(),
+    );
+    assert_eq!(v["group_size"], 6, "{v}");
+    let v = json(&[&base[..], &["--sweep", "1KiB..4KiB", "--json"]].concat());
+    let sizes: Vec<f64> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["bytes"].as_f64().unwrap())
+        .collect();
+    assert_eq!(sizes, vec![1024.0, 2048.0, 4096.0]);
+}
+
+#[test]
+fn reliability_text_never_prints_inf() {
+    // A window where many replicas keep no work (a 10 h interval, no spare servers, a
+    // day's repair) has no upper bound on the time to train, and rates of 0 have no MTBF:
+    // the text said `inf` (JSON: null) where it now says `never`, `none` or `-`.
+    let dir = std::env::temp_dir().join(format!("myriad-cli-rel-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = "format: myriad/1\nname: r\ncluster: {accelerator: h100-sxm, count: 1024, scale_up: hgx-h100, scale_out: {fabric: roce-400g, topology: fat-tree}}\nmodel: {preset: llama3-70b, seq_len: 8192}\ntraining: {accelerators: 1024, tp: 8, pp: 4, dp: 32, global_batch: 512, micro_batch: 1, precision: bf16, tokens: 1e12}\n";
+    let slow = dir.join("slow.yaml");
+    std::fs::write(
+        &slow,
+        format!("{base}reliability: {{planned: {{rate: {{mtbf_hours: 2}}}}, storage: {{sustained_tbps: 0.001}}, checkpoint: {{interval_s: 36000}}}}\n"),
+    )
+    .unwrap();
+    let none = dir.join("none.yaml");
+    std::fs::write(
+        &none,
+        format!(
+            "{base}reliability: {{failures: {{scale: 0}}, planned: {{rate: {{per_hour: 0}}}}}}\n"
+        ),
+    )
+    .unwrap();
+    let inf = |s: &str| s.split(|c: char| !c.is_alphanumeric()).any(|w| w == "inf");
+    let (code, out, err) = myriad(&[
+        "reliability",
+        slow.to_str().unwrap(),
+        "--days",
+        "1",
+        "--replicas",
+        "200",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!inf(&out), "{out}");
+    assert!(out.contains("– never); failure-free"), "{out}");
+    let (code, out, err) = myriad(&[
+        "reliability",
+        none.to_str().unwrap(),
+        "--days",
+        "1",
+        "--replicas",
+        "10",
+        "--compare",
+        "size",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!inf(&out), "{out}");
+    assert!(out.contains("job MTBF none (rates: none)"), "{out}");
+}
+
+#[test]
+fn sched_allocation_over_time_shows_8_spans() {
+    // 4.5 h of FIFO in bins of 0.45 h: 10 bins, shown as 8 spans (chunks of
+    // ceil(10 / 8) = 2 bins gave 5), each the mean of its bins.
+    let dir = std::env::temp_dir().join(format!("myriad-cli-spans-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/");
+    std::fs::copy(
+        format!("{root}sched-trace.csv"),
+        dir.join("sched-trace.csv"),
+    )
+    .unwrap();
+    let f = dir.join("spans.yaml");
+    std::fs::write(
+        &f,
+        std::fs::read_to_string(format!("{root}sched-trace.yaml"))
+            .unwrap()
+            .replace("  pod: 512\n", "  pod: 512\n  sample_h: 0.45\n"),
+    )
+    .unwrap();
+    let (code, out, err) = myriad(&["sched", f.to_str().unwrap(), "--policies", "fifo"]);
+    assert_eq!(code, 0, "{err}");
+    let row = out
+        .lines()
+        .find(|l| l.contains("allocation over time"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let spans: Vec<&str> = row.split('|').nth(2).unwrap().split_whitespace().collect();
+    // FIFO: 100% to 7,200 s, 50% to 10,800 s, 100% to 14,400 s, 25% to 16,200 s. Bins of
+    // 1,620 s: 100 100 100 100 72.2 50 66.7 100 91.7 25; spans of bins 0, 1, 2, 3-4, 5, 6,
+    // 7, 8-9.
+    assert_eq!(
+        spans,
+        ["100", "100", "100", "86", "50", "67", "100", "58"],
+        "{row}"
+    );
+}
+
+#[test]
+fn cluster_text_prints_numbers_past_u64_as_json_does() {
+    // The thousands separator parsed the integer part as u64: 1e30 Gb/s of DCI printed
+    // as `DCI 0 Gb/s per site, 0 us one way` while --json said 1e30 and 5e30.
+    let dir = std::env::temp_dir().join(format!("myriad-cli-dci-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("dci.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\nname: t\ncluster: {accelerator: h100-sxm, count: 1024, sites: 2, dci: {gbps_per_site: 1e20, distance_km: 2e19}}\n",
+    )
+    .unwrap();
+    let (code, out, err) = myriad(&["cluster", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "DCI 100,000,000,000,000,000,000 Gb/s per site, 100,000,000,000,000,000,000 us one way"
+        ),
+        "{out}"
+    );
+    let v = json(&["cluster", f.to_str().unwrap(), "--json"]);
+    assert_eq!(v["network"]["dci_gbps_per_site"], 1e20);
+    assert_eq!(v["network"]["dci_latency_us"], 1e20);
+}

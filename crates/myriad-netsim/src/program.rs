@@ -37,11 +37,13 @@
 //!   the phases, so the slower link class sets the pace. The inner steps' latency is added
 //!   once (pipeline fill). [`Hier`] names the variant; `flow_choice` picks it as the analytical
 //!   model weighs the halves.
-//! - **Tree** (all-reduce): a chain inside each domain (reduce toward its first member,
-//!   broadcast back, `S` each way) and NCCL's two complementary binary trees over the
-//!   domains (in-order, and mirrored), `S/2` each up and down, all concurrently,
+//! - **Tree** (all-reduce): one tree per channel, as NCCL runs them: with `m` members in
+//!   the largest domain, `C = m` channels (2 when `m = 1`), channel `c` a chain inside each
+//!   domain starting at member `c` (reduce toward it, broadcast back) and, through member
+//!   `c`'s NIC, one of NCCL's two complementary binary trees over the domains (in-order,
+//!   and mirrored; channels alternate), `S/C` each up and down, all concurrently,
 //!   pipelined in [`TREE_CHUNKS`] lockstep steps; the latency is `2 · depth` levels of tree
-//!   hops plus the chain's.
+//!   hops plus the chain's, once.
 //! - **Direct all-to-all**: each rank sends `S/n` to every other rank. Rounds of `g` peer
 //!   offsets (`rank i` sends to `i + o` for the round's offsets `o`), all of a round's
 //!   flows concurrently; `g = n - 1` (everything at once) up to 512 ranks, else
@@ -763,31 +765,34 @@ fn build_variant(
             let s0 = runs.iter().map(|x| x.1).max().unwrap_or(1);
             let chunk = bytes / TREE_CHUNKS as f64;
             let mut flows = Vec::new();
-            // A chain inside each domain: reduce toward its head, broadcast back.
-            for &(s, len) in &runs {
-                for i in 0..len.saturating_sub(1) {
-                    for (a, b) in [(r[s + i + 1], r[s + i]), (r[s + i], r[s + i + 1])] {
-                        let mut f = FlowSpec::new(a, b, chunk, 0);
-                        f.timed = false;
-                        flows.push(f);
+            // NCCL runs a tree per channel, each leaving the domain through its own NIC:
+            // with m members per domain, m channels (2 when m = 1: the double tree's two),
+            // channel c entering and leaving every domain through its member c and
+            // alternating between the two complementary binary trees over the domains
+            // (NCCL's double binary tree), 1/C of the data each. Inside each domain,
+            // channel c's chain starts at member c: reduce toward it, broadcast back.
+            let channels = if s0 > 1 { s0 } else { 2 };
+            let per = chunk / channels as f64;
+            let (edges, depth) = double_tree(p1);
+            for c in 0..channels {
+                for &(s, len) in &runs {
+                    let at = |k: usize| r[s + (c + k) % len];
+                    for i in 0..len.saturating_sub(1) {
+                        for (a, b) in [(at(i + 1), at(i)), (at(i), at(i + 1))] {
+                            let mut f = FlowSpec::new(a, b, per, c as u32);
+                            f.timed = false;
+                            flows.push(f);
+                        }
                     }
                 }
-            }
-            // Two complementary binary trees over the domains (NCCL's double binary tree),
-            // half the data each: tree 0 led by each domain's first member, tree 1 by its
-            // last.
-            let (edges, depth) = double_tree(p1);
-            for &(tree, c, q) in &edges {
                 let rep = |d: usize| {
                     let (s, len) = runs[d];
-                    if tree == 0 {
-                        r[s]
-                    } else {
-                        r[s + len - 1]
-                    }
+                    r[s + c % len]
                 };
-                flows.push(FlowSpec::new(rep(c), rep(q), chunk / 2.0, tree));
-                flows.push(FlowSpec::new(rep(q), rep(c), chunk / 2.0, tree));
+                for &(_, x, q) in edges.iter().filter(|e| e.0 as usize == c % 2) {
+                    flows.push(FlowSpec::new(rep(x), rep(q), per, c as u32));
+                    flows.push(FlowSpec::new(rep(q), rep(x), per, c as u32));
+                }
             }
             p.phases.push(Phase {
                 flows: PhaseFlows::List(flows),
@@ -797,7 +802,9 @@ fn build_variant(
                 extra_s: 0.0,
                 label: "tree",
                 fixed_rates: true,
-                extra_latency_s: 2.0 * (s0 as f64 - 1.0) * net.su_lat,
+                // The chains' hops, up and down, once over the chunks (as the tree's
+                // levels): the phase runs TREE_CHUNKS times and adds this at each run.
+                extra_latency_s: 2.0 * (s0 as f64 - 1.0) * net.su_lat / TREE_CHUNKS as f64,
             });
         }
         Algorithm::Auto => return unsupported("resolve Auto first (see flow_choice)"),

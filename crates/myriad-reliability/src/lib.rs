@@ -293,6 +293,17 @@ pub struct Policy {
     pub planned_stall_s: f64,
 }
 
+impl Policy {
+    /// The interval the simulation runs: the requested one, but at least the time until a
+    /// checkpoint is restorable (`lag_s`: an asynchronous write must finish before the next
+    /// snapshot starts), within [`sim::MAX_INTERVAL_S`].
+    pub fn effective_interval_s(&self) -> f64 {
+        self.interval_s
+            .max(self.lag_s)
+            .clamp(1e-9, sim::MAX_INTERVAL_S)
+    }
+}
+
 /// Checkpoint costs and the policy choices of the scenario.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Checkpoint {
@@ -791,6 +802,7 @@ pub fn sweep(
     asynchronous: bool,
     multi_level: bool,
 ) -> (Vec<SweepPoint>, f64) {
+    // Fitted over the requested intervals (distinct); reported as the intervals run.
     let points: Vec<SweepPoint> = (-8..=8)
         .map(|k| {
             let tau = centre_s * 2f64.powf(k as f64 / 4.0);
@@ -803,6 +815,10 @@ pub fn sweep(
             }
         })
         .collect();
+    let run = |tau: f64| {
+        ckpt.policy_as(tau, asynchronous, multi_level)
+            .effective_interval_s()
+    };
     let best = points
         .iter()
         .enumerate()
@@ -812,7 +828,14 @@ pub fn sweep(
     let lo = best.saturating_sub(2);
     let hi = (best + 2).min(points.len() - 1);
     let opt = parabola_vertex(&points[lo..=hi]).unwrap_or(points[best].interval_s);
-    (points, opt)
+    let points = points
+        .into_iter()
+        .map(|q| SweepPoint {
+            interval_s: run(q.interval_s),
+            ettr: q.ettr,
+        })
+        .collect();
+    (points, run(opt))
 }
 
 /// Vertex of the least-squares parabola of ETTR over ln(interval); `None` unless it is a
@@ -953,8 +976,8 @@ pub fn analyze(s: &Setup, o: &Options) -> Result<Report, String> {
         asy,
         multi,
     );
-    let interval = ck.interval_s.unwrap_or(opt);
-    let policy = ck.policy(interval);
+    let policy = ck.policy(ck.interval_s.unwrap_or(opt));
+    let interval = policy.effective_interval_s();
     let runs = monte_carlo(&s.job, &policy, horizon, o.seed, o.replicas);
     let summary = Summary::of(&runs, interval);
     let tokens_per_work_s = s.tokens_per_step / s.step_time_s;
@@ -1060,6 +1083,7 @@ fn row(
         }
     };
     let p = ckpt.policy_as(tau, asy, multi);
+    let tau = p.effective_interval_s();
     let runs = monte_carlo(job, &p, horizon, o.seed, o.replicas.min(400));
     let sm = Summary::of(&runs, tau);
     let sim_days = sm.simulated_days;

@@ -177,7 +177,7 @@ impl Cycle {
     pub(crate) fn new(p: &Policy) -> Self {
         // A background write must finish before the next snapshot starts: the snapshot is
         // deferred (training goes on) until it has.
-        let tau = p.interval_s.max(p.lag_s).clamp(1e-9, MAX_INTERVAL_S);
+        let tau = p.effective_interval_s();
         let stall = p.stall_s;
         let period = tau + stall;
         let persist = p.persist.map(|q| {
@@ -261,7 +261,14 @@ enum State {
 }
 
 /// Closes a down period at `t`: down time, and the part of it spent waiting for spares.
+/// A planned stop's down period begins after its checkpoint stall, which was counted whole
+/// when the stop began; closed inside that stall (a failure, the window's end), only the
+/// part of the stall that ran counts, and there was no down time yet.
 fn close_down(st: &mut ReplicaStats, since: f64, ready: f64, wait_until: f64, t: f64) {
+    if t < since {
+        st.stall_s -= since - t;
+        return;
+    }
     st.down_s += t - since;
     st.wait_s += (t.min(wait_until) - ready.max(since)).max(0.0);
 }

@@ -245,3 +245,39 @@ fn json_report_has_the_documented_keys_and_adds_up() {
     .unwrap();
     assert_eq!(serde_json::to_string(&j).unwrap(), again);
 }
+
+#[test]
+fn an_async_interval_below_its_write_is_reported_as_the_interval_run() {
+    // A 5.7 TB checkpoint written behind training at 10 GB/s takes 568 s, and the next
+    // snapshot waits for it: an interval of 60 s runs every 568 s. The report said "60 s
+    // used" and put the simulated optimum at 142 s, below anything the policy can run.
+    let cat = myriad_catalog::catalog();
+    let su = setup(
+        &scenario("reliability: {checkpoint: {mode: async, interval_s: 60}, storage: {sustained_tbps: 0.01}}"),
+        cat,
+    )
+    .unwrap();
+    let write = su.checkpoint.write_s;
+    assert!((write - 568.19).abs() < 0.01, "{write}");
+    let o = Options {
+        days: Some(2.0),
+        replicas: 20,
+        seed: 1,
+    };
+    let r = analyze(&su, &o).unwrap();
+    assert_eq!(r.interval_s, write);
+    assert_eq!(r.summary.interval_s, write);
+    assert!(r.optimal_checkpoint_interval_s >= write);
+    assert!(r.sweep.iter().all(|p| p.interval_s >= write));
+    // The same failures: the given 60 s and the write time are one policy.
+    let at = |tau: f64| {
+        monte_carlo(
+            &su.job,
+            &su.checkpoint.policy(tau),
+            Horizon::Window(2.0 * 86400.0),
+            1,
+            20,
+        )
+    };
+    assert_eq!(at(60.0), at(write));
+}

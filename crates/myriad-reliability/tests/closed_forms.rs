@@ -209,3 +209,43 @@ fn a_run_past_the_event_cap_is_projected_from_its_ettr() {
     assert_eq!(long.projected_wall_s, long.wall_s);
     assert!((long.ettr() * (1.0 / ettr) - 1.0).abs() < 0.01);
 }
+
+#[test]
+fn a_stop_inside_a_planned_checkpoint_counts_only_the_stall_that_ran() {
+    // A planned stop every ~100 s whose synchronous checkpoint takes 1,000 s: windows and
+    // failures keep landing inside that stall, before the downtime it precedes begins.
+    // Only the part of the stall that ran is a stall, and no down time is negative.
+    let mut j = job(400.0, 60.0);
+    j.planned_per_s = 0.01;
+    j.planned_downtime_s = 30.0;
+    let p = ckpt(1000.0).policy(3600.0);
+    assert_eq!(p.planned_stall_s, 1000.0);
+    let no_failures = {
+        let mut k = j.clone();
+        k.causes.clear();
+        k
+    };
+    for (job, horizon) in [
+        (&no_failures, Horizon::Window(500.0)),
+        (&j, Horizon::Window(86400.0)),
+        (&j, Horizon::Work(86400.0)),
+    ] {
+        for i in 0..50 {
+            let r = replica(job, &p, horizon, 3, i);
+            let sum = r.work_s + r.lost_s + r.stall_s + r.down_s;
+            assert!((sum - r.wall_s).abs() < 1e-6 * r.wall_s);
+            assert!(
+                r.down_s >= 0.0 && r.stall_s >= 0.0 && r.stall_s <= r.wall_s,
+                "down {} stall {} wall {} ({horizon:?}, replica {i})",
+                r.down_s,
+                r.stall_s,
+                r.wall_s
+            );
+            if job.causes.is_empty() && r.planned > 0 {
+                // The 500 s window ends inside the first planned checkpoint.
+                assert_eq!(r.down_s, 0.0);
+                assert!((r.work_s + r.stall_s - 500.0).abs() < 1e-9);
+            }
+        }
+    }
+}

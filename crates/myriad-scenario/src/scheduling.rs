@@ -101,6 +101,11 @@ pub struct ArrivalSpec {
 fn default_jobs() -> u64 {
     1000
 }
+
+/// Most jobs one generated workload takes: 10 million take about 40 s and 4 GB for one
+/// policy on `examples/sched-nvl72-100k.yaml` (memory grows with the jobs: 2^31 of them
+/// used to abort the process when the job list was allocated).
+pub const MAX_JOBS: u64 = 10_000_000;
 fn default_peak_hour() -> f64 {
     14.0
 }
@@ -387,6 +392,15 @@ impl SchedulingSpec {
         if a.jobs == 0 {
             return e("arrivals.jobs".into(), "must be at least 1".into());
         }
+        if a.jobs > MAX_JOBS {
+            return e(
+                "arrivals.jobs".into(),
+                format!(
+                    "{} is more than the {MAX_JOBS} a simulation takes (about 40 s and 4 GB for one policy at that)",
+                    a.jobs
+                ),
+            );
+        }
         if let Some(r) = a.rate_per_hour {
             if !(r > 0.0 && r.is_finite()) {
                 return e(
@@ -426,14 +440,25 @@ impl SchedulingSpec {
                 return e("pod".into(), "must be at least 1 accelerator".into());
             }
         }
+        if let Some(x) = self.restart_s {
+            if !(x >= 0.0 && x.is_finite()) {
+                return e(
+                    "restart_s".into(),
+                    format!("{x} must be a non-negative number"),
+                );
+            }
+        }
+        // 0 would silently mean the default (the span / 100, the last arrival).
         for (n, v) in [
-            ("restart_s", self.restart_s),
             ("sample_h", self.sample_h),
             ("horizon_days", self.horizon_days),
         ] {
             if let Some(x) = v {
-                if !(x >= 0.0 && x.is_finite()) {
-                    return e(n.into(), format!("{x} must be a non-negative number"));
+                if !(x > 0.0 && x.is_finite()) {
+                    return e(
+                        n.into(),
+                        format!("{x} must be a positive number (leave it out for the default)"),
+                    );
                 }
             }
         }
@@ -542,6 +567,9 @@ impl SchedulingSpec {
                     "regions.home_shares".into(),
                     "must be non-negative weights".into(),
                 );
+            }
+            if !r.home_shares.is_empty() && r.home_shares.iter().sum::<f64>() <= 0.0 {
+                return e("regions.home_shares".into(), "shares add up to 0".into());
             }
         }
         Ok(())

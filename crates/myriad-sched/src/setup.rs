@@ -43,6 +43,22 @@ pub fn policies(
     names: Option<&[String]>,
 ) -> Result<Vec<Policy>, (String, String)> {
     if let Some(names) = names {
+        if names.is_empty() {
+            return Err((
+                "--policies".to_string(),
+                format!(
+                    "no policy given; name one or more, comma-separated: {}",
+                    PRESETS.join(", ")
+                ),
+            ));
+        }
+        if let Some((_, n)) = names
+            .iter()
+            .enumerate()
+            .find(|(i, n)| names[..*i].contains(n))
+        {
+            return Err(("--policies".to_string(), format!("`{n}` is given twice")));
+        }
         return names
             .iter()
             .map(|n| {
@@ -307,6 +323,15 @@ pub fn from_scenario(
             return Err(err(
                 "scheduling.regions.names",
                 format!("{} names for {sites} sites (cluster.sites)", r.names.len()),
+            ));
+        }
+        if r.home_shares.len() > sites {
+            return Err(err(
+                "scheduling.regions.home_shares",
+                format!(
+                    "{} shares for {sites} sites (cluster.sites)",
+                    r.home_shares.len()
+                ),
             ));
         }
     }

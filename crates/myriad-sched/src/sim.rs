@@ -912,6 +912,10 @@ impl Sim<'_> {
                 sv.peak_replicas
             } as usize;
             let r = (sv.region as usize).min(self.t.regions() - 1);
+            // No more replicas queue than the region could ever run at once (one, to be
+            // rejected, if none fits): a peak past the cluster cannot make millions of them.
+            let fit = (self.region_gpus[r] / u64::from(sv.replica_gpus.max(1))).max(1);
+            let target = target.min(usize::try_from(fit).unwrap_or(usize::MAX));
             touched[r] = true;
             while self.svcs[i].live.len() > target {
                 // Scale down: newest replica first (queued ones before running ones).

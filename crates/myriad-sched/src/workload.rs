@@ -72,6 +72,13 @@ pub fn sample(d: &DistSpec, rng: &mut Rng) -> f64 {
         .min(d.max.unwrap_or(f64::MAX))
 }
 
+/// `g` rounded up to a multiple of `k`, at most `u32::MAX`: a size past what `u32` holds is
+/// a job no cluster holds (rejected), never one that wraps to a few or no accelerators.
+pub fn round_up(g: u32, k: u32) -> u32 {
+    let k = u64::from(k.max(1));
+    u32::try_from(u64::from(g).div_ceil(k) * k).unwrap_or(u32::MAX)
+}
+
 /// The default daily curve of an inference service: 0.3 of the peak at 04:00, 1.0 at 16:00.
 pub fn diurnal(h: usize) -> f64 {
     0.65 - 0.35 * (2.0 * std::f64::consts::PI * (h as f64 - 16.0) / 24.0).cos()
@@ -115,13 +122,13 @@ pub fn generate(spec: &SchedulingSpec, t: &Topology, seed: u64) -> Workload {
             ConstraintSpec::None => region_max,
         };
         if let Some(k) = c.segment {
-            let k = k.div_ceil(gpn) * gpn;
-            g = g.div_ceil(k) * k;
+            let k = round_up(k, gpn);
+            g = round_up(g, k);
             let cap = region_max / k * k;
             return g.min(cap.max(k));
         }
         if g > gpn {
-            g = g.div_ceil(gpn) * gpn;
+            g = round_up(g, gpn);
         }
         g.min((cap / gpn * gpn).max(gpn.min(cap)))
     };
@@ -179,7 +186,7 @@ pub fn generate(spec: &SchedulingSpec, t: &Topology, seed: u64) -> Workload {
             JobKindSpec::Dev => Kind::Dev,
         };
         let constraint = match (c.segment, c.constraint) {
-            (Some(k), _) => Constraint::Segment(k.div_ceil(gpn) * gpn),
+            (Some(k), _) => Constraint::Segment(round_up(k, gpn)),
             (None, ConstraintSpec::Domain) => Constraint::Domain,
             (None, ConstraintSpec::Pod) => Constraint::Pod,
             (None, ConstraintSpec::None) => Constraint::None,
@@ -321,7 +328,7 @@ pub fn parse_csv(text: &str, t: &Topology) -> Result<(Vec<Job>, Vec<String>), St
                 ))
             }
         };
-        let segment = num("segment", true)?.map(|k| (k as u32).div_ceil(gpn) * gpn);
+        let segment = num("segment", true)?.map(|k| round_up(k.ceil() as u32, gpn));
         let constraint = match (segment, get("constraint").unwrap_or("")) {
             (Some(k), "" | "none") => Constraint::Segment(k),
             (Some(_), c) => {
@@ -339,9 +346,9 @@ pub fn parse_csv(text: &str, t: &Topology) -> Result<(Vec<Job>, Vec<String>), St
             }
         };
         if let Some(k) = segment {
-            gpus = gpus.div_ceil(k) * k;
+            gpus = round_up(gpus, k);
         } else if gpus > gpn {
-            gpus = gpus.div_ceil(gpn) * gpn;
+            gpus = round_up(gpus, gpn);
         }
         let priority = match get("priority").unwrap_or("") {
             "" => 0,

@@ -337,6 +337,53 @@ fn bad_values_name_the_field() {
     );
     assert!(scenario_err("  classes: [{name: a, comm_share: 2}]\n")
         .contains("scheduling.classes[0].comm_share: 2 must be a share"));
+    // Home shares past the cluster's sites were ignored, and shares of 0 everywhere made
+    // every region equally likely, without a word.
+    assert_eq!(
+        scenario_err("  regions: {home_shares: [0.8, 0.2]}\n"),
+        "s.yaml: scheduling.regions.home_shares: 2 shares for 1 sites (cluster.sites)"
+    );
+    assert_eq!(
+        scenario_err("  regions: {home_shares: [0]}\n"),
+        "s.yaml: scheduling.regions.home_shares: shares add up to 0"
+    );
+    assert_eq!(scenario_err("  regions: {home_shares: [1]}\n"), "ok");
+    // 0 was accepted and ran as the default (span / 100 bins, services to the last
+    // arrival).
+    assert_eq!(
+        scenario_err("  sample_h: 0\n"),
+        "s.yaml: scheduling.sample_h: 0 must be a positive number (leave it out for the default)"
+    );
+    assert_eq!(
+        scenario_err("  horizon_days: 0\n"),
+        "s.yaml: scheduling.horizon_days: 0 must be a positive number (leave it out for the default)"
+    );
+    assert_eq!(scenario_err("  restart_s: 0\n"), "ok");
+    // 2^31 jobs aborted the process allocating the job list.
+    assert_eq!(
+        scenario_err("  arrivals: {jobs: 2147483648}\n"),
+        "s.yaml: scheduling.arrivals.jobs: 2147483648 is more than the 10000000 a simulation takes (about 40 s and 4 GB for one policy at that)"
+    );
+    // `--policies ""` ran no policy and printed an empty table; a name twice ran it twice.
+    let names = |n: &[&str]| {
+        let n: Vec<String> = n.iter().map(|s| s.to_string()).collect();
+        setup::policies(&[], Some(&n)).map(|p| p.len())
+    };
+    let e = names(&[]).unwrap_err();
+    assert_eq!(e.0, "--policies");
+    assert!(
+        e.1.starts_with("no policy given; name one or more, comma-separated: fifo, backfill"),
+        "{}",
+        e.1
+    );
+    assert_eq!(
+        names(&["fifo", "sjf", "fifo"]),
+        Err((
+            "--policies".to_string(),
+            "`fifo` is given twice".to_string()
+        ))
+    );
+    assert_eq!(names(&["fifo", "sjf"]), Ok(2));
     // Bad trace text: the file and line.
     let e = myriad_sched::openb::parse_nodes("sn,cpu_milli,memory_mib,gpu,model\nx,1,2,many,T4\n")
         .unwrap_err();
@@ -584,4 +631,83 @@ fn too_many_bins_merge_without_changing_the_allocation() {
     assert!(fifo.series.len() > myriad_sched::MAX_BINS / 4);
     assert!((fifo.allocation - 0.5).abs() < 1e-9, "{}", fifo.allocation);
     assert_eq!(fifo.makespan_s, 350.0);
+}
+
+/// Sizes past what a `u32` holds, or that round past it to whole nodes or segments, clamp
+/// to the cluster (generated) or make a job no cluster holds (trace): never a job that
+/// wraps to no accelerators and runs for free, and never a division by zero.
+#[test]
+fn huge_sizes_and_segments_never_wrap_to_empty_jobs() {
+    let t = nvl72_small();
+    let spec = |class: serde_json::Value| -> SchedulingSpec {
+        serde_json::from_value(serde_json::json!({
+            "arrivals": {"jobs": 20, "rate_per_hour": 1},
+            "classes": [class]
+        }))
+        .unwrap()
+    };
+    let huge = spec(serde_json::json!({"name": "huge", "size": {"dist": "fixed", "value": 1e12}}));
+    let w = workload::generate(&huge, &t, 1);
+    assert!(
+        w.jobs.iter().all(|j| j.gpus == 1152),
+        "clamped to the cluster"
+    );
+    let seg = spec(serde_json::json!({"name": "seg", "segment": 4294967295u32,
+        "size": {"dist": "fixed", "value": 72}}));
+    let w = workload::generate(&seg, &t, 1);
+    assert!(w.jobs.iter().all(|j| j.gpus == u32::MAX));
+    let r = simulate(&t, &w, &preset("backfill").unwrap(), &Options::default());
+    assert_eq!((r.completed, r.rejected), (0, 20));
+
+    let t = Topology::uniform(&["r".to_string()], 16, 4, 1, 8, "h100");
+    let head = "arrival_s,duration_s,accelerators,segment\n0,100,8,\n";
+    for (row, gpus, segment) in [
+        ("10,100,4294967295,", u32::MAX, None),
+        ("10,100,4294967290,", u32::MAX, None),
+        ("10,100,8,4294967295", u32::MAX, Some(u32::MAX)),
+        ("10,100,8,0.5", 8, Some(8)),
+    ] {
+        let (jobs, _) = workload::parse_csv(&format!("{head}{row}\n"), &t).unwrap();
+        assert_eq!(jobs[1].gpus, gpus, "{row}");
+        let want = segment.map_or(Constraint::None, Constraint::Segment);
+        assert_eq!(jobs[1].constraint, want, "{row}");
+        let w = Workload {
+            jobs,
+            classes: vec!["jobs".into()],
+            services: vec![],
+        };
+        let r = simulate(&t, &w, &preset("backfill").unwrap(), &Options::default());
+        let fits = gpus <= 128;
+        assert_eq!(
+            (r.completed, r.rejected),
+            (1 + fits as u64, !fits as u64),
+            "{row}"
+        );
+    }
+}
+
+/// A service whose peak is past the cluster queues no more replicas than the region could
+/// run at once (144 replicas of 8 on 1,152 GPUs): a peak of u32::MAX replicas schedules
+/// exactly as a peak of 1,000 (whose daily curve, 0.3 to 1 of it, never asks for fewer
+/// than 144 either), instead of creating billions of queued replicas.
+#[test]
+fn a_service_peak_past_the_cluster_queues_only_what_could_run() {
+    let t = nvl72_small();
+    let with_peak = |peak: u32| -> Workload {
+        let mut spec = mixed_spec(300);
+        spec.inference[0].peak_replicas = peak;
+        workload::generate(&spec, &t, 4)
+    };
+    for p in ["fifo", "backfill", "day-night"] {
+        let p = preset(p).unwrap();
+        let fits = simulate(&t, &with_peak(1000), &p, &Options::default());
+        let huge = simulate(&t, &with_peak(u32::MAX), &p, &Options::default());
+        assert_eq!(huge.completed, fits.completed);
+        assert_eq!(huge.makespan_s, fits.makespan_s, "{}", p.name);
+        assert_eq!(huge.all.wait_s.mean, fits.all.wait_s.mean);
+        assert_eq!(huge.preemptions, fits.preemptions);
+        let (h, f) = (&huge.services[0], &fits.services[0]);
+        assert_eq!(h.replica_hours, f.replica_hours);
+        assert!(h.replica_hours > 0.0 && h.slo_attainment < 1e-6);
+    }
 }

@@ -25,7 +25,11 @@ pub fn run(path: &Path, json: bool, report: Option<&Path>) -> Result<(), String>
 
 /// `1234567` -> `1,234,567`.
 fn int(n: u64) -> String {
-    let s = n.to_string();
+    digits(&n.to_string())
+}
+
+/// A string of digits with thousands separators.
+fn digits(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
         if i > 0 && (s.len() - i).is_multiple_of(3) {
@@ -45,7 +49,8 @@ fn num(x: f64, d: usize) -> String {
     if neg {
         out.push('-');
     }
-    out.push_str(&int(i.parse().unwrap_or(0)));
+    // The digits as printed: past u64 (1.8e19) a parse would fail and print 0.
+    out.push_str(&digits(i));
     if !f.is_empty() {
         out.push('.');
         out.push_str(f);

@@ -76,6 +76,33 @@ fn pct(x: f64) -> String {
     format!("{:.2}%", 100.0 * x)
 }
 
+/// Days to train: `never` when a replica (or a window's ETTR bound) kept no work.
+fn days(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.1}")
+    } else {
+        "never".into()
+    }
+}
+
+/// An MTBF in hours with `prec` decimals, or `-` for a rate of 0 (JSON: null).
+fn mtbf(h: f64, prec: usize) -> String {
+    if h.is_finite() {
+        format!("{h:.prec$}")
+    } else {
+        "-".into()
+    }
+}
+
+/// An MTBF in a sentence: `3.08 h`, or `none` for a rate of 0 (no failures).
+fn mtbf_h(h: f64) -> String {
+    if h.is_finite() {
+        format!("{h:.2} h")
+    } else {
+        "none".into()
+    }
+}
+
 fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
     let m = &r.summary;
     let j = &s.job;
@@ -101,12 +128,12 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
     );
     let total = m.unexpected + m.planned;
     println!(
-        "\ninterruptions: {:.1} ({:.1} unexpected, {:.1} planned) · job MTBF {:.2} h (rates: {:.2} h)",
+        "\ninterruptions: {:.1} ({:.1} unexpected, {:.1} planned) · job MTBF {} (rates: {})",
         total,
         m.unexpected,
         m.planned,
-        m.job_mtbf_hours,
-        j.mtbf_hours()
+        mtbf_h(m.job_mtbf_hours),
+        mtbf_h(j.mtbf_hours())
     );
     let mut t = Table::new();
     t.set_header(vec![
@@ -132,7 +159,14 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
             Cell::new(c.name()),
             Cell::new(c.population()),
             right(cause.map_or("-".into(), |x| format!("{:.0}", x.population))),
-            right(cause.map_or("-".into(), |x| format!("{:.3e}", 1.0 / x.per_hour))),
+            right(cause.map_or("-".into(), |x| {
+                let h = 1.0 / x.per_hour;
+                if h.is_finite() {
+                    format!("{h:.3e}")
+                } else {
+                    "-".into()
+                }
+            })),
             right(format!("{per_day:.3}")),
             right(format!("{n:.1}")),
             right(pct(n / total.max(1e-12))),
@@ -142,7 +176,7 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
         Cell::new("planned"),
         Cell::new("job"),
         right("1".into()),
-        right(format!("{:.1}", 1.0 / (j.planned_per_s * 3600.0))),
+        right(mtbf(1.0 / (j.planned_per_s * 3600.0), 1)),
         right(format!("{:.3}", r.expected_planned_per_day)),
         right(format!("{:.1}", m.planned)),
         right(pct(m.planned / total.max(1e-12))),
@@ -162,13 +196,20 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
         r.policy.stall_s
     );
     println!(
-        "interval: {:.0} s used ({}) · simulated optimum {:.0} s · Young/Daly sqrt(2·δ·M) {:.0} s (δ {:.2} s, M {:.2} h)",
+        "interval: {:.0} s used ({}) · simulated optimum {:.0} s · Young/Daly sqrt(2·δ·M) {:.0} s (δ {:.2} s, M {})",
         r.interval_s,
-        if ck.interval_s.is_some() { "given" } else { "auto: the simulated optimum" },
+        match ck.interval_s {
+            Some(g) if g < r.interval_s => format!(
+                "given {g:.0} s; the next snapshot waits for the previous write, {:.0} s",
+                r.policy.lag_s
+            ),
+            Some(_) => "given".into(),
+            None => "auto: the simulated optimum".into(),
+        },
         r.optimal_checkpoint_interval_s,
         r.young_daly_interval_s,
         r.policy.stall_s,
-        j.mtbf_hours()
+        mtbf_h(j.mtbf_hours())
     );
     let mut t = Table::new();
     t.set_header(vec![
@@ -223,8 +264,11 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
     if let (Some(t), Some(ff)) = (r.time_to_train_days, r.failure_free_days) {
         if t.mean.is_finite() {
             println!(
-                "time to train: {:.1} days (95% of replicas {:.1} – {:.1}); failure-free {:.1} days",
-                t.mean, t.lo, t.hi, ff
+                "time to train: {:.1} days (95% of replicas {} – {}); failure-free {:.1} days",
+                t.mean,
+                days(t.lo),
+                days(t.hi),
+                ff
             );
         } else {
             println!("time to train: never (some replicas kept no work at all); failure-free {ff:.1} days");
@@ -272,7 +316,7 @@ fn print_compare(kind: &str, rows: &[CompareRow]) {
         ("interruptions/day", |x| {
             format!("{:.1}", x.interruptions_per_day)
         }),
-        ("MTBF h", |x| format!("{:.2}", x.job_mtbf_hours)),
+        ("MTBF h", |x| mtbf(x.job_mtbf_hours, 2)),
         ("ETTR", |x| pct(x.ettr.mean)),
         ("ETTR 95%", |x| {
             format!("{} – {}", pct(x.ettr.lo), pct(x.ettr.hi))
@@ -291,8 +335,7 @@ fn print_compare(kind: &str, rows: &[CompareRow]) {
             )
         }),
         ("days to train", |x| {
-            x.time_to_train_days
-                .map_or("-".into(), |d| format!("{d:.1}"))
+            x.time_to_train_days.map_or("-".into(), days)
         }),
     ];
     let stalls: Column = ("stalls h/day", |x| {

@@ -107,7 +107,8 @@ fn print_text(s: &Setup, reports: &[Report], sweeps: &[(String, Vec<LoadPoint>)]
     row("makespan", &|r| hours(r.makespan_s));
     row("allocation (arrival window)", &|r| pct(r.allocation));
     row("allocation over time (8 spans, %)", &|r| {
-        // The series up to the makespan, in 8 equal spans of bins.
+        // The series up to the makespan, in 8 spans of (as nearly as they divide) equal
+        // numbers of bins; fewer bins than 8, one span each.
         let bins: Vec<f64> = r
             .series
             .iter()
@@ -117,9 +118,12 @@ fn print_text(s: &Setup, reports: &[Report], sweeps: &[(String, Vec<LoadPoint>)]
         if bins.is_empty() {
             return "-".into();
         }
-        let k = bins.len().div_ceil(8);
-        bins.chunks(k)
-            .map(|c| format!("{:.0}", 100.0 * c.iter().sum::<f64>() / c.len() as f64))
+        let (n, m) = (bins.len(), bins.len().min(8));
+        (0..m)
+            .map(|i| {
+                let c = &bins[i * n / m..(i + 1) * n / m];
+                format!("{:.0}", 100.0 * c.iter().sum::<f64>() / c.len() as f64)
+            })
             .collect::<Vec<_>>()
             .join(" ")
     });
