@@ -522,6 +522,24 @@ pub fn resolve(
         return Err(bad("ep", format!("EP {ep} on a model without experts")));
     }
     let vpp = spec.vpp.unwrap_or(1);
+    // Every pipeline chunk holds at least one slot (a layer, the embedding or the loss); the
+    // product in u64, as PP and VPP can each be near u32::MAX.
+    let stages = pp as u64 * vpp as u64;
+    if stages > pipeline_slots(model) as u64 {
+        return Err(bad(
+            if vpp > 1 { "vpp" } else { "pp" },
+            format!(
+                "PP*VPP = {pp}*{vpp} = {stages} is more than the {} pipeline slots (layers {} + embedding + loss{})",
+                pipeline_slots(model),
+                model.layers,
+                if model.mtp_layers > 0 {
+                    format!(" + MTP {}", model.mtp_layers)
+                } else {
+                    String::new()
+                }
+            ),
+        ));
+    }
     let mut embedding_in_pipeline_split = false;
     let edge_stage_layers = edge_stages(spec, model.layers, pp, vpp)?;
     if edge_stage_layers.is_some() {

@@ -44,6 +44,11 @@ fn impossible_plans_name_the_numbers() {
         err("{tp: 8, pp: 8, dp: 16, vpp: 5}"),
         "training.vpp: layers 96 not divisible by PP*VPP = 8*5 = 40"
     );
+    // PP*VPP past u32 once wrapped to 0 in the message ("16*268435456 = 0").
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, vpp: 2147483648}"),
+        "training.vpp: PP*VPP = 8*2147483648 = 17179869184 is more than the 98 pipeline slots (layers 96 + embedding + loss)"
+    );
     assert_eq!(
         err("{tp: 8, pp: 8, dp: 16, global_batch: 100, micro_batch: 1}"),
         "training.global_batch: global batch 100 not divisible by micro_batch*DP = 1*16 = 16"
