@@ -88,12 +88,10 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String) -> Candidate 
     let mut hi = off.completed as f64 / off.duration_s;
     let mut lo = 0.0;
     let mut best = None;
-    for _ in 0..8 {
-        let mid = if best.is_none() && lo == 0.0 {
-            hi
-        } else {
-            (lo + hi) / 2.0
-        };
+    // The first probe is the offline rate itself; then bisection between the highest rate
+    // that met the SLOs and the lowest that did not.
+    for probe in 0..8 {
+        let mid = if probe == 0 { hi } else { (lo + hi) / 2.0 };
         let r = run(mid.max(1e-6));
         if r.slo_attainment >= ATTAINMENT && r.rejected == 0 {
             lo = mid;

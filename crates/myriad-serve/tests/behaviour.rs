@@ -2493,3 +2493,57 @@ fn a_row_without_a_positive_measured_rate_is_not_scored() {
         r.notes
     );
 }
+
+/// A candidate that misses the SLOs at its offline rate is bisected down to a rate that
+/// meets them. (The bisection once probed the offline rate again after every miss, eight
+/// times, so such a candidate got no goodput at all: on this scenario TP2 with a batch of
+/// 2048 meets the SLOs for 98% of requests at 5 requests/s and the search reported 0.)
+#[test]
+fn search_bisects_a_candidate_that_misses_the_slos_at_its_offline_rate() {
+    let text = "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-70b}
+serving:
+  weights: fp8
+  kv_cache: fp8
+  instance: {instances: 1, tp: 2, max_batch: 2048, max_num_tokens: 8192}
+  input: {dist: lognormal, mean: 1000, std: 800, min: 16, max: 8192}
+  output: {dist: lognormal, mean: 300, std: 250, min: 4, max: 2048}
+  prefix_cache_hit: 0.2
+  slo: {ttft_ms: 300, tpot_ms: 40}
+  requests: 1000
+";
+    let setup = setup_of("tight.yaml", text);
+    // At the deployment's offline throughput as a Poisson rate, TTFT misses. (The search
+    // below is over units of at most 2 accelerators, to keep it short.)
+    let w = &setup.workload;
+    let off = myriad_serve::simulate_requests(
+        &setup.deployment,
+        &w.requests_at(None, 1000),
+        w.prefix_hit,
+        &setup.slo,
+    );
+    let offline_rate = off.completed as f64 / off.duration_s;
+    let at = |rate: f64| {
+        myriad_serve::simulate_requests(
+            &setup.deployment,
+            &w.requests_at(Some(rate), 1000),
+            w.prefix_hit,
+            &setup.slo,
+        )
+    };
+    assert!(at(offline_rate).slo_attainment < myriad_serve::search::ATTAINMENT);
+    assert!(at(offline_rate / 2.0).slo_attainment >= myriad_serve::search::ATTAINMENT);
+    let found =
+        myriad_serve::search::search(&setup.deployment, &setup.workload, &setup.slo, 2, 2, 0.9);
+    let c = found
+        .iter()
+        .find(|c| c.description == "aggregated 1×(TP2 DP1 EP1) mb2048")
+        .expect("the scenario's own shape is a candidate");
+    assert!(
+        c.max_rate >= offline_rate / 2.0 && c.max_rate < offline_rate,
+        "{c:?}, offline {offline_rate}"
+    );
+    assert!(at(c.max_rate).slo_attainment >= myriad_serve::search::ATTAINMENT);
+    assert!(c.goodput_tokens_per_s_per_accelerator > 0.0 && c.ttft_p90_s <= 0.3);
+}
