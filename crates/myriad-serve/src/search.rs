@@ -130,7 +130,8 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String) -> Candidate 
 /// stages, TP within the domain, attention-DP for the rest of a stage, EP 1 or the whole
 /// stage for MoE models, and per-rank batch
 /// limits of 32-2048. Aggregated candidates are evaluated first; disaggregated ones pair the
-/// six best aggregated shapes as prefill and decode roles (1:1, 1:2 and 2:1 instances).
+/// six best aggregated shapes as prefill and decode roles (1:1, 1:2 and 2:1 instances),
+/// where the pair fits in the cluster's `accelerators`.
 /// Returns candidates, best first.
 pub fn search(
     base: &Deployment,
@@ -225,6 +226,12 @@ pub fn search(
                 pr.instances = np;
                 let mut de = (*d).clone();
                 de.instances = nd;
+                // A pair larger than the cluster cannot be deployed on it.
+                if (pr.instances * pr.model.par.gpus() + de.instances * de.model.par.gpus()) as u64
+                    > accelerators
+                {
+                    continue;
+                }
                 let desc = format!("disaggregated P {} / D {}", describe(&pr), describe(&de));
                 cands.push((
                     Deployment::Disaggregated {

@@ -2547,3 +2547,37 @@ serving:
     assert!(at(c.max_rate).slo_attainment >= myriad_serve::search::ATTAINMENT);
     assert!(c.goodput_tokens_per_s_per_accelerator > 0.0 && c.ttft_p90_s <= 0.3);
 }
+
+/// Every deployment the search returns fits in the cluster it searched: a disaggregated
+/// pair of the best shapes at 1:2 or 2:1 instances can need more accelerators than the
+/// cluster has. (On 8 H100s it once listed pairs of 12, e.g. `P 2×(TP2 DP1 EP1 PP2) / D
+/// 1×(TP2 DP1 EP1 PP2)`.)
+#[test]
+fn search_keeps_only_deployments_that_fit_in_the_cluster() {
+    let text = "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-70b}
+serving:
+  weights: fp8
+  kv_cache: fp8
+  instance: {instances: 4, tp: 2}
+  input: {mean: 1000}
+  output: {mean: 300}
+  slo: {ttft_ms: 2000, tpot_ms: 100}
+  requests: 200
+";
+    let setup = setup_of("fit.yaml", text);
+    let found =
+        myriad_serve::search::search(&setup.deployment, &setup.workload, &setup.slo, 8, 8, 0.9);
+    assert!(found
+        .iter()
+        .any(|c| c.description.starts_with("disaggregated")));
+    for c in &found {
+        assert!(
+            c.accelerators <= 8,
+            "{} on {}",
+            c.description,
+            c.accelerators
+        );
+    }
+}
