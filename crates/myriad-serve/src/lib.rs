@@ -206,7 +206,8 @@ pub fn setup(
     let deployment = match mode {
         ServingMode::Aggregated => {
             let r = sv.instance.clone().unwrap_or_default();
-            let gpus = r.tp.unwrap_or(1) * r.attention_dp.unwrap_or(1);
+            // An instance spans `tp × attention_dp × pp` accelerators.
+            let gpus = r.tp.unwrap_or(1) * r.attention_dp.unwrap_or(1) * r.pp.unwrap_or(1);
             let mut spec_r = role(
                 &r,
                 "instance",

@@ -2581,3 +2581,32 @@ serving:
         );
     }
 }
+
+/// Instances not given fill the cluster with instances of `tp × attention_dp × pp`
+/// accelerators. (The default once divided the cluster by `tp × attention_dp` only, so
+/// any pipeline-parallel instance without `instances` asked for `pp` times the cluster:
+/// "the deployment needs 16 accelerators but cluster.count is 8".)
+#[test]
+fn default_instances_fill_the_cluster_with_pipeline_parallel_instances() {
+    let setup = setup_of(
+        "pp.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-70b}
+serving:
+  weights: fp8
+  instance: {tp: 2, pp: 2}
+  input: {mean: 1000}
+  output: {mean: 200}
+",
+    );
+    let Deployment::Aggregated(r) = &setup.deployment else {
+        panic!("aggregated expected")
+    };
+    assert_eq!((r.instances, r.model.par.gpus()), (2, 4));
+    assert_eq!(setup.deployment.accelerators(), 8);
+    assert!(setup
+        .notes
+        .iter()
+        .any(|n| n == "instance.instances: 2 (not given)"));
+}
