@@ -667,6 +667,10 @@ fn bad_serving_values_name_the_field() {
             format!("{base}  instance: {{tp: 8, instances: 2}}\n"),
             "needs 16 accelerators",
         ),
+        (
+            format!("{base}  instance: {{tp: 65536, attention_dp: 65536}}\n"),
+            "serving.instance: tp × attention_dp × pp = 4294967296 accelerators in one instance, more than the 4294967295 supported",
+        ),
     ];
     for (yaml, want) in cases {
         let e = bad(&yaml);
