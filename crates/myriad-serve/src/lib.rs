@@ -153,8 +153,12 @@ pub fn role(
         model: m,
         instances,
         max_batch: r.max_batch.unwrap_or(fw.max_batch),
-        // Each of the pp micro-batches has its own token budget.
-        max_tokens: r.max_num_tokens.unwrap_or(fw.max_num_tokens) * par.pp,
+        // Each of the pp micro-batches has its own token budget (saturating: a budget past
+        // u32 is unlimited, and a wrapped one was none).
+        max_tokens: r
+            .max_num_tokens
+            .unwrap_or(fw.max_num_tokens)
+            .saturating_mul(par.pp),
         chunked_prefill: chunked,
         kv_tokens,
         policy: Default::default(),

@@ -56,7 +56,7 @@ fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Opt
         instances: 1,
         max_batch,
         // The base's token budget per micro-batch, for each of the candidate's micro-batches.
-        max_tokens: base.max_tokens / m.par.pp.max(1) * par.pp.max(1),
+        max_tokens: (base.max_tokens / m.par.pp.max(1)).saturating_mul(par.pp.max(1)),
         chunked_prefill: base.chunked_prefill,
         kv_tokens: kv,
         policy: base.policy,

@@ -2614,3 +2614,29 @@ serving:
         .iter()
         .any(|n| n == "instance.instances: 2 (not given)"));
 }
+
+/// A token budget per micro-batch of 2^31 with two pipeline stages is a budget past u32
+/// for the cycle: unlimited, not wrapped to none. (It wrapped to 0, no prompt was ever
+/// scheduled, and the run reported 0 of its requests completed.)
+#[test]
+fn a_token_budget_past_u32_over_pipeline_stages_saturates() {
+    let setup = setup_of(
+        "budget.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-70b}
+serving:
+  weights: fp8
+  instance: {instances: 2, tp: 2, pp: 2, max_num_tokens: 2147483648}
+  input: {mean: 1000}
+  output: {mean: 20}
+  requests: 50
+",
+    );
+    let Deployment::Aggregated(r) = &setup.deployment else {
+        panic!("aggregated expected")
+    };
+    assert_eq!(r.max_tokens, u32::MAX);
+    let rep = myriad_serve::run(&setup);
+    assert_eq!(rep.result.completed, 50);
+}
