@@ -2640,3 +2640,33 @@ serving:
     let rep = myriad_serve::run(&setup);
     assert_eq!(rep.result.completed, 50);
 }
+
+/// With speculative decoding a request's last step can verify more tokens than it has
+/// left; those were never its output. Output tokens/s counts the requests' outputs, so
+/// with no SLO (every request good) it equals the goodput's. (It counted the whole last
+/// step: 3.2 tokens where one was left, 2.1× the output of these two-token requests.)
+#[test]
+fn speculative_decoding_counts_only_the_requests_output_tokens() {
+    let setup = setup_of(
+        "spec.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-70b}
+serving:
+  weights: fp8
+  instance: {instances: 4, tp: 2}
+  speculative: {draft_tokens: 3}
+  input: {mean: 100}
+  output: {mean: 2}
+  requests: 40
+",
+    );
+    let r = myriad_serve::run(&setup).result;
+    assert_eq!(r.completed, 40);
+    let tokens = r.output_tokens_per_s * r.duration_s;
+    assert!((tokens - 80.0).abs() < 1e-6, "{tokens} output tokens");
+    assert!(
+        (r.goodput_output_tokens_per_s - r.output_tokens_per_s).abs()
+            <= 1e-9 * r.output_tokens_per_s
+    );
+}
