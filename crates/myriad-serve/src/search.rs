@@ -24,8 +24,9 @@ pub struct Candidate {
     pub accelerators: u64,
     pub max_rate: f64,
     pub goodput_tokens_per_s_per_accelerator: f64,
-    pub ttft_p90_s: f64,
-    pub tpot_p90_s: f64,
+    /// At `max_rate`; `None` when no rate met the SLOs.
+    pub ttft_p90_s: Option<f64>,
+    pub tpot_p90_s: Option<f64>,
 }
 
 fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Option<RoleSpec> {
@@ -110,16 +111,16 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String) -> Candidate 
             accelerators: accs,
             max_rate: lo,
             goodput_tokens_per_s_per_accelerator: lo * mean_out * r.slo_attainment / accs as f64,
-            ttft_p90_s: r.ttft.p90,
-            tpot_p90_s: r.tpot.p90,
+            ttft_p90_s: Some(r.ttft.p90),
+            tpot_p90_s: Some(r.tpot.p90),
         },
         None => Candidate {
             description: desc,
             accelerators: accs,
             max_rate: 0.0,
             goodput_tokens_per_s_per_accelerator: 0.0,
-            ttft_p90_s: f64::NAN,
-            tpot_p90_s: f64::NAN,
+            ttft_p90_s: None,
+            tpot_p90_s: None,
         },
     }
 }

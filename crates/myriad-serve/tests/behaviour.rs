@@ -2041,7 +2041,7 @@ serving:
         "  input: {{mean: {mi:.0}}}\n  output: {{mean: {mo:.0}}}\n"
     ));
     let (a, b) = (&samples[0], &fixed[0]);
-    assert!(a.max_rate > 0.0 && a.tpot_p90_s > 1e-3, "{a:?}");
+    assert!(a.max_rate > 0.0 && a.tpot_p90_s.unwrap() > 1e-3, "{a:?}");
     let ratio = a.goodput_tokens_per_s_per_accelerator / b.goodput_tokens_per_s_per_accelerator;
     assert!((0.5..2.0).contains(&ratio), "{a:?} vs {b:?}");
     for c in samples.iter().filter(|c| c.max_rate > 0.0) {
@@ -2549,7 +2549,7 @@ serving:
         "{c:?}, offline {offline_rate}"
     );
     assert!(at(c.max_rate).slo_attainment >= myriad_serve::search::ATTAINMENT);
-    assert!(c.goodput_tokens_per_s_per_accelerator > 0.0 && c.ttft_p90_s <= 0.3);
+    assert!(c.goodput_tokens_per_s_per_accelerator > 0.0 && c.ttft_p90_s.unwrap() <= 0.3);
 }
 
 /// Every deployment the search returns fits in the cluster it searched: a disaggregated
