@@ -371,8 +371,8 @@ pub fn setup(
 }
 
 /// Accelerators needed to sustain `rate` requests/s, from the goodput per accelerator a
-/// simulation measured (rounded up to whole deployments' worth of accelerators per
-/// instance).
+/// simulation measured, rounded up to a whole number of `per_instance` (the accelerators
+/// of the smallest unit the deployment grows by).
 pub fn accelerators_for(rate: f64, r: &SimReport, per_instance: u64) -> Option<u64> {
     let per_acc = r.goodput_requests_per_s / r.accelerators.max(1) as f64;
     if per_acc <= 0.0 {
@@ -380,6 +380,14 @@ pub fn accelerators_for(rate: f64, r: &SimReport, per_instance: u64) -> Option<u
     }
     let n = (rate / per_acc).ceil() as u64;
     Some(n.div_ceil(per_instance.max(1)) * per_instance.max(1))
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// The serve report: setup notes and simulation results.
@@ -483,9 +491,15 @@ pub fn run(setup: &Setup) -> ServeReport {
     let per_node = setup.accelerators_per_node as f64;
     let per_instance = match &setup.deployment {
         Deployment::Aggregated(x) => x.model.par.gpus() as u64,
+        // The fewest instances in the deployment's prefill:decode ratio (4:1 grows by
+        // 4 prefill and 1 decode instances, not by one of each).
         Deployment::Disaggregated {
             prefill, decode, ..
-        } => (prefill.model.par.gpus() + decode.model.par.gpus()) as u64,
+        } => {
+            let (p, d) = (prefill.instances as u64, decode.instances as u64);
+            let g = gcd(p, d).max(1);
+            p / g * prefill.model.par.gpus() as u64 + d / g * decode.model.par.gpus() as u64
+        }
     };
     let decode = match &setup.deployment {
         Deployment::Aggregated(x) => x,

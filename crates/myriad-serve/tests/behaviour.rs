@@ -2670,3 +2670,38 @@ serving:
             <= 1e-9 * r.output_tokens_per_s
     );
 }
+
+/// The accelerators for a target rate are whole units of the deployment's prefill:decode
+/// ratio: with one TP2 prefill and two TP2 decode instances, multiples of 6. (They were
+/// rounded to one prefill and one decode instance's 4, a ratio the run never simulated.)
+#[test]
+fn disaggregated_sizing_rounds_to_the_deployments_own_ratio() {
+    let setup = setup_of(
+        "pd.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-70b}
+serving:
+  weights: fp8
+  kv_cache: fp8
+  mode: disaggregated
+  prefill: {instances: 1, tp: 2}
+  decode: {instances: 2, tp: 2}
+  arrival_rate: 4
+  input: {mean: 1000}
+  output: {mean: 200}
+  slo: {ttft_ms: 2000, tpot_ms: 100}
+  target_rate: 50
+  requests: 300
+",
+    );
+    let rep = myriad_serve::run(&setup);
+    let r = &rep.result;
+    let per_acc = r.goodput_requests_per_s / r.accelerators as f64;
+    let units = (50.0 / per_acc / 6.0).ceil() as u64;
+    assert_eq!(
+        rep.accelerators_for_target_rate,
+        Some(units * 6),
+        "{per_acc}"
+    );
+}
