@@ -1074,3 +1074,38 @@ fn cluster_text_prints_numbers_past_u64_as_json_does() {
     assert_eq!(v["network"]["dci_gbps_per_site"], 1e20);
     assert_eq!(v["network"]["dci_latency_us"], 1e20);
 }
+
+/// A serving search where no rate meets the SLOs prints no latency ("-"), never NaN, and
+/// its JSON gives null for it.
+#[test]
+fn serve_search_prints_no_nan_where_no_rate_meets_the_slos() {
+    let path = std::env::temp_dir().join(format!("myriad-serve-slo-{}.yaml", std::process::id()));
+    std::fs::write(
+        &path,
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-70b}
+serving:
+  weights: fp8
+  instance: {instances: 4, tp: 2}
+  input: {mean: 1000}
+  output: {mean: 100}
+  slo: {ttft_ms: 1, tpot_ms: 1}
+  requests: 100
+",
+    )
+    .unwrap();
+    let p = path.to_str().unwrap();
+    let (code, out, err) = myriad(&["serve", p, "--search"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("NaN"), "{out}");
+    assert!(out.contains("|           - |           - |"), "{out}");
+    let v = json(&["serve", p, "--search", "--json"]);
+    std::fs::remove_file(&path).ok();
+    let c = &v["candidates"][0];
+    assert_eq!(c["max_rate"], 0.0);
+    assert!(
+        c["ttft_p90_s"].is_null() && c["tpot_p90_s"].is_null(),
+        "{c}"
+    );
+}

@@ -257,7 +257,19 @@ impl RoleSpec {
                 return Err((format!("{p}.{k}"), "must be at least 1, got 0".into()));
             }
         }
-        let gpus = self.tp.unwrap_or(1) * self.attention_dp.unwrap_or(1);
+        // Counted in u64: the product of three u32 sizes can pass u32 (and wrapped to 0).
+        let gpus = self.tp.unwrap_or(1) as u64 * self.attention_dp.unwrap_or(1) as u64;
+        let instance = gpus * self.pp.unwrap_or(1) as u64;
+        if instance > u32::MAX as u64 {
+            return Err((
+                p.to_string(),
+                format!(
+                    "tp × attention_dp × pp = {instance} accelerators in one instance, more than the {} supported",
+                    u32::MAX
+                ),
+            ));
+        }
+        let gpus = gpus as u32;
         if let Some(ep) = self.ep {
             if !gpus.is_multiple_of(ep) {
                 return Err((

@@ -153,8 +153,12 @@ pub fn role(
         model: m,
         instances,
         max_batch: r.max_batch.unwrap_or(fw.max_batch),
-        // Each of the pp micro-batches has its own token budget.
-        max_tokens: r.max_num_tokens.unwrap_or(fw.max_num_tokens) * par.pp,
+        // Each of the pp micro-batches has its own token budget (saturating: a budget past
+        // u32 is unlimited, and a wrapped one was none).
+        max_tokens: r
+            .max_num_tokens
+            .unwrap_or(fw.max_num_tokens)
+            .saturating_mul(par.pp),
         chunked_prefill: chunked,
         kv_tokens,
         policy: Default::default(),
@@ -206,7 +210,8 @@ pub fn setup(
     let deployment = match mode {
         ServingMode::Aggregated => {
             let r = sv.instance.clone().unwrap_or_default();
-            let gpus = r.tp.unwrap_or(1) * r.attention_dp.unwrap_or(1);
+            // An instance spans `tp × attention_dp × pp` accelerators.
+            let gpus = r.tp.unwrap_or(1) * r.attention_dp.unwrap_or(1) * r.pp.unwrap_or(1);
             let mut spec_r = role(
                 &r,
                 "instance",
@@ -366,8 +371,8 @@ pub fn setup(
 }
 
 /// Accelerators needed to sustain `rate` requests/s, from the goodput per accelerator a
-/// simulation measured (rounded up to whole deployments' worth of accelerators per
-/// instance).
+/// simulation measured, rounded up to a whole number of `per_instance` (the accelerators
+/// of the smallest unit the deployment grows by).
 pub fn accelerators_for(rate: f64, r: &SimReport, per_instance: u64) -> Option<u64> {
     let per_acc = r.goodput_requests_per_s / r.accelerators.max(1) as f64;
     if per_acc <= 0.0 {
@@ -375,6 +380,14 @@ pub fn accelerators_for(rate: f64, r: &SimReport, per_instance: u64) -> Option<u
     }
     let n = (rate / per_acc).ceil() as u64;
     Some(n.div_ceil(per_instance.max(1)) * per_instance.max(1))
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// The serve report: setup notes and simulation results.
@@ -478,9 +491,15 @@ pub fn run(setup: &Setup) -> ServeReport {
     let per_node = setup.accelerators_per_node as f64;
     let per_instance = match &setup.deployment {
         Deployment::Aggregated(x) => x.model.par.gpus() as u64,
+        // The fewest instances in the deployment's prefill:decode ratio (4:1 grows by
+        // 4 prefill and 1 decode instances, not by one of each).
         Deployment::Disaggregated {
             prefill, decode, ..
-        } => (prefill.model.par.gpus() + decode.model.par.gpus()) as u64,
+        } => {
+            let (p, d) = (prefill.instances as u64, decode.instances as u64);
+            let g = gcd(p, d).max(1);
+            p / g * prefill.model.par.gpus() as u64 + d / g * decode.model.par.gpus() as u64
+        }
     };
     let decode = match &setup.deployment {
         Deployment::Aggregated(x) => x,

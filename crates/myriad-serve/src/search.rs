@@ -24,8 +24,9 @@ pub struct Candidate {
     pub accelerators: u64,
     pub max_rate: f64,
     pub goodput_tokens_per_s_per_accelerator: f64,
-    pub ttft_p90_s: f64,
-    pub tpot_p90_s: f64,
+    /// At `max_rate`; `None` when no rate met the SLOs.
+    pub ttft_p90_s: Option<f64>,
+    pub tpot_p90_s: Option<f64>,
 }
 
 fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Option<RoleSpec> {
@@ -56,7 +57,7 @@ fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Opt
         instances: 1,
         max_batch,
         // The base's token budget per micro-batch, for each of the candidate's micro-batches.
-        max_tokens: base.max_tokens / m.par.pp.max(1) * par.pp.max(1),
+        max_tokens: (base.max_tokens / m.par.pp.max(1)).saturating_mul(par.pp.max(1)),
         chunked_prefill: base.chunked_prefill,
         kv_tokens: kv,
         policy: base.policy,
@@ -88,12 +89,10 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String) -> Candidate 
     let mut hi = off.completed as f64 / off.duration_s;
     let mut lo = 0.0;
     let mut best = None;
-    for _ in 0..8 {
-        let mid = if best.is_none() && lo == 0.0 {
-            hi
-        } else {
-            (lo + hi) / 2.0
-        };
+    // The first probe is the offline rate itself; then bisection between the highest rate
+    // that met the SLOs and the lowest that did not.
+    for probe in 0..8 {
+        let mid = if probe == 0 { hi } else { (lo + hi) / 2.0 };
         let r = run(mid.max(1e-6));
         if r.slo_attainment >= ATTAINMENT && r.rejected == 0 {
             lo = mid;
@@ -112,16 +111,16 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String) -> Candidate 
             accelerators: accs,
             max_rate: lo,
             goodput_tokens_per_s_per_accelerator: lo * mean_out * r.slo_attainment / accs as f64,
-            ttft_p90_s: r.ttft.p90,
-            tpot_p90_s: r.tpot.p90,
+            ttft_p90_s: Some(r.ttft.p90),
+            tpot_p90_s: Some(r.tpot.p90),
         },
         None => Candidate {
             description: desc,
             accelerators: accs,
             max_rate: 0.0,
             goodput_tokens_per_s_per_accelerator: 0.0,
-            ttft_p90_s: f64::NAN,
-            tpot_p90_s: f64::NAN,
+            ttft_p90_s: None,
+            tpot_p90_s: None,
         },
     }
 }
@@ -132,7 +131,8 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String) -> Candidate 
 /// stages, TP within the domain, attention-DP for the rest of a stage, EP 1 or the whole
 /// stage for MoE models, and per-rank batch
 /// limits of 32-2048. Aggregated candidates are evaluated first; disaggregated ones pair the
-/// six best aggregated shapes as prefill and decode roles (1:1, 1:2 and 2:1 instances).
+/// six best aggregated shapes as prefill and decode roles (1:1, 1:2 and 2:1 instances),
+/// where the pair fits in the cluster's `accelerators`.
 /// Returns candidates, best first.
 pub fn search(
     base: &Deployment,
@@ -227,6 +227,12 @@ pub fn search(
                 pr.instances = np;
                 let mut de = (*d).clone();
                 de.instances = nd;
+                // A pair larger than the cluster cannot be deployed on it.
+                if (pr.instances * pr.model.par.gpus() + de.instances * de.model.par.gpus()) as u64
+                    > accelerators
+                {
+                    continue;
+                }
                 let desc = format!("disaggregated P {} / D {}", describe(&pr), describe(&de));
                 cands.push((
                     Deployment::Disaggregated {

@@ -725,7 +725,9 @@ impl Sim<'_> {
                         let reached = final_context(q.input, q.output, tps);
                         inst.ctx -= reached;
                         inst.ctx_sq -= reached * reached;
-                        // Tokens emitted beyond the request's output (speculative rounding).
+                        // Tokens emitted beyond the request's output (speculative rounding)
+                        // were never its output: they count as none.
+                        self.out_tokens -= (reached - ctx).max(0.0);
                         self.kv_change(i, -spec.model.kv_need(ctx));
                         self.complete(r, t);
                     }

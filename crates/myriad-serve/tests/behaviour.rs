@@ -667,6 +667,10 @@ fn bad_serving_values_name_the_field() {
             format!("{base}  instance: {{tp: 8, instances: 2}}\n"),
             "needs 16 accelerators",
         ),
+        (
+            format!("{base}  instance: {{tp: 65536, attention_dp: 65536}}\n"),
+            "serving.instance: tp × attention_dp × pp = 4294967296 accelerators in one instance, more than the 4294967295 supported",
+        ),
     ];
     for (yaml, want) in cases {
         let e = bad(&yaml);
@@ -2037,7 +2041,7 @@ serving:
         "  input: {{mean: {mi:.0}}}\n  output: {{mean: {mo:.0}}}\n"
     ));
     let (a, b) = (&samples[0], &fixed[0]);
-    assert!(a.max_rate > 0.0 && a.tpot_p90_s > 1e-3, "{a:?}");
+    assert!(a.max_rate > 0.0 && a.tpot_p90_s.unwrap() > 1e-3, "{a:?}");
     let ratio = a.goodput_tokens_per_s_per_accelerator / b.goodput_tokens_per_s_per_accelerator;
     assert!((0.5..2.0).contains(&ratio), "{a:?} vs {b:?}");
     for c in samples.iter().filter(|c| c.max_rate > 0.0) {
@@ -2491,5 +2495,213 @@ fn a_row_without_a_positive_measured_rate_is_not_scored() {
             .any(|n| n.contains("0 is not a positive rate")),
         "{:?}",
         r.notes
+    );
+}
+
+/// A candidate that misses the SLOs at its offline rate is bisected down to a rate that
+/// meets them. (The bisection once probed the offline rate again after every miss, eight
+/// times, so such a candidate got no goodput at all: on this scenario TP2 with a batch of
+/// 2048 meets the SLOs for 98% of requests at 5 requests/s and the search reported 0.)
+#[test]
+fn search_bisects_a_candidate_that_misses_the_slos_at_its_offline_rate() {
+    let text = "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-70b}
+serving:
+  weights: fp8
+  kv_cache: fp8
+  instance: {instances: 1, tp: 2, max_batch: 2048, max_num_tokens: 8192}
+  input: {dist: lognormal, mean: 1000, std: 800, min: 16, max: 8192}
+  output: {dist: lognormal, mean: 300, std: 250, min: 4, max: 2048}
+  prefix_cache_hit: 0.2
+  slo: {ttft_ms: 300, tpot_ms: 40}
+  requests: 1000
+";
+    let setup = setup_of("tight.yaml", text);
+    // At the deployment's offline throughput as a Poisson rate, TTFT misses. (The search
+    // below is over units of at most 2 accelerators, to keep it short.)
+    let w = &setup.workload;
+    let off = myriad_serve::simulate_requests(
+        &setup.deployment,
+        &w.requests_at(None, 1000),
+        w.prefix_hit,
+        &setup.slo,
+    );
+    let offline_rate = off.completed as f64 / off.duration_s;
+    let at = |rate: f64| {
+        myriad_serve::simulate_requests(
+            &setup.deployment,
+            &w.requests_at(Some(rate), 1000),
+            w.prefix_hit,
+            &setup.slo,
+        )
+    };
+    assert!(at(offline_rate).slo_attainment < myriad_serve::search::ATTAINMENT);
+    assert!(at(offline_rate / 2.0).slo_attainment >= myriad_serve::search::ATTAINMENT);
+    let found =
+        myriad_serve::search::search(&setup.deployment, &setup.workload, &setup.slo, 2, 2, 0.9);
+    let c = found
+        .iter()
+        .find(|c| c.description == "aggregated 1×(TP2 DP1 EP1) mb2048")
+        .expect("the scenario's own shape is a candidate");
+    assert!(
+        c.max_rate >= offline_rate / 2.0 && c.max_rate < offline_rate,
+        "{c:?}, offline {offline_rate}"
+    );
+    assert!(at(c.max_rate).slo_attainment >= myriad_serve::search::ATTAINMENT);
+    assert!(c.goodput_tokens_per_s_per_accelerator > 0.0 && c.ttft_p90_s.unwrap() <= 0.3);
+}
+
+/// Every deployment the search returns fits in the cluster it searched: a disaggregated
+/// pair of the best shapes at 1:2 or 2:1 instances can need more accelerators than the
+/// cluster has. (On 8 H100s it once listed pairs of 12, e.g. `P 2×(TP2 DP1 EP1 PP2) / D
+/// 1×(TP2 DP1 EP1 PP2)`.)
+#[test]
+fn search_keeps_only_deployments_that_fit_in_the_cluster() {
+    let text = "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-70b}
+serving:
+  weights: fp8
+  kv_cache: fp8
+  instance: {instances: 4, tp: 2}
+  input: {mean: 1000}
+  output: {mean: 300}
+  slo: {ttft_ms: 2000, tpot_ms: 100}
+  requests: 200
+";
+    let setup = setup_of("fit.yaml", text);
+    let found =
+        myriad_serve::search::search(&setup.deployment, &setup.workload, &setup.slo, 8, 8, 0.9);
+    assert!(found
+        .iter()
+        .any(|c| c.description.starts_with("disaggregated")));
+    for c in &found {
+        assert!(
+            c.accelerators <= 8,
+            "{} on {}",
+            c.description,
+            c.accelerators
+        );
+    }
+}
+
+/// Instances not given fill the cluster with instances of `tp × attention_dp × pp`
+/// accelerators. (The default once divided the cluster by `tp × attention_dp` only, so
+/// any pipeline-parallel instance without `instances` asked for `pp` times the cluster:
+/// "the deployment needs 16 accelerators but cluster.count is 8".)
+#[test]
+fn default_instances_fill_the_cluster_with_pipeline_parallel_instances() {
+    let setup = setup_of(
+        "pp.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-70b}
+serving:
+  weights: fp8
+  instance: {tp: 2, pp: 2}
+  input: {mean: 1000}
+  output: {mean: 200}
+",
+    );
+    let Deployment::Aggregated(r) = &setup.deployment else {
+        panic!("aggregated expected")
+    };
+    assert_eq!((r.instances, r.model.par.gpus()), (2, 4));
+    assert_eq!(setup.deployment.accelerators(), 8);
+    assert!(setup
+        .notes
+        .iter()
+        .any(|n| n == "instance.instances: 2 (not given)"));
+}
+
+/// A token budget per micro-batch of 2^31 with two pipeline stages is a budget past u32
+/// for the cycle: unlimited, not wrapped to none. (It wrapped to 0, no prompt was ever
+/// scheduled, and the run reported 0 of its requests completed.)
+#[test]
+fn a_token_budget_past_u32_over_pipeline_stages_saturates() {
+    let setup = setup_of(
+        "budget.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-70b}
+serving:
+  weights: fp8
+  instance: {instances: 2, tp: 2, pp: 2, max_num_tokens: 2147483648}
+  input: {mean: 1000}
+  output: {mean: 20}
+  requests: 50
+",
+    );
+    let Deployment::Aggregated(r) = &setup.deployment else {
+        panic!("aggregated expected")
+    };
+    assert_eq!(r.max_tokens, u32::MAX);
+    let rep = myriad_serve::run(&setup);
+    assert_eq!(rep.result.completed, 50);
+}
+
+/// With speculative decoding a request's last step can verify more tokens than it has
+/// left; those were never its output. Output tokens/s counts the requests' outputs, so
+/// with no SLO (every request good) it equals the goodput's. (It counted the whole last
+/// step: 3.2 tokens where one was left, 2.1× the output of these two-token requests.)
+#[test]
+fn speculative_decoding_counts_only_the_requests_output_tokens() {
+    let setup = setup_of(
+        "spec.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-70b}
+serving:
+  weights: fp8
+  instance: {instances: 4, tp: 2}
+  speculative: {draft_tokens: 3}
+  input: {mean: 100}
+  output: {mean: 2}
+  requests: 40
+",
+    );
+    let r = myriad_serve::run(&setup).result;
+    assert_eq!(r.completed, 40);
+    let tokens = r.output_tokens_per_s * r.duration_s;
+    assert!((tokens - 80.0).abs() < 1e-6, "{tokens} output tokens");
+    assert!(
+        (r.goodput_output_tokens_per_s - r.output_tokens_per_s).abs()
+            <= 1e-9 * r.output_tokens_per_s
+    );
+}
+
+/// The accelerators for a target rate are whole units of the deployment's prefill:decode
+/// ratio: with one TP2 prefill and two TP2 decode instances, multiples of 6. (They were
+/// rounded to one prefill and one decode instance's 4, a ratio the run never simulated.)
+#[test]
+fn disaggregated_sizing_rounds_to_the_deployments_own_ratio() {
+    let setup = setup_of(
+        "pd.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-70b}
+serving:
+  weights: fp8
+  kv_cache: fp8
+  mode: disaggregated
+  prefill: {instances: 1, tp: 2}
+  decode: {instances: 2, tp: 2}
+  arrival_rate: 4
+  input: {mean: 1000}
+  output: {mean: 200}
+  slo: {ttft_ms: 2000, tpot_ms: 100}
+  target_rate: 50
+  requests: 300
+",
+    );
+    let rep = myriad_serve::run(&setup);
+    let r = &rep.result;
+    let per_acc = r.goodput_requests_per_s / r.accelerators as f64;
+    let units = (50.0 / per_acc / 6.0).ceil() as u64;
+    assert_eq!(
+        rep.accelerators_for_target_rate,
+        Some(units * 6),
+        "{per_acc}"
     );
 }

@@ -70,6 +70,8 @@ pub fn run(
             "TTFT p90 ms",
             "TPOT p90 ms",
         ]);
+        // No latency where no rate met the SLOs.
+        let ms = |s: Option<f64>| s.map_or("-".into(), |s| format!("{:.1}", s * 1e3));
         for (i, x) in c.iter().take(10).enumerate() {
             t.add_row(vec![
                 right(format!("{}", i + 1)),
@@ -77,8 +79,8 @@ pub fn run(
                 right(format!("{}", x.accelerators)),
                 right(format!("{:.2}", x.max_rate)),
                 right(format!("{:.0}", x.goodput_tokens_per_s_per_accelerator)),
-                right(format!("{:.1}", x.ttft_p90_s * 1e3)),
-                right(format!("{:.1}", x.tpot_p90_s * 1e3)),
+                right(ms(x.ttft_p90_s)),
+                right(ms(x.tpot_p90_s)),
             ]);
         }
         println!("{t}");
