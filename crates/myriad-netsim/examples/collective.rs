@@ -92,11 +92,13 @@ fn main() {
         op, f.algorithm, f.protocol, f.time_s, f.busbw_gbps, an.time_s, an.algorithm, an.protocol
     );
     println!(
-        "flows simulated {}, in all {}, steps in steady state {}, rate updates {}, reroutes {}",
+        "flows simulated {}, in all {}, steps in steady state {}, events {}, rate updates {}, flows re-rated {}, reroutes {}",
         f.sim.flows_simulated,
         f.sim.flows_total,
         f.sim.steps_skipped,
+        f.sim.events,
         f.sim.rate_updates,
+        f.sim.flows_rerated,
         f.sim.reroutes
     );
     println!(

@@ -2,8 +2,9 @@
 //!
 //! # Events
 //!
-//! A `BinaryHeap` of events keyed by `(time, sequence)`: the sequence number is the order
-//! in which events were created, so ties break the same way on every run. Events: a flow
+//! A priority queue of events keyed by `(time, sequence)` (`queue.rs`: a radix heap, as
+//! time only moves forward): the sequence number is the order in which events were
+//! created, so ties break the same way on every run. Events: a flow
 //! drains (its last byte leaves the source), a program is ready for its next step (every
 //! flow of its step has arrived), a fault. Events within `1e-9 × t + 1 ps` of the first of
 //! a batch are handled together and rates are recomputed once per batch.
@@ -18,6 +19,29 @@
 //! share, lazily updated). Flows outside the component keep their rates and their drain
 //! events; a flow whose rate did not change keeps its event too. A flow of weight `w`
 //! stands for `w` identical flows on the same path.
+//!
+//! # Only the flows at or above the lowest drained rate
+//!
+//! When flows only drain (no flow started, none rerouted, no link failed), a flow whose
+//! rate is below every drained flow's rate `r` keeps its rate exactly: progressive filling
+//! of the new state freezes the same flows at the same levels up to `r` (every link a
+//! drained flow crossed was still below saturation there, and now carries less). So a
+//! re-rating after drains (`floor`, the lowest drained rate) keeps the flows below
+//! `cut = floor × (1 − 1e-9)` (the margin absorbs the rounding between rates of one level
+//! computed in different re-ratings) at their rates, takes the capacity they use off each
+//! link, and re-rates by progressive filling only the component, in the graph of the
+//! flows at or above `cut`, of the dirty links. In an all-to-all started at once, flows
+//! drain fastest first with the flows that share their bottleneck, so nothing is left to
+//! re-rate: with hash ECMP on RoCE (hundreds of distinct finish times) each flow is rated
+//! once instead of once per finish. A dirty link with no flow at or above `cut` is not
+//! even scanned: `carries` answers from the link's highest rate, kept as a bound (exact
+//! after a scan, still an upper bound as flows drain) and, when that is not enough twice,
+//! from its flows sorted by rate with the drained ones skipped (cleared when a rate on the
+//! link changes). A starting or rerouted flow or a failed link re-rates the whole
+//! component (`floor = 0`), as does any re-rating after a flow of a fixed-rate phase
+//! drained (its drain re-rates nothing, so the rates in force need not be max-min fair)
+//! until no flow is left. `SimOptions::full_rerate` re-rates whole components always;
+//! tests check both give the same times, link bytes and flow finishes.
 //!
 //! # Latency
 //!
@@ -42,15 +66,19 @@
 //! moment over the remaining ECMP paths (their delivered bytes kept); later steps are routed
 //! on the surviving graph. A flow with no remaining path is an error that names it.
 
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use serde::Serialize;
 
 use crate::net::{Network, MAX_PATH};
 use crate::program::{FlowSpec, LatencyRule, Program};
+use crate::queue::EventQueue;
 
 const MAXP: usize = MAX_PATH;
+/// Relative margin below the lowest drained rate under which flows keep their rates: rates
+/// of one bottleneck level computed in different re-ratings differ by rounding only.
+const CUT_REL: f64 = 1e-9;
 const NOT_ROUTED: u64 = u64::MAX;
 
 /// What fails.
@@ -85,6 +113,10 @@ pub struct SimOptions {
     pub trace_limit: Option<usize>,
     /// Simulate every repeated step instead of advancing steady states.
     pub no_skip: bool,
+    /// Re-rate the whole connected component of the changed links at every change, also
+    /// the flows below the lowest drained rate (module docs): the same rates up to
+    /// rounding, with far more work; tests check both agree.
+    pub full_rerate: bool,
 }
 
 /// Why a simulation failed.
@@ -189,32 +221,23 @@ pub struct SimResult {
     pub trace_truncated: bool,
 }
 
-#[derive(Clone, Copy, PartialEq)]
-struct T(f64);
-impl Eq for T {}
-impl PartialOrd for T {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for T {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.0.total_cmp(&o.0)
-    }
+/// What `Sim::carries` knows of a link's highest rate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Top {
+    /// A flow on the link changed rate or was rerouted onto it.
+    Unknown,
+    /// `top_hi` bounds it (flows may have drained since it was exact); the number of
+    /// times it was rescanned since it was `Unknown`.
+    Bound(u8),
+    /// `top` holds the flows by rate.
+    Sorted,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Drain { slot: u32, gen: u32 },
     Ready { prog: u32 },
     Fault { idx: u32 },
-}
-
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct Ev {
-    t: T,
-    seq: u64,
-    kind: Kind,
 }
 
 #[derive(Default)]
@@ -324,6 +347,23 @@ struct Sim<'a> {
     active: Vec<u32>,
     link_flows: Vec<Vec<u32>>,
     dirty: Vec<u32>,
+    /// The lowest rate of a flow that drained (releasing bandwidth) since the last
+    /// re-rating; 0 when a flow started, a flow was rerouted or a link failed (module docs,
+    /// "Only the flows at or above the lowest drained rate").
+    floor: f64,
+    /// A flow of a fixed-rate phase drained without a re-rating since the flows were last
+    /// all gone: the rates in force need not be max-min fair, so re-ratings are not
+    /// restricted by `floor`.
+    stale: bool,
+    /// What is known of the highest rate on each directed link (`Top`), for `carries`.
+    top_state: Vec<Top>,
+    /// Under `Top::Bound`, at least the highest rate of a flow on the link.
+    top_hi: Vec<f64>,
+    /// Under `Top::Sorted`, the link's flows of positive rate as (rate bits, slot,
+    /// generation), highest rate first, from `top_at` on; an entry whose flow's generation
+    /// moved on (the flow drained) is skipped.
+    top: Vec<Vec<(u64, u32, u32)>>,
+    top_at: Vec<u32>,
     // Recompute scratch.
     stamp: u32,
     l_stamp: Vec<u32>,
@@ -336,8 +376,7 @@ struct Sim<'a> {
     comp_flows: Vec<u32>,
     queue: Vec<u32>,
     heap: BinaryHeap<Reverse<(u64, u32)>>,
-    events: BinaryHeap<Reverse<Ev>>,
-    seq: u64,
+    events: EventQueue<Kind>,
     ps: Vec<ProgState>,
     ready: Vec<u32>,
     route_buf: Vec<u32>,
@@ -396,6 +435,12 @@ pub fn simulate(
         active: Vec::new(),
         link_flows: vec![Vec::new(); nl],
         dirty: Vec::new(),
+        floor: f64::INFINITY,
+        stale: false,
+        top_state: vec![Top::Unknown; nl],
+        top_hi: vec![0.0; nl],
+        top: vec![Vec::new(); nl],
+        top_at: vec![0; nl],
         stamp: 0,
         l_stamp: vec![0; nl],
         f_stamp: Vec::new(),
@@ -407,8 +452,7 @@ pub fn simulate(
         comp_flows: Vec::new(),
         queue: Vec::new(),
         heap: BinaryHeap::new(),
-        events: BinaryHeap::new(),
-        seq: 0,
+        events: EventQueue::new(),
         ps: (0..programs.len()).map(|_| ProgState::default()).collect(),
         ready: Vec::new(),
         route_buf: Vec::with_capacity(MAXP),
@@ -450,26 +494,20 @@ pub fn simulate(
 
 impl<'a> Sim<'a> {
     fn push(&mut self, t: f64, kind: Kind) {
-        self.seq += 1;
-        self.events.push(Reverse(Ev {
-            t: T(t),
-            seq: self.seq,
-            kind,
-        }));
+        self.events.push(t, kind);
     }
 
     fn run(&mut self) -> Result<(), SimError> {
-        while let Some(Reverse(ev)) = self.events.pop() {
-            let now = ev.t.0;
+        while let Some((now, ev)) = self.events.pop() {
             self.now = now;
             let tol = now.abs() * 1e-9 + 1e-12;
-            self.handle(ev)?;
-            while let Some(Reverse(top)) = self.events.peek() {
-                if top.t.0 > now + tol {
+            self.handle(now, ev)?;
+            while let Some(t) = self.events.peek_time() {
+                if t > now + tol {
                     break;
                 }
-                let Reverse(ev) = self.events.pop().expect("peeked");
-                self.handle(ev)?;
+                let (t, ev) = self.events.pop().expect("peeked");
+                self.handle(t, ev)?;
             }
             self.process_ready()?;
             if !self.dirty.is_empty() {
@@ -494,12 +532,12 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
-    fn handle(&mut self, ev: Ev) -> Result<(), SimError> {
+    fn handle(&mut self, t: f64, ev: Kind) -> Result<(), SimError> {
         self.res.events += 1;
-        match ev.kind {
+        match ev {
             Kind::Drain { slot, gen } => {
                 if self.f_gen[slot as usize] == gen && self.f_apos[slot as usize] != u32::MAX {
-                    self.drain(slot, ev.t.0);
+                    self.drain(slot, t);
                 }
             }
             Kind::Ready { prog } => self.ready.push(prog),
@@ -545,6 +583,7 @@ impl<'a> Sim<'a> {
     }
 
     fn insert_entries(&mut self, f: u32) {
+        self.floor = 0.0;
         let base = f as usize * MAXP;
         for j in 0..self.f_len[f as usize] as usize {
             let l = self.f_path[base + j] as usize;
@@ -552,6 +591,68 @@ impl<'a> Sim<'a> {
             self.link_flows[l].push((base + j) as u32);
             self.dirty.push(l as u32);
         }
+        // A rerouted flow keeps its rate (a new one has none yet).
+        if self.f_rate[f as usize] > 0.0 {
+            self.forget_tops(f as usize);
+        }
+    }
+
+    /// Clear the rate order of flow `f`'s links (its rate changed or it was rerouted).
+    fn forget_tops(&mut self, f: usize) {
+        let base = f * MAXP;
+        for j in 0..self.f_len[f] as usize {
+            self.top_state[self.f_path[base + j] as usize] = Top::Unknown;
+        }
+    }
+
+    /// Whether a flow on link `l` has a rate of at least `cut` (> 0). A query after the
+    /// link's rates changed scans its flows for the highest rate, which stays an upper
+    /// bound as flows drain; when the bound cannot answer twice, the flows are sorted by
+    /// rate, and later queries skip the drained flows at the front.
+    fn carries(&mut self, l: usize, cut: f64) -> bool {
+        match self.top_state[l] {
+            Top::Unknown | Top::Bound(0) => {
+                if self.top_state[l] == Top::Bound(0) && self.top_hi[l] < cut {
+                    return false;
+                }
+                let mut hi = 0.0f64;
+                for &e in &self.link_flows[l] {
+                    hi = hi.max(self.f_rate[e as usize / MAXP]);
+                }
+                self.top_hi[l] = hi;
+                self.top_state[l] = Top::Bound(if self.top_state[l] == Top::Unknown {
+                    0
+                } else {
+                    1
+                });
+                return hi >= cut;
+            }
+            Top::Bound(_) => {
+                if self.top_hi[l] < cut {
+                    return false;
+                }
+                let mut v = std::mem::take(&mut self.top[l]);
+                v.clear();
+                for &e in &self.link_flows[l] {
+                    let f = e as usize / MAXP;
+                    if self.f_rate[f] > 0.0 {
+                        v.push((self.f_rate[f].to_bits(), f as u32, self.f_gen[f]));
+                    }
+                }
+                v.sort_unstable_by(|a, b| b.cmp(a));
+                self.top[l] = v;
+                self.top_at[l] = 0;
+                self.top_state[l] = Top::Sorted;
+            }
+            Top::Sorted => {}
+        }
+        let v = &self.top[l];
+        let mut i = self.top_at[l] as usize;
+        while i < v.len() && self.f_gen[v[i].1 as usize] != v[i].2 {
+            i += 1;
+        }
+        self.top_at[l] = i as u32;
+        v.get(i).is_some_and(|e| f64::from_bits(e.0) >= cut)
     }
 
     fn remove_entries(&mut self, f: u32, mark_dirty: bool) {
@@ -606,6 +707,11 @@ impl<'a> Sim<'a> {
         let p = self.f_prog[f] as usize;
         let fixed = self.progs[p].phases[self.ps[p].phase].fixed_rates;
         self.remove_entries(slot, !fixed);
+        if fixed {
+            self.stale = true;
+        } else {
+            self.floor = self.floor.min(self.f_rate[f]);
+        }
         // Remove from the active list.
         let ap = self.f_apos[f] as usize;
         let last = self.active.pop().expect("active");
@@ -614,6 +720,9 @@ impl<'a> Sim<'a> {
             self.f_apos[last as usize] = ap as u32;
         }
         self.f_apos[f] = u32::MAX;
+        if self.active.is_empty() {
+            self.stale = false;
+        }
         self.f_gen[f] = self.f_gen[f].wrapping_add(1);
         self.free.push(slot);
         let p = self.f_prog[f] as usize;
@@ -1061,6 +1170,7 @@ impl<'a> Sim<'a> {
                 self.alive[l as usize] = false;
                 self.cap[l as usize] = 0.0;
                 self.dirty.push(l);
+                self.floor = 0.0;
             }
         }
         self.epoch += 1;
@@ -1120,6 +1230,13 @@ impl<'a> Sim<'a> {
             self.stamp = 1;
         }
         let stamp = self.stamp;
+        // Flows below `cut` keep their rates (module docs); 0 re-rates the whole component.
+        let cut = if self.stale || self.opts.full_rerate || self.floor == f64::INFINITY {
+            0.0
+        } else {
+            self.floor * (1.0 - CUT_REL)
+        };
+        self.floor = f64::INFINITY;
         self.comp_links.clear();
         self.comp_flows.clear();
         self.queue.clear();
@@ -1131,11 +1248,27 @@ impl<'a> Sim<'a> {
             }
         }
         self.dirty.clear();
-        // The connected component of the dirty links in the flow-link graph.
+        // The connected component of the dirty links in the graph of the flows at or above
+        // `cut` and their links; each link's capacity left by the flows below `cut` and
+        // the weight of those above.
         while let Some(l) = self.queue.pop() {
+            let lu = l as usize;
+            if cut > 0.0 && !self.carries(lu, cut) {
+                // No flow to re-rate here (a dirty link: the flows of every other link
+                // reached are at or above `cut`).
+                continue;
+            }
             self.comp_links.push(l);
-            for &e in &self.link_flows[l as usize] {
+            let mut kept = 0.0;
+            let mut c = 0u64;
+            for &e in &self.link_flows[lu] {
                 let f = e as usize / MAXP;
+                let w = self.f_w[f];
+                if self.f_rate[f] < cut {
+                    kept += self.f_rate[f] * w as f64;
+                    continue;
+                }
+                c += w as u64;
                 if self.f_stamp[f] == stamp {
                     continue;
                 }
@@ -1150,6 +1283,8 @@ impl<'a> Sim<'a> {
                     }
                 }
             }
+            self.rem[lu] = self.cap[lu] - kept;
+            self.cnt[lu] = c;
         }
         if self.comp_flows.is_empty() {
             return;
@@ -1168,14 +1303,10 @@ impl<'a> Sim<'a> {
         init.clear();
         for i in 0..self.comp_links.len() {
             let l = self.comp_links[i] as usize;
-            let c: u64 = self.link_flows[l]
-                .iter()
-                .map(|&e| self.f_w[e as usize / MAXP] as u64)
-                .sum();
-            self.rem[l] = self.cap[l];
-            self.cnt[l] = c;
+            let c = self.cnt[l];
             if c > 0 {
-                init.push(Reverse(((self.cap[l] / c as f64).to_bits(), l as u32)));
+                let share = self.rem[l].max(0.0) / c as f64;
+                init.push(Reverse((share.to_bits(), l as u32)));
             }
         }
         self.heap = BinaryHeap::from(init);
@@ -1191,7 +1322,7 @@ impl<'a> Sim<'a> {
             }
             for k in 0..self.link_flows[l].len() {
                 let f = self.link_flows[l][k] as usize / MAXP;
-                if self.f_frozen[f] == stamp {
+                if self.f_frozen[f] == stamp || self.f_stamp[f] != stamp {
                     continue;
                 }
                 self.f_frozen[f] = stamp;
@@ -1213,6 +1344,7 @@ impl<'a> Sim<'a> {
                 continue;
             }
             self.f_rate[f] = r;
+            self.forget_tops(f);
             self.f_gen[f] = self.f_gen[f].wrapping_add(1);
             if r > 0.0 {
                 let t = now + self.f_rem[f].max(0.0) / r;
@@ -1229,7 +1361,7 @@ impl<'a> Sim<'a> {
         // Drop superseded drain events when they dominate the queue.
         if self.events.len() > 4 * self.active.len() + 4096 {
             let (gen, apos) = (&self.f_gen, &self.f_apos);
-            self.events.retain(|Reverse(ev)| match ev.kind {
+            self.events.retain(|ev| match *ev {
                 Kind::Drain { slot, gen: g } => {
                     gen[slot as usize] == g && apos[slot as usize] != u32::MAX
                 }

@@ -40,6 +40,7 @@
 pub mod engine;
 pub mod net;
 pub mod program;
+mod queue;
 pub mod timer;
 pub mod trace;
 

@@ -214,6 +214,53 @@ fn bytes_are_conserved() {
     }
 }
 
+/// Re-rating only the flows a change can affect (at or above the lowest drained rate,
+/// connected to the changed links) gives the rates of re-rating the whole component every
+/// time: flows of many sizes and weights, two programs overlapping, every flow's finish.
+#[test]
+fn rerating_what_changed_equals_rerating_everything() {
+    let (mut fast_work, mut full_work) = (0, 0);
+    for seed in 1..40 {
+        let (net, p) = random_traffic(seed);
+        let mut q = p.clone();
+        q.start_s = 0.02 * (seed % 4) as f64;
+        let progs = [p, q];
+        let run = |full_rerate| {
+            let opts = SimOptions {
+                full_rerate,
+                ..traced()
+            };
+            simulate(&net, &progs, &opts).unwrap()
+        };
+        let (fast, full) = (run(false), run(true));
+        assert!(
+            close(fast.time_s, full.time_s),
+            "seed {seed}: {} vs {}",
+            fast.time_s,
+            full.time_s
+        );
+        for (a, b) in fast.link_bytes.iter().zip(&full.link_bytes) {
+            assert!(
+                (a - b).abs() <= 1e-9 * b.max(1.0),
+                "seed {seed}: {a} vs {b}"
+            );
+        }
+        let ends = |r: &myriad_netsim::SimResult| {
+            let mut v: Vec<f64> = r.trace.iter().map(|s| s.end_s).collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let (a, b) = (ends(&fast), ends(&full));
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert!(close(*x, *y), "seed {seed}: a flow ends at {x} vs {y}");
+        }
+        fast_work += fast.flows_rerated;
+        full_work += full.flows_rerated;
+    }
+    assert!(fast_work < full_work, "{fast_work} vs {full_work}");
+}
+
 #[test]
 fn steady_state_advance_equals_step_by_step() {
     for seed in 1..6 {

@@ -684,3 +684,115 @@ fn a_tree_uses_every_nic_of_its_domains() {
         last = f.time_s;
     }
 }
+
+/// Runs `op` over ranks `0..n` as the CLI would, with `faults`, re-rating only what a
+/// change can affect, then the whole component at every change; returns both.
+fn fast_and_full(
+    c: &BuiltCluster,
+    op: Op,
+    bytes: f64,
+    n: u64,
+    faults: &[Fault],
+) -> (myriad_netsim::SimResult, myriad_netsim::SimResult) {
+    let net = Network::from_cluster(c);
+    let span = myriad_train::Plan::span(&c.levels, n, 1);
+    let choice = flow_choice(op, Algorithm::Auto, bytes, &span, &c.levels);
+    let run = |full_rerate| {
+        let opts = SimOptions {
+            faults: faults.to_vec(),
+            full_rerate,
+            ..Default::default()
+        };
+        time_collective(&net, op, choice, bytes, &strided(0, n, 1), &opts)
+            .unwrap()
+            .0
+            .sim
+    };
+    (run(false), run(true))
+}
+
+/// The same times, delivered bytes and link bytes up to rounding (1e-9 relative).
+fn assert_same_physics(a: &myriad_netsim::SimResult, b: &myriad_netsim::SimResult) {
+    let close = |x: f64, y: f64, scale: f64| (x - y).abs() <= 1e-9 * scale;
+    assert!(
+        close(a.time_s, b.time_s, b.time_s),
+        "{} vs {}",
+        a.time_s,
+        b.time_s
+    );
+    assert_eq!(a.programs.len(), b.programs.len());
+    for (p, q) in a.programs.iter().zip(&b.programs) {
+        assert!(close(p.end_s, q.end_s, q.end_s), "{p:?} vs {q:?}");
+    }
+    assert!(close(a.bytes_delivered, b.bytes_delivered, b.bytes_sent));
+    assert_eq!(a.bytes_sent, b.bytes_sent);
+    let top = b.link_bytes.iter().fold(0.0f64, |m, &x| m.max(x));
+    for (l, (x, y)) in a.link_bytes.iter().zip(&b.link_bytes).enumerate() {
+        assert!(close(*x, *y, top), "link {l}: {x} vs {y}");
+    }
+    assert_eq!(
+        (a.flows_simulated, a.reroutes),
+        (b.flows_simulated, b.reroutes)
+    );
+}
+
+/// Hash ECMP on RoCE spreads an all-to-all's flows unevenly, so they finish at hundreds of
+/// distinct times. A drained flow frees bandwidth only for flows at or above its rate, and
+/// in an all-to-all started at once those drained with it: every flow is rated about once.
+/// Re-rating the whole component at every finish (the rule before, `full_rerate`) does
+/// that work over 100 times for the same result (it made 384 ranks take 40 s).
+#[test]
+fn a_roce_all_to_all_rates_each_flow_about_once() {
+    let c = build(
+        "alibaba-hpn.yaml",
+        include_str!("../../../examples/alibaba-hpn.yaml"),
+    );
+    let (fast, full) = fast_and_full(&c, Op::AllToAll, 1024.0 * 1024.0, 64, &[]);
+    assert_eq!(fast.flows_simulated, 64 * 63);
+    assert!(
+        fast.flows_rerated <= 2 * fast.flows_simulated && fast.rate_updates <= 4,
+        "{} flows re-rated in {} updates",
+        fast.flows_rerated,
+        fast.rate_updates
+    );
+    assert!(
+        full.flows_rerated > 100 * full.flows_simulated && full.rate_updates > 100,
+        "{} flows re-rated in {} updates",
+        full.flows_rerated,
+        full.rate_updates
+    );
+    assert_same_physics(&fast, &full);
+}
+
+/// Where faults reroute flows mid-flight their rates change at many finishes, and only
+/// what a change can affect is re-rated: the same physics as re-rating everything.
+#[test]
+fn a_rerouted_roce_all_to_all_rerates_less_for_the_same_result() {
+    let c = build(
+        "llama3-24k-h100.yaml",
+        include_str!("../../../examples/llama3-24k-h100.yaml"),
+    );
+    let faults = [
+        Fault {
+            at_s: 0.0,
+            target: FaultTarget::Link(3000),
+        },
+        Fault {
+            at_s: 1e-4,
+            target: FaultTarget::Link(3098),
+        },
+        Fault {
+            at_s: 2e-4,
+            target: FaultTarget::Switch(122),
+        },
+    ];
+    let (fast, full) = fast_and_full(&c, Op::AllToAll, 16.0 * 1024.0 * 1024.0, 128, &faults);
+    assert!(fast.reroutes > 100, "{}", fast.reroutes);
+    assert!(
+        fast.rate_updates > 100 && 4 * fast.flows_rerated < full.flows_rerated,
+        "{} / {} flows re-rated",
+        fast.flows_rerated,
+        full.flows_rerated
+    );
+    assert_same_physics(&fast, &full);
+}
