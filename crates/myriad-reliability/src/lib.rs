@@ -483,6 +483,21 @@ fn from_parts(
         }
         (None, None) => h.domains - domains,
     };
+    // Hot spares are racks of the cluster: more than the cluster holds beyond the job would
+    // be hardware missing from its bill of materials (cost, power, racks).
+    if pool > h.domains - domains {
+        let field = if rel.spares.domains.is_some() {
+            "domains"
+        } else {
+            "per_pod"
+        };
+        return Err(format!(
+            "reliability.spares.{field}: {pool} spare domains, but the cluster holds {} beyond the job's {domains} (cluster.count {} = {} domains of {d}): raise cluster.count to hold them",
+            h.domains - domains,
+            cluster.accelerators,
+            h.domains
+        ));
+    }
     let apn = h.accelerators_per_node;
     let nics_per_acc = cluster.bom.nics as f64 / cluster.accelerators as f64;
     let switches_per_acc = cluster.bom.switches_total as f64 / cluster.accelerators as f64;

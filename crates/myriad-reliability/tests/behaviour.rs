@@ -281,3 +281,24 @@ fn an_async_interval_below_its_write_is_reported_as_the_interval_run() {
     };
     assert_eq!(at(60.0), at(write));
 }
+
+/// Hot-spare domains are racks of the cluster: asking for more than the cluster holds beyond
+/// the job is an error naming the numbers (it used to be accepted, so the spares were
+/// hardware missing from the cluster's bill of materials). The default pool is exactly
+/// the cluster's unused domains, and that many may be asked for.
+#[test]
+fn spare_domains_beyond_the_cluster_are_an_error() {
+    let cat = myriad_catalog::catalog();
+    // 24,576 H100 in 8-GPU servers: 3,072 domains, the 16,384-GPU job holds 2,048.
+    let all = setup(&scenario("reliability: {spares: {domains: 1024}}"), cat).unwrap();
+    assert_eq!(all.job.pool_domains, 1024);
+    let default = setup(&scenario("reliability: {}"), cat).unwrap();
+    assert_eq!(default.job.pool_domains, 1024);
+    let err = setup(&scenario("reliability: {spares: {domains: 1025}}"), cat).unwrap_err();
+    assert!(
+        err.contains("reliability.spares.domains: 1025 spare domains, but the cluster holds 1024 beyond the job's 2048"),
+        "{err}"
+    );
+    let err = setup(&scenario("reliability: {spares: {per_pod: 5000}}"), cat).unwrap_err();
+    assert!(err.starts_with("reliability.spares.per_pod: "), "{err}");
+}
