@@ -555,6 +555,17 @@ fn setup_of(name: &str, text: &str) -> myriad_serve::Setup {
     myriad_serve::setup(&s, &b, cat, None).unwrap()
 }
 
+/// The setup of 8 H100 serving Llama 3 70B with fp8 weights, `serving` the rest of the
+/// serving section (two-space indented lines).
+fn h100x8_llama3_70b_fp8(serving: &str) -> myriad_serve::Setup {
+    setup_of(
+        "h100x8.yaml",
+        &format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8}}\nmodel: {{preset: llama3-70b}}\nserving:\n  weights: fp8\n{serving}"
+        ),
+    )
+}
+
 /// The instance model of a scenario whose deployment is aggregated.
 fn aggregated_model(text: &str) -> myriad_serve::InstanceModel {
     match setup_of("s.yaml", text).deployment {
@@ -2592,14 +2603,8 @@ serving:
 /// "the deployment needs 16 accelerators but cluster.count is 8".)
 #[test]
 fn default_instances_fill_the_cluster_with_pipeline_parallel_instances() {
-    let setup = setup_of(
-        "pp.yaml",
-        "format: myriad/1
-cluster: {accelerator: h100-sxm, count: 8}
-model: {preset: llama3-70b}
-serving:
-  weights: fp8
-  instance: {tp: 2, pp: 2}
+    let setup = h100x8_llama3_70b_fp8(
+        "  instance: {tp: 2, pp: 2}
   input: {mean: 1000}
   output: {mean: 200}
 ",
@@ -2620,14 +2625,8 @@ serving:
 /// scheduled, and the run reported 0 of its requests completed.)
 #[test]
 fn a_token_budget_past_u32_over_pipeline_stages_saturates() {
-    let setup = setup_of(
-        "budget.yaml",
-        "format: myriad/1
-cluster: {accelerator: h100-sxm, count: 8}
-model: {preset: llama3-70b}
-serving:
-  weights: fp8
-  instance: {instances: 2, tp: 2, pp: 2, max_num_tokens: 2147483648}
+    let setup = h100x8_llama3_70b_fp8(
+        "  instance: {instances: 2, tp: 2, pp: 2, max_num_tokens: 2147483648}
   input: {mean: 1000}
   output: {mean: 20}
   requests: 50
@@ -2647,14 +2646,8 @@ serving:
 /// step: 3.2 tokens where one was left, 2.1× the output of these two-token requests.)
 #[test]
 fn speculative_decoding_counts_only_the_requests_output_tokens() {
-    let setup = setup_of(
-        "spec.yaml",
-        "format: myriad/1
-cluster: {accelerator: h100-sxm, count: 8}
-model: {preset: llama3-70b}
-serving:
-  weights: fp8
-  instance: {instances: 4, tp: 2}
+    let setup = h100x8_llama3_70b_fp8(
+        "  instance: {instances: 4, tp: 2}
   speculative: {draft_tokens: 3}
   input: {mean: 100}
   output: {mean: 2}
