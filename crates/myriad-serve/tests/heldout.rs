@@ -176,6 +176,65 @@ fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
 }
 
+/// MLPerf Inference v6.0 rows (`validation/serving-heldout-mlperf6.json`, built by
+/// `validation/tools/mlperf6_heldout.py` from the raw LoadGen logs and NVIDIA's and AMD's
+/// harness configs): B300 ×8, GB300 and GB200 NVL72, MI355X ×8; Llama 2 70B, Llama 3.1 405B,
+/// DeepSeek-R1; Offline, Server and Interactive. Kept aside, never tuned on. Every row is
+/// predicted, and the Llama 3.1 and DeepSeek-R1 rows run their dataset's per-sample lengths.
+#[test]
+fn mlperf6_rows_are_all_scored_with_their_dataset_prompt_length() {
+    let r = report_of("serving-heldout-mlperf6.json");
+    assert_eq!(r.cases.len(), 15);
+    for c in &r.cases {
+        assert!(c.error.is_some(), "{}: {:?}", c.id, c.notes);
+        if c.id.contains("405b") || c.id.contains("deepseek-r1") {
+            assert!(
+                c.notes
+                    .iter()
+                    .any(|n| n.starts_with("lengths: drawn from the ")
+                        && n.contains("per-sample (input, output) pairs")),
+                "{}: {:?}",
+                c.id,
+                c.notes
+            );
+        }
+    }
+}
+
+/// Ratchet on the MLPerf v6.0 rows (15 scored), just above the figures measured when they
+/// were added: MAE 20.7%, median 12.4%, worst +87.4% (GB300 NVL72 DeepSeek-R1 Server). The
+/// issue's kept-aside bar (MAE under 15%, no row worse than 40%) is NOT met: the three
+/// DeepSeek-R1 Server rows are over-predicted +48..+87% (at ~125-175 running sequences per
+/// rank the runs report a 56-61 ms mean TPOT where the model's step is 27-31 ms, as on the
+/// v5.1 rows), the MI355X Llama 2 70B Interactive row +25.6%; the DeepSeek-R1 Offline rows
+/// are under-predicted 12-23%. The nine Llama 2 70B / 405B Offline and Server rows are
+/// within -2..+16%.
+#[test]
+fn mlperf6_held_out_rows_do_not_regress() {
+    let r = report_of("serving-heldout-mlperf6.json");
+    let s = &r.summary;
+    assert_eq!(s.count, 15);
+    assert!(s.mae < 0.215, "MAE {:.3}", s.mae);
+    assert!(
+        s.median_abs_error < 0.13,
+        "median {:.3}",
+        s.median_abs_error
+    );
+    assert!(
+        s.worst_abs_error < 0.90,
+        "{} {:.3}",
+        s.worst_id,
+        s.worst_abs_error
+    );
+}
+
+#[test]
+#[ignore = "kept-aside bar not met on MLPerf v6.0 rows (MAE 20.7%, worst +87.4%: DeepSeek-R1 Server rows)"]
+fn mlperf6_held_out_rows_meet_the_kept_aside_bar() {
+    let s = report_of("serving-heldout-mlperf6.json").summary;
+    assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
+}
+
 /// The columns of TensorRT-LLM's performance overview at the commit the public file
 /// transcribes that it leaves out (`validation/serving-heldout-perf-overview.json`, built by
 /// `validation/tools/trtllm_perf_overview_heldout.py`): the other GPUs of its models and
@@ -362,6 +421,7 @@ fn no_prediction_beats_its_roofline() {
     let kept = [
         "serving-heldout.json",
         "serving-heldout-mlperf5.json",
+        "serving-heldout-mlperf6.json",
         "serving-heldout-perf-overview.json",
         "serving-heldout-trtllm-dsr1-h200.json",
     ]
