@@ -10,6 +10,20 @@ fn strided(n: u64, stride: u64) -> Vec<u32> {
     (0..n).map(|i| (i * stride.max(1)) as u32).collect()
 }
 
+/// The ranks of the group holding rank 0 that is made of placement dimensions `dims`
+/// ((size, stride) each), in rank order.
+fn group_ranks(dims: &[(u64, u64)]) -> Vec<u32> {
+    let mut ranks = vec![0u64];
+    for &(n, stride) in dims.iter().filter(|d| d.0 > 1) {
+        ranks = ranks
+            .iter()
+            .flat_map(|&r| (0..n).map(move |i| r + i * stride))
+            .collect();
+    }
+    ranks.sort_unstable();
+    ranks.into_iter().map(|r| r as u32).collect()
+}
+
 pub fn parse_op(s: &str) -> Result<Op, String> {
     Ok(match s {
         "all-reduce" | "allreduce" => Op::AllReduce,
@@ -86,17 +100,7 @@ pub fn group_span(
     if let Some(d) = dim {
         let plan =
             plan.ok_or_else(|| format!("--group {group}: the scenario has no training plan"))?;
-        let (n, stride) = match d {
-            Dim::Dp => (
-                plan.dp as u64,
-                plan.stride(Dim::Ep).min(plan.stride(Dim::Dp)),
-            ),
-            Dim::Tp => (plan.tp as u64, plan.stride(d)),
-            Dim::Cp => (plan.cp as u64, plan.stride(d)),
-            Dim::Ep => (plan.ep as u64, plan.stride(d)),
-            Dim::Pp => (plan.pp as u64, plan.stride(d)),
-        };
-        return Ok((plan.group(levels, d), strided(n, stride)));
+        return Ok((plan.group(levels, d), group_ranks(&plan.group_dims(d))));
     }
     if group == "all" {
         return Ok((

@@ -247,16 +247,75 @@ impl Plan {
     /// inside one unit of each level are those within `size / stride` strides (rounded up,
     /// for units that a group straddles), never more units than a level holds.
     pub fn span(levels: &[myriad_cluster::Level], n: u64, stride: u64) -> GroupSpan {
+        let stride = stride.max(1);
+        Self::span_by(levels, n, |size| size.div_ceil(stride).clamp(1, n))
+    }
+
+    /// How a group made of several placement dimensions lies on the hierarchy: `dims` are
+    /// each dimension's (size, rank stride). Dimensions next to each other in the placement
+    /// order make one part of uniform stride ([`Plan::span`]); where another dimension lies
+    /// between two of them (the data-parallel group of dense weights under placement
+    /// tp-cp-ep-pp-dp: CP ranks `tp` apart, DP ranks `tp·cp·ep·pp` apart), a unit of a level
+    /// holds, of each part, the members that fall within its size, and the group is the
+    /// product of the parts. Dimensions of size 1 take no part, whatever their stride.
+    pub fn span_dims(levels: &[myriad_cluster::Level], dims: &[(u64, u64)]) -> GroupSpan {
+        let parts = Self::group_parts(dims);
+        match parts.as_slice() {
+            [] => Self::span(levels, 1, 1),
+            [(n, stride)] => Self::span(levels, *n, *stride),
+            _ => {
+                let n = parts.iter().fold(1u64, |a, p| a.saturating_mul(p.0));
+                Self::span_by(levels, n, |size| {
+                    parts
+                        .iter()
+                        .fold(1u64, |a, &(k, s)| {
+                            a.saturating_mul(size.div_ceil(s.max(1)).clamp(1, k))
+                        })
+                        .clamp(1, n)
+                })
+            }
+        }
+    }
+
+    /// The parts of uniform stride of a group of placement dimensions `dims` ((size,
+    /// stride) each): size-1 dimensions dropped, the rest by stride, and dimensions that
+    /// continue the one before (stride = its stride × size) merged into it.
+    pub fn group_parts(dims: &[(u64, u64)]) -> Vec<(u64, u64)> {
+        let mut parts: Vec<(u64, u64)> = dims
+            .iter()
+            .copied()
+            .filter(|&(n, _)| n > 1)
+            .map(|(n, s)| (n, s.max(1)))
+            .collect();
+        parts.sort_by_key(|&(_, s)| s);
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(parts.len());
+        for (n, s) in parts {
+            match merged.last_mut() {
+                Some(last) if last.1.saturating_mul(last.0) == s => {
+                    last.0 = last.0.saturating_mul(n);
+                }
+                _ => merged.push((n, s)),
+            }
+        }
+        merged
+    }
+
+    /// [`Plan::span`] with the members of a group of `n` inside a unit of `size`
+    /// accelerators given by `in_unit(size)`.
+    fn span_by(
+        levels: &[myriad_cluster::Level],
+        n: u64,
+        in_unit: impl Fn(u64) -> u64,
+    ) -> GroupSpan {
         let mut spans = Vec::with_capacity(levels.len());
         let mut prev = 1u64;
         let mut below = 1u64;
-        let stride = stride.max(1);
         for (i, l) in levels.iter().enumerate() {
             let max = l.size.div_ceil(below).max(1);
             let in_unit = if i + 1 == levels.len() {
                 n
             } else {
-                l.size.div_ceil(stride).clamp(1, n)
+                in_unit(l.size)
             };
             let span = in_unit.div_ceil(prev).clamp(1, max);
             spans.push(span);
@@ -267,21 +326,31 @@ impl Plan {
     }
 
     /// Size and rank stride of the groups of dimension `d` (DP here means the full
-    /// data-parallel group, EP included).
+    /// data-parallel group, EP included). A DP group whose EP ranks and outer replicas are
+    /// not adjacent in the placement order has no single stride; this gives its finest one
+    /// (`group_dims` and [`Plan::span_dims`] place it exactly).
     pub fn group_layout(&self, d: Dim) -> (u64, u64) {
+        let dims = self.group_dims(d);
+        let parts = Self::group_parts(&dims);
+        let n = dims.iter().fold(1u64, |a, p| a.saturating_mul(p.0));
+        (n, parts.first().map_or(1, |p| p.1))
+    }
+
+    /// The placement dimensions a group of dimension `d` is made of, (size, stride) each:
+    /// DP is its EP ranks and the replicas outside them.
+    pub fn group_dims(&self, d: Dim) -> Vec<(u64, u64)> {
         match d {
-            Dim::Dp => (
-                self.dp as u64,
-                self.stride(Dim::Ep).min(self.stride(Dim::Dp)),
-            ),
-            _ => (self.size(d), self.stride(d)),
+            Dim::Dp => vec![
+                (self.size(Dim::Ep), self.stride(Dim::Ep)),
+                (self.size(Dim::Dp), self.stride(Dim::Dp)),
+            ],
+            _ => vec![(self.size(d), self.stride(d))],
         }
     }
 
     /// The group of dimension `d` holding rank 0, placed on the hierarchy.
     pub fn group(&self, levels: &[myriad_cluster::Level], d: Dim) -> GroupSpan {
-        let (n, stride) = self.group_layout(d);
-        Self::span(levels, n, stride)
+        Self::span_dims(levels, &self.group_dims(d))
     }
 }
 

@@ -223,8 +223,22 @@ impl Group {
     }
 
     fn of(plan: &Plan, levels: &[Level], d: Dim) -> Group {
-        let (n, stride) = plan.group_layout(d);
-        Group::new(levels, n, stride, plan.accelerators)
+        Group::of_dims(levels, &plan.group_dims(d), plan.accelerators)
+    }
+
+    /// A group made of several placement dimensions ((size, stride) each), placed by
+    /// [`Plan::span_dims`]; its flow-simulation layout takes the finest stride.
+    fn of_dims(levels: &[Level], dims: &[(u64, u64)], accelerators: u64) -> Group {
+        let n = dims.iter().fold(1u64, |a, p| a.saturating_mul(p.0));
+        let stride = Plan::group_parts(dims).first().map_or(1, |p| p.1);
+        Group {
+            span: Plan::span_dims(levels, dims),
+            layout: Layout {
+                n,
+                stride,
+                accelerators,
+            },
+        }
     }
 
     fn size(&self) -> u64 {
@@ -1371,12 +1385,9 @@ pub fn estimate_with(
     };
     // DP spans data-parallel replicas and, for dense weights, the CP ranks too.
     let g_dpcp = if plan.cp > 1 {
-        Group::new(
-            levels,
-            plan.dp as u64 * plan.cp as u64,
-            plan.stride(Dim::Cp).min(plan.stride(Dim::Ep)),
-            plan.accelerators,
-        )
+        let mut dims = plan.group_dims(Dim::Dp);
+        dims.push((plan.cp as u64, plan.stride(Dim::Cp)));
+        Group::of_dims(levels, &dims, plan.accelerators)
     } else {
         g_dp.clone()
     };

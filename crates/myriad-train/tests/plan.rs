@@ -1452,3 +1452,40 @@ fn moe_settings_on_a_dense_model_are_named_as_ignored() {
     );
     assert!(!plain.notes.iter().any(|n| n.starts_with("to ignore")));
 }
+
+/// A data-parallel group placed after the pipeline (placement tp-cp-ep-pp-dp, as MLPerf's
+/// NeMo configs with TP_PP_DP_MAPPING run Llama 3.1 405B): on GB200 NVL72 racks of 72,
+/// TP 4 × CP 2 × PP 8 = 64 ranks make one replica, so DP peers sit 64 ranks apart, one or
+/// two to a rack. EP of size 1 is placed before PP but holds no rank: it once set the DP
+/// group's stride to 8 (nine peers a rack), and the dense weights' DP×CP group took the CP
+/// stride, 4 (eighteen a rack), timing the gradient reduce-scatter over NVLink instead of
+/// the racks' NICs.
+#[test]
+fn data_parallel_peers_placed_after_the_pipeline_sit_in_other_racks() {
+    let text = "format: myriad/1\ncluster: {accelerator: gb200, count: 5184, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: llama3-405b}\ntraining: {tp: 4, pp: 8, cp: 2, dp: 81, vpp: 8, global_batch: 1296, placement: tp-cp-ep-pp-dp}\n";
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    let (plan, _) = myriad_train::resolve(s.training.as_ref().unwrap(), &m, &c, 5184).unwrap();
+    use myriad_scenario::Dim;
+    use myriad_train::Plan;
+    assert_eq!(plan.group_dims(Dim::Dp), vec![(1, 8), (81, 64)]);
+    // Two DP peers at most in a rack of 72 (ranks 0 and 64), not nine.
+    assert_eq!(plan.group(&c.levels, Dim::Dp).spans[0], 2);
+    // Dense weights reduce over DP × CP: the CP pair (4 apart) of each of those two.
+    let mut dims = plan.group_dims(Dim::Dp);
+    dims.push((2, plan.stride(Dim::Cp)));
+    assert_eq!(Plan::group_parts(&dims), vec![(2, 4), (81, 64)]);
+    assert_eq!(Plan::span_dims(&c.levels, &dims).spans[0], 4);
+    // Adjacent dimensions stay one part of uniform stride: the default placement
+    // tp-cp-ep-dp-pp puts CP and DP next to each other (8 × 2 per rack of 72 at stride 4).
+    assert_eq!(
+        Plan::group_parts(&[(2, 4), (1, 8), (81, 8)]),
+        vec![(162, 4)]
+    );
+    assert_eq!(
+        Plan::span_dims(&c.levels, &[(2, 4), (1, 8), (81, 8)]),
+        Plan::span(&c.levels, 162, 4)
+    );
+}
