@@ -71,6 +71,11 @@ pub struct ServingSpec {
     /// `timeout_iters` default when enabled is 50. Aggregated instances only.
     #[serde(default)]
     pub adp_balance_timeout_iters: Option<u32>,
+    /// With the ADP balance on: once every attention rank has a new prompt, the prompts
+    /// wait this many iterations more to batch (`attention_dp_config: batching_wait_iters`);
+    /// default 10, TensorRT-LLM's. Aggregated instances only.
+    #[serde(default)]
+    pub adp_balance_batching_wait_iters: Option<u32>,
     /// Share of the memory left after weights and runtime buffers given to the KV cache;
     /// default: the framework's (0.90 TensorRT-LLM and vLLM, 0.85 SGLang).
     #[serde(default)]
@@ -400,6 +405,10 @@ impl ServingSpec {
                 (
                     "adp_balance_timeout_iters",
                     self.adp_balance_timeout_iters.is_some(),
+                ),
+                (
+                    "adp_balance_batching_wait_iters",
+                    self.adp_balance_batching_wait_iters.is_some(),
                 ),
             ] {
                 if set {

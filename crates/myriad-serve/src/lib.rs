@@ -231,6 +231,9 @@ pub fn setup(
                 prefill_first: sv.prefill_first.unwrap_or(false),
                 decode_steps_per_round: sv.decode_steps_per_round.unwrap_or(1),
                 adp_balance_timeout_iters: sv.adp_balance_timeout_iters.unwrap_or(0),
+                adp_balance_batching_wait_iters: sv
+                    .adp_balance_batching_wait_iters
+                    .unwrap_or(ADP_BALANCE_BATCHING_WAIT_ITERS),
             };
             Deployment::Aggregated(spec_r)
         }
@@ -428,6 +431,10 @@ pub struct ConcurrencyPoint {
 
 /// Most requests one point of [`concurrency_sweep`] simulates.
 pub const SWEEP_REQUESTS: u64 = 5_000;
+
+/// TensorRT-LLM's default ADP-balance batching wait (`AttentionDpConfig.batching_wait_iters`
+/// in `tensorrt_llm/llmapi/llm_args.py`: 10 iterations).
+pub const ADP_BALANCE_BATCHING_WAIT_ITERS: u32 = 10;
 
 /// Requests a sweep point with `clients` clients runs: sixteen per client, at least 128
 /// (a few clients reach their steady state within a few requests each, and a long run of

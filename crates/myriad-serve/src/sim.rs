@@ -191,6 +191,11 @@ pub struct SchedulePolicy {
     /// prompts in the same iteration instead of one rank stalling the others at every MoE
     /// layer. 0 (TensorRT-LLM's default, `enable_balance: false`): no holding.
     pub adp_balance_timeout_iters: u32,
+    /// TensorRT-LLM's ADP balance, batching wait (`batching_wait_iters`): once every
+    /// attention rank has a new prompt and decodes are running, the prompts wait this many
+    /// iterations more to gather a larger context batch (`should_wait_for_context_batching`
+    /// in its scheduler: the count resets when they run). Only with the context wait on.
+    pub adp_balance_batching_wait_iters: u32,
 }
 
 /// Aggregated or prefill/decode disaggregated.
@@ -410,6 +415,8 @@ struct Inst {
     round_left: u32,
     /// Iterations the waiting prompts have been held by ADP balance (`SchedulePolicy`).
     held: u32,
+    /// Iterations they have been held for batching, every rank having one.
+    batch_held: u32,
 }
 
 impl Inst {
@@ -608,8 +615,11 @@ impl Sim<'_> {
             }
             inst.round_left -= 1;
         }
-        // ADP balance: hold new prompts while fewer than one per attention rank wait, up to
-        // the timeout; a prompt already started (chunked) always continues.
+        // ADP balance (TensorRT-LLM's `should_wait_for_context_batching`): while fewer new
+        // prompts wait than there are attention ranks, hold them; the iteration whose count
+        // reaches the timeout runs them. Once every rank has one, hold them the batching
+        // wait more iterations, then run them. A prompt already started (chunked) always
+        // continues.
         if allow_prefill
             && policy.adp_balance_timeout_iters > 0
             && ranks > 1
@@ -617,14 +627,23 @@ impl Sim<'_> {
             && !inst.prefill.is_empty()
         {
             let started = inst.prefill.iter().any(|&(_, done)| done > 0);
-            if !started
-                && inst.prefill.len() < ranks as usize
-                && inst.held < policy.adp_balance_timeout_iters
-            {
-                allow_prefill = false;
+            if started {
+                inst.held = 0;
+            } else if inst.prefill.len() < ranks as usize {
                 inst.held += 1;
+                if inst.held < policy.adp_balance_timeout_iters {
+                    allow_prefill = false;
+                } else {
+                    inst.held = 0;
+                }
             } else {
                 inst.held = 0;
+                if inst.batch_held < policy.adp_balance_batching_wait_iters {
+                    inst.batch_held += 1;
+                    allow_prefill = false;
+                } else {
+                    inst.batch_held = 0;
+                }
             }
         }
         let mut budget = (spec.max_tokens as f64 - dec * (1.0 + draft)).max(0.0);
@@ -876,6 +895,7 @@ fn run(
                 running: 0,
                 round_left: 0,
                 held: 0,
+                batch_held: 0,
                 ctx: 0.0,
                 ctx_sq: 0.0,
                 steps: 0,

@@ -1234,12 +1234,13 @@ fn predict_inner(
         } else {
             1
         },
-        adp_balance_timeout_iters: adp_balance_of(sv),
+        adp_balance_timeout_iters: adp_balance_of(sv).0,
+        adp_balance_batching_wait_iters: adp_balance_of(sv).1,
     };
     if policy.adp_balance_timeout_iters > 0 {
         notes.push(format!(
-            "scheduling: ADP balance (stated): new prompts held up to {} iterations until every attention rank has one",
-            policy.adp_balance_timeout_iters
+            "scheduling: ADP balance (stated): new prompts held until every attention rank has one (the {}th iteration runs them), then {} iterations more to batch",
+            policy.adp_balance_timeout_iters, policy.adp_balance_batching_wait_iters
         ));
     }
     if policy.prefill_first {
@@ -1607,15 +1608,19 @@ fn iteration_note(mix: &crate::sim::IterationMix, server: bool) -> String {
     )
 }
 
-/// TensorRT-LLM's ADP balance context wait as a row states it: `serving.attention_dp_config`
-/// with `enable_balance` true and `timeout_iters` (TensorRT-LLM's own default when not
-/// given: 50, `AttentionDpConfig`); 0 when not stated or not enabled.
-fn adp_balance_of(sv: &Value) -> u32 {
+/// TensorRT-LLM's ADP balance as a row states it: `serving.attention_dp_config` with
+/// `enable_balance` true, `timeout_iters` and `batching_wait_iters` (TensorRT-LLM's own
+/// defaults when not given: 50 and 10, `AttentionDpConfig`); (0, 0) when not stated or not
+/// enabled.
+fn adp_balance_of(sv: &Value) -> (u32, u32) {
     match sv.get("attention_dp_config") {
-        Some(c) if c.get("enable_balance").and_then(Value::as_bool) == Some(true) => {
-            uint(c, "timeout_iters").unwrap_or(50)
-        }
-        _ => 0,
+        Some(c) if c.get("enable_balance").and_then(Value::as_bool) == Some(true) => (
+            uint(c, "timeout_iters").unwrap_or(50),
+            num(c, "batching_wait_iters")
+                .filter(|x| *x >= 0.0)
+                .map_or(crate::ADP_BALANCE_BATCHING_WAIT_ITERS, |x| x as u32),
+        ),
+        _ => (0, 0),
     }
 }
 

@@ -1498,11 +1498,13 @@ fn prefill_first_scheduling_stalls_decodes_and_rounds_delay_prompts() {
         prefill_first: true,
         decode_steps_per_round: 1,
         adp_balance_timeout_iters: 0,
+        adp_balance_batching_wait_iters: 0,
     });
     let rounds = run(SchedulePolicy {
         prefill_first: true,
         decode_steps_per_round: 8,
         adp_balance_timeout_iters: 0,
+        adp_balance_batching_wait_iters: 0,
     });
     for r in [&mixed, &first, &rounds] {
         eprintln!(
@@ -1708,6 +1710,51 @@ fn adp_balance_holds_prompts_so_attention_dp_ranks_prefill_together() {
     let plain_held = run(llama3_8b_h100_bf16(), 50);
     assert_eq!(plain.tpot.mean, plain_held.tpot.mean);
     assert_eq!(plain.ttft.mean, plain_held.ttft.mean);
+}
+
+#[test]
+fn adp_balance_batching_wait_gathers_larger_context_batches() {
+    // TensorRT-LLM's ADP balance, second stage (`batching_wait_iters`): once every
+    // attention rank has a new prompt, the prompts wait that many iterations more, so they
+    // run in fewer iterations, each with more prompt tokens per rank, and wait longer for
+    // their first token. With the wait at 0 the context wait alone runs them as soon as
+    // every rank has one; TensorRT-LLM runs them on the iteration whose count reaches the
+    // timeout, so a timeout of 1 holds nothing.
+    let w = chat(Arrivals::Poisson(40.0), 2000, 3);
+    let reqs = myriad_serve::sim::generate(&w);
+    let run = |timeout: u32, batching: u32| {
+        let mut r = role(deepseek_nvfp4_dep("b200", 8, 8, 300e-6), 1, 2048);
+        r.chunked_prefill = false;
+        r.policy = SchedulePolicy {
+            adp_balance_timeout_iters: timeout,
+            adp_balance_batching_wait_iters: batching,
+            ..SchedulePolicy::default()
+        };
+        myriad_serve::simulate_requests(&Deployment::Aggregated(r), &reqs, 0.0, &NO_SLO)
+    };
+    let wait = run(50, 0);
+    let batched = run(50, 10);
+    let (pw, pb) = (
+        &wait.iteration_mix.with_prompts,
+        &batched.iteration_mix.with_prompts,
+    );
+    eprintln!(
+        "prompted iterations {} -> {}, prompt tokens per rank {:.0} -> {:.0}, TTFT {:.0} -> {:.0} ms",
+        pw.iterations,
+        pb.iterations,
+        pw.mean(pw.prompt_tokens_per_rank),
+        pb.mean(pb.prompt_tokens_per_rank),
+        wait.ttft.mean * 1e3,
+        batched.ttft.mean * 1e3
+    );
+    assert_eq!((wait.completed, batched.completed), (2000, 2000));
+    assert!(pb.iterations < pw.iterations);
+    assert!(pb.mean(pb.prompt_tokens_per_rank) > pw.mean(pw.prompt_tokens_per_rank));
+    assert!(batched.ttft.mean > wait.ttft.mean);
+    let off = run(0, 0);
+    let one = run(1, 0);
+    assert_eq!(off.ttft.mean, one.ttft.mean);
+    assert_eq!(off.tpot.mean, one.tpot.mean);
 }
 
 #[test]
