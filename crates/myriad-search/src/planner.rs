@@ -221,12 +221,20 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
         candidates[i].pareto = !dominated;
     }
     let ok = |c: &Candidate| c.violations.is_empty();
+    let days = |c: &Candidate| c.days.unwrap_or(f64::INFINITY);
     let chosen = if planning.deadline_days.is_some() {
         candidates
             .iter()
             .enumerate()
             .filter(|(_, c)| ok(c))
-            .min_by(|a, b| a.1.capex_usd.total_cmp(&b.1.capex_usd).then(a.0.cmp(&b.0)))
+            // Equal capital cost (e.g. two counts built as the same whole scale-up domains):
+            // the faster, so that the choice is never dominated on the front.
+            .min_by(|a, b| {
+                a.1.capex_usd
+                    .total_cmp(&b.1.capex_usd)
+                    .then(days(a.1).total_cmp(&days(b.1)))
+                    .then(a.0.cmp(&b.0))
+            })
             .map(|(i, _)| i)
     } else {
         candidates
@@ -234,9 +242,9 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
             .enumerate()
             .filter(|(_, c)| ok(c))
             .min_by(|a, b| {
-                a.1.days
-                    .unwrap_or(f64::INFINITY)
-                    .total_cmp(&b.1.days.unwrap_or(f64::INFINITY))
+                days(a.1)
+                    .total_cmp(&days(b.1))
+                    .then(a.1.capex_usd.total_cmp(&b.1.capex_usd))
                     .then(a.0.cmp(&b.0))
             })
             .map(|(i, _)| i)

@@ -51,3 +51,19 @@ fn a_missing_token_budget_is_an_error() {
         "training.tokens: missing; `myriad plan` needs the token budget"
     );
 }
+
+/// Two counts built as the same whole scale-up domains cost the same: the choice under a
+/// deadline is the faster of them, never the one the front drops.
+#[test]
+fn equal_capex_choice_is_the_faster_and_on_the_front() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024}\nmodel: {preset: llama3-8b}\ntraining: {precision: bf16, tokens: 1.0e12}\nplanning: {accelerators: [h100-sxm], counts: [1020, 1024], deadline_days: 100}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let r = myriad_search::planner::plan(&s, cat).unwrap();
+    let c = &r.candidates;
+    assert_eq!(c[0].capex_usd, c[1].capex_usd);
+    assert!(c[1].days < c[0].days, "{:?} {:?}", c[0].days, c[1].days);
+    let chosen = &c[r.chosen.expect("both meet 100 days")];
+    assert_eq!(chosen.accelerators, 1024);
+    assert!(chosen.pareto);
+}
