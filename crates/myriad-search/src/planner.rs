@@ -93,9 +93,16 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
             }
         };
         let same_acc = s.cluster.accelerator == acc.id;
-        for &c in &counts {
+        for (i, &c) in counts.iter().enumerate() {
             let dom = su.accelerators_per_domain as u64;
-            let count = c.div_ceil(dom) * dom;
+            let Some(count) = c.checked_next_multiple_of(dom) else {
+                skipped.push(format!(
+                    "{c} x {}: planning.counts[{i}]: {c} rounded up to whole scale-up domains of {dom} is more than the {} accelerators supported",
+                    acc.id,
+                    u64::MAX
+                ));
+                continue;
+            };
             let mut sc = s.clone();
             sc.cluster.accelerator = acc.id.clone();
             sc.cluster.count = count;

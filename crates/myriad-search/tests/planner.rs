@@ -67,3 +67,20 @@ fn equal_capex_choice_is_the_faster_and_on_the_front() {
     assert_eq!(chosen.accelerators, 1024);
     assert!(chosen.pareto);
 }
+
+/// A count that cannot be rounded up to whole scale-up domains in 64 bits is skipped with
+/// its field, not wrapped round to an empty cluster.
+#[test]
+fn a_count_beyond_u64_domains_is_skipped_with_its_field() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024}\nmodel: {preset: llama3-8b}\ntraining: {precision: bf16, tokens: 1.0e12}\nplanning: {accelerators: [h100-sxm], counts: [18446744073709551615]}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let r = myriad_search::planner::plan(&s, cat).unwrap();
+    assert!(r.candidates.is_empty());
+    assert_eq!(r.skipped.len(), 1);
+    assert!(
+        r.skipped[0].starts_with("18446744073709551615 x h100-sxm: planning.counts[0]: "),
+        "{}",
+        r.skipped[0]
+    );
+}
