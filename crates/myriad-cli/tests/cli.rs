@@ -309,6 +309,15 @@ fn out_of_range_training_values_are_errors_not_panics() {
             "{moe_full_graph: true, moe_grouped_kernel: false}",
             "training.moe_grouped_kernel: false cannot replay in a full-iteration CUDA graph",
         ),
+        // `search` used to take these as given and rank bf16 plans with fp8-only savings.
+        (
+            "{fp8_params: true}",
+            "training.fp8_params: parameters are stored in fp8 only with fp8 or fp4 training, not bf16",
+        ),
+        (
+            "{precision: bf16, fp8_dispatch: true}",
+            "training.fp8_dispatch: tokens are dispatched in fp8 only with fp8 or fp4 training, not bf16",
+        ),
     ] {
         let f = dir.join("range.yaml");
         std::fs::write(&f, format!("{base}training: {training}\n")).unwrap();

@@ -67,6 +67,13 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
         .resolve(cat)
         .map_err(|(p, m)| format!("model.{p}: {m}"))?;
     let spec = s.training.clone().unwrap_or_default();
+    // The settings every candidate's search takes as given, checked as `train` checks them.
+    myriad_train::plan::check_moe_graph(&spec).map_err(|e| e.to_string())?;
+    myriad_train::plan::check_precision_settings(
+        &spec,
+        spec.precision.unwrap_or(myriad_scenario::Precision::Bf16),
+    )
+    .map_err(|e| e.to_string())?;
     let tokens = spec
         .tokens
         .ok_or("training.tokens: missing; `myriad plan` needs the token budget")?;

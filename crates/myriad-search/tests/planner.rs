@@ -84,3 +84,30 @@ fn a_count_beyond_u64_domains_is_skipped_with_its_field() {
         r.skipped[0]
     );
 }
+
+/// The settings every candidate's search takes as given are checked as `train` checks them:
+/// fp8-only settings on a bf16 plan, and a CUDA graph without the grouped GEMM, are errors
+/// naming the field (they used to be planned with their savings).
+#[test]
+fn settings_train_refuses_are_errors_in_the_planner() {
+    let cat = myriad_catalog::catalog();
+    for (training, want) in [
+        (
+            "{fp8_params: true, tokens: 1.0e12}",
+            "training.fp8_params: parameters are stored in fp8 only with fp8 or fp4 training, not bf16",
+        ),
+        (
+            "{precision: bf16, fp8_recipe: blockwise, tokens: 1.0e12}",
+            "training.fp8_recipe: ",
+        ),
+        (
+            "{moe_full_graph: true, moe_grouped_kernel: false, tokens: 1.0e12}",
+            "training.moe_grouped_kernel: false cannot replay",
+        ),
+    ] {
+        let text = format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 64}}\nmodel: {{preset: llama3-8b}}\ntraining: {training}\nplanning: {{accelerators: [h100-sxm], counts: [64]}}\n");
+        let s = myriad_scenario::parse_scenario("p.yaml", &text, cat).unwrap();
+        let e = myriad_search::planner::plan(&s, cat).unwrap_err();
+        assert!(e.starts_with(want), "{training}: {e}");
+    }
+}
