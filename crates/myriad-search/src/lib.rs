@@ -299,6 +299,11 @@ pub fn candidates(
                 continue;
             }
             for &pp in &space.pp {
+                if fixed.schedule == PipelineSchedule::Dualpipe && !pp.is_multiple_of(2) {
+                    // DualPipe runs the stages in pairs from both ends (`train` refuses it).
+                    reject(&mut rej, "dualpipe needs an even pp", per_pp);
+                    continue;
+                }
                 let inner_ranks = tp as u64 * cp as u64 * pp as u64;
                 if !n.is_multiple_of(inner_ranks) {
                     reject(
