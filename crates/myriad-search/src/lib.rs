@@ -558,7 +558,7 @@ pub fn search(
     // A plan that differs from a better one only in placement order and times the same
     // (within 0.01%)
     // adds nothing to the list.
-    let mut top: Vec<Ranked> = Vec::with_capacity(top_n);
+    let mut top: Vec<Ranked> = Vec::with_capacity(top_n.min(fits.len()));
     let mut k = 0;
     while k < fits.len() && top.len() < top_n {
         let (t, i, share, off, exact) = fits[k];

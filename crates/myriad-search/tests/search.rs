@@ -335,3 +335,16 @@ fn dualpipe_plans_have_an_even_pp() {
         myriad_train::plan::resolve(&spec, &m, &c, 64).expect("train accepts the plan");
     }
 }
+
+/// `--top` is a count to list, not an allocation: asking for more plans than fit lists them
+/// all (a huge `top_n` used to abort on a capacity overflow before any plan was listed).
+#[test]
+fn a_huge_top_lists_every_feasible_plan() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 8, precision: bf16}\n";
+    let (m, c, f) = setup(text);
+    let mut space = Space::full(&m);
+    space.micro_batch = vec![1];
+    let r = search(&m, &c, &f, &space, usize::MAX, &|_, _| {});
+    assert!(!r.top.is_empty());
+    assert!(r.top.len() as u64 <= r.feasible);
+}
