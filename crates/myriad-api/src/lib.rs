@@ -196,6 +196,8 @@ pub fn search(
     let cluster = myriad_cluster::build(s, cat).map_err(|e| format!("{file}: {e}"))?;
     let accelerators = training_accelerators(s, &spec, file)?;
     let mut fixed = myriad_search::Fixed::from_spec(&spec, accelerators);
+    myriad_train::plan::check_precision_settings(&spec, fixed.precision)
+        .map_err(|e| format!("{file}: {e}"))?;
     if let Some(b) = global_batches {
         fixed.global_batches = b;
     }

@@ -309,6 +309,15 @@ fn out_of_range_training_values_are_errors_not_panics() {
             "{moe_full_graph: true, moe_grouped_kernel: false}",
             "training.moe_grouped_kernel: false cannot replay in a full-iteration CUDA graph",
         ),
+        // `search` used to take these as given and rank bf16 plans with fp8-only savings.
+        (
+            "{fp8_params: true}",
+            "training.fp8_params: parameters are stored in fp8 only with fp8 or fp4 training, not bf16",
+        ),
+        (
+            "{precision: bf16, fp8_dispatch: true}",
+            "training.fp8_dispatch: tokens are dispatched in fp8 only with fp8 or fp4 training, not bf16",
+        ),
     ] {
         let f = dir.join("range.yaml");
         std::fs::write(&f, format!("{base}training: {training}\n")).unwrap();
@@ -1108,4 +1117,28 @@ serving:
         c["ttft_p90_s"].is_null() && c["tpot_p90_s"].is_null(),
         "{c}"
     );
+}
+
+#[test]
+fn train_says_host_memory_when_offloaded_activations_do_not_fit() {
+    // Llama 2 70B at 128k tokens on one NVL72 fits nowhere: the smallest footprint offloads
+    // every layer's activations, which leaves HBM with room (82 of 184 GiB) but needs far
+    // more host memory than Grace has. The verdict used to blame HBM ("82.4 GiB needed of
+    // 184").
+    let dir = std::env::temp_dir().join(format!("myriad-cli-host-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("host.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\ncluster: {accelerator: gb200, count: 72}\nmodel: {preset: llama2-70b, seq_len: 131072}\ntraining: {tokens: 1.0e12}\n",
+    )
+    .unwrap();
+    let v = json(&["train", f.to_str().unwrap(), "--json"]);
+    let m = &v["memory"];
+    assert_eq!(v["fits"], false);
+    assert!(m["total_gib"].as_f64().unwrap() <= m["capacity_gib"].as_f64().unwrap());
+    let (code, out, err) = myriad(&["train", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let verdict = out.lines().find(|l| l.starts_with("fits:")).unwrap();
+    assert!(verdict.starts_with("fits: NO — host memory: "), "{verdict}");
 }

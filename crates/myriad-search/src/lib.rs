@@ -299,6 +299,11 @@ pub fn candidates(
                 continue;
             }
             for &pp in &space.pp {
+                if fixed.schedule == PipelineSchedule::Dualpipe && !pp.is_multiple_of(2) {
+                    // DualPipe runs the stages in pairs from both ends (`train` refuses it).
+                    reject(&mut rej, "dualpipe needs an even pp", per_pp);
+                    continue;
+                }
                 let inner_ranks = tp as u64 * cp as u64 * pp as u64;
                 if !n.is_multiple_of(inner_ranks) {
                     reject(
@@ -553,7 +558,7 @@ pub fn search(
     // A plan that differs from a better one only in placement order and times the same
     // (within 0.01%)
     // adds nothing to the list.
-    let mut top: Vec<Ranked> = Vec::with_capacity(top_n);
+    let mut top: Vec<Ranked> = Vec::with_capacity(top_n.min(fits.len()));
     let mut k = 0;
     while k < fits.len() && top.len() < top_n {
         let (t, i, share, off, exact) = fits[k];

@@ -67,6 +67,13 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
         .resolve(cat)
         .map_err(|(p, m)| format!("model.{p}: {m}"))?;
     let spec = s.training.clone().unwrap_or_default();
+    // The settings every candidate's search takes as given, checked as `train` checks them.
+    myriad_train::plan::check_moe_graph(&spec).map_err(|e| e.to_string())?;
+    myriad_train::plan::check_precision_settings(
+        &spec,
+        spec.precision.unwrap_or(myriad_scenario::Precision::Bf16),
+    )
+    .map_err(|e| e.to_string())?;
     let tokens = spec
         .tokens
         .ok_or("training.tokens: missing; `myriad plan` needs the token budget")?;
@@ -93,9 +100,16 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
             }
         };
         let same_acc = s.cluster.accelerator == acc.id;
-        for &c in &counts {
+        for (i, &c) in counts.iter().enumerate() {
             let dom = su.accelerators_per_domain as u64;
-            let count = c.div_ceil(dom) * dom;
+            let Some(count) = c.checked_next_multiple_of(dom) else {
+                skipped.push(format!(
+                    "{c} x {}: planning.counts[{i}]: {c} rounded up to whole scale-up domains of {dom} is more than the {} accelerators supported",
+                    acc.id,
+                    u64::MAX
+                ));
+                continue;
+            };
             let mut sc = s.clone();
             sc.cluster.accelerator = acc.id.clone();
             sc.cluster.count = count;
@@ -221,12 +235,20 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
         candidates[i].pareto = !dominated;
     }
     let ok = |c: &Candidate| c.violations.is_empty();
+    let days = |c: &Candidate| c.days.unwrap_or(f64::INFINITY);
     let chosen = if planning.deadline_days.is_some() {
         candidates
             .iter()
             .enumerate()
             .filter(|(_, c)| ok(c))
-            .min_by(|a, b| a.1.capex_usd.total_cmp(&b.1.capex_usd).then(a.0.cmp(&b.0)))
+            // Equal capital cost (e.g. two counts built as the same whole scale-up domains):
+            // the faster, so that the choice is never dominated on the front.
+            .min_by(|a, b| {
+                a.1.capex_usd
+                    .total_cmp(&b.1.capex_usd)
+                    .then(days(a.1).total_cmp(&days(b.1)))
+                    .then(a.0.cmp(&b.0))
+            })
             .map(|(i, _)| i)
     } else {
         candidates
@@ -234,9 +256,9 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
             .enumerate()
             .filter(|(_, c)| ok(c))
             .min_by(|a, b| {
-                a.1.days
-                    .unwrap_or(f64::INFINITY)
-                    .total_cmp(&b.1.days.unwrap_or(f64::INFINITY))
+                days(a.1)
+                    .total_cmp(&days(b.1))
+                    .then(a.1.capex_usd.total_cmp(&b.1.capex_usd))
                     .then(a.0.cmp(&b.0))
             })
             .map(|(i, _)| i)

@@ -51,3 +51,63 @@ fn a_missing_token_budget_is_an_error() {
         "training.tokens: missing; `myriad plan` needs the token budget"
     );
 }
+
+/// Two counts built as the same whole scale-up domains cost the same: the choice under a
+/// deadline is the faster of them, never the one the front drops.
+#[test]
+fn equal_capex_choice_is_the_faster_and_on_the_front() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024}\nmodel: {preset: llama3-8b}\ntraining: {precision: bf16, tokens: 1.0e12}\nplanning: {accelerators: [h100-sxm], counts: [1020, 1024], deadline_days: 100}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let r = myriad_search::planner::plan(&s, cat).unwrap();
+    let c = &r.candidates;
+    assert_eq!(c[0].capex_usd, c[1].capex_usd);
+    assert!(c[1].days < c[0].days, "{:?} {:?}", c[0].days, c[1].days);
+    let chosen = &c[r.chosen.expect("both meet 100 days")];
+    assert_eq!(chosen.accelerators, 1024);
+    assert!(chosen.pareto);
+}
+
+/// A count that cannot be rounded up to whole scale-up domains in 64 bits is skipped with
+/// its field, not wrapped round to an empty cluster.
+#[test]
+fn a_count_beyond_u64_domains_is_skipped_with_its_field() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024}\nmodel: {preset: llama3-8b}\ntraining: {precision: bf16, tokens: 1.0e12}\nplanning: {accelerators: [h100-sxm], counts: [18446744073709551615]}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let r = myriad_search::planner::plan(&s, cat).unwrap();
+    assert!(r.candidates.is_empty());
+    assert_eq!(r.skipped.len(), 1);
+    assert!(
+        r.skipped[0].starts_with("18446744073709551615 x h100-sxm: planning.counts[0]: "),
+        "{}",
+        r.skipped[0]
+    );
+}
+
+/// The settings every candidate's search takes as given are checked as `train` checks them:
+/// fp8-only settings on a bf16 plan, and a CUDA graph without the grouped GEMM, are errors
+/// naming the field (they used to be planned with their savings).
+#[test]
+fn settings_train_refuses_are_errors_in_the_planner() {
+    let cat = myriad_catalog::catalog();
+    for (training, want) in [
+        (
+            "{fp8_params: true, tokens: 1.0e12}",
+            "training.fp8_params: parameters are stored in fp8 only with fp8 or fp4 training, not bf16",
+        ),
+        (
+            "{precision: bf16, fp8_recipe: blockwise, tokens: 1.0e12}",
+            "training.fp8_recipe: ",
+        ),
+        (
+            "{moe_full_graph: true, moe_grouped_kernel: false, tokens: 1.0e12}",
+            "training.moe_grouped_kernel: false cannot replay",
+        ),
+    ] {
+        let text = format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 64}}\nmodel: {{preset: llama3-8b}}\ntraining: {training}\nplanning: {{accelerators: [h100-sxm], counts: [64]}}\n");
+        let s = myriad_scenario::parse_scenario("p.yaml", &text, cat).unwrap();
+        let e = myriad_search::planner::plan(&s, cat).unwrap_err();
+        assert!(e.starts_with(want), "{training}: {e}");
+    }
+}

@@ -303,3 +303,48 @@ fn layers_that_pp_does_not_divide_get_a_first_stage_remainder() {
         assert_eq!(total, m.layers as f64, "{p:?}");
     }
 }
+
+/// DualPipe pairs the pipeline's stages from both ends: with it fixed, every plan the search
+/// offers has an even PP that `train` accepts (it used to offer PP 1, which train refuses),
+/// and the odd ones are counted as rejected.
+#[test]
+fn dualpipe_plans_have_an_even_pp() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 256, precision: bf16, pipeline_schedule: dualpipe}\n";
+    let (m, c, f) = setup(text);
+    let space = Space::full(&m);
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    assert!(!plans.is_empty());
+    assert!(plans.iter().all(|p| p.pp % 2 == 0), "odd PP under DualPipe");
+    assert!(rej.get("dualpipe needs an even pp").is_some_and(|n| *n > 0));
+    let rejected: u64 = rej.values().sum();
+    assert_eq!(plans.len() as u64 + rejected, space.size());
+    let r = search(&m, &c, &f, &space, 3, &|_, _| {});
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("t.yaml", text, cat).unwrap();
+    for t in &r.top {
+        let p = &t.plan;
+        let spec = myriad_scenario::TrainingSpec {
+            tp: Some(p.tp),
+            pp: Some(p.pp),
+            dp: Some(p.dp),
+            cp: Some(p.cp),
+            vpp: Some(p.vpp),
+            micro_batch: Some(p.micro_batch as u64),
+            ..s.training.clone().unwrap()
+        };
+        myriad_train::plan::resolve(&spec, &m, &c, 64).expect("train accepts the plan");
+    }
+}
+
+/// `--top` is a count to list, not an allocation: asking for more plans than fit lists them
+/// all (a huge `top_n` used to abort on a capacity overflow before any plan was listed).
+#[test]
+fn a_huge_top_lists_every_feasible_plan() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 8, precision: bf16}\n";
+    let (m, c, f) = setup(text);
+    let mut space = Space::full(&m);
+    space.micro_batch = vec![1];
+    let r = search(&m, &c, &f, &space, usize::MAX, &|_, _| {});
+    assert!(!r.top.is_empty());
+    assert!(r.top.len() as u64 <= r.feasible);
+}

@@ -377,6 +377,46 @@ pub fn check_moe_graph(spec: &TrainingSpec) -> Result<(), PlanError> {
     Ok(())
 }
 
+/// The fp8-only settings (`fp8_dispatch`, `fp8_recipe`, `fp8_params`) against the plan's
+/// precision: each is an error outside fp8 (or fp4) training. Checked by [`resolve`] and by
+/// the plan search and the planner, which take the settings as given.
+pub fn check_precision_settings(
+    spec: &TrainingSpec,
+    precision: Precision,
+) -> Result<(), PlanError> {
+    if spec.fp8_dispatch == Some(true) && !matches!(precision, Precision::Fp8 | Precision::Fp4) {
+        return Err(bad(
+            "fp8_dispatch",
+            format!(
+                "tokens are dispatched in fp8 only with fp8 or fp4 training, not {}",
+                precision.as_str()
+            ),
+        ));
+    }
+    if let Some(r) = spec.fp8_recipe {
+        if precision != Precision::Fp8 {
+            return Err(bad(
+                "fp8_recipe",
+                format!(
+                    "{} scaling is an fp8 training recipe; this plan trains in {}",
+                    r.name(),
+                    precision.as_str()
+                ),
+            ));
+        }
+    }
+    if spec.fp8_params == Some(true) && !matches!(precision, Precision::Fp8 | Precision::Fp4) {
+        return Err(bad(
+            "fp8_params",
+            format!(
+                "parameters are stored in fp8 only with fp8 or fp4 training, not {}",
+                precision.as_str()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Transformer layers `[lo, hi)` of part `c` of `parts` when the embedding (the first
 /// slot), the loss and the MTP modules (the last ones) take a slot of `slots` each.
 fn slot_range(layers: u32, slots: u32, parts: u32, c: u32) -> (f64, f64) {
@@ -706,36 +746,7 @@ pub fn resolve(
         ));
     }
     check_moe_graph(spec)?;
-    if spec.fp8_dispatch == Some(true) && !matches!(precision, Precision::Fp8 | Precision::Fp4) {
-        return Err(bad(
-            "fp8_dispatch",
-            format!(
-                "tokens are dispatched in fp8 only with fp8 or fp4 training, not {}",
-                precision.as_str()
-            ),
-        ));
-    }
-    if let Some(r) = spec.fp8_recipe {
-        if precision != Precision::Fp8 {
-            return Err(bad(
-                "fp8_recipe",
-                format!(
-                    "{} scaling is an fp8 training recipe; this plan trains in {}",
-                    r.name(),
-                    precision.as_str()
-                ),
-            ));
-        }
-    }
-    if spec.fp8_params == Some(true) && !matches!(precision, Precision::Fp8 | Precision::Fp4) {
-        return Err(bad(
-            "fp8_params",
-            format!(
-                "parameters are stored in fp8 only with fp8 or fp4 training, not {}",
-                precision.as_str()
-            ),
-        ));
-    }
+    check_precision_settings(spec, precision)?;
     let distributed_optimizer = match spec.distributed_optimizer {
         Some(d) => d,
         None => dp > 1 && spec.zero_stage.is_none(),

@@ -371,10 +371,19 @@ pub(super) fn print_step(
             "fits: yes ({:.1} GiB of {:.0})",
             m.total_gib, m.capacity_gib
         );
-    } else {
+    } else if m.total_gib > m.capacity_gib {
         println!(
             "fits: NO — does not fit: {:.1} GiB needed of {:.0}",
             m.total_gib, m.capacity_gib
+        );
+    } else {
+        // HBM holds the rest; the activations sent to host memory are what does not fit.
+        println!(
+            "fits: NO — host memory: {:.1} GiB of offloaded activations, {:.0} GiB per accelerator (HBM holds its {:.1} GiB of {:.0})",
+            m.host_offload_gib,
+            host_memory_gib.unwrap_or(0.0),
+            m.total_gib,
+            m.capacity_gib
         );
     }
 }
