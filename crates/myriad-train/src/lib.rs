@@ -12,7 +12,7 @@ pub mod step;
 pub mod validate;
 
 pub use myriad_collective::{Analytical, CollectiveTimer};
-pub use plan::{resolve, Plan, PlanError};
+pub use plan::{resolve, GroupParts, Plan, PlanError};
 pub use step::{estimate, estimate_with, Breakdown, Memory, StepEstimate};
 
 use myriad_cluster::BuiltCluster;

@@ -260,7 +260,7 @@ impl Plan {
     /// product of the parts. Dimensions of size 1 take no part, whatever their stride.
     pub fn span_dims(levels: &[myriad_cluster::Level], dims: &[(u64, u64)]) -> GroupSpan {
         let parts = Self::group_parts(dims);
-        match parts.as_slice() {
+        match &*parts {
             [] => Self::span(levels, 1, 1),
             [(n, stride)] => Self::span(levels, *n, *stride),
             _ => {
@@ -280,24 +280,37 @@ impl Plan {
     /// The parts of uniform stride of a group of placement dimensions `dims` ((size,
     /// stride) each): size-1 dimensions dropped, the rest by stride, and dimensions that
     /// continue the one before (stride = its stride × size) merged into it.
-    pub fn group_parts(dims: &[(u64, u64)]) -> Vec<(u64, u64)> {
-        let mut parts: Vec<(u64, u64)> = dims
-            .iter()
-            .copied()
-            .filter(|&(n, _)| n > 1)
-            .map(|(n, s)| (n, s.max(1)))
-            .collect();
-        parts.sort_by_key(|&(_, s)| s);
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(parts.len());
-        for (n, s) in parts {
-            match merged.last_mut() {
-                Some(last) if last.1.saturating_mul(last.0) == s => {
-                    last.0 = last.0.saturating_mul(n);
-                }
-                _ => merged.push((n, s)),
+    pub fn group_parts(dims: &[(u64, u64)]) -> GroupParts {
+        let mut out = GroupParts {
+            parts: [(1, 1); 5],
+            len: 0,
+        };
+        for &(n, s) in dims.iter().filter(|d| d.0 > 1).take(5) {
+            // Insert by stride (at most five: one per placement dimension).
+            let s = s.max(1);
+            let mut i = out.len;
+            while i > 0 && out.parts[i - 1].1 > s {
+                out.parts[i] = out.parts[i - 1];
+                i -= 1;
             }
+            out.parts[i] = (n, s);
+            out.len += 1;
         }
-        merged
+        let mut merged = 0usize;
+        for i in 0..out.len {
+            let (n, s) = out.parts[i];
+            if merged > 0 {
+                let last = &mut out.parts[merged - 1];
+                if last.1.saturating_mul(last.0) == s {
+                    last.0 = last.0.saturating_mul(n);
+                    continue;
+                }
+            }
+            out.parts[merged] = (n, s);
+            merged += 1;
+        }
+        out.len = merged;
+        out
     }
 
     /// [`Plan::span`] with the members of a group of `n` inside a unit of `size`
@@ -337,20 +350,37 @@ impl Plan {
     }
 
     /// The placement dimensions a group of dimension `d` is made of, (size, stride) each:
-    /// DP is its EP ranks and the replicas outside them.
-    pub fn group_dims(&self, d: Dim) -> Vec<(u64, u64)> {
+    /// DP is its EP ranks and the replicas outside them; other groups are one dimension
+    /// (the second entry then has size 1 and takes no part).
+    pub fn group_dims(&self, d: Dim) -> [(u64, u64); 2] {
         match d {
-            Dim::Dp => vec![
+            Dim::Dp => [
                 (self.size(Dim::Ep), self.stride(Dim::Ep)),
                 (self.size(Dim::Dp), self.stride(Dim::Dp)),
             ],
-            _ => vec![(self.size(d), self.stride(d))],
+            _ => [(self.size(d), self.stride(d)), (1, 1)],
         }
     }
 
     /// The group of dimension `d` holding rank 0, placed on the hierarchy.
     pub fn group(&self, levels: &[myriad_cluster::Level], d: Dim) -> GroupSpan {
         Self::span_dims(levels, &self.group_dims(d))
+    }
+}
+
+/// The parts of uniform stride of a group ([`Plan::group_parts`]), (size, stride) each,
+/// by stride; at most one per placement dimension, so held inline (the step model builds
+/// them for every group of every estimate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupParts {
+    parts: [(u64, u64); 5],
+    len: usize,
+}
+
+impl std::ops::Deref for GroupParts {
+    type Target = [(u64, u64)];
+    fn deref(&self) -> &[(u64, u64)] {
+        &self.parts[..self.len]
     }
 }
 

@@ -1385,8 +1385,8 @@ pub fn estimate_with(
     };
     // DP spans data-parallel replicas and, for dense weights, the CP ranks too.
     let g_dpcp = if plan.cp > 1 {
-        let mut dims = plan.group_dims(Dim::Dp);
-        dims.push((plan.cp as u64, plan.stride(Dim::Cp)));
+        let [ep, dp] = plan.group_dims(Dim::Dp);
+        let dims = [ep, dp, (plan.cp as u64, plan.stride(Dim::Cp))];
         Group::of_dims(levels, &dims, plan.accelerators)
     } else {
         g_dp.clone()

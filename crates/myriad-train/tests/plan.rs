@@ -1470,19 +1470,21 @@ fn data_parallel_peers_placed_after_the_pipeline_sit_in_other_racks() {
     let (plan, _) = myriad_train::resolve(s.training.as_ref().unwrap(), &m, &c, 5184).unwrap();
     use myriad_scenario::Dim;
     use myriad_train::Plan;
-    assert_eq!(plan.group_dims(Dim::Dp), vec![(1, 8), (81, 64)]);
+    assert_eq!(plan.group_dims(Dim::Dp), [(1, 8), (81, 64)]);
     // Two DP peers at most in a rack of 72 (ranks 0 and 64), not nine.
     assert_eq!(plan.group(&c.levels, Dim::Dp).spans[0], 2);
     // Dense weights reduce over DP × CP: the CP pair (4 apart) of each of those two.
-    let mut dims = plan.group_dims(Dim::Dp);
-    dims.push((2, plan.stride(Dim::Cp)));
-    assert_eq!(Plan::group_parts(&dims), vec![(2, 4), (81, 64)]);
+    let [ep, dp] = plan.group_dims(Dim::Dp);
+    let dims = [ep, dp, (2, plan.stride(Dim::Cp))];
+    assert_eq!(*Plan::group_parts(&dims), [(2, 4), (81, 64)]);
     assert_eq!(Plan::span_dims(&c.levels, &dims).spans[0], 4);
     // Adjacent dimensions stay one part of uniform stride: the default placement
     // tp-cp-ep-dp-pp puts CP and DP next to each other (8 × 2 per rack of 72 at stride 4).
+    assert_eq!(*Plan::group_parts(&[(2, 4), (1, 8), (81, 8)]), [(162, 4)]);
+    // Out of order and with a gap: sorted by stride, the adjacent pair merged.
     assert_eq!(
-        Plan::group_parts(&[(2, 4), (1, 8), (81, 8)]),
-        vec![(162, 4)]
+        *Plan::group_parts(&[(81, 64), (2, 4), (4, 8)]),
+        [(8, 4), (81, 64)]
     );
     assert_eq!(
         Plan::span_dims(&c.levels, &[(2, 4), (1, 8), (81, 8)]),
