@@ -244,11 +244,14 @@ impl Plan {
     }
 
     /// How a group of `n` ranks at rank stride `stride` lies on the hierarchy: the members
-    /// inside one unit of each level are those within `size / stride` strides (rounded up,
-    /// for units that a group straddles), never more units than a level holds.
+    /// inside one unit of each level are those within `size / stride` strides, rounded
+    /// down (where the stride does not divide the unit, units hold that many or one more,
+    /// and the units with fewer bound a ring's crossing: DP peers 64 ranks apart in racks of
+    /// 72 are one to most racks, two to every eighth), at least one, never more units than
+    /// a level holds.
     pub fn span(levels: &[myriad_cluster::Level], n: u64, stride: u64) -> GroupSpan {
         let stride = stride.max(1);
-        Self::span_by(levels, n, |size| size.div_ceil(stride).clamp(1, n))
+        Self::span_by(levels, n, |size| (size / stride).clamp(1, n))
     }
 
     /// How a group made of several placement dimensions lies on the hierarchy: `dims` are
@@ -269,7 +272,7 @@ impl Plan {
                     parts
                         .iter()
                         .fold(1u64, |a, &(k, s)| {
-                            a.saturating_mul(size.div_ceil(s.max(1)).clamp(1, k))
+                            a.saturating_mul((size / s.max(1)).clamp(1, k))
                         })
                         .clamp(1, n)
                 })

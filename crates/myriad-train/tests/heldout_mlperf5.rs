@@ -21,10 +21,11 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the MLPerf v5 held-out file is in the repository")
 }
 
-/// Ratchet just above the figures measured (mean 7.4%, worst 43.3%, since a data-parallel
+/// Ratchet just above the figures measured (mean 7.1%, worst 43.3%, since a data-parallel
 /// group placed after the pipeline (tp-cp-ep-pp-dp, the 405B runs' TP_PP_DP_MAPPING) puts
-/// its peers in other racks, not at the CP stride: 405B on 2,560 and 5,120 GB200 −6.8/−18.4%
-/// → −5.0/−16.0%; 7.7% since GB300's fp8 GEMMs
+/// its peers in other racks, not at the CP stride, and a rack of 72 holds the fewer of its
+/// one or two peers 64 ranks apart, not the more: 405B on 2,560 and 5,120 GB200 −6.8/−18.4%
+/// → −2.3/−12.5%; 7.7% since GB300's fp8 GEMMs
 /// run at their measured 0.65 of the peak rather than GB200's 0.55: the two Llama 3.1 8B
 /// rows on 72 and 512 GB300 that run fp8, already predicted fast, 3-7 points faster, while
 /// the Megatron-Bridge GB300 fp8 rows, predicted slow, gain 4-15 points; 7.2% and 40.3%
@@ -41,7 +42,7 @@ fn mlperf5_held_out_runs_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 20);
-    common::assert_within(&r, 0.0750, 0.435);
+    common::assert_within(&r, 0.0720, 0.435);
 }
 
 /// The bar for kept-aside data; not met (worst −43.7%), so ignored.
