@@ -43,6 +43,9 @@ pub struct Candidate {
     pub pareto: bool,
     /// Why the candidate does not qualify (deadline, budget, power, no plan fits).
     pub violations: Vec<String>,
+    /// What the planner changed in the scenario's cluster for this candidate (e.g. the
+    /// island resized to whole scale-up domains of the candidate's system), with the field.
+    pub notes: Vec<String>,
     pub plans_evaluated: u64,
 }
 
@@ -55,6 +58,38 @@ pub struct PlanResult {
     pub chosen_report: Option<ClusterReport>,
     /// Candidates skipped because the cluster could not be built, with the reason.
     pub skipped: Vec<String>,
+}
+
+/// The scenario's island (`cluster.scale_out.island`, accelerators per full-bisection
+/// island) for a candidate built of `count` accelerators in scale-up domains of `dom`: about
+/// the same number of accelerators, rounded to the nearest whole number of the candidate's
+/// domains (at least one), and the whole cluster when that is not smaller than it (one
+/// full-bisection network, not oversubscribed leaves). Each change is noted.
+fn candidate_island(
+    island: u64,
+    dom: u64,
+    system: &str,
+    count: u64,
+    notes: &mut Vec<String>,
+) -> u64 {
+    if island >= count {
+        if island != count {
+            notes.push(format!(
+                "cluster.scale_out.island: {island} is more than the cluster's {count} accelerators; one full-bisection island of {count}"
+            ));
+        }
+        return count;
+    }
+    let domains = (island / dom + u64::from(island % dom >= dom.div_ceil(2))).max(1);
+    let rounded = domains.saturating_mul(dom).min(count);
+    if rounded != island {
+        notes.push(format!(
+            "cluster.scale_out.island: {island} is not a whole number of `{system}` domains of {dom}; islands of {rounded} ({} domains){}",
+            rounded / dom,
+            if rounded == count { ", the whole cluster" } else { "" }
+        ));
+    }
+    rounded
 }
 
 /// Runs the planner. Errors are messages naming the scenario field.
@@ -92,14 +127,21 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
     let mut skipped = Vec::new();
     for a in &accs {
         let acc = cat.accelerator(a).map_err(|e| e.message())?;
-        let su = match cat.default_scale_up_for(&acc.id) {
-            Some(su) => su,
-            None => {
-                skipped.push(format!("{a}: no scale-up system in the catalog"));
+        let same_acc = s.cluster.accelerator == acc.id;
+        // The system the candidate is built with: the scenario's for its own accelerator,
+        // the catalog's default for another.
+        let named = if same_acc {
+            s.cluster.scale_up.as_deref()
+        } else {
+            None
+        };
+        let su = match cat.scale_up_for(&acc.id, named) {
+            Ok(su) => su,
+            Err(m) => {
+                skipped.push(format!("{a}: {m}"));
                 continue;
             }
         };
-        let same_acc = s.cluster.accelerator == acc.id;
         for (i, &c) in counts.iter().enumerate() {
             let dom = su.accelerators_per_domain as u64;
             let Some(count) = c.checked_next_multiple_of(dom) else {
@@ -117,17 +159,22 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                 sc.cluster.scale_up = None;
                 sc.cluster.scale_out.fabric = None;
             }
-            sc.cluster.scale_out.island = sc.cluster.scale_out.island.filter(|i| *i <= count);
+            let mut notes = Vec::new();
+            sc.cluster.scale_out.island = sc
+                .cluster
+                .scale_out
+                .island
+                .map(|i| candidate_island(i, dom, &su.id, count, &mut notes));
             if let Some(t) = sc.training.as_mut() {
                 t.accelerators = None;
             }
-            jobs.push((sc, c));
+            jobs.push((sc, c, notes));
         }
     }
     let tokens_per_step = |gb: u64| gb as f64 * model.seq_len as f64;
     let results: Vec<Result<(Candidate, ClusterReport), String>> = jobs
         .par_iter()
-        .map(|(sc, job)| {
+        .map(|(sc, job, notes)| {
             // The cluster is built in whole scale-up domains; the job uses the requested
             // count inside it (e.g. 2,048 GPUs of 29 NVL72 racks).
             let cluster = myriad_cluster::build(sc, cat)
@@ -204,6 +251,7 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                 switches: report.switches_total,
                 pareto: false,
                 violations,
+                notes: notes.clone(),
                 plans_evaluated: r.evaluated,
             };
             Ok((candidate, report))
