@@ -112,6 +112,12 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
     let tokens = spec
         .tokens
         .ok_or("training.tokens: missing; `myriad plan` needs the token budget")?;
+    // A global batch the scenario gives holds for every candidate; the default (one
+    // sequence per accelerator) is checked per candidate.
+    if let Some(gb) = spec.global_batch {
+        myriad_train::plan::check_token_budget(tokens, gb, model.seq_len, None)
+            .map_err(|e| e.to_string())?;
+    }
     let planning = s.planning.clone().unwrap_or_default();
     let accs: Vec<String> = if planning.accelerators.is_empty() {
         DEFAULT_ACCELERATORS.iter().map(|a| a.to_string()).collect()
@@ -188,8 +194,19 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
             space.recompute = vec![Recompute::None, Recompute::Selective, Recompute::Full];
             let r = search(&model, &cluster, &fixed, &space, 1, &|_, _| {});
             let best = r.top.into_iter().next();
+            // The default global batch (one sequence per accelerator) may hold more than the
+            // token budget: the best plan, but no time to train, and the candidate says why.
+            let over_budget = best.as_ref().and_then(|b| {
+                myriad_train::plan::check_token_budget(
+                    tokens,
+                    b.plan.global_batch,
+                    model.seq_len,
+                    Some("one sequence per accelerator"),
+                )
+                .err()
+            });
             let (days, gpu_hours, energy_mwh, energy_cost) = match &best {
-                Some(b) => {
+                Some(b) if over_budget.is_none() => {
                     let steps = (tokens / tokens_per_step(b.plan.global_batch)).ceil();
                     let secs = steps * b.estimate.step_time_s;
                     let mwh = report.facility_power_mw * secs / 3600.0;
@@ -200,10 +217,13 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                         Some(mwh * 1000.0 * sc.cluster.datacenter.usd_per_kwh),
                     )
                 }
-                None => (None, None, None, None),
+                _ => (None, None, None, None),
             };
             let mut violations = Vec::new();
             match days {
+                None if over_budget.is_some() => {
+                    violations.extend(over_budget.map(|e| e.to_string()))
+                }
                 None if r.evaluated == 0 => violations.push(format!(
                     "no parallel plan divides {job} accelerators and global batch {}",
                     fixed.global_batches[0]

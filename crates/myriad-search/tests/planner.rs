@@ -159,3 +159,30 @@ fn the_island_follows_each_candidates_domains_and_size() {
     let leaves = myriad_cluster::build(&one, cat).unwrap();
     assert!(small.switches > myriad_cluster::report(&leaves, &one).switches_total);
 }
+
+/// A global batch holding more tokens than `training.tokens` is an error naming both fields
+/// (it used to be planned as one step of 43,566 days); the default global batch (one
+/// sequence per accelerator) beyond the budget leaves that candidate without a time to train.
+#[test]
+fn one_step_beyond_the_token_budget_is_named() {
+    let cat = myriad_catalog::catalog();
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 1099511627776, precision: bf16, tokens: 15.0e12}\nplanning: {accelerators: [h100-sxm], counts: [1024]}\n";
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    assert_eq!(
+        myriad_search::planner::plan(&s, cat).unwrap_err(),
+        "training.global_batch: one step of 1099511627776 sequences of 8192 tokens is 9007199254740992 tokens, more than the budget training.tokens: 15000000000000 tokens; use a global batch of at most 1831054687 sequences or a larger training.tokens"
+    );
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 256}\nmodel: {preset: llama3-8b}\ntraining: {precision: bf16, tokens: 1.0e6}\nplanning: {accelerators: [h100-sxm], counts: [64, 256]}\n";
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let r = myriad_search::planner::plan(&s, cat).unwrap();
+    let (small, big) = (&r.candidates[0], &r.candidates[1]);
+    assert!(small.days.is_some() && small.violations.is_empty());
+    assert!(big.best.is_some());
+    assert_eq!(big.days, None);
+    assert!(!big.pareto);
+    assert_eq!(
+        big.violations,
+        ["training.global_batch: not given, one sequence per accelerator: one step of 256 sequences of 8192 tokens is 2097152 tokens, more than the budget training.tokens: 1000000 tokens; use a global batch of at most 122 sequences or a larger training.tokens"]
+    );
+    assert_eq!(r.chosen, Some(0));
+}

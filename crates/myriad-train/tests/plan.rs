@@ -55,6 +55,27 @@ fn impossible_plans_name_the_numbers() {
     );
 }
 
+/// A token budget below one step is an error naming both fields and the numbers (a global
+/// batch of 2^40 sequences used to be timed as one step of 43,566 days).
+#[test]
+fn one_step_beyond_the_token_budget_is_an_error() {
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, global_batch: 1099511627776, tokens: 15.0e12}"),
+        "training.global_batch: one step of 1099511627776 sequences of 2048 tokens is 2251799813685248 tokens, more than the budget training.tokens: 15000000000000 tokens; use a global batch of at most 7324218750 sequences or a larger training.tokens"
+    );
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, tokens: 1.0e4}"),
+        "training.global_batch: not given, dp * micro_batch: one step of 16 sequences of 2048 tokens is 32768 tokens, more than the budget training.tokens: 10000 tokens; use a global batch of at most 4 sequences or a larger training.tokens"
+    );
+    assert!(
+        err("{tp: 8, pp: 8, dp: 16, global_batch: 16, tokens: 1000}")
+            .ends_with("training.tokens is less than one sequence of 2048 tokens")
+    );
+    // Exactly one step is a run.
+    let (s, c, m) = setup("{tp: 8, pp: 8, dp: 16, global_batch: 16, tokens: 32768}");
+    assert!(myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).is_ok());
+}
+
 #[test]
 fn the_interleaved_schedule_needs_at_least_pp_micro_batches() {
     // 2048 / (64 × 32) = 1 micro-batch on 8 stages: Megatron-Core raises for fewer than PP.
