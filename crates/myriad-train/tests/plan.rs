@@ -404,6 +404,30 @@ fn gb200(training: &str) -> myriad_train::TrainEstimate {
     myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 64).unwrap()
 }
 
+/// Host memory is checked on the stage that offloads the most, not on the HBM peak stage:
+/// under 1F1B the first stage holds PP micro-batches in flight, the last one (the HBM peak,
+/// with the output layer) one. Offloading every layer of a 4-stage pipeline sends about
+/// 270 GiB per GPU from stage 0 to the 223 GiB of host memory; the plan used to fit on the
+/// last stage's 68 GiB.
+#[test]
+fn host_memory_is_checked_on_the_stage_offloading_the_most() {
+    let base = "tp: 1, pp: 4, dp: 16, global_batch: 256, micro_batch: 2, precision: fp8, recompute: none, zero_stage: 1";
+    let all = gb200(&format!("{{{base}, offload_layers: 20}}")).estimate;
+    let m = &all.memory;
+    assert_eq!(m.peak_stage, 3);
+    assert!(m.total_gib <= m.capacity_gib, "{m:?}");
+    assert_eq!(m.host_offload_stage, 0);
+    assert!(m.host_offload_gib > 223.0, "{m:?}");
+    assert!(!all.fits);
+    // Three quarters of each stage's layers: stage 0 is the HBM peak too (and does not fit
+    // in HBM); it offloads 3/4 of what it offloads above.
+    let some = gb200(&format!("{{{base}, offload_layers: 15}}")).estimate;
+    assert_eq!(some.memory.peak_stage, 0);
+    assert_eq!(some.memory.host_offload_stage, 0);
+    assert!((some.memory.host_offload_gib * 20.0 / 15.0 - m.host_offload_gib).abs() < 1e-6);
+    assert!(!some.fits);
+}
+
 #[test]
 fn offloaded_activations_leave_hbm_and_cost_only_what_compute_cannot_hide() {
     let base = "tp: 1, pp: 1, dp: 64, global_batch: 256, micro_batch: 2, precision: fp8, recompute: none, zero_stage: 3";
