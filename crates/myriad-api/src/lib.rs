@@ -259,7 +259,7 @@ pub fn plan(
             "accelerators": c.accelerators, "days": c.days, "gpu_hours": c.gpu_hours,
             "capex_usd": c.capex_usd, "facility_power_mw": c.facility_power_mw,
             "energy_mwh": c.energy_mwh, "energy_cost_usd": c.energy_cost_usd,
-            "pareto": c.pareto, "violations": c.violations,
+            "pareto": c.pareto, "violations": c.violations, "notes": c.notes,
             "step_time_s": c.best.as_ref().map(|b| b.estimate.step_time_s),
             "mfu": c.best.as_ref().map(|b| b.estimate.mfu),
             "plan": c.best.as_ref().map(|b| &b.plan),

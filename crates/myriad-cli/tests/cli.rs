@@ -214,6 +214,36 @@ fn search_and_plan_json() {
     assert!(p["chosen"].is_object());
 }
 
+/// No plan fitting is an answer, as `train`'s "fits: NO" and `plan`'s unmet constraints
+/// are: `search` exits 0 in both modes (text mode used to exit 2, `--json` 0 with
+/// `"best": null`).
+#[test]
+fn search_with_no_fitting_plan_exits_0_in_both_modes() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-nofit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("nofit.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: llama3-405b}\ntraining: {global_batch: 8}\n",
+    )
+    .unwrap();
+    let f = f.to_str().unwrap();
+    let (code, out, err) = myriad(&["search", f]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l == "no parallel plan fits in memory on this cluster"),
+        "{out}"
+    );
+    assert!(out.contains("does not fit in memory"), "{out}");
+    let v = json(&["search", f, "--json"]);
+    assert!(v["best"].is_null());
+    assert_eq!(v["feasible"], 0);
+    // `train` on the same scenario: an estimate that does not fit, status 0 too.
+    let t = json(&["train", f, "--json"]);
+    assert_eq!(t["fits"], false);
+}
+
 #[test]
 fn collective_reaches_the_nvls_plateau_on_one_dgx() {
     // Measured on a DGX H100: 480 GB/s bus bandwidth at 8-16 GiB (collective-public.json).

@@ -43,6 +43,9 @@ pub struct Candidate {
     pub pareto: bool,
     /// Why the candidate does not qualify (deadline, budget, power, no plan fits).
     pub violations: Vec<String>,
+    /// What the planner changed in the scenario's cluster for this candidate (e.g. the
+    /// island resized to whole scale-up domains of the candidate's system), with the field.
+    pub notes: Vec<String>,
     pub plans_evaluated: u64,
 }
 
@@ -55,6 +58,38 @@ pub struct PlanResult {
     pub chosen_report: Option<ClusterReport>,
     /// Candidates skipped because the cluster could not be built, with the reason.
     pub skipped: Vec<String>,
+}
+
+/// The scenario's island (`cluster.scale_out.island`, accelerators per full-bisection
+/// island) for a candidate built of `count` accelerators in scale-up domains of `dom`: about
+/// the same number of accelerators, rounded to the nearest whole number of the candidate's
+/// domains (at least one), and the whole cluster when that is not smaller than it (one
+/// full-bisection network, not oversubscribed leaves). Each change is noted.
+fn candidate_island(
+    island: u64,
+    dom: u64,
+    system: &str,
+    count: u64,
+    notes: &mut Vec<String>,
+) -> u64 {
+    if island >= count {
+        if island != count {
+            notes.push(format!(
+                "cluster.scale_out.island: {island} is more than the cluster's {count} accelerators; one full-bisection island of {count}"
+            ));
+        }
+        return count;
+    }
+    let domains = (island / dom + u64::from(island % dom >= dom.div_ceil(2))).max(1);
+    let rounded = domains.saturating_mul(dom).min(count);
+    if rounded != island {
+        notes.push(format!(
+            "cluster.scale_out.island: {island} is not a whole number of `{system}` domains of {dom}; islands of {rounded} ({} domains){}",
+            rounded / dom,
+            if rounded == count { ", the whole cluster" } else { "" }
+        ));
+    }
+    rounded
 }
 
 /// Runs the planner. Errors are messages naming the scenario field.
@@ -77,6 +112,12 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
     let tokens = spec
         .tokens
         .ok_or("training.tokens: missing; `myriad plan` needs the token budget")?;
+    // A global batch the scenario gives holds for every candidate; the default (one
+    // sequence per accelerator) is checked per candidate.
+    if let Some(gb) = spec.global_batch {
+        myriad_train::plan::check_token_budget(tokens, gb, model.seq_len, None)
+            .map_err(|e| e.to_string())?;
+    }
     let planning = s.planning.clone().unwrap_or_default();
     let accs: Vec<String> = if planning.accelerators.is_empty() {
         DEFAULT_ACCELERATORS.iter().map(|a| a.to_string()).collect()
@@ -92,14 +133,21 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
     let mut skipped = Vec::new();
     for a in &accs {
         let acc = cat.accelerator(a).map_err(|e| e.message())?;
-        let su = match cat.default_scale_up_for(&acc.id) {
-            Some(su) => su,
-            None => {
-                skipped.push(format!("{a}: no scale-up system in the catalog"));
+        let same_acc = s.cluster.accelerator == acc.id;
+        // The system the candidate is built with: the scenario's for its own accelerator,
+        // the catalog's default for another.
+        let named = if same_acc {
+            s.cluster.scale_up.as_deref()
+        } else {
+            None
+        };
+        let su = match cat.scale_up_for(&acc.id, named) {
+            Ok(su) => su,
+            Err(m) => {
+                skipped.push(format!("{a}: {m}"));
                 continue;
             }
         };
-        let same_acc = s.cluster.accelerator == acc.id;
         for (i, &c) in counts.iter().enumerate() {
             let dom = su.accelerators_per_domain as u64;
             let Some(count) = c.checked_next_multiple_of(dom) else {
@@ -117,17 +165,22 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                 sc.cluster.scale_up = None;
                 sc.cluster.scale_out.fabric = None;
             }
-            sc.cluster.scale_out.island = sc.cluster.scale_out.island.filter(|i| *i <= count);
+            let mut notes = Vec::new();
+            sc.cluster.scale_out.island = sc
+                .cluster
+                .scale_out
+                .island
+                .map(|i| candidate_island(i, dom, &su.id, count, &mut notes));
             if let Some(t) = sc.training.as_mut() {
                 t.accelerators = None;
             }
-            jobs.push((sc, c));
+            jobs.push((sc, c, notes));
         }
     }
     let tokens_per_step = |gb: u64| gb as f64 * model.seq_len as f64;
     let results: Vec<Result<(Candidate, ClusterReport), String>> = jobs
         .par_iter()
-        .map(|(sc, job)| {
+        .map(|(sc, job, notes)| {
             // The cluster is built in whole scale-up domains; the job uses the requested
             // count inside it (e.g. 2,048 GPUs of 29 NVL72 racks).
             let cluster = myriad_cluster::build(sc, cat)
@@ -141,8 +194,19 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
             space.recompute = vec![Recompute::None, Recompute::Selective, Recompute::Full];
             let r = search(&model, &cluster, &fixed, &space, 1, &|_, _| {});
             let best = r.top.into_iter().next();
+            // The default global batch (one sequence per accelerator) may hold more than the
+            // token budget: the best plan, but no time to train, and the candidate says why.
+            let over_budget = best.as_ref().and_then(|b| {
+                myriad_train::plan::check_token_budget(
+                    tokens,
+                    b.plan.global_batch,
+                    model.seq_len,
+                    Some("one sequence per accelerator"),
+                )
+                .err()
+            });
             let (days, gpu_hours, energy_mwh, energy_cost) = match &best {
-                Some(b) => {
+                Some(b) if over_budget.is_none() => {
                     let steps = (tokens / tokens_per_step(b.plan.global_batch)).ceil();
                     let secs = steps * b.estimate.step_time_s;
                     let mwh = report.facility_power_mw * secs / 3600.0;
@@ -153,10 +217,13 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                         Some(mwh * 1000.0 * sc.cluster.datacenter.usd_per_kwh),
                     )
                 }
-                None => (None, None, None, None),
+                _ => (None, None, None, None),
             };
             let mut violations = Vec::new();
             match days {
+                None if over_budget.is_some() => {
+                    violations.extend(over_budget.map(|e| e.to_string()))
+                }
                 None if r.evaluated == 0 => violations.push(format!(
                     "no parallel plan divides {job} accelerators and global batch {}",
                     fixed.global_batches[0]
@@ -204,6 +271,7 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                 switches: report.switches_total,
                 pareto: false,
                 violations,
+                notes: notes.clone(),
                 plans_evaluated: r.evaluated,
             };
             Ok((candidate, report))

@@ -111,3 +111,78 @@ fn settings_train_refuses_are_errors_in_the_planner() {
         assert!(e.starts_with(want), "{training}: {e}");
     }
 }
+
+/// The scenario's island is the user's size of a full-bisection island, not a count of the
+/// base system's domains: a candidate of another system gets about as many accelerators per
+/// island in whole domains of its own system (gb200 candidates of 4,096 and more used to be
+/// skipped: "island: 3072 is not a whole number of scale-up domains of 72"), and a cluster
+/// smaller than the island is one full-bisection island (it used to lose the island and be
+/// oversubscribed at its leaves). Each change is in the candidate's notes.
+#[test]
+fn the_island_follows_each_candidates_domains_and_size() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 24576, scale_up: hgx-h100, scale_out: {fabric: roce-400g, topology: fat-tree, island: 3072, oversubscription: 7}}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 2048, precision: bf16, tokens: 1.0e12}\nplanning: {accelerators: [h100-sxm, gb200], counts: [2048, 4096, 8192]}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let r = myriad_search::planner::plan(&s, cat).unwrap();
+    assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+    assert_eq!(r.candidates.len(), 6);
+    let find = |acc: &str, n: u64| {
+        r.candidates
+            .iter()
+            .find(|c| c.accelerator == acc && c.accelerators == n)
+            .unwrap()
+    };
+    for n in [4096, 8192] {
+        let c = find("gb200", n);
+        assert_eq!(
+            c.notes,
+            ["cluster.scale_out.island: 3072 is not a whole number of `gb200-nvl72` domains of 72; islands of 3096 (43 domains)"]
+        );
+        assert!(c.best.is_some());
+    }
+    assert!(find("h100-sxm", 4096).notes.is_empty());
+    let small = find("h100-sxm", 2048);
+    assert_eq!(
+        small.notes,
+        ["cluster.scale_out.island: 3072 is more than the cluster's 2048 accelerators; one full-bisection island of 2048"]
+    );
+    // Built as the scenario with one island of the whole cluster: full bisection.
+    let mut one = s.clone();
+    one.cluster.count = 2048;
+    one.cluster.scale_out.island = Some(2048);
+    let full = myriad_cluster::build(&one, cat).unwrap();
+    assert_eq!(
+        small.switches,
+        myriad_cluster::report(&full, &one).switches_total
+    );
+    one.cluster.scale_out.island = None;
+    let leaves = myriad_cluster::build(&one, cat).unwrap();
+    assert!(small.switches > myriad_cluster::report(&leaves, &one).switches_total);
+}
+
+/// A global batch holding more tokens than `training.tokens` is an error naming both fields
+/// (it used to be planned as one step of 43,566 days); the default global batch (one
+/// sequence per accelerator) beyond the budget leaves that candidate without a time to train.
+#[test]
+fn one_step_beyond_the_token_budget_is_named() {
+    let cat = myriad_catalog::catalog();
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 1099511627776, precision: bf16, tokens: 15.0e12}\nplanning: {accelerators: [h100-sxm], counts: [1024]}\n";
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    assert_eq!(
+        myriad_search::planner::plan(&s, cat).unwrap_err(),
+        "training.global_batch: one step of 1099511627776 sequences of 8192 tokens is 9007199254740992 tokens, more than the budget training.tokens: 15000000000000 tokens; use a global batch of at most 1831054687 sequences or a larger training.tokens"
+    );
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 256}\nmodel: {preset: llama3-8b}\ntraining: {precision: bf16, tokens: 1.0e6}\nplanning: {accelerators: [h100-sxm], counts: [64, 256]}\n";
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let r = myriad_search::planner::plan(&s, cat).unwrap();
+    let (small, big) = (&r.candidates[0], &r.candidates[1]);
+    assert!(small.days.is_some() && small.violations.is_empty());
+    assert!(big.best.is_some());
+    assert_eq!(big.days, None);
+    assert!(!big.pareto);
+    assert_eq!(
+        big.violations,
+        ["training.global_batch: not given, one sequence per accelerator: one step of 256 sequences of 8192 tokens is 2097152 tokens, more than the budget training.tokens: 1000000 tokens; use a global batch of at most 122 sequences or a larger training.tokens"]
+    );
+    assert_eq!(r.chosen, Some(0));
+}

@@ -144,6 +144,14 @@ pub fn train_choosing(
     choices: Choices,
 ) -> Result<TrainEstimate, PlanError> {
     let (mut plan, mut notes) = resolve(spec, model, cluster, accelerators)?;
+    if let Some(tokens) = spec.tokens {
+        plan::check_token_budget(
+            tokens,
+            plan.global_batch,
+            model.seq_len,
+            spec.global_batch.is_none().then_some("dp * micro_batch"),
+        )?;
+    }
     let auto_recompute = spec.recompute.is_none() && spec.recompute_modules.is_none();
     let recomputes: Vec<(Recompute, RecomputeModules)> = if auto_recompute {
         let mut v = vec![(Recompute::None, RecomputeModules::CORE_ATTN)];

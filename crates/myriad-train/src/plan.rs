@@ -397,6 +397,35 @@ pub enum PlanError {
     },
 }
 
+/// The token budget (`training.tokens`) holds at least one step of `global_batch`
+/// sequences of `seq_len` tokens: a budget below one step is no run to time (it used to be
+/// timed as one whole step, e.g. 43,566 days). Checked by `train` and by the planner.
+/// `default` says how the global batch was chosen when the scenario does not give it.
+pub fn check_token_budget(
+    tokens: f64,
+    global_batch: u64,
+    seq_len: u32,
+    default: Option<&str>,
+) -> Result<(), PlanError> {
+    let step = global_batch as u128 * seq_len as u128;
+    if (step as f64) <= tokens {
+        return Ok(());
+    }
+    let most = (tokens / seq_len as f64).floor();
+    Err(bad(
+        "global_batch",
+        format!(
+            "{}one step of {global_batch} sequences of {seq_len} tokens is {step} tokens, more than the budget training.tokens: {tokens} tokens; {}",
+            default.map_or(String::new(), |d| format!("not given, {d}: ")),
+            if most >= 1.0 {
+                format!("use a global batch of at most {most} sequences or a larger training.tokens")
+            } else {
+                format!("training.tokens is less than one sequence of {seq_len} tokens")
+            }
+        ),
+    ))
+}
+
 /// `moe_grouped_kernel: false` with `moe_full_graph: true` is a contradiction: a CUDA graph
 /// needs the grouped GEMM that reads its per-expert split sizes on the device. Checked by
 /// [`resolve`] and by the plan search, which takes the settings as given.

@@ -112,8 +112,12 @@ pub struct Memory {
     pub in_flight_micro_batches: f64,
     /// CUDA context, communication buffers, allocator fragmentation.
     pub buffers_gib: f64,
-    /// Activations offloaded to host memory (not counted in `total_gib`).
+    /// Activations offloaded to host memory (not counted in `total_gib`) on the stage that
+    /// offloads the most, `host_offload_stage`: not always the HBM peak stage (the first
+    /// stage holds the most micro-batches in flight, the last the output layer).
     pub host_offload_gib: f64,
+    /// The pipeline stage offloading the most activations to host memory (0-based).
+    pub host_offload_stage: u32,
     pub total_gib: f64,
     pub capacity_gib: f64,
     /// The pipeline stage with the peak (0-based).
@@ -1567,6 +1571,9 @@ pub fn estimate_with(
 
     // Memory on each stage; report the peak.
     let mut memory = Memory::default();
+    // The most any stage offloads to host memory, and that stage: host memory is checked
+    // there, wherever the HBM peak is.
+    let mut host_peak = (0.0f64, 0u32);
     // ZeRO-3 keeps only a shard of each layer, but computes on whole ones: the layer being
     // computed (and, with prefetch, the next one) is gathered, and its gradient exists in
     // full until its reduce-scatter. On demand (DeepSpeed 0.3) that is one weight matrix
@@ -1632,6 +1639,9 @@ pub fn estimate_with(
         // Offloaded layers leave HBM; one layer's activations stay as the transfer buffer.
         let off = plan.offload_fraction;
         let host = per_mb * in_flight * off;
+        if host > host_peak.0 {
+            host_peak = (host, s);
+        }
         let mut acts = per_mb * in_flight * (1.0 - off);
         if off > 0.0 {
             acts += act.dense_layer.max(act.moe_layer);
@@ -1648,7 +1658,8 @@ pub fn estimate_with(
                 activations_gib: acts / GIB,
                 in_flight_micro_batches: in_flight,
                 buffers_gib: BUFFERS_GIB,
-                host_offload_gib: host / GIB,
+                host_offload_gib: 0.0,
+                host_offload_stage: 0,
                 total_gib: total,
                 capacity_gib: acc.hbm_gib,
                 peak_stage: s,
@@ -1656,6 +1667,8 @@ pub fn estimate_with(
         }
     }
     memory.capacity_gib = acc.hbm_gib;
+    memory.host_offload_gib = host_peak.0 / GIB;
+    memory.host_offload_stage = host_peak.1;
     let host_fits =
         memory.host_offload_gib <= cluster.scale_up.host_memory_gib.unwrap_or(0.0) + 1e-9;
     let fits = memory.total_gib <= acc.hbm_gib && (plan.offload_fraction == 0.0 || host_fits);

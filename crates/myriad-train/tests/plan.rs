@@ -55,6 +55,27 @@ fn impossible_plans_name_the_numbers() {
     );
 }
 
+/// A token budget below one step is an error naming both fields and the numbers (a global
+/// batch of 2^40 sequences used to be timed as one step of 43,566 days).
+#[test]
+fn one_step_beyond_the_token_budget_is_an_error() {
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, global_batch: 1099511627776, tokens: 15.0e12}"),
+        "training.global_batch: one step of 1099511627776 sequences of 2048 tokens is 2251799813685248 tokens, more than the budget training.tokens: 15000000000000 tokens; use a global batch of at most 7324218750 sequences or a larger training.tokens"
+    );
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, tokens: 1.0e4}"),
+        "training.global_batch: not given, dp * micro_batch: one step of 16 sequences of 2048 tokens is 32768 tokens, more than the budget training.tokens: 10000 tokens; use a global batch of at most 4 sequences or a larger training.tokens"
+    );
+    assert!(
+        err("{tp: 8, pp: 8, dp: 16, global_batch: 16, tokens: 1000}")
+            .ends_with("training.tokens is less than one sequence of 2048 tokens")
+    );
+    // Exactly one step is a run.
+    let (s, c, m) = setup("{tp: 8, pp: 8, dp: 16, global_batch: 16, tokens: 32768}");
+    assert!(myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).is_ok());
+}
+
 #[test]
 fn the_interleaved_schedule_needs_at_least_pp_micro_batches() {
     // 2048 / (64 × 32) = 1 micro-batch on 8 stages: Megatron-Core raises for fewer than PP.
@@ -381,6 +402,30 @@ fn gb200(training: &str) -> myriad_train::TrainEstimate {
     let c = myriad_cluster::build(&s, cat).unwrap();
     let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
     myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 64).unwrap()
+}
+
+/// Host memory is checked on the stage that offloads the most, not on the HBM peak stage:
+/// under 1F1B the first stage holds PP micro-batches in flight, the last one (the HBM peak,
+/// with the output layer) one. Offloading every layer of a 4-stage pipeline sends about
+/// 270 GiB per GPU from stage 0 to the 223 GiB of host memory; the plan used to fit on the
+/// last stage's 68 GiB.
+#[test]
+fn host_memory_is_checked_on_the_stage_offloading_the_most() {
+    let base = "tp: 1, pp: 4, dp: 16, global_batch: 256, micro_batch: 2, precision: fp8, recompute: none, zero_stage: 1";
+    let all = gb200(&format!("{{{base}, offload_layers: 20}}")).estimate;
+    let m = &all.memory;
+    assert_eq!(m.peak_stage, 3);
+    assert!(m.total_gib <= m.capacity_gib, "{m:?}");
+    assert_eq!(m.host_offload_stage, 0);
+    assert!(m.host_offload_gib > 223.0, "{m:?}");
+    assert!(!all.fits);
+    // Three quarters of each stage's layers: stage 0 is the HBM peak too (and does not fit
+    // in HBM); it offloads 3/4 of what it offloads above.
+    let some = gb200(&format!("{{{base}, offload_layers: 15}}")).estimate;
+    assert_eq!(some.memory.peak_stage, 0);
+    assert_eq!(some.memory.host_offload_stage, 0);
+    assert!((some.memory.host_offload_gib * 20.0 / 15.0 - m.host_offload_gib).abs() < 1e-6);
+    assert!(!some.fits);
 }
 
 #[test]

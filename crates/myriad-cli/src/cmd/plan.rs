@@ -64,6 +64,11 @@ pub fn run(path: &Path, json: bool, report: Option<&Path>) -> Result<(), String>
         ]);
     }
     println!("{t}");
+    for c in &r.candidates {
+        for n in &c.notes {
+            println!("note: {} x {}: {n}", c.accelerators, c.accelerator);
+        }
+    }
     for sk in &r.skipped {
         println!("skipped: {sk}");
     }

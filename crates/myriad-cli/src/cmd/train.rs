@@ -361,8 +361,9 @@ pub(super) fn print_step(
     );
     if m.host_offload_gib > 0.0 {
         println!(
-            "offloaded to host memory: {:.1} GiB of activations (of {:.0} GiB per accelerator)",
+            "offloaded to host memory: {:.1} GiB of activations on pipeline stage {} (the most; of {:.0} GiB per accelerator)",
             m.host_offload_gib,
+            m.host_offload_stage,
             host_memory_gib.unwrap_or(0.0)
         );
     }
@@ -379,8 +380,9 @@ pub(super) fn print_step(
     } else {
         // HBM holds the rest; the activations sent to host memory are what does not fit.
         println!(
-            "fits: NO — host memory: {:.1} GiB of offloaded activations, {:.0} GiB per accelerator (HBM holds its {:.1} GiB of {:.0})",
+            "fits: NO — host memory: {:.1} GiB of offloaded activations on pipeline stage {}, {:.0} GiB per accelerator (HBM holds its {:.1} GiB of {:.0})",
             m.host_offload_gib,
+            m.host_offload_stage,
             host_memory_gib.unwrap_or(0.0),
             m.total_gib,
             m.capacity_gib
