@@ -262,8 +262,12 @@ impl Plan {
     /// holds, of each part, the members that fall within its size, and the group is the
     /// product of the parts. Dimensions of size 1 take no part, whatever their stride.
     pub fn span_dims(levels: &[myriad_cluster::Level], dims: &[(u64, u64)]) -> GroupSpan {
-        let parts = Self::group_parts(dims);
-        match &*parts {
+        Self::span_parts(levels, &Self::group_parts(dims))
+    }
+
+    /// [`Plan::span_dims`] of a group's parts ([`Plan::group_parts`]).
+    pub fn span_parts(levels: &[myriad_cluster::Level], parts: &GroupParts) -> GroupSpan {
+        match &**parts {
             [] => Self::span(levels, 1, 1),
             [(n, stride)] => Self::span(levels, *n, *stride),
             _ => {

@@ -234,9 +234,10 @@ impl Group {
     /// [`Plan::span_dims`]; its flow-simulation layout takes the finest stride.
     fn of_dims(levels: &[Level], dims: &[(u64, u64)], accelerators: u64) -> Group {
         let n = dims.iter().fold(1u64, |a, p| a.saturating_mul(p.0));
-        let stride = Plan::group_parts(dims).first().map_or(1, |p| p.1);
+        let parts = Plan::group_parts(dims);
+        let stride = parts.first().map_or(1, |p| p.1);
         Group {
-            span: Plan::span_dims(levels, dims),
+            span: Plan::span_parts(levels, &parts),
             layout: Layout {
                 n,
                 stride,
