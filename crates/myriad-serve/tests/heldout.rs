@@ -201,8 +201,9 @@ fn mlperf6_rows_are_all_scored_with_their_dataset_prompt_length() {
     }
 }
 
-/// Ratchet on the MLPerf v6.0 rows (15 scored), just above the figures measured when they
-/// were added: MAE 20.7%, median 12.4%, worst +87.4% (GB300 NVL72 DeepSeek-R1 Server). The
+/// Ratchet on the MLPerf v6.0 rows (15 scored), just above the figures measured: MAE 18.6%,
+/// median 5.1%, worst +86.9% (GB300 NVL72 DeepSeek-R1 Server), since B300's GEMM rates are
+/// NVIDIA's measured ones (the B300 Llama rows −2.9..+5.1%; MAE 20.7% when added). The
 /// issue's kept-aside bar (MAE under 15%, no row worse than 40%) is NOT met: the three
 /// DeepSeek-R1 Server rows are over-predicted +48..+87% (at ~125-175 running sequences per
 /// rank the runs report a 56-61 ms mean TPOT where the model's step is 27-31 ms, as on the
@@ -214,9 +215,9 @@ fn mlperf6_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf6.json");
     let s = &r.summary;
     assert_eq!(s.count, 15);
-    assert!(s.mae < 0.215, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.19, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.13,
+        s.median_abs_error < 0.07,
         "median {:.3}",
         s.median_abs_error
     );
