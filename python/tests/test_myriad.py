@@ -144,3 +144,11 @@ def test_ray_sweep_on_a_local_instance_equals_the_single_process_sweep():
     )
     single = myriad.sweep(SWEEP)
     assert df.equals(single), (df, single)
+
+
+def test_serve_refuses_more_requests_than_a_simulation_takes():
+    # As the CLI's --requests: a clear error, not a failed allocation aborting Python.
+    with pytest.raises(ValueError, match=r"requests: 1000000000000 is more than the 10000000"):
+        myriad.serve(ROOT / "examples" / "serve-llama3-70b-h100.yaml", requests=10**12)
+    with pytest.raises(ValueError, match=r"requests: must be at least 1"):
+        myriad.serve(ROOT / "examples" / "serve-llama3-70b-h100.yaml", requests=0)

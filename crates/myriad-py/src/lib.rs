@@ -147,6 +147,11 @@ fn serve(
     seed: Option<u64>,
     requests: Option<u64>,
 ) -> PyResult<String> {
+    // As the CLI's `--requests`: past the cap the simulation's buffers would not fit in
+    // memory, and a failed allocation aborts the interpreter.
+    if let Some(n) = requests {
+        myriad_scenario::serving::check_requests(n).map_err(|m| err(format!("requests: {m}")))?;
+    }
     py.detach(|| {
         let s = myriad_api::scenario(file, text)?;
         let (setup, _) = myriad_api::serve_setup(
