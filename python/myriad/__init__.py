@@ -137,7 +137,7 @@ def sched(
     replay the Alibaba openb trace in directory ``openb`` (``myriad sched --json``)."""
     if scenario is None and openb is None:
         raise ValueError("give a scenario or an openb directory")
-    file, text = _text(scenario) if scenario is not None else ("<openb>", "")
+    file, text = _text(scenario) if scenario is not None else ("<openb>", None)
     base = _base(scenario) if scenario is not None else os.getcwd()
     ob = os.fspath(openb) if openb is not None else None
     pol = list(policies) if policies is not None else None

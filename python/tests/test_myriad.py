@@ -152,3 +152,14 @@ def test_serve_refuses_more_requests_than_a_simulation_takes():
         myriad.serve(ROOT / "examples" / "serve-llama3-70b-h100.yaml", requests=10**12)
     with pytest.raises(ValueError, match=r"requests: must be at least 1"):
         myriad.serve(ROOT / "examples" / "serve-llama3-70b-h100.yaml", requests=0)
+
+
+def test_sched_reads_an_empty_scenario_file_as_the_cli_does(tmp_path):
+    # An empty file is a scenario that fails to parse (naming the file), not "no scenario":
+    # with an openb directory it was silently dropped and the trace replayed alone.
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    with pytest.raises(ValueError, match=r"empty\.yaml: \(document\): invalid type: null"):
+        myriad.sched(empty)
+    with pytest.raises(ValueError, match=r"empty\.yaml"):
+        myriad.sched(empty, openb=tmp_path)

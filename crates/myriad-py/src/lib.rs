@@ -177,24 +177,21 @@ fn serve_validate(py: Python<'_>, file: &str, text: &str) -> PyResult<String> {
 }
 
 /// `myriad sched`: policies side by side on the scenario's `scheduling` block, or the
-/// openb trace in `openb` when `text` is empty (JSON text).
+/// openb trace in `openb` when `text` is `None` (JSON text). An empty `text` is an empty
+/// scenario file, parsed (and refused) as the CLI parses it.
 #[pyfunction]
 #[pyo3(signature = (file, text, base, openb=None, policies=None, seed=None))]
 fn sched(
     py: Python<'_>,
     file: &str,
-    text: &str,
+    text: Option<&str>,
     base: &str,
     openb: Option<String>,
     policies: Option<Vec<String>>,
     seed: Option<u64>,
 ) -> PyResult<String> {
     py.detach(|| {
-        let s = if text.is_empty() {
-            None
-        } else {
-            Some(myriad_api::scenario(file, text)?)
-        };
+        let s = text.map(|t| myriad_api::scenario(file, t)).transpose()?;
         myriad_api::sched(
             s.as_ref().map(|s| (s, file)),
             std::path::Path::new(base),
