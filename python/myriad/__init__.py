@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import json
+import numbers
 import os
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
@@ -67,12 +68,61 @@ def train(scenario: Scenario) -> dict:
     return json.loads(_myriad.train(*_text(scenario)))
 
 
+def _global_batches(gb: Union[int, str, Sequence[int]]) -> list:
+    """``global_batch`` as the engine takes it: one batch, a list, or the CLI's text
+    (``"512,1024"``, or ``"512..4096"`` doubling), every batch a positive integer."""
+    bad = ValueError(
+        f"global_batch: `{gb}` is not a positive batch, a list of them, "
+        "or a list (512,1024) or a range (512..4096)"
+    )
+    if isinstance(gb, str):
+        if ".." in gb:
+            lo, hi = gb.split("..", 1)
+            try:
+                a, b = int(lo.strip()), int(hi.strip())
+            except ValueError:
+                raise bad from None
+            if a < 1 or b < a:
+                raise bad
+            out = []
+            while a <= b:
+                out.append(a)
+                a *= 2
+            return out
+        items: list = gb.split(",")
+    elif isinstance(gb, Iterable):
+        items = list(gb)
+    else:
+        items = [gb]
+    out = []
+    for x in items:
+        if isinstance(x, str):
+            x = x.strip()
+            if not x.isdigit():
+                raise bad
+        elif isinstance(x, numbers.Real) and not isinstance(x, numbers.Integral):
+            if not float(x).is_integer():  # 512.0 is a batch; 512.5 and nan are not
+                raise bad
+        elif isinstance(x, bool) or not isinstance(x, numbers.Integral):
+            raise bad
+        v = int(x)
+        if v < 1:
+            raise bad
+        out.append(v)
+    if not out:
+        raise bad
+    return out
+
+
 def search(
-    scenario: Scenario, top: int = 10, global_batch: Optional[Sequence[int]] = None
+    scenario: Scenario,
+    top: int = 10,
+    global_batch: Union[int, str, Sequence[int], None] = None,
 ) -> dict:
     """Search every valid parallel plan; the ``top`` fastest (``myriad search --json``).
-    ``global_batch`` replaces the scenario's global batch with a list to consider."""
-    gb = [int(x) for x in global_batch] if global_batch is not None else None
+    ``global_batch`` replaces the scenario's global batch with the batches to consider: a
+    list (``[512, 1024]``), one batch, or the CLI's ``"512,1024"`` or ``"512..4096"``."""
+    gb = _global_batches(global_batch) if global_batch is not None else None
     return json.loads(_myriad.search(*_text(scenario), top, gb))
 
 

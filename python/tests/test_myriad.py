@@ -163,3 +163,22 @@ def test_sched_reads_an_empty_scenario_file_as_the_cli_does(tmp_path):
         myriad.sched(empty)
     with pytest.raises(ValueError, match=r"empty\.yaml"):
         myriad.sched(empty, openb=tmp_path)
+
+
+def test_search_takes_the_clis_global_batch_text_and_refuses_non_positive_batches():
+    node = {
+        "format": "myriad/1",
+        "cluster": {"accelerator": "h100-sxm", "count": 8, "scale_up": "hgx-h100"},
+        "model": {"preset": "llama3-8b"},
+        "training": {"global_batch": 64, "micro_batch": 1},
+    }
+    listed = myriad.search(node, top=3, global_batch=[64, 128])
+    # A string was iterated character by character: "64,128" searched batches 6, 4, 1, 2, 8
+    # (or failed on the comma), "1024" searched 1, 0, 2 and 4.
+    assert myriad.search(node, top=3, global_batch="64,128")["top"] == listed["top"]
+    assert myriad.search(node, top=3, global_batch="64..128")["top"] == listed["top"]
+    one = myriad.search(node, top=3, global_batch=128)
+    assert {p["plan"]["global_batch"] for p in one["top"]} == {128}
+    for bad in ([0], [], "0", [-64], "64..32", "x"):
+        with pytest.raises(ValueError, match="global_batch"):
+            myriad.search(node, top=3, global_batch=bad)
