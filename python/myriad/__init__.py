@@ -137,14 +137,13 @@ def reliability(
     days: Optional[float] = None,
     replicas: Optional[int] = None,
     seed: Optional[int] = None,
-    compare: Iterable[str] = (),
+    compare: Union[str, Iterable[str]] = (),
 ) -> dict:
     """Failures, checkpointing, ETTR and goodput by seeded Monte Carlo
     (``myriad reliability --json``); ``compare`` from ``size``, ``domain``,
-    ``checkpoint``."""
-    return json.loads(
-        _myriad.reliability(*_text(scenario), days, replicas, seed, list(compare))
-    )
+    ``checkpoint`` (a list, or the CLI's ``"size,domain"`` or ``"all"``)."""
+    cmp = [compare] if isinstance(compare, str) else list(compare)
+    return json.loads(_myriad.reliability(*_text(scenario), days, replicas, seed, cmp))
 
 
 def validate(measurements: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> dict:
@@ -180,17 +179,21 @@ def serve_validate(measurements: Union[str, "os.PathLike[str]", Mapping[str, Any
 def sched(
     scenario: Optional[Scenario] = None,
     openb: Optional[Union[str, "os.PathLike[str]"]] = None,
-    policies: Optional[Sequence[str]] = None,
+    policies: Union[str, Sequence[str], None] = None,
     seed: Optional[int] = None,
 ) -> dict:
     """Run the scenario's ``scheduling`` workload under several policies side by side, or
-    replay the Alibaba openb trace in directory ``openb`` (``myriad sched --json``)."""
+    replay the Alibaba openb trace in directory ``openb`` (``myriad sched --json``);
+    ``policies``: a list of names, or the CLI's ``"fifo,backfill"``."""
     if scenario is None and openb is None:
         raise ValueError("give a scenario or an openb directory")
     file, text = _text(scenario) if scenario is not None else ("<openb>", None)
     base = _base(scenario) if scenario is not None else os.getcwd()
     ob = os.fspath(openb) if openb is not None else None
-    pol = list(policies) if policies is not None else None
+    if isinstance(policies, str):
+        pol: Optional[list] = [policies]  # the CLI's "fifo,backfill"
+    else:
+        pol = list(policies) if policies is not None else None
     return json.loads(_myriad.sched(file, text, base, ob, pol, seed))
 
 

@@ -182,3 +182,21 @@ def test_search_takes_the_clis_global_batch_text_and_refuses_non_positive_batche
     for bad in ([0], [], "0", [-64], "64..32", "x"):
         with pytest.raises(ValueError, match="global_batch"):
             myriad.search(node, top=3, global_batch=bad)
+
+
+def test_reliability_compare_and_sched_policies_take_the_clis_text():
+    # A string was iterated character by character: compare="size" failed on `s`, and
+    # policies="fifo" on `f` being given twice.
+    rel = ROOT / "examples" / "reliability-llama3.yaml"
+    listed = myriad.reliability(rel, replicas=20, compare=["size", "checkpoint"])
+    assert myriad.reliability(rel, replicas=20, compare="size,checkpoint") == listed
+    assert myriad.reliability(rel, replicas=20, compare=["size", "size", "checkpoint"]) == listed
+    every = myriad.reliability(rel, replicas=20, compare="all")
+    assert set(every["compare"]) == {"size", "domain", "checkpoint"}
+    with pytest.raises(ValueError, match="compare: `nope`"):
+        myriad.reliability(rel, replicas=20, compare="size,nope")
+    mixed = ROOT / "examples" / "sched-nvl72-mixed.yaml"
+    one = myriad.sched(mixed, policies="fifo")
+    assert [p["policy"]["name"] for p in one["policies"]] == ["fifo"]
+    two = myriad.sched(mixed, policies="fifo, backfill")
+    assert two == myriad.sched(mixed, policies=["fifo", "backfill"])

@@ -81,18 +81,27 @@ fn reliability(
     seed: Option<u64>,
     compare: Vec<String>,
 ) -> PyResult<String> {
+    // As the CLI's `--compare`: items may be comma-separated or `all`; each comparison
+    // runs once.
     let mut kinds: Vec<&'static str> = Vec::new();
-    for c in &compare {
-        kinds.push(match c.as_str() {
-            "size" => "size",
-            "domain" => "domain",
-            "checkpoint" => "checkpoint",
+    for item in compare.iter().flat_map(|c| c.split(',')) {
+        let add: &[&'static str] = match item.trim() {
+            "size" => &["size"],
+            "domain" => &["domain"],
+            "checkpoint" => &["checkpoint"],
+            "all" => &["size", "domain", "checkpoint"],
+            "" => &[],
             other => {
                 return Err(err(format!(
-                    "compare: `{other}` is not size, domain or checkpoint"
+                    "compare: `{other}` is not one of size, domain, checkpoint, all"
                 )))
             }
-        });
+        };
+        for k in add {
+            if !kinds.contains(k) {
+                kinds.push(k);
+            }
+        }
     }
     py.detach(|| {
         let s = myriad_api::scenario(file, text)?;
@@ -190,6 +199,14 @@ fn sched(
     policies: Option<Vec<String>>,
     seed: Option<u64>,
 ) -> PyResult<String> {
+    // As the CLI's `--policies`: names may be comma-separated, blanks dropped.
+    let policies: Option<Vec<String>> = policies.map(|p| {
+        p.iter()
+            .flat_map(|x| x.split(','))
+            .map(|x| x.trim().to_string())
+            .filter(|x| !x.is_empty())
+            .collect()
+    });
     py.detach(|| {
         let s = text.map(|t| myriad_api::scenario(file, t)).transpose()?;
         myriad_api::sched(
