@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import numbers
 import os
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
@@ -47,10 +48,49 @@ __all__ = [
 ]
 
 
+def _json(value: Any, name: str) -> str:
+    """``value`` as JSON text; a value JSON cannot hold (NaN, infinity, a set, an object)
+    is an error naming its field, as the engine names a field it refuses (``json.dumps``
+    would write ``NaN``, which no parser takes, or name no field)."""
+
+    def check(v: Any, path: str) -> None:
+        if isinstance(v, (str, bool)) or v is None:
+            return
+        if isinstance(v, numbers.Real):
+            if not math.isfinite(v):
+                raise ValueError(
+                    f"{name}: {path or '(document)'}: {v} is not a finite number "
+                    "(JSON and YAML files hold no NaN or infinity)"
+                )
+            return
+        if isinstance(v, Mapping):
+            for k, x in v.items():
+                check(x, f"{path}.{k}" if path else str(k))
+            return
+        if isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                check(x, f"{path}[{i}]")
+            return
+        raise TypeError(
+            f"{name}: {path or '(document)'}: a {type(v).__name__} is not a JSON value "
+            "(str, number, bool, None, list or dict)"
+        )
+
+    def plain(v: Any) -> Any:  # numpy's and other numbers.Real types
+        if isinstance(v, numbers.Integral):
+            return int(v)
+        if isinstance(v, numbers.Real):
+            return float(v)
+        raise TypeError(f"{type(v).__name__} is not JSON serializable")
+
+    check(value, "")
+    return json.dumps(value, allow_nan=False, default=plain)
+
+
 def _text(scenario: Scenario) -> tuple[str, str]:
     """(file name for messages, scenario text)."""
     if isinstance(scenario, Mapping):
-        return "<dict>", json.dumps(scenario)
+        return "<dict>", _json(scenario, "<dict>")
     path = os.fspath(scenario)
     with open(path, encoding="utf-8") as f:
         return path, f.read()
@@ -228,4 +268,4 @@ def report(kind: str, result: Mapping[str, Any]) -> str:
     """The self-contained HTML report of a result of ``cluster``, ``train``, ``search``,
     ``plan``, ``reliability``, ``serve`` or ``sched`` (what ``--report FILE.html``
     writes)."""
-    return _myriad.report(kind, json.dumps(result))
+    return _myriad.report(kind, _json(result, "result"))

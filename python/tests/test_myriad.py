@@ -200,3 +200,29 @@ def test_reliability_compare_and_sched_policies_take_the_clis_text():
     assert [p["policy"]["name"] for p in one["policies"]] == ["fifo"]
     two = myriad.sched(mixed, policies="fifo, backfill")
     assert two == myriad.sched(mixed, policies=["fifo", "backfill"])
+
+
+def test_a_dict_value_json_cannot_hold_is_an_error_naming_its_field():
+    # json.dumps wrote NaN/Infinity, which the parser refused as "invalid JSON at line 1
+    # column 85", a place in text the caller never saw.
+    s = {
+        "format": "myriad/1",
+        "cluster": {"accelerator": "h100-sxm", "count": 64, "scale_up": "hgx-h100"},
+        "model": {"preset": "llama3-8b"},
+        "training": {"global_batch": 512, "micro_batch": 1, "tokens": 1e12},
+    }
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        s["training"]["tokens"] = bad
+        with pytest.raises(ValueError, match=r"^<dict>: training\.tokens: -?(nan|inf) is not a finite number"):
+            myriad.train(s)
+    s["training"]["tokens"] = 1e12
+    s["cluster"]["fabrics"] = [{"x": {1, 2}}]
+    with pytest.raises(TypeError, match=r"^<dict>: cluster\.fabrics\[0\]\.x: a set is not a JSON value"):
+        myriad.cluster(s)
+    with pytest.raises(ValueError, match=r"^result: step_time_s: nan"):
+        myriad.report("train", {"step_time_s": float("nan")})
+    np = pytest.importorskip("numpy")
+    # numpy's numbers (a DataFrame's cells) are numbers.
+    s["cluster"] = {"accelerator": "h100-sxm", "count": np.int64(64), "scale_up": "hgx-h100"}
+    s["training"]["tokens"] = np.float64(1e12)
+    assert myriad.train(s)["accelerators"] == 64
