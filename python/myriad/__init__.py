@@ -260,7 +260,11 @@ def sweep(spec: Union[str, "os.PathLike[str]"], shard: tuple[int, int] = (1, 1))
     import pandas as pd
 
     k, n = shard
-    csv = _myriad.sweep_csv(os.fspath(spec), int(k), int(n))
+    path = os.fspath(spec)
+    # A missing or unreadable spec is the OSError open() gives for a scenario file.
+    with open(path, "rb"):
+        pass
+    csv = _myriad.sweep_csv(path, int(k), int(n))
     return pd.read_csv(io.StringIO(csv), keep_default_na=False, na_values=[""])
 
 

@@ -226,3 +226,25 @@ def test_a_dict_value_json_cannot_hold_is_an_error_naming_its_field():
     s["cluster"] = {"accelerator": "h100-sxm", "count": np.int64(64), "scale_up": "hgx-h100"}
     s["training"]["tokens"] = np.float64(1e12)
     assert myriad.train(s)["accelerators"] == 64
+
+
+def test_a_missing_file_is_a_file_not_found_error_naming_it(tmp_path):
+    # Scenario files already were (Python's open); the sweep spec, an openb directory's
+    # files and a serving trace were ValueErrors.
+    with pytest.raises(FileNotFoundError) as e:
+        myriad.sweep(tmp_path / "nope.yaml")
+    assert e.value.filename == str(tmp_path / "nope.yaml")
+    with pytest.raises(FileNotFoundError) as e:
+        myriad.sched(openb=tmp_path / "nope")
+    assert e.value.filename == str(tmp_path / "nope" / "openb_node_list_all_node.csv")
+    s = tmp_path / "serve.yaml"
+    s.write_text(
+        (ROOT / "examples" / "serve-llama3-70b-h100.yaml").read_text()
+        + "\n# a trace beside the scenario that is not there\n"
+    )
+    text = s.read_text()
+    assert "\nserving:" in text
+    s.write_text(text.replace("\nserving:", "\nserving:\n  trace: missing.csv", 1))
+    with pytest.raises(FileNotFoundError) as e:
+        myriad.serve(s, requests=10)
+    assert e.value.filename == str(tmp_path / "missing.csv")
