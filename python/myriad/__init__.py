@@ -91,7 +91,7 @@ def _text(scenario: Scenario) -> tuple[str, str]:
     """(file name for messages, scenario text)."""
     if isinstance(scenario, Mapping):
         return "<dict>", _json(scenario, "<dict>")
-    path = os.fspath(scenario)
+    path = os.fsdecode(scenario)  # str, bytes or a PathLike such as pathlib.Path
     with open(path, encoding="utf-8") as f:
         return path, f.read()
 
@@ -196,7 +196,7 @@ def _base(scenario: Scenario) -> str:
     """The directory files named inside a scenario are relative to."""
     if isinstance(scenario, Mapping):
         return os.getcwd()
-    return os.path.dirname(os.path.abspath(os.fspath(scenario)))
+    return os.path.dirname(os.path.abspath(os.fsdecode(scenario)))
 
 
 def serve(
@@ -229,7 +229,7 @@ def sched(
         raise ValueError("give a scenario or an openb directory")
     file, text = _text(scenario) if scenario is not None else ("<openb>", None)
     base = _base(scenario) if scenario is not None else os.getcwd()
-    ob = os.fspath(openb) if openb is not None else None
+    ob = os.fsdecode(openb) if openb is not None else None
     if isinstance(policies, str):
         pol: Optional[list] = [policies]  # the CLI's "fifo,backfill"
     else:
@@ -260,7 +260,7 @@ def sweep(spec: Union[str, "os.PathLike[str]"], shard: tuple[int, int] = (1, 1))
     import pandas as pd
 
     k, n = shard
-    path = os.fspath(spec)
+    path = os.fsdecode(spec)
     # A missing or unreadable spec is the OSError open() gives for a scenario file.
     with open(path, "rb"):
         pass

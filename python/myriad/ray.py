@@ -43,7 +43,7 @@ def sweep(
     try:
         n = shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
         task = ray.remote(num_cpus=1)(_shard)
-        path = os.path.abspath(os.fspath(spec))
+        path = os.path.abspath(os.fsdecode(spec))
         parts = ray.get([task.remote(path, k, n) for k in range(1, n + 1)])
         frames = [p for p in parts if len(p)]
         if not frames:

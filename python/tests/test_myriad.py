@@ -248,3 +248,13 @@ def test_a_missing_file_is_a_file_not_found_error_naming_it(tmp_path):
     with pytest.raises(FileNotFoundError) as e:
         myriad.serve(s, requests=10)
     assert e.value.filename == str(tmp_path / "missing.csv")
+
+
+def test_a_bytes_path_is_a_path():
+    # os.fspath passed bytes through to the engine: "'bytes' object is not an instance of
+    # 'str'".
+    t = myriad.train(os.fsencode(SUPERPOD))
+    assert t == myriad.train(SUPERPOD)
+    assert myriad.sweep(os.fsencode(SWEEP)).equals(myriad.sweep(SWEEP))
+    mixed = myriad.sched(os.fsencode(ROOT / "examples" / "sched-nvl72-mixed.yaml"), policies="fifo")
+    assert mixed["policies"][0]["policy"]["name"] == "fifo"
