@@ -257,14 +257,19 @@ def collective(
 def sweep(spec: Union[str, "os.PathLike[str]"], shard: tuple[int, int] = (1, 1)):
     """Evaluate a ``myriad-sweep/1`` grid (or shard ``k`` of ``n`` of it) and return a
     pandas DataFrame with the same columns as ``myriad sweep`` writes."""
-    import pandas as pd
-
     k, n = shard
     path = os.fsdecode(spec)
     # A missing or unreadable spec is the OSError open() gives for a scenario file.
     with open(path, "rb"):
         pass
-    csv = _myriad.sweep_csv(path, int(k), int(n))
+    return _frame(_myriad.sweep_csv(path, int(k), int(n)))
+
+
+def _frame(csv: str):
+    """The DataFrame of ``myriad sweep`` CSV text: an empty cell is missing, any other
+    text as written (a varied ``"NA"`` stays a string)."""
+    import pandas as pd
+
     return pd.read_csv(io.StringIO(csv), keep_default_na=False, na_values=[""])
 
 

@@ -258,3 +258,30 @@ def test_a_bytes_path_is_a_path():
     assert myriad.sweep(os.fsencode(SWEEP)).equals(myriad.sweep(SWEEP))
     mixed = myriad.sched(os.fsencode(ROOT / "examples" / "sched-nvl72-mixed.yaml"), policies="fifo")
     assert mixed["policies"][0]["policy"]["name"] == "fifo"
+
+
+def test_ray_sweep_types_columns_from_every_row_as_the_single_process_sweep(tmp_path):
+    pytest.importorskip("ray")
+    import myriad.ray
+
+    # Rows 1 and 3 fail (a global batch of 1000 fills no whole micro-batches), so with two
+    # shards one shard's `error` column is all empty (float) and the other's text: merged
+    # as DataFrames, `error` was object, not the single sweep's string column.
+    spec = tmp_path / "mixed.yaml"
+    spec.write_text(
+        "format: myriad-sweep/1\n"
+        f"base: {SUPERPOD}\n"
+        "vary:\n"
+        "  training.micro_batch: [1, 2]\n"
+        "  training.global_batch: [1536, 1000]\n"
+    )
+    single = myriad.sweep(spec)
+    assert single["error"].isna().tolist() == [True, False, True, False]
+    df = myriad.ray.sweep(
+        spec,
+        shards=2,
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+    )
+    assert df.equals(single), (df.dtypes, single.dtypes)
