@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import io
 import json
+import math
+import numbers
 import os
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
@@ -46,11 +48,50 @@ __all__ = [
 ]
 
 
+def _json(value: Any, name: str) -> str:
+    """``value`` as JSON text; a value JSON cannot hold (NaN, infinity, a set, an object)
+    is an error naming its field, as the engine names a field it refuses (``json.dumps``
+    would write ``NaN``, which no parser takes, or name no field)."""
+
+    def check(v: Any, path: str) -> None:
+        if isinstance(v, (str, bool)) or v is None:
+            return
+        if isinstance(v, numbers.Real):
+            if not math.isfinite(v):
+                raise ValueError(
+                    f"{name}: {path or '(document)'}: {v} is not a finite number "
+                    "(JSON and YAML files hold no NaN or infinity)"
+                )
+            return
+        if isinstance(v, Mapping):
+            for k, x in v.items():
+                check(x, f"{path}.{k}" if path else str(k))
+            return
+        if isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                check(x, f"{path}[{i}]")
+            return
+        raise TypeError(
+            f"{name}: {path or '(document)'}: a {type(v).__name__} is not a JSON value "
+            "(str, number, bool, None, list or dict)"
+        )
+
+    def plain(v: Any) -> Any:  # numpy's and other numbers.Real types
+        if isinstance(v, numbers.Integral):
+            return int(v)
+        if isinstance(v, numbers.Real):
+            return float(v)
+        raise TypeError(f"{type(v).__name__} is not JSON serializable")
+
+    check(value, "")
+    return json.dumps(value, allow_nan=False, default=plain)
+
+
 def _text(scenario: Scenario) -> tuple[str, str]:
     """(file name for messages, scenario text)."""
     if isinstance(scenario, Mapping):
-        return "<dict>", json.dumps(scenario)
-    path = os.fspath(scenario)
+        return "<dict>", _json(scenario, "<dict>")
+    path = os.fsdecode(scenario)  # str, bytes or a PathLike such as pathlib.Path
     with open(path, encoding="utf-8") as f:
         return path, f.read()
 
@@ -67,12 +108,61 @@ def train(scenario: Scenario) -> dict:
     return json.loads(_myriad.train(*_text(scenario)))
 
 
+def _global_batches(gb: Union[int, str, Sequence[int]]) -> list:
+    """``global_batch`` as the engine takes it: one batch, a list, or the CLI's text
+    (``"512,1024"``, or ``"512..4096"`` doubling), every batch a positive integer."""
+    bad = ValueError(
+        f"global_batch: `{gb}` is not a positive batch, a list of them, "
+        "or a list (512,1024) or a range (512..4096)"
+    )
+    if isinstance(gb, str):
+        if ".." in gb:
+            lo, hi = gb.split("..", 1)
+            try:
+                a, b = int(lo.strip()), int(hi.strip())
+            except ValueError:
+                raise bad from None
+            if a < 1 or b < a:
+                raise bad
+            out = []
+            while a <= b:
+                out.append(a)
+                a *= 2
+            return out
+        items: list = gb.split(",")
+    elif isinstance(gb, Iterable):
+        items = list(gb)
+    else:
+        items = [gb]
+    out = []
+    for x in items:
+        if isinstance(x, str):
+            x = x.strip()
+            if not x.isdigit():
+                raise bad
+        elif isinstance(x, numbers.Real) and not isinstance(x, numbers.Integral):
+            if not float(x).is_integer():  # 512.0 is a batch; 512.5 and nan are not
+                raise bad
+        elif isinstance(x, bool) or not isinstance(x, numbers.Integral):
+            raise bad
+        v = int(x)
+        if v < 1:
+            raise bad
+        out.append(v)
+    if not out:
+        raise bad
+    return out
+
+
 def search(
-    scenario: Scenario, top: int = 10, global_batch: Optional[Sequence[int]] = None
+    scenario: Scenario,
+    top: int = 10,
+    global_batch: Union[int, str, Sequence[int], None] = None,
 ) -> dict:
     """Search every valid parallel plan; the ``top`` fastest (``myriad search --json``).
-    ``global_batch`` replaces the scenario's global batch with a list to consider."""
-    gb = [int(x) for x in global_batch] if global_batch is not None else None
+    ``global_batch`` replaces the scenario's global batch with the batches to consider: a
+    list (``[512, 1024]``), one batch, or the CLI's ``"512,1024"`` or ``"512..4096"``."""
+    gb = _global_batches(global_batch) if global_batch is not None else None
     return json.loads(_myriad.search(*_text(scenario), top, gb))
 
 
@@ -87,14 +177,13 @@ def reliability(
     days: Optional[float] = None,
     replicas: Optional[int] = None,
     seed: Optional[int] = None,
-    compare: Iterable[str] = (),
+    compare: Union[str, Iterable[str]] = (),
 ) -> dict:
     """Failures, checkpointing, ETTR and goodput by seeded Monte Carlo
     (``myriad reliability --json``); ``compare`` from ``size``, ``domain``,
-    ``checkpoint``."""
-    return json.loads(
-        _myriad.reliability(*_text(scenario), days, replicas, seed, list(compare))
-    )
+    ``checkpoint`` (a list, or the CLI's ``"size,domain"`` or ``"all"``)."""
+    cmp = [compare] if isinstance(compare, str) else list(compare)
+    return json.loads(_myriad.reliability(*_text(scenario), days, replicas, seed, cmp))
 
 
 def validate(measurements: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> dict:
@@ -107,7 +196,7 @@ def _base(scenario: Scenario) -> str:
     """The directory files named inside a scenario are relative to."""
     if isinstance(scenario, Mapping):
         return os.getcwd()
-    return os.path.dirname(os.path.abspath(os.fspath(scenario)))
+    return os.path.dirname(os.path.abspath(os.fsdecode(scenario)))
 
 
 def serve(
@@ -130,17 +219,21 @@ def serve_validate(measurements: Union[str, "os.PathLike[str]", Mapping[str, Any
 def sched(
     scenario: Optional[Scenario] = None,
     openb: Optional[Union[str, "os.PathLike[str]"]] = None,
-    policies: Optional[Sequence[str]] = None,
+    policies: Union[str, Sequence[str], None] = None,
     seed: Optional[int] = None,
 ) -> dict:
     """Run the scenario's ``scheduling`` workload under several policies side by side, or
-    replay the Alibaba openb trace in directory ``openb`` (``myriad sched --json``)."""
+    replay the Alibaba openb trace in directory ``openb`` (``myriad sched --json``);
+    ``policies``: a list of names, or the CLI's ``"fifo,backfill"``."""
     if scenario is None and openb is None:
         raise ValueError("give a scenario or an openb directory")
-    file, text = _text(scenario) if scenario is not None else ("<openb>", "")
+    file, text = _text(scenario) if scenario is not None else ("<openb>", None)
     base = _base(scenario) if scenario is not None else os.getcwd()
-    ob = os.fspath(openb) if openb is not None else None
-    pol = list(policies) if policies is not None else None
+    ob = os.fsdecode(openb) if openb is not None else None
+    if isinstance(policies, str):
+        pol: Optional[list] = [policies]  # the CLI's "fifo,backfill"
+    else:
+        pol = list(policies) if policies is not None else None
     return json.loads(_myriad.sched(file, text, base, ob, pol, seed))
 
 
@@ -164,10 +257,19 @@ def collective(
 def sweep(spec: Union[str, "os.PathLike[str]"], shard: tuple[int, int] = (1, 1)):
     """Evaluate a ``myriad-sweep/1`` grid (or shard ``k`` of ``n`` of it) and return a
     pandas DataFrame with the same columns as ``myriad sweep`` writes."""
+    k, n = shard
+    path = os.fsdecode(spec)
+    # A missing or unreadable spec is the OSError open() gives for a scenario file.
+    with open(path, "rb"):
+        pass
+    return _frame(_myriad.sweep_csv(path, int(k), int(n)))
+
+
+def _frame(csv: str):
+    """The DataFrame of ``myriad sweep`` CSV text: an empty cell is missing, any other
+    text as written (a varied ``"NA"`` stays a string)."""
     import pandas as pd
 
-    k, n = shard
-    csv = _myriad.sweep_csv(os.fspath(spec), int(k), int(n))
     return pd.read_csv(io.StringIO(csv), keep_default_na=False, na_values=[""])
 
 
@@ -175,4 +277,4 @@ def report(kind: str, result: Mapping[str, Any]) -> str:
     """The self-contained HTML report of a result of ``cluster``, ``train``, ``search``,
     ``plan``, ``reliability``, ``serve`` or ``sched`` (what ``--report FILE.html``
     writes)."""
-    return _myriad.report(kind, json.dumps(result))
+    return _myriad.report(kind, _json(result, "result"))

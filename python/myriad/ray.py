@@ -16,8 +16,21 @@ from typing import Optional
 import myriad
 
 
-def _shard(spec: str, k: int, n: int):
-    return myriad.sweep(spec, shard=(k, n))
+def _shard(spec: str, k: int, n: int) -> str:
+    """Shard ``k`` of ``n`` as CSV text (header and rows), typed only once merged: a
+    shard's own DataFrame types a column by the shard's rows alone (``error`` all empty
+    in one shard is float, text in another)."""
+    with open(spec, "rb"):  # a missing spec: FileNotFoundError, as myriad.sweep
+        pass
+    return myriad._myriad.sweep_csv(spec, k, n)
+
+
+def _merge(parts: "list[str]") -> str:
+    """The shards' CSV texts as one, rows in grid order (the first field is the row)."""
+    header = parts[0].split("\n", 1)[0]
+    rows = [line for p in parts for line in p.split("\n")[1:] if line]
+    rows.sort(key=lambda line: int(line.split(",", 1)[0]))
+    return "\n".join([header, *rows]) + "\n"
 
 
 def sweep(
@@ -33,7 +46,6 @@ def sweep(
     starts or joins a local instance. ``shards``: tasks to cut the grid into (default:
     the cluster's CPUs). Extra keyword arguments go to ``ray.init``.
     """
-    import pandas as pd
     import ray
 
     started = False
@@ -43,14 +55,10 @@ def sweep(
     try:
         n = shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
         task = ray.remote(num_cpus=1)(_shard)
-        path = os.path.abspath(os.fspath(spec))
+        path = os.path.abspath(os.fsdecode(spec))
         parts = ray.get([task.remote(path, k, n) for k in range(1, n + 1)])
-        frames = [p for p in parts if len(p)]
-        if not frames:
-            return parts[0]
-        df = pd.concat(frames, ignore_index=True)
-        first = df.columns[0]
-        return df.sort_values(first, kind="stable").reset_index(drop=True)
+        # Typed once, from all rows, as myriad.sweep types them.
+        return myriad._frame(_merge(parts))
     finally:
         if started:
             ray.shutdown()

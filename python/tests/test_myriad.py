@@ -144,3 +144,144 @@ def test_ray_sweep_on_a_local_instance_equals_the_single_process_sweep():
     )
     single = myriad.sweep(SWEEP)
     assert df.equals(single), (df, single)
+
+
+def test_serve_refuses_more_requests_than_a_simulation_takes():
+    # As the CLI's --requests: a clear error, not a failed allocation aborting Python.
+    with pytest.raises(ValueError, match=r"requests: 1000000000000 is more than the 10000000"):
+        myriad.serve(ROOT / "examples" / "serve-llama3-70b-h100.yaml", requests=10**12)
+    with pytest.raises(ValueError, match=r"requests: must be at least 1"):
+        myriad.serve(ROOT / "examples" / "serve-llama3-70b-h100.yaml", requests=0)
+
+
+def test_sched_reads_an_empty_scenario_file_as_the_cli_does(tmp_path):
+    # An empty file is a scenario that fails to parse (naming the file), not "no scenario":
+    # with an openb directory it was silently dropped and the trace replayed alone.
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    with pytest.raises(ValueError, match=r"empty\.yaml: \(document\): invalid type: null"):
+        myriad.sched(empty)
+    with pytest.raises(ValueError, match=r"empty\.yaml"):
+        myriad.sched(empty, openb=tmp_path)
+
+
+def test_search_takes_the_clis_global_batch_text_and_refuses_non_positive_batches():
+    node = {
+        "format": "myriad/1",
+        "cluster": {"accelerator": "h100-sxm", "count": 8, "scale_up": "hgx-h100"},
+        "model": {"preset": "llama3-8b"},
+        "training": {"global_batch": 64, "micro_batch": 1},
+    }
+    listed = myriad.search(node, top=3, global_batch=[64, 128])
+    # A string was iterated character by character: "64,128" searched batches 6, 4, 1, 2, 8
+    # (or failed on the comma), "1024" searched 1, 0, 2 and 4.
+    assert myriad.search(node, top=3, global_batch="64,128")["top"] == listed["top"]
+    assert myriad.search(node, top=3, global_batch="64..128")["top"] == listed["top"]
+    one = myriad.search(node, top=3, global_batch=128)
+    assert {p["plan"]["global_batch"] for p in one["top"]} == {128}
+    for bad in ([0], [], "0", [-64], "64..32", "x"):
+        with pytest.raises(ValueError, match="global_batch"):
+            myriad.search(node, top=3, global_batch=bad)
+
+
+def test_reliability_compare_and_sched_policies_take_the_clis_text():
+    # A string was iterated character by character: compare="size" failed on `s`, and
+    # policies="fifo" on `f` being given twice.
+    rel = ROOT / "examples" / "reliability-llama3.yaml"
+    listed = myriad.reliability(rel, replicas=20, compare=["size", "checkpoint"])
+    assert myriad.reliability(rel, replicas=20, compare="size,checkpoint") == listed
+    assert myriad.reliability(rel, replicas=20, compare=["size", "size", "checkpoint"]) == listed
+    every = myriad.reliability(rel, replicas=20, compare="all")
+    assert set(every["compare"]) == {"size", "domain", "checkpoint"}
+    with pytest.raises(ValueError, match="compare: `nope`"):
+        myriad.reliability(rel, replicas=20, compare="size,nope")
+    mixed = ROOT / "examples" / "sched-nvl72-mixed.yaml"
+    one = myriad.sched(mixed, policies="fifo")
+    assert [p["policy"]["name"] for p in one["policies"]] == ["fifo"]
+    two = myriad.sched(mixed, policies="fifo, backfill")
+    assert two == myriad.sched(mixed, policies=["fifo", "backfill"])
+
+
+def test_a_dict_value_json_cannot_hold_is_an_error_naming_its_field():
+    # json.dumps wrote NaN/Infinity, which the parser refused as "invalid JSON at line 1
+    # column 85", a place in text the caller never saw.
+    s = {
+        "format": "myriad/1",
+        "cluster": {"accelerator": "h100-sxm", "count": 64, "scale_up": "hgx-h100"},
+        "model": {"preset": "llama3-8b"},
+        "training": {"global_batch": 512, "micro_batch": 1, "tokens": 1e12},
+    }
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        s["training"]["tokens"] = bad
+        with pytest.raises(ValueError, match=r"^<dict>: training\.tokens: -?(nan|inf) is not a finite number"):
+            myriad.train(s)
+    s["training"]["tokens"] = 1e12
+    s["cluster"]["fabrics"] = [{"x": {1, 2}}]
+    with pytest.raises(TypeError, match=r"^<dict>: cluster\.fabrics\[0\]\.x: a set is not a JSON value"):
+        myriad.cluster(s)
+    with pytest.raises(ValueError, match=r"^result: step_time_s: nan"):
+        myriad.report("train", {"step_time_s": float("nan")})
+    np = pytest.importorskip("numpy")
+    # numpy's numbers (a DataFrame's cells) are numbers.
+    s["cluster"] = {"accelerator": "h100-sxm", "count": np.int64(64), "scale_up": "hgx-h100"}
+    s["training"]["tokens"] = np.float64(1e12)
+    assert myriad.train(s)["accelerators"] == 64
+
+
+def test_a_missing_file_is_a_file_not_found_error_naming_it(tmp_path):
+    # Scenario files already were (Python's open); the sweep spec, an openb directory's
+    # files and a serving trace were ValueErrors.
+    with pytest.raises(FileNotFoundError) as e:
+        myriad.sweep(tmp_path / "nope.yaml")
+    assert e.value.filename == str(tmp_path / "nope.yaml")
+    with pytest.raises(FileNotFoundError) as e:
+        myriad.sched(openb=tmp_path / "nope")
+    assert e.value.filename == str(tmp_path / "nope" / "openb_node_list_all_node.csv")
+    s = tmp_path / "serve.yaml"
+    s.write_text(
+        (ROOT / "examples" / "serve-llama3-70b-h100.yaml").read_text()
+        + "\n# a trace beside the scenario that is not there\n"
+    )
+    text = s.read_text()
+    assert "\nserving:" in text
+    s.write_text(text.replace("\nserving:", "\nserving:\n  trace: missing.csv", 1))
+    with pytest.raises(FileNotFoundError) as e:
+        myriad.serve(s, requests=10)
+    assert e.value.filename == str(tmp_path / "missing.csv")
+
+
+def test_a_bytes_path_is_a_path():
+    # os.fspath passed bytes through to the engine: "'bytes' object is not an instance of
+    # 'str'".
+    t = myriad.train(os.fsencode(SUPERPOD))
+    assert t == myriad.train(SUPERPOD)
+    assert myriad.sweep(os.fsencode(SWEEP)).equals(myriad.sweep(SWEEP))
+    mixed = myriad.sched(os.fsencode(ROOT / "examples" / "sched-nvl72-mixed.yaml"), policies="fifo")
+    assert mixed["policies"][0]["policy"]["name"] == "fifo"
+
+
+def test_ray_sweep_types_columns_from_every_row_as_the_single_process_sweep(tmp_path):
+    pytest.importorskip("ray")
+    import myriad.ray
+
+    # Rows 1 and 3 fail (a global batch of 1000 fills no whole micro-batches), so with two
+    # shards one shard's `error` column is all empty (float) and the other's text: merged
+    # as DataFrames, `error` was object, not the single sweep's string column.
+    spec = tmp_path / "mixed.yaml"
+    spec.write_text(
+        "format: myriad-sweep/1\n"
+        f"base: {SUPERPOD}\n"
+        "vary:\n"
+        "  training.micro_batch: [1, 2]\n"
+        "  training.global_batch: [1536, 1000]\n"
+    )
+    single = myriad.sweep(spec)
+    assert single["error"].isna().tolist() == [True, False, True, False]
+    df = myriad.ray.sweep(
+        spec,
+        shards=2,
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+    )
+    assert df.equals(single), (df.dtypes, single.dtypes)

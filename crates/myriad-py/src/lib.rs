@@ -81,18 +81,27 @@ fn reliability(
     seed: Option<u64>,
     compare: Vec<String>,
 ) -> PyResult<String> {
+    // As the CLI's `--compare`: items may be comma-separated or `all`; each comparison
+    // runs once.
     let mut kinds: Vec<&'static str> = Vec::new();
-    for c in &compare {
-        kinds.push(match c.as_str() {
-            "size" => "size",
-            "domain" => "domain",
-            "checkpoint" => "checkpoint",
+    for item in compare.iter().flat_map(|c| c.split(',')) {
+        let add: &[&'static str] = match item.trim() {
+            "size" => &["size"],
+            "domain" => &["domain"],
+            "checkpoint" => &["checkpoint"],
+            "all" => &["size", "domain", "checkpoint"],
+            "" => &[],
             other => {
                 return Err(err(format!(
-                    "compare: `{other}` is not size, domain or checkpoint"
+                    "compare: `{other}` is not one of size, domain, checkpoint, all"
                 )))
             }
-        });
+        };
+        for k in add {
+            if !kinds.contains(k) {
+                kinds.push(k);
+            }
+        }
     }
     py.detach(|| {
         let s = myriad_api::scenario(file, text)?;
@@ -131,8 +140,48 @@ fn sweep_csv(py: Python<'_>, path: &str, k: u64, n: u64) -> PyResult<String> {
     .map_err(err)
 }
 
-fn read_file(p: &std::path::Path) -> Result<String, String> {
-    std::fs::read_to_string(p).map_err(|e| format!("{}: cannot read: {e}", p.display()))
+/// Reads the files a scenario names (traces, the openb CSVs) as the CLI does, keeping the
+/// first IO error so that it reaches Python as the `OSError` it is (`FileNotFoundError`,
+/// `PermissionError`, ...) rather than as a `ValueError`.
+#[derive(Default)]
+struct Files {
+    failed: std::sync::Mutex<Option<(std::path::PathBuf, std::io::Error)>>,
+}
+
+impl Files {
+    fn read(&self, p: &std::path::Path) -> Result<String, String> {
+        std::fs::read_to_string(p).map_err(|e| {
+            let msg = format!("{}: cannot read: {e}", p.display());
+            let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+            failed.get_or_insert((p.to_path_buf(), e));
+            msg
+        })
+    }
+
+    /// The error of a call that read through `self`: the IO error when a read failed (the
+    /// engine stops at the first), else `msg` as a `ValueError`.
+    fn error(self, msg: String) -> PyErr {
+        match self.failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some((path, e)) => {
+                let text = e.to_string();
+                // "No such file or directory (os error 2)" -> "No such file or directory".
+                let strerror = match text.rfind(" (os error ") {
+                    Some(i) => text[..i].to_string(),
+                    None => text,
+                };
+                // OSError(errno, strerror, filename) is built as its errno's subclass.
+                match e.raw_os_error() {
+                    Some(code) => pyo3::exceptions::PyOSError::new_err((
+                        code,
+                        strerror,
+                        path.display().to_string(),
+                    )),
+                    None => pyo3::exceptions::PyOSError::new_err(msg),
+                }
+            }
+            None => err(msg),
+        }
+    }
 }
 
 /// `myriad serve`: the request-level simulation of the scenario's `serving` block (JSON
@@ -147,19 +196,25 @@ fn serve(
     seed: Option<u64>,
     requests: Option<u64>,
 ) -> PyResult<String> {
+    // As the CLI's `--requests`: past the cap the simulation's buffers would not fit in
+    // memory, and a failed allocation aborts the interpreter.
+    if let Some(n) = requests {
+        myriad_scenario::serving::check_requests(n).map_err(|m| err(format!("requests: {m}")))?;
+    }
+    let files = Files::default();
     py.detach(|| {
         let s = myriad_api::scenario(file, text)?;
         let (setup, _) = myriad_api::serve_setup(
             &s,
             file,
             std::path::Path::new(base),
-            &read_file,
+            &|p: &std::path::Path| files.read(p),
             seed,
             requests,
         )?;
         serde_json::to_value(myriad_serve::run(&setup)).map_err(|e| e.to_string())
     })
-    .map_err(err)
+    .map_err(|m| files.error(m))
     .and_then(|v| to_json(&v))
 }
 
@@ -172,35 +227,41 @@ fn serve_validate(py: Python<'_>, file: &str, text: &str) -> PyResult<String> {
 }
 
 /// `myriad sched`: policies side by side on the scenario's `scheduling` block, or the
-/// openb trace in `openb` when `text` is empty (JSON text).
+/// openb trace in `openb` when `text` is `None` (JSON text). An empty `text` is an empty
+/// scenario file, parsed (and refused) as the CLI parses it.
 #[pyfunction]
 #[pyo3(signature = (file, text, base, openb=None, policies=None, seed=None))]
 fn sched(
     py: Python<'_>,
     file: &str,
-    text: &str,
+    text: Option<&str>,
     base: &str,
     openb: Option<String>,
     policies: Option<Vec<String>>,
     seed: Option<u64>,
 ) -> PyResult<String> {
+    // As the CLI's `--policies`: names may be comma-separated, blanks dropped.
+    let policies: Option<Vec<String>> = policies.map(|p| {
+        p.iter()
+            .flat_map(|x| x.split(','))
+            .map(|x| x.trim().to_string())
+            .filter(|x| !x.is_empty())
+            .collect()
+    });
+    let files = Files::default();
     py.detach(|| {
-        let s = if text.is_empty() {
-            None
-        } else {
-            Some(myriad_api::scenario(file, text)?)
-        };
+        let s = text.map(|t| myriad_api::scenario(file, t)).transpose()?;
         myriad_api::sched(
             s.as_ref().map(|s| (s, file)),
             std::path::Path::new(base),
             openb.as_deref().map(std::path::Path::new),
-            &read_file,
+            &|p: &std::path::Path| files.read(p),
             policies.as_deref(),
             seed,
         )
         .map(|r| r.json())
     })
-    .map_err(err)
+    .map_err(|m| files.error(m))
     .and_then(|v| to_json(&v))
 }
 
