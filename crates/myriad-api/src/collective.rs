@@ -125,6 +125,14 @@ pub fn group_span(
                 if b < a {
                     return Err(bad());
                 }
+                // Checked before the range is expanded: `0-18446744073709551615` is not
+                // a list to build.
+                if b >= cluster.accelerators {
+                    return Err(format!(
+                        "--group: rank {b} is outside the cluster's {} accelerators",
+                        cluster.accelerators
+                    ));
+                }
                 ranks.extend(a..=b);
             }
             None => ranks.push(part.trim().parse().map_err(|_| bad())?),

@@ -292,9 +292,21 @@ pub fn reliability(
 ) -> Result<ReliabilityRun, String> {
     let cat = myriad_catalog::catalog();
     let setup = myriad_reliability::setup(s, cat).map_err(|e| format!("{file}: {e}"))?;
+    let given = replicas.is_some();
     let replicas = replicas.unwrap_or(setup.replicas);
     if replicas == 0 {
         return Err("replicas: must be at least 1".into());
+    }
+    if replicas > myriad_reliability::MAX_REPLICAS {
+        let field = if given {
+            "replicas".to_string()
+        } else {
+            format!("{file}: reliability.replicas")
+        };
+        return Err(format!(
+            "{field}: {replicas} is more than the {} replicas one analysis runs",
+            myriad_reliability::MAX_REPLICAS
+        ));
     }
     let o = myriad_reliability::Options {
         days,

@@ -1172,3 +1172,67 @@ fn train_says_host_memory_when_offloaded_activations_do_not_fit() {
     let verdict = out.lines().find(|l| l.starts_with("fits:")).unwrap();
     assert!(verdict.starts_with("fits: NO — host memory: "), "{verdict}");
 }
+
+#[test]
+fn too_many_reliability_replicas_is_an_error_not_an_abort() {
+    // 2^32 - 1 replicas once asked for 584 GB of results and aborted the process (the
+    // Python binding too); the flag and the scenario key are capped with the numbers.
+    let (code, _, err) = myriad(&[
+        "reliability",
+        "examples/reliability-llama3.yaml",
+        "--replicas",
+        "4294967295",
+        "--days",
+        "0.001",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("replicas: 4294967295 is more than the 1000000 replicas one analysis runs"),
+        "{err}"
+    );
+    let dir = std::env::temp_dir().join(format!("myriad-cli-reps-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("r.yaml");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/reliability-llama3.yaml"
+    ))
+    .unwrap();
+    assert!(
+        text.contains("\nreliability: {}\n"),
+        "the example's reliability block"
+    );
+    let text = text.replacen(
+        "\nreliability: {}\n",
+        "\nreliability: {replicas: 2000000}\n",
+        1,
+    );
+    std::fs::write(&f, text).unwrap();
+    let (code, _, err) = myriad(&["reliability", f.to_str().unwrap(), "--days", "0.001"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("reliability.replicas: 2000000 is more than"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_huge_rank_range_is_refused_before_it_is_built() {
+    // `--group 0-<2^64-1>` once expanded the range into a list before checking it against
+    // the cluster, which exhausted memory.
+    let (code, _, err) = myriad(&[
+        "collective",
+        "examples/dgx-h100-node.yaml",
+        "--op",
+        "all-reduce",
+        "--bytes",
+        "1MiB",
+        "--group",
+        "0-18446744073709551615",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("rank 18446744073709551615 is outside the cluster's 8 accelerators"),
+        "{err}"
+    );
+}

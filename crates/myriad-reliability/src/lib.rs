@@ -110,6 +110,11 @@ pub mod defaults {
     pub const SEED: u64 = 1;
 }
 
+/// The most Monte Carlo replicas one analysis runs: every replica's result is held until
+/// the reduction (about 140 bytes each, and each comparison row runs as many again), and a
+/// million already puts the 95% bands within a tenth of a percent.
+pub const MAX_REPLICAS: u32 = 1_000_000;
+
 /// Failure components.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
