@@ -149,13 +149,15 @@ fn mlperf_dataset_mean_prompt_lengths() {
 /// than at the fp8 fraction, 0.55 before and 0.65 measured since: its two Llama 3.1 405B
 /// rows +1 point (+28.7%, +53.2%). 37.0% once MI300X's fp8 GEMMs run at their measured 0.43
 /// of the peak (hipBLASLt on Azure ND MI300X v5; 0.41 by a rule before): its four rows,
-/// already over-predicted, 4-20 points higher (Interactive +64.7% -> +84.2%).
+/// already over-predicted, 4-20 points higher (Interactive +64.7% -> +84.2%). 37.3% once
+/// GB300's bf16 GEMMs run at least at B300's measured rate (0.61 of its peak, was 0.55 by a
+/// rule): its two DeepSeek-R1 rows, over-predicted, 2-7 points higher.
 #[test]
 fn mlperf5_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf5.json");
     let s = &r.summary;
     assert_eq!(s.count, 23);
-    assert!(s.mae < 0.372, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.375, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.212,
         "median {:.3}",
@@ -170,7 +172,7 @@ fn mlperf5_held_out_rows_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 36.9%, worst +249%: DeepSeek-R1 Server rows)"]
+#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 37.3%, worst +256%: DeepSeek-R1 Server rows)"]
 fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-mlperf5.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
@@ -201,9 +203,10 @@ fn mlperf6_rows_are_all_scored_with_their_dataset_prompt_length() {
     }
 }
 
-/// Ratchet on the MLPerf v6.0 rows (15 scored), just above the figures measured: MAE 18.6%,
-/// median 5.1%, worst +86.9% (GB300 NVL72 DeepSeek-R1 Server), since B300's GEMM rates are
-/// NVIDIA's measured ones (the B300 Llama rows −2.9..+5.1%; MAE 20.7% when added). The
+/// Ratchet on the MLPerf v6.0 rows (15 scored), just above the figures measured: MAE 18.4%,
+/// median 5.3%, worst +90.8% (GB300 NVL72 DeepSeek-R1 Server), since B300's GEMM rates are
+/// NVIDIA's measured ones (the B300 Llama rows −2.9..+5.1%; MAE 20.7% when added) and
+/// GB300's bf16 rate is bound by B300's (18.6% before). The
 /// issue's kept-aside bar (MAE under 15%, no row worse than 40%) is NOT met: the three
 /// DeepSeek-R1 Server rows are over-predicted +48..+87% (at ~125-175 running sequences per
 /// rank the runs report a 56-61 ms mean TPOT where the model's step is 27-31 ms, as on the
@@ -222,7 +225,7 @@ fn mlperf6_held_out_rows_do_not_regress() {
         s.median_abs_error
     );
     assert!(
-        s.worst_abs_error < 0.90,
+        s.worst_abs_error < 0.93,
         "{} {:.3}",
         s.worst_id,
         s.worst_abs_error
@@ -230,7 +233,7 @@ fn mlperf6_held_out_rows_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on MLPerf v6.0 rows (MAE 18.6%, worst +86.9%: DeepSeek-R1 Server rows)"]
+#[ignore = "kept-aside bar not met on MLPerf v6.0 rows (MAE 18.4%, worst +90.8%: DeepSeek-R1 Server rows)"]
 fn mlperf6_held_out_rows_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-mlperf6.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");

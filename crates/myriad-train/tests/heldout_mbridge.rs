@@ -54,13 +54,15 @@ fn report() -> myriad_train::validate::ValidationReport {
 /// slow, the wrong way, and is kept); 12.15% since GB300's fp8 GEMMs run at their measured
 /// 0.65 of the peak (Azure's cuBLASLt runs, the catalog's `gemm_fp8` source), not at GB200's
 /// 0.55, with its fp4 GEMMs at their own measured 0.56 (`gemm_fp4`): the twelve GB300
-/// fp8/MXFP8 rows 4-15 points faster, the two NVFP4 rows 1 point faster.
+/// fp8/MXFP8 rows 4-15 points faster, the two NVFP4 rows 1 point faster; 11.90% since B300's
+/// GEMM rates are NVIDIA's measured ones (Transformer Engine's GEMM benchmark on B300) and
+/// GB300's bf16 rate is bound by B300's (0.61, was 0.55 by a rule).
 #[test]
 fn mbridge_held_out_rows_do_not_regress() {
     let r = report();
     print(&r);
     assert_eq!(r.summary.count, 44);
-    common::assert_within(&r, 0.1225, 0.36);
+    common::assert_within(&r, 0.1200, 0.36);
 }
 
 /// Every DeepSeek-V3 and Kimi K2 row is predicted (61 layers that no pipeline here
@@ -143,7 +145,7 @@ fn archived_rows_take_their_releases_recipe() {
 
 /// The bar for kept-aside data; not met (mean 15.2%, worst -34.9%), so ignored.
 #[test]
-#[ignore = "kept-aside bar not met on the Megatron-Bridge rows: mean 12.2%, worst -34.7% (Qwen3 235B, 64 B200)"]
+#[ignore = "kept-aside bar not met on the Megatron-Bridge rows: mean 11.9%, worst -34.7% (Qwen3 235B, 64 B200)"]
 fn mbridge_held_out_rows_meet_the_kept_aside_bar() {
     common::assert_kept_aside_bar(&report());
 }
