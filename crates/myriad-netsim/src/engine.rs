@@ -316,6 +316,41 @@ fn coalesce(st: &mut ProgState) {
     st.t_lat.truncate(k);
 }
 
+/// A flow slot's hot state (one cache line): everything rating and draining read.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Flow {
+    rate: f64,
+    rem: f64,
+    last: f64,
+    moved: f64,
+    /// Recompute scratch: the rate progressive filling gives.
+    new_rate: f64,
+    w: u32,
+    gen: u32,
+    apos: u32,
+    /// Recompute scratch: in the component / frozen at this stamp.
+    stamp: u32,
+    frozen: u32,
+    len: u8,
+}
+
+#[derive(Clone, Copy, Default)]
+struct FlowCold {
+    prog: u32,
+    tmpl: u32,
+    /// The flow's order among the flows in flight (`Sim::alloc`).
+    lid: u32,
+    lat: f64,
+    start: f64,
+}
+
+/// A flow's links and, for each, its entry's position in `Sim::link_flows`; an entry is
+/// `slot * MAXP + j`.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct FlowPath([[u32; 2]; MAXP]);
+
 struct Sim<'a> {
     net: &'a Network,
     progs: &'a [Program],
@@ -329,21 +364,16 @@ struct Sim<'a> {
     mix: u64,
     now: f64,
     // Flow slots (struct of arrays).
-    f_prog: Vec<u32>,
-    f_tmpl: Vec<u32>,
-    f_w: Vec<u32>,
-    f_rem: Vec<f64>,
-    f_rate: Vec<f64>,
-    f_last: Vec<f64>,
-    f_lat: Vec<f64>,
-    f_start: Vec<f64>,
-    f_moved: Vec<f64>,
-    f_gen: Vec<u32>,
-    f_len: Vec<u8>,
-    f_path: Vec<u32>,
-    f_pos: Vec<u32>,
-    f_apos: Vec<u32>,
+    /// Per-slot state touched on every rating and drain, one cache line per flow.
+    fl: Vec<Flow>,
+    /// Per-slot state read when a flow starts or drains.
+    fc: Vec<FlowCold>,
+    /// Per-slot path and entry positions, interleaved.
+    fp: Vec<FlowPath>,
     free: Vec<u32>,
+    /// Logical ids: handed out as slots were before the slots were recycled in order
+    /// (`Sim::alloc`), they order the flows a fault reroutes.
+    lfree: Vec<u32>,
     active: Vec<u32>,
     link_flows: Vec<Vec<u32>>,
     dirty: Vec<u32>,
@@ -367,11 +397,8 @@ struct Sim<'a> {
     // Recompute scratch.
     stamp: u32,
     l_stamp: Vec<u32>,
-    f_stamp: Vec<u32>,
-    f_frozen: Vec<u32>,
     rem: Vec<f64>,
     cnt: Vec<u64>,
-    new_rate: Vec<f64>,
     comp_links: Vec<u32>,
     comp_flows: Vec<u32>,
     queue: Vec<u32>,
@@ -417,21 +444,11 @@ pub fn simulate(
         epoch: 0,
         mix: 0,
         now: 0.0,
-        f_prog: Vec::new(),
-        f_tmpl: Vec::new(),
-        f_w: Vec::new(),
-        f_rem: Vec::new(),
-        f_rate: Vec::new(),
-        f_last: Vec::new(),
-        f_lat: Vec::new(),
-        f_start: Vec::new(),
-        f_moved: Vec::new(),
-        f_gen: Vec::new(),
-        f_len: Vec::new(),
-        f_path: Vec::new(),
-        f_pos: Vec::new(),
-        f_apos: Vec::new(),
+        fl: Vec::new(),
+        fc: Vec::new(),
+        fp: Vec::new(),
         free: Vec::new(),
+        lfree: Vec::new(),
         active: Vec::new(),
         link_flows: vec![Vec::new(); nl],
         dirty: Vec::new(),
@@ -443,11 +460,8 @@ pub fn simulate(
         top_at: vec![0; nl],
         stamp: 0,
         l_stamp: vec![0; nl],
-        f_stamp: Vec::new(),
-        f_frozen: Vec::new(),
         rem: vec![0.0; nl],
         cnt: vec![0; nl],
-        new_rate: Vec::new(),
         comp_links: Vec::new(),
         comp_flows: Vec::new(),
         queue: Vec::new(),
@@ -536,7 +550,7 @@ impl<'a> Sim<'a> {
         self.res.events += 1;
         match ev {
             Kind::Drain { slot, gen } => {
-                if self.f_gen[slot as usize] == gen && self.f_apos[slot as usize] != u32::MAX {
+                if self.fl[slot as usize].gen == gen && self.fl[slot as usize].apos != u32::MAX {
                     self.drain(slot, t);
                 }
             }
@@ -557,51 +571,48 @@ impl<'a> Sim<'a> {
 
     // ---- flows --------------------------------------------------------------------
 
+    /// A free slot for a new flow. When no flow is in flight, slots are handed out in
+    /// increasing order again (`drain`), so a step's flows lie in memory in the order they
+    /// start. The flow's logical id is the slot the last-freed-first-reused order gives
+    /// (the order faults reroute flows in does not depend on the memory layout).
     fn alloc(&mut self) -> u32 {
-        if let Some(s) = self.free.pop() {
-            return s;
-        }
-        let s = self.f_prog.len() as u32;
-        self.f_prog.push(0);
-        self.f_tmpl.push(0);
-        self.f_w.push(0);
-        self.f_rem.push(0.0);
-        self.f_rate.push(0.0);
-        self.f_last.push(0.0);
-        self.f_lat.push(0.0);
-        self.f_start.push(0.0);
-        self.f_moved.push(0.0);
-        self.f_gen.push(0);
-        self.f_len.push(0);
-        self.f_path.extend([0; MAXP]);
-        self.f_pos.extend([0; MAXP]);
-        self.f_apos.push(u32::MAX);
-        self.f_stamp.push(0);
-        self.f_frozen.push(0);
-        self.new_rate.push(0.0);
+        let lid = self.lfree.pop().unwrap_or(self.fl.len() as u32);
+        let s = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                let s = self.fl.len() as u32;
+                self.fl.push(Flow {
+                    apos: u32::MAX,
+                    ..Flow::default()
+                });
+                self.fc.push(FlowCold::default());
+                self.fp.push(FlowPath([[0; 2]; MAXP]));
+                s
+            }
+        };
+        self.fc[s as usize].lid = lid;
         s
     }
 
     fn insert_entries(&mut self, f: u32) {
         self.floor = 0.0;
         let base = f as usize * MAXP;
-        for j in 0..self.f_len[f as usize] as usize {
-            let l = self.f_path[base + j] as usize;
-            self.f_pos[base + j] = self.link_flows[l].len() as u32;
+        for j in 0..self.fl[f as usize].len as usize {
+            let l = self.fp[f as usize].0[j][0] as usize;
+            self.fp[f as usize].0[j][1] = self.link_flows[l].len() as u32;
             self.link_flows[l].push((base + j) as u32);
             self.dirty.push(l as u32);
         }
         // A rerouted flow keeps its rate (a new one has none yet).
-        if self.f_rate[f as usize] > 0.0 {
+        if self.fl[f as usize].rate > 0.0 {
             self.forget_tops(f as usize);
         }
     }
 
     /// Clear the rate order of flow `f`'s links (its rate changed or it was rerouted).
     fn forget_tops(&mut self, f: usize) {
-        let base = f * MAXP;
-        for j in 0..self.f_len[f] as usize {
-            self.top_state[self.f_path[base + j] as usize] = Top::Unknown;
+        for j in 0..self.fl[f].len as usize {
+            self.top_state[self.fp[f].0[j][0] as usize] = Top::Unknown;
         }
     }
 
@@ -617,7 +628,7 @@ impl<'a> Sim<'a> {
                 }
                 let mut hi = 0.0f64;
                 for &e in &self.link_flows[l] {
-                    hi = hi.max(self.f_rate[e as usize / MAXP]);
+                    hi = hi.max(self.fl[e as usize / MAXP].rate);
                 }
                 self.top_hi[l] = hi;
                 self.top_state[l] = Top::Bound(if self.top_state[l] == Top::Unknown {
@@ -635,8 +646,8 @@ impl<'a> Sim<'a> {
                 v.clear();
                 for &e in &self.link_flows[l] {
                     let f = e as usize / MAXP;
-                    if self.f_rate[f] > 0.0 {
-                        v.push((self.f_rate[f].to_bits(), f as u32, self.f_gen[f]));
+                    if self.fl[f].rate > 0.0 {
+                        v.push((self.fl[f].rate.to_bits(), f as u32, self.fl[f].gen));
                     }
                 }
                 v.sort_unstable_by(|a, b| b.cmp(a));
@@ -648,7 +659,7 @@ impl<'a> Sim<'a> {
         }
         let v = &self.top[l];
         let mut i = self.top_at[l] as usize;
-        while i < v.len() && self.f_gen[v[i].1 as usize] != v[i].2 {
+        while i < v.len() && self.fl[v[i].1 as usize].gen != v[i].2 {
             i += 1;
         }
         self.top_at[l] = i as u32;
@@ -656,15 +667,14 @@ impl<'a> Sim<'a> {
     }
 
     fn remove_entries(&mut self, f: u32, mark_dirty: bool) {
-        let base = f as usize * MAXP;
-        for j in 0..self.f_len[f as usize] as usize {
-            let l = self.f_path[base + j] as usize;
-            let pos = self.f_pos[base + j] as usize;
+        for j in 0..self.fl[f as usize].len as usize {
+            let [l, pos] = self.fp[f as usize].0[j];
+            let (l, pos) = (l as usize, pos as usize);
             let v = &mut self.link_flows[l];
             let last = v.pop().expect("entry present");
             if pos < v.len() {
                 v[pos] = last;
-                self.f_pos[last as usize] = pos as u32;
+                self.fp[last as usize / MAXP].0[last as usize % MAXP][1] = pos as u32;
             }
             if mark_dirty {
                 self.dirty.push(l as u32);
@@ -675,67 +685,73 @@ impl<'a> Sim<'a> {
     /// Move flow `f`'s bytes up to time `t`.
     #[inline]
     fn advance(&mut self, f: usize, t: f64) {
-        let dt = t - self.f_last[f];
+        let dt = t - self.fl[f].last;
         if dt > 0.0 {
-            let mv = (self.f_rate[f] * dt).min(self.f_rem[f].max(0.0));
-            self.f_moved[f] += mv;
-            self.f_rem[f] -= mv;
-            self.res.bytes_delivered += mv * self.f_w[f] as f64;
+            let mv = (self.fl[f].rate * dt).min(self.fl[f].rem.max(0.0));
+            self.fl[f].moved += mv;
+            self.fl[f].rem -= mv;
+            self.res.bytes_delivered += mv * self.fl[f].w as f64;
         }
-        self.f_last[f] = t;
+        self.fl[f].last = t;
     }
 
     fn credit_links(&mut self, f: usize) {
-        let b = self.f_moved[f] * self.f_w[f] as f64;
-        let base = f * MAXP;
-        for j in 0..self.f_len[f] as usize {
-            self.res.link_bytes[self.f_path[base + j] as usize] += b;
+        let b = self.fl[f].moved * self.fl[f].w as f64;
+        for j in 0..self.fl[f].len as usize {
+            self.res.link_bytes[self.fp[f].0[j][0] as usize] += b;
         }
-        self.f_moved[f] = 0.0;
+        self.fl[f].moved = 0.0;
     }
 
     fn drain(&mut self, slot: u32, t: f64) {
         let f = slot as usize;
         // The last byte leaves at `t`: all of the flow's remaining bytes move.
-        let dt = (t - self.f_last[f]).max(0.0);
-        let mv = self.f_rate[f] * dt;
-        self.f_moved[f] += mv;
-        self.res.bytes_delivered += mv * self.f_w[f] as f64;
-        self.f_rem[f] = 0.0;
-        self.f_last[f] = t;
+        let dt = (t - self.fl[f].last).max(0.0);
+        let mv = self.fl[f].rate * dt;
+        self.fl[f].moved += mv;
+        self.res.bytes_delivered += mv * self.fl[f].w as f64;
+        self.fl[f].rem = 0.0;
+        self.fl[f].last = t;
         self.credit_links(f);
-        let p = self.f_prog[f] as usize;
+        let p = self.fc[f].prog as usize;
         let fixed = self.progs[p].phases[self.ps[p].phase].fixed_rates;
         self.remove_entries(slot, !fixed);
         if fixed {
             self.stale = true;
         } else {
-            self.floor = self.floor.min(self.f_rate[f]);
+            self.floor = self.floor.min(self.fl[f].rate);
         }
         // Remove from the active list.
-        let ap = self.f_apos[f] as usize;
+        let ap = self.fl[f].apos as usize;
         let last = self.active.pop().expect("active");
         if ap < self.active.len() {
             self.active[ap] = last;
-            self.f_apos[last as usize] = ap as u32;
+            self.fl[last as usize].apos = ap as u32;
         }
-        self.f_apos[f] = u32::MAX;
+        self.fl[f].apos = u32::MAX;
         if self.active.is_empty() {
             self.stale = false;
         }
-        self.f_gen[f] = self.f_gen[f].wrapping_add(1);
+        self.fl[f].gen = self.fl[f].gen.wrapping_add(1);
         self.free.push(slot);
-        let p = self.f_prog[f] as usize;
-        let arrive = t + self.f_lat[f];
+        self.lfree.push(self.fc[f].lid);
+        if self.active.is_empty() {
+            // Every slot is free: reuse them in memory order.
+            debug_assert_eq!(self.free.len(), self.fl.len());
+            self.free.clear();
+            self.free.extend((0..self.fl.len() as u32).rev());
+        }
+        let p = self.fc[f].prog as usize;
+        let arrive = t + self.fc[f].lat;
         if self.opts.trace {
             let st = &self.ps[p];
-            let spec = st.tmpl[self.f_tmpl[f] as usize];
+            let spec = st.tmpl[self.fc[f].tmpl as usize];
             let phase = &self.progs[p].phases[st.phase];
             let s = Slice {
                 program: p as u32,
                 src: spec.src,
                 dst: spec.dst,
-                start_s: self.f_start[f],
+                start_s: self.fc[f].start,
                 end_s: arrive,
                 bytes: spec.bytes,
                 weight: spec.weight,
@@ -746,9 +762,9 @@ impl<'a> Sim<'a> {
             };
             self.record(s);
         }
-        let w = self.f_w[f] as f64;
-        let lat = self.f_lat[f];
-        let spec = &self.ps[p].tmpl[self.f_tmpl[f] as usize];
+        let w = self.fl[f].w as f64;
+        let lat = self.fc[f].lat;
+        let spec = &self.ps[p].tmpl[self.fc[f].tmpl as usize];
         let timed = spec.timed;
         // Queue pairs of one connection weigh as one connection in the latency average.
         let w = w / spec.split.max(1) as f64;
@@ -1076,20 +1092,22 @@ impl<'a> Sim<'a> {
             let fu = f as usize;
             {
                 let st = &self.ps[pi];
-                self.f_path[fu * MAXP..fu * MAXP + len]
-                    .copy_from_slice(&st.t_path[i * MAXP..i * MAXP + len]);
+                let dst = &mut self.fp[fu].0;
+                for (d, &l) in dst.iter_mut().zip(&st.t_path[i * MAXP..i * MAXP + len]) {
+                    d[0] = l;
+                }
             }
-            self.f_prog[fu] = pi as u32;
-            self.f_tmpl[fu] = i as u32;
-            self.f_w[fu] = fs.weight;
-            self.f_rem[fu] = fs.bytes;
-            self.f_rate[fu] = 0.0;
-            self.f_last[fu] = now;
-            self.f_lat[fu] = lat;
-            self.f_start[fu] = now;
-            self.f_moved[fu] = 0.0;
-            self.f_len[fu] = len as u8;
-            self.f_apos[fu] = self.active.len() as u32;
+            self.fc[fu].prog = pi as u32;
+            self.fc[fu].tmpl = i as u32;
+            self.fl[fu].w = fs.weight;
+            self.fl[fu].rem = fs.bytes;
+            self.fl[fu].rate = 0.0;
+            self.fl[fu].last = now;
+            self.fc[fu].lat = lat;
+            self.fc[fu].start = now;
+            self.fl[fu].moved = 0.0;
+            self.fl[fu].len = len as u8;
+            self.fl[fu].apos = self.active.len() as u32;
             self.active.push(f);
             self.insert_entries(f);
             self.res.flows_simulated += 1;
@@ -1181,19 +1199,18 @@ impl<'a> Sim<'a> {
             .iter()
             .copied()
             .filter(|&f| {
-                let base = f as usize * MAXP;
-                (0..self.f_len[f as usize] as usize)
-                    .any(|j| !self.alive[self.f_path[base + j] as usize])
+                (0..self.fl[f as usize].len as usize)
+                    .any(|j| !self.alive[self.fp[f as usize].0[j][0] as usize])
             })
             .collect();
-        hit.sort_unstable();
+        hit.sort_unstable_by_key(|&f| self.fc[f as usize].lid);
         for f in hit {
             let fu = f as usize;
             self.advance(fu, now);
             self.credit_links(fu);
             self.remove_entries(f, true);
-            let p = self.f_prog[fu] as usize;
-            let fs = self.ps[p].tmpl[self.f_tmpl[fu] as usize];
+            let p = self.fc[fu].prog as usize;
+            let fs = self.ps[p].tmpl[self.fc[fu].tmpl as usize];
             let err = || SimError::NoRoute {
                 program: self.progs[p].name.clone(),
                 src: fs.src,
@@ -1209,9 +1226,11 @@ impl<'a> Sim<'a> {
                 .route(&self.alive, fs.src, fs.dst, fs.flow_id, &mut self.route_buf)
                 .map_err(|_| err())?;
             let len = self.route_buf.len();
-            self.f_path[fu * MAXP..fu * MAXP + len].copy_from_slice(&self.route_buf);
-            self.f_len[fu] = len as u8;
-            self.f_lat[fu] = lat * self.progs[p].latency_scale;
+            for (d, &l) in self.fp[fu].0.iter_mut().zip(&self.route_buf) {
+                d[0] = l;
+            }
+            self.fl[fu].len = len as u8;
+            self.fc[fu].lat = lat * self.progs[p].latency_scale;
             self.insert_entries(f);
             self.res.reroutes += 1;
         }
@@ -1225,8 +1244,10 @@ impl<'a> Sim<'a> {
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
             self.l_stamp.iter_mut().for_each(|x| *x = 0);
-            self.f_stamp.iter_mut().for_each(|x| *x = 0);
-            self.f_frozen.iter_mut().for_each(|x| *x = 0);
+            self.fl.iter_mut().for_each(|x| {
+                x.stamp = 0;
+                x.frozen = 0;
+            });
             self.stamp = 1;
         }
         let stamp = self.stamp;
@@ -1263,20 +1284,19 @@ impl<'a> Sim<'a> {
             let mut c = 0u64;
             for &e in &self.link_flows[lu] {
                 let f = e as usize / MAXP;
-                let w = self.f_w[f];
-                if self.f_rate[f] < cut {
-                    kept += self.f_rate[f] * w as f64;
+                let w = self.fl[f].w;
+                if self.fl[f].rate < cut {
+                    kept += self.fl[f].rate * w as f64;
                     continue;
                 }
                 c += w as u64;
-                if self.f_stamp[f] == stamp {
+                if self.fl[f].stamp == stamp {
                     continue;
                 }
-                self.f_stamp[f] = stamp;
+                self.fl[f].stamp = stamp;
                 self.comp_flows.push(f as u32);
-                let base = f * MAXP;
-                for j in 0..self.f_len[f] as usize {
-                    let l2 = self.f_path[base + j] as usize;
+                for j in 0..self.fl[f].len as usize {
+                    let l2 = self.fp[f].0[j][0] as usize;
                     if self.l_stamp[l2] != stamp {
                         self.l_stamp[l2] = stamp;
                         self.queue.push(l2 as u32);
@@ -1322,15 +1342,14 @@ impl<'a> Sim<'a> {
             }
             for k in 0..self.link_flows[l].len() {
                 let f = self.link_flows[l][k] as usize / MAXP;
-                if self.f_frozen[f] == stamp || self.f_stamp[f] != stamp {
+                if self.fl[f].frozen == stamp || self.fl[f].stamp != stamp {
                     continue;
                 }
-                self.f_frozen[f] = stamp;
-                self.new_rate[f] = share;
-                let w = self.f_w[f];
-                let base = f * MAXP;
-                for j in 0..self.f_len[f] as usize {
-                    let l2 = self.f_path[base + j] as usize;
+                self.fl[f].frozen = stamp;
+                self.fl[f].new_rate = share;
+                let w = self.fl[f].w;
+                for j in 0..self.fl[f].len as usize {
+                    let l2 = self.fp[f].0[j][0] as usize;
                     self.rem[l2] -= share * w as f64;
                     self.cnt[l2] -= w as u64;
                 }
@@ -1338,17 +1357,17 @@ impl<'a> Sim<'a> {
         }
         for i in 0..self.comp_flows.len() {
             let f = self.comp_flows[i] as usize;
-            let r = self.new_rate[f];
-            let old = self.f_rate[f];
+            let r = self.fl[f].new_rate;
+            let old = self.fl[f].rate;
             if old > 0.0 && (r - old).abs() <= 1e-12 * old {
                 continue;
             }
-            self.f_rate[f] = r;
+            self.fl[f].rate = r;
             self.forget_tops(f);
-            self.f_gen[f] = self.f_gen[f].wrapping_add(1);
+            self.fl[f].gen = self.fl[f].gen.wrapping_add(1);
             if r > 0.0 {
-                let t = now + self.f_rem[f].max(0.0) / r;
-                let gen = self.f_gen[f];
+                let t = now + self.fl[f].rem.max(0.0) / r;
+                let gen = self.fl[f].gen;
                 self.push(
                     t,
                     Kind::Drain {
@@ -1360,10 +1379,10 @@ impl<'a> Sim<'a> {
         }
         // Drop superseded drain events when they dominate the queue.
         if self.events.len() > 4 * self.active.len() + 4096 {
-            let (gen, apos) = (&self.f_gen, &self.f_apos);
+            let fl = &self.fl;
             self.events.retain(|ev| match *ev {
                 Kind::Drain { slot, gen: g } => {
-                    gen[slot as usize] == g && apos[slot as usize] != u32::MAX
+                    fl[slot as usize].gen == g && fl[slot as usize].apos != u32::MAX
                 }
                 _ => true,
             });
