@@ -233,6 +233,13 @@ impl Group {
     /// A group made of several placement dimensions ((size, stride) each), placed by
     /// [`Plan::span_dims`]; its flow-simulation layout takes the finest stride.
     fn of_dims(levels: &[Level], dims: &[(u64, u64)], accelerators: u64) -> Group {
+        // One dimension of more than one rank (every group but DP and DP × CP under some
+        // placements): a uniform stride, placed directly.
+        let mut big = dims.iter().filter(|d| d.0 > 1);
+        if let (first, None) = (big.next(), big.next()) {
+            let (n, stride) = first.copied().unwrap_or((1, 1));
+            return Group::new(levels, n, stride.max(1), accelerators);
+        }
         let n = dims.iter().fold(1u64, |a, p| a.saturating_mul(p.0));
         let parts = Plan::group_parts(dims);
         let stride = parts.first().map_or(1, |p| p.1);
