@@ -450,7 +450,7 @@ fn no_prediction_beats_its_roofline() {
 /// predicted throughput, as it raised the measured. Measured 25,664 → 33,499 output
 /// tokens/s (1.31×); the model's gain is 1.11× (3,412 → 3,776 per GPU, session 38): it
 /// prices an iteration in which some ranks prefill while others decode below what the
-/// run paid (docs/serving.md). Ratchet: MAE 9.5% at session 40 (+6.4%, −9.8%, −11.9%: the
+/// run paid (docs/serving.md). Ratchet: MAE 9.3% at session 40 (+6.4%, −9.8%, −11.9%: the
 /// full strategy's `batching_wait_iters` 10 modelled since then costs it 0.4%, where the
 /// blog measured +1.9%); 9.2% at session 38.
 #[test]
