@@ -285,3 +285,38 @@ def test_ray_sweep_types_columns_from_every_row_as_the_single_process_sweep(tmp_
         _node_ip_address="127.0.0.1",
     )
     assert df.equals(single), (df.dtypes, single.dtypes)
+
+
+def test_negative_counts_and_seeds_are_value_errors_naming_the_range():
+    # pyo3 raised OverflowError("can't convert negative int to unsigned"), naming nothing.
+    rel = ROOT / "examples" / "reliability-llama3.yaml"
+    srv = ROOT / "examples" / "serve-llama3-70b-h100.yaml"
+    u64 = (1 << 64) - 1
+    cases = [
+        (lambda: myriad.search(SUPERPOD, top=-1), rf"^top: -1 is not an integer from 0 to {u64}$"),
+        (lambda: myriad.search(SUPERPOD, top=1 << 64), rf"^top: {1 << 64} is not an integer from 0 to {u64}$"),
+        (lambda: myriad.reliability(rel, seed=-1), rf"^seed: -1 is not an integer from 0 to {u64}$"),
+        (lambda: myriad.reliability(rel, seed=1 << 64), rf"^seed: {1 << 64} is not an integer"),
+        (lambda: myriad.reliability(rel, replicas=-1), r"^replicas: -1 is not an integer from 1 to 1000000$"),
+        (lambda: myriad.reliability(rel, replicas=1 << 32), rf"^replicas: {1 << 32} is not an integer from 1 to 1000000$"),
+        (lambda: myriad.serve(srv, seed=-1, requests=10), rf"^seed: -1 is not an integer from 0 to {u64}$"),
+        (lambda: myriad.serve(srv, requests=-1), r"^requests: -1 is not an integer from 1 to 10000000$"),
+        (lambda: myriad.sched(ROOT / "examples" / "sched-nvl72-mixed.yaml", seed=-5), r"^seed: -5 is not an integer"),
+    ]
+    for call, want in cases:
+        with pytest.raises(ValueError, match=want):
+            call()
+    # Inside the type, the engine's own range checks as before.
+    with pytest.raises(ValueError, match=r"^replicas: must be at least 1"):
+        myriad.reliability(rel, replicas=0)
+    with pytest.raises(TypeError, match=r"^top: 2\.5 is not an integer"):
+        myriad.search(SUPERPOD, top=2.5)
+
+
+def test_ray_sweep_refuses_a_negative_shard_count():
+    pytest.importorskip("ray")
+    import myriad.ray
+
+    # -1 shards made no tasks and failed on the merge: "list index out of range".
+    with pytest.raises(ValueError, match=r"^shards: -1 is not an integer from 1 to"):
+        myriad.ray.sweep(SWEEP, shards=-1)

@@ -326,5 +326,8 @@ fn _myriad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(collective, m)?)?;
     m.add_function(wrap_pyfunction!(report, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The ranges of `replicas` and `requests`, for the package's messages.
+    m.add("MAX_REPLICAS", myriad_reliability::MAX_REPLICAS)?;
+    m.add("MAX_REQUESTS", myriad_scenario::serving::MAX_REQUESTS)?;
     Ok(())
 }
