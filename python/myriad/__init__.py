@@ -23,6 +23,7 @@ import json
 import math
 import numbers
 import os
+import re
 import struct
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
@@ -280,15 +281,40 @@ def collective(
     return json.loads(_myriad.collective(*_text(scenario), op, b, sweep, group, algorithm))
 
 
-def sweep(spec: Union[str, "os.PathLike[str]"], shard: tuple[int, int] = (1, 1)):
-    """Evaluate a ``myriad-sweep/1`` grid (or shard ``k`` of ``n`` of it) and return a
-    pandas DataFrame with the same columns as ``myriad sweep`` writes."""
-    k, n = shard
+def _shard(shard: Union[str, Sequence[int]]) -> tuple[int, int]:
+    """``(k, n)`` of a shard given as ``(k, n)`` or the CLI's ``"K/N"``: 1 <= k <= n."""
+    if isinstance(shard, str):
+        m = re.fullmatch(r"\s*([0-9]+)\s*/\s*([0-9]+)\s*", shard)
+        if m is None:
+            raise ValueError(f"shard: `{shard}` is not K/N (shard K of N, 1-based), e.g. \"3/16\"")
+        k, n = int(m.group(1)), int(m.group(2))
+    else:
+        try:
+            k, n = shard
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"shard: {shard!r} is not (k, n) or \"K/N\" (shard K of N, 1-based)"
+            ) from None
+        k, n = _uint("shard", k, lo=1), _uint("shard", n, lo=1)
+        if k is None or n is None:
+            raise TypeError(f"shard: {shard!r} is not a pair of integers")
+    if not 1 <= n <= _U64:
+        raise ValueError(f"shard: `{k}/{n}`: N must be 1 to {_U64}")
+    if not 1 <= k <= n:
+        raise ValueError(f"shard: `{k}/{n}`: K must be 1 to {n} (K is 1-based)")
+    return k, n
+
+
+def sweep(spec: Union[str, "os.PathLike[str]"], shard: Union[str, Sequence[int]] = (1, 1)):
+    """Evaluate a ``myriad-sweep/1`` grid (or shard ``k`` of ``n`` of it: ``(k, n)`` or
+    the CLI's ``"K/N"``) and return a pandas DataFrame with the same columns as
+    ``myriad sweep`` writes."""
+    k, n = _shard(shard)
     path = os.fsdecode(spec)
     # A missing or unreadable spec is the OSError open() gives for a scenario file.
     with open(path, "rb"):
         pass
-    return _frame(_myriad.sweep_csv(path, int(k), int(n)))
+    return _frame(_myriad.sweep_csv(path, k, n))
 
 
 def _frame(csv: str):

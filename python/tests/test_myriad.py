@@ -320,3 +320,17 @@ def test_ray_sweep_refuses_a_negative_shard_count():
     # -1 shards made no tasks and failed on the merge: "list index out of range".
     with pytest.raises(ValueError, match=r"^shards: -1 is not an integer from 1 to"):
         myriad.ray.sweep(SWEEP, shards=-1)
+
+
+def test_sweep_takes_the_clis_shard_text():
+    # `shard="1/2"` was unpacked as a sequence: "too many values to unpack (expected 2)".
+    a = myriad.sweep(SWEEP, shard="1/2")
+    assert a.equals(myriad.sweep(SWEEP, shard=(1, 2)))
+    assert myriad.sweep(SWEEP, shard=" 2 / 2 ").equals(myriad.sweep(SWEEP, shard=(2, 2)))
+    for bad in ("1", "0/2", "3/2", "x/2", "1/0", "-1/2", "", (1,), (1, 2, 3), (-1, 2), (0, 2), (1, -2)):
+        with pytest.raises(ValueError, match=r"^shard: ") as e:
+            myriad.sweep(SWEEP, shard=bad)
+        assert "--shard" not in str(e.value)
+    # The engine's own check (myriad.ray's shards) names the keyword too.
+    with pytest.raises(ValueError, match=r"^shard: `3/2`: K must be 1 to 2"):
+        myriad._myriad.sweep_csv(str(SWEEP), 3, 2)

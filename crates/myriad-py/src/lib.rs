@@ -127,7 +127,14 @@ fn sweep_csv(py: Python<'_>, path: &str, k: u64, n: u64) -> PyResult<String> {
     py.detach(|| {
         let sweep =
             myriad_sweep::Sweep::load(std::path::Path::new(path)).map_err(|e| e.to_string())?;
-        let shard = myriad_sweep::Shard::parse(&format!("{k}/{n}")).map_err(|e| e.to_string())?;
+        // The CLI's `--shard: `0/2`: ...` names the keyword here.
+        let shard = myriad_sweep::Shard::parse(&format!("{k}/{n}")).map_err(|e| {
+            let m = e.to_string();
+            match m.strip_prefix("--shard: ") {
+                Some(rest) => format!("shard: {rest}"),
+                None => m,
+            }
+        })?;
         let ev = myriad_sweep::Evaluator::new(&sweep);
         let mut out = myriad_sweep::csv::line(&sweep.header());
         out.push('\n');
