@@ -5,6 +5,7 @@ instance (127.0.0.1) equal to the single-process one."""
 import json
 import os
 import pathlib
+import re
 
 import pytest
 
@@ -334,3 +335,32 @@ def test_sweep_takes_the_clis_shard_text():
     # The engine's own check (myriad.ray's shards) names the keyword too.
     with pytest.raises(ValueError, match=r"^shard: `3/2`: K must be 1 to 2"):
         myriad._myriad.sweep_csv(str(SWEEP), 3, 2)
+
+
+def test_collective_errors_name_the_keywords_not_the_clis_flags():
+    # They named --op, --group, --bytes, --sweep, --algorithm; a group the cluster cannot
+    # hold named no file.
+    one = {"bytes": 1 << 20}
+    cases = [
+        (dict(one, op="all-redux"), r"^op: `all-redux` is not one of all-reduce"),
+        (dict(one, algorithm="nope"), r"^algorithm: `nope` is not one of ring"),
+        (dict(one, group="nope"), r"^group: `nope` is not tp, dp"),
+        (dict(one, group="0,0"), r"^group: rank 0 is given twice in `0,0`"),
+        (dict(one, group="0-99999"), "^" + re.escape(f"{SUPERPOD}: group: rank 99999 is outside the cluster's 1024 accelerators")),
+        (dict(one, group="5000"), "^" + re.escape(f"{SUPERPOD}: group: rank 5000 is outside")),
+        ({"bytes": "1XB"}, r"^bytes: `1XB` is not a size"),
+        ({"bytes": -1}, r"^bytes: `-1` is not a size"),
+        ({"sweep": "1B..x"}, r"^sweep: `x` is not a size"),
+        ({"sweep": "1KiB"}, r"^sweep: `1KiB` is not a range"),
+        ({"sweep": "1KiB..1B"}, r"^sweep: `1KiB..1B` runs from"),
+        ({}, r"^give bytes \(a size\) or sweep \(FROM\.\.TO\)$"),
+        ({"bytes": 1, "sweep": "1B..2B"}, r"^bytes 1 and sweep 1B\.\.2B: give one size or one range"),
+    ]
+    for kw, want in cases:
+        kw.setdefault("op", "all-reduce")
+        with pytest.raises(ValueError, match=want) as e:
+            myriad.collective(SUPERPOD, **kw)
+        assert "--" not in str(e.value), (kw, e.value)
+    bare = {"format": "myriad/1", "cluster": {"accelerator": "h100-sxm", "count": 8}}
+    with pytest.raises(ValueError, match=r"^<dict>: group tp: the scenario has no training plan"):
+        myriad.collective(bare, "all-reduce", bytes=1, group="tp")

@@ -289,7 +289,16 @@ fn collective(
 ) -> PyResult<String> {
     py.detach(|| {
         let s = myriad_api::scenario(file, text)?;
-        let input = myriad_api::collective_input(&s, file, op, bytes, sweep, group, algorithm)?;
+        let input = myriad_api::collective_input_named(
+            &s,
+            file,
+            op,
+            bytes,
+            sweep,
+            group,
+            algorithm,
+            myriad_api::Naming::Keywords,
+        )?;
         myriad_api::collective_analytical(&input, file).map(|(_, v)| v)
     })
     .map_err(err)
