@@ -23,6 +23,8 @@ import json
 import math
 import numbers
 import os
+import re
+import struct
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _myriad
@@ -85,6 +87,25 @@ def _json(value: Any, name: str) -> str:
 
     check(value, "")
     return json.dumps(value, allow_nan=False, default=plain)
+
+
+_U64 = (1 << 64) - 1
+_USIZE = (1 << (8 * struct.calcsize("P"))) - 1
+
+
+def _uint(name: str, v: Any, lo: int = 0, hi: int = _U64, bits: int = 64) -> Optional[int]:
+    """``v`` as the engine's unsigned integer of ``bits`` bits (``None`` as it is): a value
+    that type cannot hold is a ``ValueError`` naming ``name`` and the range the engine
+    takes (``lo`` to ``hi``; values inside the type but outside the range are the engine's
+    to refuse, with its own message), rather than pyo3's nameless ``OverflowError``."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name}: {v!r} is not an integer")
+    i = int(v)
+    if i < 0 or i >= 1 << bits:
+        raise ValueError(f"{name}: {i} is not an integer from {lo} to {hi}")
+    return i
 
 
 def _text(scenario: Scenario) -> tuple[str, str]:
@@ -163,6 +184,7 @@ def search(
     ``global_batch`` replaces the scenario's global batch with the batches to consider: a
     list (``[512, 1024]``), one batch, or the CLI's ``"512,1024"`` or ``"512..4096"``."""
     gb = _global_batches(global_batch) if global_batch is not None else None
+    top = _uint("top", top, hi=_USIZE, bits=8 * struct.calcsize("P"))
     return json.loads(_myriad.search(*_text(scenario), top, gb))
 
 
@@ -183,6 +205,8 @@ def reliability(
     (``myriad reliability --json``); ``compare`` from ``size``, ``domain``,
     ``checkpoint`` (a list, or the CLI's ``"size,domain"`` or ``"all"``)."""
     cmp = [compare] if isinstance(compare, str) else list(compare)
+    replicas = _uint("replicas", replicas, lo=1, hi=_myriad.MAX_REPLICAS, bits=32)
+    seed = _uint("seed", seed)
     return json.loads(_myriad.reliability(*_text(scenario), days, replicas, seed, cmp))
 
 
@@ -206,6 +230,8 @@ def serve(
     TTFT/TPOT percentiles, goodput, KV-cache use (``myriad serve --json``); with
     ``serving.concurrency`` (a closed loop of clients), also ``concurrency_sweep``:
     throughput per accelerator against each user's speed at 1, 2, 4, ... clients."""
+    seed = _uint("seed", seed)
+    requests = _uint("requests", requests, lo=1, hi=_myriad.MAX_REQUESTS)
     file, text = _text(scenario)
     return json.loads(_myriad.serve(file, text, _base(scenario), seed, requests))
 
@@ -227,6 +253,7 @@ def sched(
     ``policies``: a list of names, or the CLI's ``"fifo,backfill"``."""
     if scenario is None and openb is None:
         raise ValueError("give a scenario or an openb directory")
+    seed = _uint("seed", seed)
     file, text = _text(scenario) if scenario is not None else ("<openb>", None)
     base = _base(scenario) if scenario is not None else os.getcwd()
     ob = os.fsdecode(openb) if openb is not None else None
@@ -254,15 +281,40 @@ def collective(
     return json.loads(_myriad.collective(*_text(scenario), op, b, sweep, group, algorithm))
 
 
-def sweep(spec: Union[str, "os.PathLike[str]"], shard: tuple[int, int] = (1, 1)):
-    """Evaluate a ``myriad-sweep/1`` grid (or shard ``k`` of ``n`` of it) and return a
-    pandas DataFrame with the same columns as ``myriad sweep`` writes."""
-    k, n = shard
+def _shard(shard: Union[str, Sequence[int]]) -> tuple[int, int]:
+    """``(k, n)`` of a shard given as ``(k, n)`` or the CLI's ``"K/N"``: 1 <= k <= n."""
+    if isinstance(shard, str):
+        m = re.fullmatch(r"\s*([0-9]+)\s*/\s*([0-9]+)\s*", shard)
+        if m is None:
+            raise ValueError(f"shard: `{shard}` is not K/N (shard K of N, 1-based), e.g. \"3/16\"")
+        k, n = int(m.group(1)), int(m.group(2))
+    else:
+        try:
+            k, n = shard
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"shard: {shard!r} is not (k, n) or \"K/N\" (shard K of N, 1-based)"
+            ) from None
+        k, n = _uint("shard", k, lo=1), _uint("shard", n, lo=1)
+        if k is None or n is None:
+            raise TypeError(f"shard: {shard!r} is not a pair of integers")
+    if not 1 <= n <= _U64:
+        raise ValueError(f"shard: `{k}/{n}`: N must be 1 to {_U64}")
+    if not 1 <= k <= n:
+        raise ValueError(f"shard: `{k}/{n}`: K must be 1 to {n} (K is 1-based)")
+    return k, n
+
+
+def sweep(spec: Union[str, "os.PathLike[str]"], shard: Union[str, Sequence[int]] = (1, 1)):
+    """Evaluate a ``myriad-sweep/1`` grid (or shard ``k`` of ``n`` of it: ``(k, n)`` or
+    the CLI's ``"K/N"``) and return a pandas DataFrame with the same columns as
+    ``myriad sweep`` writes."""
+    k, n = _shard(shard)
     path = os.fsdecode(spec)
     # A missing or unreadable spec is the OSError open() gives for a scenario file.
     with open(path, "rb"):
         pass
-    return _frame(_myriad.sweep_csv(path, int(k), int(n)))
+    return _frame(_myriad.sweep_csv(path, k, n))
 
 
 def _frame(csv: str):

@@ -48,6 +48,10 @@ def sweep(
     """
     import ray
 
+    if shards is not None:
+        shards = myriad._uint("shards", shards, lo=1)
+        if shards == 0:
+            raise ValueError(f"shards: 0 is not an integer from 1 to {myriad._U64}")
     started = False
     if not ray.is_initialized():
         ray.init(address=address, **init_kwargs)

@@ -5,6 +5,7 @@ instance (127.0.0.1) equal to the single-process one."""
 import json
 import os
 import pathlib
+import re
 
 import pytest
 
@@ -285,3 +286,81 @@ def test_ray_sweep_types_columns_from_every_row_as_the_single_process_sweep(tmp_
         _node_ip_address="127.0.0.1",
     )
     assert df.equals(single), (df.dtypes, single.dtypes)
+
+
+def test_negative_counts_and_seeds_are_value_errors_naming_the_range():
+    # pyo3 raised OverflowError("can't convert negative int to unsigned"), naming nothing.
+    rel = ROOT / "examples" / "reliability-llama3.yaml"
+    srv = ROOT / "examples" / "serve-llama3-70b-h100.yaml"
+    u64 = (1 << 64) - 1
+    cases = [
+        (lambda: myriad.search(SUPERPOD, top=-1), rf"^top: -1 is not an integer from 0 to {u64}$"),
+        (lambda: myriad.search(SUPERPOD, top=1 << 64), rf"^top: {1 << 64} is not an integer from 0 to {u64}$"),
+        (lambda: myriad.reliability(rel, seed=-1), rf"^seed: -1 is not an integer from 0 to {u64}$"),
+        (lambda: myriad.reliability(rel, seed=1 << 64), rf"^seed: {1 << 64} is not an integer"),
+        (lambda: myriad.reliability(rel, replicas=-1), r"^replicas: -1 is not an integer from 1 to 1000000$"),
+        (lambda: myriad.reliability(rel, replicas=1 << 32), rf"^replicas: {1 << 32} is not an integer from 1 to 1000000$"),
+        (lambda: myriad.serve(srv, seed=-1, requests=10), rf"^seed: -1 is not an integer from 0 to {u64}$"),
+        (lambda: myriad.serve(srv, requests=-1), r"^requests: -1 is not an integer from 1 to 10000000$"),
+        (lambda: myriad.sched(ROOT / "examples" / "sched-nvl72-mixed.yaml", seed=-5), r"^seed: -5 is not an integer"),
+    ]
+    for call, want in cases:
+        with pytest.raises(ValueError, match=want):
+            call()
+    # Inside the type, the engine's own range checks as before.
+    with pytest.raises(ValueError, match=r"^replicas: must be at least 1"):
+        myriad.reliability(rel, replicas=0)
+    with pytest.raises(TypeError, match=r"^top: 2\.5 is not an integer"):
+        myriad.search(SUPERPOD, top=2.5)
+
+
+def test_ray_sweep_refuses_a_negative_shard_count():
+    pytest.importorskip("ray")
+    import myriad.ray
+
+    # -1 shards made no tasks and failed on the merge: "list index out of range".
+    with pytest.raises(ValueError, match=r"^shards: -1 is not an integer from 1 to"):
+        myriad.ray.sweep(SWEEP, shards=-1)
+
+
+def test_sweep_takes_the_clis_shard_text():
+    # `shard="1/2"` was unpacked as a sequence: "too many values to unpack (expected 2)".
+    a = myriad.sweep(SWEEP, shard="1/2")
+    assert a.equals(myriad.sweep(SWEEP, shard=(1, 2)))
+    assert myriad.sweep(SWEEP, shard=" 2 / 2 ").equals(myriad.sweep(SWEEP, shard=(2, 2)))
+    for bad in ("1", "0/2", "3/2", "x/2", "1/0", "-1/2", "", (1,), (1, 2, 3), (-1, 2), (0, 2), (1, -2)):
+        with pytest.raises(ValueError, match=r"^shard: ") as e:
+            myriad.sweep(SWEEP, shard=bad)
+        assert "--shard" not in str(e.value)
+    # The engine's own check (myriad.ray's shards) names the keyword too.
+    with pytest.raises(ValueError, match=r"^shard: `3/2`: K must be 1 to 2"):
+        myriad._myriad.sweep_csv(str(SWEEP), 3, 2)
+
+
+def test_collective_errors_name_the_keywords_not_the_clis_flags():
+    # They named --op, --group, --bytes, --sweep, --algorithm; a group the cluster cannot
+    # hold named no file.
+    one = {"bytes": 1 << 20}
+    cases = [
+        (dict(one, op="all-redux"), r"^op: `all-redux` is not one of all-reduce"),
+        (dict(one, algorithm="nope"), r"^algorithm: `nope` is not one of ring"),
+        (dict(one, group="nope"), r"^group: `nope` is not tp, dp"),
+        (dict(one, group="0,0"), r"^group: rank 0 is given twice in `0,0`"),
+        (dict(one, group="0-99999"), "^" + re.escape(f"{SUPERPOD}: group: rank 99999 is outside the cluster's 1024 accelerators")),
+        (dict(one, group="5000"), "^" + re.escape(f"{SUPERPOD}: group: rank 5000 is outside")),
+        ({"bytes": "1XB"}, r"^bytes: `1XB` is not a size"),
+        ({"bytes": -1}, r"^bytes: `-1` is not a size"),
+        ({"sweep": "1B..x"}, r"^sweep: `x` is not a size"),
+        ({"sweep": "1KiB"}, r"^sweep: `1KiB` is not a range"),
+        ({"sweep": "1KiB..1B"}, r"^sweep: `1KiB..1B` runs from"),
+        ({}, r"^give bytes \(a size\) or sweep \(FROM\.\.TO\)$"),
+        ({"bytes": 1, "sweep": "1B..2B"}, r"^bytes 1 and sweep 1B\.\.2B: give one size or one range"),
+    ]
+    for kw, want in cases:
+        kw.setdefault("op", "all-reduce")
+        with pytest.raises(ValueError, match=want) as e:
+            myriad.collective(SUPERPOD, **kw)
+        assert "--" not in str(e.value), (kw, e.value)
+    bare = {"format": "myriad/1", "cluster": {"accelerator": "h100-sxm", "count": 8}}
+    with pytest.raises(ValueError, match=r"^<dict>: group tp: the scenario has no training plan"):
+        myriad.collective(bare, "all-reduce", bytes=1, group="tp")

@@ -5,6 +5,42 @@ use myriad_collective::{time, Algorithm, CollectiveTime, GroupSpan, Op};
 use myriad_scenario::{Dim, Scenario};
 use serde_json::{json, Value};
 
+/// How errors name the request's arguments: the CLI's flags (`--group`) or the Python
+/// package's keywords (`group`, and the file for a group the scenario cannot hold).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    Cli,
+    Keywords,
+}
+
+impl Naming {
+    /// `--name` or `name`.
+    fn arg(self, name: &str) -> String {
+        match self {
+            Naming::Cli => format!("--{name}"),
+            Naming::Keywords => name.to_string(),
+        }
+    }
+
+    /// A size error of argument `name`: the CLI's text as it was, with the keyword first
+    /// for Python.
+    fn size(self, name: &str, e: String) -> String {
+        match self {
+            Naming::Cli => e,
+            Naming::Keywords => format!("{name}: {e}"),
+        }
+    }
+
+    /// A group error that depends on the scenario: with its file for Python (the CLI's
+    /// message is as it was).
+    fn scenario(self, file: &str, e: String) -> String {
+        match self {
+            Naming::Cli => e,
+            Naming::Keywords => format!("{file}: {e}"),
+        }
+    }
+}
+
 /// Ranks `0, stride, …` (`n` of them).
 fn strided(n: u64, stride: u64) -> Vec<u32> {
     (0..n).map(|i| (i * stride.max(1)) as u32).collect()
@@ -25,6 +61,10 @@ fn group_ranks(dims: &[(u64, u64)]) -> Vec<u32> {
 }
 
 pub fn parse_op(s: &str) -> Result<Op, String> {
+    parse_op_named(s, Naming::Cli)
+}
+
+fn parse_op_named(s: &str, n: Naming) -> Result<Op, String> {
     Ok(match s {
         "all-reduce" | "allreduce" => Op::AllReduce,
         "all-gather" | "allgather" => Op::AllGather,
@@ -34,13 +74,18 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
         "send-recv" | "sendrecv" => Op::SendRecv,
         _ => {
             return Err(format!(
-                "--op: `{s}` is not one of all-reduce, all-gather, reduce-scatter, all-to-all, broadcast, send-recv"
+                "{}: `{s}` is not one of all-reduce, all-gather, reduce-scatter, all-to-all, broadcast, send-recv",
+                n.arg("op")
             ))
         }
     })
 }
 
 pub fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
+    parse_algorithm_named(s, Naming::Cli)
+}
+
+fn parse_algorithm_named(s: &str, n: Naming) -> Result<Algorithm, String> {
     Ok(match s {
         "auto" => Algorithm::Auto,
         "ring" => Algorithm::Ring,
@@ -50,7 +95,8 @@ pub fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
         "direct" => Algorithm::Direct,
         _ => {
             return Err(format!(
-                "--algorithm: `{s}` is not one of ring, tree, nvls, hierarchical, direct, auto"
+                "{}: `{s}` is not one of ring, tree, nvls, hierarchical, direct, auto",
+                n.arg("algorithm")
             ))
         }
     })
@@ -88,6 +134,17 @@ pub fn group_span(
     cluster: &myriad_cluster::BuiltCluster,
     plan: Option<&myriad_train::Plan>,
 ) -> Result<(GroupSpan, Vec<u32>), String> {
+    group_span_named(group, cluster, plan, "", Naming::Cli)
+}
+
+fn group_span_named(
+    group: &str,
+    cluster: &myriad_cluster::BuiltCluster,
+    plan: Option<&myriad_train::Plan>,
+    file: &str,
+    n: Naming,
+) -> Result<(GroupSpan, Vec<u32>), String> {
+    let flag = n.arg("group");
     let levels = &cluster.levels;
     let dim = match group {
         "tp" => Some(Dim::Tp),
@@ -98,8 +155,12 @@ pub fn group_span(
         _ => None,
     };
     if let Some(d) = dim {
-        let plan =
-            plan.ok_or_else(|| format!("--group {group}: the scenario has no training plan"))?;
+        let plan = plan.ok_or_else(|| {
+            n.scenario(
+                file,
+                format!("{flag} {group}: the scenario has no training plan"),
+            )
+        })?;
         return Ok((plan.group(levels, d), group_ranks(&plan.group_dims(d))));
     }
     if group == "all" {
@@ -112,9 +173,7 @@ pub fn group_span(
     let mut ranks = Vec::new();
     for part in group.split(',') {
         let bad = || {
-            format!(
-                "--group: `{group}` is not tp, dp, ep, pp, cp, all, or ranks like 0-7 or 0,8,16"
-            )
+            format!("{flag}: `{group}` is not tp, dp, ep, pp, cp, all, or ranks like 0-7 or 0,8,16")
         };
         match part.split_once('-') {
             Some((a, b)) => {
@@ -128,9 +187,12 @@ pub fn group_span(
                 // Checked before the range is expanded: `0-18446744073709551615` is not
                 // a list to build.
                 if b >= cluster.accelerators {
-                    return Err(format!(
-                        "--group: rank {b} is outside the cluster's {} accelerators",
-                        cluster.accelerators
+                    return Err(n.scenario(
+                        file,
+                        format!(
+                            "{flag}: rank {b} is outside the cluster's {} accelerators",
+                            cluster.accelerators
+                        ),
                     ));
                 }
                 ranks.extend(a..=b);
@@ -141,14 +203,17 @@ pub fn group_span(
     ranks.sort_unstable();
     if let Some(w) = ranks.windows(2).find(|w| w[0] == w[1]) {
         return Err(format!(
-            "--group: rank {} is given twice in `{group}`; a group holds each rank once",
+            "{flag}: rank {} is given twice in `{group}`; a group holds each rank once",
             w[0]
         ));
     }
     if let Some(r) = ranks.iter().find(|r| **r >= cluster.accelerators) {
-        return Err(format!(
-            "--group: rank {r} is outside the cluster's {} accelerators",
-            cluster.accelerators
+        return Err(n.scenario(
+            file,
+            format!(
+                "{flag}: rank {r} is outside the cluster's {} accelerators",
+                cluster.accelerators
+            ),
         ));
     }
     // spans[i]: distinct level-(i-1) units per level-i unit (the largest over units).
@@ -192,6 +257,22 @@ pub fn collective_input(
     group: &str,
     algorithm: &str,
 ) -> Result<CollectiveInput, String> {
+    collective_input_named(s, file, op, bytes, sweep, group, algorithm, Naming::Cli)
+}
+
+/// [`collective_input`] with errors naming the arguments as `naming` says (the Python
+/// package's keywords rather than the CLI's flags).
+#[allow(clippy::too_many_arguments)]
+pub fn collective_input_named(
+    s: &Scenario,
+    file: &str,
+    op: &str,
+    bytes: Option<&str>,
+    sweep: Option<&str>,
+    group: &str,
+    algorithm: &str,
+    n: Naming,
+) -> Result<CollectiveInput, String> {
     let cat = myriad_catalog::catalog();
     let cluster = myriad_cluster::build(s, cat).map_err(|e| format!("{file}: {e}"))?;
     let plan = match (&s.model, &s.training) {
@@ -208,23 +289,25 @@ pub fn collective_input(
         }
         _ => None,
     };
-    let op = parse_op(op)?;
-    let algorithm = parse_algorithm(algorithm)?;
-    let (span, ranks) = group_span(group, &cluster, plan.as_ref())?;
+    let op = parse_op_named(op, n)?;
+    let algorithm = parse_algorithm_named(algorithm, n)?;
+    let (span, ranks) = group_span_named(group, &cluster, plan.as_ref(), file, n)?;
+    let (bytes_arg, sweep_arg) = (n.arg("bytes"), n.arg("sweep"));
     let sizes: Vec<f64> = match (sweep, bytes) {
         (Some(sw), Some(b)) => {
             return Err(format!(
-                "--bytes {b} and --sweep {sw}: give one size or one range, not both"
+                "{bytes_arg} {b} and {sweep_arg} {sw}: give one size or one range, not both"
             ))
         }
         (Some(sw), None) => {
             let (lo, hi) = sw
                 .split_once("..")
-                .ok_or_else(|| format!("--sweep: `{sw}` is not a range like 8B..16GiB"))?;
-            let (lo, hi) = (parse_bytes(lo)?.max(1.0), parse_bytes(hi)?);
+                .ok_or_else(|| format!("{sweep_arg}: `{sw}` is not a range like 8B..16GiB"))?;
+            let size = |t: &str| parse_bytes(t).map_err(|e| n.size("sweep", e));
+            let (lo, hi) = (size(lo)?.max(1.0), size(hi)?);
             if lo > hi {
                 return Err(format!(
-                    "--sweep: `{sw}` runs from {lo} B down to {hi} B; give the smaller size first"
+                    "{sweep_arg}: `{sw}` runs from {lo} B down to {hi} B; give the smaller size first"
                 ));
             }
             let mut v = Vec::new();
@@ -235,8 +318,13 @@ pub fn collective_input(
             }
             v
         }
-        (None, Some(b)) => vec![parse_bytes(b)?],
-        (None, None) => return Err("give --bytes SIZE or --sweep FROM..TO".into()),
+        (None, Some(b)) => vec![parse_bytes(b).map_err(|e| n.size("bytes", e))?],
+        (None, None) => {
+            return Err(match n {
+                Naming::Cli => "give --bytes SIZE or --sweep FROM..TO".into(),
+                Naming::Keywords => "give bytes (a size) or sweep (FROM..TO)".into(),
+            })
+        }
     };
     Ok(CollectiveInput {
         cluster,

@@ -19,8 +19,8 @@
 mod collective;
 
 pub use collective::{
-    collective_analytical, collective_input, group_span, parse_algorithm, parse_bytes, parse_op,
-    CollectiveInput,
+    collective_analytical, collective_input, collective_input_named, group_span, parse_algorithm,
+    parse_bytes, parse_op, CollectiveInput, Naming,
 };
 use myriad_cluster::BuiltCluster;
 use myriad_model::Transformer;

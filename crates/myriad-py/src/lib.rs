@@ -127,7 +127,14 @@ fn sweep_csv(py: Python<'_>, path: &str, k: u64, n: u64) -> PyResult<String> {
     py.detach(|| {
         let sweep =
             myriad_sweep::Sweep::load(std::path::Path::new(path)).map_err(|e| e.to_string())?;
-        let shard = myriad_sweep::Shard::parse(&format!("{k}/{n}")).map_err(|e| e.to_string())?;
+        // The CLI's `--shard: `0/2`: ...` names the keyword here.
+        let shard = myriad_sweep::Shard::parse(&format!("{k}/{n}")).map_err(|e| {
+            let m = e.to_string();
+            match m.strip_prefix("--shard: ") {
+                Some(rest) => format!("shard: {rest}"),
+                None => m,
+            }
+        })?;
         let ev = myriad_sweep::Evaluator::new(&sweep);
         let mut out = myriad_sweep::csv::line(&sweep.header());
         out.push('\n');
@@ -282,7 +289,16 @@ fn collective(
 ) -> PyResult<String> {
     py.detach(|| {
         let s = myriad_api::scenario(file, text)?;
-        let input = myriad_api::collective_input(&s, file, op, bytes, sweep, group, algorithm)?;
+        let input = myriad_api::collective_input_named(
+            &s,
+            file,
+            op,
+            bytes,
+            sweep,
+            group,
+            algorithm,
+            myriad_api::Naming::Keywords,
+        )?;
         myriad_api::collective_analytical(&input, file).map(|(_, v)| v)
     })
     .map_err(err)
@@ -326,5 +342,8 @@ fn _myriad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(collective, m)?)?;
     m.add_function(wrap_pyfunction!(report, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The ranges of `replicas` and `requests`, for the package's messages.
+    m.add("MAX_REPLICAS", myriad_reliability::MAX_REPLICAS)?;
+    m.add("MAX_REQUESTS", myriad_scenario::serving::MAX_REQUESTS)?;
     Ok(())
 }

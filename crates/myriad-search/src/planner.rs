@@ -150,9 +150,20 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
         };
         for (i, &c) in counts.iter().enumerate() {
             let dom = su.accelerators_per_domain as u64;
-            let Some(count) = c.checked_next_multiple_of(dom) else {
+            // Every site holds the same whole number of domains, so the cluster is built in
+            // whole multiples of `dom × sites`.
+            let sites = u64::from(s.cluster.sites.max(1));
+            let Some(count) = dom
+                .checked_mul(sites)
+                .and_then(|unit| c.checked_next_multiple_of(unit))
+            else {
+                let per = if sites > 1 {
+                    format!(" in each of {sites} sites")
+                } else {
+                    String::new()
+                };
                 skipped.push(format!(
-                    "{c} x {}: planning.counts[{i}]: {c} rounded up to whole scale-up domains of {dom} is more than the {} accelerators supported",
+                    "{c} x {}: planning.counts[{i}]: {c} rounded up to whole scale-up domains of {dom}{per} is more than the {} accelerators supported",
                     acc.id,
                     u64::MAX
                 ));
@@ -166,6 +177,15 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                 sc.cluster.scale_out.fabric = None;
             }
             let mut notes = Vec::new();
+            // Rounded past whole domains to fill every site alike: noted (rounding to whole
+            // domains alone shows as `cluster_accelerators`).
+            if sites > 1 && count != c.next_multiple_of(dom) {
+                notes.push(format!(
+                    "cluster.sites: {c} accelerators in whole `{}` domains of {dom} over {sites} sites is {count} ({} domains per site)",
+                    su.id,
+                    count / sites / dom
+                ));
+            }
             sc.cluster.scale_out.island = sc
                 .cluster
                 .scale_out

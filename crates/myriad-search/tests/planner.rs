@@ -186,3 +186,41 @@ fn one_step_beyond_the_token_budget_is_named() {
     );
     assert_eq!(r.chosen, Some(0));
 }
+
+/// Over several sites every site holds the same whole number of scale-up domains: a count
+/// is rounded up to whole domains × sites, with a note (it used to be rounded to whole
+/// domains only, and 1,032 H100 or 1,080 GB200 over two sites were skipped: "does not fill
+/// whole scale-up domains of 72 (7.5 domains per site)").
+#[test]
+fn counts_over_several_sites_are_whole_domains_in_every_site() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 32768, scale_up: hgx-h100, scale_out: {fabric: roce-400g, topology: rail-optimized}, sites: 2, dci: {gbps_per_site: 102400, distance_km: 80}}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 1024, precision: bf16, tokens: 1.0e12}\nplanning: {accelerators: [h100-sxm, gb200], counts: [1032, 2048]}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let r = myriad_search::planner::plan(&s, cat).unwrap();
+    assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+    assert_eq!(r.candidates.len(), 4);
+    let find = |acc: &str, n: u64| {
+        r.candidates
+            .iter()
+            .find(|c| c.accelerator == acc && c.accelerators == n)
+            .unwrap()
+    };
+    let h = find("h100-sxm", 1032);
+    assert_eq!(h.cluster_accelerators, 1040);
+    assert_eq!(
+        h.notes,
+        ["cluster.sites: 1032 accelerators in whole `hgx-h100` domains of 8 over 2 sites is 1040 (65 domains per site)"]
+    );
+    // 2,048 H100 are already 128 domains per site.
+    let h = find("h100-sxm", 2048);
+    assert_eq!(h.cluster_accelerators, 2048);
+    assert!(h.notes.is_empty(), "{:?}", h.notes);
+    for (n, built, per_site) in [(1032, 1152, 8), (2048, 2160, 15)] {
+        let g = find("gb200", n);
+        assert_eq!(g.cluster_accelerators, built);
+        assert_eq!(
+            g.notes,
+            [format!("cluster.sites: {n} accelerators in whole `gb200-nvl72` domains of 72 over 2 sites is {built} ({per_site} domains per site)")]
+        );
+    }
+}
