@@ -364,3 +364,12 @@ def test_collective_errors_name_the_keywords_not_the_clis_flags():
     bare = {"format": "myriad/1", "cluster": {"accelerator": "h100-sxm", "count": 8}}
     with pytest.raises(ValueError, match=r"^<dict>: group tp: the scenario has no training plan"):
         myriad.collective(bare, "all-reduce", bytes=1, group="tp")
+
+
+def test_reliability_days_errors_name_the_keyword_not_the_clis_flag():
+    # The engine's message named the CLI's `--days` in Python too.
+    rel = ROOT / "examples" / "reliability-llama3.yaml"
+    for d in (-1, 0):
+        with pytest.raises(ValueError, match=rf": days: {d}(\.0)? is not a positive number of days$") as e:
+            myriad.reliability(rel, days=d, replicas=2)
+        assert "--" not in str(e.value), e.value

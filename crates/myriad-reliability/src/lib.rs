@@ -924,13 +924,13 @@ impl Setup {
         match (days, self.run_work_s) {
             (Some(d), _) => {
                 if !(d > 0.0 && d.is_finite()) {
-                    return Err(format!("--days {d}: must be a positive number of days"));
+                    return Err(format!("days: {d} is not a positive number of days"));
                 }
                 Ok(Horizon::Window(d * 86400.0))
             }
             (None, Some(w)) => Ok(Horizon::Work(w)),
             (None, None) => Err(
-                "training.tokens: missing; give it (to simulate the whole run) or --days N".into(),
+                "training.tokens: missing; give it (to simulate the whole run) or a window of days (`--days N`, Python `days=N`)".into(),
             ),
         }
     }

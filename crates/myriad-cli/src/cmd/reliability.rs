@@ -54,6 +54,9 @@ pub fn run(
     if replicas == Some(0) {
         return Err("--replicas: must be at least 1".into());
     }
+    if let Some(d) = days.filter(|d| !(*d > 0.0 && d.is_finite())) {
+        return Err(format!("--days {d}: must be a positive number of days"));
+    }
     let run = myriad_api::reliability(&s, &file, days, replicas, seed, &kinds)?;
     if json || report.is_some() {
         let out = run.json();
