@@ -137,21 +137,9 @@ def _global_batches(gb: Union[int, str, Sequence[int]]) -> list:
         "or a list (512,1024) or a range (512..4096)"
     )
     if isinstance(gb, str):
-        if ".." in gb:
-            lo, hi = gb.split("..", 1)
-            try:
-                a, b = int(lo.strip()), int(hi.strip())
-            except ValueError:
-                raise bad from None
-            if a < 1 or b < a:
-                raise bad
-            out = []
-            while a <= b:
-                out.append(a)
-                a *= 2
-            return out
-        items: list = gb.split(",")
-    elif isinstance(gb, Iterable):
+        return _myriad.parse_global_batches(gb)  # the CLI's parser
+    items: list
+    if isinstance(gb, Iterable):
         items = list(gb)
     else:
         items = [gb]

@@ -170,6 +170,15 @@ fn group_span_named(
         ));
     }
     // Explicit ranks.
+    let outside = |r: u64| {
+        n.scenario(
+            file,
+            format!(
+                "{flag}: rank {r} is outside the cluster's {} accelerators",
+                cluster.accelerators
+            ),
+        )
+    };
     let mut ranks = Vec::new();
     for part in group.split(',') {
         let bad = || {
@@ -187,13 +196,7 @@ fn group_span_named(
                 // Checked before the range is expanded: `0-18446744073709551615` is not
                 // a list to build.
                 if b >= cluster.accelerators {
-                    return Err(n.scenario(
-                        file,
-                        format!(
-                            "{flag}: rank {b} is outside the cluster's {} accelerators",
-                            cluster.accelerators
-                        ),
-                    ));
+                    return Err(outside(b));
                 }
                 ranks.extend(a..=b);
             }
@@ -207,14 +210,8 @@ fn group_span_named(
             w[0]
         ));
     }
-    if let Some(r) = ranks.iter().find(|r| **r >= cluster.accelerators) {
-        return Err(n.scenario(
-            file,
-            format!(
-                "{flag}: rank {r} is outside the cluster's {} accelerators",
-                cluster.accelerators
-            ),
-        ));
+    if let Some(&r) = ranks.iter().find(|r| **r >= cluster.accelerators) {
+        return Err(outside(r));
     }
     // spans[i]: distinct level-(i-1) units per level-i unit (the largest over units).
     let mut spans = Vec::with_capacity(levels.len());

@@ -174,6 +174,43 @@ pub struct SearchRun {
     pub result: myriad_search::SearchResult,
 }
 
+/// Global batches for a search: `512,1024` or `512..4096` (doubling from the first to the
+/// last), each at least 1; errors name the argument `name` (`--global-batch` in the CLI,
+/// `global_batch` in Python).
+pub fn parse_global_batches(s: &str, name: &str) -> Result<Vec<u64>, String> {
+    let bad = || format!("{name}: `{s}` is not a list (512,1024) or a range (512..4096)");
+    if let Some((a, b)) = s.split_once("..") {
+        let (a, b): (u64, u64) = (
+            a.trim().parse().map_err(|_| bad())?,
+            b.trim().parse().map_err(|_| bad())?,
+        );
+        if a == 0 || b < a {
+            return Err(bad());
+        }
+        let mut v = Vec::new();
+        let mut x = a;
+        while x <= b {
+            v.push(x);
+            // Past u64 the range ends (doubling wrapped to 0 and never ended).
+            match x.checked_mul(2) {
+                Some(n) => x = n,
+                None => break,
+            }
+        }
+        Ok(v)
+    } else {
+        s.split(',')
+            .map(|x| {
+                x.trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|v| *v > 0)
+                    .ok_or_else(bad)
+            })
+            .collect()
+    }
+}
+
 /// `myriad search`: every valid plan estimated, the `top` fastest kept. `global_batches`
 /// replaces the scenario's global batch when given; `progress(done, total)` is called from
 /// the worker threads.

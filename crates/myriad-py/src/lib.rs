@@ -58,6 +58,13 @@ fn search(
     .and_then(|v| to_json(&v))
 }
 
+/// The CLI's `--global-batch` text (`512,1024` or `512..4096`) as batches, errors naming
+/// `global_batch`.
+#[pyfunction]
+fn parse_global_batches(s: &str) -> PyResult<Vec<u64>> {
+    myriad_api::parse_global_batches(s, "global_batch").map_err(err)
+}
+
 /// `myriad plan`: candidate clusters and the Pareto front (JSON text).
 #[pyfunction]
 fn plan(py: Python<'_>, file: &str, text: &str) -> PyResult<String> {
@@ -332,6 +339,7 @@ fn _myriad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cluster, m)?)?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(search, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_global_batches, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(reliability, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;

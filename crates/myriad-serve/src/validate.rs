@@ -1227,6 +1227,7 @@ fn predict_inner(
         && (fw_text.contains("v0 engine")
             || fw_text.contains("vllm_use_v1 0")
             || fw_text.contains("vllm_use_v1=0"));
+    let (adp_timeout, adp_batching_wait) = adp_balance_of(sv);
     let policy = SchedulePolicy {
         prefill_first: vllm_v0 && !chunked_prefill,
         decode_steps_per_round: if vllm_v0 {
@@ -1234,8 +1235,8 @@ fn predict_inner(
         } else {
             1
         },
-        adp_balance_timeout_iters: adp_balance_of(sv).0,
-        adp_balance_batching_wait_iters: adp_balance_of(sv).1,
+        adp_balance_timeout_iters: adp_timeout,
+        adp_balance_batching_wait_iters: adp_batching_wait,
     };
     if policy.adp_balance_timeout_iters > 0 {
         notes.push(format!(

@@ -351,7 +351,11 @@ impl Plan {
     /// (`group_dims` and [`Plan::span_dims`] place it exactly).
     pub fn group_layout(&self, d: Dim) -> (u64, u64) {
         let dims = self.group_dims(d);
-        let parts = Self::group_parts(&dims);
+        Self::parts_layout(&dims, &Self::group_parts(&dims))
+    }
+
+    /// Size and finest stride of the group made of `dims`, whose parts are `parts`.
+    pub fn parts_layout(dims: &[(u64, u64)], parts: &GroupParts) -> (u64, u64) {
         let n = dims.iter().fold(1u64, |a, p| a.saturating_mul(p.0));
         (n, parts.first().map_or(1, |p| p.1))
     }

@@ -240,9 +240,8 @@ impl Group {
             let (n, stride) = first.copied().unwrap_or((1, 1));
             return Group::new(levels, n, stride.max(1), accelerators);
         }
-        let n = dims.iter().fold(1u64, |a, p| a.saturating_mul(p.0));
         let parts = Plan::group_parts(dims);
-        let stride = parts.first().map_or(1, |p| p.1);
+        let (n, stride) = Plan::parts_layout(dims, &parts);
         Group {
             span: Plan::span_parts(levels, &parts),
             layout: Layout {

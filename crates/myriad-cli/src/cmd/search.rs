@@ -56,41 +56,6 @@ pub(crate) fn plan_summary(p: &myriad_train::Plan) -> String {
     )
 }
 
-/// `512,1024` or `512..4096` (doubling from the first to the last).
-fn parse_batches(s: &str) -> Result<Vec<u64>, String> {
-    let bad = || format!("--global-batch: `{s}` is not a list (512,1024) or a range (512..4096)");
-    if let Some((a, b)) = s.split_once("..") {
-        let (a, b): (u64, u64) = (
-            a.trim().parse().map_err(|_| bad())?,
-            b.trim().parse().map_err(|_| bad())?,
-        );
-        if a == 0 || b < a {
-            return Err(bad());
-        }
-        let mut v = Vec::new();
-        let mut x = a;
-        while x <= b {
-            v.push(x);
-            // Past u64 the range ends (doubling wrapped to 0 and never ended).
-            match x.checked_mul(2) {
-                Some(n) => x = n,
-                None => break,
-            }
-        }
-        Ok(v)
-    } else {
-        s.split(',')
-            .map(|x| {
-                x.trim()
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|v| *v > 0)
-                    .ok_or_else(bad)
-            })
-            .collect()
-    }
-}
-
 pub fn run(
     path: &Path,
     top: usize,
@@ -100,7 +65,9 @@ pub fn run(
 ) -> Result<(), String> {
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
-    let batches = batches.map(parse_batches).transpose()?;
+    let batches = batches
+        .map(|b| myriad_api::parse_global_batches(b, "--global-batch"))
+        .transpose()?;
     let start = Instant::now();
     let bar = if !json && std::io::stderr().is_terminal() {
         let b = indicatif::ProgressBar::new(0);
