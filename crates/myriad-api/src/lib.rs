@@ -662,3 +662,23 @@ pub fn validate(file: &str, text: &str) -> Result<Value, String> {
         "summary": report.summary,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_global_batches;
+
+    #[test]
+    fn a_batch_range_doubles_to_its_end_and_stops_before_u64_overflows() {
+        let p = |s: &str| parse_global_batches(s, "--global-batch");
+        assert_eq!(p("512..4096").unwrap(), [512, 1024, 2048, 4096]);
+        assert_eq!(p("512,1024").unwrap(), [512, 1024]);
+        // The doubling from 2^63 once wrapped to 0, and the loop filled memory.
+        let v = p("1..18446744073709551615").unwrap();
+        assert_eq!(v.len(), 64);
+        assert_eq!(v.last(), Some(&(1u64 << 63)));
+        assert_eq!(
+            parse_global_batches("0..4", "global_batch").unwrap_err(),
+            "global_batch: `0..4` is not a list (512,1024) or a range (512..4096)"
+        );
+    }
+}

@@ -186,18 +186,3 @@ fn why(a: &Ranked, b: &Ranked) {
     }
     println!("{t}");
 }
-
-#[cfg(test)]
-mod tests {
-    use super::parse_batches;
-
-    #[test]
-    fn a_batch_range_doubles_to_its_end_and_stops_before_u64_overflows() {
-        assert_eq!(parse_batches("512..4096").unwrap(), [512, 1024, 2048, 4096]);
-        assert_eq!(parse_batches("512,1024").unwrap(), [512, 1024]);
-        // The doubling from 2^63 once wrapped to 0, and the loop filled memory.
-        let v = parse_batches("1..18446744073709551615").unwrap();
-        assert_eq!(v.len(), 64);
-        assert_eq!(v.last(), Some(&(1u64 << 63)));
-    }
-}
