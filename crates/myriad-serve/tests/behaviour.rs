@@ -747,19 +747,28 @@ fn validation_mae_ratchet() {
     // DeepSeek-R1 checkpoints kept their attention projections in bf16, as they ship;
     // 0.1150 -> 0.1140 when a row that refers to another row's deployment shape runs it;
     // 0.1140 -> 0.1130 when the performance overview's 1000/1000 rows ran the 3000 requests
-    // its dataset table lists for 1K/1K instead of three max batches' worth.)
+    // its dataset table lists for 1K/1K instead of three max batches' worth. Raised, median
+    // 0.0655 -> 0.0665 (MAE 0.1109 -> 0.1116), when the H200's GEMM and attention rates were
+    // measured on the lent H200 instead of taken from the H100: its Llama 3.1 8B and
+    // Mixtral rows, predicted fast, gain 1-2 points; its Llama 3.1 405B and gpt-oss-120b
+    // rows, predicted slow, lose 1-2.)
     let r = validation();
     let s = &r.summary;
     assert!(s.count >= 81, "rows predicted: {}", s.count);
     assert!(s.mae < 0.1130, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.0655,
+        s.median_abs_error < 0.0665,
         "median {:.3}",
         s.median_abs_error
     );
     // The latencies the rows measured, summarised per quantity (session 38's figures,
     // rounded up: docs/serving.md). Server rows compare them at the run's own rate, near
     // its capacity, so a throughput miss shows here magnified; ratcheted all the same.
+    // ttft_p99 0.060 -> 0.085 in session 41: the H200's measured GEMM and attention rates
+    // (2-5% below the H100's, calibration/h200-sxm-measured.json) take the Mixtral Server
+    // row's throughput error from +8.2% to +6.7% and its p99 TTFT from 523 to 495 ms
+    // against 540 measured. That tail is chaotic in the rates: the fp8 fits' second pass
+    // (+0.8%) alone moved it 513 -> 495 ms, so the two rows' MAE is a loose guard.
     let metric = |name: &str| {
         r.metrics
             .iter()
@@ -767,7 +776,7 @@ fn validation_mae_ratchet() {
             .unwrap_or_else(|| panic!("no summary of {name}"))
     };
     for (name, rows, mae) in [
-        ("ttft_p99_ms", 2, 0.060),
+        ("ttft_p99_ms", 2, 0.085),
         ("tpot_p50_ms", 2, 0.700),
         ("request_latency_mean_ms", 7, 0.430),
         ("per_user_output_tokens_per_s", 2, 0.110),

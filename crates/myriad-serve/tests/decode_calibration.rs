@@ -226,16 +226,34 @@ fn prefill_matches_the_measurement() {
 /// bf16 (`torch._grouped_mm`) is unbiased (mean −4%), fp8 (`torch._scaled_grouped_mm` with
 /// row-wise scales) runs slower than the dense fp8 GEMMs (mean −14%: the model is fast
 /// there, most with 8 experts; serving engines use their own grouped kernels).
+///
+/// On the lent H200 (h200-moe-decode-measured.json, 2026-11-28) the same PyTorch kernels
+/// stream the experts at 1.6-2.9 TB/s, about what they reach on the H100, where its dense
+/// skinny GEMMs reach 3.66 TB/s (`hbm_gemm` 0.76 of 4.8): they keep too few bytes in
+/// flight to use the H200's faster memory, so the model is 20-38% fast on every row
+/// (bf16 mean −24%, fp8 −31%). Not adopted as the H200's expert rate: the serving rows
+/// that run TensorRT-LLM's own grouped kernels on the H200 do not agree on a direction
+/// (DeepSeek-R1 predicted fast, Qwen3-235B and Llama 4 Maverick slow). Asserted as what
+/// it is: the catalog rate bounds these kernels from above, by at most 40%.
 #[test]
 fn grouped_decode_gemms_stream_experts_near_the_catalog_rate() {
-    let a = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
+    grouped_decode_gemms("h100-moe-decode-measured.json", "h100-sxm", (-0.30, 0.30), 0.08);
+}
+
+#[test]
+fn pytorch_grouped_decode_gemms_do_not_reach_the_h200_s_dense_rate() {
+    grouped_decode_gemms("h200-moe-decode-measured.json", "h200", (-0.40, 0.0), 0.35);
+}
+
+/// Checks every row of `file` at <= 64 tokens an expert within `bounds` (model / measured
+/// − 1) and the bf16 rows' mean error within ± `bf16_mean`.
+fn grouped_decode_gemms(file: &str, acc: &str, bounds: (f64, f64), bf16_mean: f64) {
+    let a = myriad_catalog::catalog().accelerator(acc).unwrap();
     let rate = a.hbm_tbps * 1e12 * a.efficiency.hbm_gemm;
     let ov = a.efficiency.gemm_overhead_us * 1e-6;
     let (mut sum_bf16, mut n_bf16) = (0.0, 0);
-    for r in data("h100-moe-decode-measured.json")["rows"]
-        .as_array()
-        .unwrap()
-    {
+    let (mut sum_fp8, mut n_fp8, mut worst) = (0.0, 0, 0.0f64);
+    for r in data(file)["rows"].as_array().unwrap() {
         let f = |k: &str| r[k].as_f64().unwrap();
         if f("tokens_per_expert") > 64.0 {
             continue;
@@ -244,9 +262,10 @@ fn grouped_decode_gemms_stream_experts_near_the_catalog_rate() {
         let bytes = f("experts") * f("k") * f("n") * if bf16 { 2.0 } else { 1.0 };
         let model = 2.0 * ov + bytes / rate;
         let err = model / (f("us") * 1e-6) - 1.0;
+        worst = worst.max(err.abs());
         assert!(
-            err.abs() < 0.30,
-            "{} E{} {} m={}: {:+.1}%",
+            err > bounds.0 && err < bounds.1,
+            "{acc} {} E{} {} m={}: {:+.1}%",
             r["shape"],
             f("experts"),
             r["dtype"],
@@ -256,13 +275,22 @@ fn grouped_decode_gemms_stream_experts_near_the_catalog_rate() {
         if bf16 {
             sum_bf16 += err;
             n_bf16 += 1;
+        } else {
+            sum_fp8 += err;
+            n_fp8 += 1;
         }
     }
     assert!(n_bf16 >= 40);
     let mean = sum_bf16 / n_bf16 as f64;
+    eprintln!(
+        "{acc}: bf16 mean {:+.1}%, fp8 mean {:+.1}%, worst {:.1}%",
+        100.0 * mean,
+        100.0 * sum_fp8 / n_fp8.max(1) as f64,
+        100.0 * worst
+    );
     assert!(
-        mean.abs() < 0.08,
-        "bf16 grouped mean error {:+.1}%",
+        mean.abs() < bf16_mean,
+        "{acc}: bf16 grouped mean error {:+.1}%",
         100.0 * mean
     );
 }

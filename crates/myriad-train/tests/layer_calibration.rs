@@ -1,13 +1,16 @@
-//! The op-sum compute model against one transformer layer measured on an H100
-//! (calibration/h100-layer-measured.json, made by calibration/layer_bench.py: PyTorch eager,
-//! bf16, per-rank TP shapes, no communication). The model must land within 15% of the
-//! measured forward+backward time of every layer.
+//! The op-sum compute model against one transformer layer measured on the lent H100 and
+//! H200 (calibration/h100-layer-measured.json, h200-layer-measured.json, made by
+//! calibration/layer_bench.py: PyTorch eager, bf16, per-rank TP shapes, no communication).
+//! The model must land within 15% of the measured forward+backward time of every layer.
 
 use myriad_model::{Shard, Transformer};
 use myriad_scenario::Precision;
 
 mod common;
 use common::calibration;
+
+/// The Hopper parts measured with the same scripts: file prefix and catalog id.
+const HOPPERS: [(&str, &str); 2] = [("h100", "h100-sxm"), ("h200", "h200")];
 
 /// The one-layer model and TP shard of a row of calibration/h100-layer-measured.json.
 fn row_layer(r: &serde_json::Value) -> (Transformer, Shard) {
@@ -39,9 +42,15 @@ fn row_layer(r: &serde_json::Value) -> (Transformer, Shard) {
 }
 
 #[test]
-fn layer_times_match_the_h100_measurement() {
-    let data = calibration("h100-layer-measured.json");
-    let acc = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
+fn layer_times_match_the_hopper_measurements() {
+    for (part, id) in HOPPERS {
+        layer_times_match(part, id);
+    }
+}
+
+fn layer_times_match(part: &str, id: &str) {
+    let data = calibration(&format!("{part}-layer-measured.json"));
+    let acc = myriad_catalog::catalog().accelerator(id).unwrap();
     let mut worst: f64 = 0.0;
     for r in data["rows"].as_array().unwrap() {
         let (m, shard) = row_layer(r);
@@ -51,7 +60,7 @@ fn layer_times_match_the_h100_measurement() {
         let measured_f = r["fwd_ms"].as_f64().unwrap() / 1e3;
         let err = (f + b) / measured_fb - 1.0;
         eprintln!(
-            "{:32} fwd {:.2} ms (measured {:.2}) fwd+bwd {:.2} ms (measured {:.2}): {:+.1}%",
+            "{part} {:32} fwd {:.2} ms (measured {:.2}) fwd+bwd {:.2} ms (measured {:.2}): {:+.1}%",
             m.name,
             f * 1e3,
             measured_f * 1e3,
@@ -61,7 +70,7 @@ fn layer_times_match_the_h100_measurement() {
         );
         worst = worst.max(err.abs());
     }
-    assert!(worst < 0.15, "worst layer error {:.1}%", 100.0 * worst);
+    assert!(worst < 0.15, "{part}: worst layer error {:.1}%", 100.0 * worst);
 }
 
 /// Fused attention against the H100 measurement at head dims 64, 128 and 192
@@ -147,12 +156,18 @@ fn fp8_gradient_gemms_pay_split_accumulation_on_hopper_only() {
 /// cuBLAS, attention in cuDNN): the closest single-GPU stand-in for Transformer Engine's
 /// layer. Within 5% of forward+backward (Llama 3 8B −1.8%, Nemotron-4 15B −1.0% when
 /// measured), so what the dense H100 training rows miss beyond that is not one layer's
-/// compute on one GPU.
+/// compute on one GPU. The same on the H200 (h200-compiled-layer-measured.json).
 #[test]
-fn fused_layer_times_match_the_h100_compiled_layer() {
-    let shapes = calibration("h100-layer-measured.json");
-    let fused = calibration("h100-compiled-layer-measured.json");
-    let acc = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
+fn fused_layer_times_match_the_hopper_compiled_layers() {
+    for (part, id) in HOPPERS {
+        fused_layer_times_match(part, id);
+    }
+}
+
+fn fused_layer_times_match(part: &str, id: &str) {
+    let shapes = calibration(&format!("{part}-layer-measured.json"));
+    let fused = calibration(&format!("{part}-compiled-layer-measured.json"));
+    let acc = myriad_catalog::catalog().accelerator(id).unwrap();
     let rows = fused["rows"].as_array().unwrap();
     assert!(rows.len() >= 2);
     for row in rows {
@@ -169,12 +184,12 @@ fn fused_layer_times_match_the_h100_compiled_layer() {
         let measured = row["compiled"]["wall_fwd_bwd_ms"].as_f64().unwrap() / 1e3;
         let err = (f + b) / measured - 1.0;
         eprintln!(
-            "{name:32} fused fwd+bwd {:.2} ms, model {:.2} ms: {:+.1}%",
+            "{part} {name:32} fused fwd+bwd {:.2} ms, model {:.2} ms: {:+.1}%",
             measured * 1e3,
             (f + b) * 1e3,
             100.0 * err
         );
-        assert!(err.abs() < 0.05, "{name}: {:+.1}%", 100.0 * err);
+        assert!(err.abs() < 0.05, "{part} {name}: {:+.1}%", 100.0 * err);
     }
 }
 
@@ -184,13 +199,17 @@ fn fused_layer_times_match_the_h100_compiled_layer() {
 /// time within 5% of the forward's), which is why one `gemm_bf16` serves all three; in
 /// fp8 the gradient GEMMs with fp32-promoted accumulation sit at the catalog's split-
 /// accumulation fit and the forward at the fast-accumulation fit (medians within 7%).
+/// The same on the H200 (h200-gemm-layout-measured.json) against its own fits.
 #[test]
-fn gradient_gemms_run_at_the_calibrated_efficiencies_on_h100() {
-    let data = calibration("h100-gemm-layout-measured.json");
-    let e = &myriad_catalog::catalog()
-        .accelerator("h100-sxm")
-        .unwrap()
-        .efficiency;
+fn gradient_gemms_run_at_the_calibrated_efficiencies_on_hopper() {
+    for (part, id) in HOPPERS {
+        gradient_gemms_run_at_the_calibrated_efficiencies(part, id);
+    }
+}
+
+fn gradient_gemms_run_at_the_calibrated_efficiencies(part: &str, id: &str) {
+    let data = calibration(&format!("{part}-gemm-layout-measured.json"));
+    let e = &myriad_catalog::catalog().accelerator(id).unwrap().efficiency;
     let rows = data["gemm"].as_array().unwrap();
     assert!(rows.len() >= 20);
     let median = |mut v: Vec<f64>| {
@@ -200,8 +219,8 @@ fn gradient_gemms_run_at_the_calibrated_efficiencies_on_h100() {
     let ms = |r: &serde_json::Value, case: &str| r[case]["ms"].as_f64().unwrap();
     for case in ["dgrad", "wgrad"] {
         let ratio = median(rows.iter().map(|r| ms(r, case) / ms(r, "fwd")).collect());
-        eprintln!("bf16 {case} / fwd time: median {ratio:.3}");
-        assert!((ratio - 1.0).abs() < 0.05, "{case}: {ratio}");
+        eprintln!("{part} bf16 {case} / fwd time: median {ratio:.3}");
+        assert!((ratio - 1.0).abs() < 0.05, "{part} {case}: {ratio}");
     }
     let eff = |case: &str| {
         median(
@@ -216,8 +235,8 @@ fn gradient_gemms_run_at_the_calibrated_efficiencies_on_h100() {
         ("fp8_wgrad", e.gemm_fp8_split_acc.unwrap()),
     ] {
         let m = eff(case);
-        eprintln!("{case}: median efficiency {m:.3}, catalog {fit}");
-        assert!((m / fit - 1.0).abs() < 0.07, "{case}: {m} vs {fit}");
+        eprintln!("{part} {case}: median efficiency {m:.3}, catalog {fit}");
+        assert!((m / fit - 1.0).abs() < 0.07, "{part} {case}: {m} vs {fit}");
     }
 }
 
@@ -248,11 +267,18 @@ fn overlap_slowdown_is_the_h100_measurement() {
 /// TP × CP ranks (1,024-4,096 tokens; calibration/h100-small-layer-measured.json, made by
 /// calibration/small_layer_bench.py: `torch.compile`d, replayed as a CUDA graph as MLPerf
 /// submissions run): the op sum within 5% of every one (+1…+2% when measured), so the
-/// per-step cost the small-work kept-aside runs miss is not one GPU's layer compute.
+/// per-step cost the small-work kept-aside runs miss is not one GPU's layer compute. The
+/// same on the H200 (h200-small-layer-measured.json).
 #[test]
-fn small_layers_match_the_h100_cuda_graph_measurement() {
-    let data = calibration("h100-small-layer-measured.json");
-    let acc = myriad_catalog::catalog().accelerator("h100-sxm").unwrap();
+fn small_layers_match_the_hopper_cuda_graph_measurements() {
+    for (part, id) in HOPPERS {
+        small_layers_match(part, id);
+    }
+}
+
+fn small_layers_match(part: &str, id: &str) {
+    let data = calibration(&format!("{part}-small-layer-measured.json"));
+    let acc = myriad_catalog::catalog().accelerator(id).unwrap();
     let rows = data["rows"].as_array().unwrap();
     assert!(rows.len() >= 3);
     for r in rows {
@@ -286,12 +312,12 @@ fn small_layers_match_the_h100_cuda_graph_measurement() {
         let measured = r["compiled_graph_ms"].as_f64().unwrap() / 1e3;
         let err = (f + b) / measured - 1.0;
         eprintln!(
-            "seq {seq}: graph {:.2} ms, model {:.2} ms: {:+.1}%",
+            "{part} seq {seq}: graph {:.2} ms, model {:.2} ms: {:+.1}%",
             measured * 1e3,
             (f + b) * 1e3,
             100.0 * err
         );
-        assert!(err.abs() < 0.05, "seq {seq}: {:+.1}%", 100.0 * err);
+        assert!(err.abs() < 0.05, "{part} seq {seq}: {:+.1}%", 100.0 * err);
     }
 }
 
