@@ -237,7 +237,12 @@ fn prefill_matches_the_measurement() {
 /// it is: the catalog rate bounds these kernels from above, by at most 40%.
 #[test]
 fn grouped_decode_gemms_stream_experts_near_the_catalog_rate() {
-    grouped_decode_gemms("h100-moe-decode-measured.json", "h100-sxm", (-0.30, 0.30), 0.08);
+    grouped_decode_gemms(
+        "h100-moe-decode-measured.json",
+        "h100-sxm",
+        (-0.30, 0.30),
+        0.08,
+    );
 }
 
 #[test]

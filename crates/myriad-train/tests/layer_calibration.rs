@@ -70,7 +70,11 @@ fn layer_times_match(part: &str, id: &str) {
         );
         worst = worst.max(err.abs());
     }
-    assert!(worst < 0.15, "{part}: worst layer error {:.1}%", 100.0 * worst);
+    assert!(
+        worst < 0.15,
+        "{part}: worst layer error {:.1}%",
+        100.0 * worst
+    );
 }
 
 /// Fused attention against the H100 measurement at head dims 64, 128 and 192
@@ -209,7 +213,10 @@ fn gradient_gemms_run_at_the_calibrated_efficiencies_on_hopper() {
 
 fn gradient_gemms_run_at_the_calibrated_efficiencies(part: &str, id: &str) {
     let data = calibration(&format!("{part}-gemm-layout-measured.json"));
-    let e = &myriad_catalog::catalog().accelerator(id).unwrap().efficiency;
+    let e = &myriad_catalog::catalog()
+        .accelerator(id)
+        .unwrap()
+        .efficiency;
     let rows = data["gemm"].as_array().unwrap();
     assert!(rows.len() >= 20);
     let median = |mut v: Vec<f64>| {
