@@ -586,19 +586,30 @@ impl Sim<'_> {
         }
     }
 
+    /// GPU-seconds job `j` adds to its region's expected-wait estimate while queued (0 for
+    /// service replicas: they never end).
+    fn queued_work(&self, j: usize) -> f64 {
+        let rem = self.runs[j].remaining;
+        if rem.is_finite() {
+            rem * self.jobs[j].milli_total() as f64 / 1000.0
+        } else {
+            0.0
+        }
+    }
+
     fn enqueue(&mut self, j: usize) {
         let r = self.runs[j].region as usize;
         let (a, b) = self.runs[j].key;
         self.queue[r].insert((a, b, j as u32));
         self.runs[j].st = St::Queued;
-        self.queued_gpu_s[r] += self.runs[j].remaining * self.jobs[j].milli_total() as f64 / 1000.0;
+        self.queued_gpu_s[r] += self.queued_work(j);
     }
 
     fn dequeue(&mut self, j: usize) {
         let r = self.runs[j].region as usize;
         let (a, b) = self.runs[j].key;
         self.queue[r].remove(&(a, b, j as u32));
-        self.queued_gpu_s[r] -= self.runs[j].remaining * self.jobs[j].milli_total() as f64 / 1000.0;
+        self.queued_gpu_s[r] -= self.queued_work(j);
         if self.queue[r].is_empty() {
             self.queued_gpu_s[r] = 0.0;
         }

@@ -711,3 +711,53 @@ fn a_service_peak_past_the_cluster_queues_only_what_could_run() {
         assert!(h.replica_hours > 0.0 && h.slo_attainment < 1e-6);
     }
 }
+
+/// A service of 8-GPU replicas in region 0 (and a 32-GPU job holding half of it).
+fn busy_region_with_a_service(extra: Vec<Job>) -> Workload {
+    let mut jobs = vec![Job::new(0, 0.0, 36_000.0, 32)];
+    jobs.extend(extra);
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.id = i as u32;
+    }
+    Workload {
+        jobs,
+        classes: vec!["jobs".into(), "chat".into()],
+        services: vec![myriad_sched::Service {
+            name: "chat".into(),
+            class: 1,
+            replica_gpus: 8,
+            peak_replicas: 8,
+            curve: [1.0; 24],
+            priority: 100,
+            region: 0,
+        }],
+    }
+}
+
+/// Guards cross-region routing beside inference services: a replica (which never ends, so
+/// never counts in a region's queued work) subtracted infinite work from its region's
+/// estimate when it started behind other queued work, so the busy region looked infinitely
+/// idle and drew every job homed in the idle region (3 jobs moved, waiting a day). Now the
+/// jobs stay in their idle home region and start at once.
+#[test]
+fn service_replicas_do_not_make_their_region_look_idle_to_cross_region_routing() {
+    let t = Topology::uniform(&["a".to_string(), "b".to_string()], 8, 8, 1, 8, "h100");
+    let extra = (1..4)
+        .map(|i| {
+            let mut j = Job::new(0, 100.0 * i as f64, 3600.0, 8);
+            j.region = 1;
+            j.data_gb = 100.0;
+            j
+        })
+        .collect();
+    let w = busy_region_with_a_service(extra);
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("cross-region").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.moved_jobs, 0);
+    assert_eq!(r.completed, 4);
+    assert_eq!(r.classes[0].wait_s.p99, 0.0, "{:?}", r.classes[0].wait_s);
+}
