@@ -840,6 +840,27 @@ impl Sim<'_> {
         if cands.is_empty() || avail < self.jobs[h].milli_total() {
             return false;
         }
+        // Preempt only if `h` fits once every candidate is off: enough free GPUs in the
+        // region may still be on the wrong nodes (or domains, pods), and a preemption that
+        // does not start `h` costs its victims a restart for nothing.
+        let t = self.t;
+        let release = |s: &mut State, runs: &[Run], jobs: &[Job], give: bool| {
+            for &c in &cands {
+                let pl = runs[c as usize].place.as_ref().expect("running");
+                let job = &jobs[c as usize];
+                s.apply(t, &pl.pieces, !give);
+                s.apply_cpu(pl.cpu_node as usize, job.cpu_milli, job.memory_mib, !give);
+            }
+        };
+        release(&mut self.state, &self.runs, &self.jobs, true);
+        let fits = self
+            .state
+            .find(t, &self.jobs[h], self.p.placement, r, self.o.fgd.as_ref())
+            .is_some();
+        release(&mut self.state, &self.runs, &self.jobs, false);
+        if !fits {
+            return false;
+        }
         for c in cands {
             let c = c as usize;
             let done = (self.now - self.runs[c].last_start) / self.runs[c].factor;

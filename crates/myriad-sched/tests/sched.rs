@@ -761,3 +761,38 @@ fn service_replicas_do_not_make_their_region_look_idle_to_cross_region_routing()
     assert_eq!(r.completed, 4);
     assert_eq!(r.classes[0].wait_s.p99, 0.0, "{:?}", r.classes[0].wait_s);
 }
+
+/// Guards preemption against evicting jobs for nothing: 2 nodes of 8 GPUs, each holding a
+/// priority-5 job (C: 1 GPU on node 0 until 2,000 s, D: 7 GPUs on node 1 until 1,000 s) and
+/// node 0 a priority-0 job A (1 GPU, 1,500 s). H (priority 3, 8 GPUs on one node) arrives at
+/// 10 s: the region's 7 free GPUs plus A's make 8, but on two nodes, so evicting A cannot
+/// start H. A was evicted anyway (a preemption and a 300 s restart for nothing); now nothing
+/// is evicted and H starts on node 1 when D ends.
+#[test]
+fn preemption_evicts_nothing_when_the_head_would_still_not_fit() {
+    let mut jobs = vec![
+        Job::new(0, 0.0, 2000.0, 1),
+        Job::new(1, 0.0, 1500.0, 1),
+        Job::new(2, 0.0, 1000.0, 7),
+        Job::new(3, 10.0, 100.0, 8),
+    ];
+    for (i, p) in [5, 0, 5, 3].into_iter().enumerate() {
+        jobs[i].priority = p;
+        jobs[i].class = i as u16;
+    }
+    let w = Workload {
+        jobs,
+        classes: ["C", "A", "D", "H"].map(String::from).to_vec(),
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&two_nodes(), &w, &preset("priority").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.preemptions, 0);
+    assert_eq!(r.classes[1].jct_s.mean, 1500.0, "A runs uninterrupted");
+    assert_eq!(r.classes[3].wait_s.mean, 990.0, "H starts when D ends");
+    assert_eq!(r.completed, 4);
+}
