@@ -1023,7 +1023,9 @@ impl Sim<'_> {
             }
             k.preemptions += run.preempted as u64;
             match run.st {
-                St::Rejected => k.rejected += 1,
+                // Replicas are not jobs: one that cannot fit is retried every hour and shows
+                // in its service's SLO attainment, not as a rejected job per hour.
+                St::Rejected => k.rejected += u64::from(!replica),
                 _ if !run.first_start.is_nan() => {
                     wait[c].push(run.first_start - job.arrival);
                     if job.gpus > 1 {

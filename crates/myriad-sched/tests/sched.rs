@@ -796,3 +796,30 @@ fn preemption_evicts_nothing_when_the_head_would_still_not_fit() {
     assert_eq!(r.classes[3].wait_s.mean, 990.0, "H starts when D ends");
     assert_eq!(r.completed, 4);
 }
+
+/// Guards the job counts beside a service whose replicas cannot fit (24 GPUs on a 16-GPU
+/// cluster): every hour's replica that could not fit was counted as a rejected
+/// job, so a run of 1 job reported 24 rejected (more rejected than jobs). Now replicas,
+/// which are not jobs, are never counted as rejected; the service's SLO attainment is 0.
+#[test]
+fn replicas_that_cannot_fit_are_not_counted_as_rejected_jobs() {
+    let w = Workload {
+        jobs: vec![Job::new(0, 0.0, 100.0, 8)],
+        classes: vec!["jobs".into(), "big".into()],
+        services: vec![myriad_sched::Service {
+            name: "big".into(),
+            class: 1,
+            replica_gpus: 24,
+            peak_replicas: 2,
+            curve: [1.0; 24],
+            priority: 100,
+            region: 0,
+        }],
+    };
+    for p in ["fifo", "day-night"] {
+        let r = simulate(&two_nodes(), &w, &preset(p).unwrap(), &Options::default());
+        assert_eq!((r.jobs, r.completed, r.rejected), (1, 1, 0), "{p}");
+        assert_eq!((r.classes[1].jobs, r.classes[1].rejected), (0, 0), "{p}");
+        assert_eq!(r.services[0].slo_attainment, 0.0, "{p}");
+    }
+}
