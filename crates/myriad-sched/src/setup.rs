@@ -335,6 +335,17 @@ pub fn from_scenario(
             ));
         }
     }
+    for (i, sv) in sc.inference.iter().enumerate() {
+        if sv.region as usize >= sites {
+            return Err(err(
+                &format!("scheduling.inference[{i}].region"),
+                format!(
+                    "{} but the cluster has {sites} site(s) (cluster.sites; regions count from 0)",
+                    sv.region
+                ),
+            ));
+        }
+    }
     let mut topology = Topology::uniform(
         &names_r,
         (h.domains / sites as u64) as u32,
@@ -353,6 +364,18 @@ pub fn from_scenario(
             .map_or(1.0, |l| l.gbps_per_accelerator)
     };
     topology.gbps = [bw_at(dom), bw_at(pod), bw_at(per_site)];
+    for (i, sv) in sc.inference.iter().enumerate() {
+        let room = topology.region_gpus(sv.region as usize);
+        if u64::from(sv.replica_size) > room {
+            return Err(err(
+                &format!("scheduling.inference[{i}].replica_size"),
+                format!(
+                    "{} accelerators per replica but region {} has {room}: no replica could ever run",
+                    sv.replica_size, sv.region
+                ),
+            ));
+        }
+    }
     let policies = policies(&sc.policies, names).map_err(|(p, m)| {
         if p.starts_with("--") {
             err(&p, m)

@@ -823,3 +823,22 @@ fn replicas_that_cannot_fit_are_not_counted_as_rejected_jobs() {
         assert_eq!(r.services[0].slo_attainment, 0.0, "{p}");
     }
 }
+
+/// Guards the services' field checks: a service region past the cluster's sites was
+/// silently moved to the last region, and a replica larger than its region never ran (0%
+/// SLO attainment) without a word. Both are now errors naming the field.
+#[test]
+fn a_service_outside_the_cluster_is_an_error_naming_the_field() {
+    assert_eq!(
+        scenario_err("  inference: [{name: x, peak_replicas: 2, region: 1}]\n"),
+        "s.yaml: scheduling.inference[0].region: 1 but the cluster has 1 site(s) (cluster.sites; regions count from 0)"
+    );
+    assert_eq!(
+        scenario_err("  inference: [{name: x, peak_replicas: 2, replica_size: 1153}]\n"),
+        "s.yaml: scheduling.inference[0].replica_size: 1153 accelerators per replica but region 0 has 1152: no replica could ever run"
+    );
+    assert_eq!(
+        scenario_err("  inference: [{name: x, peak_replicas: 2, replica_size: 1152}]\n"),
+        "ok"
+    );
+}
