@@ -78,6 +78,11 @@ pub fn parse_nodes(text: &str) -> Result<(Vec<Node>, Vec<String>), String> {
     if nodes.is_empty() {
         return Err(format!("{f}: no nodes"));
     }
+    if nodes.iter().all(|n| n.gpus == 0) {
+        return Err(format!(
+            "{f}: no node has a GPU (column gpu); the scheduler measures GPU capacity"
+        ));
+    }
     if types.len() > 63 {
         return Err(format!("{f}: more than 63 GPU types"));
     }
@@ -148,6 +153,9 @@ pub fn parse_pods(text: &str, types: &[String]) -> Result<Vec<Job>, String> {
         j.gpu_types = mask;
         jobs.push(j);
     }
+    if jobs.is_empty() {
+        return Err(format!("{f}: no pods"));
+    }
     let t0 = jobs.iter().map(|j| j.arrival).fold(f64::INFINITY, f64::min);
     for j in &mut jobs {
         j.arrival -= t0;
@@ -171,7 +179,8 @@ pub struct LoadPoint {
     pub failed_tasks: u64,
 }
 
-/// The paper's load sweep for placement `mode`: tasks drawn from `jobs` with seed `seed`.
+/// The paper's load sweep for placement `mode`: tasks drawn from `jobs` with seed `seed`
+/// (no points when no task requests a GPU: the arrived load would never grow).
 pub fn load_sweep(
     t: &Topology,
     jobs: &[Job],
@@ -181,6 +190,10 @@ pub fn load_sweep(
     seed: u64,
 ) -> Vec<LoadPoint> {
     let cap = t.gpus() as f64 * 1000.0;
+    // No task requests a GPU (or there is none): the arrived load never grows.
+    if cap <= 0.0 || jobs.iter().all(|j| j.milli_total() == 0) {
+        return vec![];
+    }
     let mut s = State::new(t);
     let mut rng = Rng::new(seed, 7);
     let mut loads: Vec<f64> = loads.to_vec();

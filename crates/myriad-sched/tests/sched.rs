@@ -842,3 +842,32 @@ fn a_service_outside_the_cluster_is_an_error_naming_the_field() {
         "ok"
     );
 }
+
+/// Guards the openb parsers and the load sweep on degenerate lists: a pod list with only
+/// its header made the load sweep index an empty task list (a panic), and a node list
+/// without GPUs made every allocation 0/0 (NaN, `null` in JSON). Both are now errors naming
+/// the file; a sweep over no GPU task returns no points at once.
+#[test]
+fn empty_openb_lists_are_errors_not_panics() {
+    let nodes = "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,262144,8,V100\n";
+    let pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n";
+    let (n, types) = myriad_sched::openb::parse_nodes(nodes).unwrap();
+    assert_eq!(
+        myriad_sched::openb::parse_pods(pods, &types).unwrap_err(),
+        "openb_pod_list: no pods"
+    );
+    assert_eq!(
+        myriad_sched::openb::parse_nodes("sn,cpu_milli,memory_mib,gpu,model\nn0,32000,262144,0,\n")
+            .unwrap_err(),
+        "openb_node_list_all_node.csv: no node has a GPU (column gpu); the scheduler measures GPU capacity"
+    );
+    let t = Topology::from_nodes(n, types, 64);
+    let fgd = myriad_sched::Fgd::from_jobs(&[]);
+    assert!(myriad_sched::openb::load_sweep(&t, &[], Mode::Fgd, &fgd, &[0.5], 1).is_empty());
+    let cpu = {
+        let mut j = Job::new(0, 0.0, 1.0, 0);
+        j.cpu_milli = 1000;
+        j
+    };
+    assert!(myriad_sched::openb::load_sweep(&t, &[cpu], Mode::Fgd, &fgd, &[0.5], 1).is_empty());
+}
