@@ -535,7 +535,12 @@ impl Sim<'_> {
         match self.p.queue {
             QueueOrder::Fifo => (bits(job.arrival), j as u64),
             QueueOrder::Sjf => (bits(job.duration), j as u64),
-            QueueOrder::Priority => ((i64::MAX - job.priority as i64) as u64, j as u64),
+            // Higher first: i32::MAX - priority is 0..2^32 for every i32 (i64::MAX - priority
+            // overflowed for negative priorities, a panic in debug builds).
+            QueueOrder::Priority => (
+                (i64::from(i32::MAX) - i64::from(job.priority)) as u64,
+                j as u64,
+            ),
         }
     }
 

@@ -871,3 +871,31 @@ fn empty_openb_lists_are_errors_not_panics() {
     };
     assert!(myriad_sched::openb::load_sweep(&t, &[cpu], Mode::Fgd, &fgd, &[0.5], 1).is_empty());
 }
+
+/// Guards the priority queue's key for negative priorities: `i64::MAX - priority`
+/// overflowed for any priority below 0 (a panic in debug builds, where overflow is
+/// checked). The queue still runs higher priorities first, negative ones last.
+#[test]
+fn negative_priorities_queue_after_higher_ones() {
+    // One node: the first job (highest priority: nothing preempts it) holds it; the others
+    // queue and start by priority.
+    let t = Topology::uniform(&["r".to_string()], 1, 1, 1, 8, "h100");
+    let mut jobs = vec![Job::new(0, 0.0, 10.0, 8)];
+    jobs[0].priority = i32::MAX;
+    for (i, p) in [i32::MIN, -1, 0, i32::MAX].into_iter().enumerate() {
+        let mut j = Job::new(i as u32 + 1, 1.0, 10.0, 8);
+        j.priority = p;
+        j.class = i as u16 + 1;
+        jobs.push(j);
+    }
+    let w = Workload {
+        jobs,
+        classes: ["first", "min", "minus-one", "zero", "max"]
+            .map(String::from)
+            .to_vec(),
+        services: vec![],
+    };
+    let r = simulate(&t, &w, &preset("priority").unwrap(), &Options::default());
+    let waits: Vec<f64> = r.classes.iter().map(|c| c.wait_s.mean).collect();
+    assert_eq!(waits, [0.0, 39.0, 29.0, 19.0, 9.0]);
+}
