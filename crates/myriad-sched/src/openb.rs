@@ -44,6 +44,13 @@ fn num(s: &str, file: &str, line: usize, col: &str) -> Result<u64, String> {
         .map_err(|_| format!("{file}: line {line}: {col}: `{s}` is not a whole number"))
 }
 
+/// A whole number that fits a `u32` (a larger one would wrap to a small request or node).
+fn num32(s: &str, file: &str, line: usize, col: &str) -> Result<u32, String> {
+    let v = num(s, file, line, col)?;
+    u32::try_from(v)
+        .map_err(|_| format!("{file}: line {line}: {col}: {v} is more than {}", u32::MAX))
+}
+
 /// Parses `openb_node_list_all_node.csv`: the nodes and the GPU type names.
 pub fn parse_nodes(text: &str) -> Result<(Vec<Node>, Vec<String>), String> {
     let f = "openb_node_list_all_node.csv";
@@ -71,8 +78,8 @@ pub fn parse_nodes(text: &str) -> Result<(Vec<Node>, Vec<String>), String> {
         nodes.push(Node {
             gpus: gpus as u8,
             gpu_type: ty as u8,
-            cpu_milli: num(get(0), f, i + 1, "cpu_milli")? as u32,
-            memory_mib: num(get(1), f, i + 1, "memory_mib")? as u32,
+            cpu_milli: num32(get(0), f, i + 1, "cpu_milli")?,
+            memory_mib: num32(get(1), f, i + 1, "memory_mib")?,
         });
     }
     if nodes.is_empty() {
@@ -114,7 +121,7 @@ pub fn parse_pods(text: &str, types: &[String]) -> Result<Vec<Job>, String> {
         let v: Vec<&str> = line.split(',').collect();
         let get = |k: usize| v.get(c[k]).copied().unwrap_or("").trim();
         let ln = i + 1;
-        let gpus = num(get(2), f, ln, "num_gpu")? as u32;
+        let gpus = num32(get(2), f, ln, "num_gpu")?;
         let milli = num(get(3), f, ln, "gpu_milli")?;
         if milli > 1000 {
             return Err(format!(
@@ -148,8 +155,8 @@ pub fn parse_pods(text: &str, types: &[String]) -> Result<Vec<Job>, String> {
             (1, _) => 2,
             _ => 3,
         };
-        j.cpu_milli = num(get(0), f, ln, "cpu_milli")? as u32;
-        j.memory_mib = num(get(1), f, ln, "memory_mib")? as u32;
+        j.cpu_milli = num32(get(0), f, ln, "cpu_milli")?;
+        j.memory_mib = num32(get(1), f, ln, "memory_mib")?;
         j.gpu_types = mask;
         jobs.push(j);
     }

@@ -899,3 +899,33 @@ fn negative_priorities_queue_after_higher_ones() {
     let waits: Vec<f64> = r.classes.iter().map(|c| c.wait_s.mean).collect();
     assert_eq!(waits, [0.0, 39.0, 29.0, 19.0, 9.0]);
 }
+
+/// Guards the openb parsers against `u32` wrap-around: a task of 4,294,967,297 GPUs (or
+/// memory MiB, CPU milli) was read as 1, a small task that ran; a node's CPU or memory
+/// likewise. Now such a value is an error naming the file, line and column.
+#[test]
+fn openb_values_past_u32_are_errors_not_wrapped() {
+    let nodes = "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,262144,8,V100\n";
+    let (_, types) = myriad_sched::openb::parse_nodes(nodes).unwrap();
+    let head = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n";
+    for (row, col) in [
+        ("p,1000,100,4294967297,1000,,LS,Running,0,100,0", "num_gpu"),
+        ("p,1000,4294967396,1,1000,,LS,Running,0,100,0", "memory_mib"),
+        ("p,4294968296,100,1,1000,,LS,Running,0,100,0", "cpu_milli"),
+    ] {
+        let e = myriad_sched::openb::parse_pods(&format!("{head}{row}\n"), &types).unwrap_err();
+        assert!(
+            e.starts_with(&format!("openb_pod_list: line 2: {col}: "))
+                && e.ends_with("is more than 4294967295"),
+            "{e}"
+        );
+    }
+    let e = myriad_sched::openb::parse_nodes(
+        "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,4294967297,8,V100\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "openb_node_list_all_node.csv: line 2: memory_mib: 4294967297 is more than 4294967295"
+    );
+}
