@@ -929,3 +929,19 @@ fn openb_values_past_u32_are_errors_not_wrapped() {
         "openb_node_list_all_node.csv: line 2: memory_mib: 4294967297 is more than 4294967295"
     );
 }
+
+/// Guards the CSV trace's region column: a fractional region (`1.5`) was truncated to
+/// region 1 without a word. Now it is an error naming the line and column.
+#[test]
+fn a_fractional_csv_region_is_an_error() {
+    let t = Topology::uniform(&["a".to_string(), "b".to_string()], 2, 2, 1, 8, "h100");
+    let e = workload::parse_csv("arrival_s,duration_s,accelerators,region\n0,10,8,1.5\n", &t)
+        .unwrap_err();
+    assert_eq!(
+        e,
+        "line 2: region: `1.5` is not a whole number (regions count from 0)"
+    );
+    let (jobs, _) =
+        workload::parse_csv("arrival_s,duration_s,accelerators,region\n0,10,8,1\n", &t).unwrap();
+    assert_eq!(jobs[0].region, 1);
+}
