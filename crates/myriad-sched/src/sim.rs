@@ -803,13 +803,15 @@ impl Sim<'_> {
 
     fn try_backfill(&mut self, j: usize, r: usize, shadow: f64, extra: i64) {
         let job = &self.jobs[j];
-        let gpus = (job.milli_total() / 1000) as i64;
+        // Whole GPUs it may take from the reservation: a shared task may take a whole free
+        // GPU (1), a CPU-only task none.
+        let gpus = job.milli_total().div_ceil(1000) as i64;
         let ends_before = self.now + self.runs[j].remaining <= shadow;
         if !ends_before && gpus > extra {
             return;
         }
         if self.try_start(j) && !ends_before {
-            self.shadow[r] = Some((shadow, extra - gpus.max(1)));
+            self.shadow[r] = Some((shadow, extra - gpus));
         }
     }
 

@@ -945,3 +945,38 @@ fn a_fractional_csv_region_is_an_error() {
         workload::parse_csv("arrival_s,duration_s,accelerators,region\n0,10,8,1\n", &t).unwrap();
     assert_eq!(jobs[0].region, 1);
 }
+
+/// Guards EASY backfill's reservation against shared-GPU tasks: one node of 8 GPUs, J0 holds
+/// 4 until 100 s, the head H needs all 8 (reserved at 100 s, no GPU to spare). A half-GPU
+/// task S that runs past 100 s counted as 0 GPUs against the spare, so it backfilled onto
+/// a whole free GPU and H waited for S (until 1,002 s). Now S counts as one GPU, waits,
+/// and H starts at 100 s as reserved.
+#[test]
+fn a_shared_gpu_task_does_not_backfill_into_the_heads_reservation() {
+    let t = Topology::uniform(&["r".to_string()], 1, 1, 1, 8, "h100");
+    let mut jobs = vec![
+        Job::new(0, 0.0, 100.0, 4),
+        Job::new(1, 1.0, 50.0, 8),
+        Job::new(2, 2.0, 1000.0, 1),
+    ];
+    jobs[2].milli = 500;
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.class = i as u16;
+    }
+    let w = Workload {
+        jobs,
+        classes: ["J0", "H", "S"].map(String::from).to_vec(),
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("backfill").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(
+        r.classes[1].wait_s.mean, 99.0,
+        "H starts at its reservation"
+    );
+    assert_eq!(r.classes[2].wait_s.mean, 148.0, "S starts when H ends");
+}
