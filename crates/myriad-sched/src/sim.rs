@@ -348,8 +348,10 @@ pub fn simulate(t: &Topology, w: &Workload, p: &Policy, o: &Options) -> Report {
     }
     if !w.services.is_empty() {
         let hours = (horizon / 3600.0).ceil() as u32;
+        // Every hour, and the last step at the horizon itself (where services stop) when it
+        // falls inside an hour.
         for h in 0..=hours {
-            s.push(h as f64 * 3600.0, HOUR, h, 0);
+            s.push((h as f64 * 3600.0).min(horizon), HOUR, h, 0);
         }
     }
     s.run(horizon);

@@ -980,3 +980,34 @@ fn a_shared_gpu_task_does_not_backfill_into_the_heads_reservation() {
     );
     assert_eq!(r.classes[2].wait_s.mean, 148.0, "S starts when H ends");
 }
+
+/// Guards where services stop: they run until the horizon, but the hourly step that stops
+/// them came at the next whole hour, so with a 1,800 s horizon a replica held its node
+/// until 3,600 s and the training job queued behind it waited 3,500 s instead of 1,700 s.
+#[test]
+fn services_stop_at_a_horizon_inside_an_hour() {
+    let t = Topology::uniform(&["r".to_string()], 1, 1, 1, 8, "h100");
+    let w = Workload {
+        jobs: vec![Job::new(0, 100.0, 600.0, 8)],
+        classes: vec!["jobs".into(), "chat".into()],
+        services: vec![myriad_sched::Service {
+            name: "chat".into(),
+            class: 1,
+            replica_gpus: 8,
+            peak_replicas: 1,
+            curve: [1.0; 24],
+            priority: 100,
+            region: 0,
+        }],
+    };
+    let o = Options {
+        horizon_s: 1800.0,
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("fifo").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.classes[0].wait_s.mean, 1700.0);
+    assert_eq!(r.services[0].replica_hours, 0.5);
+    assert_eq!(r.services[0].slo_attainment, 1.0);
+}
