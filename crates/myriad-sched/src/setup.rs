@@ -78,6 +78,18 @@ pub fn policies(
     if specs.is_empty() {
         return Ok(PRESETS.iter().map(|n| preset(n).expect("preset")).collect());
     }
+    // Policies are told apart by name (columns, JSON, `--policies`).
+    for (i, s) in specs.iter().enumerate() {
+        if let Some(k) = specs[..i].iter().position(|o| o.name == s.name) {
+            return Err((
+                format!("policies[{i}].name"),
+                format!(
+                    "`{}` is given twice (policies[{k}]); give each policy its own name",
+                    s.name
+                ),
+            ));
+        }
+    }
     specs
         .iter()
         .enumerate()

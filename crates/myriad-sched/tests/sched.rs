@@ -1011,3 +1011,13 @@ fn services_stop_at_a_horizon_inside_an_hour() {
     assert_eq!(r.services[0].replica_hours, 0.5);
     assert_eq!(r.services[0].slo_attainment, 1.0);
 }
+
+/// Guards policy names: two scenario policies of one name ran as two columns of the same
+/// name (and `--policies NAME` picked the first); now the second is an error naming it.
+#[test]
+fn a_policy_name_given_twice_in_the_scenario_is_an_error() {
+    assert_eq!(
+        scenario_err("  policies: [{name: fifo}, {name: fifo, backfill: true}]\n"),
+        "s.yaml: scheduling.policies[1].name: `fifo` is given twice (policies[0]); give each policy its own name"
+    );
+}
