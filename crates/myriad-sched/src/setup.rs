@@ -231,20 +231,23 @@ pub fn check_service_hours(w: &Workload, o: &Options) -> Result<(), String> {
     Ok(())
 }
 
-/// The openb trace replay: node list and pod list texts.
+/// The openb trace replay: node list and pod list texts. Errors are `(path, message)`: the
+/// scenario path (`scheduling.trace` for the lists, whose messages name the file;
+/// `scheduling.policies[i]...`, `scheduling.failures`) or the flag (`--policies`).
 pub fn openb(
     nodes_text: &str,
     pods_text: &str,
     sc: &SchedulingSpec,
     names: Option<&[String]>,
     seed: Option<u64>,
-) -> Result<Setup, String> {
-    let (nodes, types) = openb::parse_nodes(nodes_text)?;
-    let jobs = openb::parse_pods(pods_text, &types)?;
+) -> Result<Setup, (String, String)> {
+    let trace = |m: String| ("scheduling.trace".to_string(), m);
+    let (nodes, types) = openb::parse_nodes(nodes_text).map_err(trace)?;
+    let jobs = openb::parse_pods(pods_text, &types).map_err(trace)?;
     let topology = Topology::from_nodes(nodes, types, 64);
     let mut options = options(sc, 8);
     options.fgd = Some(Fgd::from_jobs(&jobs));
-    check_failures(&jobs, &options).map_err(|m| format!("scheduling.failures: {m}"))?;
+    check_failures(&jobs, &options).map_err(|m| ("scheduling.failures".to_string(), m))?;
     options.seed = seed.or(sc.seed).unwrap_or(1);
     let names_default: Vec<String> = ["best-fit", "fgd"].iter().map(|s| s.to_string()).collect();
     let names = match (names, sc.policies.is_empty()) {
@@ -252,7 +255,13 @@ pub fn openb(
         (None, true) => Some(&names_default[..]),
         (None, false) => None,
     };
-    let policies = policies(&sc.policies, names).map_err(|(p, m)| format!("{p}: {m}"))?;
+    let policies = policies(&sc.policies, names).map_err(|(p, m)| {
+        if p.starts_with("--") {
+            (p, m)
+        } else {
+            (format!("scheduling.{p}"), m)
+        }
+    })?;
     Ok(Setup {
         name: "alibaba-openb-2023".into(),
         accelerator: "mixed (openb)".into(),

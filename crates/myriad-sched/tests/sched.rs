@@ -1021,3 +1021,30 @@ fn a_policy_name_given_twice_in_the_scenario_is_an_error() {
         "s.yaml: scheduling.policies[1].name: `fifo` is given twice (policies[0]); give each policy its own name"
     );
 }
+
+/// Guards the field paths of an openb scenario's errors: every one was put under
+/// `scheduling.trace` (`scheduling.trace: policies[0].name: ...`, `scheduling.trace:
+/// scheduling.failures: ...`). Now a policy error names `scheduling.policies[i]`, a flag
+/// its flag, and only the lists' errors `scheduling.trace`.
+#[test]
+fn openb_setup_errors_name_their_own_field() {
+    let nodes = "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,262144,8,V100\n";
+    let pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\np,1000,100,8,1000,,LS,Running,0,100,0\n";
+    let spec = |v: serde_json::Value| -> SchedulingSpec { serde_json::from_value(v).unwrap() };
+    let err = |sc: &SchedulingSpec, names: Option<&[String]>| {
+        setup::openb(nodes, pods, sc, names, None).unwrap_err()
+    };
+    let (p, m) = err(
+        &spec(serde_json::json!({"policies": [{"name": "fgdd"}]})),
+        None,
+    );
+    assert_eq!(p, "scheduling.policies[0].name");
+    assert!(m.contains("did you mean fgd?"), "{m}");
+    let (p, _) = err(&spec(serde_json::json!({"failures": {"scale": 1e9}})), None);
+    assert_eq!(p, "scheduling.failures");
+    let (p, _) = err(&SchedulingSpec::default(), Some(&["fgdd".to_string()]));
+    assert_eq!(p, "--policies");
+    let (p, m) = setup::openb(nodes, "x\n", &SchedulingSpec::default(), None, None).unwrap_err();
+    assert_eq!(p, "scheduling.trace");
+    assert!(m.starts_with("openb_pod_list: header has no column"), "{m}");
+}
