@@ -554,8 +554,15 @@ pub fn sched(
         (None, None) => return Err("give a scenario or an openb directory".into()),
         (None, Some(dir)) => {
             let (n, p) = openb_texts(dir, "default")?;
-            myriad_sched::setup::openb(&n, &p, &Default::default(), policies, seed)
-                .map_err(|e| format!("{}: {e}", dir.display()))?
+            myriad_sched::setup::openb(&n, &p, &Default::default(), policies, seed).map_err(
+                |(p, m)| {
+                    if p.starts_with("--") {
+                        format!("{p}: {m}")
+                    } else {
+                        format!("{}: {m}", dir.display())
+                    }
+                },
+            )?
         }
         (Some((s, file)), over) => {
             let sc = s.scheduling.clone().unwrap_or_default();
@@ -572,7 +579,7 @@ pub fn sched(
                 Some((dir, pods)) => {
                     let (n, p) = openb_texts(&dir, &pods)?;
                     myriad_sched::setup::openb(&n, &p, &sc, policies, seed)
-                        .map_err(|e| format!("{file}: scheduling.trace: {e}"))?
+                        .map_err(|(p, m)| format!("{file}: {p}: {m}"))?
                 }
                 None => myriad_sched::setup::from_scenario(
                     s,

@@ -44,6 +44,13 @@ fn num(s: &str, file: &str, line: usize, col: &str) -> Result<u64, String> {
         .map_err(|_| format!("{file}: line {line}: {col}: `{s}` is not a whole number"))
 }
 
+/// A whole number that fits a `u32` (a larger one would wrap to a small request or node).
+fn num32(s: &str, file: &str, line: usize, col: &str) -> Result<u32, String> {
+    let v = num(s, file, line, col)?;
+    u32::try_from(v)
+        .map_err(|_| format!("{file}: line {line}: {col}: {v} is more than {}", u32::MAX))
+}
+
 /// Parses `openb_node_list_all_node.csv`: the nodes and the GPU type names.
 pub fn parse_nodes(text: &str) -> Result<(Vec<Node>, Vec<String>), String> {
     let f = "openb_node_list_all_node.csv";
@@ -71,12 +78,17 @@ pub fn parse_nodes(text: &str) -> Result<(Vec<Node>, Vec<String>), String> {
         nodes.push(Node {
             gpus: gpus as u8,
             gpu_type: ty as u8,
-            cpu_milli: num(get(0), f, i + 1, "cpu_milli")? as u32,
-            memory_mib: num(get(1), f, i + 1, "memory_mib")? as u32,
+            cpu_milli: num32(get(0), f, i + 1, "cpu_milli")?,
+            memory_mib: num32(get(1), f, i + 1, "memory_mib")?,
         });
     }
     if nodes.is_empty() {
         return Err(format!("{f}: no nodes"));
+    }
+    if nodes.iter().all(|n| n.gpus == 0) {
+        return Err(format!(
+            "{f}: no node has a GPU (column gpu); the scheduler measures GPU capacity"
+        ));
     }
     if types.len() > 63 {
         return Err(format!("{f}: more than 63 GPU types"));
@@ -109,7 +121,7 @@ pub fn parse_pods(text: &str, types: &[String]) -> Result<Vec<Job>, String> {
         let v: Vec<&str> = line.split(',').collect();
         let get = |k: usize| v.get(c[k]).copied().unwrap_or("").trim();
         let ln = i + 1;
-        let gpus = num(get(2), f, ln, "num_gpu")? as u32;
+        let gpus = num32(get(2), f, ln, "num_gpu")?;
         let milli = num(get(3), f, ln, "gpu_milli")?;
         if milli > 1000 {
             return Err(format!(
@@ -143,10 +155,13 @@ pub fn parse_pods(text: &str, types: &[String]) -> Result<Vec<Job>, String> {
             (1, _) => 2,
             _ => 3,
         };
-        j.cpu_milli = num(get(0), f, ln, "cpu_milli")? as u32;
-        j.memory_mib = num(get(1), f, ln, "memory_mib")? as u32;
+        j.cpu_milli = num32(get(0), f, ln, "cpu_milli")?;
+        j.memory_mib = num32(get(1), f, ln, "memory_mib")?;
         j.gpu_types = mask;
         jobs.push(j);
+    }
+    if jobs.is_empty() {
+        return Err(format!("{f}: no pods"));
     }
     let t0 = jobs.iter().map(|j| j.arrival).fold(f64::INFINITY, f64::min);
     for j in &mut jobs {
@@ -171,7 +186,8 @@ pub struct LoadPoint {
     pub failed_tasks: u64,
 }
 
-/// The paper's load sweep for placement `mode`: tasks drawn from `jobs` with seed `seed`.
+/// The paper's load sweep for placement `mode`: tasks drawn from `jobs` with seed `seed`
+/// (no points when no task requests a GPU: the arrived load would never grow).
 pub fn load_sweep(
     t: &Topology,
     jobs: &[Job],
@@ -181,6 +197,10 @@ pub fn load_sweep(
     seed: u64,
 ) -> Vec<LoadPoint> {
     let cap = t.gpus() as f64 * 1000.0;
+    // No task requests a GPU (or there is none): the arrived load never grows.
+    if cap <= 0.0 || jobs.iter().all(|j| j.milli_total() == 0) {
+        return vec![];
+    }
     let mut s = State::new(t);
     let mut rng = Rng::new(seed, 7);
     let mut loads: Vec<f64> = loads.to_vec();

@@ -78,6 +78,18 @@ pub fn policies(
     if specs.is_empty() {
         return Ok(PRESETS.iter().map(|n| preset(n).expect("preset")).collect());
     }
+    // Policies are told apart by name (columns, JSON, `--policies`).
+    for (i, s) in specs.iter().enumerate() {
+        if let Some(k) = specs[..i].iter().position(|o| o.name == s.name) {
+            return Err((
+                format!("policies[{i}].name"),
+                format!(
+                    "`{}` is given twice (policies[{k}]); give each policy its own name",
+                    s.name
+                ),
+            ));
+        }
+    }
     specs
         .iter()
         .enumerate()
@@ -219,20 +231,23 @@ pub fn check_service_hours(w: &Workload, o: &Options) -> Result<(), String> {
     Ok(())
 }
 
-/// The openb trace replay: node list and pod list texts.
+/// The openb trace replay: node list and pod list texts. Errors are `(path, message)`: the
+/// scenario path (`scheduling.trace` for the lists, whose messages name the file;
+/// `scheduling.policies[i]...`, `scheduling.failures`) or the flag (`--policies`).
 pub fn openb(
     nodes_text: &str,
     pods_text: &str,
     sc: &SchedulingSpec,
     names: Option<&[String]>,
     seed: Option<u64>,
-) -> Result<Setup, String> {
-    let (nodes, types) = openb::parse_nodes(nodes_text)?;
-    let jobs = openb::parse_pods(pods_text, &types)?;
+) -> Result<Setup, (String, String)> {
+    let trace = |m: String| ("scheduling.trace".to_string(), m);
+    let (nodes, types) = openb::parse_nodes(nodes_text).map_err(trace)?;
+    let jobs = openb::parse_pods(pods_text, &types).map_err(trace)?;
     let topology = Topology::from_nodes(nodes, types, 64);
     let mut options = options(sc, 8);
     options.fgd = Some(Fgd::from_jobs(&jobs));
-    check_failures(&jobs, &options).map_err(|m| format!("scheduling.failures: {m}"))?;
+    check_failures(&jobs, &options).map_err(|m| ("scheduling.failures".to_string(), m))?;
     options.seed = seed.or(sc.seed).unwrap_or(1);
     let names_default: Vec<String> = ["best-fit", "fgd"].iter().map(|s| s.to_string()).collect();
     let names = match (names, sc.policies.is_empty()) {
@@ -240,7 +255,13 @@ pub fn openb(
         (None, true) => Some(&names_default[..]),
         (None, false) => None,
     };
-    let policies = policies(&sc.policies, names).map_err(|(p, m)| format!("{p}: {m}"))?;
+    let policies = policies(&sc.policies, names).map_err(|(p, m)| {
+        if p.starts_with("--") {
+            (p, m)
+        } else {
+            (format!("scheduling.{p}"), m)
+        }
+    })?;
     Ok(Setup {
         name: "alibaba-openb-2023".into(),
         accelerator: "mixed (openb)".into(),
@@ -335,6 +356,17 @@ pub fn from_scenario(
             ));
         }
     }
+    for (i, sv) in sc.inference.iter().enumerate() {
+        if sv.region as usize >= sites {
+            return Err(err(
+                &format!("scheduling.inference[{i}].region"),
+                format!(
+                    "{} but the cluster has {sites} site(s) (cluster.sites; regions count from 0)",
+                    sv.region
+                ),
+            ));
+        }
+    }
     let mut topology = Topology::uniform(
         &names_r,
         (h.domains / sites as u64) as u32,
@@ -353,6 +385,18 @@ pub fn from_scenario(
             .map_or(1.0, |l| l.gbps_per_accelerator)
     };
     topology.gbps = [bw_at(dom), bw_at(pod), bw_at(per_site)];
+    for (i, sv) in sc.inference.iter().enumerate() {
+        let room = topology.region_gpus(sv.region as usize);
+        if u64::from(sv.replica_size) > room {
+            return Err(err(
+                &format!("scheduling.inference[{i}].replica_size"),
+                format!(
+                    "{} accelerators per replica but region {} has {room}: no replica could ever run",
+                    sv.replica_size, sv.region
+                ),
+            ));
+        }
+    }
     let policies = policies(&sc.policies, names).map_err(|(p, m)| {
         if p.starts_with("--") {
             err(&p, m)

@@ -348,8 +348,10 @@ pub fn simulate(t: &Topology, w: &Workload, p: &Policy, o: &Options) -> Report {
     }
     if !w.services.is_empty() {
         let hours = (horizon / 3600.0).ceil() as u32;
+        // Every hour, and the last step at the horizon itself (where services stop) when it
+        // falls inside an hour.
         for h in 0..=hours {
-            s.push(h as f64 * 3600.0, HOUR, h, 0);
+            s.push((h as f64 * 3600.0).min(horizon), HOUR, h, 0);
         }
     }
     s.run(horizon);
@@ -535,7 +537,12 @@ impl Sim<'_> {
         match self.p.queue {
             QueueOrder::Fifo => (bits(job.arrival), j as u64),
             QueueOrder::Sjf => (bits(job.duration), j as u64),
-            QueueOrder::Priority => ((i64::MAX - job.priority as i64) as u64, j as u64),
+            // Higher first: i32::MAX - priority is 0..2^32 for every i32 (i64::MAX - priority
+            // overflowed for negative priorities, a panic in debug builds).
+            QueueOrder::Priority => (
+                (i64::from(i32::MAX) - i64::from(job.priority)) as u64,
+                j as u64,
+            ),
         }
     }
 
@@ -586,19 +593,30 @@ impl Sim<'_> {
         }
     }
 
+    /// GPU-seconds job `j` adds to its region's expected-wait estimate while queued (0 for
+    /// service replicas: they never end).
+    fn queued_work(&self, j: usize) -> f64 {
+        let rem = self.runs[j].remaining;
+        if rem.is_finite() {
+            rem * self.jobs[j].milli_total() as f64 / 1000.0
+        } else {
+            0.0
+        }
+    }
+
     fn enqueue(&mut self, j: usize) {
         let r = self.runs[j].region as usize;
         let (a, b) = self.runs[j].key;
         self.queue[r].insert((a, b, j as u32));
         self.runs[j].st = St::Queued;
-        self.queued_gpu_s[r] += self.runs[j].remaining * self.jobs[j].milli_total() as f64 / 1000.0;
+        self.queued_gpu_s[r] += self.queued_work(j);
     }
 
     fn dequeue(&mut self, j: usize) {
         let r = self.runs[j].region as usize;
         let (a, b) = self.runs[j].key;
         self.queue[r].remove(&(a, b, j as u32));
-        self.queued_gpu_s[r] -= self.runs[j].remaining * self.jobs[j].milli_total() as f64 / 1000.0;
+        self.queued_gpu_s[r] -= self.queued_work(j);
         if self.queue[r].is_empty() {
             self.queued_gpu_s[r] = 0.0;
         }
@@ -787,13 +805,15 @@ impl Sim<'_> {
 
     fn try_backfill(&mut self, j: usize, r: usize, shadow: f64, extra: i64) {
         let job = &self.jobs[j];
-        let gpus = (job.milli_total() / 1000) as i64;
+        // Whole GPUs it may take from the reservation: a shared task may take a whole free
+        // GPU (1), a CPU-only task none.
+        let gpus = job.milli_total().div_ceil(1000) as i64;
         let ends_before = self.now + self.runs[j].remaining <= shadow;
         if !ends_before && gpus > extra {
             return;
         }
         if self.try_start(j) && !ends_before {
-            self.shadow[r] = Some((shadow, extra - gpus.max(1)));
+            self.shadow[r] = Some((shadow, extra - gpus));
         }
     }
 
@@ -827,6 +847,27 @@ impl Sim<'_> {
             .sum::<u64>()
             + self.state.reg_free_full[r] * 1000;
         if cands.is_empty() || avail < self.jobs[h].milli_total() {
+            return false;
+        }
+        // Preempt only if `h` fits once every candidate is off: enough free GPUs in the
+        // region may still be on the wrong nodes (or domains, pods), and a preemption that
+        // does not start `h` costs its victims a restart for nothing.
+        let t = self.t;
+        let release = |s: &mut State, runs: &[Run], jobs: &[Job], give: bool| {
+            for &c in &cands {
+                let pl = runs[c as usize].place.as_ref().expect("running");
+                let job = &jobs[c as usize];
+                s.apply(t, &pl.pieces, !give);
+                s.apply_cpu(pl.cpu_node as usize, job.cpu_milli, job.memory_mib, !give);
+            }
+        };
+        release(&mut self.state, &self.runs, &self.jobs, true);
+        let fits = self
+            .state
+            .find(t, &self.jobs[h], self.p.placement, r, self.o.fgd.as_ref())
+            .is_some();
+        release(&mut self.state, &self.runs, &self.jobs, false);
+        if !fits {
             return false;
         }
         for c in cands {
@@ -991,7 +1032,9 @@ impl Sim<'_> {
             }
             k.preemptions += run.preempted as u64;
             match run.st {
-                St::Rejected => k.rejected += 1,
+                // Replicas are not jobs: one that cannot fit is retried every hour and shows
+                // in its service's SLO attainment, not as a rejected job per hour.
+                St::Rejected => k.rejected += u64::from(!replica),
                 _ if !run.first_start.is_nan() => {
                     wait[c].push(run.first_start - job.arrival);
                     if job.gpus > 1 {

@@ -360,7 +360,13 @@ pub fn parse_csv(text: &str, t: &Topology) -> Result<(Vec<Job>, Vec<String>), St
         if comm > 1.0 {
             return Err(format!("line {ln}: comm_share: {comm} is more than 1"));
         }
-        let region = num("region", false)?.unwrap_or(0.0) as usize;
+        let region = num("region", false)?.unwrap_or(0.0);
+        if region.fract() != 0.0 {
+            return Err(format!(
+                "line {ln}: region: `{region}` is not a whole number (regions count from 0)"
+            ));
+        }
+        let region = region as usize;
         if region >= t.regions() {
             return Err(format!(
                 "line {ln}: region: {region} but the cluster has {} region(s)",

@@ -711,3 +711,340 @@ fn a_service_peak_past_the_cluster_queues_only_what_could_run() {
         assert!(h.replica_hours > 0.0 && h.slo_attainment < 1e-6);
     }
 }
+
+/// A service of 8-GPU replicas in region 0 (and a 32-GPU job holding half of it).
+fn busy_region_with_a_service(extra: Vec<Job>) -> Workload {
+    let mut jobs = vec![Job::new(0, 0.0, 36_000.0, 32)];
+    jobs.extend(extra);
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.id = i as u32;
+    }
+    Workload {
+        jobs,
+        classes: vec!["jobs".into(), "chat".into()],
+        services: vec![myriad_sched::Service {
+            name: "chat".into(),
+            class: 1,
+            replica_gpus: 8,
+            peak_replicas: 8,
+            curve: [1.0; 24],
+            priority: 100,
+            region: 0,
+        }],
+    }
+}
+
+/// Guards cross-region routing beside inference services: a replica (which never ends, so
+/// never counts in a region's queued work) subtracted infinite work from its region's
+/// estimate when it started behind other queued work, so the busy region looked infinitely
+/// idle and drew every job homed in the idle region (3 jobs moved, waiting a day). Now the
+/// jobs stay in their idle home region and start at once.
+#[test]
+fn service_replicas_do_not_make_their_region_look_idle_to_cross_region_routing() {
+    let t = Topology::uniform(&["a".to_string(), "b".to_string()], 8, 8, 1, 8, "h100");
+    let extra = (1..4)
+        .map(|i| {
+            let mut j = Job::new(0, 100.0 * i as f64, 3600.0, 8);
+            j.region = 1;
+            j.data_gb = 100.0;
+            j
+        })
+        .collect();
+    let w = busy_region_with_a_service(extra);
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("cross-region").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.moved_jobs, 0);
+    assert_eq!(r.completed, 4);
+    assert_eq!(r.classes[0].wait_s.p99, 0.0, "{:?}", r.classes[0].wait_s);
+}
+
+/// Guards preemption against evicting jobs for nothing: 2 nodes of 8 GPUs, each holding a
+/// priority-5 job (C: 1 GPU on node 0 until 2,000 s, D: 7 GPUs on node 1 until 1,000 s) and
+/// node 0 a priority-0 job A (1 GPU, 1,500 s). H (priority 3, 8 GPUs on one node) arrives at
+/// 10 s: the region's 7 free GPUs plus A's make 8, but on two nodes, so evicting A cannot
+/// start H. A was evicted anyway (a preemption and a 300 s restart for nothing); now nothing
+/// is evicted and H starts on node 1 when D ends.
+#[test]
+fn preemption_evicts_nothing_when_the_head_would_still_not_fit() {
+    let mut jobs = vec![
+        Job::new(0, 0.0, 2000.0, 1),
+        Job::new(1, 0.0, 1500.0, 1),
+        Job::new(2, 0.0, 1000.0, 7),
+        Job::new(3, 10.0, 100.0, 8),
+    ];
+    for (i, p) in [5, 0, 5, 3].into_iter().enumerate() {
+        jobs[i].priority = p;
+        jobs[i].class = i as u16;
+    }
+    let w = Workload {
+        jobs,
+        classes: ["C", "A", "D", "H"].map(String::from).to_vec(),
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&two_nodes(), &w, &preset("priority").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.preemptions, 0);
+    assert_eq!(r.classes[1].jct_s.mean, 1500.0, "A runs uninterrupted");
+    assert_eq!(r.classes[3].wait_s.mean, 990.0, "H starts when D ends");
+    assert_eq!(r.completed, 4);
+}
+
+/// Guards the job counts beside a service whose replicas cannot fit (24 GPUs on a 16-GPU
+/// cluster): every hour's replica that could not fit was counted as a rejected
+/// job, so a run of 1 job reported 24 rejected (more rejected than jobs). Now replicas,
+/// which are not jobs, are never counted as rejected; the service's SLO attainment is 0.
+#[test]
+fn replicas_that_cannot_fit_are_not_counted_as_rejected_jobs() {
+    let w = Workload {
+        jobs: vec![Job::new(0, 0.0, 100.0, 8)],
+        classes: vec!["jobs".into(), "big".into()],
+        services: vec![myriad_sched::Service {
+            name: "big".into(),
+            class: 1,
+            replica_gpus: 24,
+            peak_replicas: 2,
+            curve: [1.0; 24],
+            priority: 100,
+            region: 0,
+        }],
+    };
+    for p in ["fifo", "day-night"] {
+        let r = simulate(&two_nodes(), &w, &preset(p).unwrap(), &Options::default());
+        assert_eq!((r.jobs, r.completed, r.rejected), (1, 1, 0), "{p}");
+        assert_eq!((r.classes[1].jobs, r.classes[1].rejected), (0, 0), "{p}");
+        assert_eq!(r.services[0].slo_attainment, 0.0, "{p}");
+    }
+}
+
+/// Guards the services' field checks: a service region past the cluster's sites was
+/// silently moved to the last region, and a replica larger than its region never ran (0%
+/// SLO attainment) without a word. Both are now errors naming the field.
+#[test]
+fn a_service_outside_the_cluster_is_an_error_naming_the_field() {
+    assert_eq!(
+        scenario_err("  inference: [{name: x, peak_replicas: 2, region: 1}]\n"),
+        "s.yaml: scheduling.inference[0].region: 1 but the cluster has 1 site(s) (cluster.sites; regions count from 0)"
+    );
+    assert_eq!(
+        scenario_err("  inference: [{name: x, peak_replicas: 2, replica_size: 1153}]\n"),
+        "s.yaml: scheduling.inference[0].replica_size: 1153 accelerators per replica but region 0 has 1152: no replica could ever run"
+    );
+    assert_eq!(
+        scenario_err("  inference: [{name: x, peak_replicas: 2, replica_size: 1152}]\n"),
+        "ok"
+    );
+}
+
+/// Guards the openb parsers and the load sweep on degenerate lists: a pod list with only
+/// its header made the load sweep index an empty task list (a panic), and a node list
+/// without GPUs made every allocation 0/0 (NaN, `null` in JSON). Both are now errors naming
+/// the file; a sweep over no GPU task returns no points at once.
+#[test]
+fn empty_openb_lists_are_errors_not_panics() {
+    let nodes = "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,262144,8,V100\n";
+    let pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n";
+    let (n, types) = myriad_sched::openb::parse_nodes(nodes).unwrap();
+    assert_eq!(
+        myriad_sched::openb::parse_pods(pods, &types).unwrap_err(),
+        "openb_pod_list: no pods"
+    );
+    assert_eq!(
+        myriad_sched::openb::parse_nodes("sn,cpu_milli,memory_mib,gpu,model\nn0,32000,262144,0,\n")
+            .unwrap_err(),
+        "openb_node_list_all_node.csv: no node has a GPU (column gpu); the scheduler measures GPU capacity"
+    );
+    let t = Topology::from_nodes(n, types, 64);
+    let fgd = myriad_sched::Fgd::from_jobs(&[]);
+    assert!(myriad_sched::openb::load_sweep(&t, &[], Mode::Fgd, &fgd, &[0.5], 1).is_empty());
+    let cpu = {
+        let mut j = Job::new(0, 0.0, 1.0, 0);
+        j.cpu_milli = 1000;
+        j
+    };
+    assert!(myriad_sched::openb::load_sweep(&t, &[cpu], Mode::Fgd, &fgd, &[0.5], 1).is_empty());
+}
+
+/// Guards the priority queue's key for negative priorities: `i64::MAX - priority`
+/// overflowed for any priority below 0 (a panic in debug builds, where overflow is
+/// checked). The queue still runs higher priorities first, negative ones last.
+#[test]
+fn negative_priorities_queue_after_higher_ones() {
+    // One node: the first job (highest priority: nothing preempts it) holds it; the others
+    // queue and start by priority.
+    let t = Topology::uniform(&["r".to_string()], 1, 1, 1, 8, "h100");
+    let mut jobs = vec![Job::new(0, 0.0, 10.0, 8)];
+    jobs[0].priority = i32::MAX;
+    for (i, p) in [i32::MIN, -1, 0, i32::MAX].into_iter().enumerate() {
+        let mut j = Job::new(i as u32 + 1, 1.0, 10.0, 8);
+        j.priority = p;
+        j.class = i as u16 + 1;
+        jobs.push(j);
+    }
+    let w = Workload {
+        jobs,
+        classes: ["first", "min", "minus-one", "zero", "max"]
+            .map(String::from)
+            .to_vec(),
+        services: vec![],
+    };
+    let r = simulate(&t, &w, &preset("priority").unwrap(), &Options::default());
+    let waits: Vec<f64> = r.classes.iter().map(|c| c.wait_s.mean).collect();
+    assert_eq!(waits, [0.0, 39.0, 29.0, 19.0, 9.0]);
+}
+
+/// Guards the openb parsers against `u32` wrap-around: a task of 4,294,967,297 GPUs (or
+/// memory MiB, CPU milli) was read as 1, a small task that ran; a node's CPU or memory
+/// likewise. Now such a value is an error naming the file, line and column.
+#[test]
+fn openb_values_past_u32_are_errors_not_wrapped() {
+    let nodes = "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,262144,8,V100\n";
+    let (_, types) = myriad_sched::openb::parse_nodes(nodes).unwrap();
+    let head = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n";
+    for (row, col) in [
+        ("p,1000,100,4294967297,1000,,LS,Running,0,100,0", "num_gpu"),
+        ("p,1000,4294967396,1,1000,,LS,Running,0,100,0", "memory_mib"),
+        ("p,4294968296,100,1,1000,,LS,Running,0,100,0", "cpu_milli"),
+    ] {
+        let e = myriad_sched::openb::parse_pods(&format!("{head}{row}\n"), &types).unwrap_err();
+        assert!(
+            e.starts_with(&format!("openb_pod_list: line 2: {col}: "))
+                && e.ends_with("is more than 4294967295"),
+            "{e}"
+        );
+    }
+    let e = myriad_sched::openb::parse_nodes(
+        "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,4294967297,8,V100\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "openb_node_list_all_node.csv: line 2: memory_mib: 4294967297 is more than 4294967295"
+    );
+}
+
+/// Guards the CSV trace's region column: a fractional region (`1.5`) was truncated to
+/// region 1 without a word. Now it is an error naming the line and column.
+#[test]
+fn a_fractional_csv_region_is_an_error() {
+    let t = Topology::uniform(&["a".to_string(), "b".to_string()], 2, 2, 1, 8, "h100");
+    let e = workload::parse_csv("arrival_s,duration_s,accelerators,region\n0,10,8,1.5\n", &t)
+        .unwrap_err();
+    assert_eq!(
+        e,
+        "line 2: region: `1.5` is not a whole number (regions count from 0)"
+    );
+    let (jobs, _) =
+        workload::parse_csv("arrival_s,duration_s,accelerators,region\n0,10,8,1\n", &t).unwrap();
+    assert_eq!(jobs[0].region, 1);
+}
+
+/// Guards EASY backfill's reservation against shared-GPU tasks: one node of 8 GPUs, J0 holds
+/// 4 until 100 s, the head H needs all 8 (reserved at 100 s, no GPU to spare). A half-GPU
+/// task S that runs past 100 s counted as 0 GPUs against the spare, so it backfilled onto
+/// a whole free GPU and H waited for S (until 1,002 s). Now S counts as one GPU, waits,
+/// and H starts at 100 s as reserved.
+#[test]
+fn a_shared_gpu_task_does_not_backfill_into_the_heads_reservation() {
+    let t = Topology::uniform(&["r".to_string()], 1, 1, 1, 8, "h100");
+    let mut jobs = vec![
+        Job::new(0, 0.0, 100.0, 4),
+        Job::new(1, 1.0, 50.0, 8),
+        Job::new(2, 2.0, 1000.0, 1),
+    ];
+    jobs[2].milli = 500;
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.class = i as u16;
+    }
+    let w = Workload {
+        jobs,
+        classes: ["J0", "H", "S"].map(String::from).to_vec(),
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("backfill").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(
+        r.classes[1].wait_s.mean, 99.0,
+        "H starts at its reservation"
+    );
+    assert_eq!(r.classes[2].wait_s.mean, 148.0, "S starts when H ends");
+}
+
+/// Guards where services stop: they run until the horizon, but the hourly step that stops
+/// them came at the next whole hour, so with a 1,800 s horizon a replica held its node
+/// until 3,600 s and the training job queued behind it waited 3,500 s instead of 1,700 s.
+#[test]
+fn services_stop_at_a_horizon_inside_an_hour() {
+    let t = Topology::uniform(&["r".to_string()], 1, 1, 1, 8, "h100");
+    let w = Workload {
+        jobs: vec![Job::new(0, 100.0, 600.0, 8)],
+        classes: vec!["jobs".into(), "chat".into()],
+        services: vec![myriad_sched::Service {
+            name: "chat".into(),
+            class: 1,
+            replica_gpus: 8,
+            peak_replicas: 1,
+            curve: [1.0; 24],
+            priority: 100,
+            region: 0,
+        }],
+    };
+    let o = Options {
+        horizon_s: 1800.0,
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("fifo").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.classes[0].wait_s.mean, 1700.0);
+    assert_eq!(r.services[0].replica_hours, 0.5);
+    assert_eq!(r.services[0].slo_attainment, 1.0);
+}
+
+/// Guards policy names: two scenario policies of one name ran as two columns of the same
+/// name (and `--policies NAME` picked the first); now the second is an error naming it.
+#[test]
+fn a_policy_name_given_twice_in_the_scenario_is_an_error() {
+    assert_eq!(
+        scenario_err("  policies: [{name: fifo}, {name: fifo, backfill: true}]\n"),
+        "s.yaml: scheduling.policies[1].name: `fifo` is given twice (policies[0]); give each policy its own name"
+    );
+}
+
+/// Guards the field paths of an openb scenario's errors: every one was put under
+/// `scheduling.trace` (`scheduling.trace: policies[0].name: ...`, `scheduling.trace:
+/// scheduling.failures: ...`). Now a policy error names `scheduling.policies[i]`, a flag
+/// its flag, and only the lists' errors `scheduling.trace`.
+#[test]
+fn openb_setup_errors_name_their_own_field() {
+    let nodes = "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,262144,8,V100\n";
+    let pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\np,1000,100,8,1000,,LS,Running,0,100,0\n";
+    let spec = |v: serde_json::Value| -> SchedulingSpec { serde_json::from_value(v).unwrap() };
+    let err = |sc: &SchedulingSpec, names: Option<&[String]>| {
+        setup::openb(nodes, pods, sc, names, None).unwrap_err()
+    };
+    let (p, m) = err(
+        &spec(serde_json::json!({"policies": [{"name": "fgdd"}]})),
+        None,
+    );
+    assert_eq!(p, "scheduling.policies[0].name");
+    assert!(m.contains("did you mean fgd?"), "{m}");
+    let (p, _) = err(&spec(serde_json::json!({"failures": {"scale": 1e9}})), None);
+    assert_eq!(p, "scheduling.failures");
+    let (p, _) = err(&SchedulingSpec::default(), Some(&["fgdd".to_string()]));
+    assert_eq!(p, "--policies");
+    let (p, m) = setup::openb(nodes, "x\n", &SchedulingSpec::default(), None, None).unwrap_err();
+    assert_eq!(p, "scheduling.trace");
+    assert!(m.starts_with("openb_pod_list: header has no column"), "{m}");
+}
