@@ -23,7 +23,7 @@ fn report() -> myriad_train::validate::ValidationReport {
 
 /// Ratchet just above the figures measured (mean 7.4%, worst 43.6%, since the H200's GEMM
 /// and attention rates were measured on the lent H200 rather than taken from the H100: the
-/// two Nebius Llama 3.1 405B H200 rows +3.7/+3.3% → +5.7/+5.4%; 7.2% since GB300's bf16
+/// two Nebius Llama 3.1 405B H200 rows +3.7/+3.3% → +5.1/+4.7%; 7.2% since GB300's bf16
 /// GEMMs run at least at B300's measured rate, 0.61 of its peak: the GB300 rows, already
 /// fast, 1 point faster; 7.1% and 43.3% since a data-parallel
 /// group placed after the pipeline (tp-cp-ep-pp-dp, the 405B runs' TP_PP_DP_MAPPING) puts
