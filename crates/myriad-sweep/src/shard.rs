@@ -529,12 +529,20 @@ pub fn merge(dir: &Path, out: &Path) -> Result<MergeSummary, SweepError> {
     let mut missing = 0u64;
     let mut errors = 0u64;
     let mut first_missing: Vec<u64> = Vec::new();
-    let mut by_k: Vec<Option<&PathBuf>> = vec![None; n as usize];
+    // Shards past the last row (K > rows, when N > rows) hold no rows: their files may be
+    // absent, and only the first `min(N, rows)` are read in pass 2.
+    let need = n.min(m.rows);
+    let mut by_k: Vec<Option<&PathBuf>> = vec![None; need as usize];
     for (k, _, p) in &files {
         if *k == 0 || *k > n {
-            return Err(SweepError(format!("{}: K out of range", p.display())));
+            return Err(SweepError(format!(
+                "{}: K out of range (expected 1 to {n})",
+                p.display()
+            )));
         }
-        by_k[(*k - 1) as usize] = Some(p);
+        if *k <= need {
+            by_k[(*k - 1) as usize] = Some(p);
+        }
         let shard = Shard { k: *k, n };
         let sc = scan(p, &header, m.rows, shard)?;
         if sc.partial {
@@ -556,7 +564,7 @@ pub fn merge(dir: &Path, out: &Path) -> Result<MergeSummary, SweepError> {
             first_missing.extend(shard.rows(m.rows).filter(|&id| !sc.has(shard, id)).take(5));
         }
     }
-    let absent: Vec<u64> = (1..=n)
+    let absent: Vec<u64> = (1..=need)
         .filter(|k| by_k[(*k - 1) as usize].is_none())
         .collect();
     for &k in &absent {

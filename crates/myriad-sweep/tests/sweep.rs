@@ -553,3 +553,38 @@ fn merge_to_parquet() {
     assert_eq!(n, 24);
     assert!(csv_rows.iter().any(|r| !r.last().unwrap().is_empty()));
 }
+
+/// Guards merge with more shards than rows (`--shard K/N`, N > rows): the shards past the
+/// last row hold no rows, so their files need not exist, and merge must not panic on them
+/// (it did: `expect("complete")` on the absent empty shards).
+#[test]
+fn merge_with_more_shards_than_rows() {
+    let s = spec(
+        r#"
+format: myriad-sweep/1
+base: {format: myriad/1, cluster: {accelerator: h100-sxm, count: 1024}}
+vary:
+  cluster.count: [1024, 2048, 4096]
+outputs: [capex_usd]
+"#,
+    );
+    let one = tmp("more-shards-one");
+    run(&s, Shard::default(), &one).unwrap();
+    let want = read(&one.join("shard-1-of-1.csv"));
+    let d = tmp("more-shards");
+    let out = d.join("all.csv");
+    // Only the shards that hold rows: 1..=3 of 10.
+    for k in [1, 2] {
+        run(&s, Shard { k, n: 10 }, &d).unwrap();
+    }
+    let e = merge(&d, &out).unwrap_err().to_string();
+    assert!(e.contains("shard-3-of-10.csv"), "{e}");
+    run(&s, Shard { k: 3, n: 10 }, &d).unwrap();
+    merge(&d, &out).unwrap();
+    assert_eq!(read(&out), want);
+    // Empty shards' files (header only) are accepted too.
+    run(&s, Shard { k: 7, n: 10 }, &d).unwrap();
+    let m = merge(&d, &out).unwrap();
+    assert_eq!((m.rows, m.shard_files.len()), (3, 4));
+    assert_eq!(read(&out), want);
+}
