@@ -256,10 +256,15 @@ impl Sweep {
     }
 
     /// The scenario of row `id`: the base with the row's values set. Errors name the field.
+    /// Shallower paths are set first, so a varied block (`model`) never overwrites a varied
+    /// field inside it (`model.seq_len`) whatever order the spec writes them in.
     pub fn scenario_value(&self, id: u64) -> Result<Value, (String, String)> {
         let mut v = self.base.clone();
-        for (path, val) in self.paths.iter().zip(self.row_values(id)) {
-            set_path(&mut v, path, val.clone())?;
+        let vals = self.row_values(id);
+        let mut order: Vec<usize> = (0..self.paths.len()).collect();
+        order.sort_by_key(|&i| self.paths[i].split('.').count());
+        for i in order {
+            set_path(&mut v, &self.paths[i], vals[i].clone())?;
         }
         Ok(v)
     }

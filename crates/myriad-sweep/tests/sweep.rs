@@ -588,3 +588,25 @@ outputs: [capex_usd]
     assert_eq!((m.rows, m.shard_files.len()), (3, 4));
     assert_eq!(read(&out), want);
 }
+
+/// Guards varied paths where one is inside another (`model.seq_len` and `model`): the
+/// inner field must hold in every row whatever order `vary` lists them in (the block used
+/// to be set after the field when written later, silently dropping the field's value).
+#[test]
+fn a_varied_block_keeps_a_varied_field_inside_it() {
+    for text in [
+        "format: myriad-sweep/1\nbase: {}\nvary:\n  model.seq_len: [2048, 8192]\n  model: [{preset: llama3-8b}]\n",
+        "format: myriad-sweep/1\nbase: {}\nvary:\n  model: [{preset: llama3-8b}]\n  model.seq_len: [2048, 8192]\n",
+    ] {
+        let s = Sweep::parse("test.yaml", text, |_| Ok(json!({}))).unwrap();
+        for id in 0..2 {
+            let v = s.scenario_value(id).unwrap();
+            assert_eq!(v["model"]["preset"], "llama3-8b", "{text}");
+            assert_eq!(
+                v["model"]["seq_len"],
+                [2048, 8192][id as usize],
+                "row {id} of {text}"
+            );
+        }
+    }
+}
