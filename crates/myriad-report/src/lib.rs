@@ -631,7 +631,10 @@ pub fn plan(j: &Value) -> String {
             chosen_idx,
         ),
     );
-    let mut rows: Vec<Vec<String>> = cands
+    // Fastest first, by the number (the formatted text sorts "10.2" before "5.7").
+    let mut by_days: Vec<&Value> = cands.iter().collect();
+    by_days.sort_by(|a, b| f(a, "days").total_cmp(&f(b, "days")));
+    let rows: Vec<Vec<String>> = by_days
         .iter()
         .map(|c| {
             vec![
@@ -651,7 +654,6 @@ pub fn plan(j: &Value) -> String {
             ]
         })
         .collect();
-    rows.sort_by(|a, b| a[3].cmp(&b[3]));
     p.table(
         "Candidates",
         &[
@@ -1168,6 +1170,34 @@ mod tests {
                 assert!(lane.windows(2).all(|w| w[0].end <= w[1].start + 1e-12));
             }
         }
+    }
+
+    /// The `<td>` texts of the table under heading `h2`, row by row.
+    fn table_cells(html: &str, h2: &str) -> Vec<Vec<String>> {
+        let at = html.find(&format!("<h2>{h2}</h2>")).expect("table");
+        let t = &html[at..at + html[at..].find("</table>").unwrap()];
+        t.split("<tr>")
+            .skip(2)
+            .map(|r| {
+                r.split("<td>")
+                    .skip(1)
+                    .map(|c| c[..c.find("</td>").unwrap()].to_string())
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Guards the plan report's candidate table order: fastest first by the number of days
+    /// (it sorted the formatted text, putting 10.2 days before 5.7).
+    #[test]
+    fn plan_candidates_sort_by_days_as_numbers() {
+        let c = |n: u64, d: f64| serde_json::json!({"accelerator": "h100-sxm", "accelerators": n, "days": d, "capex_usd": 1e8, "mfu": 0.4});
+        let j = serde_json::json!({"candidates": [c(1024, 10.25), c(2048, 5.75), c(512, 80.5)]});
+        let days: Vec<String> = table_cells(&plan(&j), "Candidates")
+            .iter()
+            .map(|r| r[3].clone())
+            .collect();
+        assert_eq!(days, ["5.750", "10.250", "80.500"]);
     }
 
     #[test]
