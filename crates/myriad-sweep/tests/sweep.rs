@@ -610,3 +610,29 @@ fn a_varied_block_keeps_a_varied_field_inside_it() {
         }
     }
 }
+
+/// Guards duplicate values on an axis (a duplicate tuple for a zip group): they evaluated
+/// the same scenario twice under two row ids; now the spec is refused before any row,
+/// naming the path and both items. Different tuples that repeat one member's value are fine.
+#[test]
+fn duplicate_values_on_an_axis_are_refused() {
+    let e = spec_err("format: myriad-sweep/1\nbase: {}\nvary:\n  training.tp: [1, 2, 1]\n");
+    assert!(
+        e.contains("vary.training.tp: 1 is listed twice (items 0 and 2)"),
+        "{e}"
+    );
+    let e = spec_err(
+        "format: myriad-sweep/1\nbase: {}\nvary:\n  training.tp: [1, 2, 1]\n  training.pp: [4, 8, 4]\nzip: [[training.tp, training.pp]]\n",
+    );
+    assert!(
+        e.contains("vary.{training.tp, training.pp}: (1, 4) is listed twice (items 0 and 2)"),
+        "{e}"
+    );
+    let ok = Sweep::parse(
+        "test.yaml",
+        "format: myriad-sweep/1\nbase: {}\nvary:\n  training.tp: [1, 2, 1]\n  training.pp: [4, 8, 8]\nzip: [[training.tp, training.pp]]\n",
+        |_| Ok(json!({})),
+    )
+    .unwrap();
+    assert_eq!(ok.rows, 3);
+}
