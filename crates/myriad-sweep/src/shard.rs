@@ -150,14 +150,30 @@ fn check_manifest(dir: &Path, sweep: &Sweep, tag: &str) -> Result<(), SweepError
                 SweepError(format!("{}: not a sweep manifest: {e}", path.display()))
             })?;
             if have != want {
+                // Name what differs: the digest alone reads the same when only the name or
+                // the manifest's layout (another Myriad version) changed.
+                let mut diff = Vec::new();
+                if (&have.spec_digest, have.rows) != (&want.spec_digest, want.rows) {
+                    diff.push(format!(
+                        "spec digest {}, {} rows; this spec: {}, {} rows",
+                        have.spec_digest, have.rows, want.spec_digest, want.rows
+                    ));
+                }
+                if have.name != want.name {
+                    diff.push(format!("name `{}`; this spec: `{}`", have.name, want.name));
+                }
+                if (&have.format, &have.columns, &have.types)
+                    != (&want.format, &want.columns, &want.types)
+                {
+                    diff.push(format!(
+                        "format {} with columns {:?}; this spec: {} with {:?}",
+                        have.format, have.columns, want.format, want.columns
+                    ));
+                }
                 return Err(SweepError(format!(
-                    "{}: written by another sweep (spec digest {}, {} rows; this spec: {}, {} rows); \
-                     use another --out or delete the directory",
+                    "{}: written by another sweep ({}); use another --out or delete the directory",
                     path.display(),
-                    have.spec_digest,
-                    have.rows,
-                    want.spec_digest,
-                    want.rows
+                    diff.join("; ")
                 )));
             }
             Ok(())

@@ -636,3 +636,18 @@ fn duplicate_values_on_an_axis_are_refused() {
     .unwrap();
     assert_eq!(ok.rows, 3);
 }
+
+/// Guards the refusal of a directory whose manifest differs only in the sweep's name: the
+/// message gave the two (equal) digests and row counts and said nothing of the name.
+#[test]
+fn a_renamed_sweep_is_refused_naming_the_name() {
+    let text = "format: myriad-sweep/1\nname: first\nbase: {format: myriad/1, cluster: {accelerator: h100-sxm, count: 1024}}\nvary:\n  cluster.count: [1024, 2048]\noutputs: [capex_usd]\n";
+    let d = tmp("renamed");
+    run(&spec(text), Shard::default(), &d).unwrap();
+    let renamed = spec(&text.replace("name: first", "name: second"));
+    let e = run(&renamed, Shard::default(), &d).unwrap_err().to_string();
+    assert!(
+        e.contains("another sweep (name `first`; this spec: `second`)"),
+        "{e}"
+    );
+}
