@@ -62,7 +62,20 @@ fn nice_max(x: f64) -> f64 {
     if !(x.is_finite() && x > 0.0) {
         return 1.0;
     }
-    x * 1.08
+    // Near f64::MAX the margin overflows: an infinite axis makes plotters loop forever.
+    Some(x * 1.08).filter(|m| m.is_finite()).unwrap_or(x)
+}
+
+/// Whether `a..b` is an axis plotters can lay out: finite ends and a finite width (an
+/// infinite one makes its key-point search loop forever).
+fn spans(a: f64, b: f64) -> bool {
+    a.is_finite() && b.is_finite() && (b - a).is_finite()
+}
+
+/// Whether `a..b` is a log axis plotters can lay out: positive, with the decade above its
+/// end and the ratio of its ends finite (else its key-point search loops forever).
+fn log_spans(a: f64, b: f64) -> bool {
+    a > 0.0 && spans(a, b * 10.0) && (b * 10.0 / a).is_finite()
 }
 
 /// One horizontal bar split into segments (where the step time or the memory goes), with
@@ -304,6 +317,10 @@ pub fn lines(
     }
     let pad = ((y1 - y0) * 0.08).max(y1.abs() * 1e-3).max(1e-9);
     let (y0, y1) = (y0 - pad, y1 + pad);
+    let log = log_x && x0 > 0.0;
+    if !(spans(x0, x1) && spans(y0, y1) && (!log || log_spans(x0 * 0.9, x1 * 1.1))) {
+        return error_svg(900, 500);
+    }
     render(900, 500, |root| {
         let mut b = ChartBuilder::on(root);
         b.caption(title, (FONT, 20))
@@ -351,7 +368,7 @@ pub fn lines(
                 legend!(c, SeriesLabelPosition::LowerRight);
             }};
         }
-        if log_x && x0 > 0.0 {
+        if log {
             body!(b.build_cartesian_2d((x0 * 0.9..x1 * 1.1).log_scale(), y0..y1)?);
         } else {
             body!(b.build_cartesian_2d(x0..x1, y0..y1)?);
@@ -370,6 +387,9 @@ pub fn intervals(title: &str, xdesc: &str, ydesc: &str, pts: &[(f64, f64, f64, f
         return error_svg(900, 500);
     }
     let pad = ((y1 - y0) * 0.1).max(1e-3);
+    if !(log_spans((x0 * 0.7).max(1e-9), x1 * 1.4) && spans(y0 - pad, y1 + pad)) {
+        return error_svg(900, 500);
+    }
     render(900, 500, |root| {
         let mut c = ChartBuilder::on(root)
             .caption(title, (FONT, 20))
@@ -513,4 +533,73 @@ pub fn hierarchy(title: &str, layers: &[Layer]) -> String {
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Guards values near f64::MAX (any JSON number reaches the reports, e.g. from Python's
+    /// `report()`): the axis ranges overflowed to infinity and plotters looped forever. A
+    /// chart is drawn, or the "could not be drawn" placeholder, but the call returns.
+    #[test]
+    fn charts_of_huge_values_return() {
+        let big = 1.7e308;
+        let one = |pts: Vec<(f64, f64)>| {
+            vec![Series {
+                name: "a".into(),
+                points: pts,
+            }]
+        };
+        hbars("t", "u", &[("a".into(), big)], None);
+        timeline(
+            "t",
+            "x",
+            &["s".into()],
+            &[Block {
+                lane: 0,
+                start: 0.0,
+                end: big,
+                kind: 0,
+            }],
+            &["f"],
+        );
+        let p = |x, y| Point {
+            x,
+            y,
+            front: true,
+            label: "a".into(),
+        };
+        front("t", "x", "y", &[p(big, 1.0), p(1.0, big)], Some(0));
+        lines(
+            "t",
+            "x",
+            "y",
+            &one(vec![(-big, 0.0), (big, 1.0)]),
+            false,
+            None,
+        );
+        lines(
+            "t",
+            "x",
+            "y",
+            &one(vec![(0.0, 0.0), (1.0, big)]),
+            false,
+            None,
+        );
+        lines(
+            "t",
+            "x",
+            "y",
+            &one(vec![(1.0, 0.0), (1.5e308, 1.0)]),
+            true,
+            None,
+        );
+        intervals(
+            "t",
+            "x",
+            "y",
+            &[(1.0, 0.0, -big, big), (big, 0.5, 0.0, 1.0)],
+        );
+    }
 }

@@ -603,7 +603,11 @@ pub fn plan(j: &Value) -> String {
         ),
     );
     let label = |c: &Value| format!("{} × {}", f(c, "accelerators"), s(c, "accelerator"));
-    let pts: Vec<Point> = cands
+    // A candidate without a plan has no time to train (`days` null): it is not drawn (at 0
+    // days it would look fastest), and its table cells read "-".
+    let num = |c: &Value, k: &str| get(c, k).and_then(Value::as_f64);
+    let timed: Vec<&Value> = cands.iter().filter(|c| num(c, "days").is_some()).collect();
+    let pts: Vec<Point> = timed
         .iter()
         .map(|c| Point {
             x: f(c, "days"),
@@ -614,7 +618,7 @@ pub fn plan(j: &Value) -> String {
         .collect();
     let chosen = get(j, "chosen").filter(|c| !c.is_null());
     let chosen_idx = chosen.and_then(|ch| {
-        cands.iter().position(|c| {
+        timed.iter().position(|c| {
             s(c, "accelerator") == s(ch, "accelerator")
                 && f(c, "accelerators") == f(ch, "accelerators")
                 && s(c, "scale_up") == s(ch, "scale_up")
@@ -631,27 +635,39 @@ pub fn plan(j: &Value) -> String {
             chosen_idx,
         ),
     );
-    let mut rows: Vec<Vec<String>> = cands
+    // Fastest first, by the number (the formatted text sorts "10.2" before "5.7").
+    let mut by_days: Vec<&Value> = cands.iter().collect();
+    let days = |c: &Value| num(c, "days").unwrap_or(f64::INFINITY);
+    by_days.sort_by(|a, b| days(a).total_cmp(&days(b)));
+    let or_dash = |x: Option<String>| x.unwrap_or_else(|| "-".into());
+    let rows: Vec<Vec<String>> = by_days
         .iter()
         .map(|c| {
             vec![
                 label(c),
                 s(c, "scale_up"),
                 s(c, "fabric"),
-                sig(f(c, "days")),
+                or_dash(num(c, "days").map(sig)),
                 sig(f(c, "capex_usd") / 1e6),
                 sig(f(c, "facility_power_mw")),
-                sig(f(c, "energy_mwh")),
-                format!("{:.1}%", 100.0 * f(c, "mfu")),
+                or_dash(num(c, "energy_mwh").map(sig)),
+                or_dash(num(c, "mfu").map(|m| format!("{:.1}%", 100.0 * m))),
                 if c.get("pareto").and_then(Value::as_bool).unwrap_or(false) {
                     "yes".into()
                 } else {
                     String::new()
                 },
+                match get(c, "violations").and_then(Value::as_array) {
+                    Some(v) if !v.is_empty() => v
+                        .iter()
+                        .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                    _ => "yes".into(),
+                },
             ]
         })
         .collect();
-    rows.sort_by(|a, b| a[3].cmp(&b[3]));
     p.table(
         "Candidates",
         &[
@@ -664,6 +680,7 @@ pub fn plan(j: &Value) -> String {
             "MWh",
             "MFU",
             "Pareto",
+            "qualifies",
         ],
         &rows,
     );
@@ -1168,6 +1185,63 @@ mod tests {
                 assert!(lane.windows(2).all(|w| w[0].end <= w[1].start + 1e-12));
             }
         }
+    }
+
+    /// The `<td>` texts of the table under heading `h2`, row by row.
+    fn table_cells(html: &str, h2: &str) -> Vec<Vec<String>> {
+        let at = html.find(&format!("<h2>{h2}</h2>")).expect("table");
+        let t = &html[at..at + html[at..].find("</table>").unwrap()];
+        t.split("<tr>")
+            .skip(2)
+            .map(|r| {
+                r.split("<td>")
+                    .skip(1)
+                    .map(|c| c[..c.find("</td>").unwrap()].to_string())
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Guards the plan report's candidate table order: fastest first by the number of days
+    /// (it sorted the formatted text, putting 10.2 days before 5.7).
+    #[test]
+    fn plan_candidates_sort_by_days_as_numbers() {
+        let c = |n: u64, d: f64| serde_json::json!({"accelerator": "h100-sxm", "accelerators": n, "days": d, "capex_usd": 1e8, "mfu": 0.4});
+        let j = serde_json::json!({"candidates": [c(1024, 10.25), c(2048, 5.75), c(512, 80.5)]});
+        let days: Vec<String> = table_cells(&plan(&j), "Candidates")
+            .iter()
+            .map(|r| r[3].clone())
+            .collect();
+        assert_eq!(days, ["5.750", "10.250", "80.500"]);
+    }
+
+    /// Guards candidates without a plan (`days`, `mfu`, `energy_mwh` null, as `myriad plan`
+    /// writes them when no plan fits): they are not drawn on the time-versus-cost chart and
+    /// read "-" last in the table, with why (they were drawn at 0 days and listed first
+    /// as "0" days, "0.0%" MFU: the fastest-looking cluster).
+    #[test]
+    fn plan_candidates_without_a_plan_are_not_fastest() {
+        let ok = serde_json::json!({"accelerator": "h100-sxm", "accelerators": 2048, "days": 42.5,
+            "capex_usd": 8e7, "mfu": 0.5, "energy_mwh": 3e4, "pareto": true, "violations": []});
+        let none = serde_json::json!({"accelerator": "h100-sxm", "accelerators": 8, "days": null,
+            "capex_usd": 3e5, "mfu": null, "energy_mwh": null, "pareto": false,
+            "violations": ["no parallel plan fits in memory"]});
+        let alone = plan(&serde_json::json!({"candidates": [ok.clone()]}));
+        let both = plan(&serde_json::json!({"candidates": [none, ok]}));
+        let rows = table_cells(&both, "Candidates");
+        assert_eq!(rows[0][0], "2048 × h100-sxm");
+        assert_eq!(rows[1][3], "-");
+        assert_eq!(rows[1][6], "-");
+        assert_eq!(rows[1][7], "-");
+        assert_eq!(rows[1][9], "no parallel plan fits in memory");
+        assert_eq!(rows[0][9], "yes");
+        // The chart draws the same marks as with the planned candidate alone.
+        let chart = |h: &str| {
+            let at = h.find("id=\"pareto\"").unwrap();
+            let svg = &h[at..at + h[at..].find("</svg>").unwrap()];
+            svg.matches("<circle").count()
+        };
+        assert_eq!(chart(&both), chart(&alone));
     }
 
     #[test]

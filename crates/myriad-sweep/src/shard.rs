@@ -150,14 +150,30 @@ fn check_manifest(dir: &Path, sweep: &Sweep, tag: &str) -> Result<(), SweepError
                 SweepError(format!("{}: not a sweep manifest: {e}", path.display()))
             })?;
             if have != want {
+                // Name what differs: the digest alone reads the same when only the name or
+                // the manifest's layout (another Myriad version) changed.
+                let mut diff = Vec::new();
+                if (&have.spec_digest, have.rows) != (&want.spec_digest, want.rows) {
+                    diff.push(format!(
+                        "spec digest {}, {} rows; this spec: {}, {} rows",
+                        have.spec_digest, have.rows, want.spec_digest, want.rows
+                    ));
+                }
+                if have.name != want.name {
+                    diff.push(format!("name `{}`; this spec: `{}`", have.name, want.name));
+                }
+                if (&have.format, &have.columns, &have.types)
+                    != (&want.format, &want.columns, &want.types)
+                {
+                    diff.push(format!(
+                        "format {} with columns {:?}; this spec: {} with {:?}",
+                        have.format, have.columns, want.format, want.columns
+                    ));
+                }
                 return Err(SweepError(format!(
-                    "{}: written by another sweep (spec digest {}, {} rows; this spec: {}, {} rows); \
-                     use another --out or delete the directory",
+                    "{}: written by another sweep ({}); use another --out or delete the directory",
                     path.display(),
-                    have.spec_digest,
-                    have.rows,
-                    want.spec_digest,
-                    want.rows
+                    diff.join("; ")
                 )));
             }
             Ok(())
@@ -529,12 +545,20 @@ pub fn merge(dir: &Path, out: &Path) -> Result<MergeSummary, SweepError> {
     let mut missing = 0u64;
     let mut errors = 0u64;
     let mut first_missing: Vec<u64> = Vec::new();
-    let mut by_k: Vec<Option<&PathBuf>> = vec![None; n as usize];
+    // Shards past the last row (K > rows, when N > rows) hold no rows: their files may be
+    // absent, and only the first `min(N, rows)` are read in pass 2.
+    let need = n.min(m.rows);
+    let mut by_k: Vec<Option<&PathBuf>> = vec![None; need as usize];
     for (k, _, p) in &files {
         if *k == 0 || *k > n {
-            return Err(SweepError(format!("{}: K out of range", p.display())));
+            return Err(SweepError(format!(
+                "{}: K out of range (expected 1 to {n})",
+                p.display()
+            )));
         }
-        by_k[(*k - 1) as usize] = Some(p);
+        if *k <= need {
+            by_k[(*k - 1) as usize] = Some(p);
+        }
         let shard = Shard { k: *k, n };
         let sc = scan(p, &header, m.rows, shard)?;
         if sc.partial {
@@ -556,7 +580,7 @@ pub fn merge(dir: &Path, out: &Path) -> Result<MergeSummary, SweepError> {
             first_missing.extend(shard.rows(m.rows).filter(|&id| !sc.has(shard, id)).take(5));
         }
     }
-    let absent: Vec<u64> = (1..=n)
+    let absent: Vec<u64> = (1..=need)
         .filter(|k| by_k[(*k - 1) as usize].is_none())
         .collect();
     for &k in &absent {

@@ -184,6 +184,37 @@ impl Sweep {
                 Some(_) => {}
             }
         }
+        // A value listed twice on an axis (a tuple, for a zip group) would evaluate the same
+        // scenario twice under two row ids: a typo, refused before any row.
+        for a in &axes {
+            let mut seen = std::collections::HashMap::new();
+            for k in 0..values[a[0]].len() {
+                let tuple: Vec<&Value> = a.iter().map(|&i| &values[i][k]).collect();
+                if let Some(j) = seen.insert(serde_json::to_string(&tuple).unwrap_or_default(), k) {
+                    let (what, at) = if a.len() == 1 {
+                        (format!("{}", tuple[0]), format!("vary.{}", paths[a[0]]))
+                    } else {
+                        let names: Vec<&str> = a.iter().map(|&i| paths[i].as_str()).collect();
+                        (
+                            format!(
+                                "({})",
+                                tuple
+                                    .iter()
+                                    .map(|v| v.to_string())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                            format!("vary.{{{}}}", names.join(", ")),
+                        )
+                    };
+                    return Err(err(
+                        file,
+                        &at,
+                        format!("{what} is listed twice (items {j} and {k}); each value of an axis must be distinct"),
+                    ));
+                }
+            }
+        }
         let mut rows: u64 = 1;
         for a in &axes {
             rows = rows
@@ -256,10 +287,15 @@ impl Sweep {
     }
 
     /// The scenario of row `id`: the base with the row's values set. Errors name the field.
+    /// Shallower paths are set first, so a varied block (`model`) never overwrites a varied
+    /// field inside it (`model.seq_len`) whatever order the spec writes them in.
     pub fn scenario_value(&self, id: u64) -> Result<Value, (String, String)> {
         let mut v = self.base.clone();
-        for (path, val) in self.paths.iter().zip(self.row_values(id)) {
-            set_path(&mut v, path, val.clone())?;
+        let vals = self.row_values(id);
+        let mut order: Vec<usize> = (0..self.paths.len()).collect();
+        order.sort_by_key(|&i| self.paths[i].split('.').count());
+        for i in order {
+            set_path(&mut v, &self.paths[i], vals[i].clone())?;
         }
         Ok(v)
     }

@@ -553,3 +553,101 @@ fn merge_to_parquet() {
     assert_eq!(n, 24);
     assert!(csv_rows.iter().any(|r| !r.last().unwrap().is_empty()));
 }
+
+/// Guards merge with more shards than rows (`--shard K/N`, N > rows): the shards past the
+/// last row hold no rows, so their files need not exist, and merge must not panic on them
+/// (it did: `expect("complete")` on the absent empty shards).
+#[test]
+fn merge_with_more_shards_than_rows() {
+    let s = spec(
+        r#"
+format: myriad-sweep/1
+base: {format: myriad/1, cluster: {accelerator: h100-sxm, count: 1024}}
+vary:
+  cluster.count: [1024, 2048, 4096]
+outputs: [capex_usd]
+"#,
+    );
+    let one = tmp("more-shards-one");
+    run(&s, Shard::default(), &one).unwrap();
+    let want = read(&one.join("shard-1-of-1.csv"));
+    let d = tmp("more-shards");
+    let out = d.join("all.csv");
+    // Only the shards that hold rows: 1..=3 of 10.
+    for k in [1, 2] {
+        run(&s, Shard { k, n: 10 }, &d).unwrap();
+    }
+    let e = merge(&d, &out).unwrap_err().to_string();
+    assert!(e.contains("shard-3-of-10.csv"), "{e}");
+    run(&s, Shard { k: 3, n: 10 }, &d).unwrap();
+    merge(&d, &out).unwrap();
+    assert_eq!(read(&out), want);
+    // Empty shards' files (header only) are accepted too.
+    run(&s, Shard { k: 7, n: 10 }, &d).unwrap();
+    let m = merge(&d, &out).unwrap();
+    assert_eq!((m.rows, m.shard_files.len()), (3, 4));
+    assert_eq!(read(&out), want);
+}
+
+/// Guards varied paths where one is inside another (`model.seq_len` and `model`): the
+/// inner field must hold in every row whatever order `vary` lists them in (the block used
+/// to be set after the field when written later, silently dropping the field's value).
+#[test]
+fn a_varied_block_keeps_a_varied_field_inside_it() {
+    for text in [
+        "format: myriad-sweep/1\nbase: {}\nvary:\n  model.seq_len: [2048, 8192]\n  model: [{preset: llama3-8b}]\n",
+        "format: myriad-sweep/1\nbase: {}\nvary:\n  model: [{preset: llama3-8b}]\n  model.seq_len: [2048, 8192]\n",
+    ] {
+        let s = Sweep::parse("test.yaml", text, |_| Ok(json!({}))).unwrap();
+        for id in 0..2 {
+            let v = s.scenario_value(id).unwrap();
+            assert_eq!(v["model"]["preset"], "llama3-8b", "{text}");
+            assert_eq!(
+                v["model"]["seq_len"],
+                [2048, 8192][id as usize],
+                "row {id} of {text}"
+            );
+        }
+    }
+}
+
+/// Guards duplicate values on an axis (a duplicate tuple for a zip group): they evaluated
+/// the same scenario twice under two row ids; now the spec is refused before any row,
+/// naming the path and both items. Different tuples that repeat one member's value are fine.
+#[test]
+fn duplicate_values_on_an_axis_are_refused() {
+    let e = spec_err("format: myriad-sweep/1\nbase: {}\nvary:\n  training.tp: [1, 2, 1]\n");
+    assert!(
+        e.contains("vary.training.tp: 1 is listed twice (items 0 and 2)"),
+        "{e}"
+    );
+    let e = spec_err(
+        "format: myriad-sweep/1\nbase: {}\nvary:\n  training.tp: [1, 2, 1]\n  training.pp: [4, 8, 4]\nzip: [[training.tp, training.pp]]\n",
+    );
+    assert!(
+        e.contains("vary.{training.tp, training.pp}: (1, 4) is listed twice (items 0 and 2)"),
+        "{e}"
+    );
+    let ok = Sweep::parse(
+        "test.yaml",
+        "format: myriad-sweep/1\nbase: {}\nvary:\n  training.tp: [1, 2, 1]\n  training.pp: [4, 8, 8]\nzip: [[training.tp, training.pp]]\n",
+        |_| Ok(json!({})),
+    )
+    .unwrap();
+    assert_eq!(ok.rows, 3);
+}
+
+/// Guards the refusal of a directory whose manifest differs only in the sweep's name: the
+/// message gave the two (equal) digests and row counts and said nothing of the name.
+#[test]
+fn a_renamed_sweep_is_refused_naming_the_name() {
+    let text = "format: myriad-sweep/1\nname: first\nbase: {format: myriad/1, cluster: {accelerator: h100-sxm, count: 1024}}\nvary:\n  cluster.count: [1024, 2048]\noutputs: [capex_usd]\n";
+    let d = tmp("renamed");
+    run(&spec(text), Shard::default(), &d).unwrap();
+    let renamed = spec(&text.replace("name: first", "name: second"));
+    let e = run(&renamed, Shard::default(), &d).unwrap_err().to_string();
+    assert!(
+        e.contains("another sweep (name `first`; this spec: `second`)"),
+        "{e}"
+    );
+}
