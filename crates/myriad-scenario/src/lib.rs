@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod scheduling;
 pub mod serving;
+mod strict;
 pub mod validation;
 
 pub use scheduling::SchedulingSpec;
@@ -586,13 +587,14 @@ pub fn parse_value(file: &str, text: &str) -> Result<serde_json::Value, Scenario
 }
 
 /// Deserializes a typed value, turning serde errors into field-path errors with a
-/// "did you mean" for unknown keys. `prefix` is prepended to paths.
+/// "did you mean" for unknown keys. `prefix` is prepended to paths. A struct must be
+/// given as a mapping: a list is an error, never fields filled by position.
 pub fn from_value<T: serde::de::DeserializeOwned>(
     file: &str,
     prefix: &str,
     value: serde_json::Value,
 ) -> Result<T, ScenarioError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
+    serde_path_to_error::deserialize(strict::StrictValue(value)).map_err(|e| {
         let mut path = e.path().to_string();
         if path == "." {
             path.clear();
