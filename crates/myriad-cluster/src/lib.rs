@@ -437,6 +437,11 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
             ));
         }
         Some(d.clone())
+    } else if c.dci.is_some() {
+        return Err(BuildError::new(
+            "cluster.dci",
+            "a DCI link joins sites, but cluster.sites is 1; give sites: 2 or more, or drop dci",
+        ));
     } else {
         None
     };

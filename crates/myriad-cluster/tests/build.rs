@@ -616,3 +616,18 @@ fn every_combination_builds_within_port_limits() {
         }
     }
 }
+
+/// Guards against a DCI link on a one-site cluster being built as if it were absent (no
+/// DCI cables, no DCI level, no error): `cluster.dci` only means something between sites.
+#[test]
+fn error_dci_on_one_site() {
+    let mut s = scenario(&h100(1024, "fabric: infiniband-ndr"));
+    s.cluster.dci = Some(myriad_scenario::DciSpec {
+        gbps_per_site: 102400.0,
+        distance_km: 80.0,
+    });
+    assert_eq!(
+        err(&s).to_string(),
+        "cluster.dci: a DCI link joins sites, but cluster.sites is 1; give sites: 2 or more, or drop dci"
+    );
+}

@@ -753,6 +753,13 @@ impl Scenario {
                 ),
             ));
         }
+        if c.sites == 1 && c.dci.is_some() {
+            return Err(err(
+                file,
+                "cluster.dci",
+                "a DCI link joins sites, but cluster.sites is 1; give sites: 2 or more, or drop dci",
+            ));
+        }
         if !c.count.is_multiple_of(c.sites as u64) {
             return Err(err(
                 file,

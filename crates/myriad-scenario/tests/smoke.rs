@@ -63,7 +63,10 @@ fn errors_name_file_path_value_and_expectation() {
         (BASE.replace("count: 1024", "count: -3"), "s.yaml: cluster.count: invalid value: integer `-3`, expected u64"),
         (BASE.replace("format: myriad/1", "format: myriad/2"), "s.yaml: format: `myriad/2` is not supported; expected `myriad/1`"),
         (BASE.replace("  count: 1024\n", ""), "s.yaml: cluster.count: missing required key"),
+        (format!("{BASE}  sites: 2\n"), "s.yaml: cluster.dci: 2 sites need a DCI link: {gbps_per_site, distance_km}"),
         // A DCI link on one site was accepted and ignored.
+        (format!("{BASE}  dci: {{gbps_per_site: 102400, distance_km: 80}}\n"), "s.yaml: cluster.dci: a DCI link joins sites, but cluster.sites is 1; give sites: 2 or more, or drop dci"),
+        (format!("{BASE}  sites: 1\n  dci: {{gbps_per_site: 102400, distance_km: 80}}\n"), "s.yaml: cluster.dci: a DCI link joins sites, but cluster.sites is 1; give sites: 2 or more, or drop dci"),
         (format!("{BASE}training: {{zero_stage: 4}}\n"), "s.yaml: training.zero_stage: 4 is not 0, 1, 2 or 3"),
         (format!("{BASE}training: {{placement: tp-dp}}\n"), "s.yaml: training.placement: `tp-dp` must name all of tp, cp, ep, dp, pp once (e.g. tp-cp-ep-dp-pp)"),
         (format!("{BASE}modle: {{preset: gpt3-175b}}\n"), "s.yaml: modle: unknown key; did you mean model?"),
