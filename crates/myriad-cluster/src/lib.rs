@@ -59,7 +59,7 @@ mod summary;
 pub mod topology;
 
 use myriad_catalog::{Accelerator, Catalog, Fabric, FabricKind, ScaleUpSystem, UnknownId};
-use myriad_scenario::{Scenario, TopologyKind, MAX_TIERS};
+use myriad_scenario::{Scenario, TopologyKind, MAX_ACCELERATORS, MAX_SITES, MAX_TIERS};
 use serde::{Serialize, Serializer};
 
 pub use summary::{ClusterReport, GraphSize, IdName, ScaleUpReport};
@@ -381,9 +381,21 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     if count == 0 {
         return Err(BuildError::new("cluster.count", "must be at least 1"));
     }
+    if count > MAX_ACCELERATORS {
+        return Err(BuildError::new(
+            "cluster.count",
+            format!("{count} is more than the {MAX_ACCELERATORS} accelerators supported"),
+        ));
+    }
     let sites = c.sites;
     if sites == 0 {
         return Err(BuildError::new("cluster.sites", "must be at least 1"));
+    }
+    if sites > MAX_SITES {
+        return Err(BuildError::new(
+            "cluster.sites",
+            format!("{sites} is more than the {MAX_SITES} supported"),
+        ));
     }
     let apd = su.accelerators_per_domain as u64;
     let apn = su.accelerators_per_node as u64;

@@ -631,3 +631,26 @@ fn error_dci_on_one_site() {
         "cluster.dci: a DCI link joins sites, but cluster.sites is 1; give sites: 2 or more, or drop dci"
     );
 }
+
+/// Guards the builder's own limits for scenarios made in code (the planner's candidate
+/// counts): past 2^24 accelerators or 1,024 sites is an error before anything is built.
+#[test]
+fn error_count_and_sites_past_the_limits() {
+    let mut s = scenario(&h100(1024, "fabric: infiniband-ndr, switch_radix: 1024"));
+    s.cluster.count = (1 << 24) + 8;
+    assert_eq!(
+        err(&s).to_string(),
+        "cluster.count: 16777224 is more than the 16777216 accelerators supported"
+    );
+    let mut s = scenario(&h100(1024, "fabric: infiniband-ndr"));
+    s.cluster.count = 8 * 1025;
+    s.cluster.sites = 1025;
+    s.cluster.dci = Some(myriad_scenario::DciSpec {
+        gbps_per_site: 400.0,
+        distance_km: 10.0,
+    });
+    assert_eq!(
+        err(&s).to_string(),
+        "cluster.sites: 1025 is more than the 1024 supported"
+    );
+}

@@ -664,6 +664,13 @@ fn unknown(file: &str, path: &str, e: myriad_catalog::UnknownId) -> ScenarioErro
 
 /// Most switch tiers a fabric may have.
 pub const MAX_TIERS: u32 = 4;
+/// Most accelerators in a cluster: the topology graph is built in memory (about 80 MB per
+/// million H100) and numbers its vertices in 32 bits; 2^24 is 16 times the largest cluster
+/// planned today.
+pub const MAX_ACCELERATORS: u64 = 1 << 24;
+/// Most sites in a cluster: every pair of sites gets DCI links (a million pairs at this
+/// limit) and a switch records its site in 16 bits.
+pub const MAX_SITES: u32 = 1024;
 
 impl Scenario {
     /// Semantic checks that need no built cluster: ids exist, numbers are in range.
@@ -681,6 +688,16 @@ impl Scenario {
             .map_err(|e| unknown(file, "cluster.accelerator", e))?;
         if c.count == 0 {
             return Err(err(file, "cluster.count", "must be at least 1"));
+        }
+        if c.count > MAX_ACCELERATORS {
+            return Err(err(
+                file,
+                "cluster.count",
+                format!(
+                    "{} is more than the {MAX_ACCELERATORS} accelerators supported",
+                    c.count
+                ),
+            ));
         }
         cat.scale_up_for(&acc.id, c.scale_up.as_deref())
             .map_err(|m| err(file, "cluster.scale_up", m))?;
@@ -742,6 +759,13 @@ impl Scenario {
         }
         if c.sites == 0 {
             return Err(err(file, "cluster.sites", "must be at least 1"));
+        }
+        if c.sites > MAX_SITES {
+            return Err(err(
+                file,
+                "cluster.sites",
+                format!("{} is more than the {MAX_SITES} supported", c.sites),
+            ));
         }
         if c.sites > 1 && c.dci.is_none() {
             return Err(err(

@@ -208,3 +208,27 @@ fn validation_cases_need_mappings() {
         );
     }
 }
+
+/// Guards against cluster sizes the builder cannot hold: a count past 2^24 accelerators
+/// (with a large switch radix it passed every check and the topology graph ran the machine
+/// out of memory, its 32-bit vertex ids wrapping on the way) and more than 1,024 sites (a
+/// DCI link list of every site pair, and switch site numbers wrapping past 65,535).
+#[test]
+fn cluster_sizes_past_the_supported_limits_are_errors() {
+    let cases = [
+        (
+            "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 4294967296, scale_out: {switch_radix: 1024}}\n".to_string(),
+            "s.yaml: cluster.count: 4294967296 is more than the 16777216 accelerators supported",
+        ),
+        (
+            "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 560000, sites: 70000, dci: {gbps_per_site: 400, distance_km: 10}}\n".to_string(),
+            "s.yaml: cluster.sites: 70000 is more than the 1024 supported",
+        ),
+    ];
+    for (text, expect) in cases {
+        assert_eq!(parse(&text).unwrap_err().to_string(), expect);
+    }
+    // At the limits, both parse.
+    parse("format: myriad/1\ncluster: {accelerator: h100-sxm, count: 16777216}\n").unwrap();
+    parse("format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8192, sites: 1024, dci: {gbps_per_site: 400, distance_km: 10}}\n").unwrap();
+}
