@@ -458,6 +458,16 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
         None
     };
     let acc_per_site = count / sites as u64;
+    if let Some(i) = so.island {
+        if i > acc_per_site && i != count {
+            return Err(BuildError::new(
+                "cluster.scale_out.island",
+                format!(
+                    "{i} is more than the {acc_per_site} accelerators of a site ({sites} sites); an island sits inside one site (or give the whole cluster, {count})"
+                ),
+            ));
+        }
+    }
     let domains = count / apd;
     let domains_per_site = acc_per_site / apd;
     let nodes_per_domain = apd / apn;

@@ -654,3 +654,25 @@ fn error_count_and_sites_past_the_limits() {
         "cluster.sites: 1025 is more than the 1024 supported"
     );
 }
+
+/// Guards against an island larger than a site (but not the whole cluster) being dropped
+/// without a word: 1,536-accelerator islands at 4:1 on two sites of 1,024 built two
+/// full-bisection sites with no oversubscription at all.
+#[test]
+fn error_island_larger_than_a_site() {
+    let two_sites = |island: u64| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 2048, scale_up: hgx-h100, sites: 2, dci: {{gbps_per_site: 1000, distance_km: 1}}, scale_out: {{fabric: infiniband-ndr, oversubscription: 4, island: {island}}}}}"
+        )
+    };
+    let want = "cluster.scale_out.island: 1536 is more than the 1024 accelerators of a site (2 sites); an island sits inside one site (or give the whole cluster, 2048)";
+    let e = parse_scenario("test.yaml", &two_sites(1536), catalog()).unwrap_err();
+    assert_eq!(e.to_string(), format!("test.yaml: {want}"));
+    let mut s = scenario(&two_sites(512));
+    s.cluster.scale_out.island = Some(1536);
+    assert_eq!(err(&s).to_string(), want);
+    // Islands inside a site, and the whole cluster, still build.
+    assert_eq!(built(&two_sites(512)).network.island, Some(512));
+    built(&two_sites(1024));
+    built(&two_sites(2048));
+}

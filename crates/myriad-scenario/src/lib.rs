@@ -794,6 +794,19 @@ impl Scenario {
                 ),
             ));
         }
+        if let Some(i) = so.island {
+            let per_site = c.count / c.sites as u64;
+            if i > per_site && i != c.count {
+                return Err(err(
+                    file,
+                    "cluster.scale_out.island",
+                    format!(
+                        "{i} is more than the {per_site} accelerators of a site ({} sites); an island sits inside one site (or give the whole cluster, {})",
+                        c.sites, c.count
+                    ),
+                ));
+            }
+        }
         if let Some(d) = &c.dci {
             if !(d.gbps_per_site > 0.0) {
                 return Err(err(file, "cluster.dci.gbps_per_site", "must be positive"));
