@@ -676,3 +676,30 @@ fn error_island_larger_than_a_site() {
     built(&two_sites(1024));
     built(&two_sites(2048));
 }
+
+/// Guards the DCI port share against overflow: a DCI far beyond the site's ports (1e30
+/// Gb/s, which `myriad cluster` prints) multiplied a u64::MAX port count by each switch's
+/// down ports (a panic in debug builds, a wrapped share in release); it takes every free
+/// port of the site-top switches.
+#[test]
+fn dci_beyond_the_ports_takes_every_free_top_port() {
+    let b = built(
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 2048, scale_up: hgx-h100, sites: 2, dci: {gbps_per_site: 1e30, distance_km: 10}, scale_out: {fabric: infiniband-ndr}}",
+    );
+    let t = &b.topology;
+    let top = t.tiers as u8;
+    let mut free = 0u64;
+    for i in 0..t.switches.len() {
+        if t.switches.tier[i] == top {
+            assert_eq!(
+                t.switches.down_ports[i] + t.switches.up_ports[i],
+                b.network.plane_radix,
+                "top switch {i}"
+            );
+            free += t.switches.up_ports[i] as u64;
+        }
+    }
+    // Two sites: every DCI cable takes one up port at each end.
+    assert_eq!(b.bom.dci_cables * 2, free);
+    assert!(b.bom.dci_cables > 0);
+}
