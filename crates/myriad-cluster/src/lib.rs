@@ -59,7 +59,7 @@ mod summary;
 pub mod topology;
 
 use myriad_catalog::{Accelerator, Catalog, Fabric, FabricKind, ScaleUpSystem, UnknownId};
-use myriad_scenario::{Scenario, TopologyKind, MAX_TIERS};
+use myriad_scenario::{Scenario, TopologyKind, MAX_ACCELERATORS, MAX_SITES, MAX_TIERS};
 use serde::{Serialize, Serializer};
 
 pub use summary::{ClusterReport, GraphSize, IdName, ScaleUpReport};
@@ -381,9 +381,21 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     if count == 0 {
         return Err(BuildError::new("cluster.count", "must be at least 1"));
     }
+    if count > MAX_ACCELERATORS {
+        return Err(BuildError::new(
+            "cluster.count",
+            format!("{count} is more than the {MAX_ACCELERATORS} accelerators supported"),
+        ));
+    }
     let sites = c.sites;
     if sites == 0 {
         return Err(BuildError::new("cluster.sites", "must be at least 1"));
+    }
+    if sites > MAX_SITES {
+        return Err(BuildError::new(
+            "cluster.sites",
+            format!("{sites} is more than the {MAX_SITES} supported"),
+        ));
     }
     let apd = su.accelerators_per_domain as u64;
     let apn = su.accelerators_per_node as u64;
@@ -437,10 +449,25 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
             ));
         }
         Some(d.clone())
+    } else if c.dci.is_some() {
+        return Err(BuildError::new(
+            "cluster.dci",
+            "a DCI link joins sites, but cluster.sites is 1; give sites: 2 or more, or drop dci",
+        ));
     } else {
         None
     };
     let acc_per_site = count / sites as u64;
+    if let Some(i) = so.island {
+        if i > acc_per_site && i != count {
+            return Err(BuildError::new(
+                "cluster.scale_out.island",
+                format!(
+                    "{i} is more than the {acc_per_site} accelerators of a site ({sites} sites); an island sits inside one site (or give the whole cluster, {count})"
+                ),
+            ));
+        }
+    }
     let domains = count / apd;
     let domains_per_site = acc_per_site / apd;
     let nodes_per_domain = apd / apn;

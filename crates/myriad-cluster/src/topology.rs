@@ -365,7 +365,9 @@ impl Ctx<'_> {
         let mut given = 0u64;
         for &x in &block.switches {
             let d = sw.down_ports[x as usize];
-            let u = (want * d as u64 / total).min((k - d) as u64) as u32;
+            // In u128: `want` reaches u64::MAX for a DCI far beyond the ports (1e30 Gb/s).
+            let share = want as u128 * d as u128 / total as u128;
+            let u = share.min((k - d) as u128) as u32;
             sw.up_ports[x as usize] = u;
             given += u as u64;
         }

@@ -616,3 +616,90 @@ fn every_combination_builds_within_port_limits() {
         }
     }
 }
+
+/// Guards against a DCI link on a one-site cluster being built as if it were absent (no
+/// DCI cables, no DCI level, no error): `cluster.dci` only means something between sites.
+#[test]
+fn error_dci_on_one_site() {
+    let mut s = scenario(&h100(1024, "fabric: infiniband-ndr"));
+    s.cluster.dci = Some(myriad_scenario::DciSpec {
+        gbps_per_site: 102400.0,
+        distance_km: 80.0,
+    });
+    assert_eq!(
+        err(&s).to_string(),
+        "cluster.dci: a DCI link joins sites, but cluster.sites is 1; give sites: 2 or more, or drop dci"
+    );
+}
+
+/// Guards the builder's own limits for scenarios made in code (the planner's candidate
+/// counts): past 2^24 accelerators or 1,024 sites is an error before anything is built.
+#[test]
+fn error_count_and_sites_past_the_limits() {
+    let mut s = scenario(&h100(1024, "fabric: infiniband-ndr, switch_radix: 1024"));
+    s.cluster.count = (1 << 24) + 8;
+    assert_eq!(
+        err(&s).to_string(),
+        "cluster.count: 16777224 is more than the 16777216 accelerators supported"
+    );
+    let mut s = scenario(&h100(1024, "fabric: infiniband-ndr"));
+    s.cluster.count = 8 * 1025;
+    s.cluster.sites = 1025;
+    s.cluster.dci = Some(myriad_scenario::DciSpec {
+        gbps_per_site: 400.0,
+        distance_km: 10.0,
+    });
+    assert_eq!(
+        err(&s).to_string(),
+        "cluster.sites: 1025 is more than the 1024 supported"
+    );
+}
+
+/// Guards against an island larger than a site (but not the whole cluster) being dropped
+/// without a word: 1,536-accelerator islands at 4:1 on two sites of 1,024 built two
+/// full-bisection sites with no oversubscription at all.
+#[test]
+fn error_island_larger_than_a_site() {
+    let two_sites = |island: u64| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 2048, scale_up: hgx-h100, sites: 2, dci: {{gbps_per_site: 1000, distance_km: 1}}, scale_out: {{fabric: infiniband-ndr, oversubscription: 4, island: {island}}}}}"
+        )
+    };
+    let want = "cluster.scale_out.island: 1536 is more than the 1024 accelerators of a site (2 sites); an island sits inside one site (or give the whole cluster, 2048)";
+    let e = parse_scenario("test.yaml", &two_sites(1536), catalog()).unwrap_err();
+    assert_eq!(e.to_string(), format!("test.yaml: {want}"));
+    let mut s = scenario(&two_sites(512));
+    s.cluster.scale_out.island = Some(1536);
+    assert_eq!(err(&s).to_string(), want);
+    // Islands inside a site, and the whole cluster, still build.
+    assert_eq!(built(&two_sites(512)).network.island, Some(512));
+    built(&two_sites(1024));
+    built(&two_sites(2048));
+}
+
+/// Guards the DCI port share against overflow: a DCI far beyond the site's ports (1e30
+/// Gb/s, which `myriad cluster` prints) multiplied a u64::MAX port count by each switch's
+/// down ports (a panic in debug builds, a wrapped share in release); it takes every free
+/// port of the site-top switches.
+#[test]
+fn dci_beyond_the_ports_takes_every_free_top_port() {
+    let b = built(
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 2048, scale_up: hgx-h100, sites: 2, dci: {gbps_per_site: 1e30, distance_km: 10}, scale_out: {fabric: infiniband-ndr}}",
+    );
+    let t = &b.topology;
+    let top = t.tiers as u8;
+    let mut free = 0u64;
+    for i in 0..t.switches.len() {
+        if t.switches.tier[i] == top {
+            assert_eq!(
+                t.switches.down_ports[i] + t.switches.up_ports[i],
+                b.network.plane_radix,
+                "top switch {i}"
+            );
+            free += t.switches.up_ports[i] as u64;
+        }
+    }
+    // Two sites: every DCI cable takes one up port at each end.
+    assert_eq!(b.bom.dci_cables * 2, free);
+    assert!(b.bom.dci_cables > 0);
+}

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod scheduling;
 pub mod serving;
+mod strict;
 pub mod validation;
 
 pub use scheduling::SchedulingSpec;
@@ -586,13 +587,14 @@ pub fn parse_value(file: &str, text: &str) -> Result<serde_json::Value, Scenario
 }
 
 /// Deserializes a typed value, turning serde errors into field-path errors with a
-/// "did you mean" for unknown keys. `prefix` is prepended to paths.
+/// "did you mean" for unknown keys. `prefix` is prepended to paths. A struct must be
+/// given as a mapping: a list is an error, never fields filled by position.
 pub fn from_value<T: serde::de::DeserializeOwned>(
     file: &str,
     prefix: &str,
     value: serde_json::Value,
 ) -> Result<T, ScenarioError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
+    serde_path_to_error::deserialize(strict::StrictValue(value)).map_err(|e| {
         let mut path = e.path().to_string();
         if path == "." {
             path.clear();
@@ -662,6 +664,13 @@ fn unknown(file: &str, path: &str, e: myriad_catalog::UnknownId) -> ScenarioErro
 
 /// Most switch tiers a fabric may have.
 pub const MAX_TIERS: u32 = 4;
+/// Most accelerators in a cluster: the topology graph is built in memory (about 80 MB per
+/// million H100) and numbers its vertices in 32 bits; 2^24 is 16 times the largest cluster
+/// planned today.
+pub const MAX_ACCELERATORS: u64 = 1 << 24;
+/// Most sites in a cluster: every pair of sites gets DCI links (a million pairs at this
+/// limit) and a switch records its site in 16 bits.
+pub const MAX_SITES: u32 = 1024;
 
 impl Scenario {
     /// Semantic checks that need no built cluster: ids exist, numbers are in range.
@@ -679,6 +688,16 @@ impl Scenario {
             .map_err(|e| unknown(file, "cluster.accelerator", e))?;
         if c.count == 0 {
             return Err(err(file, "cluster.count", "must be at least 1"));
+        }
+        if c.count > MAX_ACCELERATORS {
+            return Err(err(
+                file,
+                "cluster.count",
+                format!(
+                    "{} is more than the {MAX_ACCELERATORS} accelerators supported",
+                    c.count
+                ),
+            ));
         }
         cat.scale_up_for(&acc.id, c.scale_up.as_deref())
             .map_err(|m| err(file, "cluster.scale_up", m))?;
@@ -741,6 +760,13 @@ impl Scenario {
         if c.sites == 0 {
             return Err(err(file, "cluster.sites", "must be at least 1"));
         }
+        if c.sites > MAX_SITES {
+            return Err(err(
+                file,
+                "cluster.sites",
+                format!("{} is more than the {MAX_SITES} supported", c.sites),
+            ));
+        }
         if c.sites > 1 && c.dci.is_none() {
             return Err(err(
                 file,
@@ -749,6 +775,13 @@ impl Scenario {
                     "{} sites need a DCI link: {{gbps_per_site, distance_km}}",
                     c.sites
                 ),
+            ));
+        }
+        if c.sites == 1 && c.dci.is_some() {
+            return Err(err(
+                file,
+                "cluster.dci",
+                "a DCI link joins sites, but cluster.sites is 1; give sites: 2 or more, or drop dci",
             ));
         }
         if !c.count.is_multiple_of(c.sites as u64) {
@@ -760,6 +793,19 @@ impl Scenario {
                     c.sites, c.count
                 ),
             ));
+        }
+        if let Some(i) = so.island {
+            let per_site = c.count / c.sites as u64;
+            if i > per_site && i != c.count {
+                return Err(err(
+                    file,
+                    "cluster.scale_out.island",
+                    format!(
+                        "{i} is more than the {per_site} accelerators of a site ({} sites); an island sits inside one site (or give the whole cluster, {})",
+                        c.sites, c.count
+                    ),
+                ));
+            }
         }
         if let Some(d) = &c.dci {
             if !(d.gbps_per_site > 0.0) {

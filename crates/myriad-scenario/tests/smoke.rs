@@ -64,6 +64,9 @@ fn errors_name_file_path_value_and_expectation() {
         (BASE.replace("format: myriad/1", "format: myriad/2"), "s.yaml: format: `myriad/2` is not supported; expected `myriad/1`"),
         (BASE.replace("  count: 1024\n", ""), "s.yaml: cluster.count: missing required key"),
         (format!("{BASE}  sites: 2\n"), "s.yaml: cluster.dci: 2 sites need a DCI link: {gbps_per_site, distance_km}"),
+        // A DCI link on one site was accepted and ignored.
+        (format!("{BASE}  dci: {{gbps_per_site: 102400, distance_km: 80}}\n"), "s.yaml: cluster.dci: a DCI link joins sites, but cluster.sites is 1; give sites: 2 or more, or drop dci"),
+        (format!("{BASE}  sites: 1\n  dci: {{gbps_per_site: 102400, distance_km: 80}}\n"), "s.yaml: cluster.dci: a DCI link joins sites, but cluster.sites is 1; give sites: 2 or more, or drop dci"),
         (format!("{BASE}training: {{zero_stage: 4}}\n"), "s.yaml: training.zero_stage: 4 is not 0, 1, 2 or 3"),
         (format!("{BASE}training: {{placement: tp-dp}}\n"), "s.yaml: training.placement: `tp-dp` must name all of tp, cp, ep, dp, pp once (e.g. tp-cp-ep-dp-pp)"),
         (format!("{BASE}modle: {{preset: gpt3-175b}}\n"), "s.yaml: modle: unknown key; did you mean model?"),
@@ -109,4 +112,123 @@ fn json_scenarios_are_accepted() {
     let s = parse(r#"{"format": "myriad/1", "cluster": {"accelerator": "h100-sxm", "count": 8}}"#)
         .unwrap();
     assert_eq!(s.cluster.count, 8);
+}
+
+/// Guards against serde's derived struct deserializers filling fields by position from a
+/// list (`cluster: [h100-sxm, 1024]`): a struct must be a mapping, at any depth, in YAML and
+/// JSON, and the error names the field path; lists where the format takes lists still parse.
+#[test]
+fn a_list_where_a_mapping_is_expected_is_an_error() {
+    let expect = "expected a mapping (key: value), found a list";
+    let cases = [
+        (
+            "format: myriad/1\ncluster: [h100-sxm, 1024]\n".to_string(),
+            "cluster",
+        ),
+        (
+            format!("{BASE}  scale_out: [infiniband-ndr]\n"),
+            "cluster.scale_out",
+        ),
+        (
+            format!("{BASE}  datacenter: [1.2, 0.08]\n"),
+            "cluster.datacenter",
+        ),
+        (
+            format!("{BASE}  sites: 2\n  dci: [100, 10]\n"),
+            "cluster.dci",
+        ),
+        (format!("{BASE}training: [1024, 1, 8]\n"), "training"),
+        (format!("{BASE}model: [gpt3-175b]\n"), "model"),
+        (
+            format!("{BASE}model: {{preset: deepseek-v3, moe: [256, 8, 2048]}}\n"),
+            "model.moe",
+        ),
+        (
+            format!("{BASE}reliability: {{checkpoint: [600]}}\n"),
+            "reliability.checkpoint",
+        ),
+        (
+            format!("{BASE}reliability: {{failures: {{hbm: [0.001]}}}}\n"),
+            "reliability.failures.hbm",
+        ),
+        (format!("{BASE}  faults: [[1.0, 3]]\n"), "cluster.faults[0]"),
+        (
+            r#"{"format": "myriad/1", "cluster": ["h100-sxm", 8]}"#.to_string(),
+            "cluster",
+        ),
+    ];
+    for (text, path) in cases {
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.to_string(), format!("s.yaml: {path}: {expect}"), "{text}");
+    }
+    // Unknown-key hints still work beneath the strict deserializer.
+    let e = parse(&format!("{BASE}training: {{zero_stgae: 1}}\n")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.yaml: training.zero_stgae: unknown key; did you mean zero_stage?"
+    );
+    // Lists the format takes stay lists.
+    let s = parse(&format!(
+        "{BASE}  faults: [{{at_s: 1.0, link: 3}}]\ntraining: {{recompute_modules: [core_attn, mlp]}}\nplanning: {{counts: [1024, 2048]}}\n"
+    ))
+    .unwrap();
+    assert_eq!(s.cluster.faults.len(), 1);
+    assert_eq!(s.planning.unwrap().counts, vec![1024, 2048]);
+}
+
+/// Guards the validation-file parser against the same positional fill: a case's `system`,
+/// `model`, `training` or `measured` given as a list is an error with the case's path.
+#[test]
+fn validation_cases_need_mappings() {
+    let case = |system: &str, measured: &str| {
+        format!(
+            "format: myriad-validation/1\ncases:\n- id: a\n  system: {system}\n  model: {{preset: gpt3-175b}}\n  training: {{tp: 8}}\n  measured: {measured}\n"
+        )
+    };
+    let ok = myriad_scenario::validation::parse_validation(
+        "v.yaml",
+        &case("{accelerator: h100-sxm, count: 8}", "{step_time_s: 1.0}"),
+    )
+    .unwrap();
+    assert_eq!(ok.cases.len(), 1);
+    for (text, path) in [
+        (
+            case("[h100-sxm, 8]", "{step_time_s: 1.0}"),
+            "cases[0].system",
+        ),
+        (
+            case("{accelerator: h100-sxm, count: 8}", "[1.0]"),
+            "cases[0].measured",
+        ),
+    ] {
+        let e = myriad_scenario::validation::parse_validation("v.yaml", &text).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("v.yaml: {path}: expected a mapping (key: value), found a list")
+        );
+    }
+}
+
+/// Guards against cluster sizes the builder cannot hold: a count past 2^24 accelerators
+/// (with a large switch radix it passed every check and the topology graph ran the machine
+/// out of memory, its 32-bit vertex ids wrapping on the way) and more than 1,024 sites (a
+/// DCI link list of every site pair, and switch site numbers wrapping past 65,535).
+#[test]
+fn cluster_sizes_past_the_supported_limits_are_errors() {
+    let cases = [
+        (
+            "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 4294967296, scale_out: {switch_radix: 1024}}\n".to_string(),
+            "s.yaml: cluster.count: 4294967296 is more than the 16777216 accelerators supported",
+        ),
+        (
+            "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 560000, sites: 70000, dci: {gbps_per_site: 400, distance_km: 10}}\n".to_string(),
+            "s.yaml: cluster.sites: 70000 is more than the 1024 supported",
+        ),
+    ];
+    for (text, expect) in cases {
+        assert_eq!(parse(&text).unwrap_err().to_string(), expect);
+    }
+    // At the limits, both parse.
+    parse("format: myriad/1\ncluster: {accelerator: h100-sxm, count: 16777216}\n").unwrap();
+    parse("format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8192, sites: 1024, dci: {gbps_per_site: 400, distance_km: 10}}\n").unwrap();
 }

@@ -1,0 +1,248 @@
+//! A `serde_json::Value` deserializer that requires a mapping wherever a struct is expected.
+//!
+//! serde's derived struct deserializers accept a sequence too (`visit_seq`) and fill the
+//! fields by position, so `cluster: [h100-sxm, 1024]` would parse as a cluster. User files
+//! name every field: `StrictValue` rejects a list in `deserialize_struct` (and in struct
+//! enum variants) and otherwise behaves as `serde_json::Value`'s own deserializer, wrapping
+//! every nested value so that the rule holds at any depth. It sits under
+//! `serde_path_to_error`, so errors keep their field paths and unknown-key hints.
+
+use serde::de::{
+    self, DeserializeSeed, Deserializer, EnumAccess, Error as _, IntoDeserializer, MapAccess,
+    SeqAccess, Unexpected, VariantAccess, Visitor,
+};
+use serde_json::{Error, Value};
+
+/// The message for a list where a mapping is expected.
+pub const LIST_FOR_MAPPING: &str = "expected a mapping (key: value), found a list";
+
+pub struct StrictValue(pub Value);
+
+impl<'de> Deserializer<'de> for StrictValue {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.0 {
+            Value::Array(a) => {
+                let len = a.len();
+                let mut seq = Seq(a.into_iter());
+                let out = visitor.visit_seq(&mut seq)?;
+                if seq.0.len() == 0 {
+                    Ok(out)
+                } else {
+                    Err(Error::invalid_length(len, &"fewer elements in the list"))
+                }
+            }
+            Value::Object(m) => {
+                let len = m.len();
+                let mut map = Map {
+                    iter: m.into_iter(),
+                    value: None,
+                };
+                let out = visitor.visit_map(&mut map)?;
+                if map.iter.len() == 0 {
+                    Ok(out)
+                } else {
+                    Err(Error::invalid_length(len, &"fewer elements in the map"))
+                }
+            }
+            // Scalars have no nested values: the plain deserializer is the same.
+            other => other.deserialize_any(visitor),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.0 {
+            Value::Null => visitor.visit_none(),
+            _ => visitor.visit_some(self),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        match self.0 {
+            Value::Array(_) => Err(Error::custom(LIST_FOR_MAPPING)),
+            _ => self.deserialize_any(visitor),
+        }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        match self.0 {
+            Value::Object(m) => {
+                let mut it = m.into_iter();
+                match (it.next(), it.next()) {
+                    (Some((variant, value)), None) => visitor.visit_enum(Enum {
+                        variant,
+                        value: Some(value),
+                    }),
+                    _ => Err(Error::invalid_value(
+                        Unexpected::Map,
+                        &"a map with a single key",
+                    )),
+                }
+            }
+            Value::String(variant) => visitor.visit_enum(Enum {
+                variant,
+                value: None,
+            }),
+            other => other.deserialize_enum(name, variants, visitor),
+        }
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_unit()
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct seq tuple tuple_struct map identifier
+    }
+}
+
+impl<'de> IntoDeserializer<'de, Error> for StrictValue {
+    type Deserializer = Self;
+    fn into_deserializer(self) -> Self {
+        self
+    }
+}
+
+struct Seq(std::vec::IntoIter<Value>);
+
+impl<'de> SeqAccess<'de> for Seq {
+    type Error = Error;
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Error> {
+        self.0
+            .next()
+            .map(|v| seed.deserialize(StrictValue(v)))
+            .transpose()
+    }
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.0.len())
+    }
+}
+
+struct Map {
+    iter: <serde_json::Map<String, Value> as IntoIterator>::IntoIter,
+    value: Option<Value>,
+}
+
+impl<'de> MapAccess<'de> for Map {
+    type Error = Error;
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
+        match self.iter.next() {
+            Some((k, v)) => {
+                self.value = Some(v);
+                // Keys are strings in both YAML-through-JSON and JSON; no key type in the
+                // formats is a number.
+                seed.deserialize(Value::String(k)).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
+        match self.value.take() {
+            Some(v) => seed.deserialize(StrictValue(v)),
+            None => Err(Error::custom("value is missing")),
+        }
+    }
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.iter.len())
+    }
+}
+
+struct Enum {
+    variant: String,
+    value: Option<Value>,
+}
+
+impl<'de> EnumAccess<'de> for Enum {
+    type Error = Error;
+    type Variant = Variant;
+    fn variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<(T::Value, Variant), Error> {
+        let v = seed.deserialize(Value::String(self.variant))?;
+        Ok((v, Variant(self.value)))
+    }
+}
+
+struct Variant(Option<Value>);
+
+impl<'de> VariantAccess<'de> for Variant {
+    type Error = Error;
+    fn unit_variant(self) -> Result<(), Error> {
+        match self.0 {
+            None | Some(Value::Null) => Ok(()),
+            Some(v) => <() as de::Deserialize>::deserialize(v),
+        }
+    }
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, Error> {
+        match self.0 {
+            Some(v) => seed.deserialize(StrictValue(v)),
+            None => Err(Error::invalid_type(
+                Unexpected::UnitVariant,
+                &"newtype variant",
+            )),
+        }
+    }
+    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, Error> {
+        match self.0 {
+            Some(v @ Value::Array(_)) => StrictValue(v).deserialize_any(visitor),
+            Some(other) => Err(Error::invalid_type(unexpected(&other), &"tuple variant")),
+            None => Err(Error::invalid_type(
+                Unexpected::UnitVariant,
+                &"tuple variant",
+            )),
+        }
+    }
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        match self.0 {
+            Some(v @ Value::Object(_)) => StrictValue(v).deserialize_struct("", fields, visitor),
+            Some(Value::Array(_)) => Err(Error::custom(LIST_FOR_MAPPING)),
+            Some(other) => Err(Error::invalid_type(unexpected(&other), &"struct variant")),
+            None => Err(Error::invalid_type(
+                Unexpected::UnitVariant,
+                &"struct variant",
+            )),
+        }
+    }
+}
+
+fn unexpected(v: &Value) -> Unexpected<'_> {
+    match v {
+        Value::Null => Unexpected::Unit,
+        Value::Bool(b) => Unexpected::Bool(*b),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) => Unexpected::Float(f),
+            None => Unexpected::Other("number"),
+        },
+        Value::String(s) => Unexpected::Str(s),
+        Value::Array(_) => Unexpected::Seq,
+        Value::Object(_) => Unexpected::Map,
+    }
+}
