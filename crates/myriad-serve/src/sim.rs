@@ -58,12 +58,18 @@ impl LengthDist {
     }
 
     fn sample(&self, rng: &mut ChaCha8Rng) -> u32 {
-        let clip = |x: f64, lo: u32, hi: u32| x.round().clamp(lo.max(1) as f64, hi as f64) as u32;
+        // Every length is at least one token; a `max` below that floor (or below `min`)
+        // is raised to it, so the range is never empty.
+        let clip = |x: f64, lo: u32, hi: u32| {
+            let lo = lo.max(1);
+            x.round().clamp(lo as f64, hi.max(lo) as f64) as u32
+        };
         match *self {
             LengthDist::Fixed(n) => n.max(1),
             LengthDist::Uniform { min, max } => {
-                let span = (max - min + 1) as u64;
-                min.max(1) + (rng.next_u64() % span) as u32
+                let lo = min.max(1);
+                let span = max.max(lo) as u64 - lo as u64 + 1;
+                lo + (rng.next_u64() % span) as u32
             }
             LengthDist::Normal {
                 mean,

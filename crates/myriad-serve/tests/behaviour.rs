@@ -2754,3 +2754,47 @@ serving:
         "{per_acc}"
     );
 }
+
+/// Guards the length draws' bounds: a uniform length from `min: 0` stays within `max`
+/// (the one-token floor used to shift the whole range up by one, so `{min: 0, max: 1}`
+/// drew 2-token prompts), and a normal length whose `min` is above its `max` raises the
+/// range to `min` instead of panicking in `f64::clamp`.
+#[test]
+fn length_draws_stay_within_their_bounds() {
+    let draw = |input: LengthDist| {
+        myriad_serve::sim::generate(&Workload {
+            arrivals: Arrivals::Offline,
+            input,
+            output: LengthDist::Fixed(1),
+            requests: 500,
+            prefix_hit: 0.0,
+            seed: 1,
+        })
+    };
+    let u = draw(LengthDist::Uniform { min: 0, max: 1 });
+    assert!(u.iter().all(|r| r.1 == 1), "uniform 0..=1 drew above 1");
+    let u = draw(LengthDist::Uniform { min: 0, max: 3 });
+    assert!(u.iter().all(|r| (1..=3).contains(&r.1)));
+    assert!((1..=3).all(|k| u.iter().any(|r| r.1 == k)));
+    let n = draw(LengthDist::Normal {
+        mean: 10.0,
+        std: 1.0,
+        min: 1000,
+        max: 40,
+    });
+    assert!(n.iter().all(|r| r.1 == 1000));
+}
+
+/// Guards the scenario check of a normal or lognormal `min` above the default `max`
+/// (4 × mean): it used to pass the check and panic in the length draw (`min > max` in
+/// `f64::clamp`); now it is an error naming `serving.input.min`.
+#[test]
+fn a_min_above_the_default_max_is_an_error_not_a_panic() {
+    let e = bad("  input: {dist: normal, mean: 10, std: 1, min: 1000}\n  output: {mean: 10}\n");
+    assert!(
+        e.contains("serving.input.min: 1000 is larger than the default max 40 (4 × mean 10)"),
+        "{e}"
+    );
+    let e = bad("  input: {mean: 10}\n  output: {dist: lognormal, mean: 3, std: 1, min: 13}\n");
+    assert!(e.contains("serving.output.min: 13"), "{e}");
+}
