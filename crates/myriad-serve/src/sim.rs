@@ -651,6 +651,11 @@ impl Sim<'_> {
                     inst.batch_held = 0;
                 }
             }
+        } else if dec == 0.0 {
+            // No decodes running: the prompts run at once, and their count restarts
+            // (TensorRT-LLM resets it when not every rank has generation requests), so
+            // later prompts are held their full timeout.
+            inst.held = 0;
         }
         let mut budget = (spec.max_tokens as f64 - dec * (1.0 + draft)).max(0.0);
         let per_rank_budget =

@@ -2798,3 +2798,40 @@ fn a_min_above_the_default_max_is_an_error_not_a_panic() {
     let e = bad("  input: {mean: 10}\n  output: {dist: lognormal, mean: 3, std: 1, min: 13}\n");
     assert!(e.contains("serving.output.min: 13"), "{e}");
 }
+
+/// Guards the ADP-balance context wait's count: prompts that run because no decodes are
+/// running restart it, as TensorRT-LLM resets `adp_ctx_waiting_iters_count` when not every
+/// rank has generation requests. Before, the count they had reached carried over, so the
+/// next prompt held behind running decodes was released that many iterations early. Here
+/// (attention DP 2, timeout 20) B is held 19 iterations behind A's decodes and then runs
+/// when A finishes; C, arriving while B decodes, must also be held about 20 iterations
+/// (it was released at once: its TTFT one iteration instead of B's twenty).
+#[test]
+fn adp_balance_wait_restarts_after_prompts_run_without_decodes() {
+    let m = try_model(
+        ("h100-sxm", 8),
+        "llama3-8b",
+        Parallel::new(1, 2, 1),
+        (Precision::Bf16, Precision::Bf16, Precision::Bf16),
+        0.0,
+        false,
+        None,
+    )
+    .unwrap();
+    let mut r = role(m, 1, 64);
+    r.policy = SchedulePolicy {
+        adp_balance_timeout_iters: 20,
+        adp_balance_batching_wait_iters: 0,
+        ..SchedulePolicy::default()
+    };
+    let reqs = [(0.0, 100, 20), (1e-6, 100, 2000), (0.5, 100, 10)];
+    let rep = myriad_serve::simulate_requests(&Deployment::Aggregated(r), &reqs, 0.0, &NO_SLO);
+    assert_eq!(rep.completed, 3);
+    // TTFTs sorted: A's (no wait), then B's and C's (each about 20 iterations).
+    assert!(
+        rep.ttft.p50 > 0.5 * rep.ttft.p99,
+        "TTFT p50 {:.2} ms against max {:.2} ms",
+        rep.ttft.p50 * 1e3,
+        rep.ttft.p99 * 1e3
+    );
+}
