@@ -423,11 +423,13 @@ struct Inst {
     held: u32,
     /// Iterations they have been held for batching, every rank having one.
     batch_held: u32,
+    /// KV caches on their way to this (decode) instance: routed here, not yet arrived.
+    incoming: usize,
 }
 
 impl Inst {
     fn load(&self) -> usize {
-        self.waiting.len() + self.prefill.len() + self.running as usize
+        self.waiting.len() + self.prefill.len() + self.running as usize + self.incoming
     }
 
     /// Request `r` (`q`) starts decoding with its prompt and first token as context; it
@@ -788,6 +790,7 @@ impl Sim<'_> {
                         let arrive = t + self.kv_latency + bytes / (self.kv_bps * gpus);
                         self.reqs[r as usize].first = arrive;
                         let d = self.pick(Role::Decode);
+                        self.insts[d].incoming += 1;
                         self.push(arrive, Kind::KvArrive, r, d as u32);
                     }
                 }
@@ -907,6 +910,7 @@ fn run(
                 round_left: 0,
                 held: 0,
                 batch_held: 0,
+                incoming: 0,
                 ctx: 0.0,
                 ctx_sq: 0.0,
                 steps: 0,
@@ -997,6 +1001,7 @@ fn run(
             Kind::IterEnd => sim.iter_end(e.a as usize, e.t),
             Kind::KvArrive => {
                 let i = e.b as usize;
+                sim.insts[i].incoming -= 1;
                 sim.insts[i].waiting.push_back(e.a);
                 if !sim.insts[i].busy {
                     sim.start(i, e.t);

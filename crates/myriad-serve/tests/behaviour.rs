@@ -2835,3 +2835,31 @@ fn adp_balance_wait_restarts_after_prompts_run_without_decodes() {
         rep.ttft.p99 * 1e3
     );
 }
+
+/// Guards the routing of KV caches to decode instances: requests whose prompts finish
+/// together go to the least-loaded decode instance counting the transfers already on
+/// their way to it. Before, a decode instance's load counted only the requests that had
+/// arrived, so every prompt one prefill iteration finished (and every one until the
+/// first transfer landed) went to the same instance: here 64 prompts finish in one
+/// iteration and all 64 decoded on the first of two decode instances (a mean decode batch
+/// of 64, and the second idle) instead of 32 on each.
+#[test]
+fn kv_transfers_in_flight_count_toward_a_decode_instances_load() {
+    let m = llama3_8b_h100_bf16;
+    let mut p = role(m(), 1, 256);
+    p.max_tokens = 16_384;
+    let d = Deployment::Disaggregated {
+        prefill: p,
+        decode: Box::new(role(m(), 2, 64)),
+        kv_bps: 50e9,
+        kv_latency_s: 5e-6,
+    };
+    let reqs: Vec<(f64, u32, u32)> = (0..64).map(|_| (0.0, 100, 200)).collect();
+    let r = myriad_serve::simulate_requests(&d, &reqs, 0.0, &NO_SLO);
+    assert_eq!(r.completed, 64);
+    assert!(
+        r.mean_decode_batch < 33.0,
+        "mean decode batch {}",
+        r.mean_decode_batch
+    );
+}
