@@ -1000,11 +1000,29 @@ fn run(
             }
             Kind::IterEnd => sim.iter_end(e.a as usize, e.t),
             Kind::KvArrive => {
-                let i = e.b as usize;
-                sim.insts[i].incoming -= 1;
-                sim.insts[i].waiting.push_back(e.a);
-                if !sim.insts[i].busy {
-                    sim.start(i, e.t);
+                // All KV caches landing at this same instant (the prompts of one prefill
+                // iteration) are queued before any decode instance starts, as arrivals are.
+                touched.clear();
+                let mut e = e;
+                loop {
+                    let i = e.b as usize;
+                    sim.insts[i].incoming -= 1;
+                    sim.insts[i].waiting.push_back(e.a);
+                    if !touched.contains(&i) {
+                        touched.push(i);
+                    }
+                    match sim.ev.peek() {
+                        Some(Reverse(n)) if n.kind == Kind::KvArrive && n.t == e.t => {
+                            e = sim.ev.pop().expect("peeked").0;
+                        }
+                        _ => break,
+                    }
+                }
+                for k in 0..touched.len() {
+                    let i = touched[k];
+                    if !sim.insts[i].busy {
+                        sim.start(i, e.t);
+                    }
                 }
             }
         }

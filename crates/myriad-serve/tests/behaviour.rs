@@ -2863,3 +2863,25 @@ fn kv_transfers_in_flight_count_toward_a_decode_instances_load() {
         r.mean_decode_batch
     );
 }
+
+/// Guards the start of a decode instance when several KV caches land at the same instant
+/// (the prompts of one prefill iteration, of equal length): all of them are queued before
+/// the instance starts its iteration, as requests arriving together are. Before, the first
+/// landing started an iteration of one sequence and the other 63 waited it out: a mean
+/// decode batch below 64.
+#[test]
+fn kv_caches_landing_together_start_one_decode_batch() {
+    let m = llama3_8b_h100_bf16;
+    let mut p = role(m(), 1, 256);
+    p.max_tokens = 16_384;
+    let d = Deployment::Disaggregated {
+        prefill: p,
+        decode: Box::new(role(m(), 1, 64)),
+        kv_bps: 50e9,
+        kv_latency_s: 5e-6,
+    };
+    let reqs: Vec<(f64, u32, u32)> = (0..64).map(|_| (0.0, 100, 200)).collect();
+    let r = myriad_serve::simulate_requests(&d, &reqs, 0.0, &NO_SLO);
+    assert_eq!(r.completed, 64);
+    assert_eq!(r.mean_decode_batch, 64.0);
+}
