@@ -280,6 +280,8 @@ pub struct SimReport {
     pub prefill_tokens_per_s_per_prefill_accelerator: f64,
     pub decode_tokens_per_s_per_decode_accelerator: f64,
     pub ttft: Percentiles,
+    /// Over the completed requests of more than one output token (a single-token request
+    /// has no time per output token).
     pub tpot: Percentiles,
     pub latency: Percentiles,
     /// Mean over completed requests of each one's decode speed, (output − 1) / (last −
@@ -1068,7 +1070,11 @@ fn run(
             0.0
         };
         ttft.push(a);
-        tpot.push(p);
+        // A one-token request has no time per output token: it is left out of the TPOT
+        // percentiles (as vLLM's and SGLang's benchmarks do) and meets a TPOT SLO.
+        if r.output > 1 {
+            tpot.push(p);
+        }
         lat.push(r.done - r.arrival);
         if slo.ttft_s.is_none_or(|x| a <= x) && slo.tpot_s.is_none_or(|x| p <= x) {
             good += 1;

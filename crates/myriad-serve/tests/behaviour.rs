@@ -2885,3 +2885,24 @@ fn kv_caches_landing_together_start_one_decode_batch() {
     assert_eq!(r.completed, 64);
     assert_eq!(r.mean_decode_batch, 64.0);
 }
+
+/// Guards the set the TPOT percentiles run over: only requests of more than one output
+/// token (vLLM's and SGLang's benchmarks append a TPOT only when `output_len > 1`). A
+/// one-token request has no time per output token; it used to count as a TPOT of 0, so
+/// here, with 60 of 100 requests one token long, the median TPOT was 0 and the mean 40%
+/// of the decoding requests' mean.
+#[test]
+fn tpot_percentiles_leave_out_single_token_requests() {
+    let d = Deployment::Aggregated(role(llama3_8b_h100_bf16(), 1, 256));
+    let reqs: Vec<(f64, u32, u32)> = (0..100)
+        .map(|k| (0.0, 500, if k % 5 < 3 { 1 } else { 100 }))
+        .collect();
+    let r = myriad_serve::simulate_requests(&d, &reqs, 0.0, &NO_SLO);
+    assert_eq!(r.completed, 100);
+    assert!(r.tpot.p50 > 0.0, "{:?}", r.tpot);
+    // Every decoding request's TPOT is at least its steps' time: the mean is no smaller
+    // than the smallest of them.
+    assert!(r.tpot.mean >= 0.5 * r.tpot.p50, "{:?}", r.tpot);
+    // The per-user speed (1/TPOT over the same requests) agrees with the TPOT scale.
+    assert!(r.per_user_output_tokens_per_s * r.tpot.p50 > 0.5);
+}
