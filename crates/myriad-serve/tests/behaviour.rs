@@ -2906,3 +2906,24 @@ fn tpot_percentiles_leave_out_single_token_requests() {
     // The per-user speed (1/TPOT over the same requests) agrees with the TPOT scale.
     assert!(r.per_user_output_tokens_per_s * r.tpot.p50 > 0.5);
 }
+
+/// Guards speculative decoding with an absurd draft length (a scenario's
+/// `speculative.draft_tokens` is any u32): the expected tokens per step were summed term
+/// by term on every iteration, so four billion draft tokens hung `myriad serve`, and past
+/// 2^31 `powi`'s exponent wrapped negative. Now a long draft's geometric series is summed
+/// in closed form, and short drafts keep their term-by-term sums.
+#[test]
+fn a_huge_speculative_draft_has_a_closed_form_tokens_per_step() {
+    let s = |draft_tokens, acceptance| {
+        myriad_serve::Speculative {
+            draft_tokens,
+            acceptance,
+        }
+        .tokens_per_step()
+    };
+    assert!((s(u32::MAX, 0.85) - 1.0 / 0.15).abs() < 1e-9);
+    assert_eq!(s(u32::MAX, 1.0), u32::MAX as f64 + 1.0);
+    assert_eq!(s(u32::MAX, 0.0), 1.0);
+    assert!((s(2000, 0.5) - 2.0).abs() < 1e-12);
+    assert_eq!(s(3, 0.5), 1.875);
+}
