@@ -417,7 +417,8 @@ pub fn parse_serve_trace(name: &str, text: &str) -> Result<Vec<(f64, u32, u32)>,
             }
         };
         let (a, inp, o): (f64, f64, f64) = row;
-        if !(a >= 0.0 && a.is_finite()) || inp < 1.0 || o < 1.0 {
+        // Written so that a NaN (`nan` parses as a number) fails too.
+        if !(a >= 0.0 && a.is_finite() && inp >= 1.0 && o >= 1.0) {
             return Err(format!(
                 "{name}: line {}: arrival must be >= 0 and lengths >= 1",
                 i + 1
@@ -672,7 +673,24 @@ pub fn validate(file: &str, text: &str) -> Result<Value, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_global_batches;
+    use super::{parse_global_batches, parse_serve_trace};
+
+    /// Guards the trace's length check against NaN: `nan` parses as a number and passed
+    /// `< 1` and `> most` alike, and `NaN as u32` made it a silent one-token request.
+    #[test]
+    fn a_trace_length_of_nan_is_an_error() {
+        for row in ["0.5,nan,10", "0.5,10,NaN"] {
+            let e = parse_serve_trace("t.csv", &format!("0,5,5\n{row}\n")).unwrap_err();
+            assert_eq!(
+                e, "t.csv: line 2: arrival must be >= 0 and lengths >= 1",
+                "{row}"
+            );
+        }
+        assert_eq!(
+            parse_serve_trace("t.csv", "0,5,5\n0.5,10,10\n").unwrap(),
+            [(0.0, 5, 5), (0.5, 10, 10)]
+        );
+    }
 
     #[test]
     fn a_batch_range_doubles_to_its_end_and_stops_before_u64_overflows() {

@@ -346,6 +346,18 @@ impl LengthSpec {
                 return Err((format!("{p}.min"), format!("{lo} is larger than max {hi}")));
             }
         }
+        // Without `max`, normal and lognormal clip at the default max of 4 × mean.
+        if let (LengthDistKind::Normal | LengthDistKind::Lognormal, Some(lo), None, Some(m)) =
+            (kind, self.min, self.max, self.mean)
+        {
+            let hi = (4.0 * m).ceil();
+            if lo as f64 > hi {
+                return Err((
+                    format!("{p}.min"),
+                    format!("{lo} is larger than the default max {hi} (4 × mean {m}); give max"),
+                ));
+            }
+        }
         Ok(())
     }
 }

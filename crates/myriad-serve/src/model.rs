@@ -218,9 +218,16 @@ pub struct Speculative {
 impl Speculative {
     /// Expected tokens emitted per decode step: 1 + a + a² + … + a^n.
     pub fn tokens_per_step(&self) -> f64 {
-        (0..=self.draft_tokens)
-            .map(|i| self.acceptance.powi(i as i32))
-            .sum()
+        let (a, n) = (self.acceptance, self.draft_tokens);
+        // Term by term for any realistic draft; a longer one in closed form (summing
+        // billions of terms per call hung the simulation, and `powi` wraps past i32).
+        if n <= 1024 {
+            (0..=n).map(|i| a.powi(i as i32)).sum()
+        } else if a == 1.0 {
+            n as f64 + 1.0
+        } else {
+            (1.0 - a.powf(n as f64 + 1.0)) / (1.0 - a)
+        }
     }
 
     /// The chain of `draft_tokens` whose per-token acceptance `a` gives a measured mean of

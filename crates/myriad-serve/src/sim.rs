@@ -58,12 +58,18 @@ impl LengthDist {
     }
 
     fn sample(&self, rng: &mut ChaCha8Rng) -> u32 {
-        let clip = |x: f64, lo: u32, hi: u32| x.round().clamp(lo.max(1) as f64, hi as f64) as u32;
+        // Every length is at least one token; a `max` below that floor (or below `min`)
+        // is raised to it, so the range is never empty.
+        let clip = |x: f64, lo: u32, hi: u32| {
+            let lo = lo.max(1);
+            x.round().clamp(lo as f64, hi.max(lo) as f64) as u32
+        };
         match *self {
             LengthDist::Fixed(n) => n.max(1),
             LengthDist::Uniform { min, max } => {
-                let span = (max - min + 1) as u64;
-                min.max(1) + (rng.next_u64() % span) as u32
+                let lo = min.max(1);
+                let span = max.max(lo) as u64 - lo as u64 + 1;
+                lo + (rng.next_u64() % span) as u32
             }
             LengthDist::Normal {
                 mean,
@@ -274,6 +280,8 @@ pub struct SimReport {
     pub prefill_tokens_per_s_per_prefill_accelerator: f64,
     pub decode_tokens_per_s_per_decode_accelerator: f64,
     pub ttft: Percentiles,
+    /// Over the completed requests of more than one output token (a single-token request
+    /// has no time per output token).
     pub tpot: Percentiles,
     pub latency: Percentiles,
     /// Mean over completed requests of each one's decode speed, (output − 1) / (last −
@@ -417,11 +425,13 @@ struct Inst {
     held: u32,
     /// Iterations they have been held for batching, every rank having one.
     batch_held: u32,
+    /// KV caches on their way to this (decode) instance: routed here, not yet arrived.
+    incoming: usize,
 }
 
 impl Inst {
     fn load(&self) -> usize {
-        self.waiting.len() + self.prefill.len() + self.running as usize
+        self.waiting.len() + self.prefill.len() + self.running as usize + self.incoming
     }
 
     /// Request `r` (`q`) starts decoding with its prompt and first token as context; it
@@ -645,6 +655,11 @@ impl Sim<'_> {
                     inst.batch_held = 0;
                 }
             }
+        } else if dec == 0.0 {
+            // No decodes running: the prompts run at once, and their count restarts
+            // (TensorRT-LLM resets it when not every rank has generation requests), so
+            // later prompts are held their full timeout.
+            inst.held = 0;
         }
         let mut budget = (spec.max_tokens as f64 - dec * (1.0 + draft)).max(0.0);
         let per_rank_budget =
@@ -777,6 +792,7 @@ impl Sim<'_> {
                         let arrive = t + self.kv_latency + bytes / (self.kv_bps * gpus);
                         self.reqs[r as usize].first = arrive;
                         let d = self.pick(Role::Decode);
+                        self.insts[d].incoming += 1;
                         self.push(arrive, Kind::KvArrive, r, d as u32);
                     }
                 }
@@ -896,6 +912,7 @@ fn run(
                 round_left: 0,
                 held: 0,
                 batch_held: 0,
+                incoming: 0,
                 ctx: 0.0,
                 ctx_sq: 0.0,
                 steps: 0,
@@ -985,10 +1002,29 @@ fn run(
             }
             Kind::IterEnd => sim.iter_end(e.a as usize, e.t),
             Kind::KvArrive => {
-                let i = e.b as usize;
-                sim.insts[i].waiting.push_back(e.a);
-                if !sim.insts[i].busy {
-                    sim.start(i, e.t);
+                // All KV caches landing at this same instant (the prompts of one prefill
+                // iteration) are queued before any decode instance starts, as arrivals are.
+                touched.clear();
+                let mut e = e;
+                loop {
+                    let i = e.b as usize;
+                    sim.insts[i].incoming -= 1;
+                    sim.insts[i].waiting.push_back(e.a);
+                    if !touched.contains(&i) {
+                        touched.push(i);
+                    }
+                    match sim.ev.peek() {
+                        Some(Reverse(n)) if n.kind == Kind::KvArrive && n.t == e.t => {
+                            e = sim.ev.pop().expect("peeked").0;
+                        }
+                        _ => break,
+                    }
+                }
+                for k in 0..touched.len() {
+                    let i = touched[k];
+                    if !sim.insts[i].busy {
+                        sim.start(i, e.t);
+                    }
                 }
             }
         }
@@ -1034,7 +1070,11 @@ fn run(
             0.0
         };
         ttft.push(a);
-        tpot.push(p);
+        // A one-token request has no time per output token: it is left out of the TPOT
+        // percentiles (as vLLM's and SGLang's benchmarks do) and meets a TPOT SLO.
+        if r.output > 1 {
+            tpot.push(p);
+        }
         lat.push(r.done - r.arrival);
         if slo.ttft_s.is_none_or(|x| a <= x) && slo.tpot_s.is_none_or(|x| p <= x) {
             good += 1;

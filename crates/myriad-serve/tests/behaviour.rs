@@ -2754,3 +2754,176 @@ serving:
         "{per_acc}"
     );
 }
+
+/// Guards the length draws' bounds: a uniform length from `min: 0` stays within `max`
+/// (the one-token floor used to shift the whole range up by one, so `{min: 0, max: 1}`
+/// drew 2-token prompts), and a normal length whose `min` is above its `max` raises the
+/// range to `min` instead of panicking in `f64::clamp`.
+#[test]
+fn length_draws_stay_within_their_bounds() {
+    let draw = |input: LengthDist| {
+        myriad_serve::sim::generate(&Workload {
+            arrivals: Arrivals::Offline,
+            input,
+            output: LengthDist::Fixed(1),
+            requests: 500,
+            prefix_hit: 0.0,
+            seed: 1,
+        })
+    };
+    let u = draw(LengthDist::Uniform { min: 0, max: 1 });
+    assert!(u.iter().all(|r| r.1 == 1), "uniform 0..=1 drew above 1");
+    let u = draw(LengthDist::Uniform { min: 0, max: 3 });
+    assert!(u.iter().all(|r| (1..=3).contains(&r.1)));
+    assert!((1..=3).all(|k| u.iter().any(|r| r.1 == k)));
+    let n = draw(LengthDist::Normal {
+        mean: 10.0,
+        std: 1.0,
+        min: 1000,
+        max: 40,
+    });
+    assert!(n.iter().all(|r| r.1 == 1000));
+}
+
+/// Guards the scenario check of a normal or lognormal `min` above the default `max`
+/// (4 × mean): it used to pass the check and panic in the length draw (`min > max` in
+/// `f64::clamp`); now it is an error naming `serving.input.min`.
+#[test]
+fn a_min_above_the_default_max_is_an_error_not_a_panic() {
+    let e = bad("  input: {dist: normal, mean: 10, std: 1, min: 1000}\n  output: {mean: 10}\n");
+    assert!(
+        e.contains("serving.input.min: 1000 is larger than the default max 40 (4 × mean 10)"),
+        "{e}"
+    );
+    let e = bad("  input: {mean: 10}\n  output: {dist: lognormal, mean: 3, std: 1, min: 13}\n");
+    assert!(e.contains("serving.output.min: 13"), "{e}");
+}
+
+/// Guards the ADP-balance context wait's count: prompts that run because no decodes are
+/// running restart it, as TensorRT-LLM resets `adp_ctx_waiting_iters_count` when not every
+/// rank has generation requests. Before, the count they had reached carried over, so the
+/// next prompt held behind running decodes was released that many iterations early. Here
+/// (attention DP 2, timeout 20) B is held 19 iterations behind A's decodes and then runs
+/// when A finishes; C, arriving while B decodes, must also be held about 20 iterations
+/// (it was released at once: its TTFT one iteration instead of B's twenty).
+#[test]
+fn adp_balance_wait_restarts_after_prompts_run_without_decodes() {
+    let m = try_model(
+        ("h100-sxm", 8),
+        "llama3-8b",
+        Parallel::new(1, 2, 1),
+        (Precision::Bf16, Precision::Bf16, Precision::Bf16),
+        0.0,
+        false,
+        None,
+    )
+    .unwrap();
+    let mut r = role(m, 1, 64);
+    r.policy = SchedulePolicy {
+        adp_balance_timeout_iters: 20,
+        adp_balance_batching_wait_iters: 0,
+        ..SchedulePolicy::default()
+    };
+    let reqs = [(0.0, 100, 20), (1e-6, 100, 2000), (0.5, 100, 10)];
+    let rep = myriad_serve::simulate_requests(&Deployment::Aggregated(r), &reqs, 0.0, &NO_SLO);
+    assert_eq!(rep.completed, 3);
+    // TTFTs sorted: A's (no wait), then B's and C's (each about 20 iterations).
+    assert!(
+        rep.ttft.p50 > 0.5 * rep.ttft.p99,
+        "TTFT p50 {:.2} ms against max {:.2} ms",
+        rep.ttft.p50 * 1e3,
+        rep.ttft.p99 * 1e3
+    );
+}
+
+/// Guards the routing of KV caches to decode instances: requests whose prompts finish
+/// together go to the least-loaded decode instance counting the transfers already on
+/// their way to it. Before, a decode instance's load counted only the requests that had
+/// arrived, so every prompt one prefill iteration finished (and every one until the
+/// first transfer landed) went to the same instance: here 64 prompts finish in one
+/// iteration and all 64 decoded on the first of two decode instances (a mean decode batch
+/// of 64, and the second idle) instead of 32 on each.
+#[test]
+fn kv_transfers_in_flight_count_toward_a_decode_instances_load() {
+    let m = llama3_8b_h100_bf16;
+    let mut p = role(m(), 1, 256);
+    p.max_tokens = 16_384;
+    let d = Deployment::Disaggregated {
+        prefill: p,
+        decode: Box::new(role(m(), 2, 64)),
+        kv_bps: 50e9,
+        kv_latency_s: 5e-6,
+    };
+    let reqs: Vec<(f64, u32, u32)> = (0..64).map(|_| (0.0, 100, 200)).collect();
+    let r = myriad_serve::simulate_requests(&d, &reqs, 0.0, &NO_SLO);
+    assert_eq!(r.completed, 64);
+    assert!(
+        r.mean_decode_batch < 33.0,
+        "mean decode batch {}",
+        r.mean_decode_batch
+    );
+}
+
+/// Guards the start of a decode instance when several KV caches land at the same instant
+/// (the prompts of one prefill iteration, of equal length): all of them are queued before
+/// the instance starts its iteration, as requests arriving together are. Before, the first
+/// landing started an iteration of one sequence and the other 63 waited it out: a mean
+/// decode batch below 64.
+#[test]
+fn kv_caches_landing_together_start_one_decode_batch() {
+    let m = llama3_8b_h100_bf16;
+    let mut p = role(m(), 1, 256);
+    p.max_tokens = 16_384;
+    let d = Deployment::Disaggregated {
+        prefill: p,
+        decode: Box::new(role(m(), 1, 64)),
+        kv_bps: 50e9,
+        kv_latency_s: 5e-6,
+    };
+    let reqs: Vec<(f64, u32, u32)> = (0..64).map(|_| (0.0, 100, 200)).collect();
+    let r = myriad_serve::simulate_requests(&d, &reqs, 0.0, &NO_SLO);
+    assert_eq!(r.completed, 64);
+    assert_eq!(r.mean_decode_batch, 64.0);
+}
+
+/// Guards the set the TPOT percentiles run over: only requests of more than one output
+/// token (vLLM's and SGLang's benchmarks append a TPOT only when `output_len > 1`). A
+/// one-token request has no time per output token; it used to count as a TPOT of 0, so
+/// here, with 60 of 100 requests one token long, the median TPOT was 0 and the mean 40%
+/// of the decoding requests' mean.
+#[test]
+fn tpot_percentiles_leave_out_single_token_requests() {
+    let d = Deployment::Aggregated(role(llama3_8b_h100_bf16(), 1, 256));
+    let reqs: Vec<(f64, u32, u32)> = (0..100)
+        .map(|k| (0.0, 500, if k % 5 < 3 { 1 } else { 100 }))
+        .collect();
+    let r = myriad_serve::simulate_requests(&d, &reqs, 0.0, &NO_SLO);
+    assert_eq!(r.completed, 100);
+    assert!(r.tpot.p50 > 0.0, "{:?}", r.tpot);
+    // Every decoding request's TPOT is at least its steps' time: the mean is no smaller
+    // than the smallest of them.
+    assert!(r.tpot.mean >= 0.5 * r.tpot.p50, "{:?}", r.tpot);
+    // The per-user speed (1/TPOT over the same requests) agrees with the TPOT scale.
+    assert!(r.per_user_output_tokens_per_s * r.tpot.p50 > 0.5);
+}
+
+/// Guards speculative decoding with an absurd draft length (a scenario's
+/// `speculative.draft_tokens` is any u32): the expected tokens per step were summed term
+/// by term on every iteration, so four billion draft tokens hung `myriad serve`, and past
+/// 2^31 `powi`'s exponent wrapped negative. Now a long draft's geometric series is summed
+/// in closed form, and short drafts keep their term-by-term sums.
+#[test]
+fn a_huge_speculative_draft_has_a_closed_form_tokens_per_step() {
+    let s = |draft_tokens, acceptance| {
+        myriad_serve::Speculative {
+            draft_tokens,
+            acceptance,
+        }
+        .tokens_per_step()
+    };
+    assert!((s(u32::MAX, 0.85) - 1.0 / 0.15).abs() < 1e-9);
+    assert_eq!(s(u32::MAX, 1.0), u32::MAX as f64 + 1.0);
+    assert_eq!(s(u32::MAX, 0.0), 1.0);
+    assert!((s(2000, 0.5) - 2.0).abs() < 1e-12);
+    assert_eq!(s(3, 0.5), 1.875);
+}
