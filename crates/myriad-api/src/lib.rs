@@ -424,6 +424,12 @@ pub fn parse_serve_trace(name: &str, text: &str) -> Result<Vec<(f64, u32, u32)>,
                 i + 1
             ));
         }
+        if inp.fract() != 0.0 || o.fract() != 0.0 {
+            return Err(format!(
+                "{name}: line {}: token counts must be whole numbers",
+                i + 1
+            ));
+        }
         let most = myriad_scenario::serving::MAX_REQUEST_TOKENS as f64;
         if inp > most || o > most {
             return Err(format!(
@@ -432,6 +438,12 @@ pub fn parse_serve_trace(name: &str, text: &str) -> Result<Vec<(f64, u32, u32)>,
             ));
         }
         out.push((a, inp as u32, o as u32));
+        if out.len() as u64 > myriad_scenario::serving::MAX_REQUESTS {
+            return Err(format!(
+                "{name}: more than the {} requests supported",
+                myriad_scenario::serving::MAX_REQUESTS
+            ));
+        }
     }
     if out.is_empty() {
         return Err(format!("{name}: no requests in the trace"));
@@ -690,6 +702,18 @@ mod tests {
             parse_serve_trace("t.csv", "0,5,5\n0.5,10,10\n").unwrap(),
             [(0.0, 5, 5), (0.5, 10, 10)]
         );
+    }
+
+    /// A fractional token count (1.5) was truncated to 1 without a word.
+    #[test]
+    fn a_fractional_trace_length_is_an_error() {
+        for row in ["0.5,1.5,10", "0.5,10,2.25"] {
+            let e = parse_serve_trace("t.csv", &format!("0,5,5\n{row}\n")).unwrap_err();
+            assert_eq!(
+                e, "t.csv: line 2: token counts must be whole numbers",
+                "{row}"
+            );
+        }
     }
 
     #[test]

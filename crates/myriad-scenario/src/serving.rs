@@ -238,6 +238,12 @@ pub struct SloSpec {
     pub tpot_ms: Option<f64>,
 }
 
+/// Most draft tokens a speculative step may propose.
+pub const MAX_DRAFT_TOKENS: u32 = 256;
+
+/// Slowest Poisson arrival rate, requests per second.
+pub const MIN_ARRIVAL_RATE: f64 = 1e-6;
+
 fn positive(path: &str, v: Option<f64>) -> Result<(), (String, String)> {
     match v {
         Some(x) if !(x > 0.0 && x.is_finite()) => {
@@ -453,6 +459,17 @@ impl ServingSpec {
             }
         }
         if let Some(s) = &self.speculative {
+            // Deployed drafts are 1-16 tokens (MTP 1-3, EAGLE 3-8, n-gram lookahead up to
+            // 16); past a few hundred the acceptance series means nothing.
+            if s.draft_tokens > MAX_DRAFT_TOKENS {
+                return Err((
+                    "speculative.draft_tokens".into(),
+                    format!(
+                        "{} is more than the {MAX_DRAFT_TOKENS} supported",
+                        s.draft_tokens
+                    ),
+                ));
+            }
             if let Some(a) = s.acceptance {
                 if !(0.0..=1.0).contains(&a) {
                     return Err((
@@ -463,6 +480,16 @@ impl ServingSpec {
             }
         }
         positive("arrival_rate", self.arrival_rate)?;
+        if let Some(r) = self.arrival_rate {
+            // Below this the arrival clock runs to 1e300 s and overflows, and iteration
+            // times vanish against it.
+            if r < MIN_ARRIVAL_RATE {
+                return Err((
+                    "arrival_rate".into(),
+                    format!("{r:e} requests/s is below the {MIN_ARRIVAL_RATE:e} supported (one request in about 12 days)"),
+                ));
+            }
+        }
         if let Some(c) = self.concurrency {
             if c == 0 || c > u32::MAX as u64 {
                 return Err((

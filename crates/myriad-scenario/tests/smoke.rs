@@ -68,6 +68,10 @@ fn errors_name_file_path_value_and_expectation() {
         (format!("{BASE}  dci: {{gbps_per_site: 102400, distance_km: 80}}\n"), "s.yaml: cluster.dci: a DCI link joins sites, but cluster.sites is 1; give sites: 2 or more, or drop dci"),
         (format!("{BASE}  sites: 1\n  dci: {{gbps_per_site: 102400, distance_km: 80}}\n"), "s.yaml: cluster.dci: a DCI link joins sites, but cluster.sites is 1; give sites: 2 or more, or drop dci"),
         (format!("{BASE}training: {{zero_stage: 4}}\n"), "s.yaml: training.zero_stage: 4 is not 0, 1, 2 or 3"),
+        // A four-billion-token draft ran (after hanging, before a closed form) and meant nothing.
+        (format!("{BASE}serving: {{speculative: {{draft_tokens: 4000000000}}}}\n"), "s.yaml: serving.speculative.draft_tokens: 4000000000 is more than the 256 supported"),
+        // 1e-310 requests/s overflowed the arrival clock to infinity (5e13 tokens/s reported).
+        (format!("{BASE}serving: {{arrival_rate: 1.0e-310}}\n"), "s.yaml: serving.arrival_rate: 1e-310 requests/s is below the 1e-6 supported (one request in about 12 days)"),
         (format!("{BASE}training: {{placement: tp-dp}}\n"), "s.yaml: training.placement: `tp-dp` must name all of tp, cp, ep, dp, pp once (e.g. tp-cp-ep-dp-pp)"),
         (format!("{BASE}modle: {{preset: gpt3-175b}}\n"), "s.yaml: modle: unknown key; did you mean model?"),
         (format!("{BASE}model: {{preset: gpt-oss-120b, sliding_window: {{window: 0}}}}\n"), "s.yaml: model.sliding_window.window: must be positive, got 0"),
