@@ -1056,6 +1056,7 @@ impl TrainingSpec {
             ("ep", self.ep),
             ("etp", self.etp),
             ("vpp", self.vpp),
+            ("vpp_group", self.vpp_group),
         ];
         for (n, v) in pos32 {
             if v == Some(0) {
