@@ -1162,6 +1162,12 @@ fn edge_stages(
         ));
     }
     let each = rest / others;
+    if each == 0 {
+        return Err(bad(
+            field,
+            format!("first + last stage layers = {given} leaves none of the model's {layers} layers for the other {others} stages (a pipeline stage holds at least one)"),
+        ));
+    }
     let (first, last) = (first.unwrap_or(each), last.unwrap_or(each));
     // With interleaving every virtual stage of a pipeline stage holds the same layers, but
     // the last stage's last chunks may hold fewer (Megatron-Bridge's DeepSeek-V3 layouts:

@@ -1586,6 +1586,12 @@ fn edge_stages_of_zero_layers_are_errors() {
             format!("training.{k}: must be at least 1, got 0 (a pipeline stage holds at least one transformer layer, as Megatron-Core requires); leave it out for an even split")
         );
     }
+    // Every layer on the first stage left the other 15 with none.
+    let e = dsv3("first_stage_layers: 61").unwrap_err();
+    assert_eq!(
+        e,
+        "training.first_stage_layers: first + last stage layers = 61 leaves none of the model's 61 layers for the other 15 stages (a pipeline stage holds at least one)"
+    );
 }
 
 /// `vpp_group: 0` was an error about the step's micro-batch count that never named the 0.
