@@ -22,13 +22,9 @@ impl Naming {
         }
     }
 
-    /// A size error of argument `name`: the CLI's text as it was, with the keyword first
-    /// for Python.
+    /// A size error of argument `name`, named first (`--bytes: ...`, `bytes: ...`).
     fn size(self, name: &str, e: String) -> String {
-        match self {
-            Naming::Cli => e,
-            Naming::Keywords => format!("{name}: {e}"),
-        }
+        format!("{}: {e}", self.arg(name))
     }
 
     /// A group error that depends on the scenario: with its file for Python (the CLI's
@@ -117,11 +113,12 @@ pub fn parse_bytes(s: &str) -> Result<f64, String> {
     .iter()
     .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n, *m)))
     .unwrap_or((t, 1.0));
+    // Finite after the unit too: `1e300GiB` is infinite, and a sweep up to it never ended.
     num.trim()
         .parse::<f64>()
         .ok()
-        .filter(|v| v.is_finite() && *v >= 0.0)
         .map(|v| v * mult)
+        .filter(|v| v.is_finite() && *v >= 0.0)
         .ok_or_else(|| format!("`{s}` is not a size (8B, 64KiB, 1MiB, 16GiB)"))
 }
 

@@ -972,6 +972,14 @@ fn collective_sizes_are_one_size_or_one_increasing_range() {
     let (code, out, err) = run(&["--sweep", "1GiB..1KiB"]);
     assert_eq!(code, 2, "{out}");
     assert!(err.contains("--sweep: `1GiB..1KiB` runs from"), "{err}");
+    // A size infinite only after its unit passed the check: `--bytes` failed later without
+    // naming the flag, and a sweep up to it doubled until memory ran out.
+    let (code, out, err) = run(&["--sweep", "8B..1e300GiB"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(err.contains("--sweep: `1e300GiB` is not a size"), "{err}");
+    let (code, out, err) = run(&["--bytes", "1e300GiB"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(err.contains("--bytes: `1e300GiB` is not a size"), "{err}");
     // A rank twice was dropped silently (`0,0,1` ran on 2 ranks).
     let (code, out, err) = run(&["--bytes", "1MiB", "--group", "0,0,1"]);
     assert_eq!(code, 2, "{out}");

@@ -480,29 +480,34 @@ fn from_parts(
             h.domains
         ));
     }
+    // In u128: `per_pod` is unbounded and its product with the pods could wrap in u64.
     let pool = match (rel.spares.domains, rel.spares.per_pod) {
-        (Some(n), _) => n,
+        (Some(n), _) => n as u128,
         (None, Some(p)) => {
             let pod = s.cluster.scale_out.island.unwrap_or(accelerators).max(1);
-            p * accelerators.div_ceil(pod)
+            p as u128 * accelerators.div_ceil(pod) as u128
         }
-        (None, None) => h.domains - domains,
+        (None, None) => (h.domains - domains) as u128,
     };
     // Hot spares are racks of the cluster: more than the cluster holds beyond the job would
     // be hardware missing from its bill of materials (cost, power, racks).
-    if pool > h.domains - domains {
-        let field = if rel.spares.domains.is_some() {
-            "domains"
-        } else {
-            "per_pod"
+    if pool > (h.domains - domains) as u128 {
+        let (field, what) = match (rel.spares.domains, rel.spares.per_pod) {
+            (None, Some(p)) => {
+                let pod = s.cluster.scale_out.island.unwrap_or(accelerators).max(1);
+                let pods = accelerators.div_ceil(pod);
+                ("per_pod", format!("{p} per pod x {pods} pods = {pool}"))
+            }
+            _ => ("domains", pool.to_string()),
         };
         return Err(format!(
-            "reliability.spares.{field}: {pool} spare domains, but the cluster holds {} beyond the job's {domains} (cluster.count {} = {} domains of {d}): raise cluster.count to hold them",
+            "reliability.spares.{field}: {what} spare domains, but the cluster holds {} beyond the job's {domains} (cluster.count {} = {} domains of {d}): raise cluster.count to hold them",
             h.domains - domains,
             cluster.accelerators,
             h.domains
         ));
     }
+    let pool = pool as u64;
     let apn = h.accelerators_per_node;
     let nics_per_acc = cluster.bom.nics as f64 / cluster.accelerators as f64;
     let switches_per_acc = cluster.bom.switches_total as f64 / cluster.accelerators as f64;

@@ -302,3 +302,20 @@ fn spare_domains_beyond_the_cluster_are_an_error() {
     let err = setup(&scenario("reliability: {spares: {per_pod: 5000}}"), cat).unwrap_err();
     assert!(err.starts_with("reliability.spares.per_pod: "), "{err}");
 }
+
+/// `spares.per_pod` is unbounded, and its product with the job's pods wrapped in u64 in
+/// release builds (2^63 per pod x 6 pods = 0 spare domains), passing the check against the
+/// cluster's spare racks; the product is now exact and the error names the field.
+#[test]
+fn huge_spares_per_pod_do_not_wrap() {
+    let cat = myriad_catalog::catalog();
+    // Pods of 3,072: the 16,384-GPU job spans 6, and 2^63 x 6 = 3 x 2^64.
+    let s = scenario("reliability: {spares: {per_pod: 9223372036854775808}}");
+    let err = setup(&s, cat).unwrap_err();
+    assert!(
+        err.starts_with(
+            "reliability.spares.per_pod: 9223372036854775808 per pod x 6 pods = 55340232221128654848 spare domains, but the cluster holds 1024"
+        ),
+        "{err}"
+    );
+}

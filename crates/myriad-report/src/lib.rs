@@ -475,7 +475,13 @@ pub fn train(j: &Value) -> String {
     let m_total = (f(&plan, "global_batch")
         / (f(&plan, "micro_batch").max(1.0) * f(&plan, "dp").max(1.0)))
     .max(1.0) as usize;
-    let m = m_total.min(2 * pp + 8).max(1);
+    // Saturating: `plan.pp` is whatever the JSON says (a Python caller's dict too), and
+    // `2 * pp` overflowed in debug builds for absurd values; the micro-batches drawn are
+    // bounded, as the schedule holds a block per stage drawn and micro-batch.
+    let m = m_total
+        .min(pp.saturating_mul(2).saturating_add(8))
+        .min(MAX_DRAWN_MICRO_BATCHES)
+        .max(1);
     let fw = (f(j, "breakdown.forward_s") + f(j, "breakdown.moe_overhead_s")) / m_total as f64;
     let bw = (f(j, "breakdown.backward_s") + f(j, "breakdown.recompute_s")) / m_total as f64;
     if pp > 1 && fw + bw > 0.0 {
@@ -522,6 +528,10 @@ pub fn train(j: &Value) -> String {
     }
     p.finish()
 }
+
+/// Most micro-batches the training report's pipeline chart draws (2 PP + 8 for any plan of
+/// a real model's pipeline depth).
+const MAX_DRAWN_MICRO_BATCHES: usize = 1024;
 
 /// `myriad search --report`: the top plans and what the search rejected.
 pub fn search(j: &Value) -> String {
@@ -1204,6 +1214,27 @@ mod tests {
 
     /// Guards the plan report's candidate table order: fastest first by the number of days
     /// (it sorted the formatted text, putting 10.2 days before 5.7).
+    /// `2 * pp + 8` overflowed (a panic in debug builds, such as a debug Python extension)
+    /// for an absurd `plan.pp`; and a huge `pp` with as many micro-batches drew a schedule of
+    /// that many blocks.
+    #[test]
+    fn absurd_pipeline_depths_draw_a_bounded_schedule() {
+        for (pp, batch) in [(1e30, 1e30), (1e12, 1e15)] {
+            let j = serde_json::json!({
+                "name": "absurd", "step_time_s": 1.0,
+                "breakdown": {"forward_s": 1.0, "backward_s": 2.0},
+                "plan": {"tp": 1, "pp": pp, "dp": 1, "micro_batch": 1, "global_batch": batch}
+            });
+            let html = train(&j);
+            assert!(
+                html.contains(&format!(
+                    "1F1B schedule of {MAX_DRAWN_MICRO_BATCHES} of the step's"
+                )),
+                "{pp}"
+            );
+        }
+    }
+
     #[test]
     fn plan_candidates_sort_by_days_as_numbers() {
         let c = |n: u64, d: f64| serde_json::json!({"accelerator": "h100-sxm", "accelerators": n, "days": d, "capex_usd": 1e8, "mfu": 0.4});

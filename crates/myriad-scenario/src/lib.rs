@@ -21,6 +21,7 @@ use myriad_model::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+mod read;
 pub mod scheduling;
 pub mod serving;
 mod strict;
@@ -558,23 +559,53 @@ pub struct TrainingSpec {
     pub tokens: Option<f64>,
 }
 
-/// Parses a YAML or JSON text into a `serde_json::Value`, mapping syntax errors.
+/// Parses a YAML or JSON text into a `serde_json::Value`, mapping syntax errors. A number
+/// that is not finite (YAML `.nan`, `.inf`; JSON `NaN`, `Infinity`, `1e999`) and a key
+/// given twice in one mapping are errors naming their field path (`read::Build`).
 pub fn parse_value(file: &str, text: &str) -> Result<serde_json::Value, ScenarioError> {
+    use serde::de::DeserializeSeed;
+    let state = std::cell::RefCell::new(read::State::default());
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
-        serde_json::from_str(text).map_err(|e| {
-            ScenarioError::new(
-                file,
-                "(document)",
-                format!(
-                    "invalid JSON at line {} column {}: {e}",
-                    e.line(),
-                    e.column()
-                ),
-            )
+        let mut de = serde_json::Deserializer::from_str(text);
+        let out = read::Build::root(&state)
+            .deserialize(&mut de)
+            .and_then(|v| de.end().map(|()| v));
+        out.map_err(|e| {
+            let at = format!("line {} column {}", e.line(), e.column());
+            let st = state.into_inner();
+            if let Some((path, message)) = st.problem {
+                return ScenarioError::new(file, path, format!("{message} (at {at})"));
+            }
+            let full = e.to_string();
+            let msg = full.strip_suffix(&format!(" at {at}")).unwrap_or(&full);
+            let path = st.path();
+            if !path.is_empty() && json_non_finite(text, e.line(), e.column(), msg) {
+                return ScenarioError::new(
+                    file,
+                    path,
+                    format!("invalid JSON at {at}: not a finite number; expected a finite number"),
+                );
+            }
+            ScenarioError::new(file, "(document)", format!("invalid JSON at {at}: {msg}"))
         })
     } else {
-        serde_saphyr::from_str(text).map_err(|e| {
+        let mut opts = serde_saphyr::Options::default();
+        // Non-finite floats and repeated keys reach `read::Build`, which rejects them
+        // naming their field path.
+        opts.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::PassThrough;
+        opts.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
+        serde_saphyr::with_deserializer_from_str_with_options(text, opts, |de| {
+            read::Build::root(&state).deserialize(de)
+        })
+        .map_err(|e| {
+            let at = e
+                .location()
+                .map(|l| format!(" (at line {} column {})", l.line(), l.column()))
+                .unwrap_or_default();
+            if let Some((path, message)) = state.into_inner().problem {
+                return ScenarioError::new(file, path, format!("{message}{at}"));
+            }
             let msg = e.to_string();
             let first = msg
                 .lines()
@@ -584,6 +615,36 @@ pub fn parse_value(file: &str, text: &str) -> Result<serde_json::Value, Scenario
             ScenarioError::new(file, "(document)", format!("invalid YAML: {first}"))
         })
     }
+}
+
+/// Whether a JSON syntax error at `line`/`column` is a number JSON cannot hold: out of the
+/// range of a double (`1e999`), or a literal some writers emit for non-finite floats
+/// (`NaN`, `Infinity`, `-Infinity`).
+fn json_non_finite(text: &str, line: usize, column: usize, msg: &str) -> bool {
+    if msg.starts_with("number out of range") {
+        return true;
+    }
+    let Some(l) = text.lines().nth(line.saturating_sub(1)) else {
+        return false;
+    };
+    // serde_json's column is the 1-based byte column of the character it stopped at, or
+    // the one after it: look at the token around it.
+    let start = l[..column.saturating_sub(1).min(l.len())]
+        .rfind(|c: char| c == ':' || c == ',' || c == '[' || c.is_whitespace())
+        .map_or(0, |i| i + 1);
+    let token = l[start..].trim_start();
+    [
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "+Infinity",
+        "-NaN",
+        "nan",
+        "inf",
+        "-inf",
+    ]
+    .iter()
+    .any(|t| token.starts_with(t))
 }
 
 /// Deserializes a typed value, turning serde errors into field-path errors with a
@@ -995,6 +1056,7 @@ impl TrainingSpec {
             ("ep", self.ep),
             ("etp", self.etp),
             ("vpp", self.vpp),
+            ("vpp_group", self.vpp_group),
         ];
         for (n, v) in pos32 {
             if v == Some(0) {

@@ -236,3 +236,61 @@ fn cluster_sizes_past_the_supported_limits_are_errors() {
     parse("format: myriad/1\ncluster: {accelerator: h100-sxm, count: 16777216}\n").unwrap();
     parse("format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8192, sites: 1024, dci: {gbps_per_site: 400, distance_km: 10}}\n").unwrap();
 }
+
+/// `serde_json::Value` reads a non-finite float as `null`, so `deadline_days: .nan` would
+/// have read as no deadline; and the parsers' own errors name a line, not the field. Every
+/// non-finite number, in YAML or JSON, at any depth, is an error at its field path.
+#[test]
+fn non_finite_numbers_are_errors_at_their_field() {
+    let plan = |v: &str| {
+        format!(
+            "{BASE}planning:\n  accelerators: [h100-sxm]\n  counts: [1024]\n  deadline_days: {v}\n"
+        )
+    };
+    for v in [".nan", ".NaN", ".inf", "-.Inf", "1e999", "!!float .nan"] {
+        let e = parse(&plan(v)).unwrap_err();
+        assert_eq!(e.path, "planning.deadline_days", "{v}: {e}");
+        assert!(e.message.contains("expected a finite number"), "{v}: {e}");
+    }
+    let e = parse(&format!("{BASE}planning:\n  counts: [1024, .inf]\n")).unwrap_err();
+    assert_eq!(e.path, "planning.counts[1]", "{e}");
+    assert!(e.message.contains("expected a finite number"), "{e}");
+    // A required number: the same message, not a type error about null.
+    let e = parse("format: myriad/1\ncluster: {accelerator: h100-sxm, count: .nan}\n").unwrap_err();
+    assert_eq!(e.path, "cluster.count", "{e}");
+    assert!(e.message.contains("expected a finite number"), "{e}");
+    // JSON has no literal for them; the syntax error names the field too.
+    for v in ["NaN", "Infinity", "-Infinity", "1e999", "-1e400"] {
+        let text = format!(
+            "{{\"format\": \"myriad/1\",\n \"cluster\": {{\"accelerator\": \"h100-sxm\", \"count\": 8,\n \"datacenter\": {{\"pue\": {v}}}}}}}"
+        );
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.path, "cluster.datacenter.pue", "{v}: {e}");
+        assert!(e.message.contains("expected a finite number"), "{v}: {e}");
+        assert!(e.message.contains("line 3"), "{v}: {e}");
+    }
+    // Other JSON syntax errors stay document-level.
+    let e = parse(r#"{"format": "myriad/1", "cluster": {"count": 8,}}"#).unwrap_err();
+    assert_eq!(e.path, "(document)", "{e}");
+    // A value that parses to a finite number is untouched.
+    let s = parse(&plan("1e2")).unwrap();
+    assert_eq!(s.planning.unwrap().deadline_days, Some(100.0));
+}
+
+/// JSON kept the last of two equal keys (YAML rejected them, without a field path): a key
+/// given twice in one mapping is an error at its path in both.
+#[test]
+fn duplicate_keys_are_errors_at_their_path() {
+    let json = r#"{"format": "myriad/1", "cluster": {"accelerator": "h100-sxm", "count": 16, "count": 8}}"#;
+    let e = parse(json).unwrap_err();
+    assert_eq!(e.path, "cluster.count", "{e}");
+    assert!(e.message.contains("duplicate key"), "{e}");
+    let e = parse(&format!("{BASE}  count: 8\n")).unwrap_err();
+    assert_eq!(e.path, "cluster.count", "{e}");
+    assert!(e.message.contains("duplicate key"), "{e}");
+    let e = parse(&format!("{BASE}format: myriad/1\n")).unwrap_err();
+    assert_eq!(e.path, "format", "{e}");
+    // The same key in two different mappings is fine.
+    let two = r#"{"format": "myriad/1", "name": "n", "cluster": {"accelerator": "h100-sxm", "count": 8, "name": 1}}"#;
+    assert!(!parse(two).unwrap_err().message.contains("duplicate"));
+}

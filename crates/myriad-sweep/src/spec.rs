@@ -14,6 +14,11 @@ use crate::SweepError;
 /// The spec format tag.
 pub const FORMAT: &str = "myriad-sweep/1";
 
+/// Most rows in a grid. A run keeps a bitmap of its shard's rows (12.5 MB at this limit) and
+/// writes a CSV line per row (tens of GB at this limit); a larger grid would run out of
+/// memory allocating the bitmap before its first row.
+pub const MAX_ROWS: u64 = 100_000_000;
+
 /// The spec file as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -215,12 +220,30 @@ impl Sweep {
                 }
             }
         }
-        let mut rows: u64 = 1;
-        for a in &axes {
-            rows = rows
-                .checked_mul(values[a[0]].len() as u64)
-                .ok_or_else(|| err(file, "vary", "the grid has more than 2^64 rows"))?;
+        let lens: Vec<u128> = axes.iter().map(|a| values[a[0]].len() as u128).collect();
+        let product = lens.iter().fold(1u128, |p, &n| p.saturating_mul(n));
+        if product > MAX_ROWS as u128 {
+            let count = if product == u128::MAX {
+                "more than 2^128".to_string()
+            } else {
+                product.to_string()
+            };
+            let factors = lens
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(" x ");
+            return Err(err(
+                file,
+                "vary",
+                format!(
+                    "the grid has {count} rows ({factors}, the product of the axis lengths); \
+                     at most {MAX_ROWS} rows are supported: split the sweep into several specs \
+                     or zip axes that move together"
+                ),
+            ));
         }
+        let rows = product as u64;
         let names: Vec<String> = spec
             .outputs
             .clone()

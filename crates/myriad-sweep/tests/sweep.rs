@@ -142,6 +142,41 @@ fn bad_specs_fail_before_any_row() {
     assert!(e.contains("format"), "{e}");
 }
 
+/// A grid's row count was only checked against 2^64: a 10^15-row grid parsed, and `run`
+/// then aborted allocating its row bitmap (125 TB). Past `MAX_ROWS` it is a spec error
+/// naming the row count; a grid of exactly `MAX_ROWS` rows still parses.
+#[test]
+fn grids_past_max_rows_are_spec_errors() {
+    let axis = |path: &str, n: usize| {
+        let vals: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+        format!("  {path}: [{}]\n", vals.join(", "))
+    };
+    let paths = [
+        "training.tp",
+        "training.pp",
+        "training.cp",
+        "training.micro_batch",
+        "training.global_batch",
+    ];
+    let mut text = "format: myriad-sweep/1\nname: huge\nbase: {}\nvary:\n".to_string();
+    for p in paths {
+        text += &axis(p, 1000);
+    }
+    let e = spec_err(&text);
+    assert!(
+        e.contains("test.yaml: vary:") && e.contains("1000000000000000 rows"),
+        "{e}"
+    );
+    assert!(e.contains(&myriad_sweep::spec::MAX_ROWS.to_string()), "{e}");
+    let mut text = "format: myriad-sweep/1\nbase: {}\nvary:\n".to_string();
+    text += &axis(paths[0], 10_000);
+    text += &axis(paths[1], 10_000);
+    let s = Sweep::parse("test.yaml", &text, |_| Ok(json!({}))).unwrap();
+    assert_eq!(s.rows, myriad_sweep::spec::MAX_ROWS);
+    text += &axis(paths[2], 2);
+    assert!(spec_err(&text).contains("200000000 rows"));
+}
+
 #[test]
 fn shards_partition_the_grid() {
     for rows in [0u64, 1, 5, 8, 24, 101] {

@@ -700,6 +700,18 @@ pub fn resolve(
     } else if ep > 1 {
         return Err(bad("ep", format!("EP {ep} on a model without experts")));
     }
+    // Expert layers lay ETP x EP x expert-DP over the ranks of a pipeline stage (Megatron-Core's
+    // expert parallel groups): ETP x EP must divide them.
+    let stage_ranks = tp as u64 * cp as u64 * dp as u64;
+    if model.moe.is_some() && !stage_ranks.is_multiple_of(etp as u64 * ep as u64) {
+        return Err(bad(
+            if spec.etp.is_some() { "etp" } else { "ep" },
+            format!(
+                "ETP*EP = {etp}*{ep} = {} does not divide the TP*CP*DP = {tp}*{cp}*{dp} = {stage_ranks} ranks of a pipeline stage",
+                etp as u64 * ep as u64
+            ),
+        ));
+    }
     let vpp = spec.vpp.unwrap_or(1);
     // Every pipeline chunk holds at least one slot (a layer, the embedding or the loss); the
     // product in u64, as PP and VPP can each be near u32::MAX.
@@ -978,6 +990,7 @@ pub fn resolve(
     // against several models), but the user is told they do nothing.
     if model.moe.is_none() {
         let unused: Vec<&str> = [
+            ("etp", spec.etp.is_some()),
             ("ep_dispatcher", spec.ep_dispatcher.is_some()),
             ("ep_overlap", spec.ep_overlap.is_some()),
             ("fp8_dispatch", spec.fp8_dispatch.is_some()),
@@ -1114,6 +1127,14 @@ fn edge_stages(
     if pp < 2 {
         return Err(bad(field, format!("needs PP of at least 2, got {pp}")));
     }
+    for (name, n) in [("first_stage_layers", first), ("last_stage_layers", last)] {
+        if n == Some(0) {
+            return Err(bad(
+                name,
+                "must be at least 1, got 0 (a pipeline stage holds at least one transformer layer, as Megatron-Core requires); leave it out for an even split".to_string(),
+            ));
+        }
+    }
     let given = first.unwrap_or(0) + last.unwrap_or(0);
     if given > layers {
         return Err(bad(
@@ -1141,6 +1162,12 @@ fn edge_stages(
         ));
     }
     let each = rest / others;
+    if each == 0 {
+        return Err(bad(
+            field,
+            format!("first + last stage layers = {given} leaves none of the model's {layers} layers for the other {others} stages (a pipeline stage holds at least one)"),
+        ));
+    }
     let (first, last) = (first.unwrap_or(each), last.unwrap_or(each));
     // With interleaving every virtual stage of a pipeline stage holds the same layers, but
     // the last stage's last chunks may hold fewer (Megatron-Bridge's DeepSeek-V3 layouts:

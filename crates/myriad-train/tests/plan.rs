@@ -1540,3 +1540,67 @@ fn data_parallel_peers_placed_after_the_pipeline_sit_in_other_racks() {
         Plan::span(&c.levels, 162, 4)
     );
 }
+
+/// `etp` on a dense model has no effect (only expert layers use it): like the other MoE-only
+/// settings it is named as ignored, and the estimate is the one without it.
+#[test]
+fn etp_on_a_dense_model_is_named_as_ignored() {
+    let run = |extra: &str| llama3_8b_on_8_h100(extra).0.unwrap();
+    let plain = run("precision: bf16");
+    let etp = run("precision: bf16, etp: 8");
+    assert_eq!(plain.estimate.step_time_s, etp.estimate.step_time_s);
+    assert!(
+        etp.notes
+            .iter()
+            .any(|n| n == "to ignore etp: the model has no MoE layers"),
+        "{:?}",
+        etp.notes
+    );
+}
+
+/// Expert TP x EP tile the ranks of a pipeline stage: ETP 1000 with EP 64 on 128 ranks was
+/// accepted, its expert-data-parallel group of 128 / 64,000 ranks rounded up to one.
+#[test]
+fn etp_times_ep_must_divide_the_stage_ranks() {
+    let e = dsv3("recompute: full, first_stage_layers: 1, etp: 1000").unwrap_err();
+    assert_eq!(
+        e,
+        "training.etp: ETP*EP = 1000*64 = 64000 does not divide the TP*CP*DP = 1*1*128 = 128 ranks of a pipeline stage"
+    );
+    dsv3("recompute: full, first_stage_layers: 1, etp: 2").unwrap();
+}
+
+/// `first_stage_layers: 0` (or `last_stage_layers: 0`) left a pipeline stage without a
+/// transformer layer, which Megatron-Core refuses; it was accepted whenever the other layers
+/// split evenly.
+#[test]
+fn edge_stages_of_zero_layers_are_errors() {
+    for k in ["first_stage_layers", "last_stage_layers"] {
+        let e = h800_dsv3(
+            ", layers: 60, mtp_layers: 0",
+            &format!("global_batch: 15360, pp: 16, dp: 128, recompute: full, {k}: 0"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            format!("training.{k}: must be at least 1, got 0 (a pipeline stage holds at least one transformer layer, as Megatron-Core requires); leave it out for an even split")
+        );
+    }
+    // Every layer on the first stage left the other 15 with none.
+    let e = dsv3("first_stage_layers: 61").unwrap_err();
+    assert_eq!(
+        e,
+        "training.first_stage_layers: first + last stage layers = 61 leaves none of the model's 61 layers for the other 15 stages (a pipeline stage holds at least one)"
+    );
+}
+
+/// `vpp_group: 0` was an error about the step's micro-batch count that never named the 0.
+#[test]
+fn a_vpp_group_of_zero_is_named() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: gpt3-175b}\ntraining: {tp: 8, pp: 8, dp: 16, vpp: 2, global_batch: 16, vpp_group: 0}\n";
+    let e = parse_scenario("t.yaml", text, myriad_catalog::catalog()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "t.yaml: training.vpp_group: must be at least 1, got 0"
+    );
+}
