@@ -509,8 +509,9 @@ pub fn serve_validate(
     name: &str,
     text: &str,
 ) -> Result<(myriad_serve::validate::Report, Value), String> {
-    let doc: Value =
-        serde_json::from_str(text).map_err(|e| format!("{name}: invalid JSON: {e}"))?;
+    // Read as the training files and scenarios are: a key given twice or a number that is
+    // not finite is an error at its field, not the last value silently kept.
+    let doc: Value = myriad_scenario::parse_value(name, text).map_err(|e| e.to_string())?;
     let rep = myriad_serve::validate::validate(myriad_catalog::catalog(), &doc)
         .map_err(|e| format!("{name}: {e}"))?;
     let cases: Vec<Value> = rep
@@ -702,6 +703,14 @@ mod tests {
             parse_serve_trace("t.csv", "0,5,5\n0.5,10,10\n").unwrap(),
             [(0.0, 5, 5), (0.5, 10, 10)]
         );
+    }
+
+    /// A serving measurements file read by serde_json kept the last of two equal keys.
+    #[test]
+    fn a_serving_file_with_a_key_given_twice_is_an_error() {
+        let text = r#"{"format": "myriad-measurements/1", "format": "x", "cases": []}"#;
+        let e = super::serve_validate("m.json", text).unwrap_err();
+        assert!(e.starts_with("m.json: format: duplicate key"), "{e}");
     }
 
     /// A fractional token count (1.5) was truncated to 1 without a word.
