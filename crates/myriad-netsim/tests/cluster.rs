@@ -353,6 +353,31 @@ fn no_path_left_is_an_error_naming_the_flow() {
         e,
         "cluster.faults[0]: switch 10000 does not exist (the topology has 48 switches)"
     );
+    // A NIC port past the last is named with the ports there are (the message used to
+    // say only that it did not exist).
+    let e = time_collective(
+        &net,
+        Op::AllReduce,
+        choice,
+        GIB,
+        &strided(0, 16, 1),
+        &SimOptions {
+            faults: vec![Fault {
+                at_s: 0.0,
+                target: FaultTarget::Nic(c.topology.endpoints),
+            }],
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        format!(
+            "cluster.faults[0]: NIC port {0} does not exist (the topology has {0} NIC ports)",
+            c.topology.endpoints
+        )
+    );
 }
 
 #[test]
