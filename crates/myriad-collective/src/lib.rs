@@ -280,6 +280,11 @@ pub enum CollectiveError {
     InvalidBytes {
         bytes: f64,
     },
+    /// A finite size whose traffic or time overflows (an all-reduce of 1.7e308 bytes sends
+    /// twice that).
+    TooLarge {
+        bytes: f64,
+    },
     InvalidLevel {
         level: usize,
         reason: &'static str,
@@ -318,6 +323,10 @@ impl fmt::Display for CollectiveError {
                     "message size must be a finite number >= 0 bytes, got {bytes}"
                 )
             }
+            CollectiveError::TooLarge { bytes } => write!(
+                f,
+                "message size {bytes:e} bytes is too large to time: the bytes it moves overflow"
+            ),
             CollectiveError::InvalidLevel { level, reason } => {
                 write!(f, "hierarchy level {level} is invalid: {reason}")
             }
@@ -396,6 +405,9 @@ pub fn time(
     } else {
         (algorithm, eval(op, algorithm, &ctx)?)
     };
+    if !ev.time_us.is_finite() {
+        return Err(CollectiveError::TooLarge { bytes });
+    }
     let time_s = ev.time_us * 1e-6;
     let algbw = if time_s > 0.0 {
         bytes / time_s * 1e-9

@@ -392,6 +392,15 @@ fn errors_are_reported_not_panicked() {
         let e = time(Op::AllReduce, Algorithm::Ring, bad, &g, &levels).unwrap_err();
         assert!(matches!(e, CollectiveError::InvalidBytes { .. }), "{e}");
     }
+    // A finite size whose traffic overflows (an all-reduce sends about twice its size) is
+    // an error, not an infinite time reported as a result (`time_s: null` in JSON).
+    for alg in [Algorithm::Auto, Algorithm::Ring, Algorithm::Hierarchical] {
+        let e = time(Op::AllReduce, alg, 1.7e308, &g, &levels).unwrap_err();
+        assert_eq!(e, CollectiveError::TooLarge { bytes: 1.7e308 }, "{alg:?}");
+        assert!(e.to_string().contains("1.7e308 bytes is too large"), "{e}");
+    }
+    let t = time(Op::AllGather, Algorithm::Auto, 1.7e308, &g, &levels).unwrap();
+    assert!(t.time_s.is_finite());
     // NVLS without in-network reduction, or across domains.
     let mut plain = levels.clone();
     plain[0].in_network_reduction = false;

@@ -1154,7 +1154,12 @@ impl<'a> Sim<'a> {
             }
             FaultTarget::Nic(v) => net
                 .nic_links(v)
-                .ok_or_else(|| format!("NIC port {v} does not exist"))?
+                .ok_or_else(|| {
+                    format!(
+                        "NIC port {v} does not exist (the topology has {} NIC ports)",
+                        net.nic_ports()
+                    )
+                })?
                 .to_vec(),
             FaultTarget::Domain(d) => {
                 let domains = net.accelerators / net.apd.max(1);

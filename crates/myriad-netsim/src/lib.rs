@@ -302,8 +302,11 @@ pub fn time_collective(
     let mut prog = match collective_variant(net, op, algorithm, hier, wire, ranks) {
         Ok(p) => p,
         // A tree or hierarchical shape the group does not have: the ring (as NCCL falls
-        // back to it).
-        Err(_) if matches!(algorithm, Algorithm::Tree | Algorithm::Hierarchical) => {
+        // back to it). An op the algorithm never runs (a tree all-gather) stays an error.
+        Err(_)
+            if matches!(algorithm, Algorithm::Tree | Algorithm::Hierarchical)
+                && program::op_support(op, algorithm).is_ok() =>
+        {
             algorithm = Algorithm::Ring;
             collective(net, op, algorithm, wire, ranks).map_err(|e| Error::Build(e.0))?
         }
@@ -378,6 +381,7 @@ pub fn groups_program(
     let build = |a: Algorithm, g: &[u32]| collective_variant(net, op, a, choice.hier, wire, g);
     if build(algorithm, first).is_err()
         && matches!(algorithm, Algorithm::Tree | Algorithm::Hierarchical)
+        && program::op_support(op, algorithm).is_ok()
     {
         algorithm = Algorithm::Ring;
     }

@@ -856,6 +856,11 @@ impl Network {
         }
     }
 
+    /// NIC port vertices in the topology (`0..nic_ports()`; 0 for custom networks).
+    pub(crate) fn nic_ports(&self) -> u32 {
+        self.router.as_ref().map_or(0, |r| r.endpoints)
+    }
+
     /// Switches in the topology.
     pub(crate) fn switches(&self) -> u32 {
         self.router

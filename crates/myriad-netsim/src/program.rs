@@ -513,6 +513,32 @@ fn split_connections(p: &mut Program, apd: u32, qps: u32) {
     }
 }
 
+/// Whether `algorithm` runs `op` at all (the group's shape aside), and why not.
+pub(crate) fn op_support(op: Op, algorithm: Algorithm) -> Result<(), &'static str> {
+    let ok = match algorithm {
+        Algorithm::Ring => matches!(
+            op,
+            Op::AllReduce | Op::AllGather | Op::ReduceScatter | Op::Broadcast
+        ),
+        Algorithm::Direct => matches!(op, Op::AllToAll | Op::SendRecv),
+        Algorithm::Tree => op == Op::AllReduce,
+        Algorithm::Nvls | Algorithm::Hierarchical => {
+            matches!(op, Op::AllReduce | Op::AllGather | Op::ReduceScatter)
+        }
+        Algorithm::Auto => return Err("resolve Auto first (see flow_choice)"),
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(match algorithm {
+        Algorithm::Ring => "rings run all-reduce, all-gather, reduce-scatter and broadcast",
+        Algorithm::Direct => "direct runs all-to-all and send-recv",
+        Algorithm::Tree => "NCCL's trees run all-reduce only",
+        Algorithm::Nvls => "NVLS runs all-reduce, all-gather and reduce-scatter",
+        _ => "hierarchical runs all-reduce, all-gather and reduce-scatter",
+    })
+}
+
 fn build_variant(
     net: &Network,
     op: Op,
@@ -535,16 +561,40 @@ fn build_variant(
         setup_s: LAUNCH_S,
         ..Default::default()
     };
-    if n < 2 || bytes <= 0.0 {
-        p.ranks = r;
-        p.setup_s = 0.0;
-        return Ok(p);
-    }
     let unsupported = |why: &str| {
         Err(BuildError(format!(
             "the flow backend cannot run {op:?} with {algorithm:?}: {why}"
         )))
     };
+    // What the algorithm cannot run is refused whatever the size and group, before the
+    // shortcut for an empty message or a single rank (as the analytical model refuses it).
+    if let Err(why) = op_support(op, algorithm) {
+        return unsupported(why);
+    }
+    match algorithm {
+        Algorithm::Nvls if !in_network_reduction => {
+            return unsupported("the scale-up domain has no in-network reduction")
+        }
+        Algorithm::Nvls
+            if r.first().map(|a| a / apd.max(1)) != r.last().map(|a| a / apd.max(1)) =>
+        {
+            return unsupported("NVLS works inside one scale-up domain")
+        }
+        Algorithm::Hierarchical => {
+            let runs = domain_runs(&r, apd.max(1));
+            if runs.len() < 2 || runs[0].1 < 2 || runs.iter().any(|x| x.1 != runs[0].1) {
+                return unsupported(
+                    "hierarchical needs the same number (at least 2) of members in each of several domains",
+                );
+            }
+        }
+        _ => {}
+    }
+    if n < 2 || bytes <= 0.0 {
+        p.ranks = r;
+        p.setup_s = 0.0;
+        return Ok(p);
+    }
     match algorithm {
         Algorithm::Ring => {
             let chains = ring_channels(&r, apd);
@@ -614,12 +664,6 @@ fn build_variant(
             _ => return unsupported("direct runs all-to-all and send-recv"),
         },
         Algorithm::Nvls => {
-            if !in_network_reduction {
-                return unsupported("the scale-up domain has no in-network reduction");
-            }
-            if r[0] / apd.max(1) != r[n as usize - 1] / apd.max(1) {
-                return unsupported("NVLS works inside one scale-up domain");
-            }
             let (up, down) = match op {
                 Op::AllReduce => (bytes * (1.0 + 1.0 / nf), bytes * (1.0 + 1.0 / nf)),
                 Op::AllGather => (bytes / nf, bytes),

@@ -353,6 +353,31 @@ fn no_path_left_is_an_error_naming_the_flow() {
         e,
         "cluster.faults[0]: switch 10000 does not exist (the topology has 48 switches)"
     );
+    // A NIC port past the last is named with the ports there are (the message used to
+    // say only that it did not exist).
+    let e = time_collective(
+        &net,
+        Op::AllReduce,
+        choice,
+        GIB,
+        &strided(0, 16, 1),
+        &SimOptions {
+            faults: vec![Fault {
+                at_s: 0.0,
+                target: FaultTarget::Nic(c.topology.endpoints),
+            }],
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        format!(
+            "cluster.faults[0]: NIC port {0} does not exist (the topology has {0} NIC ports)",
+            c.topology.endpoints
+        )
+    );
 }
 
 #[test]
@@ -795,4 +820,57 @@ fn a_rerouted_roce_all_to_all_rerates_less_for_the_same_result() {
         full.flows_rerated
     );
     assert_same_physics(&fast, &full);
+}
+
+/// An algorithm that cannot run an op (a tree all-gather, a ring all-to-all, NVLS across
+/// domains) is refused at every size, naming the algorithm asked for, as the analytical
+/// model refuses it: an empty message used to return 0 s under the refused algorithm, and
+/// a tree all-gather or hierarchical send-recv fell back to the ring (timing a ring the
+/// user did not ask for, or an error about the ring).
+#[test]
+fn an_algorithm_that_cannot_run_the_op_is_refused_at_every_size() {
+    let c = build(
+        "h100-32.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 32\n  scale_up: hgx-h100\n  scale_out:\n    fabric: infiniband-ndr\n    topology: fat-tree\n",
+    );
+    let net = Network::from_cluster(&c);
+    let opts = SimOptions::default();
+    let one_domain = strided(0, 8, 1);
+    let all = strided(0, 32, 1);
+    let refused = [
+        (Op::AllToAll, Algorithm::Ring, &one_domain, "Ring"),
+        (Op::AllGather, Algorithm::Tree, &one_domain, "Tree"),
+        (Op::ReduceScatter, Algorithm::Tree, &all, "Tree"),
+        (Op::Broadcast, Algorithm::Nvls, &one_domain, "Nvls"),
+        (Op::SendRecv, Algorithm::Hierarchical, &all, "Hierarchical"),
+        (Op::AllReduce, Algorithm::Direct, &one_domain, "Direct"),
+        (Op::AllReduce, Algorithm::Nvls, &all, "Nvls"),
+    ];
+    for (op, alg, ranks, name) in refused {
+        let span = myriad_train::Plan::span(&c.levels, ranks.len() as u64, 1);
+        for bytes in [0.0, 1e6] {
+            assert!(myriad_collective::time(op, alg, bytes, &span, &c.levels).is_err());
+            let e = time_collective(&net, op, Choice::simple(alg), bytes, ranks, &opts)
+                .map(|(f, _)| (f.algorithm, f.time_s))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("{op:?} with {name}")),
+                "{op:?} {alg:?} {bytes}: {e}"
+            );
+        }
+    }
+    // A shape the group lacks still falls back to the ring, at every size.
+    for bytes in [0.0, 1e6] {
+        let (f, _) = time_collective(
+            &net,
+            Op::AllReduce,
+            Choice::simple(Algorithm::Hierarchical),
+            bytes,
+            &[0, 1],
+            &opts,
+        )
+        .unwrap();
+        assert_eq!(f.algorithm, Algorithm::Ring, "{bytes}");
+    }
 }
