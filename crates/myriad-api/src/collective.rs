@@ -1,7 +1,7 @@
 //! `myriad collective`: parsing a request (op, sizes, group, algorithm) against a scenario,
 //! and timing it with the analytical model (the flow backend lives in `myriad-netsim`).
 
-use myriad_collective::{time, Algorithm, CollectiveTime, GroupSpan, Op};
+use myriad_collective::{time, time_group, Algorithm, CollectiveTime, GroupSpan, Op, RankGroup};
 use myriad_scenario::{Dim, Scenario};
 use serde_json::{json, Value};
 
@@ -211,21 +211,8 @@ fn group_span_named(
         return Err(outside(r));
     }
     // spans[i]: distinct level-(i-1) units per level-i unit (the largest over units).
-    let mut spans = Vec::with_capacity(levels.len());
-    let mut below = 1u64;
-    for l in levels.iter() {
-        let mut per: std::collections::BTreeMap<u64, std::collections::BTreeSet<u64>> =
-            Default::default();
-        for r in &ranks {
-            per.entry(r / l.size).or_default().insert(r / below);
-        }
-        spans.push(per.values().map(|s| s.len() as u64).max().unwrap_or(1));
-        below = l.size;
-    }
-    Ok((
-        GroupSpan { spans },
-        ranks.iter().map(|&r| r as u32).collect(),
-    ))
+    let ranks: Vec<u32> = ranks.iter().map(|&r| r as u32).collect();
+    Ok((RankGroup::new(&ranks, levels).span(), ranks))
 }
 
 /// A collective request resolved against a scenario.
@@ -233,9 +220,13 @@ pub struct CollectiveInput {
     pub cluster: myriad_cluster::BuiltCluster,
     pub op: Op,
     pub algorithm: Algorithm,
-    /// The group on the hierarchy, and its ranks (accelerator ids).
+    /// The group on the hierarchy, and its ranks (accelerator ids). For explicit ranks
+    /// `span` is the smallest symmetric group that holds them.
     pub span: GroupSpan,
     pub ranks: Vec<u32>,
+    /// Explicit ranks (`0-8`) as they lie on the hierarchy, which may be uneven; `None` for
+    /// a plan dimension or `all` (symmetric, timed on `span`).
+    pub group: Option<RankGroup>,
     /// Buffer sizes in bytes (one, or a doubling sweep).
     pub sizes: Vec<f64>,
 }
@@ -286,6 +277,8 @@ pub fn collective_input_named(
     let op = parse_op_named(op, n)?;
     let algorithm = parse_algorithm_named(algorithm, n)?;
     let (span, ranks) = group_span_named(group, &cluster, plan.as_ref(), file, n)?;
+    let explicit = !matches!(group, "tp" | "dp" | "ep" | "pp" | "cp" | "all");
+    let group = explicit.then(|| RankGroup::new(&ranks, &cluster.levels));
     let (bytes_arg, sweep_arg) = (n.arg("bytes"), n.arg("sweep"));
     let sizes: Vec<f64> = match (sweep, bytes) {
         (Some(sw), Some(b)) => {
@@ -326,25 +319,32 @@ pub fn collective_input_named(
         algorithm,
         span,
         ranks,
+        group,
         sizes,
     })
 }
 
 /// Times every size with the analytical model; the JSON is one point (with `group_size`
-/// and `spans`) or `{"group_size", "spans", "points": […]}` for a sweep.
+/// and `spans`) or `{"group_size", "spans", "points": […]}` for a sweep. `group_size` is
+/// the group asked for; an uneven explicit group (`0-8` on 8-GPU domains) runs its ring
+/// exactly (`myriad_collective::time_group`), and what the model cannot time on it (another
+/// algorithm or op) is timed on the smallest symmetric group that holds it, which
+/// `timed_as` then gives (`{"group_size", "spans", "note"}`).
 pub fn collective_analytical(
     input: &CollectiveInput,
     file: &str,
 ) -> Result<(Vec<(f64, CollectiveTime)>, Value), String> {
     let mut points = Vec::with_capacity(input.sizes.len());
+    let mut approximated = false;
     for b in &input.sizes {
-        let t = time(
-            input.op,
-            input.algorithm,
-            *b,
-            &input.span,
-            &input.cluster.levels,
-        )
+        let levels = &input.cluster.levels;
+        let t = match &input.group {
+            Some(g) => time_group(input.op, input.algorithm, *b, g, levels).map(|(t, exact)| {
+                approximated |= !exact;
+                t
+            }),
+            None => time(input.op, input.algorithm, *b, &input.span, levels),
+        }
         .map_err(|e| format!("{file}: {e}"))?;
         points.push((*b, t));
     }
@@ -358,13 +358,35 @@ pub fn collective_analytical(
         })
         .collect();
     let span = &input.span;
-    let out = if pts.len() == 1 {
+    let size = input.group.as_ref().map_or(span.size(), |g| g.n);
+    let mut out = if pts.len() == 1 {
         let mut o = pts[0].clone();
-        o["group_size"] = json!(span.size());
+        o["group_size"] = json!(size);
         o["spans"] = json!(span.spans);
         o
     } else {
-        json!({"group_size": span.size(), "spans": span.spans, "points": pts})
+        json!({"group_size": size, "spans": span.spans, "points": pts})
     };
+    if approximated {
+        out["timed_as"] = json!({
+            "group_size": span.size(),
+            "spans": span.spans,
+            "note": timed_as_note(size, span),
+        });
+    }
     Ok((points, out))
+}
+
+/// How the analytical model approximates an uneven group it cannot time as it is.
+pub fn timed_as_note(size: u64, span: &GroupSpan) -> String {
+    format!(
+        "the {size} ranks are uneven over the hierarchy; timed as the smallest symmetric group that holds them: {} ranks ({})",
+        span.size(),
+        span.spans
+            .iter()
+            .filter(|&&s| s > 1)
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join(" × ")
+    )
 }

@@ -20,7 +20,7 @@ mod collective;
 
 pub use collective::{
     collective_analytical, collective_input, collective_input_named, group_span, parse_algorithm,
-    parse_bytes, parse_op, CollectiveInput, Naming,
+    parse_bytes, parse_op, timed_as_note, CollectiveInput, Naming,
 };
 use myriad_cluster::BuiltCluster;
 use myriad_model::Transformer;

@@ -246,6 +246,184 @@ impl GroupSpan {
     }
 }
 
+/// An explicit group of ranks (accelerator ids) as it lies on the hierarchy, counted
+/// exactly. A [`GroupSpan`] describes only symmetric groups (the same number of members in
+/// every unit it touches); `0-8` on 8-accelerator domains is 8 members in one domain and 1
+/// in the next, which no span describes: the smallest symmetric group that holds it
+/// ([`RankGroup::span`]) has 16 ranks. [`time_group`] times a ring over exactly these
+/// ranks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RankGroup {
+    /// Number of ranks.
+    pub n: u64,
+    /// `spans[i]`: the most level-(i-1) units the group touches inside one level-i unit,
+    /// i.e. the spans of the smallest symmetric group that holds it.
+    pub spans: Vec<u64>,
+    /// `units[i]`: the level-(i-1) units the group touches in all (`units[0] = n`), the
+    /// counted `P_i` of the crate docs.
+    pub units: Vec<u64>,
+    /// `fewest[i]`, `most[i]`: the fewest and the most members of the group in one touched
+    /// level-(i-1) unit (1 at level 0).
+    pub fewest: Vec<u64>,
+    pub most: Vec<u64>,
+}
+
+impl RankGroup {
+    /// The group of `ranks` (any order; each once) on `levels`.
+    pub fn new(ranks: &[u32], levels: &[Level]) -> Self {
+        let mut r: Vec<u64> = ranks.iter().map(|&x| x as u64).collect();
+        r.sort_unstable();
+        r.dedup();
+        let k = levels.len();
+        let (mut spans, mut units) = (Vec::with_capacity(k), Vec::with_capacity(k));
+        let (mut fewest, mut most) = (Vec::with_capacity(k), Vec::with_capacity(k));
+        let mut below = 1u64;
+        for l in levels {
+            let size = l.size.max(1);
+            // (level-i unit, level-(i-1) unit) pairs, and members per level-(i-1) unit.
+            let mut pairs: std::collections::BTreeSet<(u64, u64)> = Default::default();
+            let mut members: std::collections::BTreeMap<u64, u64> = Default::default();
+            for &x in &r {
+                pairs.insert((x / size, x / below));
+                *members.entry(x / below).or_default() += 1;
+            }
+            let mut per_unit: std::collections::BTreeMap<u64, u64> = Default::default();
+            for &(u, _) in &pairs {
+                *per_unit.entry(u).or_default() += 1;
+            }
+            spans.push(per_unit.values().copied().max().unwrap_or(1));
+            units.push(members.len() as u64);
+            fewest.push(members.values().copied().min().unwrap_or(1));
+            most.push(members.values().copied().max().unwrap_or(1));
+            below = size;
+        }
+        RankGroup {
+            n: r.len() as u64,
+            spans,
+            units,
+            fewest,
+            most,
+        }
+    }
+
+    /// The smallest symmetric group that holds it.
+    pub fn span(&self) -> GroupSpan {
+        GroupSpan::new(self.spans.clone())
+    }
+
+    /// Whether [`RankGroup::span`] is exactly this group's size (every touched unit holds
+    /// the same number of members), so the symmetric model times it as it is.
+    pub fn is_symmetric(&self) -> bool {
+        self.spans.iter().product::<u64>() == self.n
+    }
+
+    /// Whether NCCL's hierarchical algorithm (and the flow backend's) can run on it: the
+    /// same number, at least 2, of members in each of several domains.
+    pub fn holds_hierarchical(&self) -> bool {
+        self.units.get(1).is_some_and(|&d| d >= 2)
+            && self.fewest.get(1) == self.most.get(1)
+            && self.most.get(1).is_some_and(|&m| m >= 2)
+    }
+}
+
+/// Time one collective on an explicit group of ranks. A symmetric group is timed by
+/// [`time`] on its span. An uneven group running a ring (`Ring`, or `Auto` for all-reduce,
+/// all-gather, reduce-scatter and broadcast: NCCL's tree and hierarchical shapes need even
+/// groups, and the flow backend falls back to the ring on them as NCCL does) is timed
+/// exactly: the ring's steps at each level counted over the units it touches, `Λ = phases ·
+/// Σ_i (units[i] − units[i+1]) · lat_i`, and each level's share set by its busiest unit,
+/// `f_0 = 1 − 1/most[1]` (inside the domain with the most members) and `f_i = 1/fewest[i]`
+/// (the unit with the fewest members, whose NICs carry all its crossings), which are the
+/// crate docs' `1 − P_1/n` and `P_i/n` for a symmetric group. Anything else is timed on
+/// the smallest symmetric group that holds it ([`RankGroup::span`]). Returns the time and
+/// whether it is exact (false: timed on the span).
+pub fn time_group(
+    op: Op,
+    algorithm: Algorithm,
+    bytes: f64,
+    group: &RankGroup,
+    levels: &[Level],
+) -> Result<(CollectiveTime, bool), CollectiveError> {
+    let span = group.span();
+    let ring_op = matches!(
+        op,
+        Op::AllReduce | Op::AllGather | Op::ReduceScatter | Op::Broadcast
+    );
+    if group.is_symmetric() || !(ring_op && matches!(algorithm, Algorithm::Auto | Algorithm::Ring))
+    {
+        return time(op, algorithm, bytes, &span, levels).map(|t| (t, group.is_symmetric()));
+    }
+    ring_exact(op, bytes, group, levels).map(|t| (t, true))
+}
+
+/// The ring over exactly `group`'s ranks (see [`time_group`]).
+fn ring_exact(
+    op: Op,
+    bytes: f64,
+    group: &RankGroup,
+    levels: &[Level],
+) -> Result<CollectiveTime, CollectiveError> {
+    if !bytes.is_finite() || bytes < 0.0 {
+        return Err(CollectiveError::InvalidBytes { bytes });
+    }
+    validate(&group.span(), levels)?;
+    let n = group.n as f64;
+    let mut steps = 0.0;
+    let mut worst = 0.0f64; // max_i f_i / bw_i
+    for (i, l) in levels.iter().enumerate() {
+        let p = group.units[i] as f64;
+        let p_next = group.units.get(i + 1).copied().unwrap_or(1) as f64;
+        steps += (p - p_next) * l.latency_us;
+        if i == 0 {
+            let m = group.most.get(1).copied().unwrap_or(group.n) as f64;
+            if m > 1.0 {
+                let f0 = if p_next <= 1.0 { 1.0 } else { 1.0 - 1.0 / m };
+                worst = worst.max(f0 / bw(l));
+            }
+        } else if p > 1.0 {
+            worst = worst.max(1.0 / group.fewest[i] as f64 / bw(l));
+        }
+    }
+    let (phases, sent) = match op {
+        Op::AllReduce => (2.0, 2.0 * (n - 1.0) / n * bytes),
+        Op::AllGather | Op::ReduceScatter => (1.0, (n - 1.0) / n * bytes),
+        _ => (1.0, bytes),
+    };
+    let ev = if n <= 1.0 || bytes == 0.0 {
+        Eval {
+            time_us: 0.0,
+            protocol: Protocol::Simple,
+            bytes_per_rank: 0.0,
+        }
+    } else {
+        Cost {
+            steps_us: phases * steps,
+            fixed_us: 0.0,
+            wire_us: sent * worst,
+            bytes_per_rank: sent,
+            simple_only: false,
+        }
+        .resolve()
+    };
+    if !ev.time_us.is_finite() {
+        return Err(CollectiveError::TooLarge { bytes });
+    }
+    let time_s = ev.time_us * 1e-6;
+    let algbw = if time_s > 0.0 {
+        bytes / time_s * 1e-9
+    } else {
+        0.0
+    };
+    Ok(CollectiveTime {
+        time_s,
+        algorithm: Algorithm::Ring,
+        protocol: ev.protocol,
+        algbw_gbps: algbw,
+        busbw_gbps: algbw * bus_factor(op, group.n),
+        bytes_per_rank: ev.bytes_per_rank,
+    })
+}
+
 /// The result of timing one collective.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct CollectiveTime {
@@ -1022,5 +1200,55 @@ impl CollectiveTimer for Analytical<'_> {
         time(op, Algorithm::Auto, bytes, span, self.levels)
             .map(|c| c.time_s)
             .unwrap_or(f64::INFINITY)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level(name: &str, size: u64, gbps: f64, lat: f64, eff: f64) -> Level {
+        Level {
+            name: name.into(),
+            size,
+            gbps_per_accelerator: gbps,
+            latency_us: lat,
+            efficiency: eff,
+            in_network_reduction: false,
+        }
+    }
+
+    /// Guards `ring_exact`'s counting: on symmetric groups it is the symmetric ring.
+    #[test]
+    fn exact_ring_is_the_ring_on_symmetric_groups() {
+        let levels = vec![
+            level("domain", 8, 450.0, 2.0, 0.8),
+            level("leaf", 256, 50.0, 2.0, 0.94),
+            level("cluster", 4096, 25.0, 3.0, 0.94),
+        ];
+        let groups: Vec<Vec<u32>> = vec![
+            (0..8).collect(),
+            (0..4).collect(),
+            (0..16).collect(),
+            (0..32).map(|k| k * 8).collect(),
+            (0..1024).collect(),
+            (0..8).flat_map(|k| [k * 256, k * 256 + 1]).collect(),
+        ];
+        for ranks in groups {
+            let g = RankGroup::new(&ranks, &levels);
+            assert!(g.is_symmetric(), "{ranks:?}");
+            for op in [Op::AllReduce, Op::AllGather, Op::Broadcast] {
+                for b in [8.0, 1e5, 3e7, 1e10] {
+                    let e = ring_exact(op, b, &g, &levels).unwrap();
+                    let s = time(op, Algorithm::Ring, b, &g.span(), &levels).unwrap();
+                    assert!(
+                        (e.time_s - s.time_s).abs() <= 1e-12 * s.time_s,
+                        "{op:?} {b} {:?}: {e:?} vs {s:?}",
+                        g.spans
+                    );
+                    assert_eq!(e.protocol, s.protocol);
+                }
+            }
+        }
     }
 }

@@ -56,7 +56,9 @@ pub use timer::{FlowTimer, TimedCollective};
 pub use trace::{chrome_trace, chrome_trace_parts};
 
 use myriad_cluster::Level;
-use myriad_collective::{bus_factor, Algorithm, GroupSpan, Op, Protocol, ProtocolCost, PROTOCOLS};
+use myriad_collective::{
+    bus_factor, time_group, Algorithm, GroupSpan, Op, Protocol, ProtocolCost, RankGroup, PROTOCOLS,
+};
 use serde::Serialize;
 
 /// Ranks `first, first + stride, …` (`n` of them): a parallel group laid out as
@@ -137,6 +139,41 @@ pub fn flow_choice(
         protocol,
         hier,
     }
+}
+
+/// [`flow_choice`] for an explicit group of ranks, which may be uneven (`0-8` on 8-GPU
+/// domains). The algorithm is the one the flow backend will run on these ranks (`Auto`:
+/// the analytical choice for this group; hierarchical on a group without the same number of
+/// members in each domain: the ring, as [`time_collective`] falls back to it) and the
+/// protocol the one NCCL's tuner picks for that algorithm on these ranks
+/// ([`myriad_collective::time_group`]), not for the rounded-up symmetric group or for an
+/// algorithm that does not run.
+pub fn flow_choice_for(
+    op: Op,
+    algorithm: Algorithm,
+    bytes: f64,
+    group: &RankGroup,
+    levels: &[Level],
+) -> Choice {
+    let span = group.span();
+    let mut choice = flow_choice(op, algorithm, bytes, &span, levels);
+    if group.is_symmetric() {
+        return choice;
+    }
+    let algo = match algorithm {
+        Algorithm::Auto => time_group(op, Algorithm::Auto, bytes, group, levels)
+            .map(|(t, _)| t.algorithm)
+            .unwrap_or(choice.algorithm),
+        a => a,
+    };
+    choice.algorithm = match algo {
+        Algorithm::Hierarchical if !group.holds_hierarchical() => Algorithm::Ring,
+        a => a,
+    };
+    choice.protocol = time_group(op, choice.algorithm, bytes, group, levels)
+        .map(|(t, _)| t.protocol)
+        .unwrap_or(Protocol::Simple);
+    choice
 }
 
 fn protocol_cost(p: Protocol) -> ProtocolCost {

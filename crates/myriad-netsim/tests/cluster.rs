@@ -874,3 +874,56 @@ fn an_algorithm_that_cannot_run_the_op_is_refused_at_every_size() {
         assert_eq!(f.algorithm, Algorithm::Ring, "{bytes}");
     }
 }
+
+/// Guards the protocol of an uneven group (`0-8` on the SuperPOD's 8-GPU DGX: 8 ranks in
+/// one node, 1 in the next): it is chosen for the algorithm the flow backend runs (the
+/// ring; `Auto` once took the hierarchical algorithm's protocol, which the ring then kept)
+/// and for the 9 ranks it runs on (not the 16 of the smallest symmetric group), so a flow
+/// all-reduce's time never falls as the message grows (it took 237 µs at 2 MiB on LL and
+/// 213 µs at 4 MiB on LL128). The analytical time of the same group is monotone too, and
+/// the flow and analytical backends agree on the protocol.
+#[test]
+fn uneven_group_time_is_monotone_in_bytes() {
+    let c = superpod();
+    let net = Network::from_cluster(&c);
+    let ranks: Vec<u32> = (0..9).collect();
+    let group = myriad_collective::RankGroup::new(&ranks, &c.levels);
+    assert!(!group.is_symmetric());
+    for alg in [Algorithm::Auto, Algorithm::Ring, Algorithm::Hierarchical] {
+        let (mut prev_f, mut prev_a) = (0.0, 0.0);
+        let mut b = 64.0 * 1024.0;
+        while b <= 64.0 * 1024.0 * 1024.0 {
+            let choice = myriad_netsim::flow_choice_for(Op::AllReduce, alg, b, &group, &c.levels);
+            assert_eq!(choice.algorithm, Algorithm::Ring, "{alg:?} at {b} B");
+            let (f, _) = time_collective(
+                &net,
+                Op::AllReduce,
+                choice,
+                b,
+                &ranks,
+                &SimOptions::default(),
+            )
+            .unwrap();
+            let (a, exact) =
+                myriad_collective::time_group(Op::AllReduce, alg, b, &group, &c.levels).unwrap();
+            if alg != Algorithm::Hierarchical {
+                assert!(exact);
+                assert_eq!(a.protocol, choice.protocol, "{alg:?} at {b} B");
+                assert!(
+                    a.time_s >= prev_a,
+                    "analytical {alg:?} at {b} B: {} < {prev_a}",
+                    a.time_s
+                );
+                prev_a = a.time_s;
+            }
+            assert_eq!(f.algorithm, Algorithm::Ring);
+            assert!(
+                f.time_s >= prev_f,
+                "flow {alg:?} at {b} B: {} < {prev_f}",
+                f.time_s
+            );
+            prev_f = f.time_s;
+            b *= 2.0;
+        }
+    }
+}

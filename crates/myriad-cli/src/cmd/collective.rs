@@ -50,6 +50,7 @@ pub fn run(path: &Path, a: Args) -> Result<(), String> {
                 algorithm: algo,
                 span,
                 ranks,
+                rank_group: input.group.as_ref(),
                 sizes,
                 trace: a.trace,
                 json: a.json,
@@ -64,7 +65,7 @@ pub fn run(path: &Path, a: Args) -> Result<(), String> {
     println!(
         "{} on a group of {} ({}; ranks per level {:?} over {})",
         a.op,
-        span.size(),
+        input.group.as_ref().map_or(span.size(), |g| g.n),
         a.group,
         span.spans,
         cluster
@@ -86,6 +87,9 @@ pub fn run(path: &Path, a: Args) -> Result<(), String> {
         })
         .collect();
     print_curve(&rows);
+    if let Some(note) = out.get("timed_as").and_then(|t| t.get("note")) {
+        println!("note: {}", note.as_str().unwrap_or_default());
+    }
     Ok(())
 }
 
@@ -131,6 +135,8 @@ struct FlowRequest<'a> {
     algorithm: Algorithm,
     span: &'a GroupSpan,
     ranks: &'a [u32],
+    /// Explicit ranks, which may be uneven (see `myriad_api::CollectiveInput::group`).
+    rank_group: Option<&'a myriad_collective::RankGroup>,
     sizes: &'a [f64],
     trace: Option<&'a Path>,
     json: bool,
@@ -166,13 +172,20 @@ fn run_flow(
     cluster: &myriad_cluster::BuiltCluster,
     r: FlowRequest,
 ) -> Result<(), String> {
-    use myriad_netsim::{flow_choice, time_collective, top_links, Network, SimOptions};
+    use myriad_netsim::{
+        flow_choice, flow_choice_for, time_collective, top_links, Network, SimOptions,
+    };
     let net = Network::from_cluster(cluster);
     let faults = faults(s);
     let mut points = Vec::with_capacity(r.sizes.len());
     let mut last = None;
     for (i, &b) in r.sizes.iter().enumerate() {
-        let choice = flow_choice(r.op, r.algorithm, b, r.span, &cluster.levels);
+        // The protocol for the algorithm and ranks actually simulated (an uneven group runs
+        // the ring).
+        let choice = match r.rank_group {
+            Some(g) => flow_choice_for(r.op, r.algorithm, b, g, &cluster.levels),
+            None => flow_choice(r.op, r.algorithm, b, r.span, &cluster.levels),
+        };
         let opts = SimOptions {
             faults: faults.clone(),
             trace: r.trace.is_some() && i + 1 == r.sizes.len(),

@@ -1,0 +1,96 @@
+//! Explicit groups that no `GroupSpan` describes (`0-8` on 8-GPU domains: 8 members in one
+//! domain, 1 in the next), timed by `time_group`.
+
+mod common;
+
+use common::*;
+use myriad_collective::{time, time_group, Algorithm, GroupSpan, Op, RankGroup};
+
+fn range(a: u32, b: u32) -> Vec<u32> {
+    (a..=b).collect()
+}
+
+/// Guards the group the analytical model times: `0-8` is 9 ranks (8 + 1 over two
+/// domains), not the 16 of the smallest symmetric group that holds it, and its ring is
+/// timed exactly (exact = true).
+#[test]
+fn uneven_group_is_counted_not_rounded() {
+    let levels = dgx_h100_cluster(16);
+    let g = RankGroup::new(&range(0, 8), &levels);
+    assert_eq!(g.n, 9);
+    assert_eq!(g.spans, vec![8, 2]);
+    assert_eq!(g.units, vec![9, 2]);
+    assert_eq!((g.fewest[1], g.most[1]), (1, 8));
+    assert!(!g.is_symmetric());
+    assert!(!g.holds_hierarchical());
+    assert_eq!(g.span().size(), 16);
+    let (t, exact) = time_group(Op::AllReduce, Algorithm::Auto, 1e9, &g, &levels).unwrap();
+    assert!(exact);
+    assert_eq!(t.algorithm, Algorithm::Ring);
+    // The rank alone in its domain sends the ring's 2·8/9 S through its one NIC.
+    let nic = 50.0 * 0.94; // ndr_cluster: GB/s per accelerator × efficiency
+    let wire = 2.0 * 8.0 / 9.0 * 1e9 / (nic * 1e9);
+    assert!(t.time_s > wire && t.time_s < wire * 1.01, "{t:?} vs {wire}");
+    // Slower than the 16-rank symmetric group, whose crossings share 8 NICs.
+    let sym = time(Op::AllReduce, Algorithm::Auto, 1e9, &g.span(), &levels).unwrap();
+    assert!(t.time_s > 2.0 * sym.time_s);
+}
+
+/// Guards monotonicity in bytes on uneven groups: the protocol is chosen for the ring over
+/// the ranks actually timed, so a larger message never takes less time.
+#[test]
+fn uneven_ring_is_monotone_in_bytes() {
+    let levels = dgx_h100_cluster(16);
+    for ranks in [range(0, 8), range(0, 20), vec![0, 1, 8, 16, 17, 18]] {
+        let g = RankGroup::new(&ranks, &levels);
+        assert!(!g.is_symmetric(), "{ranks:?}");
+        for op in [
+            Op::AllReduce,
+            Op::AllGather,
+            Op::ReduceScatter,
+            Op::Broadcast,
+        ] {
+            let mut prev = 0.0;
+            let mut b = 8.0;
+            while b <= 4.0 * 1024f64.powi(3) {
+                let (t, exact) = time_group(op, Algorithm::Auto, b, &g, &levels).unwrap();
+                assert!(exact);
+                assert!(
+                    t.time_s >= prev,
+                    "{op:?} {ranks:?} at {b} B: {} < {prev}",
+                    t.time_s
+                );
+                prev = t.time_s;
+                b *= 2.0;
+            }
+        }
+    }
+}
+
+/// Guards that a symmetric explicit group is timed exactly as its span always was.
+#[test]
+fn symmetric_group_is_timed_on_its_span() {
+    let levels = dgx_h100_cluster(16);
+    for (ranks, spans) in [
+        (range(0, 7), vec![8, 1]),
+        (range(0, 15), vec![8, 2]),
+        (vec![0, 8, 16, 24], vec![1, 4]),
+    ] {
+        let g = RankGroup::new(&ranks, &levels);
+        assert!(g.is_symmetric());
+        assert_eq!(g.span(), GroupSpan::new(spans.clone()));
+        for alg in [Algorithm::Auto, Algorithm::Ring] {
+            let (t, exact) = time_group(Op::AllReduce, alg, 3e6, &g, &levels).unwrap();
+            let s = time(
+                Op::AllReduce,
+                alg,
+                3e6,
+                &GroupSpan::new(spans.clone()),
+                &levels,
+            )
+            .unwrap();
+            assert!(exact);
+            assert_eq!(t, s);
+        }
+    }
+}
