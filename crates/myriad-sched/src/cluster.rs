@@ -288,34 +288,50 @@ impl State {
         s
     }
 
+    /// Index of GPU `gpu` of node `node` in `gpu_free`.
+    pub fn gpu_index(&self, node: usize, gpu: u8) -> usize {
+        self.first_gpu[node] as usize + gpu as usize
+    }
+
     pub fn gpus_of(&self, node: usize) -> &[u16] {
         &self.gpu_free[self.first_gpu[node] as usize..self.first_gpu[node + 1] as usize]
     }
 
     /// Takes (`take = true`) or gives back the GPU pieces.
     pub fn apply(&mut self, t: &Topology, pieces: &[Piece], take: bool) {
+        // The region and its milli-GPU total are settled once per run of pieces on a node.
         let mut last = u32::MAX;
+        let (mut r, mut sum) = (0usize, 0u64);
         for pc in pieces {
-            let n = pc.node as usize;
-            let g = self.first_gpu[n] as usize + pc.gpu as usize;
-            let r = t.pod_region[t.domain_pod[t.node_domain[n] as usize] as usize] as usize;
-            if take {
-                self.gpu_free[g] -= pc.milli;
-                self.reg_used_milli[r] += pc.milli as u64;
-            } else {
-                self.gpu_free[g] += pc.milli;
-                self.reg_used_milli[r] -= pc.milli as u64;
-            }
             if pc.node != last {
                 if last != u32::MAX {
-                    self.refresh(t, last as usize);
+                    self.settle(t, last as usize, r, sum, take);
                 }
                 last = pc.node;
+                let n = pc.node as usize;
+                r = t.pod_region[t.domain_pod[t.node_domain[n] as usize] as usize] as usize;
+                sum = 0;
             }
+            let g = self.first_gpu[pc.node as usize] as usize + pc.gpu as usize;
+            if take {
+                self.gpu_free[g] -= pc.milli;
+            } else {
+                self.gpu_free[g] += pc.milli;
+            }
+            sum += pc.milli as u64;
         }
         if last != u32::MAX {
-            self.refresh(t, last as usize);
+            self.settle(t, last as usize, r, sum, take);
         }
+    }
+
+    fn settle(&mut self, t: &Topology, n: usize, r: usize, sum: u64, take: bool) {
+        if take {
+            self.reg_used_milli[r] += sum;
+        } else {
+            self.reg_used_milli[r] -= sum;
+        }
+        self.refresh(t, n);
     }
 
     /// Takes or gives back a task's CPU and memory on `node`.

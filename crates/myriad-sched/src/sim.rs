@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 
 use serde::Serialize;
 
-use crate::cluster::{State, Topology};
+use crate::cluster::{Piece, State, Topology};
 use crate::frag::Fgd;
 use crate::{Job, Kind, Placement, Policy, QueueOrder, Workload};
 
@@ -221,6 +221,45 @@ fn bits(t: f64) -> u64 {
     t.max(0.0).to_bits()
 }
 
+/// EASY reservation of a region's blocked head: the earliest time it fits if running jobs end
+/// as planned (the shadow time), and where: the GPUs (marked `id` in `Sim::resv_mark`) and
+/// the CPU and memory its CPU node will have to spare then. A backfilled job that runs past
+/// the shadow time may use none of those GPUs and only the spare CPU and memory.
+#[derive(Debug, Clone)]
+struct Resv {
+    head: u32,
+    at: f64,
+    id: u32,
+    pieces: Vec<Piece>,
+    cpu_node: u32,
+    spare_cpu: u32,
+    spare_mem: u32,
+    /// Job shapes that found no place off the reserved GPUs. Free capacity only shrinks
+    /// until the next reservation (jobs start, none stops), so neither they nor any larger
+    /// job of the same constraint and GPU types would find one.
+    no_room: Vec<Shape>,
+    /// Wholly free GPUs among the reserved ones, and nodes wholly free now that hold
+    /// reserved GPUs (`None`: to count again).
+    free_in: Option<(u64, u64)>,
+}
+
+/// What `State::find` looks at in a job: constraint, GPU types, then the demands (GPUs,
+/// milli-GPU each, CPU, memory), in each of which a larger job is harder to place.
+type Shape = (crate::Constraint, u64, [u32; 4]);
+
+fn shape(j: &Job) -> Shape {
+    (
+        j.constraint,
+        j.gpu_types,
+        [j.gpus, j.milli as u32, j.cpu_milli, j.memory_mib],
+    )
+}
+
+/// `s` is at least as hard to place as the failed shape `f`.
+fn no_smaller(s: &Shape, f: &Shape) -> bool {
+    s.0 == f.0 && s.1 == f.1 && s.2.iter().zip(&f.2).all(|(a, b)| a >= b)
+}
+
 struct Svc {
     live: Vec<u32>,
     running: u32,
@@ -246,7 +285,18 @@ struct Sim<'a> {
     running: Vec<BTreeSet<(u64, u32)>>,
     victims: Vec<BTreeSet<(i64, u64, u32)>>,
     queued_gpu_s: Vec<f64>,
-    shadow: Vec<Option<(f64, i64)>>,
+    shadow: Vec<Option<Resv>>,
+    /// The blocked head whose reservation is computed when a backfill candidate first fits.
+    resv_for: Vec<Option<u32>>,
+    /// Since its reservation was computed, every job of the region that stopped ended as
+    /// planned (none failed, was preempted or cancelled) and every job that started was
+    /// backfilled behind it.
+    resv_valid: Vec<bool>,
+    /// Per GPU: the id of the reservation holding it (`Resv::id`).
+    resv_mark: Vec<u32>,
+    resv_next: u32,
+    /// Scratch list of the jobs released while computing a reservation.
+    released: Vec<u32>,
     region_gpus: Vec<u64>,
     total_milli: f64,
     svcs: Vec<Svc>,
@@ -307,6 +357,11 @@ pub fn simulate(t: &Topology, w: &Workload, p: &Policy, o: &Options) -> Report {
         victims: vec![BTreeSet::new(); regions],
         queued_gpu_s: vec![0.0; regions],
         shadow: vec![None; regions],
+        resv_for: vec![None; regions],
+        resv_valid: vec![false; regions],
+        resv_mark: vec![0; t.gpus() as usize],
+        resv_next: 0,
+        released: vec![],
         region_gpus: (0..regions).map(|r| t.region_gpus(r)).collect(),
         total_milli: t.gpus() as f64 * 1000.0,
         svcs: w
@@ -585,11 +640,9 @@ impl Sim<'_> {
         let head = self.queue[r].first().map(|e| e.2 as usize);
         if head == Some(j) {
             self.pass(r);
-        } else if self.p.backfill {
-            if let Some((shadow, extra)) = self.shadow[r] {
-                self.try_backfill(j, r, shadow, extra);
-                self.after_pass(r);
-            }
+        } else if self.p.backfill && (self.shadow[r].is_some() || self.resv_for[r].is_some()) {
+            self.try_backfill(j, r);
+            self.after_pass(r);
         }
     }
 
@@ -654,39 +707,9 @@ impl Sim<'_> {
         self.state
             .apply_cpu(pl.cpu_node as usize, job.cpu_milli, job.memory_mib, true);
         self.dequeue(j);
-        // Topology quality: a ring over the job's GPUs crosses each domain (pod) boundary
-        // once per domain (pod) it spans.
         let n = pl.pieces.len();
-        let (mut nd, mut np) = (1usize, 1usize);
-        if n > 1 {
-            let mut doms: Vec<u32> = pl
-                .pieces
-                .iter()
-                .map(|p| t.node_domain[p.node as usize])
-                .collect();
-            doms.dedup();
-            doms.sort_unstable();
-            doms.dedup();
-            let mut pods: Vec<u32> = doms.iter().map(|&d| t.domain_pod[d as usize]).collect();
-            pods.dedup();
-            pods.sort_unstable();
-            pods.dedup();
-            (nd, np) = (doms.len(), pods.len());
-        }
-        // Speed: the communicating share of the run time moves at the bandwidth of the
-        // smallest level holding the job, relative to one pod (where `duration` is given).
-        let bw = if np > 1 {
-            t.gbps[2]
-        } else if nd > 1 || n <= 1 {
-            t.gbps[1]
-        } else {
-            t.gbps[0]
-        };
-        let factor = if job.comm_share > 0.0 && n > 1 {
-            (1.0 - job.comm_share) + job.comm_share * t.gbps[1] / bw.max(1e-9)
-        } else {
-            1.0
-        };
+        let (nd, np) = self.spans(&pl);
+        let factor = self.factor(&job, &pl, nd, np);
         let run = &mut self.runs[j];
         run.factor = factor;
         if run.first_start.is_nan() {
@@ -736,6 +759,60 @@ impl Sim<'_> {
         }
     }
 
+    /// Topology quality: a ring over the job's GPUs crosses each domain (pod) boundary once
+    /// per domain (pod) it spans. Returns the domains and pods `pl` spans.
+    fn spans(&self, pl: &Placement) -> (usize, usize) {
+        let t = self.t;
+        if pl.pieces.len() <= 1 {
+            return (1, 1);
+        }
+        let mut doms: Vec<u32> = pl
+            .pieces
+            .iter()
+            .map(|p| t.node_domain[p.node as usize])
+            .collect();
+        doms.dedup();
+        doms.sort_unstable();
+        doms.dedup();
+        let mut pods: Vec<u32> = doms.iter().map(|&d| t.domain_pod[d as usize]).collect();
+        pods.dedup();
+        pods.sort_unstable();
+        pods.dedup();
+        (doms.len(), pods.len())
+    }
+
+    /// Speed: the communicating share of the run time moves at the bandwidth of the smallest
+    /// level holding the job, relative to one pod (where `duration` is given). Returns the
+    /// run-time factor of `job` placed at `pl`, spanning `nd` domains and `np` pods.
+    fn factor(&self, job: &Job, pl: &Placement, nd: usize, np: usize) -> f64 {
+        let t = self.t;
+        let n = pl.pieces.len();
+        let bw = if np > 1 {
+            t.gbps[2]
+        } else if nd > 1 || n <= 1 {
+            t.gbps[1]
+        } else {
+            t.gbps[0]
+        };
+        if job.comm_share > 0.0 && n > 1 {
+            (1.0 - job.comm_share) + job.comm_share * t.gbps[1] / bw.max(1e-9)
+        } else {
+            1.0
+        }
+    }
+
+    /// When job `j` would end if started now at `pl` (at the speed it has there).
+    fn end_at(&self, j: usize, pl: &Placement) -> f64 {
+        let job = &self.jobs[j];
+        let f = if job.comm_share > 0.0 && pl.pieces.len() > 1 {
+            let (nd, np) = self.spans(pl);
+            self.factor(job, pl, nd, np)
+        } else {
+            1.0
+        };
+        self.now + self.runs[j].remaining * f
+    }
+
     /// Takes a running job off the cluster (finished, preempted or scaled down).
     fn stop(&mut self, j: usize, to: St) {
         let run = &mut self.runs[j];
@@ -744,6 +821,9 @@ impl Sim<'_> {
         self.running[r].remove(&(bits(run.end), j as u32));
         let job = &self.jobs[j];
         self.victims[r].remove(&(run.vkey.0, run.vkey.1, j as u32));
+        if to != St::Done {
+            self.resv_valid[r] = false;
+        }
         run.remaining = ((run.end - self.now) / run.factor).max(0.0);
         run.st = to;
         run.gen += 1;
@@ -776,18 +856,66 @@ impl Sim<'_> {
     /// Schedules region `r`: start jobs from the head while they fit (preempting if the
     /// policy allows), then EASY backfill behind a blocked head.
     fn pass(&mut self, r: usize) {
-        self.shadow[r] = None;
+        self.resv_for[r] = None;
+        // EASY's guarantee, checked: a head whose reservation still holds (every job since
+        // ended as planned) starts by the reservation's time.
+        let promised = match &self.shadow[r] {
+            Some(res) if self.o.check && self.resv_valid[r] => Some((res.head, res.at)),
+            _ => None,
+        };
         while let Some(&(_, _, h)) = self.queue[r].first() {
             let h = h as usize;
             let started = self.try_start(h) || (self.p.preemption && self.try_preempt(h, r));
             if !started {
                 break;
             }
+            // A job started from the head of the queue is not bound by a reservation (a later
+            // arrival may queue ahead under SJF or priority): the reservation is computed anew.
+            self.resv_valid[r] = false;
+            if let Some((ph, at)) = promised {
+                if ph as usize == h && self.now > at {
+                    self.violations.push(format!(
+                        "t={}: head job {h} starts after its reservation at {at}",
+                        self.now
+                    ));
+                }
+            }
+        }
+        if let Some((ph, at)) = promised {
+            // Still waiting at its time, with no other event left at this time.
+            let last_now = self
+                .heap
+                .peek()
+                .is_none_or(|Reverse(e)| f64::from_bits(e.0) > self.now);
+            let waits = self.queue[r].first().is_some_and(|e| e.2 == ph);
+            if waits && self.resv_valid[r] && self.now >= at && last_now {
+                self.violations.push(format!(
+                    "t={}: head job {ph} still waits past its reservation at {at}",
+                    self.now
+                ));
+            }
+        }
+        let head = self.queue[r].first().map(|e| e.2);
+        // A reservation stays valid while its head waits and running jobs end as planned:
+        // jobs ending earlier than they would have in its plan never (it was the earliest
+        // fit), and its GPUs are free at its time (backfill kept off them).
+        let keep = self.p.backfill
+            && self.resv_valid[r]
+            && matches!((&self.shadow[r], head), (Some(res), Some(h)) if res.head == h && self.now < res.at);
+        if keep {
+            if let Some(res) = self.shadow[r].as_mut() {
+                // Jobs ended since: what found no room may find some now.
+                res.no_room.clear();
+                res.free_in = None;
+            }
+        } else {
+            self.shadow[r] = None;
         }
         if self.p.backfill {
-            if let Some(&(_, _, h)) = self.queue[r].first() {
-                let (shadow, extra) = self.shadow_of(h as usize, r);
-                self.shadow[r] = Some((shadow, extra));
+            if let Some(h) = head {
+                if !keep {
+                    self.resv_for[r] = Some(h);
+                }
                 let cands: Vec<u32> = self.queue[r]
                     .iter()
                     .skip(1)
@@ -795,45 +923,193 @@ impl Sim<'_> {
                     .map(|e| e.2)
                     .collect();
                 for c in cands {
-                    let (s, e) = self.shadow[r].expect("set above");
-                    self.try_backfill(c as usize, r, s, e);
+                    self.try_backfill(c as usize, r);
                 }
             }
         }
         self.after_pass(r);
     }
 
-    fn try_backfill(&mut self, j: usize, r: usize, shadow: f64, extra: i64) {
+    /// Starts queued job `j` now if that cannot delay region `r`'s reservation: it ends by
+    /// the shadow time (at the speed it has where it is placed), or it stays off the reserved
+    /// GPUs and within the CPU and memory the reservation leaves to spare.
+    fn try_backfill(&mut self, j: usize, r: usize) {
         let job = &self.jobs[j];
-        // Whole GPUs it may take from the reservation: a shared task may take a whole free
-        // GPU (1), a CPU-only task none.
-        let gpus = job.milli_total().div_ceil(1000) as i64;
-        let ends_before = self.now + self.runs[j].remaining <= shadow;
-        if !ends_before && gpus > extra {
+        if job.milli == 1000 && self.state.reg_free_full[r] < job.gpus as u64 {
             return;
         }
-        if self.try_start(j) && !ends_before {
-            self.shadow[r] = Some((shadow, extra - gpus));
+        let Some(pl) = self
+            .state
+            .find(self.t, job, self.p.placement, r, self.o.fgd.as_ref())
+        else {
+            return;
+        };
+        // The reservation is computed when first needed, before anything starts behind the
+        // head: the state is still the one the pass left.
+        let res = match (self.shadow[r].take(), self.resv_for[r]) {
+            (Some(res), _) => res,
+            (None, Some(h)) => self.reserve(h as usize, r),
+            (None, None) => return,
+        };
+        let res = self.backfill_at(j, r, pl, res);
+        self.shadow[r] = Some(res);
+    }
+
+    fn backfill_at(&mut self, j: usize, r: usize, pl: Placement, mut res: Resv) -> Resv {
+        let clear = |s: &Self, pl: &Placement, res: &Resv| {
+            pl.pieces
+                .iter()
+                .all(|p| s.resv_mark[s.state.gpu_index(p.node as usize, p.gpu)] != res.id)
+        };
+        if self.end_at(j, &pl) <= res.at {
+            if !clear(self, &pl, &res) {
+                res.free_in = None;
+            }
+            self.start(j, pl);
+            return res;
+        }
+        let pl = if clear(self, &pl, &res) {
+            pl
+        } else if res.pieces.is_empty() || {
+            let s = shape(&self.jobs[j]);
+            res.no_room.iter().any(|f| no_smaller(&s, f))
+        } {
+            return res;
+        } else if !self.room_off(r, j, &mut res) {
+            res.no_room.push(shape(&self.jobs[j]));
+            return res;
+        } else {
+            // Look again with the reserved GPUs held back.
+            let mask: Vec<Piece> = res
+                .pieces
+                .iter()
+                .map(|p| Piece {
+                    milli: self.state.gpus_of(p.node as usize)[p.gpu as usize],
+                    ..*p
+                })
+                .filter(|p| p.milli > 0)
+                .collect();
+            self.state.apply(self.t, &mask, true);
+            let found = self.state.find(
+                self.t,
+                &self.jobs[j],
+                self.p.placement,
+                r,
+                self.o.fgd.as_ref(),
+            );
+            self.state.apply(self.t, &mask, false);
+            match found {
+                Some(pl) => pl,
+                None => {
+                    res.no_room.push(shape(&self.jobs[j]));
+                    return res;
+                }
+            }
+        };
+        let job = &self.jobs[j];
+        if pl.cpu_node == res.cpu_node {
+            if job.cpu_milli > res.spare_cpu || job.memory_mib > res.spare_mem {
+                return res;
+            }
+            res.spare_cpu -= job.cpu_milli;
+            res.spare_mem -= job.memory_mib;
+        }
+        self.start(j, pl);
+        res
+    }
+
+    /// Whether enough whole GPUs (and whole nodes, for a multi-node job on a uniform
+    /// cluster) are free off the reserved ones for job `j`: a quick test before a search with
+    /// the reserved GPUs held back.
+    fn room_off(&self, r: usize, j: usize, res: &mut Resv) -> bool {
+        let (gpus_in, nodes_in) = *res.free_in.get_or_insert_with(|| {
+            let (mut g, mut n, mut last) = (0u64, 0u64, u32::MAX);
+            for p in &res.pieces {
+                g += u64::from(self.state.gpus_of(p.node as usize)[p.gpu as usize] == 1000);
+                let node = p.node as usize;
+                if p.node != last && self.state.node_full[node] == self.t.nodes[node].gpus {
+                    n += 1;
+                }
+                last = p.node;
+            }
+            (g, n)
+        });
+        let job = &self.jobs[j];
+        if job.milli == 1000
+            && self.state.reg_free_full[r].saturating_sub(gpus_in) < job.gpus as u64
+        {
+            return false;
+        }
+        match self.t.uniform_gpus {
+            Some(g) if job.gpus > g as u32 => {
+                self.state.reg_free_nodes[r].saturating_sub(nodes_in)
+                    >= job.gpus.div_ceil(g as u32) as u64
+            }
+            _ => true,
         }
     }
 
-    /// EASY reservation for head `h`: the earliest time enough GPUs are free (running jobs
-    /// end as planned), and the GPUs left over at that time beyond what `h` needs.
-    fn shadow_of(&self, h: usize, r: usize) -> (f64, i64) {
-        let need = self.jobs[h].gpus.max(1) as i64;
-        let mut free = self.state.reg_free_full[r] as i64;
+    /// EASY reservation for head `h` of region `r`: running jobs are released in end order
+    /// (as planned) until `h` fits where the placement would put it; never, if it does not
+    /// fit once every job with a planned end is off.
+    fn reserve(&mut self, h: usize, r: usize) -> Resv {
+        self.resv_next = self.resv_next.wrapping_add(1).max(1);
+        let id = self.resv_next;
+        let t = self.t;
+        let mut released = std::mem::take(&mut self.released);
+        released.clear();
+        let job = &self.jobs[h];
+        self.resv_valid[r] = true;
+        let mut res = Resv {
+            head: h as u32,
+            at: f64::INFINITY,
+            id,
+            pieces: vec![],
+            cpu_node: u32::MAX,
+            spare_cpu: 0,
+            spare_mem: 0,
+            no_room: vec![],
+            free_in: None,
+        };
         for &(eb, j) in &self.running[r] {
             let end = f64::from_bits(eb);
             if !end.is_finite() {
                 break;
             }
             let pl = self.runs[j as usize].place.as_ref().expect("running");
-            free += pl.pieces.iter().filter(|p| p.milli == 1000).count() as i64;
-            if free >= need {
-                return (end, free - need);
+            let rj = &self.jobs[j as usize];
+            self.state.apply(t, &pl.pieces, false);
+            self.state
+                .apply_cpu(pl.cpu_node as usize, rj.cpu_milli, rj.memory_mib, false);
+            released.push(j);
+            if job.milli == 1000 && self.state.reg_free_full[r] < job.gpus as u64 {
+                continue;
+            }
+            if let Some(p) = self
+                .state
+                .find(t, job, self.p.placement, r, self.o.fgd.as_ref())
+            {
+                let n = p.cpu_node as usize;
+                res.at = end;
+                res.cpu_node = p.cpu_node;
+                res.spare_cpu = self.state.cpu_free[n].saturating_sub(job.cpu_milli);
+                res.spare_mem = self.state.mem_free[n].saturating_sub(job.memory_mib);
+                for pc in &p.pieces {
+                    self.resv_mark[self.state.gpu_index(pc.node as usize, pc.gpu)] = id;
+                }
+                res.pieces = p.pieces;
+                break;
             }
         }
-        (f64::INFINITY, 0)
+        for &j in released.iter().rev() {
+            let pl = self.runs[j as usize].place.as_ref().expect("running");
+            let rj = &self.jobs[j as usize];
+            self.state.apply(t, &pl.pieces, true);
+            self.state
+                .apply_cpu(pl.cpu_node as usize, rj.cpu_milli, rj.memory_mib, true);
+        }
+        self.released = released;
+        res
     }
 
     /// Preempts running jobs of lower priority than `h` (lowest priority, latest started

@@ -1048,3 +1048,87 @@ fn openb_setup_errors_name_their_own_field() {
     assert_eq!(p, "scheduling.trace");
     assert!(m.starts_with("openb_pod_list: header has no column"), "{m}");
 }
+
+/// Guards that backfill never delays the head job's start beyond its reservation, when the
+/// head needs GPUs in one place (here one whole node) and not just as many free GPUs.
+/// 3 nodes of 8: node 0 holds A (4 GPUs to 1,000 s) and B (4, to 100 s), node 1 the same
+/// (C, D), node 2 holds E (6, to 500 s). The head H (8 GPUs, one node) fits only when E ends
+/// at 500 s (node 2): at 100 s 8 GPUs are free but 4 + 4 on two nodes. The reservation used
+/// to count GPUs (100 s, 2 to spare), so L (2 GPUs, 10,000 s) backfilled onto node 2 and H
+/// waited for A and C (1,000 s). Now H is reserved node 2 at 500 s, L may not take it and
+/// starts at 100 s on node 0, and H starts at 500 s.
+#[test]
+fn backfill_respects_the_heads_placement_not_just_its_gpu_count() {
+    let t = Topology::uniform(&["r".to_string()], 3, 3, 1, 8, "h100");
+    let mut jobs = vec![
+        Job::new(0, 0.0, 1000.0, 4),
+        Job::new(1, 0.0, 100.0, 4),
+        Job::new(2, 0.0, 1000.0, 4),
+        Job::new(3, 0.0, 100.0, 4),
+        Job::new(4, 0.0, 500.0, 6),
+        Job::new(5, 1.0, 100.0, 8),
+        Job::new(6, 2.0, 10000.0, 2),
+    ];
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.class = i as u16;
+    }
+    let w = Workload {
+        jobs,
+        classes: ["A", "B", "C", "D", "E", "H", "L"]
+            .map(String::from)
+            .to_vec(),
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("backfill").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(
+        r.classes[5].wait_s.mean, 499.0,
+        "H starts at its reservation"
+    );
+    assert_eq!(
+        r.classes[6].wait_s.mean, 98.0,
+        "L backfills when node 0 frees"
+    );
+}
+
+/// Guards that backfill never delays the head job's start beyond its reservation, when the
+/// backfilled job runs slower where it is placed. 4 nodes of 4 GPUs, each its own pod, with
+/// a quarter of the in-pod bandwidth between pods. J0 holds nodes 0-1 until 100 s; the head
+/// H needs all 16 GPUs (reserved at 100 s). S (8 GPUs, 60 s inside a pod, half of it
+/// communicating) fits on nodes 2-3, across two pods: 0.5 + 0.5 x 4 = 2.5x, 150 s. It was
+/// judged by its 60 s (ends at 62 s, before 100 s), backfilled, and H waited until 152 s.
+/// Now it is judged by the 150 s it takes there and waits; H starts at 100 s.
+#[test]
+fn backfill_judges_a_job_by_its_run_time_where_it_is_placed() {
+    let mut t = Topology::uniform(&["r".to_string()], 4, 1, 1, 4, "h100");
+    t.gbps = [1.0, 1.0, 0.25];
+    let mut jobs = vec![
+        Job::new(0, 0.0, 100.0, 8),
+        Job::new(1, 1.0, 50.0, 16),
+        Job::new(2, 2.0, 60.0, 8),
+    ];
+    jobs[2].comm_share = 0.5;
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.class = i as u16;
+    }
+    let w = Workload {
+        jobs,
+        classes: ["J0", "H", "S"].map(String::from).to_vec(),
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("backfill").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(
+        r.classes[1].wait_s.mean, 99.0,
+        "H starts at its reservation"
+    );
+    assert_eq!(r.classes[2].wait_s.mean, 148.0, "S starts when H ends");
+}
