@@ -405,10 +405,32 @@ fn ring_exact(
         }
         .resolve()
     };
-    if !ev.time_us.is_finite() {
+    result(
+        op,
+        bytes,
+        group.n,
+        Algorithm::Ring,
+        ev.time_us,
+        ev.protocol,
+        ev.bytes_per_rank,
+    )
+}
+
+/// The result of an evaluated collective: its time in µs, with the bandwidths derived; a
+/// time that is not finite (the bytes overflowed) is an error.
+fn result(
+    op: Op,
+    bytes: f64,
+    n: u64,
+    algorithm: Algorithm,
+    time_us: f64,
+    protocol: Protocol,
+    bytes_per_rank: f64,
+) -> Result<CollectiveTime, CollectiveError> {
+    if !time_us.is_finite() {
         return Err(CollectiveError::TooLarge { bytes });
     }
-    let time_s = ev.time_us * 1e-6;
+    let time_s = time_us * 1e-6;
     let algbw = if time_s > 0.0 {
         bytes / time_s * 1e-9
     } else {
@@ -416,11 +438,11 @@ fn ring_exact(
     };
     Ok(CollectiveTime {
         time_s,
-        algorithm: Algorithm::Ring,
-        protocol: ev.protocol,
+        algorithm,
+        protocol,
         algbw_gbps: algbw,
-        busbw_gbps: algbw * bus_factor(op, group.n),
-        bytes_per_rank: ev.bytes_per_rank,
+        busbw_gbps: algbw * bus_factor(op, n),
+        bytes_per_rank,
     })
 }
 
@@ -583,23 +605,15 @@ pub fn time(
     } else {
         (algorithm, eval(op, algorithm, &ctx)?)
     };
-    if !ev.time_us.is_finite() {
-        return Err(CollectiveError::TooLarge { bytes });
-    }
-    let time_s = ev.time_us * 1e-6;
-    let algbw = if time_s > 0.0 {
-        bytes / time_s * 1e-9
-    } else {
-        0.0
-    };
-    Ok(CollectiveTime {
-        time_s,
-        algorithm: alg,
-        protocol: ev.protocol,
-        algbw_gbps: algbw,
-        busbw_gbps: algbw * bus_factor(op, sh.n as u64),
-        bytes_per_rank: ev.bytes_per_rank,
-    })
+    result(
+        op,
+        bytes,
+        sh.n as u64,
+        alg,
+        ev.time_us,
+        ev.protocol,
+        ev.bytes_per_rank,
+    )
 }
 
 // ---------------------------------------------------------------------------------------
