@@ -405,15 +405,7 @@ fn ring_exact(
         }
         .resolve()
     };
-    result(
-        op,
-        bytes,
-        group.n,
-        Algorithm::Ring,
-        ev.time_us,
-        ev.protocol,
-        ev.bytes_per_rank,
-    )
+    result(op, bytes, group.n, Algorithm::Ring, ev)
 }
 
 /// The result of an evaluated collective: its time in µs, with the bandwidths derived; a
@@ -423,14 +415,12 @@ fn result(
     bytes: f64,
     n: u64,
     algorithm: Algorithm,
-    time_us: f64,
-    protocol: Protocol,
-    bytes_per_rank: f64,
+    ev: Eval,
 ) -> Result<CollectiveTime, CollectiveError> {
-    if !time_us.is_finite() {
+    if !ev.time_us.is_finite() {
         return Err(CollectiveError::TooLarge { bytes });
     }
-    let time_s = time_us * 1e-6;
+    let time_s = ev.time_us * 1e-6;
     let algbw = if time_s > 0.0 {
         bytes / time_s * 1e-9
     } else {
@@ -439,10 +429,10 @@ fn result(
     Ok(CollectiveTime {
         time_s,
         algorithm,
-        protocol,
+        protocol: ev.protocol,
         algbw_gbps: algbw,
         busbw_gbps: algbw * bus_factor(op, n),
-        bytes_per_rank,
+        bytes_per_rank: ev.bytes_per_rank,
     })
 }
 
@@ -605,15 +595,7 @@ pub fn time(
     } else {
         (algorithm, eval(op, algorithm, &ctx)?)
     };
-    result(
-        op,
-        bytes,
-        sh.n as u64,
-        alg,
-        ev.time_us,
-        ev.protocol,
-        ev.bytes_per_rank,
-    )
+    result(op, bytes, sh.n as u64, alg, ev)
 }
 
 // ---------------------------------------------------------------------------------------
