@@ -1297,10 +1297,20 @@ pub fn estimate_with(
         (0.0, 0.0)
     } else {
         let pf = (pp - 1) as f64;
+        // Transfers on the step's critical path, each way: the first micro-batch's
+        // forward crosses every boundary between the p·v virtual stages before the last
+        // one starts, and the last one's backward every boundary back, with nothing else
+        // to run meanwhile on the warm-up and cool-down ranks: p·v − 1 each way. (The
+        // group of p micro-batches a rank runs per chunk takes p·t_chunk, the ring back to
+        // it p·(t_chunk + t_p2p): each chunk change in the warm-up waits p transfers. An
+        // event simulation of Megatron's interleaved order with non-blocking sends gives
+        // exactly 2(p·v − 1)·t_p2p over the zero-latency step for any m, p, v; without
+        // interleaving it is the p − 1 of the plain schedule.)
+        let exposed_hops = pf.max(pp as f64 * v - 1.0);
         // The sends and receives of the steady state that run beside compute (every chunk
         // boundary of every micro-batch, forward and backward, less the warm-up and
         // cool-down ones counted as exposed) slow it as any hidden traffic does.
-        let hidden_p2p = ctx.overlap * (m * v - pf).max(0.0) * 2.0 * p2p;
+        let hidden_p2p = |hops: f64| ctx.overlap * (m * v - hops).max(0.0) * 2.0 * p2p;
         match plan.schedule {
             PipelineSchedule::Gpipe | PipelineSchedule::OneFOneB if v <= 1.0 => {
                 // (m + p - 1) slots of the slowest stage; p2p blocking per micro-batch.
@@ -1312,9 +1322,12 @@ pub fn estimate_with(
                 (pf / v * mean_busy, (m * v + pf) * 2.0 * p2p)
             }
             PipelineSchedule::Gpipe | PipelineSchedule::OneFOneB => {
-                // Interleaved: bubble shrinks by v; p2p overlapped except in warm-up and
-                // cool-down, where there are v times more chunk boundaries.
-                (pf / v * mean_busy, pf * 2.0 * p2p + hidden_p2p)
+                // Interleaved: bubble shrinks by v; p2p overlapped except on the warm-up
+                // and cool-down path through all p·v virtual stages (`exposed_hops`).
+                (
+                    pf / v * mean_busy,
+                    exposed_hops * 2.0 * p2p + hidden_p2p(exposed_hops),
+                )
             }
             PipelineSchedule::ZeroBubble => {
                 // ZB-H1 (Qi et al. 2023): bubble (p-1)(T_F + T_B - 2 T_W) ... at least 0,
@@ -1322,7 +1335,7 @@ pub fn estimate_with(
                 let w = crit.bwd_w;
                 let tb_in = crit.bwd - w;
                 let per = (crit.fwd + tb_in - w).max(0.0) / busy(&crit).max(1e-30) * mean_busy;
-                (pf * per / v, pf * 2.0 * p2p + hidden_p2p)
+                (pf * per / v, pf * 2.0 * p2p + hidden_p2p(pf))
             }
             PipelineSchedule::Dualpipe => {
                 // DeepSeek-V3 Table 2: (p/2 - 1)(F&B + B - 3W).
@@ -1331,7 +1344,7 @@ pub fn estimate_with(
                 let per = (fb + crit.bwd - 3.0 * w).max(0.0);
                 (
                     (pp as f64 / 2.0 - 1.0).max(0.0) * per,
-                    pf * 2.0 * p2p + hidden_p2p,
+                    pf * 2.0 * p2p + hidden_p2p(pf),
                 )
             }
         }

@@ -707,9 +707,11 @@ fn edge_stages_with_interleaving_split_every_stage_evenly_over_its_virtual_stage
 }
 
 /// Without p2p overlap every chunk boundary of the interleaved schedule blocks: the exposed
-/// PP time is (m·v + p − 1) transfers in each direction; with it, the (p − 1) of warm-up
-/// and cool-down plus the slowdown `s` the other m·v − (p − 1) inflict on the compute they
-/// run beside, so the two differ by exactly (m·v + p − 1)/(p − 1 + s·(m·v − p + 1)).
+/// PP time is (m·v + p − 1) transfers in each direction; with it, the transfers on the
+/// warm-up and cool-down path, `h` each way (what an event simulation of Megatron's
+/// interleaved order finds, [`interleaved_exposed_transfers`]: p·v − 1), plus the slowdown
+/// `s` the other m·v − h inflict on the compute they run beside, so the two differ by
+/// exactly (m·v + p − 1)/(h + s·(m·v − h)).
 /// Without gradient-reduce
 /// overlap the DP collectives are all exposed, so more DP time shows, and the step is longer
 /// by at least the difference.
@@ -730,7 +732,9 @@ fn overlap_switches_follow_the_schedule() {
         .unwrap()
         .efficiency
         .overlap_slowdown();
-    let want = on.breakdown.pp_comm_s * (m * v + p - 1.0) / (p - 1.0 + s * (m * v - p + 1.0));
+    let h = interleaved_exposed_transfers(8, 3, 32);
+    assert_eq!(h, p * v - 1.0);
+    let want = on.breakdown.pp_comm_s * (m * v + p - 1.0) / (h + s * (m * v - h));
     assert!(
         (no_p2p.breakdown.pp_comm_s - want).abs() < 1e-9 * want,
         "{} vs {want}",
@@ -1603,4 +1607,91 @@ fn a_vpp_group_of_zero_is_named() {
         e.to_string(),
         "t.yaml: training.vpp_group: must be at least 1, got 0"
     );
+}
+
+/// Megatron-Core's interleaved 1F1B order, run as an event simulation: rank `r` runs
+/// `min(2(p − r − 1) + (v − 1)·p, m·v)` warm-up forwards, then alternates one forward and
+/// one backward, then the remaining backwards; the k-th forward of a rank is chunk
+/// `(k / p) mod v` of micro-batch `(k / (p·v))·p + k mod p` (groups of p micro-batches a
+/// chunk), the k-th backward the same micro-batch of chunk `v − 1 − that`. A forward waits
+/// for the previous virtual stage's output (rank r − 1, or rank p − 1's previous chunk), a
+/// backward for the next one's gradient, each `tc` after it was produced (sends do not block
+/// compute); forwards take 1, backwards 2. Returns the step's growth over `tc = 0`, in
+/// transfers each way: (T(tc) − T(0)) / (2·tc).
+fn interleaved_exposed_transfers(p: usize, v: usize, m: usize) -> f64 {
+    let run = |tc: f64| -> f64 {
+        let fwd = |k: usize| ((k / p) % v, (k / (p * v)) * p + k % p);
+        let orders: Vec<Vec<(bool, usize, usize)>> = (0..p)
+            .map(|r| {
+                let total = m * v;
+                let warm = (2 * (p - r - 1) + (v - 1) * p).min(total);
+                let mut ops: Vec<(bool, usize, usize)> = Vec::new();
+                let (mut kf, mut kb) = (0, 0);
+                while kf < warm {
+                    let (c, j) = fwd(kf);
+                    ops.push((true, c, j));
+                    kf += 1;
+                }
+                while kf < total {
+                    let (c, j) = fwd(kf);
+                    ops.push((true, c, j));
+                    kf += 1;
+                    let (c, j) = fwd(kb);
+                    ops.push((false, v - 1 - c, j));
+                    kb += 1;
+                }
+                while kb < total {
+                    let (c, j) = fwd(kb);
+                    ops.push((false, v - 1 - c, j));
+                    kb += 1;
+                }
+                ops
+            })
+            .collect();
+        let key = |f: bool, r: usize, c: usize, j: usize| ((f as usize * p + r) * v + c) * m + j;
+        let mut done = vec![f64::NAN; 2 * p * v * m];
+        let (mut clock, mut next) = (vec![0.0f64; p], vec![0usize; p]);
+        let mut left: usize = orders.iter().map(Vec::len).sum();
+        while left > 0 {
+            let before = left;
+            for r in 0..p {
+                while let Some(&(f, c, j)) = orders[r].get(next[r]) {
+                    let dep = match (f, r, c) {
+                        (true, 0, 0) => None,
+                        (true, 0, c) => Some((key(true, p - 1, c - 1, j), tc)),
+                        (true, r, c) => Some((key(true, r - 1, c, j), tc)),
+                        (false, r, c) if r + 1 < p => Some((key(false, r + 1, c, j), tc)),
+                        (false, _, c) if c + 1 < v => Some((key(false, 0, c + 1, j), tc)),
+                        (false, r, c) => Some((key(true, r, c, j), 0.0)),
+                    };
+                    let ready = match dep {
+                        None => 0.0,
+                        Some((k, _)) if done[k].is_nan() => break,
+                        Some((k, lat)) => done[k] + lat,
+                    };
+                    clock[r] = clock[r].max(ready) + if f { 1.0 } else { 2.0 };
+                    done[key(f, r, c, j)] = clock[r];
+                    next[r] += 1;
+                    left -= 1;
+                }
+            }
+            assert!(left < before, "the schedule deadlocked");
+        }
+        clock.into_iter().fold(0.0, f64::max)
+    };
+    let tc = 0.125;
+    let (zero, with) = (run(0.0), run(tc));
+    // The zero-latency step is the textbook one: m·v chunk pairs plus the (p − 1)/v bubble.
+    let chunk = 3.0;
+    assert_eq!(zero, (m * v) as f64 * chunk + (p - 1) as f64 * chunk);
+    (with - zero) / (2.0 * tc)
+}
+
+/// The exposed transfers of the interleaved schedule do not depend on the number of
+/// micro-batches, and are the whole path through the p·v virtual stages: p·v − 1 each way.
+#[test]
+fn interleaved_warm_up_and_cool_down_expose_every_virtual_stage_boundary() {
+    for (p, v, m) in [(2, 2, 4), (4, 2, 8), (4, 4, 32), (8, 8, 16), (8, 8, 64), (8, 12, 16), (16, 4, 32)] {
+        assert_eq!(interleaved_exposed_transfers(p, v, m), (p * v - 1) as f64, "p {p} v {v} m {m}");
+    }
 }

@@ -66,12 +66,15 @@ fn accuracy_does_not_regress() {
     // learned attention sinks cost their gradient in the backward pass (measured on the
     // lent H100 and H200): its three rows -32/-29/-17% -> -26/-25/-8%, 6.80%; 6.71% once
     // DeepEP and HybridEP move a token once to each rank holding any of its experts, not
-    // once per expert (`step::ep_copies`; Qwen3 30B-A3B on 8 B200 +7.2% -> -0.1%).
-    assert!(s.mae < 0.0675, "mean absolute error {:.2}%", 100.0 * s.mae);
+    // once per expert (`step::ep_copies`; Qwen3 30B-A3B on 8 B200 +7.2% -> -0.1%); 6.60%
+    // once the interleaved schedule's warm-up and cool-down wait for every one of the
+    // p·v − 1 virtual-stage transfers, not p − 1 (GPT-3 175B and Nemotron-4 340B at VPP 12
+    // move 0.6-1.8 points up, the Llama 3.1 405B rows at VPP 7-8 up to 1 point).
+    assert!(s.mae < 0.0665, "mean absolute error {:.2}%", 100.0 * s.mae);
     // The median was 4.65% before each fp8 tensor was quantised once (the fp8 rows, most
     // of them already predicted fast, run 0.3-2.5% faster).
     assert!(
-        s.median_abs_error < 0.0510,
+        s.median_abs_error < 0.0440,
         "median {:.2}%",
         100.0 * s.median_abs_error
     );
@@ -93,7 +96,7 @@ fn accuracy_does_not_regress() {
         100.0 * dense_mae
     );
     assert!(
-        dense_mae < 0.0455,
+        dense_mae < 0.0440,
         "dense-model mean absolute error {:.2}%",
         100.0 * dense_mae
     );
