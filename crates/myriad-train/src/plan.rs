@@ -1135,13 +1135,15 @@ fn edge_stages(
             ));
         }
     }
-    let given = first.unwrap_or(0) + last.unwrap_or(0);
-    if given > layers {
+    // In u64: two large counts once wrapped past u32 to a small sum that was accepted.
+    let given = first.unwrap_or(0) as u64 + last.unwrap_or(0) as u64;
+    if given > layers as u64 {
         return Err(bad(
             field,
             format!("first + last stage layers = {given} is more than the model's {layers} layers"),
         ));
     }
+    let given = given as u32;
     let others = pp - first.is_some() as u32 - last.is_some() as u32;
     let rest = layers - given;
     if others == 0 {

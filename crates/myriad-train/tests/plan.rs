@@ -1594,6 +1594,19 @@ fn edge_stages_of_zero_layers_are_errors() {
     );
 }
 
+/// `first_stage_layers + last_stage_layers` was summed in u32: 4294967295 + 3 wrapped to 2,
+/// passed the check against the model's layers, and the plan was estimated with a first
+/// stage of four billion layers (its block-recompute candidates ran the process out of
+/// memory).
+#[test]
+fn edge_stage_layers_past_u32_are_more_than_the_layers() {
+    let e = dsv3("first_stage_layers: 4294967295, last_stage_layers: 3").unwrap_err();
+    assert_eq!(
+        e,
+        "training.first_stage_layers: first + last stage layers = 4294967298 is more than the model's 61 layers"
+    );
+}
+
 /// `vpp_group: 0` was an error about the step's micro-batch count that never named the 0.
 #[test]
 fn a_vpp_group_of_zero_is_named() {
