@@ -1705,7 +1705,14 @@ pub fn estimate_with(
                 }
             };
             let (d, mo) = (dense_layers as f64, moe_layers as f64);
-            let w = (d * share(0) + mo * share(model.layers - 1)) / (d + mo).max(1.0);
+            // A layer of each kind: the last layer is dense where `moe.every` leaves it so.
+            let mut of_kind = |moe: bool, n: f64| -> f64 {
+                match model.layer_of_kind(moe) {
+                    Some(layer) if n > 0.0 => n * share(layer),
+                    _ => 0.0,
+                }
+            };
+            let w = (of_kind(false, d) + of_kind(true, mo)) / (d + mo).max(1.0);
             w * flops.forward
         }
         Recompute::Full => plan.recompute_fraction * flops.forward,
