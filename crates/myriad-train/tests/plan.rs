@@ -1617,3 +1617,28 @@ fn a_vpp_group_of_zero_is_named() {
         "t.yaml: training.vpp_group: must be at least 1, got 0"
     );
 }
+
+/// GPT-3's output layer is tied to its input embedding; with PP > 1 the last stage holds a
+/// copy of the word embeddings of its own (Megatron's `setup_embeddings_and_output_layer`:
+/// the copy's gradients are all-reduced with the first stage's), which the memory model
+/// left out. GPipe holds every micro-batch on every stage and the last adds the logits, so
+/// the last stage is the peak: its weights by hand, 48 layers of 12·h² + 2·h and the
+/// 51,200 × h copy over TP 8, in bf16.
+#[test]
+fn tied_embeddings_keep_a_copy_on_the_last_pipeline_stage() {
+    let (s, c, m) = setup(
+        "{tp: 8, pp: 2, dp: 64, global_batch: 128, micro_batch: 1, pipeline_schedule: gpipe, recompute: full, zero_stage: 1}",
+    );
+    assert!(m.tied_embeddings);
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+    let mem = &t.estimate.memory;
+    assert_eq!(mem.peak_stage, 1);
+    let h = 12288.0f64;
+    let params = 48.0 * (12.0 * h * h + 2.0 * h) + 51200.0 * h;
+    let want = params / 8.0 * 2.0 / (1u64 << 30) as f64;
+    assert!(
+        (mem.weights_gib - want).abs() < 1e-9 * want,
+        "{} GiB vs {want} by hand",
+        mem.weights_gib
+    );
+}
