@@ -607,7 +607,9 @@ pub fn in_flight_micro_batches(
         PipelineSchedule::Dualpipe => ((p + 1) as f64).min(2.0 * m as f64),
         _ if p > 1 && vpp > 1 => {
             let v = vpp as u64;
-            let total = m * v;
+            // Saturating: m·vpp past u64 wrapped (to 0 for 2^62 micro-batches on VPP 4), and
+            // the stage was said to hold no activations.
+            let total = m.saturating_mul(v);
             let warmup = 2 * (p - s - 1) + (v - 1) * (group as u64).max(p);
             (warmup + 1).min(total) as f64 / v as f64
         }

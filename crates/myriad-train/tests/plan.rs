@@ -1642,3 +1642,21 @@ fn tied_embeddings_keep_a_copy_on_the_last_pipeline_stage() {
         mem.weights_gib
     );
 }
+
+/// Interleaved 1F1B's chunk count m·vpp was multiplied in u64: 2^62 micro-batches on VPP 4
+/// wrapped to 0, the last stage was said to hold no micro-batch in flight, and a plan was
+/// reported to fit on no activations. By hand: the last of 8 stages warms up
+/// (vpp − 1)·PP = 24 chunks, holds 25, i.e. 25 / 4 micro-batches.
+#[test]
+fn interleaved_in_flight_micro_batches_do_not_wrap() {
+    use myriad_scenario::PipelineSchedule;
+    let f = myriad_train::plan::in_flight_micro_batches(
+        PipelineSchedule::OneFOneB,
+        8,
+        4,
+        8,
+        7,
+        1u64 << 62,
+    );
+    assert_eq!(f, 25.0 / 4.0);
+}
