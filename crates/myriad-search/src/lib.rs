@@ -319,6 +319,16 @@ pub fn candidates(
                         reject(&mut rej, "virtual stages without pipeline", per_vpp);
                         continue;
                     }
+                    if vpp > 1
+                        && matches!(
+                            fixed.schedule,
+                            PipelineSchedule::Gpipe | PipelineSchedule::Dualpipe
+                        )
+                    {
+                        // Only 1F1B and the zero-bubble schedule interleave (`train` refuses).
+                        reject(&mut rej, "virtual stages on gpipe or dualpipe", per_vpp);
+                        continue;
+                    }
                     let stages = pp * vpp;
                     let even = model.layers.is_multiple_of(stages);
                     let with_ends =

@@ -715,6 +715,28 @@ pub fn resolve(
         ));
     }
     let vpp = spec.vpp.unwrap_or(1);
+    // Virtual stages interleave the chunks of a pipeline's stages under 1F1B (and the
+    // zero-bubble schedule): without a pipeline there is nothing to interleave, and GPipe
+    // and DualPipe have no virtual stages (they were taken silently, GPipe's bubble then
+    // divided by VPP as the interleaved schedule's is).
+    if vpp > 1 {
+        if pp < 2 {
+            return Err(bad(
+                "vpp",
+                format!("VPP {vpp} needs a pipeline (PP 2 or more), got PP {pp}; leave vpp out"),
+            ));
+        }
+        let schedule = spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB);
+        if matches!(schedule, PipelineSchedule::Gpipe | PipelineSchedule::Dualpipe) {
+            return Err(bad(
+                "vpp",
+                format!(
+                    "VPP {vpp}: the {} schedule has no virtual stages (interleaving is 1F1B's and the zero-bubble schedule's); leave vpp out",
+                    if schedule == PipelineSchedule::Gpipe { "GPipe" } else { "DualPipe" }
+                ),
+            ));
+        }
+    }
     // Every pipeline chunk holds at least one slot (a layer, the embedding or the loss); the
     // product in u64, as PP and VPP can each be near u32::MAX.
     let stages = pp as u64 * vpp as u64;

@@ -94,7 +94,17 @@ fn the_interleaved_schedule_needs_at_least_pp_micro_batches() {
     );
     let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
     assert_eq!(t.plan.vpp_group, 12);
-    assert_eq!(t.estimate.memory.in_flight_micro_batches, 12.0);
+    // (The peak is the last stage, which holds GPT-3's tied embedding copy and the logits.)
+    let p = &t.plan;
+    let first = myriad_train::plan::in_flight_micro_batches(
+        p.schedule,
+        p.pp,
+        p.vpp,
+        p.vpp_group,
+        0,
+        p.micro_batches(),
+    );
+    assert_eq!(first, 12.0);
     assert_eq!(
         err("{tp: 4, pp: 8, dp: 32, vpp: 12, global_batch: 384, micro_batch: 1, vpp_group: 7}"),
         "training.vpp_group: vpp_group 7 must lie between PP = 8 and the 12 micro-batches per step"
@@ -1659,4 +1669,25 @@ fn interleaved_in_flight_micro_batches_do_not_wrap() {
         1u64 << 62,
     );
     assert_eq!(f, 25.0 / 4.0);
+}
+
+/// VPP without a pipeline, or with a schedule that has no virtual stages, was taken
+/// silently: GPipe with VPP 2 had its bubble halved as if interleaved (its in-flight
+/// micro-batches stayed GPipe's), DualPipe ignored it, PP 1 printed "PP 1 (VPP 2)".
+#[test]
+fn virtual_stages_need_a_pipeline_and_an_interleaving_schedule() {
+    assert_eq!(
+        err("{tp: 8, pp: 1, dp: 128, vpp: 2}"),
+        "training.vpp: VPP 2 needs a pipeline (PP 2 or more), got PP 1; leave vpp out"
+    );
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, vpp: 2, global_batch: 64, pipeline_schedule: gpipe}"),
+        "training.vpp: VPP 2: the GPipe schedule has no virtual stages (interleaving is 1F1B's and the zero-bubble schedule's); leave vpp out"
+    );
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, vpp: 2, global_batch: 64, pipeline_schedule: dualpipe}"),
+        "training.vpp: VPP 2: the DualPipe schedule has no virtual stages (interleaving is 1F1B's and the zero-bubble schedule's); leave vpp out"
+    );
+    let (s, c, m) = setup("{tp: 8, pp: 8, dp: 16, vpp: 2, global_batch: 64, pipeline_schedule: zero-bubble}");
+    myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
 }
