@@ -353,6 +353,13 @@ pub fn candidates(
                             reject(&mut rej, "ep does not divide dp", per_ep);
                             continue;
                         }
+                        let etp = if ep > 1 { 1 } else { tp };
+                        if myriad_train::plan::check_mlp_split(model, tp, etp, "tp").is_err() {
+                            // Megatron splits every MLP's inner size over TP (ETP): `train`
+                            // refuses it.
+                            reject(&mut rej, "mlp inner size not divisible by tp", per_ep);
+                            continue;
+                        }
                         for (&mb, &gb) in space
                             .micro_batch
                             .iter()

@@ -434,6 +434,44 @@ pub fn check_token_budget(
     ))
 }
 
+/// Megatron splits an MLP's inner dimension over the tensor-parallel ranks (column-parallel
+/// up-projection, row-parallel down-projection; `divide` asserts it divides): the dense
+/// MLP's and the shared experts' over TP, the routed experts' over ETP. Checked by
+/// [`resolve`] and by the plan search. `etp_field`: the field that set ETP.
+pub fn check_mlp_split(
+    model: &Transformer,
+    tp: u32,
+    etp: u32,
+    etp_field: &'static str,
+) -> Result<(), PlanError> {
+    let ffn = model.dense_ffn();
+    if model.moe_layers() < model.layers && !ffn.is_multiple_of(tp) {
+        return Err(bad(
+            "tp",
+            format!("the dense MLP's inner size {ffn} is not divisible by TP {tp}"),
+        ));
+    }
+    if let Some(m) = &model.moe {
+        let shared = m.expert_ffn_hidden as u64 * m.shared_experts as u64;
+        if shared > 0 && !shared.is_multiple_of(tp as u64) {
+            return Err(bad(
+                "tp",
+                format!("the shared experts' inner size {shared} is not divisible by TP {tp}"),
+            ));
+        }
+        if !m.expert_ffn_hidden.is_multiple_of(etp) {
+            return Err(bad(
+                etp_field,
+                format!(
+                    "the routed experts' inner size {} (moe.expert_ffn_hidden) is not divisible by ETP {etp}",
+                    m.expert_ffn_hidden
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `moe_grouped_kernel: false` with `moe_full_graph: true` is a contradiction: a CUDA graph
 /// needs the grouped GEMM that reads its per-expert split sizes on the device. Checked by
 /// [`resolve`] and by the plan search, which takes the settings as given.
@@ -714,6 +752,13 @@ pub fn resolve(
             ),
         ));
     }
+    // ETP not given is TP's when EP is 1 (1 otherwise, which divides anything).
+    check_mlp_split(
+        model,
+        tp,
+        etp,
+        if spec.etp.is_some() { "etp" } else { "tp" },
+    )?;
     let vpp = spec.vpp.unwrap_or(1);
     // Virtual stages interleave the chunks of a pipeline's stages under 1F1B (and the
     // zero-bubble schedule): without a pipeline there is nothing to interleave, and GPipe

@@ -1691,3 +1691,43 @@ fn virtual_stages_need_a_pipeline_and_an_interleaving_schedule() {
     let (s, c, m) = setup("{tp: 8, pp: 8, dp: 16, vpp: 2, global_batch: 64, pipeline_schedule: zero-bubble}");
     myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
 }
+
+/// Megatron splits every MLP's inner size over the TP (routed experts: ETP) ranks and
+/// refuses a size they do not divide; such plans were estimated with fractional shards.
+#[test]
+fn mlp_inner_sizes_must_split_over_tp() {
+    let run = |model: &str, training: &str| -> Result<(), String> {
+        let text = format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 64, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {model}\ntraining: {training}\n");
+        let cat = myriad_catalog::catalog();
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 64)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let plan = "{tp: 8, dp: 8, global_batch: 64, recompute: full, zero_stage: 1}";
+    assert_eq!(
+        run("{preset: llama3-8b, ffn_hidden: 14340}", plan).unwrap_err(),
+        "training.tp: the dense MLP's inner size 14340 is not divisible by TP 8"
+    );
+    run("{preset: llama3-8b}", plan).unwrap();
+    // Routed experts split over ETP (TP's when EP is 1), shared experts over TP.
+    let moe = |expert: u32, shared: u32| {
+        format!("{{preset: mixtral-8x7b, seq_len: 4096, moe: {{experts: 8, top_k: 2, expert_ffn_hidden: {expert}, shared_experts: {shared}}}}}")
+    };
+    assert_eq!(
+        run(&moe(14338, 0), plan).unwrap_err(),
+        "training.tp: the routed experts' inner size 14338 (moe.expert_ffn_hidden) is not divisible by ETP 8"
+    );
+    assert_eq!(
+        run(&moe(14338, 0), "{tp: 8, dp: 8, ep: 2, etp: 4, global_batch: 64, recompute: full, zero_stage: 1}").unwrap_err(),
+        "training.etp: the routed experts' inner size 14338 (moe.expert_ffn_hidden) is not divisible by ETP 4"
+    );
+    assert_eq!(
+        run(&moe(14338, 1), "{tp: 8, dp: 8, ep: 8, global_batch: 64, recompute: full, zero_stage: 1}").unwrap_err(),
+        "training.tp: the shared experts' inner size 14338 is not divisible by TP 8"
+    );
+    // EP 8 with ETP 1: the experts are whole on each rank.
+    run(&moe(14338, 0), "{tp: 8, dp: 8, ep: 8, global_batch: 64, recompute: full, zero_stage: 1}").unwrap();
+}
