@@ -662,6 +662,16 @@ impl SchedRun {
 pub fn validate(file: &str, text: &str) -> Result<Value, String> {
     let f = myriad_scenario::validation::parse_validation(file, text).map_err(|e| e.to_string())?;
     let report = myriad_train::validate::validate(&f.cases, myriad_catalog::catalog());
+    Ok(validation_json(file, &f.warnings, &report))
+}
+
+/// The `myriad-validation-report/1` object of a report already computed (`myriad validate
+/// --json` prints it without predicting every case a second time).
+pub fn validation_json(
+    file: &str,
+    warnings: &[String],
+    report: &myriad_train::validate::ValidationReport,
+) -> Value {
     let cases: Vec<Value> = report
         .cases
         .iter()
@@ -671,22 +681,40 @@ pub fn validate(file: &str, text: &str) -> Result<Value, String> {
                 "predicted_step_time_s": c.predicted_step_time_s,
                 "measured_step_time_s": c.measured_step_time_s,
                 "error": c.error, "superseded": c.superseded, "mfu": c.mfu,
+                "fits": c.fits,
                 "breakdown": c.breakdown, "notes": c.notes, "failure": c.failure,
             })
         })
         .collect();
-    Ok(json!({
+    json!({
         "format": "myriad-validation-report/1",
         "file": file,
-        "warnings": f.warnings,
+        "warnings": warnings,
         "cases": cases,
         "summary": report.summary,
-    }))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::{parse_global_batches, parse_serve_trace};
+
+    /// Each case of the `--json` validation report says whether its plan fits in memory,
+    /// as the validator computes it (`CaseResult::fits` was dropped from the object).
+    #[test]
+    fn validation_json_cases_say_whether_they_fit() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/validation/training-public.json"
+        );
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return;
+        };
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let one = serde_json::json!({"format": v["format"], "cases": [v["cases"][0]]});
+        let j = super::validate("v.json", &one.to_string()).unwrap();
+        assert_eq!(j["cases"][0]["fits"], serde_json::Value::Bool(true), "{j}");
+    }
 
     /// Guards the trace's length check against NaN: `nan` parses as a number and passed
     /// `< 1` and `> most` alike, and `NaN as u32` made it a silent one-token request.

@@ -319,6 +319,16 @@ pub fn candidates(
                         reject(&mut rej, "virtual stages without pipeline", per_vpp);
                         continue;
                     }
+                    if vpp > 1
+                        && matches!(
+                            fixed.schedule,
+                            PipelineSchedule::Gpipe | PipelineSchedule::Dualpipe
+                        )
+                    {
+                        // Only 1F1B and the zero-bubble schedule interleave (`train` refuses).
+                        reject(&mut rej, "virtual stages on gpipe or dualpipe", per_vpp);
+                        continue;
+                    }
                     let stages = pp * vpp;
                     let even = model.layers.is_multiple_of(stages);
                     let with_ends =
@@ -341,6 +351,13 @@ pub fn candidates(
                         }
                         if !dp.is_multiple_of(ep) {
                             reject(&mut rej, "ep does not divide dp", per_ep);
+                            continue;
+                        }
+                        let etp = if ep > 1 { 1 } else { tp };
+                        if myriad_train::plan::check_mlp_split(model, tp, etp, "tp").is_err() {
+                            // Megatron splits every MLP's inner size over TP (ETP): `train`
+                            // refuses it.
+                            reject(&mut rej, "mlp inner size not divisible by tp", per_ep);
                             continue;
                         }
                         for (&mb, &gb) in space

@@ -316,6 +316,11 @@ fn dualpipe_plans_have_an_even_pp() {
     assert!(!plans.is_empty());
     assert!(plans.iter().all(|p| p.pp % 2 == 0), "odd PP under DualPipe");
     assert!(rej.get("dualpipe needs an even pp").is_some_and(|n| *n > 0));
+    // DualPipe has no virtual stages (`train` refuses VPP > 1 with it).
+    assert!(plans.iter().all(|p| p.vpp == 1), "VPP under DualPipe");
+    assert!(rej
+        .get("virtual stages on gpipe or dualpipe")
+        .is_some_and(|n| *n > 0));
     let rejected: u64 = rej.values().sum();
     assert_eq!(plans.len() as u64 + rejected, space.size());
     let r = search(&m, &c, &f, &space, 3, &|_, _| {});

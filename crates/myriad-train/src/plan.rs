@@ -434,6 +434,44 @@ pub fn check_token_budget(
     ))
 }
 
+/// Megatron splits an MLP's inner dimension over the tensor-parallel ranks (column-parallel
+/// up-projection, row-parallel down-projection; `divide` asserts it divides): the dense
+/// MLP's and the shared experts' over TP, the routed experts' over ETP. Checked by
+/// [`resolve`] and by the plan search. `etp_field`: the field that set ETP.
+pub fn check_mlp_split(
+    model: &Transformer,
+    tp: u32,
+    etp: u32,
+    etp_field: &'static str,
+) -> Result<(), PlanError> {
+    let ffn = model.dense_ffn();
+    if model.moe_layers() < model.layers && !ffn.is_multiple_of(tp) {
+        return Err(bad(
+            "tp",
+            format!("the dense MLP's inner size {ffn} is not divisible by TP {tp}"),
+        ));
+    }
+    if let Some(m) = &model.moe {
+        let shared = m.expert_ffn_hidden as u64 * m.shared_experts as u64;
+        if shared > 0 && !shared.is_multiple_of(tp as u64) {
+            return Err(bad(
+                "tp",
+                format!("the shared experts' inner size {shared} is not divisible by TP {tp}"),
+            ));
+        }
+        if !m.expert_ffn_hidden.is_multiple_of(etp) {
+            return Err(bad(
+                etp_field,
+                format!(
+                    "the routed experts' inner size {} (moe.expert_ffn_hidden) is not divisible by ETP {etp}",
+                    m.expert_ffn_hidden
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `moe_grouped_kernel: false` with `moe_full_graph: true` is a contradiction: a CUDA graph
 /// needs the grouped GEMM that reads its per-expert split sizes on the device. Checked by
 /// [`resolve`] and by the plan search, which takes the settings as given.
@@ -607,7 +645,9 @@ pub fn in_flight_micro_batches(
         PipelineSchedule::Dualpipe => ((p + 1) as f64).min(2.0 * m as f64),
         _ if p > 1 && vpp > 1 => {
             let v = vpp as u64;
-            let total = m * v;
+            // Saturating: m·vpp past u64 wrapped (to 0 for 2^62 micro-batches on VPP 4), and
+            // the stage was said to hold no activations.
+            let total = m.saturating_mul(v);
             let warmup = 2 * (p - s - 1) + (v - 1) * (group as u64).max(p);
             (warmup + 1).min(total) as f64 / v as f64
         }
@@ -712,7 +752,39 @@ pub fn resolve(
             ),
         ));
     }
+    // ETP not given is TP's when EP is 1 (1 otherwise, which divides anything).
+    check_mlp_split(
+        model,
+        tp,
+        etp,
+        if spec.etp.is_some() { "etp" } else { "tp" },
+    )?;
     let vpp = spec.vpp.unwrap_or(1);
+    // Virtual stages interleave the chunks of a pipeline's stages under 1F1B (and the
+    // zero-bubble schedule): without a pipeline there is nothing to interleave, and GPipe
+    // and DualPipe have no virtual stages (they were taken silently, GPipe's bubble then
+    // divided by VPP as the interleaved schedule's is).
+    if vpp > 1 {
+        if pp < 2 {
+            return Err(bad(
+                "vpp",
+                format!("VPP {vpp} needs a pipeline (PP 2 or more), got PP {pp}; leave vpp out"),
+            ));
+        }
+        let schedule = spec.pipeline_schedule.unwrap_or(PipelineSchedule::OneFOneB);
+        if matches!(
+            schedule,
+            PipelineSchedule::Gpipe | PipelineSchedule::Dualpipe
+        ) {
+            return Err(bad(
+                "vpp",
+                format!(
+                    "VPP {vpp}: the {} schedule has no virtual stages (interleaving is 1F1B's and the zero-bubble schedule's); leave vpp out",
+                    if schedule == PipelineSchedule::Gpipe { "GPipe" } else { "DualPipe" }
+                ),
+            ));
+        }
+    }
     // Every pipeline chunk holds at least one slot (a layer, the embedding or the loss); the
     // product in u64, as PP and VPP can each be near u32::MAX.
     let stages = pp as u64 * vpp as u64;
@@ -1135,13 +1207,15 @@ fn edge_stages(
             ));
         }
     }
-    let given = first.unwrap_or(0) + last.unwrap_or(0);
-    if given > layers {
+    // In u64: two large counts once wrapped past u32 to a small sum that was accepted.
+    let given = first.unwrap_or(0) as u64 + last.unwrap_or(0) as u64;
+    if given > layers as u64 {
         return Err(bad(
             field,
             format!("first + last stage layers = {given} is more than the model's {layers} layers"),
         ));
     }
+    let given = given as u32;
     let others = pp - first.is_some() as u32 - last.is_some() as u32;
     let rest = layers - given;
     if others == 0 {

@@ -1358,6 +1358,12 @@ pub fn estimate_with(
         (params.attention_per_layer + params.norms_per_layer + params.moe_shared_per_layer)
             / plan.tp as f64;
     let p_layer_experts = params.experts_per_moe_layer / (plan.ep as f64 * plan.etp as f64);
+    // Whether rank `s` holds an output-layer weight of its own: untied, the head's rank;
+    // tied to the input embedding, the head's rank where it is not the embedding's (Megatron
+    // keeps a copy of the word embeddings on the last stage, whose gradients it all-reduces
+    // with the first stage's: `setup_embeddings_and_output_layer`).
+    let own_output =
+        |s: u32| plan.holds_head(s) && (!model.tied_embeddings || !plan.holds_embedding(s));
     let stage_params = |s: u32| -> (f64, f64) {
         let (d, mo) = split(s);
         let mut dense = d * p_layer_dense + mo * p_layer_moe_dense;
@@ -1365,8 +1371,11 @@ pub fn estimate_with(
             dense += params.embedding / plan.tp as f64;
         }
         let mut experts = mo * p_layer_experts;
+        if own_output(s) {
+            dense += params.embedding / plan.tp as f64;
+        }
         if plan.holds_head(s) {
-            dense += (params.output + params.mtp - params.mtp_experts) / plan.tp as f64;
+            dense += (params.mtp - params.mtp_experts) / plan.tp as f64;
             experts += params.mtp_experts / (plan.ep as f64 * plan.etp as f64);
         }
         (dense, experts)
@@ -1448,7 +1457,7 @@ pub fn estimate_with(
         if plan.holds_embedding(crit_idx as u32) {
             mats += 1.0;
         }
-        if plan.holds_head(crit_idx as u32) && !model.tied_embeddings {
+        if own_output(crit_idx as u32) {
             mats += 1.0;
         }
         let vectors = d * t_dense.vectors + mo * t_moe.dense.vectors;
@@ -1718,7 +1727,14 @@ pub fn estimate_with(
                 }
             };
             let (d, mo) = (dense_layers as f64, moe_layers as f64);
-            let w = (d * share(0) + mo * share(model.layers - 1)) / (d + mo).max(1.0);
+            // A layer of each kind: the last layer is dense where `moe.every` leaves it so.
+            let mut of_kind = |moe: bool, n: f64| -> f64 {
+                match model.layer_of_kind(moe) {
+                    Some(layer) if n > 0.0 => n * share(layer),
+                    _ => 0.0,
+                }
+            };
+            let w = (of_kind(false, d) + of_kind(true, mo)) / (d + mo).max(1.0);
             w * flops.forward
         }
         Recompute::Full => plan.recompute_fraction * flops.forward,

@@ -81,9 +81,10 @@ pub fn case_scenario(
     cat: &Catalog,
 ) -> Result<(Scenario, Vec<String>), String> {
     let sys = &case.system;
+    check_system(sys)?;
     let acc = cat
         .accelerator(&sys.accelerator)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("system.accelerator: {}", e.message()))?;
     let mut notes = Vec::new();
     // Scale-up system: holds the accelerator; prefer matching node size, then the smallest
     // domain at least as large as the stated one.
@@ -102,7 +103,7 @@ pub fn case_scenario(
             (node_mismatch, too_small, dom.abs_diff(want_domain))
         })
         .ok_or_else(|| format!("no scale-up system in the catalog holds `{}`", acc.id))?;
-    // Fabric: the stated kind and per-accelerator rate.
+    // Fabric: the stated kind (checked by `check_system`) and per-accelerator rate.
     let kind = match sys.scale_out_fabric.as_deref() {
         Some("infiniband") => Some(FabricKind::Infiniband),
         Some("roce") => Some(FabricKind::Roce),
@@ -157,6 +158,41 @@ pub fn case_scenario(
         scheduling: None,
     };
     Ok((scenario, notes))
+}
+
+/// Range checks on a case's `system` block, as `system.<field>: <why>`: a zero count,
+/// node or domain size, a rate that is not a positive number and a fabric other than
+/// `infiniband` or `roce` were taken silently (a count of 0 as the cluster's
+/// `cluster.count`, a field the validation format does not have; `ib` as no fabric stated).
+fn check_system(sys: &myriad_scenario::validation::ValidationSystem) -> Result<(), String> {
+    if sys.count == 0 {
+        return Err("system.count: must be at least 1, got 0".into());
+    }
+    for (name, v) in [
+        ("per_node", sys.per_node),
+        ("scale_up_domain", sys.scale_up_domain),
+    ] {
+        if v == Some(0) {
+            return Err(format!(
+                "system.{name}: must be at least 1, got 0 (leave it out or null if unknown)"
+            ));
+        }
+    }
+    if let Some(g) = sys.scale_out_gbps_per_accelerator {
+        if !(g > 0.0 && g.is_finite()) {
+            return Err(format!(
+                "system.scale_out_gbps_per_accelerator: {g} is not a positive number of Gb/s"
+            ));
+        }
+    }
+    if let Some(f) = sys.scale_out_fabric.as_deref() {
+        if f != "infiniband" && f != "roce" {
+            return Err(format!(
+                "system.scale_out_fabric: `{f}` is not `infiniband` or `roce` (or null)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Megatron-Bridge's performance recipes of the MoE models per release

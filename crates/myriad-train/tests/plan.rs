@@ -94,7 +94,17 @@ fn the_interleaved_schedule_needs_at_least_pp_micro_batches() {
     );
     let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
     assert_eq!(t.plan.vpp_group, 12);
-    assert_eq!(t.estimate.memory.in_flight_micro_batches, 12.0);
+    // (The peak is the last stage, which holds GPT-3's tied embedding copy and the logits.)
+    let p = &t.plan;
+    let first = myriad_train::plan::in_flight_micro_batches(
+        p.schedule,
+        p.pp,
+        p.vpp,
+        p.vpp_group,
+        0,
+        p.micro_batches(),
+    );
+    assert_eq!(first, 12.0);
     assert_eq!(
         err("{tp: 4, pp: 8, dp: 32, vpp: 12, global_batch: 384, micro_batch: 1, vpp_group: 7}"),
         "training.vpp_group: vpp_group 7 must lie between PP = 8 and the 12 micro-batches per step"
@@ -1598,6 +1608,19 @@ fn edge_stages_of_zero_layers_are_errors() {
     );
 }
 
+/// `first_stage_layers + last_stage_layers` was summed in u32: 4294967295 + 3 wrapped to 2,
+/// passed the check against the model's layers, and the plan was estimated with a first
+/// stage of four billion layers (its block-recompute candidates ran the process out of
+/// memory).
+#[test]
+fn edge_stage_layers_past_u32_are_more_than_the_layers() {
+    let e = dsv3("first_stage_layers: 4294967295, last_stage_layers: 3").unwrap_err();
+    assert_eq!(
+        e,
+        "training.first_stage_layers: first + last stage layers = 4294967298 is more than the model's 61 layers"
+    );
+}
+
 /// `vpp_group: 0` was an error about the step's micro-batch count that never named the 0.
 #[test]
 fn a_vpp_group_of_zero_is_named() {
@@ -1691,7 +1714,132 @@ fn interleaved_exposed_transfers(p: usize, v: usize, m: usize) -> f64 {
 /// micro-batches, and are the whole path through the p·v virtual stages: p·v − 1 each way.
 #[test]
 fn interleaved_warm_up_and_cool_down_expose_every_virtual_stage_boundary() {
-    for (p, v, m) in [(2, 2, 4), (4, 2, 8), (4, 4, 32), (8, 8, 16), (8, 8, 64), (8, 12, 16), (16, 4, 32)] {
-        assert_eq!(interleaved_exposed_transfers(p, v, m), (p * v - 1) as f64, "p {p} v {v} m {m}");
+    for (p, v, m) in [
+        (2, 2, 4),
+        (4, 2, 8),
+        (4, 4, 32),
+        (8, 8, 16),
+        (8, 8, 64),
+        (8, 12, 16),
+        (16, 4, 32),
+    ] {
+        assert_eq!(
+            interleaved_exposed_transfers(p, v, m),
+            (p * v - 1) as f64,
+            "p {p} v {v} m {m}"
+        );
     }
+}
+
+/// GPT-3's output layer is tied to its input embedding; with PP > 1 the last stage holds a
+/// copy of the word embeddings of its own (Megatron's `setup_embeddings_and_output_layer`:
+/// the copy's gradients are all-reduced with the first stage's), which the memory model
+/// left out. GPipe holds every micro-batch on every stage and the last adds the logits, so
+/// the last stage is the peak: its weights by hand, 48 layers of 12·h² + 2·h and the
+/// 51,200 × h copy over TP 8, in bf16.
+#[test]
+fn tied_embeddings_keep_a_copy_on_the_last_pipeline_stage() {
+    let (s, c, m) = setup(
+        "{tp: 8, pp: 2, dp: 64, global_batch: 128, micro_batch: 1, pipeline_schedule: gpipe, recompute: full, zero_stage: 1}",
+    );
+    assert!(m.tied_embeddings);
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+    let mem = &t.estimate.memory;
+    assert_eq!(mem.peak_stage, 1);
+    let h = 12288.0f64;
+    let params = 48.0 * (12.0 * h * h + 2.0 * h) + 51200.0 * h;
+    let want = params / 8.0 * 2.0 / (1u64 << 30) as f64;
+    assert!(
+        (mem.weights_gib - want).abs() < 1e-9 * want,
+        "{} GiB vs {want} by hand",
+        mem.weights_gib
+    );
+}
+
+/// Interleaved 1F1B's chunk count m·vpp was multiplied in u64: 2^62 micro-batches on VPP 4
+/// wrapped to 0, the last stage was said to hold no micro-batch in flight, and a plan was
+/// reported to fit on no activations. By hand: the last of 8 stages warms up
+/// (vpp − 1)·PP = 24 chunks, holds 25, i.e. 25 / 4 micro-batches.
+#[test]
+fn interleaved_in_flight_micro_batches_do_not_wrap() {
+    use myriad_scenario::PipelineSchedule;
+    let f = myriad_train::plan::in_flight_micro_batches(
+        PipelineSchedule::OneFOneB,
+        8,
+        4,
+        8,
+        7,
+        1u64 << 62,
+    );
+    assert_eq!(f, 25.0 / 4.0);
+}
+
+/// VPP without a pipeline, or with a schedule that has no virtual stages, was taken
+/// silently: GPipe with VPP 2 had its bubble halved as if interleaved (its in-flight
+/// micro-batches stayed GPipe's), DualPipe ignored it, PP 1 printed "PP 1 (VPP 2)".
+#[test]
+fn virtual_stages_need_a_pipeline_and_an_interleaving_schedule() {
+    assert_eq!(
+        err("{tp: 8, pp: 1, dp: 128, vpp: 2}"),
+        "training.vpp: VPP 2 needs a pipeline (PP 2 or more), got PP 1; leave vpp out"
+    );
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, vpp: 2, global_batch: 64, pipeline_schedule: gpipe}"),
+        "training.vpp: VPP 2: the GPipe schedule has no virtual stages (interleaving is 1F1B's and the zero-bubble schedule's); leave vpp out"
+    );
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, vpp: 2, global_batch: 64, pipeline_schedule: dualpipe}"),
+        "training.vpp: VPP 2: the DualPipe schedule has no virtual stages (interleaving is 1F1B's and the zero-bubble schedule's); leave vpp out"
+    );
+    let (s, c, m) =
+        setup("{tp: 8, pp: 8, dp: 16, vpp: 2, global_batch: 64, pipeline_schedule: zero-bubble}");
+    myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+}
+
+/// Megatron splits every MLP's inner size over the TP (routed experts: ETP) ranks and
+/// refuses a size they do not divide; such plans were estimated with fractional shards.
+#[test]
+fn mlp_inner_sizes_must_split_over_tp() {
+    let run = |model: &str, training: &str| -> Result<(), String> {
+        let text = format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 64, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {model}\ntraining: {training}\n");
+        let cat = myriad_catalog::catalog();
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 64)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let plan = "{tp: 8, dp: 8, global_batch: 64, recompute: full, zero_stage: 1}";
+    assert_eq!(
+        run("{preset: llama3-8b, ffn_hidden: 14340}", plan).unwrap_err(),
+        "training.tp: the dense MLP's inner size 14340 is not divisible by TP 8"
+    );
+    run("{preset: llama3-8b}", plan).unwrap();
+    // Routed experts split over ETP (TP's when EP is 1), shared experts over TP.
+    let moe = |expert: u32, shared: u32| {
+        format!("{{preset: mixtral-8x7b, seq_len: 4096, moe: {{experts: 8, top_k: 2, expert_ffn_hidden: {expert}, shared_experts: {shared}}}}}")
+    };
+    assert_eq!(
+        run(&moe(14338, 0), plan).unwrap_err(),
+        "training.tp: the routed experts' inner size 14338 (moe.expert_ffn_hidden) is not divisible by ETP 8"
+    );
+    assert_eq!(
+        run(&moe(14338, 0), "{tp: 8, dp: 8, ep: 2, etp: 4, global_batch: 64, recompute: full, zero_stage: 1}").unwrap_err(),
+        "training.etp: the routed experts' inner size 14338 (moe.expert_ffn_hidden) is not divisible by ETP 4"
+    );
+    assert_eq!(
+        run(
+            &moe(14338, 1),
+            "{tp: 8, dp: 8, ep: 8, global_batch: 64, recompute: full, zero_stage: 1}"
+        )
+        .unwrap_err(),
+        "training.tp: the shared experts' inner size 14338 is not divisible by TP 8"
+    );
+    // EP 8 with ETP 1: the experts are whole on each rank.
+    run(
+        &moe(14338, 0),
+        "{tp: 8, dp: 8, ep: 8, global_batch: 64, recompute: full, zero_stage: 1}",
+    )
+    .unwrap();
 }

@@ -134,3 +134,34 @@ fn modules_that_do_not_apply_are_refused() {
         "{e}"
     );
 }
+
+/// HFU counts the recomputed share of each kind of layer from a layer of that kind: it took
+/// the last layer as the MoE one, which under `moe.every: 2` with an odd layer count is
+/// dense, so recomputing the whole MoE block (`moe`) counted no recomputed FLOPs at all
+/// (HFU equal to MFU). Layers 0 and 2 dense, layer 1 MoE: the MoE block is recomputed once
+/// per step in three layers, so HFU exceeds MFU.
+#[test]
+fn hfu_counts_the_moe_layers_recompute_when_the_last_layer_is_dense() {
+    let cat = myriad_catalog::catalog();
+    let text = "format: myriad/1\ncluster: {accelerator: b200, count: 64, scale_up: hgx-b200, scale_out: {fabric: infiniband-ndr}}\nmodel: {name: t, layers: 3, hidden: 2880, ffn_hidden: 2880, heads: 64, kv_heads: 8, head_dim: 64, vocab: 201088, seq_len: 4096, gated_mlp: true, moe: {experts: 128, top_k: 4, expert_ffn_hidden: 2880, every: 2}}\ntraining: {tp: 1, pp: 1, dp: 64, ep: 8, global_batch: 64, micro_batch: 1, recompute_modules: [moe], zero_stage: 1}\n";
+    let s = parse_scenario("t.yaml", text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    assert!(!m.is_moe_layer(2) && m.is_moe_layer(1));
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 64).unwrap();
+    let e = &t.estimate;
+    assert!(e.breakdown.recompute_s > 0.0);
+    // The MoE block's forward FLOPs (router, four routed experts' SwiGLU of 3·h·ffn weights)
+    // over the forward of the whole model, per token: at least the experts' 2·4·3·h·ffn over
+    // three layers and the head.
+    let experts = 2.0 * 4.0 * 3.0 * 2880.0 * 2880.0;
+    let per_token = m.flops_per_sequence().forward / 4096.0;
+    let want = experts / per_token;
+    let got = e.hfu / e.mfu - 1.0;
+    // Model FLOPs are 3× forward; the recomputed ones one forward of the MoE block.
+    assert!(
+        got >= want / 3.0 * 0.999,
+        "HFU/MFU - 1 = {got}, want at least {}",
+        want / 3.0
+    );
+}

@@ -409,3 +409,54 @@ fn a_case_without_a_positive_measured_time_fails_with_the_field() {
     assert_eq!(r.summary.count, 1);
     assert!(r.summary.mae.is_finite());
 }
+
+/// A case's `system` block out of range fails the case with the field path of the
+/// validation format: a count of 0 was reported as `cluster.count` (a scenario field the
+/// file does not have), an unknown accelerator without its field, and a zero node or domain
+/// size, a negative NIC rate or a fabric other than infiniband/roce (`ib`) were taken
+/// silently (the case scored with another system than stated).
+#[test]
+fn a_case_with_an_impossible_system_fails_with_the_field() {
+    let Some(mut cases) = common::cases_of(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/validation/training-public.json"
+    )) else {
+        return;
+    };
+    cases.truncate(1);
+    let cat = myriad_catalog::catalog();
+    let fail = |edit: &dyn Fn(&mut myriad_scenario::validation::ValidationSystem)| {
+        let mut c = cases.clone();
+        edit(&mut c[0].system);
+        let r = myriad_train::validate::validate(&c, cat);
+        r.cases[0].failure.clone().unwrap_or_default()
+    };
+    assert_eq!(
+        fail(&|s| s.count = 0),
+        "system.count: must be at least 1, got 0"
+    );
+    assert_eq!(
+        fail(&|s| s.per_node = Some(0)),
+        "system.per_node: must be at least 1, got 0 (leave it out or null if unknown)"
+    );
+    assert_eq!(
+        fail(&|s| s.scale_up_domain = Some(0)),
+        "system.scale_up_domain: must be at least 1, got 0 (leave it out or null if unknown)"
+    );
+    assert_eq!(
+        fail(&|s| s.scale_out_gbps_per_accelerator = Some(-400.0)),
+        "system.scale_out_gbps_per_accelerator: -400 is not a positive number of Gb/s"
+    );
+    assert_eq!(
+        fail(&|s| s.scale_out_fabric = Some("ib".into())),
+        "system.scale_out_fabric: `ib` is not `infiniband` or `roce` (or null)"
+    );
+    let f = fail(&|s| s.accelerator = "h1000".into());
+    assert!(
+        f.starts_with("system.accelerator: `h1000` is not a known accelerator; closest: "),
+        "{f}"
+    );
+    // The case as stated still scores.
+    let r = myriad_train::validate::validate(&cases, cat);
+    assert!(r.cases[0].failure.is_none() && r.cases[0].error.is_some());
+}

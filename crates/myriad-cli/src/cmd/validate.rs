@@ -13,7 +13,7 @@ pub fn run(path: &Path, json: bool, case: Option<&str>) -> Result<(), String> {
     }
     let report = myriad_train::validate::validate(&file.cases, myriad_catalog::catalog());
     if json {
-        let out = myriad_api::validate(&name, &text)?;
+        let out = myriad_api::validation_json(&name, &file.warnings, &report);
         super::print_json(&out)?;
         return Ok(());
     }
