@@ -265,7 +265,9 @@ pub fn collective_input_named(
             let model = m
                 .resolve(cat)
                 .map_err(|(p, e)| format!("{file}: model.{p}: {e}"))?;
-            let n = t.accelerators.unwrap_or(s.cluster.count);
+            // As `train` reads it: more than the cluster holds is an error, not a plan laid
+            // over accelerators that do not exist.
+            let n = super::training_accelerators(s, t, file)?;
             Some(
                 myriad_train::resolve(t, &model, &cluster, n)
                     .map_err(|e| format!("{file}: {e}"))?
@@ -389,4 +391,35 @@ pub fn timed_as_note(size: u64, span: &GroupSpan) -> String {
             .collect::<Vec<_>>()
             .join(" × ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::collective_input;
+
+    fn scenario(training: &str) -> myriad_scenario::Scenario {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 64, scale_up: hgx-h100}}\n\
+             model: {{preset: llama3-8b}}\ntraining: {training}\n"
+        );
+        crate::scenario("s.yaml", &text).unwrap()
+    }
+
+    /// `training.accelerators` past `cluster.count` laid the plan over 128 accelerators of
+    /// a 64-accelerator cluster and timed its DP group; `train` refuses it.
+    #[test]
+    fn a_plan_on_more_accelerators_than_the_cluster_is_an_error() {
+        let s = scenario("{accelerators: 128, global_batch: 512, micro_batch: 1}");
+        let e = collective_input(&s, "s.yaml", "all-reduce", Some("1MiB"), None, "dp", "auto")
+            .err()
+            .expect("an error");
+        assert_eq!(
+            e,
+            "s.yaml: training.accelerators: 128 is more than cluster.count 64"
+        );
+        let s = scenario("{accelerators: 32, global_batch: 512, micro_batch: 1}");
+        let i = collective_input(&s, "s.yaml", "all-reduce", Some("1MiB"), None, "dp", "auto")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(i.ranks.len(), 32);
+    }
 }
