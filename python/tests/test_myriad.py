@@ -373,3 +373,13 @@ def test_reliability_days_errors_name_the_keyword_not_the_clis_flag():
         with pytest.raises(ValueError, match=rf": days: {d}(\.0)? is not a positive number of days$") as e:
             myriad.reliability(rel, days=d, replicas=2)
         assert "--" not in str(e.value), e.value
+
+
+def test_sched_policy_errors_name_the_keyword_not_the_clis_flag():
+    # The engine's messages named the CLI's `--policies` in Python too.
+    mixed = ROOT / "examples" / "sched-nvl72-mixed.yaml"
+    for bad, want in (([], "no policy given"), ("fifo,fifo", "`fifo` is given twice"), (["backfil"], "did you mean backfill")):
+        with pytest.raises(ValueError, match="^" + re.escape(f"{mixed}: policies: ")) as e:
+            myriad.sched(mixed, policies=bad)
+        assert want in str(e.value) and "--" not in str(e.value), e.value
+

@@ -558,6 +558,36 @@ pub fn sched(
     policies: Option<&[String]>,
     seed: Option<u64>,
 ) -> Result<SchedRun, String> {
+    sched_named(s, base, openb, read, policies, seed, Naming::Cli)
+}
+
+/// [`sched`] with errors naming the policies argument as `naming` says (the Python
+/// package's `policies` rather than the CLI's `--policies`).
+pub fn sched_named(
+    s: Option<(&Scenario, &str)>,
+    base: &std::path::Path,
+    openb: Option<&std::path::Path>,
+    read: Reader,
+    policies: Option<&[String]>,
+    seed: Option<u64>,
+    naming: Naming,
+) -> Result<SchedRun, String> {
+    sched_run(s, base, openb, read, policies, seed).map_err(|e| match naming {
+        Naming::Cli => e,
+        // The engine names the argument by the CLI's flag (`--policies: ...`,
+        // `FILE: --policies: ...`); a policy name itself is quoted in backticks.
+        Naming::Keywords => e.replacen("--policies", "policies", 1),
+    })
+}
+
+fn sched_run(
+    s: Option<(&Scenario, &str)>,
+    base: &std::path::Path,
+    openb: Option<&std::path::Path>,
+    read: Reader,
+    policies: Option<&[String]>,
+    seed: Option<u64>,
+) -> Result<SchedRun, String> {
     let openb_texts = |dir: &std::path::Path, pods: &str| -> Result<(String, String), String> {
         Ok((
             read(&dir.join("openb_node_list_all_node.csv"))?,

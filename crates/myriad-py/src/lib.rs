@@ -265,13 +265,14 @@ fn sched(
     let files = Files::default();
     py.detach(|| {
         let s = text.map(|t| myriad_api::scenario(file, t)).transpose()?;
-        myriad_api::sched(
+        myriad_api::sched_named(
             s.as_ref().map(|s| (s, file)),
             std::path::Path::new(base),
             openb.as_deref().map(std::path::Path::new),
             &|p: &std::path::Path| files.read(p),
             policies.as_deref(),
             seed,
+            myriad_api::Naming::Keywords,
         )
         .map(|r| r.json())
     })
