@@ -139,6 +139,9 @@ def _global_batches(gb: Union[int, str, Sequence[int]]) -> list:
     if isinstance(gb, str):
         return _myriad.parse_global_batches(gb)  # the CLI's parser
     items: list
+    if isinstance(gb, (bytes, bytearray)):
+        # Iterated, b"512" was the batches 53, 49 and 50 (its bytes).
+        raise bad
     if isinstance(gb, Iterable):
         items = list(gb)
     else:
@@ -155,7 +158,7 @@ def _global_batches(gb: Union[int, str, Sequence[int]]) -> list:
         elif isinstance(x, bool) or not isinstance(x, numbers.Integral):
             raise bad
         v = int(x)
-        if v < 1:
+        if not 1 <= v <= _U64:  # past u64, pyo3's nameless OverflowError
             raise bad
         out.append(v)
     if not out:

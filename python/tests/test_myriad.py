@@ -383,3 +383,19 @@ def test_sched_policy_errors_name_the_keyword_not_the_clis_flag():
             myriad.sched(mixed, policies=bad)
         assert want in str(e.value) and "--" not in str(e.value), e.value
 
+
+def test_a_global_batch_of_bytes_or_past_u64_is_an_error_naming_it():
+    node = {
+        "format": "myriad/1",
+        "cluster": {"accelerator": "h100-sxm", "count": 8, "scale_up": "hgx-h100"},
+        "model": {"preset": "llama3-8b"},
+        "training": {"global_batch": 64, "micro_batch": 1},
+    }
+    # b"64" was iterated: the batches 54 and 52 were searched without a word; 2**64 was
+    # pyo3's nameless OverflowError "int too big to convert".
+    for bad in (b"64", bytearray(b"64"), 1 << 64, [64, 1 << 64]):
+        with pytest.raises(ValueError, match=r"^global_batch: "):
+            myriad.search(node, top=1, global_batch=bad)
+    most = myriad.search(node, top=1, global_batch=(1 << 64) - 1)
+    assert most["best"]["plan"]["global_batch"] == (1 << 64) - 1
+
