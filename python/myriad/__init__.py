@@ -108,6 +108,17 @@ def _uint(name: str, v: Any, lo: int = 0, hi: int = _U64, bits: int = 64) -> Opt
     return i
 
 
+def _str(name: str, v: Any, none: bool = False) -> Optional[str]:
+    """``v`` as the engine's text argument ``name`` (``None`` as it is where ``none``): any
+    other type is a ``TypeError`` naming ``name``, rather than pyo3's nameless "'int'
+    object is not an instance of 'str'"."""
+    if v is None and none:
+        return None
+    if not isinstance(v, str):
+        raise TypeError(f"{name}: {v!r} is not a string")
+    return v
+
+
 def _text(scenario: Scenario) -> tuple[str, str]:
     """(file name for messages, scenario text)."""
     if isinstance(scenario, Mapping):
@@ -196,6 +207,11 @@ def reliability(
     (``myriad reliability --json``); ``compare`` from ``size``, ``domain``,
     ``checkpoint`` (a list, or the CLI's ``"size,domain"`` or ``"all"``)."""
     cmp = [compare] if isinstance(compare, str) else list(compare)
+    cmp = [_str("compare", c) for c in cmp]
+    if days is not None:
+        if isinstance(days, bool) or not isinstance(days, numbers.Real):
+            raise TypeError(f"days: {days!r} is not a number")
+        days = float(days)
     replicas = _uint("replicas", replicas, lo=1, hi=_myriad.MAX_REPLICAS, bits=32)
     seed = _uint("seed", seed)
     return json.loads(_myriad.reliability(*_text(scenario), days, replicas, seed, cmp))
@@ -251,7 +267,7 @@ def sched(
     if isinstance(policies, str):
         pol: Optional[list] = [policies]  # the CLI's "fifo,backfill"
     else:
-        pol = list(policies) if policies is not None else None
+        pol = [_str("policies", p) for p in policies] if policies is not None else None
     return json.loads(_myriad.sched(file, text, base, ob, pol, seed))
 
 
@@ -269,6 +285,8 @@ def collective(
     or ``sweep`` (``"8B..16GiB"``); ``group`` tp, dp, ep, pp, cp, all or ranks ``"0-7"``.
     (The flow-level backend is the CLI's ``--backend flow``.)"""
     b = None if bytes is None else str(bytes)
+    op, group, algorithm = _str("op", op), _str("group", group), _str("algorithm", algorithm)
+    sweep = _str("sweep", sweep, none=True)
     return json.loads(_myriad.collective(*_text(scenario), op, b, sweep, group, algorithm))
 
 

@@ -399,3 +399,26 @@ def test_a_global_batch_of_bytes_or_past_u64_is_an_error_naming_it():
     most = myriad.search(node, top=1, global_batch=(1 << 64) - 1)
     assert most["best"]["plan"]["global_batch"] == (1 << 64) - 1
 
+
+def test_an_argument_of_the_wrong_type_is_an_error_naming_it():
+    # pyo3 named no argument: "must be real number, not str", "'None' is not an instance
+    # of 'str'".
+    rel = ROOT / "examples" / "reliability-llama3.yaml"
+    mixed = ROOT / "examples" / "sched-nvl72-mixed.yaml"
+    cases = [
+        (lambda: myriad.reliability(rel, days="3", replicas=2), r"^days: '3' is not a number$"),
+        (lambda: myriad.reliability(rel, days=True, replicas=2), r"^days: True is not a number$"),
+        (lambda: myriad.reliability(rel, replicas=2, compare=["size", 1]), r"^compare: 1 is not a string$"),
+        (lambda: myriad.sched(mixed, policies=["fifo", None]), r"^policies: None is not a string$"),
+        (lambda: myriad.collective(SUPERPOD, None, bytes=1), r"^op: None is not a string$"),
+        (lambda: myriad.collective(SUPERPOD, "all-reduce", bytes=1, group=8), r"^group: 8 is not a string$"),
+        (lambda: myriad.collective(SUPERPOD, "all-reduce", bytes=1, algorithm=None), r"^algorithm: None is not a string$"),
+        (lambda: myriad.collective(SUPERPOD, "all-reduce", sweep=1024), r"^sweep: 1024 is not a string$"),
+    ]
+    for call, want in cases:
+        with pytest.raises(TypeError, match=want):
+            call()
+    # A whole number of days is a number of days.
+    a = myriad.reliability(rel, days=3, replicas=2)
+    assert a == myriad.reliability(rel, days=3.0, replicas=2)
+    assert a["days"] == 3.0
