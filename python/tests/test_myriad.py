@@ -422,3 +422,17 @@ def test_an_argument_of_the_wrong_type_is_an_error_naming_it():
     a = myriad.reliability(rel, days=3, replicas=2)
     assert a == myriad.reliability(rel, days=3.0, replicas=2)
     assert a["days"] == 3.0
+
+
+def test_the_module_docstring_examples_print_what_they_show(monkeypatch):
+    # They are skipped by doctest (their paths are the repository's): the step time shown,
+    # 8.21 s, was stale beside the 8.89 s the superpod's train gives.
+    import doctest
+
+    monkeypatch.chdir(ROOT)
+    text = myriad.__doc__.replace("# doctest: +SKIP", "")
+    test = doctest.DocTestParser().get_doctest(text, {}, "myriad", None, 0)
+    assert len(test.examples) == 5
+    runner = doctest.DocTestRunner()
+    runner.run(test)
+    assert runner.failures == 0
