@@ -25,6 +25,7 @@ import numbers
 import os
 import re
 import struct
+import sys
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _myriad
@@ -55,8 +56,13 @@ def _json(value: Any, name: str) -> str:
     is an error naming its field, as the engine names a field it refuses (``json.dumps``
     would write ``NaN``, which no parser takes, or name no field)."""
 
+    # numpy's booleans (a DataFrame's bool cells) are neither bool nor numbers.Real; numpy
+    # is imported already wherever one exists.
+    np = sys.modules.get("numpy")
+    np_bool = (np.bool_,) if np is not None else ()
+
     def check(v: Any, path: str) -> None:
-        if isinstance(v, (str, bool)) or v is None:
+        if isinstance(v, (str, bool, *np_bool)) or v is None:
             return
         if isinstance(v, numbers.Real):
             if not math.isfinite(v):
@@ -78,7 +84,9 @@ def _json(value: Any, name: str) -> str:
             "(str, number, bool, None, list or dict)"
         )
 
-    def plain(v: Any) -> Any:  # numpy's and other numbers.Real types
+    def plain(v: Any) -> Any:  # numpy's booleans and numbers.Real types
+        if isinstance(v, np_bool):
+            return bool(v)
         if isinstance(v, numbers.Integral):
             return int(v)
         if isinstance(v, numbers.Real):

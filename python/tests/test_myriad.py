@@ -229,6 +229,24 @@ def test_a_dict_value_json_cannot_hold_is_an_error_naming_its_field():
     assert myriad.train(s)["accelerators"] == 64
 
 
+def test_a_numpy_bool_in_a_dict_is_a_bool():
+    # A DataFrame's bool cell (numpy.bool_) is neither bool nor numbers.Real: it was
+    # refused as "a bool is not a JSON value (str, number, bool, ...)".
+    np = pytest.importorskip("numpy")
+    s = {
+        "format": "myriad/1",
+        "cluster": {"accelerator": "h100-sxm", "count": 64, "scale_up": "hgx-h100"},
+        "model": {"preset": "llama3-8b"},
+        "training": {"tp": 2, "global_batch": 512, "micro_batch": 1},
+    }
+    for v in (True, False):
+        s["training"]["sequence_parallel"] = v
+        want = myriad.train(s)
+        assert want["plan"]["sequence_parallel"] is v
+        s["training"]["sequence_parallel"] = np.bool_(v)
+        assert myriad.train(s) == want
+
+
 def test_a_missing_file_is_a_file_not_found_error_naming_it(tmp_path):
     # Scenario files already were (Python's open); the sweep spec, an openb directory's
     # files and a serving trace were ValueErrors.
