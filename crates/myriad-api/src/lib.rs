@@ -388,11 +388,14 @@ pub type Reader<'a> = &'a dyn Fn(&std::path::Path) -> Result<String, String>;
 /// JSON lines (`{"arrival_s":..,"input_tokens":..,"output_tokens":..}`).
 pub fn parse_serve_trace(name: &str, text: &str) -> Result<Vec<(f64, u32, u32)>, String> {
     let mut out = Vec::new();
+    // The first record (after blank and `#` lines) may be a header.
+    let mut first = true;
     for (i, line) in text.lines().enumerate() {
         let l = line.trim();
         if l.is_empty() || l.starts_with('#') {
             continue;
         }
+        let header_may_be_here = std::mem::replace(&mut first, false);
         let row = if l.starts_with('{') {
             let v: serde_json::Value = serde_json::from_str(l)
                 .map_err(|e| format!("{name}: line {}: invalid JSON: {e}", i + 1))?;
@@ -412,7 +415,7 @@ pub fn parse_serve_trace(name: &str, text: &str) -> Result<Vec<(f64, u32, u32)>,
             }
             match (f[0].parse(), f[1].parse(), f[2].parse()) {
                 (Ok(a), Ok(b), Ok(c)) => (a, b, c),
-                _ if out.is_empty() && i == 0 => continue, // header
+                _ if header_may_be_here => continue, // header
                 _ => return Err(format!("{name}: line {}: not three numbers: `{l}`", i + 1)),
             }
         };
@@ -733,6 +736,25 @@ mod tests {
             parse_serve_trace("t.csv", "0,5,5\n0.5,10,10\n").unwrap(),
             [(0.0, 5, 5), (0.5, 10, 10)]
         );
+    }
+
+    /// The header was taken on the file's first line only: after a comment or a blank line
+    /// (both skipped) it was "line 2: not three numbers". It is still one line, first.
+    #[test]
+    fn a_trace_header_after_a_comment_is_a_header() {
+        for text in [
+            "# from a benchmark\narrival_s,input_tokens,output_tokens\n0,5,5\n",
+            "\narrival_s,input_tokens,output_tokens\n0,5,5\n",
+            "arrival_s,input_tokens,output_tokens\n0,5,5\n",
+        ] {
+            assert_eq!(
+                parse_serve_trace("t.csv", text).unwrap(),
+                [(0.0, 5, 5)],
+                "{text:?}"
+            );
+        }
+        let e = parse_serve_trace("t.csv", "# c\n0,5,5\na,b,c\n").unwrap_err();
+        assert_eq!(e, "t.csv: line 3: not three numbers: `a,b,c`");
     }
 
     /// A serving measurements file read by serde_json kept the last of two equal keys.
