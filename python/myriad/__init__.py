@@ -346,4 +346,8 @@ def report(kind: str, result: Mapping[str, Any]) -> str:
     """The self-contained HTML report of a result of ``cluster``, ``train``, ``search``,
     ``plan``, ``reliability``, ``serve`` or ``sched`` (what ``--report FILE.html``
     writes)."""
+    kind = _str("kind", kind)
+    if not isinstance(result, Mapping):
+        # null, a number or a list made a page of dashes without a word.
+        raise TypeError(f"result: a {type(result).__name__} is not a command's result (a dict)")
     return _myriad.report(kind, _json(result, "result"))

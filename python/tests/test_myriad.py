@@ -432,6 +432,9 @@ def test_an_argument_of_the_wrong_type_is_an_error_naming_it():
         (lambda: myriad.collective(SUPERPOD, "all-reduce", bytes=1, group=8), r"^group: 8 is not a string$"),
         (lambda: myriad.collective(SUPERPOD, "all-reduce", bytes=1, algorithm=None), r"^algorithm: None is not a string$"),
         (lambda: myriad.collective(SUPERPOD, "all-reduce", sweep=1024), r"^sweep: 1024 is not a string$"),
+        (lambda: myriad.report(None, {}), r"^kind: None is not a string$"),
+        (lambda: myriad.report("train", None), r"^result: a NoneType is not a command's result \(a dict\)$"),
+        (lambda: myriad.report("train", [1]), r"^result: a list is not a command's result"),
     ]
     for call, want in cases:
         with pytest.raises(TypeError, match=want):
