@@ -239,16 +239,23 @@ def _base(scenario: Scenario) -> str:
 
 
 def serve(
-    scenario: Scenario, seed: Optional[int] = None, requests: Optional[int] = None
+    scenario: Scenario,
+    seed: Optional[int] = None,
+    requests: Optional[int] = None,
+    load_sweep: bool = False,
 ) -> dict:
     """Simulate the scenario's ``serving`` deployment request by request: throughput,
     TTFT/TPOT percentiles, goodput, KV-cache use (``myriad serve --json``); with
     ``serving.concurrency`` (a closed loop of clients), also ``concurrency_sweep``:
-    throughput per accelerator against each user's speed at 1, 2, 4, ... clients."""
+    throughput per accelerator against each user's speed at 1, 2, 4, ... clients.
+    ``load_sweep=True`` adds ``load_sweep``: latency and throughput at 25% to 150% of the
+    arrival rate, which ``report("serve", ...)`` charts as ``--report`` does."""
     seed = _uint("seed", seed)
     requests = _uint("requests", requests, lo=1, hi=_myriad.MAX_REQUESTS)
+    if not isinstance(load_sweep, bool):
+        raise TypeError(f"load_sweep: {load_sweep!r} is not True or False")
     file, text = _text(scenario)
-    return json.loads(_myriad.serve(file, text, _base(scenario), seed, requests))
+    return json.loads(_myriad.serve(file, text, _base(scenario), seed, requests, load_sweep))
 
 
 def serve_validate(measurements: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> dict:
@@ -345,7 +352,9 @@ def _frame(csv: str):
 def report(kind: str, result: Mapping[str, Any]) -> str:
     """The self-contained HTML report of a result of ``cluster``, ``train``, ``search``,
     ``plan``, ``reliability``, ``serve`` or ``sched`` (what ``--report FILE.html``
-    writes)."""
+    writes for the same result: the CLI's report also compares cluster sizes for
+    ``reliability``, as ``compare="size"`` does, and charts latency against load for
+    ``serve``, as ``serve(..., load_sweep=True)`` gives)."""
     kind = _str("kind", kind)
     if not isinstance(result, Mapping):
         # null, a number or a list made a page of dashes without a word.

@@ -457,3 +457,23 @@ def test_the_module_docstring_examples_print_what_they_show(monkeypatch):
     runner = doctest.DocTestRunner()
     runner.run(test)
     assert runner.failures == 0
+
+
+def test_a_serve_report_charts_latency_against_load_as_the_clis(tmp_path):
+    # The CLI's --report adds the points at 25% to 150% of the arrival rate; a report of
+    # myriad.serve's result had no way to get them and lacked those charts.
+    srv = ROOT / "examples" / "serve-llama3-70b-h100.yaml"
+    cli = ROOT / "target" / "release" / "myriad"
+    v = myriad.serve(srv, requests=300, load_sweep=True)
+    assert [round(p["rate"] / v["load_sweep"][3]["rate"], 2) for p in v["load_sweep"]] == [0.25, 0.5, 0.75, 1.0, 1.25, 1.5]
+    plain = myriad.serve(srv, requests=300)
+    assert "load_sweep" not in plain and {k: x for k, x in v.items() if k != "load_sweep"} == plain
+    html = myriad.report("serve", v)
+    assert len(html) > len(myriad.report("serve", plain))
+    if cli.exists():
+        import subprocess
+
+        out = tmp_path / "serve.html"
+        subprocess.run([str(cli), "serve", str(srv), "--requests", "300", "--report", str(out)], check=True, capture_output=True)
+        assert out.read_text() == html
+

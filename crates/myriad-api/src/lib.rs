@@ -505,6 +505,44 @@ pub fn serve_setup(
     Ok((setup, cluster))
 }
 
+/// Latency and throughput at 25%…150% of the scenario's arrival rate (Poisson, or a
+/// trace's or dataset's mean rate, with its own lengths; at most 5,000 requests each), for
+/// the report's charts against load (`load_sweep` in the serve report's JSON). Empty for
+/// offline or closed-loop arrivals.
+pub fn serve_load_sweep(setup: &myriad_serve::Setup) -> Value {
+    let w = &setup.workload;
+    let rate = match &w.arrivals {
+        myriad_serve::Arrivals::Poisson(r) => *r,
+        myriad_serve::Arrivals::Trace(t) if t.len() >= 2 => {
+            let span = t[t.len() - 1].0 - t[0].0;
+            if span > 0.0 {
+                (t.len() - 1) as f64 / span
+            } else {
+                return json!([]);
+            }
+        }
+        _ => return json!([]),
+    };
+    let n = w.requests.min(5000);
+    let points: Vec<serde_json::Value> = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5]
+        .iter()
+        .map(|f| {
+            let reqs = w.requests_at(Some(rate * f), n);
+            let r =
+                myriad_serve::simulate_requests(&setup.deployment, &reqs, w.prefix_hit, &setup.slo);
+            json!({
+                "rate": rate * f,
+                "ttft": r.ttft,
+                "tpot": r.tpot,
+                "output_tokens_per_s_per_accelerator": r.output_tokens_per_s_per_accelerator,
+                "goodput_output_tokens_per_s_per_accelerator":
+                    r.goodput_output_tokens_per_s / r.accelerators.max(1) as f64,
+            })
+        })
+        .collect();
+    json!(points)
+}
+
 /// `myriad serve --validate`: every row of a `myriad-measurements/1` serving file predicted,
 /// with the `{"cases", "summary", "groups", "metrics"}` object (warnings returned beside
 /// it): `metrics` summarises each measured latency and rate besides the throughput.

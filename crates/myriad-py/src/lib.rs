@@ -199,9 +199,10 @@ impl Files {
 }
 
 /// `myriad serve`: the request-level simulation of the scenario's `serving` block (JSON
-/// text); a trace it names is read relative to `base`.
+/// text); a trace it names is read relative to `base`. With `load_sweep`, also the points
+/// `--report` charts against load (`load_sweep`, as the report's JSON holds them).
 #[pyfunction]
-#[pyo3(signature = (file, text, base, seed=None, requests=None))]
+#[pyo3(signature = (file, text, base, seed=None, requests=None, load_sweep=false))]
 fn serve(
     py: Python<'_>,
     file: &str,
@@ -209,6 +210,7 @@ fn serve(
     base: &str,
     seed: Option<u64>,
     requests: Option<u64>,
+    load_sweep: bool,
 ) -> PyResult<String> {
     // As the CLI's `--requests`: past the cap the simulation's buffers would not fit in
     // memory, and a failed allocation aborts the interpreter.
@@ -226,7 +228,11 @@ fn serve(
             seed,
             requests,
         )?;
-        serde_json::to_value(myriad_serve::run(&setup)).map_err(|e| e.to_string())
+        let mut v = serde_json::to_value(myriad_serve::run(&setup)).map_err(|e| e.to_string())?;
+        if load_sweep {
+            v["load_sweep"] = myriad_api::serve_load_sweep(&setup);
+        }
+        Ok::<_, String>(v)
     })
     .map_err(|m| files.error(m))
     .and_then(|v| to_json(&v))
