@@ -219,7 +219,10 @@ def reliability(
     if days is not None:
         if isinstance(days, bool) or not isinstance(days, numbers.Real):
             raise TypeError(f"days: {days!r} is not a number")
-        days = float(days)
+        try:
+            days = float(days)
+        except OverflowError:  # an int past a float: Python's message names nothing
+            raise ValueError(f"days: {days} is not a positive number of days") from None
     replicas = _uint("replicas", replicas, lo=1, hi=_myriad.MAX_REPLICAS, bits=32)
     seed = _uint("seed", seed)
     return json.loads(_myriad.reliability(*_text(scenario), days, replicas, seed, cmp))

@@ -343,6 +343,8 @@ def test_ray_sweep_refuses_a_negative_shard_count():
 
 def test_sweep_takes_the_clis_shard_text():
     # `shard="1/2"` was unpacked as a sequence: "too many values to unpack (expected 2)".
+    # Shard k of n holds the 0-based rows k - 1, k - 1 + n, ... (as sweep_csv says).
+    assert list(myriad.sweep(SWEEP, shard=(2, 3))["row"]) == [1, 4, 7]
     a = myriad.sweep(SWEEP, shard="1/2")
     assert a.equals(myriad.sweep(SWEEP, shard=(1, 2)))
     assert myriad.sweep(SWEEP, shard=" 2 / 2 ").equals(myriad.sweep(SWEEP, shard=(2, 2)))
@@ -391,6 +393,9 @@ def test_reliability_days_errors_name_the_keyword_not_the_clis_flag():
         with pytest.raises(ValueError, match=rf": days: {d}(\.0)? is not a positive number of days$") as e:
             myriad.reliability(rel, days=d, replicas=2)
         assert "--" not in str(e.value), e.value
+    # An int past a float was Python's OverflowError "int too large to convert to float".
+    with pytest.raises(ValueError, match=r"^days: 1000+ is not a positive number of days$"):
+        myriad.reliability(rel, days=10**400, replicas=2)
 
 
 def test_sched_policy_errors_name_the_keyword_not_the_clis_flag():

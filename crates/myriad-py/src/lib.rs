@@ -126,8 +126,9 @@ fn validate(py: Python<'_>, file: &str, text: &str) -> PyResult<String> {
         .and_then(|v| to_json(&v))
 }
 
-/// Rows `k`, `k + n`, … (1-based `k` of `n` shards) of the sweep spec at `path`, as CSV
-/// text with a header (the same columns as `myriad sweep`).
+/// Shard `k` of `n` (1-based `k`: the rows `k - 1`, `k - 1 + n`, … of the grid, whose row
+/// ids are 0-based) of the sweep spec at `path`, as CSV text with a header (the same
+/// columns as `myriad sweep`).
 #[pyfunction]
 #[pyo3(signature = (path, k=1, n=1))]
 fn sweep_csv(py: Python<'_>, path: &str, k: u64, n: u64) -> PyResult<String> {
