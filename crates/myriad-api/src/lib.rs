@@ -235,7 +235,11 @@ pub fn search(
     let mut fixed = myriad_search::Fixed::from_spec(&spec, accelerators);
     myriad_train::plan::check_precision_settings(&spec, fixed.precision)
         .map_err(|e| format!("{file}: {e}"))?;
-    if let Some(b) = global_batches {
+    if let Some(mut b) = global_batches {
+        // Each batch once: a batch given twice was searched twice, doubling `space` and
+        // `evaluated` (the CLI's `64,64`, Python's `[64, 64]`).
+        let mut seen = std::collections::HashSet::new();
+        b.retain(|x| seen.insert(*x));
         fixed.global_batches = b;
     }
     let space = myriad_search::Space::full(&model);
@@ -813,6 +817,22 @@ mod tests {
                 "{row}"
             );
         }
+    }
+
+    #[test]
+    fn a_global_batch_given_twice_is_searched_once() {
+        let s = crate::scenario(
+            "s.yaml",
+            "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8, scale_up: hgx-h100}\n\
+             model: {preset: llama3-8b}\ntraining: {global_batch: 64, micro_batch: 1}\n",
+        )
+        .unwrap();
+        let run = |b: Vec<u64>| super::search(&s, "s.yaml", 3, Some(b), &|_, _| {}).unwrap();
+        let (once, twice) = (run(vec![64, 128]), run(vec![64, 128, 64]));
+        assert_eq!(twice.global_batches, [64, 128]);
+        assert_eq!(twice.result.space, once.result.space);
+        assert_eq!(twice.result.evaluated, once.result.evaluated);
+        assert_eq!(twice.result.feasible, once.result.feasible);
     }
 
     #[test]
