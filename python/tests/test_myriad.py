@@ -482,3 +482,17 @@ def test_a_serve_report_charts_latency_against_load_as_the_clis(tmp_path):
         subprocess.run([str(cli), "serve", str(srv), "--requests", "300", "--report", str(out)], check=True, capture_output=True)
         assert out.read_text() == html
 
+
+def test_a_trace_that_is_not_utf8_is_a_value_error_naming_it(tmp_path):
+    # It was an OSError with no errno and no filename (a read of the scenario file itself
+    # that is not UTF-8 is Python's UnicodeDecodeError, a ValueError).
+    s = tmp_path / "serve.yaml"
+    text = (ROOT / "examples" / "serve-llama3-70b-h100.yaml").read_text()
+    assert "\nserving:" in text
+    s.write_text(text.replace("\nserving:", "\nserving:\n  trace: t.csv", 1))
+    (tmp_path / "t.csv").write_bytes(b"0,100,10\n0.5,100,10\xff\n")
+    with pytest.raises(ValueError, match="^" + re.escape(f"{tmp_path / 't.csv'}: cannot read: stream did not contain valid UTF-8")):
+        myriad.serve(s, requests=2)
+    (tmp_path / "t.csv").write_bytes(b"0,100,10\n0.5,100,10\n")
+    assert myriad.serve(s, requests=2)["result"]["completed"] == 2
+

@@ -157,7 +157,8 @@ fn sweep_csv(py: Python<'_>, path: &str, k: u64, n: u64) -> PyResult<String> {
 
 /// Reads the files a scenario names (traces, the openb CSVs) as the CLI does, keeping the
 /// first IO error so that it reaches Python as the `OSError` it is (`FileNotFoundError`,
-/// `PermissionError`, ...) rather than as a `ValueError`.
+/// `PermissionError`, ...) rather than as a `ValueError`; a file that is not UTF-8 is a
+/// `ValueError` naming it.
 #[derive(Default)]
 struct Files {
     failed: std::sync::Mutex<Option<(std::path::PathBuf, std::io::Error)>>,
@@ -184,14 +185,16 @@ impl Files {
                     Some(i) => text[..i].to_string(),
                     None => text,
                 };
-                // OSError(errno, strerror, filename) is built as its errno's subclass.
+                // OSError(errno, strerror, filename) is built as its errno's subclass. A
+                // read without an errno failed on the text (not UTF-8): a ValueError, as
+                // Python's own read of a scenario file gives (UnicodeDecodeError).
                 match e.raw_os_error() {
                     Some(code) => pyo3::exceptions::PyOSError::new_err((
                         code,
                         strerror,
                         path.display().to_string(),
                     )),
-                    None => pyo3::exceptions::PyOSError::new_err(msg),
+                    None => err(msg),
                 }
             }
             None => err(msg),
