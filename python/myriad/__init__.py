@@ -7,7 +7,7 @@ plain Python ``dict``/``list``/``float`` values. Sweeps return pandas DataFrames
 >>> import myriad
 >>> t = myriad.train("examples/dgx-superpod-h100.yaml")          # doctest: +SKIP
 >>> round(t["step_time_s"], 2), t["fits"]                         # doctest: +SKIP
-(8.21, True)
+(8.89, True)
 >>> s = {"format": "myriad/1", "cluster": {"accelerator": "h100-sxm", "count": 1024}}
 >>> myriad.cluster(s)["switches_total"]                           # doctest: +SKIP
 48
@@ -25,6 +25,7 @@ import numbers
 import os
 import re
 import struct
+import sys
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _myriad
@@ -55,8 +56,13 @@ def _json(value: Any, name: str) -> str:
     is an error naming its field, as the engine names a field it refuses (``json.dumps``
     would write ``NaN``, which no parser takes, or name no field)."""
 
+    # numpy's booleans (a DataFrame's bool cells) are neither bool nor numbers.Real; numpy
+    # is imported already wherever one exists.
+    np = sys.modules.get("numpy")
+    np_bool = (np.bool_,) if np is not None else ()
+
     def check(v: Any, path: str) -> None:
-        if isinstance(v, (str, bool)) or v is None:
+        if isinstance(v, (str, bool, *np_bool)) or v is None:
             return
         if isinstance(v, numbers.Real):
             if not math.isfinite(v):
@@ -78,7 +84,9 @@ def _json(value: Any, name: str) -> str:
             "(str, number, bool, None, list or dict)"
         )
 
-    def plain(v: Any) -> Any:  # numpy's and other numbers.Real types
+    def plain(v: Any) -> Any:  # numpy's booleans and numbers.Real types
+        if isinstance(v, np_bool):
+            return bool(v)
         if isinstance(v, numbers.Integral):
             return int(v)
         if isinstance(v, numbers.Real):
@@ -106,6 +114,17 @@ def _uint(name: str, v: Any, lo: int = 0, hi: int = _U64, bits: int = 64) -> Opt
     if i < 0 or i >= 1 << bits:
         raise ValueError(f"{name}: {i} is not an integer from {lo} to {hi}")
     return i
+
+
+def _str(name: str, v: Any, none: bool = False) -> Optional[str]:
+    """``v`` as the engine's text argument ``name`` (``None`` as it is where ``none``): any
+    other type is a ``TypeError`` naming ``name``, rather than pyo3's nameless "'int'
+    object is not an instance of 'str'"."""
+    if v is None and none:
+        return None
+    if not isinstance(v, str):
+        raise TypeError(f"{name}: {v!r} is not a string")
+    return v
 
 
 def _text(scenario: Scenario) -> tuple[str, str]:
@@ -139,6 +158,9 @@ def _global_batches(gb: Union[int, str, Sequence[int]]) -> list:
     if isinstance(gb, str):
         return _myriad.parse_global_batches(gb)  # the CLI's parser
     items: list
+    if isinstance(gb, (bytes, bytearray)):
+        # Iterated, b"512" was the batches 53, 49 and 50 (its bytes).
+        raise bad
     if isinstance(gb, Iterable):
         items = list(gb)
     else:
@@ -155,7 +177,7 @@ def _global_batches(gb: Union[int, str, Sequence[int]]) -> list:
         elif isinstance(x, bool) or not isinstance(x, numbers.Integral):
             raise bad
         v = int(x)
-        if v < 1:
+        if not 1 <= v <= _U64:  # past u64, pyo3's nameless OverflowError
             raise bad
         out.append(v)
     if not out:
@@ -193,6 +215,14 @@ def reliability(
     (``myriad reliability --json``); ``compare`` from ``size``, ``domain``,
     ``checkpoint`` (a list, or the CLI's ``"size,domain"`` or ``"all"``)."""
     cmp = [compare] if isinstance(compare, str) else list(compare)
+    cmp = [_str("compare", c) for c in cmp]
+    if days is not None:
+        if isinstance(days, bool) or not isinstance(days, numbers.Real):
+            raise TypeError(f"days: {days!r} is not a number")
+        try:
+            days = float(days)
+        except OverflowError:  # an int past a float: Python's message names nothing
+            raise ValueError(f"days: {days} is not a positive number of days") from None
     replicas = _uint("replicas", replicas, lo=1, hi=_myriad.MAX_REPLICAS, bits=32)
     seed = _uint("seed", seed)
     return json.loads(_myriad.reliability(*_text(scenario), days, replicas, seed, cmp))
@@ -212,16 +242,23 @@ def _base(scenario: Scenario) -> str:
 
 
 def serve(
-    scenario: Scenario, seed: Optional[int] = None, requests: Optional[int] = None
+    scenario: Scenario,
+    seed: Optional[int] = None,
+    requests: Optional[int] = None,
+    load_sweep: bool = False,
 ) -> dict:
     """Simulate the scenario's ``serving`` deployment request by request: throughput,
     TTFT/TPOT percentiles, goodput, KV-cache use (``myriad serve --json``); with
     ``serving.concurrency`` (a closed loop of clients), also ``concurrency_sweep``:
-    throughput per accelerator against each user's speed at 1, 2, 4, ... clients."""
+    throughput per accelerator against each user's speed at 1, 2, 4, ... clients.
+    ``load_sweep=True`` adds ``load_sweep``: latency and throughput at 25% to 150% of the
+    arrival rate, which ``report("serve", ...)`` charts as ``--report`` does."""
     seed = _uint("seed", seed)
     requests = _uint("requests", requests, lo=1, hi=_myriad.MAX_REQUESTS)
+    if not isinstance(load_sweep, bool):
+        raise TypeError(f"load_sweep: {load_sweep!r} is not True or False")
     file, text = _text(scenario)
-    return json.loads(_myriad.serve(file, text, _base(scenario), seed, requests))
+    return json.loads(_myriad.serve(file, text, _base(scenario), seed, requests, load_sweep))
 
 
 def serve_validate(measurements: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> dict:
@@ -248,7 +285,7 @@ def sched(
     if isinstance(policies, str):
         pol: Optional[list] = [policies]  # the CLI's "fifo,backfill"
     else:
-        pol = list(policies) if policies is not None else None
+        pol = [_str("policies", p) for p in policies] if policies is not None else None
     return json.loads(_myriad.sched(file, text, base, ob, pol, seed))
 
 
@@ -266,6 +303,8 @@ def collective(
     or ``sweep`` (``"8B..16GiB"``); ``group`` tp, dp, ep, pp, cp, all or ranks ``"0-7"``.
     (The flow-level backend is the CLI's ``--backend flow``.)"""
     b = None if bytes is None else str(bytes)
+    op, group, algorithm = _str("op", op), _str("group", group), _str("algorithm", algorithm)
+    sweep = _str("sweep", sweep, none=True)
     return json.loads(_myriad.collective(*_text(scenario), op, b, sweep, group, algorithm))
 
 
@@ -316,5 +355,11 @@ def _frame(csv: str):
 def report(kind: str, result: Mapping[str, Any]) -> str:
     """The self-contained HTML report of a result of ``cluster``, ``train``, ``search``,
     ``plan``, ``reliability``, ``serve`` or ``sched`` (what ``--report FILE.html``
-    writes)."""
+    writes for the same result: the CLI's report also compares cluster sizes for
+    ``reliability``, as ``compare="size"`` does, and charts latency against load for
+    ``serve``, as ``serve(..., load_sweep=True)`` gives)."""
+    kind = _str("kind", kind)
+    if not isinstance(result, Mapping):
+        # null, a number or a list made a page of dashes without a word.
+        raise TypeError(f"result: a {type(result).__name__} is not a command's result (a dict)")
     return _myriad.report(kind, _json(result, "result"))

@@ -260,12 +260,17 @@ pub fn collective_input_named(
 ) -> Result<CollectiveInput, String> {
     let cat = myriad_catalog::catalog();
     let cluster = myriad_cluster::build(s, cat).map_err(|e| format!("{file}: {e}"))?;
+    // The training plan places a parallel dimension's group; `all` and explicit ranks need
+    // none, so a plan the cluster cannot run is no error for them.
+    let dimension = matches!(group, "tp" | "dp" | "ep" | "pp" | "cp");
     let plan = match (&s.model, &s.training) {
-        (Some(m), Some(t)) => {
+        (Some(m), Some(t)) if dimension => {
             let model = m
                 .resolve(cat)
                 .map_err(|(p, e)| format!("{file}: model.{p}: {e}"))?;
-            let n = t.accelerators.unwrap_or(s.cluster.count);
+            // As `train` reads it: more than the cluster holds is an error, not a plan laid
+            // over accelerators that do not exist.
+            let n = super::training_accelerators(s, t, file)?;
             Some(
                 myriad_train::resolve(t, &model, &cluster, n)
                     .map_err(|e| format!("{file}: {e}"))?
@@ -277,7 +282,7 @@ pub fn collective_input_named(
     let op = parse_op_named(op, n)?;
     let algorithm = parse_algorithm_named(algorithm, n)?;
     let (span, ranks) = group_span_named(group, &cluster, plan.as_ref(), file, n)?;
-    let explicit = !matches!(group, "tp" | "dp" | "ep" | "pp" | "cp" | "all");
+    let explicit = !dimension && group != "all";
     let group = explicit.then(|| RankGroup::new(&ranks, &cluster.levels));
     let (bytes_arg, sweep_arg) = (n.arg("bytes"), n.arg("sweep"));
     let sizes: Vec<f64> = match (sweep, bytes) {
@@ -389,4 +394,59 @@ pub fn timed_as_note(size: u64, span: &GroupSpan) -> String {
             .collect::<Vec<_>>()
             .join(" × ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::collective_input;
+
+    fn scenario(training: &str) -> myriad_scenario::Scenario {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 64, scale_up: hgx-h100}}\n\
+             model: {{preset: llama3-8b}}\ntraining: {training}\n"
+        );
+        crate::scenario("s.yaml", &text).unwrap()
+    }
+
+    /// `training.accelerators` past `cluster.count` laid the plan over 128 accelerators of
+    /// a 64-accelerator cluster and timed its DP group; `train` refuses it.
+    #[test]
+    fn a_plan_on_more_accelerators_than_the_cluster_is_an_error() {
+        let s = scenario("{accelerators: 128, global_batch: 512, micro_batch: 1}");
+        let e = collective_input(&s, "s.yaml", "all-reduce", Some("1MiB"), None, "dp", "auto")
+            .err()
+            .expect("an error");
+        assert_eq!(
+            e,
+            "s.yaml: training.accelerators: 128 is more than cluster.count 64"
+        );
+        let s = scenario("{accelerators: 32, global_batch: 512, micro_batch: 1}");
+        let i = collective_input(&s, "s.yaml", "all-reduce", Some("1MiB"), None, "dp", "auto")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(i.ranks.len(), 32);
+    }
+
+    /// `all` and explicit ranks use no plan, yet a training block the cluster cannot run
+    /// (TP 3 does not divide 64) made every collective on the scenario an error.
+    #[test]
+    fn a_group_without_a_plan_dimension_needs_no_valid_plan() {
+        let s = scenario("{tp: 3, global_batch: 512, micro_batch: 1}");
+        for (group, n) in [("all", 64), ("0-7", 8), ("0,8", 2)] {
+            let i = collective_input(
+                &s,
+                "s.yaml",
+                "all-reduce",
+                Some("1MiB"),
+                None,
+                group,
+                "auto",
+            )
+            .unwrap_or_else(|e| panic!("{group}: {e}"));
+            assert_eq!(i.ranks.len(), n, "{group}");
+        }
+        let e = collective_input(&s, "s.yaml", "all-reduce", Some("1MiB"), None, "tp", "auto")
+            .err()
+            .expect("an error");
+        assert!(e.starts_with("s.yaml: training."), "{e}");
+    }
 }

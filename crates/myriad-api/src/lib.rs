@@ -235,7 +235,11 @@ pub fn search(
     let mut fixed = myriad_search::Fixed::from_spec(&spec, accelerators);
     myriad_train::plan::check_precision_settings(&spec, fixed.precision)
         .map_err(|e| format!("{file}: {e}"))?;
-    if let Some(b) = global_batches {
+    if let Some(mut b) = global_batches {
+        // Each batch once: a batch given twice was searched twice, doubling `space` and
+        // `evaluated` (the CLI's `64,64`, Python's `[64, 64]`).
+        let mut seen = std::collections::HashSet::new();
+        b.retain(|x| seen.insert(*x));
         fixed.global_batches = b;
     }
     let space = myriad_search::Space::full(&model);
@@ -388,11 +392,14 @@ pub type Reader<'a> = &'a dyn Fn(&std::path::Path) -> Result<String, String>;
 /// JSON lines (`{"arrival_s":..,"input_tokens":..,"output_tokens":..}`).
 pub fn parse_serve_trace(name: &str, text: &str) -> Result<Vec<(f64, u32, u32)>, String> {
     let mut out = Vec::new();
+    // The first record (after blank and `#` lines) may be a header.
+    let mut first = true;
     for (i, line) in text.lines().enumerate() {
         let l = line.trim();
         if l.is_empty() || l.starts_with('#') {
             continue;
         }
+        let header_may_be_here = std::mem::replace(&mut first, false);
         let row = if l.starts_with('{') {
             let v: serde_json::Value = serde_json::from_str(l)
                 .map_err(|e| format!("{name}: line {}: invalid JSON: {e}", i + 1))?;
@@ -412,7 +419,7 @@ pub fn parse_serve_trace(name: &str, text: &str) -> Result<Vec<(f64, u32, u32)>,
             }
             match (f[0].parse(), f[1].parse(), f[2].parse()) {
                 (Ok(a), Ok(b), Ok(c)) => (a, b, c),
-                _ if out.is_empty() && i == 0 => continue, // header
+                _ if header_may_be_here => continue, // header
                 _ => return Err(format!("{name}: line {}: not three numbers: `{l}`", i + 1)),
             }
         };
@@ -502,6 +509,44 @@ pub fn serve_setup(
     Ok((setup, cluster))
 }
 
+/// Latency and throughput at 25%…150% of the scenario's arrival rate (Poisson, or a
+/// trace's or dataset's mean rate, with its own lengths; at most 5,000 requests each), for
+/// the report's charts against load (`load_sweep` in the serve report's JSON). Empty for
+/// offline or closed-loop arrivals.
+pub fn serve_load_sweep(setup: &myriad_serve::Setup) -> Value {
+    let w = &setup.workload;
+    let rate = match &w.arrivals {
+        myriad_serve::Arrivals::Poisson(r) => *r,
+        myriad_serve::Arrivals::Trace(t) if t.len() >= 2 => {
+            let span = t[t.len() - 1].0 - t[0].0;
+            if span > 0.0 {
+                (t.len() - 1) as f64 / span
+            } else {
+                return json!([]);
+            }
+        }
+        _ => return json!([]),
+    };
+    let n = w.requests.min(5000);
+    let points: Vec<serde_json::Value> = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5]
+        .iter()
+        .map(|f| {
+            let reqs = w.requests_at(Some(rate * f), n);
+            let r =
+                myriad_serve::simulate_requests(&setup.deployment, &reqs, w.prefix_hit, &setup.slo);
+            json!({
+                "rate": rate * f,
+                "ttft": r.ttft,
+                "tpot": r.tpot,
+                "output_tokens_per_s_per_accelerator": r.output_tokens_per_s_per_accelerator,
+                "goodput_output_tokens_per_s_per_accelerator":
+                    r.goodput_output_tokens_per_s / r.accelerators.max(1) as f64,
+            })
+        })
+        .collect();
+    json!(points)
+}
+
 /// `myriad serve --validate`: every row of a `myriad-measurements/1` serving file predicted,
 /// with the `{"cases", "summary", "groups", "metrics"}` object (warnings returned beside
 /// it): `metrics` summarises each measured latency and rate besides the throughput.
@@ -551,6 +596,36 @@ pub struct SchedRun {
 /// relative to `base`), or the openb trace in `openb` alone; `policies` picks presets or
 /// the scenario's policies by name.
 pub fn sched(
+    s: Option<(&Scenario, &str)>,
+    base: &std::path::Path,
+    openb: Option<&std::path::Path>,
+    read: Reader,
+    policies: Option<&[String]>,
+    seed: Option<u64>,
+) -> Result<SchedRun, String> {
+    sched_named(s, base, openb, read, policies, seed, Naming::Cli)
+}
+
+/// [`sched`] with errors naming the policies argument as `naming` says (the Python
+/// package's `policies` rather than the CLI's `--policies`).
+pub fn sched_named(
+    s: Option<(&Scenario, &str)>,
+    base: &std::path::Path,
+    openb: Option<&std::path::Path>,
+    read: Reader,
+    policies: Option<&[String]>,
+    seed: Option<u64>,
+    naming: Naming,
+) -> Result<SchedRun, String> {
+    sched_run(s, base, openb, read, policies, seed).map_err(|e| match naming {
+        Naming::Cli => e,
+        // The engine names the argument by the CLI's flag (`--policies: ...`,
+        // `FILE: --policies: ...`); a policy name itself is quoted in backticks.
+        Naming::Keywords => e.replacen("--policies", "policies", 1),
+    })
+}
+
+fn sched_run(
     s: Option<(&Scenario, &str)>,
     base: &std::path::Path,
     openb: Option<&std::path::Path>,
@@ -733,6 +808,25 @@ mod tests {
         );
     }
 
+    /// The header was taken on the file's first line only: after a comment or a blank line
+    /// (both skipped) it was "line 2: not three numbers". It is still one line, first.
+    #[test]
+    fn a_trace_header_after_a_comment_is_a_header() {
+        for text in [
+            "# from a benchmark\narrival_s,input_tokens,output_tokens\n0,5,5\n",
+            "\narrival_s,input_tokens,output_tokens\n0,5,5\n",
+            "arrival_s,input_tokens,output_tokens\n0,5,5\n",
+        ] {
+            assert_eq!(
+                parse_serve_trace("t.csv", text).unwrap(),
+                [(0.0, 5, 5)],
+                "{text:?}"
+            );
+        }
+        let e = parse_serve_trace("t.csv", "# c\n0,5,5\na,b,c\n").unwrap_err();
+        assert_eq!(e, "t.csv: line 3: not three numbers: `a,b,c`");
+    }
+
     /// A serving measurements file read by serde_json kept the last of two equal keys.
     #[test]
     fn a_serving_file_with_a_key_given_twice_is_an_error() {
@@ -751,6 +845,22 @@ mod tests {
                 "{row}"
             );
         }
+    }
+
+    #[test]
+    fn a_global_batch_given_twice_is_searched_once() {
+        let s = crate::scenario(
+            "s.yaml",
+            "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8, scale_up: hgx-h100}\n\
+             model: {preset: llama3-8b}\ntraining: {global_batch: 64, micro_batch: 1}\n",
+        )
+        .unwrap();
+        let run = |b: Vec<u64>| super::search(&s, "s.yaml", 3, Some(b), &|_, _| {}).unwrap();
+        let (once, twice) = (run(vec![64, 128]), run(vec![64, 128, 64]));
+        assert_eq!(twice.global_batches, [64, 128]);
+        assert_eq!(twice.result.space, once.result.space);
+        assert_eq!(twice.result.evaluated, once.result.evaluated);
+        assert_eq!(twice.result.feasible, once.result.feasible);
     }
 
     #[test]

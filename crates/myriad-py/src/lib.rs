@@ -126,8 +126,9 @@ fn validate(py: Python<'_>, file: &str, text: &str) -> PyResult<String> {
         .and_then(|v| to_json(&v))
 }
 
-/// Rows `k`, `k + n`, … (1-based `k` of `n` shards) of the sweep spec at `path`, as CSV
-/// text with a header (the same columns as `myriad sweep`).
+/// Shard `k` of `n` (1-based `k`: the rows `k - 1`, `k - 1 + n`, … of the grid, whose row
+/// ids are 0-based) of the sweep spec at `path`, as CSV text with a header (the same
+/// columns as `myriad sweep`).
 #[pyfunction]
 #[pyo3(signature = (path, k=1, n=1))]
 fn sweep_csv(py: Python<'_>, path: &str, k: u64, n: u64) -> PyResult<String> {
@@ -156,7 +157,8 @@ fn sweep_csv(py: Python<'_>, path: &str, k: u64, n: u64) -> PyResult<String> {
 
 /// Reads the files a scenario names (traces, the openb CSVs) as the CLI does, keeping the
 /// first IO error so that it reaches Python as the `OSError` it is (`FileNotFoundError`,
-/// `PermissionError`, ...) rather than as a `ValueError`.
+/// `PermissionError`, ...) rather than as a `ValueError`; a file that is not UTF-8 is a
+/// `ValueError` naming it.
 #[derive(Default)]
 struct Files {
     failed: std::sync::Mutex<Option<(std::path::PathBuf, std::io::Error)>>,
@@ -183,14 +185,16 @@ impl Files {
                     Some(i) => text[..i].to_string(),
                     None => text,
                 };
-                // OSError(errno, strerror, filename) is built as its errno's subclass.
+                // OSError(errno, strerror, filename) is built as its errno's subclass. A
+                // read without an errno failed on the text (not UTF-8): a ValueError, as
+                // Python's own read of a scenario file gives (UnicodeDecodeError).
                 match e.raw_os_error() {
                     Some(code) => pyo3::exceptions::PyOSError::new_err((
                         code,
                         strerror,
                         path.display().to_string(),
                     )),
-                    None => pyo3::exceptions::PyOSError::new_err(msg),
+                    None => err(msg),
                 }
             }
             None => err(msg),
@@ -199,9 +203,10 @@ impl Files {
 }
 
 /// `myriad serve`: the request-level simulation of the scenario's `serving` block (JSON
-/// text); a trace it names is read relative to `base`.
+/// text); a trace it names is read relative to `base`. With `load_sweep`, also the points
+/// `--report` charts against load (`load_sweep`, as the report's JSON holds them).
 #[pyfunction]
-#[pyo3(signature = (file, text, base, seed=None, requests=None))]
+#[pyo3(signature = (file, text, base, seed=None, requests=None, load_sweep=false))]
 fn serve(
     py: Python<'_>,
     file: &str,
@@ -209,6 +214,7 @@ fn serve(
     base: &str,
     seed: Option<u64>,
     requests: Option<u64>,
+    load_sweep: bool,
 ) -> PyResult<String> {
     // As the CLI's `--requests`: past the cap the simulation's buffers would not fit in
     // memory, and a failed allocation aborts the interpreter.
@@ -226,7 +232,11 @@ fn serve(
             seed,
             requests,
         )?;
-        serde_json::to_value(myriad_serve::run(&setup)).map_err(|e| e.to_string())
+        let mut v = serde_json::to_value(myriad_serve::run(&setup)).map_err(|e| e.to_string())?;
+        if load_sweep {
+            v["load_sweep"] = myriad_api::serve_load_sweep(&setup);
+        }
+        Ok::<_, String>(v)
     })
     .map_err(|m| files.error(m))
     .and_then(|v| to_json(&v))
@@ -265,13 +275,14 @@ fn sched(
     let files = Files::default();
     py.detach(|| {
         let s = text.map(|t| myriad_api::scenario(file, t)).transpose()?;
-        myriad_api::sched(
+        myriad_api::sched_named(
             s.as_ref().map(|s| (s, file)),
             std::path::Path::new(base),
             openb.as_deref().map(std::path::Path::new),
             &|p: &std::path::Path| files.read(p),
             policies.as_deref(),
             seed,
+            myriad_api::Naming::Keywords,
         )
         .map(|r| r.json())
     })

@@ -89,7 +89,7 @@ pub fn run(
     let rep = myriad_serve::run(&setup);
     if report.is_some() {
         let mut v = serde_json::to_value(&rep).map_err(|e| e.to_string())?;
-        v["load_sweep"] = load_sweep(&setup);
+        v["load_sweep"] = myriad_api::serve_load_sweep(&setup);
         super::write_report(report, &v, myriad_report::serve)?;
     }
     if json {
@@ -399,41 +399,4 @@ fn figure(x: f64) -> String {
     } else {
         format!("{x:.2}")
     }
-}
-
-/// Latency and throughput at 25%…150% of the scenario's arrival rate (Poisson, or a
-/// trace's or dataset's mean rate, with its own lengths; at most 5,000 requests each), for
-/// the report's charts against load. Empty for offline or closed-loop arrivals.
-fn load_sweep(setup: &myriad_serve::Setup) -> serde_json::Value {
-    let w = &setup.workload;
-    let rate = match &w.arrivals {
-        myriad_serve::Arrivals::Poisson(r) => *r,
-        myriad_serve::Arrivals::Trace(t) if t.len() >= 2 => {
-            let span = t[t.len() - 1].0 - t[0].0;
-            if span > 0.0 {
-                (t.len() - 1) as f64 / span
-            } else {
-                return serde_json::json!([]);
-            }
-        }
-        _ => return serde_json::json!([]),
-    };
-    let n = w.requests.min(5000);
-    let points: Vec<serde_json::Value> = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5]
-        .iter()
-        .map(|f| {
-            let reqs = w.requests_at(Some(rate * f), n);
-            let r =
-                myriad_serve::simulate_requests(&setup.deployment, &reqs, w.prefix_hit, &setup.slo);
-            serde_json::json!({
-                "rate": rate * f,
-                "ttft": r.ttft,
-                "tpot": r.tpot,
-                "output_tokens_per_s_per_accelerator": r.output_tokens_per_s_per_accelerator,
-                "goodput_output_tokens_per_s_per_accelerator":
-                    r.goodput_output_tokens_per_s / r.accelerators.max(1) as f64,
-            })
-        })
-        .collect();
-    serde_json::json!(points)
 }
