@@ -263,7 +263,9 @@ pub fn candidates(
             * s.placements.len()) as u64
     };
     let recompute_options = space.recompute_options();
-    let per_ep = inner(space);
+    // Every count above the micro-batch loop covers each of the global batches.
+    let per_mb = inner(space) / space.micro_batch.len().max(1) as u64;
+    let per_ep = inner(space) * fixed.global_batches.len() as u64;
     let per_vpp = per_ep * space.ep.len() as u64;
     let per_pp = per_vpp * space.vpp.len() as u64;
     let per_cp = per_pp * space.pp.len() as u64;
@@ -348,7 +350,6 @@ pub fn candidates(
                             .iter()
                             .flat_map(|m| fixed.global_batches.iter().map(move |g| (m, g)))
                         {
-                            let per_mb = per_ep / space.micro_batch.len() as u64;
                             if gb % (mb as u64 * dp as u64) != 0 {
                                 reject(
                                     &mut rej,

@@ -348,3 +348,22 @@ fn a_huge_top_lists_every_feasible_plan() {
     assert!(!r.top.is_empty());
     assert!(r.top.len() as u64 <= r.feasible);
 }
+
+/// With several global batches (`--global-batch 64,96,128`), every configuration of every
+/// batch is estimated or rejected with a reason: the rejections above the micro-batch loop
+/// were counted for one batch only, so the table's counts did not add up to the space.
+#[test]
+fn rejections_cover_every_global_batch() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 64, precision: bf16}\n";
+    let (m, c, mut f) = setup(text);
+    f.global_batches = vec![64, 96, 128];
+    let space = Space::full(&m);
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    let rejected: u64 = rej.values().sum();
+    assert_eq!(plans.len() as u64 + rejected, space.size() * 3);
+    // TP 16 and more is past the 8-GPU domain for each of the three batches.
+    let per_tp = space.size() / space.tp.len() as u64;
+    assert_eq!(rej["tp larger than the scale-up domain"], 3 * 3 * per_tp);
+    let r = search(&m, &c, &f, &space, 3, &|_, _| {});
+    assert_eq!(r.feasible + r.infeasible.values().sum::<u64>(), r.space);
+}
