@@ -231,6 +231,14 @@ pub fn search(
     let spec = s.training.clone().unwrap_or_default();
     myriad_train::plan::check_moe_graph(&spec).map_err(|e| format!("{file}: {e}"))?;
     let cluster = myriad_cluster::build(s, cat).map_err(|e| format!("{file}: {e}"))?;
+    // The SMs of the TP overlap, for the plans that overlap (all of them unless the
+    // scenario turns the overlap off).
+    myriad_train::plan::check_tp_comm_overlap_sms(
+        &spec,
+        &cluster.accelerator,
+        spec.tp_comm_overlap.unwrap_or(true),
+    )
+    .map_err(|e| format!("{file}: {e}"))?;
     let accelerators = training_accelerators(s, &spec, file)?;
     let mut fixed = myriad_search::Fixed::from_spec(&spec, accelerators);
     myriad_train::plan::check_precision_settings(&spec, fixed.precision)

@@ -187,6 +187,12 @@ pub struct Fixed {
     pub overlap_p2p_comm: bool,
     /// Pipeline scatter/gather (`training.pp_scatter_gather`, default false).
     pub pp_scatter_gather: bool,
+    /// TP communication overlapped with GEMMs (`training.tp_comm_overlap`; by default on
+    /// with sequence parallelism and flash attention, as `train` sets it).
+    pub tp_comm_overlap: Option<bool>,
+    /// SMs the overlap reserves (`training.tp_comm_overlap_sms`, default Transformer
+    /// Engine's).
+    pub tp_comm_overlap_sms: Option<u32>,
     /// fp8 EP dispatch (`training.fp8_dispatch`, default false).
     pub fp8_dispatch: bool,
     /// fp8 scaling recipe (`training.fp8_recipe`, default delayed).
@@ -228,6 +234,8 @@ impl Fixed {
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
             overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
             pp_scatter_gather: spec.pp_scatter_gather.unwrap_or(false),
+            tp_comm_overlap: spec.tp_comm_overlap,
+            tp_comm_overlap_sms: spec.tp_comm_overlap_sms,
             fp8_dispatch: spec.fp8_dispatch.unwrap_or(false),
             fp8_recipe: spec.fp8_recipe.unwrap_or(myriad_model::Fp8Recipe::Delayed),
         }
@@ -387,8 +395,10 @@ pub fn candidates(
                                             continue;
                                         }
                                         let sp = sp && tp > 1;
-                                        let tp_overlap =
-                                            sp && fixed.attention == AttentionKernel::Flash;
+                                        // As `train` resolves it for this plan.
+                                        let tp_overlap = fixed.tp_comm_overlap.unwrap_or(
+                                            sp && fixed.attention == AttentionKernel::Flash,
+                                        );
                                         out.push(Plan {
                                             accelerators: n,
                                             tp,
@@ -417,7 +427,9 @@ pub fn candidates(
                                             schedule: fixed.schedule,
                                             tp_comm_overlap: tp_overlap,
                                             tp_comm_overlap_sms: if tp_overlap {
-                                                myriad_train::plan::TE_UB_DEFAULT_SMS
+                                                fixed.tp_comm_overlap_sms.unwrap_or(
+                                                    myriad_train::plan::TE_UB_DEFAULT_SMS,
+                                                )
                                             } else {
                                                 0
                                             },

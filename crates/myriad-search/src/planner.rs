@@ -133,6 +133,13 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
     let mut skipped = Vec::new();
     for a in &accs {
         let acc = cat.accelerator(a).map_err(|e| e.message())?;
+        // Checked against each candidate accelerator's SMs, as `train` would check them.
+        myriad_train::plan::check_tp_comm_overlap_sms(
+            &spec,
+            acc,
+            spec.tp_comm_overlap.unwrap_or(true),
+        )
+        .map_err(|e| format!("{e} (candidate accelerator `{}`)", acc.id))?;
         let same_acc = s.cluster.accelerator == acc.id;
         // The system the candidate is built with: the scenario's for its own accelerator,
         // the catalog's default for another.

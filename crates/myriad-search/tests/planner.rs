@@ -104,6 +104,15 @@ fn settings_train_refuses_are_errors_in_the_planner() {
             "{moe_full_graph: true, moe_grouped_kernel: false, tokens: 1.0e12}",
             "training.moe_grouped_kernel: false cannot replay",
         ),
+        // The TP overlap's SMs (they used to be ignored: every plan reserved 16).
+        (
+            "{tp_comm_overlap: false, tp_comm_overlap_sms: 8, tokens: 1.0e12}",
+            "training.tp_comm_overlap_sms: applies only when TP communication is overlapped",
+        ),
+        (
+            "{tp_comm_overlap_sms: 132, tokens: 1.0e12}",
+            "training.tp_comm_overlap_sms: 132 SMs leave none of the 132 of h100-sxm for the GEMM (candidate accelerator `h100-sxm`)",
+        ),
     ] {
         let text = format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 64}}\nmodel: {{preset: llama3-8b}}\ntraining: {training}\nplanning: {{accelerators: [h100-sxm], counts: [64]}}\n");
         let s = myriad_scenario::parse_scenario("p.yaml", &text, cat).unwrap();

@@ -367,3 +367,57 @@ fn rejections_cover_every_global_batch() {
     let r = search(&m, &c, &f, &space, 3, &|_, _| {});
     assert_eq!(r.feasible + r.infeasible.values().sum::<u64>(), r.space);
 }
+
+/// The plans the search ranks are the plans `train` resolves from the scenario's training
+/// block with the same dimensions: `tp_comm_overlap: false` and `tp_comm_overlap_sms` were
+/// ignored (every sequence-parallel plan was timed with Transformer Engine's default
+/// overlap of 16 SMs), so the search ranked plans `train` would time differently.
+#[test]
+fn searched_plans_keep_the_scenarios_tp_overlap_settings() {
+    for settings in ["tp_comm_overlap: false", "tp_comm_overlap_sms: 24", "tp_comm_overlap: true"] {
+        let text = format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 64}}\nmodel: {{preset: llama3-8b}}\ntraining: {{global_batch: 128, precision: bf16, {settings}}}\n");
+        let cat = myriad_catalog::catalog();
+        let s = myriad_scenario::parse_scenario("t.yaml", &text, cat).unwrap();
+        let (m, c, f) = setup(&text);
+        let t = s.training.clone().unwrap();
+        let mut space = Space::full(&m);
+        space.micro_batch = vec![1, 2];
+        let r = search(&m, &c, &f, &space, 20, &|_, _| {});
+        assert!(r.top.iter().any(|x| x.plan.tp > 1), "{settings}");
+        for x in &r.top {
+            let p = &x.plan;
+            let spec = myriad_scenario::TrainingSpec {
+                tp: Some(p.tp),
+                pp: Some(p.pp),
+                dp: Some(p.dp),
+                cp: Some(p.cp),
+                vpp: Some(p.vpp),
+                micro_batch: Some(p.micro_batch as u64),
+                sequence_parallel: Some(p.sequence_parallel),
+                recompute: Some(p.recompute),
+                zero_stage: Some(p.zero_stage),
+                distributed_optimizer: Some(p.distributed_optimizer),
+                // Train refuses the SMs for a plan that does not overlap.
+                tp_comm_overlap_sms: t.tp_comm_overlap_sms.filter(|_| p.tp_comm_overlap),
+                ..t.clone()
+            };
+            let (mut q, _) = myriad_train::resolve(&spec, &m, &c, 64).expect("train accepts it");
+            // What the search alone chooses.
+            q.recompute_fraction = p.recompute_fraction;
+            q.recompute_modules = p.recompute_modules;
+            q.placement = p.placement;
+            assert_eq!(q, *p, "{settings}");
+            let e = myriad_train::estimate(&m, &q, &c);
+            assert_eq!(e.step_time_s, x.estimate.step_time_s, "{settings}");
+        }
+        if settings.contains("false") {
+            assert!(r.top.iter().all(|x| !x.plan.tp_comm_overlap));
+        }
+        if settings.contains("24") {
+            assert!(r
+                .top
+                .iter()
+                .all(|x| !x.plan.tp_comm_overlap || x.plan.tp_comm_overlap_sms == 24));
+        }
+    }
+}

@@ -447,6 +447,37 @@ pub fn check_moe_graph(spec: &TrainingSpec) -> Result<(), PlanError> {
     Ok(())
 }
 
+/// `tp_comm_overlap_sms` against `tp_comm_overlap` and the accelerator: an error when the
+/// overlap is off, or when the SMs leave none for the GEMM. Checked by [`resolve`] and by
+/// the plan search and the planner, which take the settings as given.
+pub fn check_tp_comm_overlap_sms(
+    spec: &TrainingSpec,
+    accelerator: &myriad_catalog::Accelerator,
+    tp_comm_overlap: bool,
+) -> Result<(), PlanError> {
+    let Some(n) = spec.tp_comm_overlap_sms else {
+        return Ok(());
+    };
+    if !tp_comm_overlap {
+        return Err(bad(
+            "tp_comm_overlap_sms",
+            "applies only when TP communication is overlapped (tp_comm_overlap, which needs TP > 1 and sequence parallelism); leave it out".to_string(),
+        ));
+    }
+    if let Some(sms) = accelerator.sm_count {
+        if n >= sms {
+            return Err(bad(
+                "tp_comm_overlap_sms",
+                format!(
+                    "{n} SMs leave none of the {sms} of {} for the GEMM",
+                    accelerator.id
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The fp8-only settings (`fp8_dispatch`, `fp8_recipe`, `fp8_params`) against the plan's
 /// precision: each is an error outside fp8 (or fp4) training. Checked by [`resolve`] and by
 /// the plan search and the planner, which take the settings as given.
@@ -1025,27 +1056,9 @@ pub fn resolve(
     let tp_comm_overlap = spec
         .tp_comm_overlap
         .unwrap_or(sequence_parallel && attention == AttentionKernel::Flash);
+    check_tp_comm_overlap_sms(spec, &cluster.accelerator, tp_comm_overlap)?;
     let tp_comm_overlap_sms = match spec.tp_comm_overlap_sms {
-        Some(_) if !tp_comm_overlap => {
-            return Err(bad(
-                "tp_comm_overlap_sms",
-                "applies only when TP communication is overlapped (tp_comm_overlap, which needs TP > 1 and sequence parallelism); leave it out".to_string(),
-            ))
-        }
-        Some(n) => {
-            if let Some(sms) = cluster.accelerator.sm_count {
-                if n >= sms {
-                    return Err(bad(
-                        "tp_comm_overlap_sms",
-                        format!(
-                            "{n} SMs leave none of the {sms} of {} for the GEMM",
-                            cluster.accelerator.id
-                        ),
-                    ));
-                }
-            }
-            n
-        }
+        Some(n) => n,
         None if tp_comm_overlap => {
             notes.push(format!(
                 "tp_comm_overlap_sms: {TE_UB_DEFAULT_SMS} (not given; Transformer Engine's default reserve for each forward reduce-scatter it overlaps)"
