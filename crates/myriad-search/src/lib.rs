@@ -52,7 +52,7 @@ impl Space {
     /// that divides the layers (or layers + 2, with the embedding and loss counted as
     /// stages) and every power-of-two PP whose stages can hold ceil(layers / PP) layers
     /// each with the remainder on the first (Megatron-Core's first-stage layer count),
-    /// interleaving depths, every EP dividing the experts, micro-batches 1-8,
+    /// interleaving depths that divide the layers or the slots, every EP dividing the experts, micro-batches 1-8,
     /// the three recompute modes, ZeRO-1/2/3, and two placement orders (PP outermost, or
     /// DP outermost).
     pub fn full(model: &Transformer) -> Self {
@@ -78,9 +78,10 @@ impl Space {
             sequence_parallel: vec![true, false],
             cp: vec![1, 2, 4, 8, 16],
             pp,
-            // Every interleaving depth that can split the layers (or layers + 2) evenly.
+            // Every interleaving depth that can split the layers (or the pipeline slots:
+            // layers + embedding + MTP + loss) evenly.
             vpp: (1..=64u32)
-                .filter(|v| l.is_multiple_of(*v) || (l + 2).is_multiple_of(*v))
+                .filter(|v| l.is_multiple_of(*v) || slots.is_multiple_of(*v))
                 .collect(),
             ep,
             micro_batch: vec![1, 2, 4, 8],

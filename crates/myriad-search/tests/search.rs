@@ -421,3 +421,39 @@ fn searched_plans_keep_the_scenarios_tp_overlap_settings() {
         }
     }
 }
+
+/// With multi-token prediction the pipeline splits layers + embedding + MTP + loss slots
+/// (`train` accepts e.g. DeepSeek-V3's 61 + 3 = 64 slots over PP 8 × VPP 2): the space's
+/// virtual-stage depths divide those slots too (they were those of layers or layers + 2 only,
+/// so DeepSeek-V3 got VPP 3, 7, 9... that divide 63, which no pipeline split uses, and no
+/// interleaved plan).
+#[test]
+fn interleaved_depths_follow_the_pipeline_slots_with_mtp() {
+    let text = "format: myriad/1\ncluster: {accelerator: h800, count: 2048, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: deepseek-v3}\ntraining: {global_batch: 4096, precision: fp8}\n";
+    let (m, c, f) = setup(text);
+    assert_eq!(myriad_train::plan::pipeline_slots(&m), 64);
+    let space = Space::full(&m);
+    assert!(space.vpp.contains(&2) && space.vpp.contains(&4), "{:?}", space.vpp);
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    let rejected: u64 = rej.values().sum();
+    assert_eq!(plans.len() as u64 + rejected, space.size());
+    let p = plans
+        .iter()
+        .find(|p| p.pp == 8 && p.vpp == 2)
+        .expect("PP 8 x VPP 2 over the 64 slots");
+    assert!(p.embedding_in_pipeline_split);
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("t.yaml", text, cat).unwrap();
+    let spec = myriad_scenario::TrainingSpec {
+        tp: Some(p.tp),
+        pp: Some(p.pp),
+        cp: Some(p.cp),
+        ep: Some(p.ep),
+        vpp: Some(p.vpp),
+        micro_batch: Some(p.micro_batch as u64),
+        ..s.training.clone().unwrap()
+    };
+    let (q, _) = myriad_train::resolve(&spec, &m, &c, 2048).expect("train accepts it");
+    assert!(q.embedding_in_pipeline_split);
+    assert_eq!(q.chunk_layers(m.layers), p.chunk_layers(m.layers));
+}
