@@ -221,6 +221,9 @@ pub fn search(
     global_batches: Option<Vec<u64>>,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<SearchRun, String> {
+    if top == 0 {
+        return Err("top: 0 plans to list; give at least 1".into());
+    }
     let cat = myriad_catalog::catalog();
     let model = s
         .model
