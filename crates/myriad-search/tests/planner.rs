@@ -233,3 +233,29 @@ fn counts_over_several_sites_are_whole_domains_in_every_site() {
         );
     }
 }
+
+/// A candidate accelerator without the scenario's precision (fp8 on A100) has no plan
+/// because of the precision, and says so as `train` does (it said "no parallel plan divides
+/// 256 accelerators and global batch 512", which a different global batch would not fix).
+#[test]
+fn a_candidate_without_the_precision_says_so() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 512, precision: fp8, tokens: 1.0e12}\nplanning: {accelerators: [h100-sxm, a100-sxm-80gb], counts: [256]}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let r = myriad_search::planner::plan(&s, cat).unwrap();
+    let a100 = r
+        .candidates
+        .iter()
+        .find(|c| c.accelerator == "a100-sxm-80gb")
+        .unwrap();
+    assert!(a100.best.is_none() && a100.days.is_none());
+    assert_eq!(a100.violations.len(), 1);
+    assert!(
+        a100.violations[0].starts_with("training.precision: fp8 is not supported by a100-sxm-80gb (it has "),
+        "{:?}",
+        a100.violations
+    );
+    let h100 = r.candidates.iter().find(|c| c.accelerator == "h100-sxm").unwrap();
+    assert!(h100.days.is_some() && h100.violations.is_empty());
+    assert_eq!(r.chosen.map(|i| &r.candidates[i].accelerator), Some(&h100.accelerator));
+}
