@@ -259,3 +259,34 @@ fn a_candidate_without_the_precision_says_so() {
     assert!(h100.days.is_some() && h100.violations.is_empty());
     assert_eq!(r.chosen.map(|i| &r.candidates[i].accelerator), Some(&h100.accelerator));
 }
+
+/// Time, GPU-hours, energy and its cost follow from the best plan's step time by hand:
+/// 1e12 tokens in steps of 512 × 8,192 tokens is 238,419 steps (the last one partial but
+/// whole); energy is the facility power (PUE included) over that time.
+#[test]
+fn time_energy_and_cost_follow_from_the_step_time() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024, datacenter: {pue: 1.5, usd_per_kwh: 0.1}}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 512, precision: bf16, tokens: 1.0e12}\nplanning: {accelerators: [h100-sxm, gb200], counts: [256, 512]}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let r = myriad_search::planner::plan(&s, cat).unwrap();
+    assert_eq!(r.candidates.len(), 4);
+    for c in &r.candidates {
+        let b = c.best.as_ref().expect("a plan");
+        let secs = 238_419.0 * b.estimate.step_time_s;
+        let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-12;
+        assert!(close(c.days.unwrap(), secs / 86_400.0), "{}", c.accelerator);
+        assert!(close(c.gpu_hours.unwrap(), secs / 3600.0 * c.accelerators as f64));
+        assert!(close(c.energy_mwh.unwrap(), c.facility_power_mw * secs / 3600.0));
+        assert!(close(c.energy_cost_usd.unwrap(), c.energy_mwh.unwrap() * 1000.0 * 0.1));
+        // The facility power is the IT power times the PUE.
+        let mut sc = s.clone();
+        sc.cluster.accelerator = c.accelerator.clone();
+        sc.cluster.count = c.cluster_accelerators;
+        if c.accelerator != "h100-sxm" {
+            sc.cluster.scale_up = None;
+            sc.cluster.scale_out.fabric = None;
+        }
+        let rep = myriad_cluster::report(&myriad_cluster::build(&sc, cat).unwrap(), &sc);
+        assert!(close(c.facility_power_mw, rep.it_power_mw * 1.5), "{}", c.accelerator);
+    }
+}
