@@ -177,6 +177,27 @@ pub struct SearchRun {
 /// Global batches for a search: `512,1024` or `512..4096` (doubling from the first to the
 /// last), each at least 1; errors name the argument `name` (`--global-batch` in the CLI,
 /// `global_batch` in Python).
+/// Global batches to search: at least one, each at least one sequence, none twice (a batch
+/// given twice estimated every plan of it twice; 0 made plans of no micro-batch).
+pub fn check_global_batches(v: &[u64], name: &str) -> Result<(), String> {
+    if v.is_empty() {
+        return Err(format!("{name}: no global batch given; give at least one"));
+    }
+    if let Some(i) = v.iter().position(|b| *b == 0) {
+        return Err(format!(
+            "{name}[{i}]: 0 sequences; a global batch is at least 1"
+        ));
+    }
+    for (i, b) in v.iter().enumerate() {
+        if let Some(j) = v[..i].iter().position(|a| a == b) {
+            return Err(format!(
+                "{name}[{i}]: {b} is given twice (also [{j}]); give each global batch once"
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn parse_global_batches(s: &str, name: &str) -> Result<Vec<u64>, String> {
     let bad = || format!("{name}: `{s}` is not a list (512,1024) or a range (512..4096)");
     if let Some((a, b)) = s.split_once("..") {
@@ -199,7 +220,8 @@ pub fn parse_global_batches(s: &str, name: &str) -> Result<Vec<u64>, String> {
         }
         Ok(v)
     } else {
-        s.split(',')
+        let v: Vec<u64> = s
+            .split(',')
             .map(|x| {
                 x.trim()
                     .parse::<u64>()
@@ -207,7 +229,9 @@ pub fn parse_global_batches(s: &str, name: &str) -> Result<Vec<u64>, String> {
                     .filter(|v| *v > 0)
                     .ok_or_else(bad)
             })
-            .collect()
+            .collect::<Result<_, _>>()?;
+        check_global_batches(&v, name)?;
+        Ok(v)
     }
 }
 
@@ -247,6 +271,7 @@ pub fn search(
     myriad_train::plan::check_precision_settings(&spec, fixed.precision)
         .map_err(|e| format!("{file}: {e}"))?;
     if let Some(b) = global_batches {
+        check_global_batches(&b, "global_batches")?;
         fixed.global_batches = b;
     }
     let space = myriad_search::Space::full(&model);
@@ -749,5 +774,37 @@ mod tests {
             parse_global_batches("0..4", "global_batch").unwrap_err(),
             "global_batch: `0..4` is not a list (512,1024) or a range (512..4096)"
         );
+    }
+
+    /// A global batch listed twice estimated (and counted) every plan of it twice; an empty
+    /// list or a batch of 0 from the Python API searched nothing, or plans of no
+    /// micro-batch.
+    #[test]
+    fn global_batches_are_given_once_each_and_at_least_one() {
+        assert_eq!(
+            parse_global_batches("512,1024,512", "--global-batch").unwrap_err(),
+            "--global-batch[2]: 512 is given twice (also [0]); give each global batch once"
+        );
+        let s = myriad_scenario::parse_scenario(
+            "t.yaml",
+            "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 16, precision: bf16}\n",
+            myriad_catalog::catalog(),
+        )
+        .unwrap();
+        let search = |b: Vec<u64>| super::search(&s, "t.yaml", 3, Some(b), &|_, _| {});
+        for (b, want) in [
+            (vec![], "global_batches: no global batch given; give at least one"),
+            (vec![16, 0], "global_batches[1]: 0 sequences; a global batch is at least 1"),
+            (
+                vec![16, 32, 16],
+                "global_batches[2]: 16 is given twice (also [0]); give each global batch once",
+            ),
+        ] {
+            match search(b.clone()) {
+                Ok(r) => panic!("{b:?}: searched {} plans", r.result.evaluated),
+                Err(e) => assert_eq!(e, want, "{b:?}"),
+            }
+        }
+        assert!(search(vec![16, 32]).unwrap().result.top.len() == 3);
     }
 }
