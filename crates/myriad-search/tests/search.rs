@@ -457,3 +457,37 @@ fn interleaved_depths_follow_the_pipeline_slots_with_mtp() {
     assert!(q.embedding_in_pipeline_split);
     assert_eq!(q.chunk_layers(m.layers), p.chunk_layers(m.layers));
 }
+
+/// A first stage that takes the remainder holds at least one transformer layer, as `train`
+/// requires of `first_stage_layers` (Megatron-Core refuses 0): 60 layers over PP 16 (15 stages
+/// of 4 and none left) used to be offered as `PP16[0/4]`, a plan `train` refuses. Every
+/// remainder plan the search offers is one `train` resolves.
+#[test]
+fn a_first_stage_remainder_holds_a_layer() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 256}\nmodel: {preset: llama3-8b, layers: 60}\ntraining: {global_batch: 256, precision: bf16}\n";
+    let (m, c, f) = setup(text);
+    let space = Space::full(&m);
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    let rejected: u64 = rej.values().sum();
+    assert_eq!(plans.len() as u64 + rejected, space.size());
+    assert!(plans.iter().all(|p| p.pp != 16), "60 layers do not split over PP 16");
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("t.yaml", text, cat).unwrap();
+    let mut edges = 0;
+    for p in plans.iter().filter(|p| p.edge_stage_layers.is_some()) {
+        let (first, rest) = p.edge_stage_layers.unwrap();
+        assert!(first >= 1, "{p:?}");
+        let spec = myriad_scenario::TrainingSpec {
+            tp: Some(p.tp),
+            pp: Some(p.pp),
+            cp: Some(p.cp),
+            micro_batch: Some(p.micro_batch as u64),
+            first_stage_layers: Some(first),
+            ..s.training.clone().unwrap()
+        };
+        let (q, _) = myriad_train::resolve(&spec, &m, &c, 256).expect("train accepts it");
+        assert_eq!(q.chunk_layers(m.layers), rest);
+        edges += 1;
+    }
+    assert!(edges > 0); // PP 8: 4 + 7 x 8
+}

@@ -556,14 +556,15 @@ pub fn edge_chunk_layers(layers: u32, pp: u32, vpp: u32, (first, last): (u32, u3
 
 /// Megatron-Core's first-stage layer count for `layers` that `pp` does not divide: every
 /// other stage holds ceil(layers / pp), the first the remainder; `None` when that leaves the
-/// first stage fewer than zero layers. Returned as `(first, last)` edge-stage layers.
+/// first stage no layer (Megatron-Core, and [`resolve`]'s `first_stage_layers`, need at
+/// least one). Returned as `(first, last)` edge-stage layers.
 pub fn first_stage_remainder(layers: u32, pp: u32) -> Option<(u32, u32)> {
     if pp < 2 {
         return None;
     }
     let k = layers.div_ceil(pp);
-    let rest = (pp - 1) * k;
-    (layers >= rest).then(|| (layers - rest, k))
+    let rest = (pp - 1) as u64 * k as u64;
+    (layers as u64 > rest).then(|| (layers - rest as u32, k))
 }
 
 /// SMs Transformer Engine's userbuffers reserve by default for a reduce-scatter overlapped
