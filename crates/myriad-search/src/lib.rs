@@ -58,7 +58,9 @@ impl Space {
     pub fn full(model: &Transformer) -> Self {
         let l = model.layers;
         let slots = myriad_train::plan::pipeline_slots(model);
-        let mut pp: Vec<u32> = (1..=l.min(128))
+        // Up to the pipeline slots: with the embedding, loss and MTP modules as stages, PP
+        // may exceed the layers (DeepSeek-V3's 61 layers in 64 slots over PP 64).
+        let mut pp: Vec<u32> = (1..=slots.min(128))
             .filter(|p| {
                 l.is_multiple_of(*p)
                     || (*p > 1 && slots.is_multiple_of(*p))

@@ -491,3 +491,28 @@ fn a_first_stage_remainder_holds_a_layer() {
     }
     assert!(edges > 0); // PP 8: 4 + 7 x 8
 }
+
+/// PP ranges up to the pipeline slots, not the layers: DeepSeek-V3's 61 layers with its
+/// MTP module, the embedding and the loss are 64 slots, one per stage over PP 64 (`train`
+/// accepts it; the space stopped at PP 61).
+#[test]
+fn pipeline_depths_reach_the_pipeline_slots() {
+    let text = "format: myriad/1\ncluster: {accelerator: h800, count: 256, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: deepseek-v3}\ntraining: {global_batch: 1024, precision: fp8}\n";
+    let (m, c, f) = setup(text);
+    let space = Space::full(&m);
+    assert!(space.pp.contains(&64), "{:?}", space.pp);
+    let (plans, _) = candidates(&m, &c, &f, &space);
+    let p = plans.iter().find(|p| p.pp == 64).expect("a PP 64 plan");
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("t.yaml", text, cat).unwrap();
+    let spec = myriad_scenario::TrainingSpec {
+        tp: Some(p.tp),
+        pp: Some(p.pp),
+        cp: Some(p.cp),
+        ep: Some(p.ep),
+        micro_batch: Some(p.micro_batch as u64),
+        ..s.training.clone().unwrap()
+    };
+    let (q, _) = myriad_train::resolve(&spec, &m, &c, 256).expect("train accepts it");
+    assert!(q.embedding_in_pipeline_split && p.embedding_in_pipeline_split);
+}
