@@ -793,8 +793,14 @@ mod tests {
         .unwrap();
         let search = |b: Vec<u64>| super::search(&s, "t.yaml", 3, Some(b), &|_, _| {});
         for (b, want) in [
-            (vec![], "global_batches: no global batch given; give at least one"),
-            (vec![16, 0], "global_batches[1]: 0 sequences; a global batch is at least 1"),
+            (
+                vec![],
+                "global_batches: no global batch given; give at least one",
+            ),
+            (
+                vec![16, 0],
+                "global_batches[1]: 0 sequences; a global batch is at least 1",
+            ),
             (
                 vec![16, 32, 16],
                 "global_batches[2]: 16 is given twice (also [0]); give each global batch once",

@@ -1336,6 +1336,9 @@ fn a_huge_rank_range_is_refused_before_it_is_built() {
 fn search_top_0_is_an_error() {
     let (code, out, err) = myriad(&["search", "examples/dgx-superpod-h100.yaml", "--top", "0"]);
     assert_ne!(code, 0, "{out}");
-    assert!(err.contains("--top: 0 plans to list; give at least 1"), "{err}");
+    assert!(
+        err.contains("--top: 0 plans to list; give at least 1"),
+        "{err}"
+    );
     assert!(out.is_empty(), "{out}");
 }

@@ -211,7 +211,10 @@ fn plan_label(p: &Value) -> String {
     if get(p, "sequence_parallel").and_then(Value::as_bool) == Some(true) {
         out += " SP";
     }
-    if let Some(z) = get(p, "zero_stage").and_then(Value::as_u64).filter(|z| *z > 0) {
+    if let Some(z) = get(p, "zero_stage")
+        .and_then(Value::as_u64)
+        .filter(|z| *z > 0)
+    {
         out += &format!(" ZeRO-{z}");
     }
     if get(p, "placement")
@@ -1277,15 +1280,23 @@ mod tests {
         };
         let plans = [
             base.clone(),
-            with("recompute_modules", serde_json::json!(["core_attn", "layernorm"])),
+            with(
+                "recompute_modules",
+                serde_json::json!(["core_attn", "layernorm"]),
+            ),
             with("sequence_parallel", serde_json::json!(false)),
             with("zero_stage", serde_json::json!(3)),
-            with("placement", serde_json::json!(["tp", "cp", "ep", "dp", "pp"])),
+            with(
+                "placement",
+                serde_json::json!(["tp", "cp", "ep", "dp", "pp"]),
+            ),
         ];
         let top: Vec<_> = plans
             .iter()
-            .map(|p| serde_json::json!({"plan": p, "step_time_s": 8.3, "mfu": 0.5,
-                "memory_gib_per_accelerator": 70.0}))
+            .map(|p| {
+                serde_json::json!({"plan": p, "step_time_s": 8.3, "mfu": 0.5,
+                "memory_gib_per_accelerator": 70.0})
+            })
             .collect();
         let html = search(&serde_json::json!({"name": "s", "model": "m", "top": top}));
         let labels: Vec<String> = table_cells(&html, "Top plans")

@@ -92,6 +92,18 @@ fn candidate_island(
     rounded
 }
 
+/// `value` and the `limit` it exceeds, with the same decimals, at least `decimals` and as
+/// many more as it takes for them to read differently (a capex of 10.92 M against a budget of
+/// 10.9 M read "capex 11 M USD > budget 11 M"; 0.533 MW against 0.53 read "0.5 MW > limit
+/// 0.53 MW").
+fn exceeding(value: f64, limit: f64, decimals: usize) -> (String, String) {
+    let mut d = decimals;
+    while d < 12 && format!("{value:.d$}") == format!("{limit:.d$}") {
+        d += 1;
+    }
+    (format!("{value:.d$}"), format!("{limit:.d$}"))
+}
+
 /// Runs the planner. Errors are messages naming the scenario field.
 pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
     let model_spec = s
@@ -281,26 +293,22 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                 Some(d) => {
                     if let Some(dl) = planning.deadline_days {
                         if d > dl {
-                            violations.push(format!("{d:.1} days > deadline {dl}"));
+                            let (d, dl) = exceeding(d, dl, 1);
+                            violations.push(format!("{d} days > deadline {dl}"));
                         }
                     }
                 }
             }
             if let Some(b) = planning.budget_usd {
                 if report.capex_usd > b {
-                    violations.push(format!(
-                        "capex {:.0} M USD > budget {:.0} M",
-                        report.capex_usd / 1e6,
-                        b / 1e6
-                    ));
+                    let (c, b) = exceeding(report.capex_usd / 1e6, b / 1e6, 0);
+                    violations.push(format!("capex {c} M USD > budget {b} M"));
                 }
             }
             if let Some(mw) = planning.max_mw {
                 if report.facility_power_mw > mw {
-                    violations.push(format!(
-                        "{:.1} MW > limit {mw} MW",
-                        report.facility_power_mw
-                    ));
+                    let (p, mw) = exceeding(report.facility_power_mw, mw, 1);
+                    violations.push(format!("{p} MW > limit {mw} MW"));
                 }
             }
             let candidate = Candidate {

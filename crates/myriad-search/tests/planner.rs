@@ -251,13 +251,21 @@ fn a_candidate_without_the_precision_says_so() {
     assert!(a100.best.is_none() && a100.days.is_none());
     assert_eq!(a100.violations.len(), 1);
     assert!(
-        a100.violations[0].starts_with("training.precision: fp8 is not supported by a100-sxm-80gb (it has "),
+        a100.violations[0]
+            .starts_with("training.precision: fp8 is not supported by a100-sxm-80gb (it has "),
         "{:?}",
         a100.violations
     );
-    let h100 = r.candidates.iter().find(|c| c.accelerator == "h100-sxm").unwrap();
+    let h100 = r
+        .candidates
+        .iter()
+        .find(|c| c.accelerator == "h100-sxm")
+        .unwrap();
     assert!(h100.days.is_some() && h100.violations.is_empty());
-    assert_eq!(r.chosen.map(|i| &r.candidates[i].accelerator), Some(&h100.accelerator));
+    assert_eq!(
+        r.chosen.map(|i| &r.candidates[i].accelerator),
+        Some(&h100.accelerator)
+    );
 }
 
 /// Time, GPU-hours, energy and its cost follow from the best plan's step time by hand:
@@ -275,9 +283,18 @@ fn time_energy_and_cost_follow_from_the_step_time() {
         let secs = 238_419.0 * b.estimate.step_time_s;
         let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-12;
         assert!(close(c.days.unwrap(), secs / 86_400.0), "{}", c.accelerator);
-        assert!(close(c.gpu_hours.unwrap(), secs / 3600.0 * c.accelerators as f64));
-        assert!(close(c.energy_mwh.unwrap(), c.facility_power_mw * secs / 3600.0));
-        assert!(close(c.energy_cost_usd.unwrap(), c.energy_mwh.unwrap() * 1000.0 * 0.1));
+        assert!(close(
+            c.gpu_hours.unwrap(),
+            secs / 3600.0 * c.accelerators as f64
+        ));
+        assert!(close(
+            c.energy_mwh.unwrap(),
+            c.facility_power_mw * secs / 3600.0
+        ));
+        assert!(close(
+            c.energy_cost_usd.unwrap(),
+            c.energy_mwh.unwrap() * 1000.0 * 0.1
+        ));
         // The facility power is the IT power times the PUE.
         let mut sc = s.clone();
         sc.cluster.accelerator = c.accelerator.clone();
@@ -287,6 +304,49 @@ fn time_energy_and_cost_follow_from_the_step_time() {
             sc.cluster.scale_out.fabric = None;
         }
         let rep = myriad_cluster::report(&myriad_cluster::build(&sc, cat).unwrap(), &sc);
-        assert!(close(c.facility_power_mw, rep.it_power_mw * 1.5), "{}", c.accelerator);
+        assert!(
+            close(c.facility_power_mw, rep.it_power_mw * 1.5),
+            "{}",
+            c.accelerator
+        );
     }
+}
+
+/// A violated constraint reads as one: the value and its limit are printed with the same
+/// decimals, as many as tell them apart (a capex of 10.92 M over a budget of 10.9 M read
+/// "capex 11 M USD > budget 11 M", and 0.533 MW over 0.53 MW read "0.5 MW > limit 0.53 MW").
+#[test]
+fn a_violation_shows_the_value_above_its_limit() {
+    let cat = myriad_catalog::catalog();
+    let run = |planning: &str| {
+        let text = format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 256}}\nmodel: {{preset: llama3-8b}}\ntraining: {{global_batch: 512, precision: bf16, tokens: 1.0e12}}\nplanning: {{accelerators: [h100-sxm], counts: [256], {planning}}}\n");
+        let s = myriad_scenario::parse_scenario("p.yaml", &text, cat).unwrap();
+        myriad_search::planner::plan(&s, cat)
+            .unwrap()
+            .candidates
+            .remove(0)
+    };
+    let c = run("budget_usd: 1.0e12");
+    assert!(c.violations.is_empty());
+    let (capex, mw, days) = (c.capex_usd, c.facility_power_mw, c.days.unwrap());
+    assert!((capex - 10_917_600.0).abs() < 1.0, "{capex}");
+    let c = run("budget_usd: 10.9e6");
+    assert_eq!(c.violations, ["capex 10.92 M USD > budget 10.90 M"]);
+    // The power and the deadline, just below the candidate's.
+    let limit = (mw * 100.0).floor() / 100.0;
+    let c = run(&format!("max_mw: {limit}"));
+    let (v, l) = c.violations[0].split_once(" MW > limit ").unwrap();
+    assert!(
+        v.parse::<f64>().unwrap() > l.trim_end_matches(" MW").parse::<f64>().unwrap(),
+        "{:?}",
+        c.violations
+    );
+    let dl = days - 1e-4;
+    let c = run(&format!("deadline_days: {dl}"));
+    let (v, l) = c.violations[0].split_once(" days > deadline ").unwrap();
+    assert!(
+        v.parse::<f64>().unwrap() > l.parse::<f64>().unwrap(),
+        "{:?}",
+        c.violations
+    );
 }

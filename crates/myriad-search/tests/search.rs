@@ -374,7 +374,11 @@ fn rejections_cover_every_global_batch() {
 /// overlap of 16 SMs), so the search ranked plans `train` would time differently.
 #[test]
 fn searched_plans_keep_the_scenarios_tp_overlap_settings() {
-    for settings in ["tp_comm_overlap: false", "tp_comm_overlap_sms: 24", "tp_comm_overlap: true"] {
+    for settings in [
+        "tp_comm_overlap: false",
+        "tp_comm_overlap_sms: 24",
+        "tp_comm_overlap: true",
+    ] {
         let text = format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 64}}\nmodel: {{preset: llama3-8b}}\ntraining: {{global_batch: 128, precision: bf16, {settings}}}\n");
         let cat = myriad_catalog::catalog();
         let s = myriad_scenario::parse_scenario("t.yaml", &text, cat).unwrap();
@@ -433,7 +437,11 @@ fn interleaved_depths_follow_the_pipeline_slots_with_mtp() {
     let (m, c, f) = setup(text);
     assert_eq!(myriad_train::plan::pipeline_slots(&m), 64);
     let space = Space::full(&m);
-    assert!(space.vpp.contains(&2) && space.vpp.contains(&4), "{:?}", space.vpp);
+    assert!(
+        space.vpp.contains(&2) && space.vpp.contains(&4),
+        "{:?}",
+        space.vpp
+    );
     let (plans, rej) = candidates(&m, &c, &f, &space);
     let rejected: u64 = rej.values().sum();
     assert_eq!(plans.len() as u64 + rejected, space.size());
@@ -470,7 +478,10 @@ fn a_first_stage_remainder_holds_a_layer() {
     let (plans, rej) = candidates(&m, &c, &f, &space);
     let rejected: u64 = rej.values().sum();
     assert_eq!(plans.len() as u64 + rejected, space.size());
-    assert!(plans.iter().all(|p| p.pp != 16), "60 layers do not split over PP 16");
+    assert!(
+        plans.iter().all(|p| p.pp != 16),
+        "60 layers do not split over PP 16"
+    );
     let cat = myriad_catalog::catalog();
     let s = myriad_scenario::parse_scenario("t.yaml", text, cat).unwrap();
     let mut edges = 0;
