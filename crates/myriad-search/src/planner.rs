@@ -141,10 +141,25 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
     } else {
         planning.counts.clone()
     };
+    // A candidate given twice was planned, listed and put on the front twice.
+    for (i, c) in counts.iter().enumerate() {
+        if let Some(j) = counts[..i].iter().position(|x| x == c) {
+            return Err(format!(
+                "planning.counts[{i}]: {c} is given twice (also [{j}]); give each count once"
+            ));
+        }
+    }
     let mut jobs = Vec::new();
     let mut skipped = Vec::new();
-    for a in &accs {
+    let mut seen: Vec<(usize, String)> = Vec::new();
+    for (ai, a) in accs.iter().enumerate() {
         let acc = cat.accelerator(a).map_err(|e| e.message())?;
+        if let Some((j, _)) = seen.iter().find(|(_, id)| *id == acc.id) {
+            return Err(format!(
+                "planning.accelerators[{ai}]: `{a}` is given twice (also [{j}]); give each accelerator once"
+            ));
+        }
+        seen.push((ai, acc.id.clone()));
         // Checked against each candidate accelerator's SMs, as `train` would check them.
         myriad_train::plan::check_tp_comm_overlap_sms(
             &spec,

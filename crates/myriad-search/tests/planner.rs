@@ -350,3 +350,27 @@ fn a_violation_shows_the_value_above_its_limit() {
         c.violations
     );
 }
+
+/// A count or an accelerator given twice was planned twice: two identical rows, both on
+/// the Pareto front (neither strictly dominates the other). Now an error naming the entry.
+#[test]
+fn a_candidate_given_twice_is_an_error() {
+    let cat = myriad_catalog::catalog();
+    for (planning, want) in [
+        (
+            "{accelerators: [h100-sxm], counts: [256, 512, 256]}",
+            "planning.counts[2]: 256 is given twice (also [0]); give each count once",
+        ),
+        (
+            "{accelerators: [h100-sxm, b200, h100-sxm], counts: [256]}",
+            "planning.accelerators[2]: `h100-sxm` is given twice (also [0]); give each accelerator once",
+        ),
+    ] {
+        let text = format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 256}}\nmodel: {{preset: llama3-8b}}\ntraining: {{global_batch: 512, precision: bf16, tokens: 1.0e12}}\nplanning: {planning}\n");
+        let s = myriad_scenario::parse_scenario("p.yaml", &text, cat).unwrap();
+        match myriad_search::planner::plan(&s, cat) {
+            Ok(r) => panic!("{planning}: {} candidates", r.candidates.len()),
+            Err(e) => assert_eq!(e, want),
+        }
+    }
+}
