@@ -270,6 +270,22 @@ pub fn search(
     let mut fixed = myriad_search::Fixed::from_spec(&spec, accelerators);
     myriad_train::plan::check_precision_settings(&spec, fixed.precision)
         .map_err(|e| format!("{file}: {e}"))?;
+    // No plan can train in a precision the accelerator lacks: said as `train` says it (the
+    // search answered "no parallel plan divides this cluster and global batch").
+    if myriad_train::step::supported_peak_tflops(&cluster.accelerator, fixed.precision).is_none() {
+        let have: Vec<&str> = cluster
+            .accelerator
+            .dense_tflops
+            .iter()
+            .map(|(n, _)| n)
+            .collect();
+        return Err(format!(
+            "{file}: training.precision: {} is not supported by {} (it has {})",
+            fixed.precision.as_str(),
+            cluster.accelerator.id,
+            have.join(", ")
+        ));
+    }
     if let Some(b) = global_batches {
         check_global_batches(&b, "global_batches")?;
         fixed.global_batches = b;
@@ -812,5 +828,26 @@ mod tests {
             }
         }
         assert!(search(vec![16, 32]).unwrap().result.top.len() == 3);
+    }
+
+    /// A precision the accelerator lacks is an error naming `training.precision`, as in
+    /// `train` (the search rejected every plan and said none divides the cluster).
+    #[test]
+    fn a_search_in_a_precision_the_accelerator_lacks_is_an_error() {
+        let s = myriad_scenario::parse_scenario(
+            "t.yaml",
+            "format: myriad/1\ncluster: {accelerator: a100-sxm-80gb, count: 8}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 16, precision: fp8}\n",
+            myriad_catalog::catalog(),
+        )
+        .unwrap();
+        match super::search(&s, "t.yaml", 3, None, &|_, _| {}) {
+            Ok(r) => panic!("searched {} plans", r.result.space),
+            Err(e) => assert!(
+                e.starts_with(
+                    "t.yaml: training.precision: fp8 is not supported by a100-sxm-80gb (it has "
+                ),
+                "{e}"
+            ),
+        }
     }
 }
