@@ -196,6 +196,9 @@ pub struct Fixed {
     /// SMs the overlap reserves (`training.tp_comm_overlap_sms`, default Transformer
     /// Engine's).
     pub tp_comm_overlap_sms: Option<u32>,
+    /// Expert tensor parallelism (`training.etp`; by default 1 with EP, else TP, as `train`
+    /// sets it).
+    pub etp: Option<u32>,
     /// fp8 EP dispatch (`training.fp8_dispatch`, default false).
     pub fp8_dispatch: bool,
     /// fp8 scaling recipe (`training.fp8_recipe`, default delayed).
@@ -239,6 +242,7 @@ impl Fixed {
             pp_scatter_gather: spec.pp_scatter_gather.unwrap_or(false),
             tp_comm_overlap: spec.tp_comm_overlap,
             tp_comm_overlap_sms: spec.tp_comm_overlap_sms,
+            etp: spec.etp,
             fp8_dispatch: spec.fp8_dispatch.unwrap_or(false),
             fp8_recipe: spec.fp8_recipe.unwrap_or(myriad_model::Fp8Recipe::Delayed),
         }
@@ -356,6 +360,15 @@ pub fn candidates(
                             reject(&mut rej, "ep does not divide dp", per_ep);
                             continue;
                         }
+                        let etp = fixed.etp.unwrap_or(if ep > 1 { 1 } else { tp });
+                        // Expert layers lay ETP x EP x expert-DP over a stage's ranks.
+                        if model.moe.is_some()
+                            && !(tp as u64 * cp as u64 * dp as u64)
+                                .is_multiple_of(etp as u64 * ep as u64)
+                        {
+                            reject(&mut rej, "etp*ep does not divide a stage's ranks", per_ep);
+                            continue;
+                        }
                         for (&mb, &gb) in space
                             .micro_batch
                             .iter()
@@ -409,7 +422,7 @@ pub fn candidates(
                                             dp,
                                             cp,
                                             ep,
-                                            etp: if ep > 1 { 1 } else { tp },
+                                            etp,
                                             vpp,
                                             vpp_group: pp,
                                             micro_batch: mb,

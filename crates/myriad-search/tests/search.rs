@@ -527,3 +527,50 @@ fn pipeline_depths_reach_the_pipeline_slots() {
     let (q, _) = myriad_train::resolve(&spec, &m, &c, 256).expect("train accepts it");
     assert!(q.embedding_in_pipeline_split && p.embedding_in_pipeline_split);
 }
+
+/// `training.etp` is kept as `train` keeps it (the search set ETP 1 with EP and TP
+/// without, whatever the scenario said): every plan has the scenario's ETP, those whose
+/// stage ranks ETP x EP does not divide are rejected with the reason, and each plan is the
+/// one `train` resolves.
+#[test]
+fn searched_plans_keep_the_scenarios_expert_tensor_parallelism() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64}\nmodel: {preset: qwen3-30b-a3b}\ntraining: {global_batch: 128, precision: bf16, etp: 2}\n";
+    let (m, c, f) = setup(text);
+    let mut space = Space::full(&m);
+    space.micro_batch = vec![1];
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    let rejected: u64 = rej.values().sum();
+    assert_eq!(plans.len() as u64 + rejected, space.size());
+    assert!(!plans.is_empty() && plans.iter().all(|p| p.etp == 2));
+    assert!(rej
+        .get("etp*ep does not divide a stage's ranks")
+        .is_some_and(|n| *n > 0));
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("t.yaml", text, cat).unwrap();
+    let r = search(&m, &c, &f, &space, 10, &|_, _| {});
+    for x in &r.top {
+        let p = &x.plan;
+        let spec = myriad_scenario::TrainingSpec {
+            tp: Some(p.tp),
+            pp: Some(p.pp),
+            cp: Some(p.cp),
+            ep: Some(p.ep),
+            vpp: Some(p.vpp),
+            micro_batch: Some(p.micro_batch as u64),
+            sequence_parallel: Some(p.sequence_parallel),
+            recompute: Some(p.recompute),
+            zero_stage: Some(p.zero_stage),
+            distributed_optimizer: Some(p.distributed_optimizer),
+            ..s.training.clone().unwrap()
+        };
+        let (mut q, _) = myriad_train::resolve(&spec, &m, &c, 64).expect("train accepts it");
+        q.recompute_fraction = p.recompute_fraction;
+        q.recompute_modules = p.recompute_modules;
+        q.placement = p.placement;
+        assert_eq!(q, *p);
+        assert_eq!(
+            myriad_train::estimate(&m, &q, &c).step_time_s,
+            x.estimate.step_time_s
+        );
+    }
+}
