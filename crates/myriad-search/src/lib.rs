@@ -50,9 +50,10 @@ pub struct Space {
 impl Space {
     /// The full space for a model: every power-of-two TP up to 64, CP up to 16, every PP
     /// up to 128 that divides the layers (or the pipeline slots: layers + 2 + MTP modules,
-    /// with the embedding, loss and MTP counted as stages) and every power-of-two PP whose stages can hold ceil(layers / PP) layers
-    /// each with the remainder on the first (Megatron-Core's first-stage layer count),
-    /// interleaving depths that divide the layers or the slots, every EP dividing the experts, micro-batches 1-8,
+    /// with the embedding, loss and MTP counted as stages) and every power-of-two PP whose
+    /// stages can hold ceil(layers / PP) layers each with at least one left for the first
+    /// (Megatron-Core's first-stage layer count), interleaving depths that divide the
+    /// layers or the slots, every EP dividing the experts, micro-batches 1, 2, 4 and 8,
     /// the three recompute modes, ZeRO-1/2/3, and two placement orders (PP outermost, or
     /// DP outermost).
     pub fn full(model: &Transformer) -> Self {
