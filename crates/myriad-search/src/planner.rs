@@ -166,7 +166,11 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
             acc,
             spec.tp_comm_overlap.unwrap_or(true),
         )
-        .map_err(|e| format!("{e} (candidate accelerator `{}`)", acc.id))?;
+        .map_err(|e| match spec.tp_comm_overlap {
+            // The SMs given with the overlap off: no accelerator's doing.
+            Some(false) => e.to_string(),
+            _ => format!("{e} (candidate accelerator `{}`)", acc.id),
+        })?;
         let same_acc = s.cluster.accelerator == acc.id;
         // The system the candidate is built with: the scenario's for its own accelerator,
         // the catalog's default for another.
