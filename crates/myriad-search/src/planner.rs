@@ -191,9 +191,14 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
             // Every site holds the same whole number of domains, so the cluster is built in
             // whole multiples of `dom × sites`.
             let sites = u64::from(s.cluster.sites.max(1));
+            // Past the largest cluster (or past u64): skipped, naming the field the count
+            // came from (the build named `cluster.count`, and the overflow u64::MAX as the
+            // accelerators supported).
+            let most = myriad_scenario::MAX_ACCELERATORS;
             let Some(count) = dom
                 .checked_mul(sites)
                 .and_then(|unit| c.checked_next_multiple_of(unit))
+                .filter(|n| *n <= most)
             else {
                 let per = if sites > 1 {
                     format!(" in each of {sites} sites")
@@ -201,9 +206,13 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                     String::new()
                 };
                 skipped.push(format!(
-                    "{c} x {}: planning.counts[{i}]: {c} rounded up to whole scale-up domains of {dom}{per} is more than the {} accelerators supported",
+                    "{c} x {}: planning.counts[{i}]: {c}{} is more than the {most} accelerators supported",
                     acc.id,
-                    u64::MAX
+                    if c > most {
+                        String::new()
+                    } else {
+                        format!(" rounded up to whole scale-up domains of {dom}{per}")
+                    }
                 ));
                 continue;
             };

@@ -78,10 +78,25 @@ fn a_count_beyond_u64_domains_is_skipped_with_its_field() {
     let r = myriad_search::planner::plan(&s, cat).unwrap();
     assert!(r.candidates.is_empty());
     assert_eq!(r.skipped.len(), 1);
-    assert!(
-        r.skipped[0].starts_with("18446744073709551615 x h100-sxm: planning.counts[0]: "),
-        "{}",
-        r.skipped[0]
+    assert_eq!(
+        r.skipped[0],
+        "18446744073709551615 x h100-sxm: planning.counts[0]: 18446744073709551615 is more than the 16777216 accelerators supported"
+    );
+}
+
+/// A count that whole scale-up domains take past the largest cluster is skipped naming
+/// `planning.counts`, the field it came from (the build said `cluster.count: 16777224 is
+/// more than...`, a field the scenario gives as 1,024).
+#[test]
+fn a_count_rounded_past_the_largest_cluster_names_planning_counts() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024}\nmodel: {preset: llama3-8b}\ntraining: {precision: bf16, tokens: 1.0e12}\nplanning: {accelerators: [gb200], counts: [16777216]}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let r = myriad_search::planner::plan(&s, cat).unwrap();
+    assert!(r.candidates.is_empty());
+    assert_eq!(
+        r.skipped,
+        ["16777216 x gb200: planning.counts[0]: 16777216 rounded up to whole scale-up domains of 72 is more than the 16777216 accelerators supported"]
     );
 }
 
