@@ -177,6 +177,27 @@ pub struct SearchRun {
 /// Global batches for a search: `512,1024` or `512..4096` (doubling from the first to the
 /// last), each at least 1; errors name the argument `name` (`--global-batch` in the CLI,
 /// `global_batch` in Python).
+/// Global batches to search: at least one, each at least one sequence, none twice (a batch
+/// given twice estimated every plan of it twice; 0 made plans of no micro-batch).
+pub fn check_global_batches(v: &[u64], name: &str) -> Result<(), String> {
+    if v.is_empty() {
+        return Err(format!("{name}: no global batch given; give at least one"));
+    }
+    if let Some(i) = v.iter().position(|b| *b == 0) {
+        return Err(format!(
+            "{name}[{i}]: 0 sequences; a global batch is at least 1"
+        ));
+    }
+    for (i, b) in v.iter().enumerate() {
+        if let Some(j) = v[..i].iter().position(|a| a == b) {
+            return Err(format!(
+                "{name}[{i}]: {b} is given twice (also [{j}]); give each global batch once"
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn parse_global_batches(s: &str, name: &str) -> Result<Vec<u64>, String> {
     let bad = || format!("{name}: `{s}` is not a list (512,1024) or a range (512..4096)");
     if let Some((a, b)) = s.split_once("..") {
@@ -199,7 +220,8 @@ pub fn parse_global_batches(s: &str, name: &str) -> Result<Vec<u64>, String> {
         }
         Ok(v)
     } else {
-        s.split(',')
+        let v: Vec<u64> = s
+            .split(',')
             .map(|x| {
                 x.trim()
                     .parse::<u64>()
@@ -207,7 +229,9 @@ pub fn parse_global_batches(s: &str, name: &str) -> Result<Vec<u64>, String> {
                     .filter(|v| *v > 0)
                     .ok_or_else(bad)
             })
-            .collect()
+            .collect::<Result<_, _>>()?;
+        check_global_batches(&v, name)?;
+        Ok(v)
     }
 }
 
@@ -221,6 +245,9 @@ pub fn search(
     global_batches: Option<Vec<u64>>,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<SearchRun, String> {
+    if top == 0 {
+        return Err("top: 0 plans to list; give at least 1".into());
+    }
     let cat = myriad_catalog::catalog();
     let model = s
         .model
@@ -231,15 +258,36 @@ pub fn search(
     let spec = s.training.clone().unwrap_or_default();
     myriad_train::plan::check_moe_graph(&spec).map_err(|e| format!("{file}: {e}"))?;
     let cluster = myriad_cluster::build(s, cat).map_err(|e| format!("{file}: {e}"))?;
+    // The SMs of the TP overlap, for the plans that overlap (all of them unless the
+    // scenario turns the overlap off).
+    myriad_train::plan::check_tp_comm_overlap_sms(
+        &spec,
+        &cluster.accelerator,
+        spec.tp_comm_overlap.unwrap_or(true),
+    )
+    .map_err(|e| format!("{file}: {e}"))?;
     let accelerators = training_accelerators(s, &spec, file)?;
     let mut fixed = myriad_search::Fixed::from_spec(&spec, accelerators);
     myriad_train::plan::check_precision_settings(&spec, fixed.precision)
         .map_err(|e| format!("{file}: {e}"))?;
-    if let Some(mut b) = global_batches {
-        // Each batch once: a batch given twice was searched twice, doubling `space` and
-        // `evaluated` (the CLI's `64,64`, Python's `[64, 64]`).
-        let mut seen = std::collections::HashSet::new();
-        b.retain(|x| seen.insert(*x));
+    // No plan can train in a precision the accelerator lacks: said as `train` says it (the
+    // search answered "no parallel plan divides this cluster and global batch").
+    if myriad_train::step::supported_peak_tflops(&cluster.accelerator, fixed.precision).is_none() {
+        let have: Vec<&str> = cluster
+            .accelerator
+            .dense_tflops
+            .iter()
+            .map(|(n, _)| n)
+            .collect();
+        return Err(format!(
+            "{file}: training.precision: {} is not supported by {} (it has {})",
+            fixed.precision.as_str(),
+            cluster.accelerator.id,
+            have.join(", ")
+        ));
+    }
+    if let Some(b) = global_batches {
+        check_global_batches(&b, "global_batches")?;
         fixed.global_batches = b;
     }
     let space = myriad_search::Space::full(&model);
@@ -848,22 +896,6 @@ mod tests {
     }
 
     #[test]
-    fn a_global_batch_given_twice_is_searched_once() {
-        let s = crate::scenario(
-            "s.yaml",
-            "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8, scale_up: hgx-h100}\n\
-             model: {preset: llama3-8b}\ntraining: {global_batch: 64, micro_batch: 1}\n",
-        )
-        .unwrap();
-        let run = |b: Vec<u64>| super::search(&s, "s.yaml", 3, Some(b), &|_, _| {}).unwrap();
-        let (once, twice) = (run(vec![64, 128]), run(vec![64, 128, 64]));
-        assert_eq!(twice.global_batches, [64, 128]);
-        assert_eq!(twice.result.space, once.result.space);
-        assert_eq!(twice.result.evaluated, once.result.evaluated);
-        assert_eq!(twice.result.feasible, once.result.feasible);
-    }
-
-    #[test]
     fn a_batch_range_doubles_to_its_end_and_stops_before_u64_overflows() {
         let p = |s: &str| parse_global_batches(s, "--global-batch");
         assert_eq!(p("512..4096").unwrap(), [512, 1024, 2048, 4096]);
@@ -876,5 +908,64 @@ mod tests {
             parse_global_batches("0..4", "global_batch").unwrap_err(),
             "global_batch: `0..4` is not a list (512,1024) or a range (512..4096)"
         );
+    }
+
+    /// A global batch listed twice estimated (and counted) every plan of it twice; an empty
+    /// list or a batch of 0 from the Python API searched nothing, or plans of no
+    /// micro-batch.
+    #[test]
+    fn global_batches_are_given_once_each_and_at_least_one() {
+        assert_eq!(
+            parse_global_batches("512,1024,512", "--global-batch").unwrap_err(),
+            "--global-batch[2]: 512 is given twice (also [0]); give each global batch once"
+        );
+        let s = myriad_scenario::parse_scenario(
+            "t.yaml",
+            "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 16, precision: bf16}\n",
+            myriad_catalog::catalog(),
+        )
+        .unwrap();
+        let search = |b: Vec<u64>| super::search(&s, "t.yaml", 3, Some(b), &|_, _| {});
+        for (b, want) in [
+            (
+                vec![],
+                "global_batches: no global batch given; give at least one",
+            ),
+            (
+                vec![16, 0],
+                "global_batches[1]: 0 sequences; a global batch is at least 1",
+            ),
+            (
+                vec![16, 32, 16],
+                "global_batches[2]: 16 is given twice (also [0]); give each global batch once",
+            ),
+        ] {
+            match search(b.clone()) {
+                Ok(r) => panic!("{b:?}: searched {} plans", r.result.evaluated),
+                Err(e) => assert_eq!(e, want, "{b:?}"),
+            }
+        }
+        assert!(search(vec![16, 32]).unwrap().result.top.len() == 3);
+    }
+
+    /// A precision the accelerator lacks is an error naming `training.precision`, as in
+    /// `train` (the search rejected every plan and said none divides the cluster).
+    #[test]
+    fn a_search_in_a_precision_the_accelerator_lacks_is_an_error() {
+        let s = myriad_scenario::parse_scenario(
+            "t.yaml",
+            "format: myriad/1\ncluster: {accelerator: a100-sxm-80gb, count: 8}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 16, precision: fp8}\n",
+            myriad_catalog::catalog(),
+        )
+        .unwrap();
+        match super::search(&s, "t.yaml", 3, None, &|_, _| {}) {
+            Ok(r) => panic!("searched {} plans", r.result.space),
+            Err(e) => assert!(
+                e.starts_with(
+                    "t.yaml: training.precision: fp8 is not supported by a100-sxm-80gb (it has "
+                ),
+                "{e}"
+            ),
+        }
     }
 }

@@ -1329,3 +1329,16 @@ fn a_huge_rank_range_is_refused_before_it_is_built() {
         "{err}"
     );
 }
+
+/// `--top 0` lists nothing: an error naming the option (it printed an empty table and then
+/// explained why plan #1 beats #2, neither of them listed).
+#[test]
+fn search_top_0_is_an_error() {
+    let (code, out, err) = myriad(&["search", "examples/dgx-superpod-h100.yaml", "--top", "0"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        err.contains("--top: 0 plans to list; give at least 1"),
+        "{err}"
+    );
+    assert!(out.is_empty(), "{out}");
+}

@@ -186,6 +186,16 @@ fn plan_label(p: &Value) -> String {
             .unwrap_or(1.0);
         if r == "full" && share < 1.0 {
             out += &format!(" rc:full {:.0}%", 100.0 * share);
+        } else if r == "selective" {
+            // The module set tells selective plans apart, as `myriad search` prints them.
+            let modules: Vec<&str> = get(p, "recompute_modules")
+                .and_then(Value::as_array)
+                .map(|m| m.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            out += " rc:selective";
+            if !modules.is_empty() {
+                out += &format!("({})", modules.join("+"));
+            }
         } else if r != "none" {
             out += &format!(" rc:{r}");
         }
@@ -195,6 +205,25 @@ fn plan_label(p: &Value) -> String {
         .unwrap_or(0.0);
     if off > 0.0 {
         out += &format!(" offload {:.0}%", 100.0 * off);
+    }
+    // What else tells the search's plans apart: sequence parallelism, the ZeRO stage and
+    // the placement order.
+    if get(p, "sequence_parallel").and_then(Value::as_bool) == Some(true) {
+        out += " SP";
+    }
+    if let Some(z) = get(p, "zero_stage")
+        .and_then(Value::as_u64)
+        .filter(|z| *z > 0)
+    {
+        out += &format!(" ZeRO-{z}");
+    }
+    if get(p, "placement")
+        .and_then(Value::as_array)
+        .and_then(|d| d.get(3))
+        .and_then(Value::as_str)
+        == Some("pp")
+    {
+        out += " (DP outermost)";
     }
     out
 }
@@ -1233,6 +1262,54 @@ mod tests {
                 "{pp}"
             );
         }
+    }
+
+    /// Every plan of the search's top list has its own label in the chart and the table:
+    /// plans that differ only in the selective-recompute modules, sequence parallelism, the
+    /// ZeRO stage or the placement order (as `myriad search` lists them) used to read alike.
+    #[test]
+    fn search_plans_that_differ_have_different_labels() {
+        let base = serde_json::json!({"tp": 8, "pp": 4, "dp": 32, "cp": 1, "ep": 1, "vpp": 24,
+            "micro_batch": 4, "recompute": "selective", "recompute_modules": ["core_attn"],
+            "recompute_fraction": 1.0, "offload_fraction": 0.0, "sequence_parallel": true,
+            "zero_stage": 1, "placement": ["tp", "cp", "ep", "pp", "dp"]});
+        let with = |k: &str, v: serde_json::Value| {
+            let mut p = base.clone();
+            p[k] = v;
+            p
+        };
+        let plans = [
+            base.clone(),
+            with(
+                "recompute_modules",
+                serde_json::json!(["core_attn", "layernorm"]),
+            ),
+            with("sequence_parallel", serde_json::json!(false)),
+            with("zero_stage", serde_json::json!(3)),
+            with(
+                "placement",
+                serde_json::json!(["tp", "cp", "ep", "dp", "pp"]),
+            ),
+        ];
+        let top: Vec<_> = plans
+            .iter()
+            .map(|p| {
+                serde_json::json!({"plan": p, "step_time_s": 8.3, "mfu": 0.5,
+                "memory_gib_per_accelerator": 70.0})
+            })
+            .collect();
+        let html = search(&serde_json::json!({"name": "s", "model": "m", "top": top}));
+        let labels: Vec<String> = table_cells(&html, "Top plans")
+            .iter()
+            .map(|r| r[1].clone())
+            .collect();
+        assert_eq!(labels.len(), 5);
+        assert_eq!(
+            labels[0],
+            "TP8 PP4 DP32 VPP24 mb4 rc:selective(core_attn) SP ZeRO-1 (DP outermost)"
+        );
+        let distinct: std::collections::BTreeSet<&String> = labels.iter().collect();
+        assert_eq!(distinct.len(), 5, "{labels:?}");
     }
 
     #[test]

@@ -49,16 +49,19 @@ pub struct Space {
 
 impl Space {
     /// The full space for a model: every power-of-two TP up to 64, CP up to 16, every PP
-    /// that divides the layers (or layers + 2, with the embedding and loss counted as
-    /// stages) and every power-of-two PP whose stages can hold ceil(layers / PP) layers
-    /// each with the remainder on the first (Megatron-Core's first-stage layer count),
-    /// interleaving depths, every EP dividing the experts, micro-batches 1-8,
+    /// up to 128 that divides the layers (or the pipeline slots: layers + 2 + MTP modules,
+    /// with the embedding, loss and MTP counted as stages) and every power-of-two PP whose
+    /// stages can hold ceil(layers / PP) layers each with at least one left for the first
+    /// (Megatron-Core's first-stage layer count), interleaving depths that divide the
+    /// layers or the slots, every EP dividing the experts, micro-batches 1, 2, 4 and 8,
     /// the three recompute modes, ZeRO-1/2/3, and two placement orders (PP outermost, or
     /// DP outermost).
     pub fn full(model: &Transformer) -> Self {
         let l = model.layers;
         let slots = myriad_train::plan::pipeline_slots(model);
-        let mut pp: Vec<u32> = (1..=l.min(128))
+        // Up to the pipeline slots: with the embedding, loss and MTP modules as stages, PP
+        // may exceed the layers (DeepSeek-V3's 61 layers in 64 slots over PP 64).
+        let mut pp: Vec<u32> = (1..=slots.min(128))
             .filter(|p| {
                 l.is_multiple_of(*p)
                     || (*p > 1 && slots.is_multiple_of(*p))
@@ -78,9 +81,10 @@ impl Space {
             sequence_parallel: vec![true, false],
             cp: vec![1, 2, 4, 8, 16],
             pp,
-            // Every interleaving depth that can split the layers (or layers + 2) evenly.
+            // Every interleaving depth that can split the layers (or the pipeline slots:
+            // layers + embedding + MTP + loss) evenly.
             vpp: (1..=64u32)
-                .filter(|v| l.is_multiple_of(*v) || (l + 2).is_multiple_of(*v))
+                .filter(|v| l.is_multiple_of(*v) || slots.is_multiple_of(*v))
                 .collect(),
             ep,
             micro_batch: vec![1, 2, 4, 8],
@@ -187,6 +191,15 @@ pub struct Fixed {
     pub overlap_p2p_comm: bool,
     /// Pipeline scatter/gather (`training.pp_scatter_gather`, default false).
     pub pp_scatter_gather: bool,
+    /// TP communication overlapped with GEMMs (`training.tp_comm_overlap`; by default on
+    /// with sequence parallelism and flash attention, as `train` sets it).
+    pub tp_comm_overlap: Option<bool>,
+    /// SMs the overlap reserves (`training.tp_comm_overlap_sms`, default Transformer
+    /// Engine's).
+    pub tp_comm_overlap_sms: Option<u32>,
+    /// Expert tensor parallelism (`training.etp`; by default 1 with EP, else TP, as `train`
+    /// sets it).
+    pub etp: Option<u32>,
     /// fp8 EP dispatch (`training.fp8_dispatch`, default false).
     pub fp8_dispatch: bool,
     /// fp8 scaling recipe (`training.fp8_recipe`, default delayed).
@@ -228,6 +241,9 @@ impl Fixed {
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
             overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
             pp_scatter_gather: spec.pp_scatter_gather.unwrap_or(false),
+            tp_comm_overlap: spec.tp_comm_overlap,
+            tp_comm_overlap_sms: spec.tp_comm_overlap_sms,
+            etp: spec.etp,
             fp8_dispatch: spec.fp8_dispatch.unwrap_or(false),
             fp8_recipe: spec.fp8_recipe.unwrap_or(myriad_model::Fp8Recipe::Delayed),
         }
@@ -263,7 +279,9 @@ pub fn candidates(
             * s.placements.len()) as u64
     };
     let recompute_options = space.recompute_options();
-    let per_ep = inner(space);
+    // Every count above the micro-batch loop covers each of the global batches.
+    let per_mb = inner(space) / space.micro_batch.len().max(1) as u64;
+    let per_ep = inner(space) * fixed.global_batches.len() as u64;
     let per_vpp = per_ep * space.ep.len() as u64;
     let per_pp = per_vpp * space.vpp.len() as u64;
     let per_cp = per_pp * space.pp.len() as u64;
@@ -353,7 +371,15 @@ pub fn candidates(
                             reject(&mut rej, "ep does not divide dp", per_ep);
                             continue;
                         }
-                        let etp = if ep > 1 { 1 } else { tp };
+                        let etp = fixed.etp.unwrap_or(if ep > 1 { 1 } else { tp });
+                        // Expert layers lay ETP x EP x expert-DP over a stage's ranks.
+                        if model.moe.is_some()
+                            && !(tp as u64 * cp as u64 * dp as u64)
+                                .is_multiple_of(etp as u64 * ep as u64)
+                        {
+                            reject(&mut rej, "etp*ep does not divide a stage's ranks", per_ep);
+                            continue;
+                        }
                         if myriad_train::plan::check_mlp_split(model, tp, etp, "tp").is_err() {
                             // Megatron splits every MLP's inner size over TP (ETP): `train`
                             // refuses it.
@@ -365,7 +391,6 @@ pub fn candidates(
                             .iter()
                             .flat_map(|m| fixed.global_batches.iter().map(move |g| (m, g)))
                         {
-                            let per_mb = per_ep / space.micro_batch.len() as u64;
                             if gb % (mb as u64 * dp as u64) != 0 {
                                 reject(
                                     &mut rej,
@@ -403,8 +428,10 @@ pub fn candidates(
                                             continue;
                                         }
                                         let sp = sp && tp > 1;
-                                        let tp_overlap =
-                                            sp && fixed.attention == AttentionKernel::Flash;
+                                        // As `train` resolves it for this plan.
+                                        let tp_overlap = fixed.tp_comm_overlap.unwrap_or(
+                                            sp && fixed.attention == AttentionKernel::Flash,
+                                        );
                                         out.push(Plan {
                                             accelerators: n,
                                             tp,
@@ -412,7 +439,7 @@ pub fn candidates(
                                             dp,
                                             cp,
                                             ep,
-                                            etp: if ep > 1 { 1 } else { tp },
+                                            etp,
                                             vpp,
                                             vpp_group: pp,
                                             micro_batch: mb,
@@ -433,7 +460,9 @@ pub fn candidates(
                                             schedule: fixed.schedule,
                                             tp_comm_overlap: tp_overlap,
                                             tp_comm_overlap_sms: if tp_overlap {
-                                                myriad_train::plan::TE_UB_DEFAULT_SMS
+                                                fixed.tp_comm_overlap_sms.unwrap_or(
+                                                    myriad_train::plan::TE_UB_DEFAULT_SMS,
+                                                )
                                             } else {
                                                 0
                                             },

@@ -92,6 +92,18 @@ fn candidate_island(
     rounded
 }
 
+/// `value` and the `limit` it exceeds, with the same decimals, at least `decimals` and as
+/// many more as it takes for them to read differently (a capex of 10.92 M against a budget of
+/// 10.9 M read "capex 11 M USD > budget 11 M"; 0.533 MW against 0.53 read "0.5 MW > limit
+/// 0.53 MW").
+fn exceeding(value: f64, limit: f64, decimals: usize) -> (String, String) {
+    let mut d = decimals;
+    while d < 12 && format!("{value:.d$}") == format!("{limit:.d$}") {
+        d += 1;
+    }
+    (format!("{value:.d$}"), format!("{limit:.d$}"))
+}
+
 /// Runs the planner. Errors are messages naming the scenario field.
 pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
     let model_spec = s
@@ -129,10 +141,36 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
     } else {
         planning.counts.clone()
     };
+    // A candidate given twice was planned, listed and put on the front twice.
+    for (i, c) in counts.iter().enumerate() {
+        if let Some(j) = counts[..i].iter().position(|x| x == c) {
+            return Err(format!(
+                "planning.counts[{i}]: {c} is given twice (also [{j}]); give each count once"
+            ));
+        }
+    }
     let mut jobs = Vec::new();
     let mut skipped = Vec::new();
-    for a in &accs {
+    let mut seen: Vec<(usize, String)> = Vec::new();
+    for (ai, a) in accs.iter().enumerate() {
         let acc = cat.accelerator(a).map_err(|e| e.message())?;
+        if let Some((j, _)) = seen.iter().find(|(_, id)| *id == acc.id) {
+            return Err(format!(
+                "planning.accelerators[{ai}]: `{a}` is given twice (also [{j}]); give each accelerator once"
+            ));
+        }
+        seen.push((ai, acc.id.clone()));
+        // Checked against each candidate accelerator's SMs, as `train` would check them.
+        myriad_train::plan::check_tp_comm_overlap_sms(
+            &spec,
+            acc,
+            spec.tp_comm_overlap.unwrap_or(true),
+        )
+        .map_err(|e| match spec.tp_comm_overlap {
+            // The SMs given with the overlap off: no accelerator's doing.
+            Some(false) => e.to_string(),
+            _ => format!("{e} (candidate accelerator `{}`)", acc.id),
+        })?;
         let same_acc = s.cluster.accelerator == acc.id;
         // The system the candidate is built with: the scenario's for its own accelerator,
         // the catalog's default for another.
@@ -153,9 +191,14 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
             // Every site holds the same whole number of domains, so the cluster is built in
             // whole multiples of `dom × sites`.
             let sites = u64::from(s.cluster.sites.max(1));
+            // Past the largest cluster (or past u64): skipped, naming the field the count
+            // came from (the build named `cluster.count`, and the overflow u64::MAX as the
+            // accelerators supported).
+            let most = myriad_scenario::MAX_ACCELERATORS;
             let Some(count) = dom
                 .checked_mul(sites)
                 .and_then(|unit| c.checked_next_multiple_of(unit))
+                .filter(|n| *n <= most)
             else {
                 let per = if sites > 1 {
                     format!(" in each of {sites} sites")
@@ -163,9 +206,13 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                     String::new()
                 };
                 skipped.push(format!(
-                    "{c} x {}: planning.counts[{i}]: {c} rounded up to whole scale-up domains of {dom}{per} is more than the {} accelerators supported",
+                    "{c} x {}: planning.counts[{i}]: {c}{} is more than the {most} accelerators supported",
                     acc.id,
-                    u64::MAX
+                    if c > most {
+                        String::new()
+                    } else {
+                        format!(" rounded up to whole scale-up domains of {dom}{per}")
+                    }
                 ));
                 continue;
             };
@@ -244,6 +291,28 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                 None if over_budget.is_some() => {
                     violations.extend(over_budget.map(|e| e.to_string()))
                 }
+                // The accelerator cannot train in the precision at all (every plan rejected
+                // for it): said as `train` says it, not as plans that do not divide.
+                None if r.evaluated == 0
+                    && myriad_train::step::supported_peak_tflops(
+                        &cluster.accelerator,
+                        fixed.precision,
+                    )
+                    .is_none() =>
+                {
+                    let have: Vec<&str> = cluster
+                        .accelerator
+                        .dense_tflops
+                        .iter()
+                        .map(|(n, _)| n)
+                        .collect();
+                    violations.push(format!(
+                        "training.precision: {} is not supported by {} (it has {})",
+                        fixed.precision.as_str(),
+                        cluster.accelerator.id,
+                        have.join(", ")
+                    ))
+                }
                 None if r.evaluated == 0 => violations.push(format!(
                     "no parallel plan divides {job} accelerators and global batch {}",
                     fixed.global_batches[0]
@@ -252,26 +321,22 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                 Some(d) => {
                     if let Some(dl) = planning.deadline_days {
                         if d > dl {
-                            violations.push(format!("{d:.1} days > deadline {dl}"));
+                            let (d, dl) = exceeding(d, dl, 1);
+                            violations.push(format!("{d} days > deadline {dl}"));
                         }
                     }
                 }
             }
             if let Some(b) = planning.budget_usd {
                 if report.capex_usd > b {
-                    violations.push(format!(
-                        "capex {:.0} M USD > budget {:.0} M",
-                        report.capex_usd / 1e6,
-                        b / 1e6
-                    ));
+                    let (c, b) = exceeding(report.capex_usd / 1e6, b / 1e6, 0);
+                    violations.push(format!("capex {c} M USD > budget {b} M"));
                 }
             }
             if let Some(mw) = planning.max_mw {
                 if report.facility_power_mw > mw {
-                    violations.push(format!(
-                        "{:.1} MW > limit {mw} MW",
-                        report.facility_power_mw
-                    ));
+                    let (p, mw) = exceeding(report.facility_power_mw, mw, 1);
+                    violations.push(format!("{p} MW > limit {mw} MW"));
                 }
             }
             let candidate = Candidate {

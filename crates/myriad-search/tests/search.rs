@@ -353,3 +353,229 @@ fn a_huge_top_lists_every_feasible_plan() {
     assert!(!r.top.is_empty());
     assert!(r.top.len() as u64 <= r.feasible);
 }
+
+/// With several global batches (`--global-batch 64,96,128`), every configuration of every
+/// batch is estimated or rejected with a reason: the rejections above the micro-batch loop
+/// were counted for one batch only, so the table's counts did not add up to the space.
+#[test]
+fn rejections_cover_every_global_batch() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 64, precision: bf16}\n";
+    let (m, c, mut f) = setup(text);
+    f.global_batches = vec![64, 96, 128];
+    let space = Space::full(&m);
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    let rejected: u64 = rej.values().sum();
+    assert_eq!(plans.len() as u64 + rejected, space.size() * 3);
+    // TP 16 and more is past the 8-GPU domain for each of the three batches.
+    let per_tp = space.size() / space.tp.len() as u64;
+    assert_eq!(rej["tp larger than the scale-up domain"], 3 * 3 * per_tp);
+    let r = search(&m, &c, &f, &space, 3, &|_, _| {});
+    assert_eq!(r.feasible + r.infeasible.values().sum::<u64>(), r.space);
+}
+
+/// The plans the search ranks are the plans `train` resolves from the scenario's training
+/// block with the same dimensions: `tp_comm_overlap: false` and `tp_comm_overlap_sms` were
+/// ignored (every sequence-parallel plan was timed with Transformer Engine's default
+/// overlap of 16 SMs), so the search ranked plans `train` would time differently.
+#[test]
+fn searched_plans_keep_the_scenarios_tp_overlap_settings() {
+    for settings in [
+        "tp_comm_overlap: false",
+        "tp_comm_overlap_sms: 24",
+        "tp_comm_overlap: true",
+    ] {
+        let text = format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 64}}\nmodel: {{preset: llama3-8b}}\ntraining: {{global_batch: 128, precision: bf16, {settings}}}\n");
+        let cat = myriad_catalog::catalog();
+        let s = myriad_scenario::parse_scenario("t.yaml", &text, cat).unwrap();
+        let (m, c, f) = setup(&text);
+        let t = s.training.clone().unwrap();
+        let mut space = Space::full(&m);
+        space.micro_batch = vec![1, 2];
+        let r = search(&m, &c, &f, &space, 20, &|_, _| {});
+        assert!(r.top.iter().any(|x| x.plan.tp > 1), "{settings}");
+        for x in &r.top {
+            let p = &x.plan;
+            let spec = myriad_scenario::TrainingSpec {
+                tp: Some(p.tp),
+                pp: Some(p.pp),
+                dp: Some(p.dp),
+                cp: Some(p.cp),
+                vpp: Some(p.vpp),
+                micro_batch: Some(p.micro_batch as u64),
+                sequence_parallel: Some(p.sequence_parallel),
+                recompute: Some(p.recompute),
+                zero_stage: Some(p.zero_stage),
+                distributed_optimizer: Some(p.distributed_optimizer),
+                // Train refuses the SMs for a plan that does not overlap.
+                tp_comm_overlap_sms: t.tp_comm_overlap_sms.filter(|_| p.tp_comm_overlap),
+                ..t.clone()
+            };
+            let (mut q, _) = myriad_train::resolve(&spec, &m, &c, 64).expect("train accepts it");
+            // What the search alone chooses.
+            q.recompute_fraction = p.recompute_fraction;
+            q.recompute_modules = p.recompute_modules;
+            q.placement = p.placement;
+            assert_eq!(q, *p, "{settings}");
+            let e = myriad_train::estimate(&m, &q, &c);
+            assert_eq!(e.step_time_s, x.estimate.step_time_s, "{settings}");
+        }
+        if settings.contains("false") {
+            assert!(r.top.iter().all(|x| !x.plan.tp_comm_overlap));
+        }
+        if settings.contains("24") {
+            assert!(r
+                .top
+                .iter()
+                .all(|x| !x.plan.tp_comm_overlap || x.plan.tp_comm_overlap_sms == 24));
+        }
+    }
+}
+
+/// With multi-token prediction the pipeline splits layers + embedding + MTP + loss slots
+/// (`train` accepts e.g. DeepSeek-V3's 61 + 3 = 64 slots over PP 8 × VPP 2): the space's
+/// virtual-stage depths divide those slots too (they were those of layers or layers + 2 only,
+/// so DeepSeek-V3 got VPP 3, 7, 9... that divide 63, which no pipeline split uses, and no
+/// interleaved plan).
+#[test]
+fn interleaved_depths_follow_the_pipeline_slots_with_mtp() {
+    let text = "format: myriad/1\ncluster: {accelerator: h800, count: 2048, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: deepseek-v3}\ntraining: {global_batch: 4096, precision: fp8}\n";
+    let (m, c, f) = setup(text);
+    assert_eq!(myriad_train::plan::pipeline_slots(&m), 64);
+    let space = Space::full(&m);
+    assert!(
+        space.vpp.contains(&2) && space.vpp.contains(&4),
+        "{:?}",
+        space.vpp
+    );
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    let rejected: u64 = rej.values().sum();
+    assert_eq!(plans.len() as u64 + rejected, space.size());
+    let p = plans
+        .iter()
+        .find(|p| p.pp == 8 && p.vpp == 2)
+        .expect("PP 8 x VPP 2 over the 64 slots");
+    assert!(p.embedding_in_pipeline_split);
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("t.yaml", text, cat).unwrap();
+    let spec = myriad_scenario::TrainingSpec {
+        tp: Some(p.tp),
+        pp: Some(p.pp),
+        cp: Some(p.cp),
+        ep: Some(p.ep),
+        vpp: Some(p.vpp),
+        micro_batch: Some(p.micro_batch as u64),
+        ..s.training.clone().unwrap()
+    };
+    let (q, _) = myriad_train::resolve(&spec, &m, &c, 2048).expect("train accepts it");
+    assert!(q.embedding_in_pipeline_split);
+    assert_eq!(q.chunk_layers(m.layers), p.chunk_layers(m.layers));
+}
+
+/// A first stage that takes the remainder holds at least one transformer layer, as `train`
+/// requires of `first_stage_layers` (Megatron-Core refuses 0): 60 layers over PP 16 (15 stages
+/// of 4 and none left) used to be offered as `PP16[0/4]`, a plan `train` refuses. Every
+/// remainder plan the search offers is one `train` resolves.
+#[test]
+fn a_first_stage_remainder_holds_a_layer() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 256}\nmodel: {preset: llama3-8b, layers: 60}\ntraining: {global_batch: 256, precision: bf16}\n";
+    let (m, c, f) = setup(text);
+    let space = Space::full(&m);
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    let rejected: u64 = rej.values().sum();
+    assert_eq!(plans.len() as u64 + rejected, space.size());
+    assert!(
+        plans.iter().all(|p| p.pp != 16),
+        "60 layers do not split over PP 16"
+    );
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("t.yaml", text, cat).unwrap();
+    let mut edges = 0;
+    for p in plans.iter().filter(|p| p.edge_stage_layers.is_some()) {
+        let (first, rest) = p.edge_stage_layers.unwrap();
+        assert!(first >= 1, "{p:?}");
+        let spec = myriad_scenario::TrainingSpec {
+            tp: Some(p.tp),
+            pp: Some(p.pp),
+            cp: Some(p.cp),
+            micro_batch: Some(p.micro_batch as u64),
+            first_stage_layers: Some(first),
+            ..s.training.clone().unwrap()
+        };
+        let (q, _) = myriad_train::resolve(&spec, &m, &c, 256).expect("train accepts it");
+        assert_eq!(q.chunk_layers(m.layers), rest);
+        edges += 1;
+    }
+    assert!(edges > 0); // PP 8: 4 + 7 x 8
+}
+
+/// PP ranges up to the pipeline slots, not the layers: DeepSeek-V3's 61 layers with its
+/// MTP module, the embedding and the loss are 64 slots, one per stage over PP 64 (`train`
+/// accepts it; the space stopped at PP 61).
+#[test]
+fn pipeline_depths_reach_the_pipeline_slots() {
+    let text = "format: myriad/1\ncluster: {accelerator: h800, count: 256, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: deepseek-v3}\ntraining: {global_batch: 1024, precision: fp8}\n";
+    let (m, c, f) = setup(text);
+    let space = Space::full(&m);
+    assert!(space.pp.contains(&64), "{:?}", space.pp);
+    let (plans, _) = candidates(&m, &c, &f, &space);
+    let p = plans.iter().find(|p| p.pp == 64).expect("a PP 64 plan");
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("t.yaml", text, cat).unwrap();
+    let spec = myriad_scenario::TrainingSpec {
+        tp: Some(p.tp),
+        pp: Some(p.pp),
+        cp: Some(p.cp),
+        ep: Some(p.ep),
+        micro_batch: Some(p.micro_batch as u64),
+        ..s.training.clone().unwrap()
+    };
+    let (q, _) = myriad_train::resolve(&spec, &m, &c, 256).expect("train accepts it");
+    assert!(q.embedding_in_pipeline_split && p.embedding_in_pipeline_split);
+}
+
+/// `training.etp` is kept as `train` keeps it (the search set ETP 1 with EP and TP
+/// without, whatever the scenario said): every plan has the scenario's ETP, those whose
+/// stage ranks ETP x EP does not divide are rejected with the reason, and each plan is the
+/// one `train` resolves.
+#[test]
+fn searched_plans_keep_the_scenarios_expert_tensor_parallelism() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64}\nmodel: {preset: qwen3-30b-a3b}\ntraining: {global_batch: 128, precision: bf16, etp: 2}\n";
+    let (m, c, f) = setup(text);
+    let mut space = Space::full(&m);
+    space.micro_batch = vec![1];
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    let rejected: u64 = rej.values().sum();
+    assert_eq!(plans.len() as u64 + rejected, space.size());
+    assert!(!plans.is_empty() && plans.iter().all(|p| p.etp == 2));
+    assert!(rej
+        .get("etp*ep does not divide a stage's ranks")
+        .is_some_and(|n| *n > 0));
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("t.yaml", text, cat).unwrap();
+    let r = search(&m, &c, &f, &space, 10, &|_, _| {});
+    for x in &r.top {
+        let p = &x.plan;
+        let spec = myriad_scenario::TrainingSpec {
+            tp: Some(p.tp),
+            pp: Some(p.pp),
+            cp: Some(p.cp),
+            ep: Some(p.ep),
+            vpp: Some(p.vpp),
+            micro_batch: Some(p.micro_batch as u64),
+            sequence_parallel: Some(p.sequence_parallel),
+            recompute: Some(p.recompute),
+            zero_stage: Some(p.zero_stage),
+            distributed_optimizer: Some(p.distributed_optimizer),
+            ..s.training.clone().unwrap()
+        };
+        let (mut q, _) = myriad_train::resolve(&spec, &m, &c, 64).expect("train accepts it");
+        q.recompute_fraction = p.recompute_fraction;
+        q.recompute_modules = p.recompute_modules;
+        q.placement = p.placement;
+        assert_eq!(q, *p);
+        assert_eq!(
+            myriad_train::estimate(&m, &q, &c).step_time_s,
+            x.estimate.step_time_s
+        );
+    }
+}

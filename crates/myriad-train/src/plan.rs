@@ -485,6 +485,37 @@ pub fn check_moe_graph(spec: &TrainingSpec) -> Result<(), PlanError> {
     Ok(())
 }
 
+/// `tp_comm_overlap_sms` against `tp_comm_overlap` and the accelerator: an error when the
+/// overlap is off, or when the SMs leave none for the GEMM. Checked by [`resolve`] and by
+/// the plan search and the planner, which take the settings as given.
+pub fn check_tp_comm_overlap_sms(
+    spec: &TrainingSpec,
+    accelerator: &myriad_catalog::Accelerator,
+    tp_comm_overlap: bool,
+) -> Result<(), PlanError> {
+    let Some(n) = spec.tp_comm_overlap_sms else {
+        return Ok(());
+    };
+    if !tp_comm_overlap {
+        return Err(bad(
+            "tp_comm_overlap_sms",
+            "applies only when TP communication is overlapped (tp_comm_overlap, which needs TP > 1 and sequence parallelism); leave it out".to_string(),
+        ));
+    }
+    if let Some(sms) = accelerator.sm_count {
+        if n >= sms {
+            return Err(bad(
+                "tp_comm_overlap_sms",
+                format!(
+                    "{n} SMs leave none of the {sms} of {} for the GEMM",
+                    accelerator.id
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The fp8-only settings (`fp8_dispatch`, `fp8_recipe`, `fp8_params`) against the plan's
 /// precision: each is an error outside fp8 (or fp4) training. Checked by [`resolve`] and by
 /// the plan search and the planner, which take the settings as given.
@@ -563,14 +594,15 @@ pub fn edge_chunk_layers(layers: u32, pp: u32, vpp: u32, (first, last): (u32, u3
 
 /// Megatron-Core's first-stage layer count for `layers` that `pp` does not divide: every
 /// other stage holds ceil(layers / pp), the first the remainder; `None` when that leaves the
-/// first stage fewer than zero layers. Returned as `(first, last)` edge-stage layers.
+/// first stage no layer (Megatron-Core, and [`resolve`]'s `first_stage_layers`, need at
+/// least one). Returned as `(first, last)` edge-stage layers.
 pub fn first_stage_remainder(layers: u32, pp: u32) -> Option<(u32, u32)> {
     if pp < 2 {
         return None;
     }
     let k = layers.div_ceil(pp);
-    let rest = (pp - 1) * k;
-    (layers >= rest).then(|| (layers - rest, k))
+    let rest = (pp - 1) as u64 * k as u64;
+    (layers as u64 > rest).then(|| (layers - rest as u32, k))
 }
 
 /// SMs Transformer Engine's userbuffers reserve by default for a reduce-scatter overlapped
@@ -1097,27 +1129,9 @@ pub fn resolve(
     let tp_comm_overlap = spec
         .tp_comm_overlap
         .unwrap_or(sequence_parallel && attention == AttentionKernel::Flash);
+    check_tp_comm_overlap_sms(spec, &cluster.accelerator, tp_comm_overlap)?;
     let tp_comm_overlap_sms = match spec.tp_comm_overlap_sms {
-        Some(_) if !tp_comm_overlap => {
-            return Err(bad(
-                "tp_comm_overlap_sms",
-                "applies only when TP communication is overlapped (tp_comm_overlap, which needs TP > 1 and sequence parallelism); leave it out".to_string(),
-            ))
-        }
-        Some(n) => {
-            if let Some(sms) = cluster.accelerator.sm_count {
-                if n >= sms {
-                    return Err(bad(
-                        "tp_comm_overlap_sms",
-                        format!(
-                            "{n} SMs leave none of the {sms} of {} for the GEMM",
-                            cluster.accelerator.id
-                        ),
-                    ));
-                }
-            }
-            n
-        }
+        Some(n) => n,
         None if tp_comm_overlap => {
             notes.push(format!(
                 "tp_comm_overlap_sms: {TE_UB_DEFAULT_SMS} (not given; Transformer Engine's default reserve for each forward reduce-scatter it overlaps)"

@@ -63,6 +63,10 @@ pub fn run(
     json: bool,
     report: Option<&Path>,
 ) -> Result<(), String> {
+    if top == 0 {
+        // An empty table and a comparison of plans it does not list.
+        return Err("--top: 0 plans to list; give at least 1".into());
+    }
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
     let batches = batches
