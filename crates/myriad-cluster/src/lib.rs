@@ -356,6 +356,18 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     let su = cat
         .scale_up_for(&acc.id, c.scale_up.as_deref())
         .map_err(|m| BuildError::new("cluster.scale_up", m))?;
+    // A system that also holds a variant with fewer scale-up links (an H800, 8 NVLinks, in
+    // an HGX H100 chassis built for 18) runs its domain at the accelerator's own rate.
+    let su_own;
+    let su = if acc.scale_up_gbps < su.bandwidth_gbps {
+        su_own = ScaleUpSystem {
+            bandwidth_gbps: acc.scale_up_gbps,
+            ..su.clone()
+        };
+        &su_own
+    } else {
+        su
+    };
     let fabric = match &so.fabric {
         Some(id) => cat
             .fabric(id)

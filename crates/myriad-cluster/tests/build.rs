@@ -703,3 +703,26 @@ fn dci_beyond_the_ports_takes_every_free_top_port() {
     assert_eq!(b.bom.dci_cables * 2, free);
     assert!(b.bom.dci_cables > 0);
 }
+
+/// Guards against an accelerator with fewer scale-up links than the system it sits in
+/// taking the system's rate: `hgx-h100` also holds the H800, whose 8 NVLink4 links give
+/// 200 GB/s per direction (not the H100's 18 links, 450 GB/s); the domain level and the
+/// built system must say 200, as `hgx-h800` does.
+#[test]
+fn h800_in_an_hgx_h100_runs_nvlink_at_its_own_rate() {
+    let y = |su: &str| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: h800, count: 64, scale_up: {su}, scale_out: {{fabric: infiniband-ndr}}}}"
+        )
+    };
+    for su in ["hgx-h100", "hgx-h800"] {
+        let b = built(&y(su));
+        assert_eq!(b.levels[0].name, "domain");
+        assert_eq!(b.levels[0].gbps_per_accelerator, 200.0, "{su}");
+        assert_eq!(b.scale_up.bandwidth_gbps, 200.0, "{su}");
+        assert_eq!(b.report().scale_up.bandwidth_gbps, 200.0, "{su}");
+    }
+    // The H100 keeps its 450 GB/s in the same system.
+    let b = built(&h100(64, "fabric: infiniband-ndr"));
+    assert_eq!(b.levels[0].gbps_per_accelerator, 450.0);
+}
