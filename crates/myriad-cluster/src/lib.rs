@@ -539,6 +539,27 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     let gbps_per_acc = su.nics_per_node as f64 * su.nic_gbps / 8.0 / apn as f64;
     let e_site = nodes_per_site * eps as u64; // NIC ports per site per plane
 
+    // An island is whole scale-up domains whatever the oversubscription: at 1:1 it still
+    // names the pods that reliability's spares and the planner count in.
+    if let Some(i) = so.island {
+        if i == 0 || i > count {
+            return Err(BuildError::new(
+                "cluster.scale_out.island",
+                format!("{i} must be between 1 and cluster.count {count}"),
+            ));
+        }
+        if !i.is_multiple_of(apd) {
+            return Err(BuildError::new(
+                "cluster.scale_out.island",
+                format!(
+                    "{i} is not a whole number of scale-up domains of {apd} ({} domains); {}",
+                    one_decimal(i as f64 / apd as f64),
+                    nearest_multiples(i, apd)
+                ),
+            ));
+        }
+    }
+
     // Islands and the oversubscription boundary.
     let mut island_nodes: Option<u64> = None;
     let mut leaf_ratio = false;
@@ -562,22 +583,6 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
             TopologyKind::FatTree | TopologyKind::RailOptimized => match so.island {
                 None => leaf_ratio = true,
                 Some(i) => {
-                    if i == 0 || i > count {
-                        return Err(BuildError::new(
-                            "cluster.scale_out.island",
-                            format!("{i} must be between 1 and cluster.count {count}"),
-                        ));
-                    }
-                    if i % apd != 0 {
-                        return Err(BuildError::new(
-                            "cluster.scale_out.island",
-                            format!(
-                                "{i} is not a whole number of scale-up domains of {apd} ({} domains); {}",
-                                one_decimal(i as f64 / apd as f64),
-                                nearest_multiples(i, apd)
-                            ),
-                        ));
-                    }
                     if i < acc_per_site {
                         island_nodes = Some(i / apn);
                     }

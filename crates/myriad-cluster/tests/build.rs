@@ -726,3 +726,24 @@ fn h800_in_an_hgx_h100_runs_nvlink_at_its_own_rate() {
     let b = built(&h100(64, "fabric: infiniband-ndr"));
     assert_eq!(b.levels[0].gbps_per_accelerator, 450.0);
 }
+
+/// Guards against an island of part of a scale-up domain being accepted without a word at
+/// 1:1 (and on rail-only or spine-leaf, where only 1:1 is built): the island still names
+/// the pods reliability's spares are counted in, and 12 H100 are 1.5 HGX domains.
+#[test]
+fn error_island_not_whole_domains_at_full_bisection() {
+    for topo in ["fat-tree", "rail-only", "spine-leaf", "rail-optimized"] {
+        let s = scenario(&h100(
+            64,
+            &format!("fabric: infiniband-ndr, topology: {topo}, island: 12"),
+        ));
+        assert_eq!(
+            err(&s).to_string(),
+            "cluster.scale_out.island: 12 is not a whole number of scale-up domains of 8 (1.5 domains); use 16 or 8",
+            "{topo}"
+        );
+    }
+    // Whole domains still build at 1:1.
+    let b = built(&h100(64, "fabric: infiniband-ndr, island: 16"));
+    assert_eq!(b.network.island, None);
+}
