@@ -526,7 +526,9 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     let port = fabric.port_gbps;
     let nic_plane = su.nic_gbps / planes as f64;
     let (breakout, ports_per_nic, link_gbps, nic_link_gbps) = if nic_plane >= port * (1.0 - 1e-9) {
-        let ppn = (nic_plane / port).round().max(1.0) as u32;
+        // Enough ports to carry the NIC's share: 266.7 Gb/s (an 800G NIC over 3 planes) on
+        // 200G ports takes 2, each cable at 133.3 Gb/s, never one cable over its port's rate.
+        let ppn = (nic_plane / port - 1e-9).ceil().max(1.0) as u32;
         (1u32, ppn, port, nic_plane / ppn as f64)
     } else {
         let b = ((port / nic_plane) + 1e-9).floor().max(1.0) as u32;

@@ -747,3 +747,24 @@ fn error_island_not_whole_domains_at_full_bisection() {
     let b = built(&h100(64, "fabric: infiniband-ndr, island: 16"));
     assert_eq!(b.network.island, None);
 }
+
+/// Guards against a NIC-to-leaf cable faster than the switch port it plugs into: an 800G
+/// ConnectX-8 split over 3 planes is 266.7 Gb/s per plane, which took round(266.7/200) = 1
+/// port of a 200G switch (one 266.7 Gb/s cable on a 200 Gb/s port). It takes 2 ports of
+/// 133.3 Gb/s each; the accelerator's bandwidth (4 x 800 / 8 / 4 = 100 GB/s) is unchanged.
+#[test]
+fn nic_faster_than_a_port_takes_enough_ports() {
+    let b = built(
+        "format: myriad/1\ncluster: {accelerator: gb300, count: 288, scale_up: gb300-nvl72, scale_out: {fabric: roce-200g, planes: 3}}",
+    );
+    let n = &b.network;
+    assert_eq!(n.ports_per_nic, 2);
+    assert!(n.nic_link_gbps <= n.port_gbps, "{} > {}", n.nic_link_gbps, n.port_gbps);
+    assert!((n.nic_link_gbps - 800.0 / 3.0 / 2.0).abs() < 1e-9);
+    // 72 trays x 4 NICs x 3 planes x 2 ports.
+    assert_eq!(b.bom.nic_ports, 72 * 4 * 3 * 2);
+    assert_eq!(n.gbps_per_accelerator, 100.0);
+    for i in 0..b.topology.links.len() {
+        assert!(b.topology.links.gbps[i] as f64 <= n.port_gbps + 1e-3);
+    }
+}
