@@ -36,7 +36,8 @@
 //!   tier); no spine joins rails, cross-rail traffic goes over the scale-up fabric first.
 //! - Sites > 1: every site is its own tree; its top tier keeps up ports for the DCI in the
 //!   ratio of the site's bandwidth to `dci.gbps_per_site`, and those ports are long-haul
-//!   optical links to the same-position top switch of every other site (5 us/km).
+//!   optical links to the same-position top switch of every other site (5 us/km); ports a
+//!   position cannot pair (three sites with one port each there) go to another position's.
 //! - Cables: every switch-to-switch link is optical (two transceivers per cable). A
 //!   NIC-to-leaf link is a copper DAC only when the leaf is a top-of-rack switch: an Ethernet
 //!   (RoCE) fat-tree or spine-leaf, a server rack (the scale-up system takes less than one

@@ -21,6 +21,9 @@
 //!   at an oversubscribed boundary (island top, oversubscribed leaf, site top with DCI), or
 //!   none at the top.
 
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 /// `rack` value of a switch that sits in a network rack, not in a compute rack.
@@ -670,7 +673,7 @@ pub(crate) fn build_graph(p: &Plan) -> Topology {
         // DCI: the site-top switch at position q of block i in site a links to the same
         // position in every other site. Its DCI ports split evenly over the peers
         // (ceil), pairs taken in an order rotated by position, never past a switch's
-        // allotted ports.
+        // allotted ports; what a position leaves over is paired across positions below.
         let peers = p.sites - 1;
         let lat = p.dci_latency_us;
         let mut pairs = Vec::new();
@@ -682,6 +685,9 @@ pub(crate) fn build_graph(p: &Plan) -> Topology {
         let mut left = vec![0u32; p.sites as usize];
         for plane in 0..p.planes as usize {
             for bi in 0..tops[0][plane].len() {
+                // Up ports the same-position pairing leaves, per site: (switch, ports).
+                let mut rest: Vec<Vec<(u32, u32)>> = vec![Vec::new(); p.sites as usize];
+                let first_dci = ctx.topo.links.len();
                 for q in 0..tops[0][plane][bi].switches.len() {
                     let sw_at = |site: usize| tops[site][plane][bi].switches.get(q).copied();
                     for (site, l) in left.iter_mut().enumerate() {
@@ -713,6 +719,64 @@ pub(crate) fn build_graph(p: &Plan) -> Topology {
                             LinkKind::Dci,
                         );
                     }
+                    for (site, &l) in left.iter().enumerate() {
+                        if let (Some(x), true) = (sw_at(site), l > 0) {
+                            rest[site].push((x, l));
+                        }
+                    }
+                }
+                // Three or more sites with an odd share at a position (one DCI port on each
+                // of three sites' position-q switches makes one cable, not one and a half)
+                // leave ports over: pair them across positions, one cable at a time from the
+                // site with the most left to the site it has the fewest cables with (then
+                // the one with the most left), so that every site gets the ports its DCI
+                // asked for where the other sites have them, spread evenly over its peers.
+                let mut total: Vec<u64> = rest
+                    .iter()
+                    .map(|r| r.iter().map(|&(_, l)| l as u64).sum())
+                    .collect();
+                let mut at = vec![0usize; p.sites as usize];
+                let mut extra: BTreeMap<(u32, u32), u32> = BTreeMap::new();
+                let mut between: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+                if total.iter().filter(|&&n| n > 0).count() >= 2 {
+                    let (l, sw) = (&ctx.topo.links, &ctx.topo.switches);
+                    let site = |v: u32| sw.site[(v - ctx.topo.endpoints) as usize] as usize;
+                    for i in first_dci..l.len() {
+                        let (x, y) = (site(l.lower[i]), site(l.upper[i]));
+                        *between.entry((x.min(y), x.max(y))).or_insert(0) += l.cables[i] as u64;
+                    }
+                }
+                loop {
+                    let Some(a) = (0..total.len())
+                        .filter(|&i| total[i] > 0)
+                        .max_by_key(|&i| (total[i], Reverse(i)))
+                    else {
+                        break;
+                    };
+                    let pair = |i: usize| between.get(&(a.min(i), a.max(i))).copied().unwrap_or(0);
+                    let Some(b) = (0..total.len())
+                        .filter(|&i| i != a && total[i] > 0)
+                        .min_by_key(|&i| (pair(i), Reverse(total[i]), i))
+                    else {
+                        break;
+                    };
+                    let (lo, hi) = (a.min(b), a.max(b));
+                    let (x, y) = (rest[lo][at[lo]].0, rest[hi][at[hi]].0);
+                    *extra.entry((x, y)).or_insert(0) += 1;
+                    *between.entry((lo, hi)).or_insert(0) += 1;
+                    for site in [a, b] {
+                        total[site] -= 1;
+                        let r = &mut rest[site][at[site]];
+                        r.1 -= 1;
+                        if r.1 == 0 {
+                            at[site] += 1;
+                        }
+                    }
+                }
+                for ((x, y), c) in extra {
+                    let (xv, yv) = (ctx.topo.switch_vertex(x), ctx.topo.switch_vertex(y));
+                    ctx.topo
+                        .add_link(xv, yv, c, p.link_gbps, lat, true, p.tiers, LinkKind::Dci);
                 }
             }
         }

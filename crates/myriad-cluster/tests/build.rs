@@ -759,12 +759,68 @@ fn nic_faster_than_a_port_takes_enough_ports() {
     );
     let n = &b.network;
     assert_eq!(n.ports_per_nic, 2);
-    assert!(n.nic_link_gbps <= n.port_gbps, "{} > {}", n.nic_link_gbps, n.port_gbps);
+    assert!(
+        n.nic_link_gbps <= n.port_gbps,
+        "{} > {}",
+        n.nic_link_gbps,
+        n.port_gbps
+    );
     assert!((n.nic_link_gbps - 800.0 / 3.0 / 2.0).abs() < 1e-9);
     // 72 trays x 4 NICs x 3 planes x 2 ports.
     assert_eq!(b.bom.nic_ports, 72 * 4 * 3 * 2);
     assert_eq!(n.gbps_per_accelerator, 100.0);
     for i in 0..b.topology.links.len() {
         assert!(b.topology.links.gbps[i] as f64 <= n.port_gbps + 1e-3);
+    }
+}
+
+/// DCI ports per site: up ports of each site's top switches that DCI cables take.
+fn dci_ports_per_site(b: &BuiltCluster) -> Vec<u64> {
+    let t = &b.topology;
+    let mut per = vec![0u64; b.hierarchy.sites as usize];
+    for i in 0..t.links.len() {
+        if t.links.kind[i] == LinkKind::Dci {
+            for v in [t.links.lower[i], t.links.upper[i]] {
+                per[t.switches.site[(v - t.endpoints) as usize] as usize] +=
+                    t.links.cables[i] as u64;
+            }
+        }
+    }
+    per
+}
+
+/// Guards against the DCI of three or more sites being built short of what each site asks
+/// for: DCI ports were paired only between same-position top switches, so where a position
+/// holds one DCI port on each of three sites only one cable was made. 3 sites of 16,384
+/// H100 at 102,400 Gb/s per site (256 x 400G ports each) built 256 cables (2/3 of each
+/// site's DCI) instead of 3 x 256 / 2 = 384; 5 sites of 1,024 at 8,000 Gb/s (20 ports each)
+/// built 41 instead of 50.
+#[test]
+fn dci_of_three_or_more_sites_gets_every_port_it_asks_for() {
+    for (sites, per_site, gbps, fabric) in [
+        (3u64, 16384u64, 102400u64, "roce-400g"),
+        (5, 1024, 8000, "infiniband-ndr"),
+        (3, 32768, 409600, "infiniband-ndr"),
+        (4, 16384, 102400, "roce-400g"),
+    ] {
+        let y = format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {}, scale_up: hgx-h100, sites: {sites}, dci: {{gbps_per_site: {gbps}, distance_km: 10}}, scale_out: {{fabric: {fabric}}}}}",
+            sites * per_site
+        );
+        let b = built(&y);
+        let want = gbps / 400;
+        assert_eq!(b.bom.dci_cables, sites * want / 2, "{y}");
+        assert_eq!(dci_ports_per_site(&b), vec![want; sites as usize], "{y}");
+        let t = &b.topology;
+        for i in 0..t.switches.len() {
+            assert!(t.switches.down_ports[i] + t.switches.up_ports[i] <= b.network.plane_radix);
+        }
+        // No DCI cable joins two switches of one site.
+        for i in 0..t.links.len() {
+            if t.links.kind[i] == LinkKind::Dci {
+                let s = |v: u32| t.switches.site[(v - t.endpoints) as usize];
+                assert_ne!(s(t.links.lower[i]), s(t.links.upper[i]));
+            }
+        }
     }
 }
