@@ -746,13 +746,10 @@ pub(crate) fn build_graph(p: &Plan) -> Topology {
                         *between.entry((x.min(y), x.max(y))).or_insert(0) += l.cables[i] as u64;
                     }
                 }
-                loop {
-                    let Some(a) = (0..total.len())
-                        .filter(|&i| total[i] > 0)
-                        .max_by_key(|&i| (total[i], Reverse(i)))
-                    else {
-                        break;
-                    };
+                while let Some(a) = (0..total.len())
+                    .filter(|&i| total[i] > 0)
+                    .max_by_key(|&i| (total[i], Reverse(i)))
+                {
                     let pair = |i: usize| between.get(&(a.min(i), a.max(i))).copied().unwrap_or(0);
                     let Some(b) = (0..total.len())
                         .filter(|&i| i != a && total[i] > 0)
