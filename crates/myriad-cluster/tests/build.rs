@@ -824,3 +824,78 @@ fn dci_of_three_or_more_sites_gets_every_port_it_asks_for() {
         }
     }
 }
+
+/// Guards against a site with DCI fitting in fewer tiers as it grows: the site top's DCI
+/// ports were reserved in the ratio of the site's bandwidth to the DCI, so the top's down
+/// ports grew with the site and 2 x 2,000 H100 fitted 2 tiers (190 switches) where
+/// 2 x 1,992 took 3 (378). Both fit 2 tiers: 63 leaves and 32 spines per site, the spines'
+/// 2,048 ports holding the 1,992 or 2,000 uplinks and the 32 DCI ports (12,690 / 400).
+#[test]
+fn dci_site_never_needs_more_tiers_when_smaller() {
+    let y = |count: u64| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {count}, scale_up: hgx-h100, sites: 2, dci: {{gbps_per_site: 12690, distance_km: 10}}, scale_out: {{fabric: infiniband-ndr}}}}"
+        )
+    };
+    for count in [3984, 4000] {
+        let b = built(&y(count));
+        assert_eq!(b.network.tiers, 2, "{count}");
+        assert_eq!(tier_counts(&b), vec![126, 64], "{count}");
+        assert_eq!(b.bom.dci_cables, 32, "{count}");
+    }
+    // More accelerators never mean fewer switches, transceivers, tiers or watts, with DCI.
+    for (sites, step, so, dci) in [
+        (2u64, 16u64, "fabric: infiniband-ndr", 12690),
+        (3, 24, "fabric: infiniband-ndr", 12800),
+        (2, 16, "fabric: roce-400g, topology: rail-only", 25600),
+        (2, 16, "fabric: roce-400g, oversubscription: 3", 51200),
+        (
+            4,
+            32,
+            "fabric: roce-400g, planes: 2, topology: rail-optimized",
+            51200,
+        ),
+    ] {
+        let mut prev: Option<(u64, [f64; 4])> = None;
+        for count in (1..=250).map(|i| i * step) {
+            let b = built(&format!(
+                "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {count}, scale_up: hgx-h100, sites: {sites}, dci: {{gbps_per_site: {dci}, distance_km: 10}}, scale_out: {{{so}}}}}"
+            ));
+            let now = [
+                b.network.tiers as f64,
+                b.bom.switches_total as f64,
+                b.bom.transceivers as f64,
+                b.power.it_mw,
+            ];
+            if let Some((c, was)) = prev {
+                for i in 0..4 {
+                    assert!(
+                        now[i] >= was[i],
+                        "{so}, {sites} sites: {count} -> {now:?}, {c} -> {was:?}"
+                    );
+                }
+            }
+            prev = Some((count, now));
+        }
+    }
+}
+
+/// Guards against a DCI larger than the site taking every free port of its top: 64 H100
+/// on 4 sites, 2 planes, have 32 NIC ports of 200G per site, and each site got 2,016 DCI
+/// ports (all the free leaf ports); and, with fewer DCI ports on a switch than peers,
+/// against the same-position pass handing them out in a fixed pair order (the first pairs
+/// took them all and a later site could be left without): every site alike.
+#[test]
+fn every_site_gets_its_dci_up_to_one_to_one() {
+    let b = built(
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64, scale_up: hgx-h100, sites: 4, dci: {gbps_per_site: 51200, distance_km: 10}, scale_out: {fabric: roce-400g, planes: 2, topology: rail-optimized}}",
+    );
+    // 2 nodes x 8 NICs per site, each NIC 2 x 200G (one per plane): 32 ports of 200G per
+    // site; the DCI asks for 256 and gets 1:1, 32, every site alike.
+    assert_eq!(dci_ports_per_site(&b), vec![32; 4]);
+    assert_eq!(b.bom.dci_cables, 64);
+    let b = built(
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 16, scale_up: hgx-h100, sites: 2, dci: {gbps_per_site: 51200, distance_km: 10}, scale_out: {fabric: roce-400g}}",
+    );
+    assert_eq!(dci_ports_per_site(&b), vec![8; 2]);
+}
