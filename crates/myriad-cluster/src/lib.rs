@@ -34,9 +34,14 @@
 //!   group (`d1` = leaf down ports), spines as in the fat-tree. Rail-only (Wang et al. 2023):
 //!   rail `i` holds port slot `i` of every scale-up domain and is its own tree (usually one
 //!   tier); no spine joins rails, cross-rail traffic goes over the scale-up fabric first.
-//! - Sites > 1: every site is its own tree; its top tier keeps up ports for the DCI in the
-//!   ratio of the site's bandwidth to `dci.gbps_per_site`, and those ports are long-haul
-//!   optical links to the same-position top switch of every other site (5 us/km).
+//! - Sites > 1: every site is its own tree; its top tier keeps `ceil(dci.gbps_per_site /
+//!   link rate)` up ports for the DCI (at most as many as its down ports, 1:1). A top switch
+//!   takes at most `k` minus its share of the DCI in a full tree of that many tiers (so a
+//!   larger site never fits fewer tiers), and each top stripe gets the switches its uplinks
+//!   and its share of the DCI ports need. The DCI ports are long-haul optical links to the
+//!   same-position top switch of every other site, split evenly over the peers (5 us/km);
+//!   what a position cannot split evenly (three sites with one port each there) is paired
+//!   across positions, evenly over the peers.
 //! - Cables: every switch-to-switch link is optical (two transceivers per cable). A
 //!   NIC-to-leaf link is a copper DAC only when the leaf is a top-of-rack switch: an Ethernet
 //!   (RoCE) fat-tree or spine-leaf, a server rack (the scale-up system takes less than one
@@ -63,7 +68,7 @@ use myriad_scenario::{Scenario, TopologyKind, MAX_ACCELERATORS, MAX_SITES, MAX_T
 use serde::{Serialize, Serializer};
 
 pub use summary::{ClusterReport, GraphSize, IdName, ScaleUpReport};
-use topology::{ratio_down, LeafKind, Plan, Rule, Scope};
+use topology::{dci_ports_wanted, ratio_down, up_ports, LeafKind, Plan, Rule, Scope};
 pub use topology::{LinkKind, Links, Switches, Topology, Vertex, NO_RACK};
 
 /// One level of the hierarchy, as the step-time model sees it: a group of `size`
@@ -356,6 +361,18 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     let su = cat
         .scale_up_for(&acc.id, c.scale_up.as_deref())
         .map_err(|m| BuildError::new("cluster.scale_up", m))?;
+    // A system that also holds a variant with fewer scale-up links (an H800, 8 NVLinks, in
+    // an HGX H100 chassis built for 18) runs its domain at the accelerator's own rate.
+    let su_own;
+    let su = if acc.scale_up_gbps < su.bandwidth_gbps {
+        su_own = ScaleUpSystem {
+            bandwidth_gbps: acc.scale_up_gbps,
+            ..su.clone()
+        };
+        &su_own
+    } else {
+        su
+    };
     let fabric = match &so.fabric {
         Some(id) => cat
             .fabric(id)
@@ -514,7 +531,9 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     let port = fabric.port_gbps;
     let nic_plane = su.nic_gbps / planes as f64;
     let (breakout, ports_per_nic, link_gbps, nic_link_gbps) = if nic_plane >= port * (1.0 - 1e-9) {
-        let ppn = (nic_plane / port).round().max(1.0) as u32;
+        // Enough ports to carry the NIC's share: 266.7 Gb/s (an 800G NIC over 3 planes) on
+        // 200G ports takes 2, each cable at 133.3 Gb/s, never one cable over its port's rate.
+        let ppn = (nic_plane / port - 1e-9).ceil().max(1.0) as u32;
         (1u32, ppn, port, nic_plane / ppn as f64)
     } else {
         let b = ((port / nic_plane) + 1e-9).floor().max(1.0) as u32;
@@ -526,6 +545,27 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     let ep_per_acc = eps as f64 / apn as f64;
     let gbps_per_acc = su.nics_per_node as f64 * su.nic_gbps / 8.0 / apn as f64;
     let e_site = nodes_per_site * eps as u64; // NIC ports per site per plane
+
+    // An island is whole scale-up domains whatever the oversubscription: at 1:1 it still
+    // names the pods that reliability's spares and the planner count in.
+    if let Some(i) = so.island {
+        if i == 0 || i > count {
+            return Err(BuildError::new(
+                "cluster.scale_out.island",
+                format!("{i} must be between 1 and cluster.count {count}"),
+            ));
+        }
+        if !i.is_multiple_of(apd) {
+            return Err(BuildError::new(
+                "cluster.scale_out.island",
+                format!(
+                    "{i} is not a whole number of scale-up domains of {apd} ({} domains); {}",
+                    one_decimal(i as f64 / apd as f64),
+                    nearest_multiples(i, apd)
+                ),
+            ));
+        }
+    }
 
     // Islands and the oversubscription boundary.
     let mut island_nodes: Option<u64> = None;
@@ -550,22 +590,6 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
             TopologyKind::FatTree | TopologyKind::RailOptimized => match so.island {
                 None => leaf_ratio = true,
                 Some(i) => {
-                    if i == 0 || i > count {
-                        return Err(BuildError::new(
-                            "cluster.scale_out.island",
-                            format!("{i} must be between 1 and cluster.count {count}"),
-                        ));
-                    }
-                    if i % apd != 0 {
-                        return Err(BuildError::new(
-                            "cluster.scale_out.island",
-                            format!(
-                                "{i} is not a whole number of scale-up domains of {apd} ({} domains); {}",
-                                one_decimal(i as f64 / apd as f64),
-                                nearest_multiples(i, apd)
-                            ),
-                        ));
-                    }
                     if i < acc_per_site {
                         island_nodes = Some(i / apn);
                     }
@@ -584,19 +608,28 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     let dci_per_block = dci
         .as_ref()
         .map(|d| d.gbps_per_site / planes as f64 / blocks_per_site as f64);
-    let below_top_ratio = if island_nodes.is_some() || leaf_ratio {
-        r
-    } else {
-        1.0
-    };
-    let dci_down = match dci_per_block {
-        Some(g) => {
-            let site_bw = e_site as f64 / blocks_per_site as f64 * nic_link_gbps / below_top_ratio;
-            ratio_down(k, (site_bw / g).max(1.0))
-        }
-        None => k,
-    };
     let k2 = k / 2;
+    // Down ports of a site-top switch with DCI, given the tiers below it: the DCI's
+    // `ceil(gbps / link)` ports spread over the top switches of the full tree (the product
+    // of the up ports of one switch per tier below), at most half the ports. It depends on
+    // the DCI and the tiers, not on how many accelerators the site holds, so that a larger
+    // site never fits in fewer tiers (a share that grew with the site let 4,000 H100 on two
+    // sites fit 2 tiers where 3,984 took 3: 190 switches against 378).
+    let dci_top_down = |d: &[u32], rule: &[Rule], t: u32, g: f64| -> u32 {
+        let full: u64 = (1..t).fold(1u64, |a, j| {
+            let up = match rule[j as usize] {
+                Rule::Ratio(r) => up_ports(d[j as usize], r),
+                _ => d[j as usize],
+            };
+            a.saturating_mul(up as u64)
+        });
+        let share = dci_ports_wanted(g, link_gbps).div_ceil(full.max(1));
+        if share >= (k - k2) as u64 {
+            k2
+        } else {
+            k - share as u32
+        }
+    };
     let rd = ratio_down(k, r);
     let make = |t: u32, island_top: Option<u32>| -> (Vec<u32>, Vec<Rule>) {
         let mut d = vec![0u32; t as usize + 1];
@@ -604,7 +637,7 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
         for j in 1..=t {
             let (dj, rj) = if j == t {
                 match dci_per_block {
-                    Some(g) => (dci_down, Rule::Dci(g)),
+                    Some(g) => (dci_top_down(&d, &rule, t, g), Rule::Dci(g)),
                     None => (k, Rule::Top),
                 }
             } else if island_top == Some(j) || (leaf_ratio && j == 1) {

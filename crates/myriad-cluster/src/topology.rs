@@ -21,6 +21,9 @@
 //!   at an oversubscribed boundary (island top, oversubscribed leaf, site top with DCI), or
 //!   none at the top.
 
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 /// `rack` value of a switch that sits in a network rack, not in a compute rack.
@@ -320,7 +323,12 @@ pub(crate) fn ratio_down(k: u32, r: f64) -> u32 {
     d
 }
 
-fn up_ports(down: u32, r: f64) -> u32 {
+/// DCI ports a site-top block keeps for `gbps` of DCI on links of `link_gbps`.
+pub(crate) fn dci_ports_wanted(gbps: f64, link_gbps: f64) -> u64 {
+    (gbps / link_gbps - 1e-9).ceil().max(1.0) as u64
+}
+
+pub(crate) fn up_ports(down: u32, r: f64) -> u32 {
     if down == 0 {
         return 0;
     }
@@ -353,7 +361,7 @@ impl Ctx<'_> {
     fn dci_ports(&mut self, block: &Block, gbps: f64) {
         let sw = &mut self.topo.switches;
         let k = self.plan.k;
-        let want = (gbps / self.plan.link_gbps - 1e-9).ceil().max(1.0) as u64;
+        let want = dci_ports_wanted(gbps, self.plan.link_gbps);
         let total: u64 = block
             .switches
             .iter()
@@ -362,6 +370,10 @@ impl Ctx<'_> {
         if total == 0 {
             return;
         }
+        // At most 1:1: a DCI beyond what the site's top takes from below adds nothing the
+        // site could send (and a small site's free ports would give it more DCI than a
+        // larger one's).
+        let want = want.min(total);
         let mut given = 0u64;
         for &x in &block.switches {
             let d = sw.down_ports[x as usize];
@@ -463,7 +475,19 @@ impl Ctx<'_> {
             if l == 0 {
                 continue;
             }
-            let s = l.div_ceil(d) as u32;
+            let mut s = l.div_ceil(d);
+            // Site top with DCI: enough switches for this position's uplinks and its share
+            // of the DCI ports (`dci_ports` spreads them over the block's free ports), the
+            // DCI never more than the down ports (1:1, as `dci_top_down` caps it).
+            if let Rule::Dci(g) = self.plan.rule[tier as usize] {
+                let want = dci_ports_wanted(g, link_gbps) as u128;
+                let share = (want * l as u128).div_ceil(total.max(1) as u128);
+                let k = self.plan.k as u64;
+                let most = l.div_ceil(k / 2);
+                let need = ((l as u128 + share).div_ceil(k as u128)).min(most as u128) as u64;
+                s = s.max(need);
+            }
+            let s = s as u32;
             let first = self.topo.switches.len() as u32;
             for _ in 0..s {
                 self.topo.add_switch(tier, self.plane, self.site, NO_RACK);
@@ -668,9 +692,9 @@ pub(crate) fn build_graph(p: &Plan) -> Topology {
     }
     if p.sites > 1 {
         // DCI: the site-top switch at position q of block i in site a links to the same
-        // position in every other site. Its DCI ports split evenly over the peers
-        // (ceil), pairs taken in an order rotated by position, never past a switch's
-        // allotted ports.
+        // position in every other site. Its DCI ports split evenly over the peers (floor),
+        // never past a switch's allotted ports; what a position leaves over is paired
+        // across positions below.
         let peers = p.sites - 1;
         let lat = p.dci_latency_us;
         let mut pairs = Vec::new();
@@ -682,6 +706,8 @@ pub(crate) fn build_graph(p: &Plan) -> Topology {
         let mut left = vec![0u32; p.sites as usize];
         for plane in 0..p.planes as usize {
             for bi in 0..tops[0][plane].len() {
+                // Up ports the same-position pairing leaves, per site: (switch, ports).
+                let mut rest: Vec<Vec<(u32, u32)>> = vec![Vec::new(); p.sites as usize];
                 for q in 0..tops[0][plane][bi].switches.len() {
                     let sw_at = |site: usize| tops[site][plane][bi].switches.get(q).copied();
                     for (site, l) in left.iter_mut().enumerate() {
@@ -689,7 +715,8 @@ pub(crate) fn build_graph(p: &Plan) -> Topology {
                             .map(|x| ctx.topo.switches.up_ports[x as usize])
                             .unwrap_or(0);
                     }
-                    let per = left[0].div_ceil(peers);
+                    // An even split over the peers; what it leaves is paired below.
+                    let per = left[0] / peers;
                     for k in 0..pairs.len() {
                         let (a, b) = pairs[(k + q) % pairs.len()];
                         let c = per.min(left[a]).min(left[b]);
@@ -713,6 +740,92 @@ pub(crate) fn build_graph(p: &Plan) -> Topology {
                             LinkKind::Dci,
                         );
                     }
+                    for (site, &l) in left.iter().enumerate() {
+                        if let (Some(x), true) = (sw_at(site), l > 0) {
+                            rest[site].push((x, l));
+                        }
+                    }
+                }
+                // What the even split leaves (fewer ports at a position than peers: one DCI
+                // port on each of three sites' position-q switches) is paired across
+                // positions. The sites are alike, so each has the same number left, `R`:
+                // every pair takes `R / (S - 1)` cables and the rest goes round a circulant
+                // (site i to i +- 1, i +- 2, ..., and to i + S/2 for an odd rest), so that
+                // every site gets the ports its DCI asked for, spread evenly over its peers.
+                // Anything still left (an odd rest on an odd number of sites) is paired one
+                // cable at a time from the site with the most left to the peer it has the
+                // fewest cables with.
+                let n = p.sites as usize;
+                let mut total: Vec<u64> = rest
+                    .iter()
+                    .map(|r| r.iter().map(|&(_, l)| l as u64).sum())
+                    .collect();
+                let mut at = vec![0usize; n];
+                let mut extra: BTreeMap<(u32, u32), u32> = BTreeMap::new();
+                let mut between: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+                if total[0] > 0 && total.iter().all(|&t| t == total[0]) {
+                    let (base, odd) = (total[0] / peers as u64, total[0] % peers as u64);
+                    for i in 0..n {
+                        for j in i + 1..n {
+                            if base > 0 {
+                                between.insert((i, j), base);
+                            }
+                        }
+                        for o in 1..=(odd / 2) as usize {
+                            let j = (i + o) % n;
+                            *between.entry((i.min(j), i.max(j))).or_insert(0) += 1;
+                        }
+                        if odd % 2 == 1 && n.is_multiple_of(2) && i < n / 2 {
+                            *between.entry((i, i + n / 2)).or_insert(0) += 1;
+                        }
+                    }
+                    for (&(a, b), &c) in &between {
+                        let mut c = c;
+                        while c > 0 && at[a] < rest[a].len() && at[b] < rest[b].len() {
+                            let m = c.min(rest[a][at[a]].1 as u64).min(rest[b][at[b]].1 as u64);
+                            *extra
+                                .entry((rest[a][at[a]].0, rest[b][at[b]].0))
+                                .or_insert(0) += m as u32;
+                            c -= m;
+                            for site in [a, b] {
+                                total[site] -= m;
+                                let r = &mut rest[site][at[site]];
+                                r.1 -= m as u32;
+                                if r.1 == 0 {
+                                    at[site] += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+                while let Some(a) = (0..total.len())
+                    .filter(|&i| total[i] > 0)
+                    .max_by_key(|&i| (total[i], Reverse(i)))
+                {
+                    let pair = |i: usize| between.get(&(a.min(i), a.max(i))).copied().unwrap_or(0);
+                    let Some(b) = (0..total.len())
+                        .filter(|&i| i != a && total[i] > 0)
+                        .min_by_key(|&i| (pair(i), Reverse(total[i]), i))
+                    else {
+                        break;
+                    };
+                    let (lo, hi) = (a.min(b), a.max(b));
+                    let (x, y) = (rest[lo][at[lo]].0, rest[hi][at[hi]].0);
+                    *extra.entry((x, y)).or_insert(0) += 1;
+                    *between.entry((lo, hi)).or_insert(0) += 1;
+                    for site in [a, b] {
+                        total[site] -= 1;
+                        let r = &mut rest[site][at[site]];
+                        r.1 -= 1;
+                        if r.1 == 0 {
+                            at[site] += 1;
+                        }
+                    }
+                }
+                for ((x, y), c) in extra {
+                    let (xv, yv) = (ctx.topo.switch_vertex(x), ctx.topo.switch_vertex(y));
+                    ctx.topo
+                        .add_link(xv, yv, c, p.link_gbps, lat, true, p.tiers, LinkKind::Dci);
                 }
             }
         }

@@ -703,3 +703,199 @@ fn dci_beyond_the_ports_takes_every_free_top_port() {
     assert_eq!(b.bom.dci_cables * 2, free);
     assert!(b.bom.dci_cables > 0);
 }
+
+/// Guards against an accelerator with fewer scale-up links than the system it sits in
+/// taking the system's rate: `hgx-h100` also holds the H800, whose 8 NVLink4 links give
+/// 200 GB/s per direction (not the H100's 18 links, 450 GB/s); the domain level and the
+/// built system must say 200, as `hgx-h800` does.
+#[test]
+fn h800_in_an_hgx_h100_runs_nvlink_at_its_own_rate() {
+    let y = |su: &str| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: h800, count: 64, scale_up: {su}, scale_out: {{fabric: infiniband-ndr}}}}"
+        )
+    };
+    for su in ["hgx-h100", "hgx-h800"] {
+        let b = built(&y(su));
+        assert_eq!(b.levels[0].name, "domain");
+        assert_eq!(b.levels[0].gbps_per_accelerator, 200.0, "{su}");
+        assert_eq!(b.scale_up.bandwidth_gbps, 200.0, "{su}");
+        assert_eq!(b.report().scale_up.bandwidth_gbps, 200.0, "{su}");
+    }
+    // The H100 keeps its 450 GB/s in the same system.
+    let b = built(&h100(64, "fabric: infiniband-ndr"));
+    assert_eq!(b.levels[0].gbps_per_accelerator, 450.0);
+}
+
+/// Guards against an island of part of a scale-up domain being accepted without a word at
+/// 1:1 (and on rail-only or spine-leaf, where only 1:1 is built): the island still names
+/// the pods reliability's spares are counted in, and 12 H100 are 1.5 HGX domains.
+#[test]
+fn error_island_not_whole_domains_at_full_bisection() {
+    for topo in ["fat-tree", "rail-only", "spine-leaf", "rail-optimized"] {
+        let s = scenario(&h100(
+            64,
+            &format!("fabric: infiniband-ndr, topology: {topo}, island: 12"),
+        ));
+        assert_eq!(
+            err(&s).to_string(),
+            "cluster.scale_out.island: 12 is not a whole number of scale-up domains of 8 (1.5 domains); use 16 or 8",
+            "{topo}"
+        );
+    }
+    // Whole domains still build at 1:1.
+    let b = built(&h100(64, "fabric: infiniband-ndr, island: 16"));
+    assert_eq!(b.network.island, None);
+}
+
+/// Guards against a NIC-to-leaf cable faster than the switch port it plugs into: an 800G
+/// ConnectX-8 split over 3 planes is 266.7 Gb/s per plane, which took round(266.7/200) = 1
+/// port of a 200G switch (one 266.7 Gb/s cable on a 200 Gb/s port). It takes 2 ports of
+/// 133.3 Gb/s each; the accelerator's bandwidth (4 x 800 / 8 / 4 = 100 GB/s) is unchanged.
+#[test]
+fn nic_faster_than_a_port_takes_enough_ports() {
+    let b = built(
+        "format: myriad/1\ncluster: {accelerator: gb300, count: 288, scale_up: gb300-nvl72, scale_out: {fabric: roce-200g, planes: 3}}",
+    );
+    let n = &b.network;
+    assert_eq!(n.ports_per_nic, 2);
+    assert!(
+        n.nic_link_gbps <= n.port_gbps,
+        "{} > {}",
+        n.nic_link_gbps,
+        n.port_gbps
+    );
+    assert!((n.nic_link_gbps - 800.0 / 3.0 / 2.0).abs() < 1e-9);
+    // 72 trays x 4 NICs x 3 planes x 2 ports.
+    assert_eq!(b.bom.nic_ports, 72 * 4 * 3 * 2);
+    assert_eq!(n.gbps_per_accelerator, 100.0);
+    for i in 0..b.topology.links.len() {
+        assert!(b.topology.links.gbps[i] as f64 <= n.port_gbps + 1e-3);
+    }
+}
+
+/// DCI ports per site: up ports of each site's top switches that DCI cables take.
+fn dci_ports_per_site(b: &BuiltCluster) -> Vec<u64> {
+    let t = &b.topology;
+    let mut per = vec![0u64; b.hierarchy.sites as usize];
+    for i in 0..t.links.len() {
+        if t.links.kind[i] == LinkKind::Dci {
+            for v in [t.links.lower[i], t.links.upper[i]] {
+                per[t.switches.site[(v - t.endpoints) as usize] as usize] +=
+                    t.links.cables[i] as u64;
+            }
+        }
+    }
+    per
+}
+
+/// Guards against the DCI of three or more sites being built short of what each site asks
+/// for: DCI ports were paired only between same-position top switches, so where a position
+/// holds one DCI port on each of three sites only one cable was made. 3 sites of 16,384
+/// H100 at 102,400 Gb/s per site (256 x 400G ports each) built 256 cables (2/3 of each
+/// site's DCI) instead of 3 x 256 / 2 = 384; 5 sites of 1,024 at 8,000 Gb/s (20 ports each)
+/// built 41 instead of 50.
+#[test]
+fn dci_of_three_or_more_sites_gets_every_port_it_asks_for() {
+    for (sites, per_site, gbps, fabric) in [
+        (3u64, 16384u64, 102400u64, "roce-400g"),
+        (5, 1024, 8000, "infiniband-ndr"),
+        (3, 32768, 409600, "infiniband-ndr"),
+        (4, 16384, 102400, "roce-400g"),
+    ] {
+        let y = format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {}, scale_up: hgx-h100, sites: {sites}, dci: {{gbps_per_site: {gbps}, distance_km: 10}}, scale_out: {{fabric: {fabric}}}}}",
+            sites * per_site
+        );
+        let b = built(&y);
+        let want = gbps / 400;
+        assert_eq!(b.bom.dci_cables, sites * want / 2, "{y}");
+        assert_eq!(dci_ports_per_site(&b), vec![want; sites as usize], "{y}");
+        let t = &b.topology;
+        for i in 0..t.switches.len() {
+            assert!(t.switches.down_ports[i] + t.switches.up_ports[i] <= b.network.plane_radix);
+        }
+        // No DCI cable joins two switches of one site.
+        for i in 0..t.links.len() {
+            if t.links.kind[i] == LinkKind::Dci {
+                let s = |v: u32| t.switches.site[(v - t.endpoints) as usize];
+                assert_ne!(s(t.links.lower[i]), s(t.links.upper[i]));
+            }
+        }
+    }
+}
+
+/// Guards against a site with DCI fitting in fewer tiers as it grows: the site top's DCI
+/// ports were reserved in the ratio of the site's bandwidth to the DCI, so the top's down
+/// ports grew with the site and 2 x 2,000 H100 fitted 2 tiers (190 switches) where
+/// 2 x 1,992 took 3 (378). Both fit 2 tiers: 63 leaves and 32 spines per site, the spines'
+/// 2,048 ports holding the 1,992 or 2,000 uplinks and the 32 DCI ports (12,690 / 400).
+#[test]
+fn dci_site_never_needs_more_tiers_when_smaller() {
+    let y = |count: u64| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {count}, scale_up: hgx-h100, sites: 2, dci: {{gbps_per_site: 12690, distance_km: 10}}, scale_out: {{fabric: infiniband-ndr}}}}"
+        )
+    };
+    for count in [3984, 4000] {
+        let b = built(&y(count));
+        assert_eq!(b.network.tiers, 2, "{count}");
+        assert_eq!(tier_counts(&b), vec![126, 64], "{count}");
+        assert_eq!(b.bom.dci_cables, 32, "{count}");
+    }
+    // More accelerators never mean fewer switches, transceivers, tiers or watts, with DCI.
+    for (sites, step, so, dci) in [
+        (2u64, 16u64, "fabric: infiniband-ndr", 12690),
+        (3, 24, "fabric: infiniband-ndr", 12800),
+        (2, 16, "fabric: roce-400g, topology: rail-only", 25600),
+        (2, 16, "fabric: roce-400g, oversubscription: 3", 51200),
+        (
+            4,
+            32,
+            "fabric: roce-400g, planes: 2, topology: rail-optimized",
+            51200,
+        ),
+    ] {
+        let mut prev: Option<(u64, [f64; 4])> = None;
+        for count in (1..=250).map(|i| i * step) {
+            let b = built(&format!(
+                "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {count}, scale_up: hgx-h100, sites: {sites}, dci: {{gbps_per_site: {dci}, distance_km: 10}}, scale_out: {{{so}}}}}"
+            ));
+            let now = [
+                b.network.tiers as f64,
+                b.bom.switches_total as f64,
+                b.bom.transceivers as f64,
+                b.power.it_mw,
+            ];
+            if let Some((c, was)) = prev {
+                for i in 0..4 {
+                    assert!(
+                        now[i] >= was[i],
+                        "{so}, {sites} sites: {count} -> {now:?}, {c} -> {was:?}"
+                    );
+                }
+            }
+            prev = Some((count, now));
+        }
+    }
+}
+
+/// Guards against a DCI larger than the site taking every free port of its top: 64 H100
+/// on 4 sites, 2 planes, have 32 NIC ports of 200G per site, and each site got 2,016 DCI
+/// ports (all the free leaf ports); and, with fewer DCI ports on a switch than peers,
+/// against the same-position pass handing them out in a fixed pair order (the first pairs
+/// took them all and a later site could be left without): every site alike.
+#[test]
+fn every_site_gets_its_dci_up_to_one_to_one() {
+    let b = built(
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64, scale_up: hgx-h100, sites: 4, dci: {gbps_per_site: 51200, distance_km: 10}, scale_out: {fabric: roce-400g, planes: 2, topology: rail-optimized}}",
+    );
+    // 2 nodes x 8 NICs per site, each NIC 2 x 200G (one per plane): 32 ports of 200G per
+    // site; the DCI asks for 256 and gets 1:1, 32, every site alike.
+    assert_eq!(dci_ports_per_site(&b), vec![32; 4]);
+    assert_eq!(b.bom.dci_cables, 64);
+    let b = built(
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 16, scale_up: hgx-h100, sites: 2, dci: {gbps_per_site: 51200, distance_km: 10}, scale_out: {fabric: roce-400g}}",
+    );
+    assert_eq!(dci_ports_per_site(&b), vec![8; 2]);
+}
