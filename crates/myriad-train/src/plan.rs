@@ -225,10 +225,72 @@ impl Plan {
         match d {
             Dim::Tp => self.tp as u64,
             Dim::Cp => self.cp as u64,
+            Dim::Ep if self.ep_folded() => 1,
             Dim::Ep => self.ep as u64,
+            Dim::Dp if self.ep_folded() => self.dp as u64,
             Dim::Dp => (self.dp / self.ep.max(1)) as u64,
             Dim::Pp => self.pp as u64,
         }
+    }
+
+    /// Expert parallelism wider than data parallelism's share of it: EP does not divide DP
+    /// but divides a stage's TP × CP × DP ranks (Megatron-Core's MoE parallel folding, e.g.
+    /// Qwen3-235B at TP 2, DP 16, EP 32: the expert layers re-factor the stage's 32 ranks
+    /// as ETP 1 × EP 32). EP then takes no place of its own in the placement order: the
+    /// expert groups are laid over the stage's ranks ([`Plan::expert_dims`]).
+    pub fn ep_folded(&self) -> bool {
+        self.ep > 1 && !self.dp.is_multiple_of(self.ep)
+    }
+
+    /// Under [`Plan::ep_folded`], the expert-parallel group and the expert-data-parallel
+    /// group as placement parts ((size, stride) each): the stage's ranks in placement order
+    /// (every dimension but PP) re-factored ETP innermost, then EP, then expert DP, as
+    /// Megatron-Core builds its expert groups. `None` where a factor straddles a dimension
+    /// it does not divide (no uniform-stride layout).
+    pub fn expert_dims(&self) -> Option<([(u64, u64); 3], [(u64, u64); 3])> {
+        let (mut skip, mut take) = (self.etp.max(1) as u64, self.ep.max(1) as u64);
+        let (mut ep, mut edp) = ([(1u64, 1u64); 3], [(1u64, 1u64); 3]);
+        let (mut ne, mut nd) = (0usize, 0usize);
+        for d in self.placement.into_iter().filter(|d| *d != Dim::Pp) {
+            let (n, stride) = (self.size(d), self.stride(d));
+            if n <= 1 {
+                continue;
+            }
+            // ETP ranks first (innermost), then EP, then what is left: expert DP.
+            let (mut avail, mut inner) = (n, stride);
+            if skip >= avail {
+                if !skip.is_multiple_of(avail) {
+                    return None;
+                }
+                skip /= avail;
+                continue;
+            }
+            if !avail.is_multiple_of(skip) {
+                return None;
+            }
+            inner *= skip;
+            avail /= skip;
+            skip = 1;
+            let k = take.min(avail);
+            if k > 1 {
+                if !take.is_multiple_of(k) || !avail.is_multiple_of(k) || ne == 3 {
+                    return None;
+                }
+                ep[ne] = (k, inner);
+                ne += 1;
+                take /= k;
+                inner *= k;
+                avail /= k;
+            }
+            if avail > 1 {
+                if nd == 3 {
+                    return None;
+                }
+                edp[nd] = (avail, inner);
+                nd += 1;
+            }
+        }
+        (skip == 1 && take == 1).then_some((ep, edp))
     }
 
     /// Rank stride of dimension `d` in the placement order (EP is the inner part of DP).
@@ -361,15 +423,20 @@ impl Plan {
     }
 
     /// The placement dimensions a group of dimension `d` is made of, (size, stride) each:
-    /// DP is its EP ranks and the replicas outside them; other groups are one dimension
-    /// (the second entry then has size 1 and takes no part).
-    pub fn group_dims(&self, d: Dim) -> [(u64, u64); 2] {
+    /// DP is its EP ranks and the replicas outside them; a folded EP group
+    /// ([`Plan::ep_folded`]) the parts of the stage's ranks it takes; other groups are one
+    /// dimension (the other entries then have size 1 and take no part).
+    pub fn group_dims(&self, d: Dim) -> [(u64, u64); 3] {
         match d {
             Dim::Dp => [
                 (self.size(Dim::Ep), self.stride(Dim::Ep)),
                 (self.size(Dim::Dp), self.stride(Dim::Dp)),
+                (1, 1),
             ],
-            _ => [(self.size(d), self.stride(d)), (1, 1)],
+            Dim::Ep if self.ep_folded() => self
+                .expert_dims()
+                .map_or([(self.ep as u64, 1), (1, 1), (1, 1)], |(ep, _)| ep),
+            _ => [(self.size(d), self.stride(d)), (1, 1), (1, 1)],
         }
     }
 
@@ -1140,8 +1207,7 @@ pub fn resolve(
         }
         None => 0,
     };
-    Ok((
-        Plan {
+    let plan = Plan {
             accelerators,
             tp,
             pp,
@@ -1187,9 +1253,26 @@ pub fn resolve(
             embedding_in_pipeline_split,
             mtp_layers: model.mtp_layers,
             edge_stage_layers,
-        },
-        notes,
-    ))
+        };
+    // Folded expert parallelism needs its groups to tile the stage's ranks in the placement
+    // order (e.g. EP 8 over TP 4 × DP 4 at ETP 1: two TP groups of 4, side by side).
+    if plan.ep_folded() {
+        if plan.expert_dims().is_none() {
+            return Err(bad(
+                "ep",
+                format!(
+                    "EP {ep} (ETP {etp}) spans the TP*CP*DP = {tp}*{cp}*{dp} = {} ranks of a stage (it does not divide DP), but does not tile them in the placement order {}",
+                    tp as u64 * cp as u64 * dp as u64,
+                    plan.placement.iter().map(|d| format!("{d:?}").to_lowercase()).collect::<Vec<_>>().join("-")
+                ),
+            ));
+        }
+        notes.push(format!(
+            "ep: {ep} spans TP*CP*DP = {} ranks of a stage at ETP {etp} (MoE parallel folding: EP does not divide DP {dp})",
+            tp as u64 * cp as u64 * dp as u64
+        ));
+    }
+    Ok((plan, notes))
 }
 
 /// `first_stage_layers` / `last_stage_layers`: the layers of the first and last pipeline

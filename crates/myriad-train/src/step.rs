@@ -1384,12 +1384,16 @@ pub fn estimate_with(
     // Expert-data-parallel group: ranks holding the same experts.
     let edp =
         (plan.dp as u64 * plan.cp as u64 * plan.tp as u64) / (plan.ep as u64 * plan.etp as u64);
-    let g_edp = Group::new(
-        levels,
-        (edp / plan.cp.max(1) as u64).max(1),
-        plan.stride(Dim::Dp),
-        plan.accelerators,
-    );
+    let g_edp = match plan.expert_dims().filter(|_| plan.ep_folded()) {
+        // Folded EP: the stage's ranks left over after ETP × EP, in placement order.
+        Some((_, edp_dims)) => Group::of_dims(levels, &edp_dims, plan.accelerators),
+        None => Group::new(
+            levels,
+            (edp / plan.cp.max(1) as u64).max(1),
+            plan.stride(Dim::Dp),
+            plan.accelerators,
+        ),
+    };
     // The gradient reduce-scatter overlaps the last backward passes, while the pipeline
     // still sends activation gradients between stages over the same NICs.
     let pp_background = [Concurrent {
@@ -1418,7 +1422,7 @@ pub fn estimate_with(
     };
     // DP spans data-parallel replicas and, for dense weights, the CP ranks too.
     let g_dpcp = if plan.cp > 1 {
-        let [ep, dp] = plan.group_dims(Dim::Dp);
+        let [ep, dp, _] = plan.group_dims(Dim::Dp);
         let dims = [ep, dp, (plan.cp as u64, plan.stride(Dim::Cp))];
         Group::of_dims(levels, &dims, plan.accelerators)
     } else {

@@ -1529,7 +1529,7 @@ fn data_parallel_peers_placed_after_the_pipeline_sit_in_other_racks() {
     let (plan, _) = myriad_train::resolve(s.training.as_ref().unwrap(), &m, &c, 5184).unwrap();
     use myriad_scenario::Dim;
     use myriad_train::Plan;
-    assert_eq!(plan.group_dims(Dim::Dp), [(1, 8), (81, 64)]);
+    assert_eq!(plan.group_dims(Dim::Dp), [(1, 8), (81, 64), (1, 1)]);
     // One DP peer to most racks of 72 (every eighth holds two: ranks 0 and 64), not nine;
     // the racks with one bound the ring. Whole units above round the group up a little
     // (81 peers over units of 12 racks: 7 of them); rounding up per rack took it to 96.
@@ -1537,7 +1537,7 @@ fn data_parallel_peers_placed_after_the_pipeline_sit_in_other_racks() {
     assert_eq!(dp_span.spans[0], 1);
     assert!((81..=84).contains(&dp_span.size()), "{dp_span:?}");
     // Dense weights reduce over DP × CP: the CP pair (4 apart) of each.
-    let [ep, dp] = plan.group_dims(Dim::Dp);
+    let [ep, dp, _] = plan.group_dims(Dim::Dp);
     let dims = [ep, dp, (2, plan.stride(Dim::Cp))];
     assert_eq!(*Plan::group_parts(&dims), [(2, 4), (81, 64)]);
     assert_eq!(Plan::span_dims(&c.levels, &dims).spans[0], 2);
@@ -1842,4 +1842,71 @@ fn mlp_inner_sizes_must_split_over_tp() {
         "{tp: 8, dp: 8, ep: 8, global_batch: 64, recompute: full, zero_stage: 1}",
     )
     .unwrap();
+}
+
+/// MoE parallel folding: EP 32 over TP 2 × DP 16 (Qwen3-235B on 256 H100, Megatron-Bridge's
+/// H100 recipe: EP does not divide DP). The expert layers re-factor each stage's 32 ranks
+/// as ETP 1 × EP 32: the EP group is the stage, 32 adjacent ranks (4 DGX), not 32 ranks at
+/// TP's stride (which reached into the next pipeline stage), and the pipeline's stride is
+/// the stage's 32 ranks (it was 32 × (16 / 32 = 0) → adjacent ranks, over NVLink).
+#[test]
+fn folded_expert_parallelism_spans_the_stage() {
+    let plan_of = |count: u32, training: &str| {
+        let text = format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {count}, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: qwen3-235b-a22b, seq_len: 4096}}\ntraining: {training}\n");
+        let cat = myriad_catalog::catalog();
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        myriad_train::resolve(s.training.as_ref().unwrap(), &m, &c, count as u64)
+            .map(|(p, notes)| (p, notes, c))
+            .map_err(|e| e.to_string())
+    };
+    use myriad_scenario::Dim;
+    let (p, notes, c) = plan_of(
+        256,
+        "{tp: 2, pp: 8, dp: 16, ep: 32, vpp: 4, global_batch: 256, micro_batch: 1, recompute: full}",
+    )
+    .unwrap();
+    assert!(p.ep_folded());
+    assert_eq!(p.group_layout(Dim::Ep), (32, 1));
+    assert_eq!(p.group_layout(Dim::Dp), (16, 2));
+    assert_eq!(p.stride(Dim::Pp), 32);
+    assert_eq!(p.group_layout(Dim::Pp), (8, 32));
+    // Four DGX of 8: the EP group spans 4 domains, 8 in each.
+    assert_eq!(p.group(&c.levels, Dim::Ep).spans[0], 8);
+    assert_eq!(p.group(&c.levels, Dim::Ep).size(), 32);
+    let (_, edp) = p.expert_dims().unwrap();
+    assert!(edp.iter().all(|d| d.0 == 1), "{edp:?}");
+    assert!(notes.iter().any(|n| n.starts_with("ep: 32 spans TP*CP*DP = 32 ranks")), "{notes:?}");
+
+    // EP 8 over TP 4 × DP 4 at ETP 1 (32 H100, PP 2): two expert groups of 8 per stage, each
+    // two TP groups side by side; expert DP pairs them, 8 apart.
+    let (p, _, _) = plan_of(32, "{tp: 4, pp: 2, dp: 4, ep: 8, global_batch: 64, micro_batch: 1, recompute: full}").unwrap();
+    assert_eq!(p.group_layout(Dim::Ep), (8, 1));
+    let (_, edp) = p.expert_dims().unwrap();
+    assert_eq!(edp[0], (2, 8));
+    assert_eq!(p.stride(Dim::Pp), 16);
+    // Nested EP is unchanged: EP 4 inside DP 8 at TP 2.
+    let (p, _, _) = plan_of(64, "{tp: 2, pp: 4, dp: 8, ep: 4, global_batch: 64, micro_batch: 1, recompute: full}").unwrap();
+    assert!(!p.ep_folded());
+    assert_eq!(p.group_layout(Dim::Ep), (4, 2));
+    assert_eq!(p.stride(Dim::Pp), 16);
+}
+
+/// A folded EP group that does not tile a stage's ranks in placement order has no layout:
+/// EP 12 over TP 8 × DP 3 would take all 8 TP ranks and then 1.5 DP replicas.
+#[test]
+fn folded_expert_parallelism_that_does_not_tile_is_an_error() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 48, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: mixtral-8x7b, seq_len: 4096, moe: {experts: 24, top_k: 2, expert_ffn_hidden: 14336, shared_experts: 0}}\ntraining: {tp: 8, pp: 2, dp: 3, ep: 12, global_batch: 48, micro_batch: 1, recompute: full}\n";
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    let e = myriad_train::resolve(s.training.as_ref().unwrap(), &m, &c, 48)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "training.ep: EP 12 (ETP 1) spans the TP*CP*DP = 8*1*3 = 24 ranks of a stage (it does not divide DP), but does not tile them in the placement order tp-cp-ep-dp-pp"
+    );
 }
