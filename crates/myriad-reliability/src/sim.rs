@@ -257,6 +257,10 @@ enum State {
         /// When the last missing spare arrived (`ready` if none was missing; infinite
         /// while one still is).
         wait_until: f64,
+        /// A planned stop's checkpoint, written until `since`: before then a failure finds
+        /// it unwritten and restores what was restorable when the stop began (first level,
+        /// storage).
+        unsaved: Option<(f64, f64)>,
     },
 }
 
@@ -418,10 +422,24 @@ pub fn replica(
                         waiting,
                         ready,
                         wait_until,
+                        unsaved,
                         ..
                     } => {
                         close_down(&mut st, since, ready, wait_until, t);
-                        if from_storage && policy.persist.is_some() && st.work_s > w_storage {
+                        if let Some((first, storage)) = unsaved.filter(|_| t < since) {
+                            // The planned stop's checkpoint was still being written: it is
+                            // lost with the work it was saving.
+                            w_storage = storage;
+                            let kept = if from_storage && policy.persist.is_some() {
+                                st.storage_restores += 1;
+                                storage
+                            } else {
+                                first
+                            };
+                            st.struck_training += 1;
+                            st.lost_s += st.work_s - kept;
+                            st.work_s = kept;
+                        } else if from_storage && policy.persist.is_some() && st.work_s > w_storage {
                             // The in-memory copy is gone too: back to storage.
                             st.lost_s += st.work_s - w_storage;
                             st.work_s = w_storage;
@@ -481,6 +499,7 @@ pub fn replica(
                     waiting,
                     restart,
                     wait_until: if waiting == 0 { ready } else { f64::INFINITY },
+                    unsaved: None,
                 };
             }
             Ev::Planned => {
@@ -490,7 +509,16 @@ pub fn replica(
                     continue;
                 }
                 if let State::Training { since, w0 } = state {
-                    let (w, _) = close(&mut st, since, t);
+                    let (w, e) = close(&mut st, since, t);
+                    // Restorable should the stop's own checkpoint not get written.
+                    let first = w0 + cyc.tau * cyc.restorable(e, cyc.lag) as f64;
+                    let storage = match cyc.persist {
+                        Some((every, lag2)) => {
+                            let n2 = cyc.restorable(e, lag2) / every * every;
+                            w_storage.max(w0 + cyc.tau * n2 as f64)
+                        }
+                        None => first,
+                    };
                     st.planned += 1;
                     st.work_s = w0 + w;
                     w_storage = st.work_s;
@@ -508,6 +536,7 @@ pub fn replica(
                         waiting: 0,
                         restart,
                         wait_until: ready,
+                        unsaved: Some((first, storage)),
                     };
                 }
             }
