@@ -75,7 +75,8 @@ pub struct ReplicaStats {
     /// Most whole domains out of the job for repair at once (spare domains needed so that
     /// the job never waits).
     pub peak_domains_out: u32,
-    /// Accelerator-seconds held in repair.
+    /// Accelerator-seconds held in repair within the simulated time (a repair that outlasts
+    /// the replica counts until its end).
     pub repair_accelerator_s: f64,
     /// A whole-run replica stopped before the end of the run, at [`MAX_WALL_FACTOR`] or
     /// [`MAX_EVENTS`].
@@ -96,16 +97,19 @@ impl ReplicaStats {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Ev {
     Failure,
     Planned,
-    /// A pool domain back from repair.
-    RepairDomain,
-    /// In-domain spares of job slot `slot` back from repair.
+    /// A pool domain back from repair (it failed at `since`).
+    RepairDomain {
+        since: f64,
+    },
+    /// In-domain spares of job slot `slot` back from repair (they failed at `since`).
     RepairInDomain {
         slot: u32,
         n: u32,
+        since: f64,
     },
     /// Recovery done; valid if `gen` is still current.
     Resume {
@@ -376,6 +380,18 @@ pub fn replica(
                     } => close_down(&mut st, since, ready, wait_until, t),
                 }
                 st.wall_s = t;
+                // Repairs still under way count until now.
+                for e in q.heap.iter() {
+                    match e.ev {
+                        Ev::RepairDomain { since } => {
+                            st.repair_accelerator_s += job.domain_size as f64 * (t - since)
+                        }
+                        Ev::RepairInDomain { n, since, .. } => {
+                            st.repair_accelerator_s += n as f64 * (t - since)
+                        }
+                        _ => {}
+                    }
+                }
                 break;
             }
             Ev::Failure => {
@@ -439,7 +455,8 @@ pub fn replica(
                             st.struck_training += 1;
                             st.lost_s += st.work_s - kept;
                             st.work_s = kept;
-                        } else if from_storage && policy.persist.is_some() && st.work_s > w_storage {
+                        } else if from_storage && policy.persist.is_some() && st.work_s > w_storage
+                        {
                             // The in-memory copy is gone too: back to storage.
                             st.lost_s += st.work_s - w_storage;
                             st.work_s = w_storage;
@@ -463,20 +480,19 @@ pub fn replica(
                     let s = slot as usize;
                     if n < d && !in_domain.is_empty() && in_domain[s] >= n {
                         in_domain[s] -= n;
-                        st.repair_accelerator_s += n as f64 * job.repair_s;
                         q.push(
                             t + job.repair_s,
                             Ev::RepairInDomain {
                                 slot: slot as u32,
                                 n,
+                                since: t,
                             },
                         );
                     } else {
                         // The whole domain leaves the job; a spare domain takes its place.
                         domains_out += 1;
                         st.peak_domains_out = st.peak_domains_out.max(domains_out);
-                        st.repair_accelerator_s += d as f64 * job.repair_s;
-                        q.push(t + job.repair_s, Ev::RepairDomain);
+                        q.push(t + job.repair_s, Ev::RepairDomain { since: t });
                         if !in_domain.is_empty() {
                             in_domain[s] = job.spares_per_domain;
                         }
@@ -540,7 +556,8 @@ pub fn replica(
                     };
                 }
             }
-            Ev::RepairDomain => {
+            Ev::RepairDomain { since } => {
+                st.repair_accelerator_s += job.domain_size as f64 * (t - since);
                 domains_out -= 1;
                 match &mut state {
                     State::Down {
@@ -560,7 +577,8 @@ pub fn replica(
                     _ => pool += 1,
                 }
             }
-            Ev::RepairInDomain { slot, n } => {
+            Ev::RepairInDomain { slot, n, since } => {
+                st.repair_accelerator_s += n as f64 * (t - since);
                 let s = &mut in_domain[slot as usize];
                 *s = (*s + n).min(job.spares_per_domain);
             }

@@ -319,3 +319,64 @@ fn huge_spares_per_pod_do_not_wrap() {
         "{err}"
     );
 }
+
+/// Accelerators in repair are averaged over the simulated time: a repair that outlasts the
+/// window counts only until the window ends. Every hardware fault of the Llama 3 job on
+/// 8-GPU servers (no in-domain spares) takes a server of 8 out; with repairs longer than a
+/// T-day window, a server out at time t is in repair for T - t of it, so the mean over the
+/// window is 8 × (hardware faults per second) × T / 2. The whole repair time was counted,
+/// however far past the window: a 1,000-hour repair in a 1-day window reported 1,000 / 12
+/// times too many (and `repair_hours: 1e308` reported `inf`).
+#[test]
+fn accelerators_in_repair_are_counted_within_the_window() {
+    use myriad_reliability::{Blast, Summary};
+    let su = setup(&scenario("reliability: {}"), myriad_catalog::catalog()).unwrap();
+    let mut job = su.job.clone();
+    job.repair_s = 1000.0 * 3600.0;
+    let removing: f64 = job
+        .causes
+        .iter()
+        .filter(|c| c.blast != Blast::None)
+        .map(|c| c.rate_per_s(job.scale))
+        .sum();
+    assert!(job.causes.iter().all(|c| match c.blast {
+        Blast::Accelerators(n) => n <= 8,
+        _ => true,
+    }));
+    let days = 1.0;
+    let t = days * 86400.0;
+    let runs = monte_carlo(
+        &job,
+        &su.checkpoint.policy(300.0),
+        Horizon::Window(t),
+        4,
+        2000,
+    );
+    let m = Summary::of(&runs, 300.0);
+    let want = 8.0 * removing * t / 2.0;
+    eprintln!(
+        "in repair {:.2}, closed form {want:.2}",
+        m.accelerators_in_repair
+    );
+    assert!(
+        (m.accelerators_in_repair / want - 1.0).abs() < 0.05,
+        "in repair {} vs {want}",
+        m.accelerators_in_repair
+    );
+    for r in &runs {
+        // No more accelerator-seconds than 8 per fault for the whole window.
+        assert!(r.repair_accelerator_s <= 8.0 * r.unexpected as f64 * r.wall_s + 1e-6);
+    }
+}
+
+#[test]
+fn an_overflowing_repair_time_is_an_error() {
+    let cat = myriad_catalog::catalog();
+    let base = include_str!("../../../examples/reliability-llama3.yaml");
+    let text = base.replace(
+        "reliability: {}",
+        "reliability: {spares: {repair_hours: 1e308}}",
+    );
+    let e = myriad_scenario::parse_scenario("t.yaml", &text, cat).unwrap_err();
+    assert_eq!(e.path, "reliability.spares.repair_hours", "{e}");
+}

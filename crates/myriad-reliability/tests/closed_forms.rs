@@ -269,8 +269,7 @@ fn a_failure_during_a_planned_checkpoint_loses_the_work_it_was_saving() {
     let rate = p_rate + lambda;
     let planned_first = p_rate / rate;
     let saved = (-lambda * s).exp();
-    let want =
-        planned_first * saved / rate / (1.0 / rate + planned_first * (1.0 - saved) / lambda);
+    let want = planned_first * saved / rate / (1.0 / rate + planned_first * (1.0 - saved) / lambda);
     let runs = monte_carlo(&j, &p, Horizon::Window(1e7), 9, 32);
     let e: Vec<f64> = runs.iter().map(|r| r.ettr()).collect();
     let n = e.len() as f64;

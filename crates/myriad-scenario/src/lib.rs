@@ -1390,6 +1390,18 @@ impl ReliabilitySpec {
         nonneg("recovery.diagnose_s", self.recovery.diagnose_s)?;
         nonneg("recovery.restart_s", self.recovery.restart_s)?;
         nonneg("spares.repair_hours", self.spares.repair_hours)?;
+        if let Some(h) = self.spares.repair_hours {
+            // The simulation runs in seconds: 1e308 hours is infinite there.
+            if !(h * 3600.0).is_finite() {
+                return Err((
+                    "spares.repair_hours".into(),
+                    format!(
+                        "{h} must be a number of hours up to {:.3e} (repairs are timed in seconds)",
+                        f64::MAX / 3600.0
+                    ),
+                ));
+            }
+        }
         if self.spares.domains.is_some() && self.spares.per_pod.is_some() {
             return Err((
                 "spares.per_pod".into(),
