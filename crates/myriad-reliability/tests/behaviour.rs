@@ -380,3 +380,29 @@ fn an_overflowing_repair_time_is_an_error() {
     let e = myriad_scenario::parse_scenario("t.yaml", &text, cat).unwrap_err();
     assert_eq!(e.path, "reliability.spares.repair_hours", "{e}");
 }
+
+/// A value of the wrong shape says what the key takes: `interval_s: never` said "data did
+/// not match any variant of untagged enum CheckpointInterval", and `hbm: 0.001` "expected
+/// struct FailureRate".
+#[test]
+fn wrong_shapes_say_what_the_key_takes() {
+    let cat = myriad_catalog::catalog();
+    let base = include_str!("../../../examples/reliability-llama3.yaml");
+    for (block, path, want) in [
+        (
+            "reliability: {checkpoint: {interval_s: never}}",
+            "reliability.checkpoint.interval_s",
+            "a number of seconds or `auto`",
+        ),
+        (
+            "reliability: {failures: {hbm: 0.001}}",
+            "reliability.failures.hbm",
+            "`{per_hour: R}` (failures per device-hour) or `{mtbf_hours: M}`",
+        ),
+    ] {
+        let text = base.replace("reliability: {}", block);
+        let e = myriad_scenario::parse_scenario("t.yaml", &text, cat).unwrap_err();
+        assert_eq!(e.path, path, "{block}: {e}");
+        assert!(e.to_string().contains(want), "{block}: {e}");
+    }
+}

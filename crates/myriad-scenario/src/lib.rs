@@ -1131,7 +1131,10 @@ pub struct ReliabilitySpec {
 
 /// A failure rate: `per_hour` (failures per device-hour) or `mtbf_hours`, exactly one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "`{per_hour: R}` (failures per device-hour) or `{mtbf_hours: M}`"
+)]
 pub struct FailureRate {
     /// Failures per device-hour.
     #[serde(default)]
@@ -1258,7 +1261,7 @@ pub struct SparesSpec {
 
 /// Checkpoint interval: seconds of training between checkpoints, or `auto`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "expected a number of seconds or `auto`")]
 pub enum CheckpointInterval {
     Seconds(f64),
     Keyword(IntervalKeyword),
