@@ -1329,3 +1329,23 @@ fn a_huge_rank_range_is_refused_before_it_is_built() {
         "{err}"
     );
 }
+
+#[test]
+fn reliability_spares_line_splits_in_domain_and_pool_accelerators() {
+    // 8 idle GPUs in each of the job's 256 NVL72 racks and no spare rack: the line said
+    // "0 spare domains in the pool (2048 accelerators)", the in-rack spares counted as the
+    // pool's.
+    let (code, out, err) = myriad(&[
+        "reliability",
+        "examples/reliability-nvl72-spares.yaml",
+        "--days",
+        "1",
+        "--replicas",
+        "5",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("spares: 8 per domain (2048 accelerators), 0 spare domains in the pool (0 accelerators), repair 24 h"),
+        "{out}"
+    );
+}
