@@ -793,7 +793,7 @@ impl Summary {
             down_hours: mean(&|r| r.down_s) / 3600.0,
             waiting_for_spares_hours: mean(&|r| r.wait_s) / 3600.0,
             checkpoint_stall_hours: mean(&|r| r.stall_s) / 3600.0,
-            checkpoints: mean(&|r| r.checkpoints as f64),
+            checkpoints: mean(&|r| r.checkpoints),
             storage_restores: mean(&|r| r.storage_restores as f64),
             accelerators_in_repair: if wall_total > 0.0 {
                 runs.iter().map(|r| r.repair_accelerator_s).sum::<f64>() / wall_total

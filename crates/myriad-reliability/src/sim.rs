@@ -67,8 +67,8 @@ pub struct ReplicaStats {
     pub wait_s: f64,
     /// Seconds training was stalled by checkpoints (including the one before a planned stop).
     pub stall_s: f64,
-    /// Checkpoints started.
-    pub checkpoints: u64,
+    /// Checkpoints started (a float: a long window of nanosecond intervals outgrows a u64).
+    pub checkpoints: f64,
     /// Restarts that had to read persistent storage because the in-memory copy was lost
     /// (multi-level checkpoints only).
     pub storage_restores: u32,
@@ -198,12 +198,12 @@ impl Cycle {
     }
 
     /// Work done, stall time and checkpoints started `e` seconds after training resumed.
-    fn at(&self, e: f64) -> (f64, f64, u64) {
+    fn at(&self, e: f64) -> (f64, f64, f64) {
         let k = (e / self.period).floor();
         let r = e - k * self.period;
         let work = k * self.tau + r.min(self.tau);
         let stall = k * self.stall + (r - self.tau).max(0.0);
-        (work, stall, k as u64 + u64::from(r > self.tau))
+        (work, stall, k + f64::from(u8::from(r > self.tau)))
     }
 
     /// Checkpoints restorable `e` seconds after training resumed, `lag` after their stall.
@@ -540,7 +540,7 @@ pub fn replica(
                     w_storage = st.work_s;
                     // A full synchronous checkpoint to storage, then the stop.
                     st.stall_s += policy.planned_stall_s;
-                    st.checkpoints += 1;
+                    st.checkpoints += 1.0;
                     gen += 1;
                     let ready = t + policy.planned_stall_s + job.planned_downtime_s;
                     let restart = job.restart_s + policy.restore_storage_s;

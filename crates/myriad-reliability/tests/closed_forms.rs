@@ -285,3 +285,25 @@ fn a_failure_during_a_planned_checkpoint_loses_the_work_it_was_saving() {
         assert!((sum - r.wall_s).abs() < 1e-6 * r.wall_s);
     }
 }
+
+#[test]
+fn checkpoint_counts_past_u64_do_not_wrap() {
+    // Nothing fails, a checkpoint every nanosecond (the shortest interval run) costing a
+    // picosecond, for 1e12 s: about 1e21 checkpoints, more than a u64 holds. The count
+    // saturated at 2^64 (and `+ 1` on it wrapped to 0, a panic in debug builds).
+    let mut j = job(1.0, 0.0);
+    j.causes.clear();
+    let mut c = ckpt(1e-12);
+    c.write_s = 1e-12;
+    let p = c.policy(1e-9);
+    let r = replica(&j, &p, Horizon::Window(1e12), 1, 0);
+    let period: f64 = 1e-9 + 1e-12;
+    let want = (1e12 / period).floor();
+    assert!(
+        (r.checkpoints / want - 1.0).abs() < 1e-9,
+        "{} checkpoints, want {want}",
+        r.checkpoints
+    );
+    let sum = r.work_s + r.lost_s + r.stall_s + r.down_s;
+    assert!((sum - r.wall_s).abs() < 1e-6 * r.wall_s);
+}
