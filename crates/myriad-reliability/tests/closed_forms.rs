@@ -307,3 +307,34 @@ fn checkpoint_counts_past_u64_do_not_wrap() {
     let sum = r.work_s + r.lost_s + r.stall_s + r.down_s;
     assert!((sum - r.wall_s).abs() < 1e-6 * r.wall_s);
 }
+
+#[test]
+fn ettr_matches_dalys_expected_time_per_segment() {
+    // Exponential failures of mean M, synchronous checkpoints of δ every τ, recovery R
+    // (restarted by a failure during it): each segment of τ work takes on average
+    // M e^(R/M) (e^((τ+δ)/M) - 1) (Daly 2006, exact for this model), so ETTR is τ over
+    // that. Windows and whole runs, from restarts short and long against M.
+    for (m, d, r, tau) in [
+        (3600.0, 30.0, 120.0, 450.0),
+        (3600.0, 300.0, 600.0, 1500.0),
+        (1000.0, 100.0, 2000.0, 700.0),
+    ] {
+        let j = job(m, r);
+        let p = ckpt(d).policy(tau);
+        let want = tau / (m * (r / m).exp() * (((tau + d) / m).exp() - 1.0));
+        for h in [Horizon::Window(2000.0 * m), Horizon::Work(500.0 * m)] {
+            let e: Vec<f64> = monte_carlo(&j, &p, h, 3, 64)
+                .iter()
+                .map(|x| x.ettr())
+                .collect();
+            let n = e.len() as f64;
+            let mean = e.iter().sum::<f64>() / n;
+            let se = (e.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) / n).sqrt();
+            eprintln!("M {m} δ {d} R {r} τ {tau} {h:?}: ETTR {mean:.5} ± {se:.5}, Daly {want:.5}");
+            assert!(
+                (mean - want).abs() < 4.0 * se + 1e-3,
+                "ETTR {mean} ± {se} vs Daly {want}"
+            );
+        }
+    }
+}
