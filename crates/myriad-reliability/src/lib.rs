@@ -552,9 +552,11 @@ fn from_parts(
     let checkpoint = Checkpoint {
         size_bytes: size,
         bytes_per_accelerator: per_acc,
-        mode: match c.mode.unwrap_or(CheckpointMode::Sync) {
-            CheckpointMode::Sync => "sync",
-            CheckpointMode::Async => "async",
+        // Multi-level checkpoints stall only for the snapshot: asynchronous.
+        mode: match (c.mode, c.levels) {
+            (_, Some(CheckpointLevels::MemoryThenStorage)) => "async",
+            (Some(CheckpointMode::Async), _) => "async",
+            _ => "sync",
         },
         levels: match c.levels.unwrap_or(CheckpointLevels::Storage) {
             CheckpointLevels::Storage => "storage",

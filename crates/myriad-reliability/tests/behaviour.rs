@@ -406,3 +406,30 @@ fn wrong_shapes_say_what_the_key_takes() {
         assert!(e.to_string().contains(want), "{block}: {e}");
     }
 }
+
+/// `memory-then-storage` checkpoints stall training only for the snapshot (the peer copy
+/// and the storage write run behind it), whatever `mode` said: `mode: sync` with them was
+/// silently ignored, and the text and JSON called the policy `sync`.
+#[test]
+fn multi_level_checkpoints_are_asynchronous() {
+    let cat = myriad_catalog::catalog();
+    let su = setup(
+        &scenario("reliability: {checkpoint: {levels: memory-then-storage}}"),
+        cat,
+    )
+    .unwrap();
+    assert_eq!(su.checkpoint.mode, "async");
+    let p = su.checkpoint.policy(300.0);
+    assert_eq!(
+        p.stall_s,
+        su.checkpoint.snapshot_s + su.checkpoint.overhead_s
+    );
+    let base = include_str!("../../../examples/reliability-llama3.yaml");
+    let text = base.replace(
+        "reliability: {}",
+        "reliability: {checkpoint: {mode: sync, levels: memory-then-storage}}",
+    );
+    let e = myriad_scenario::parse_scenario("t.yaml", &text, cat).unwrap_err();
+    assert_eq!(e.path, "reliability.checkpoint.mode", "{e}");
+    assert!(e.to_string().contains("memory-then-storage"), "{e}");
+}

@@ -1302,7 +1302,8 @@ pub struct CheckpointSpec {
     /// Seconds of training between checkpoints, or `auto` (default).
     #[serde(default)]
     pub interval_s: Option<CheckpointInterval>,
-    /// `sync` (default) or `async`, for single-level storage checkpoints.
+    /// `sync` (default) or `async`, for single-level storage checkpoints;
+    /// `memory-then-storage` is always `async` (`sync` with it is an error).
     #[serde(default)]
     pub mode: Option<CheckpointMode>,
     /// `storage` (default) or `memory-then-storage`.
@@ -1414,6 +1415,14 @@ impl ReliabilitySpec {
         let c = &self.checkpoint;
         if let Some(CheckpointInterval::Seconds(s)) = c.interval_s {
             pos("checkpoint.interval_s", Some(s))?;
+        }
+        if c.mode == Some(CheckpointMode::Sync)
+            && c.levels == Some(CheckpointLevels::MemoryThenStorage)
+        {
+            return Err((
+                "checkpoint.mode".into(),
+                "sync is for levels: storage; with memory-then-storage training stalls only for the snapshot to host memory and the storage write runs behind it (async): drop mode or give async".into(),
+            ));
         }
         if c.storage_every == Some(0) {
             return Err((
