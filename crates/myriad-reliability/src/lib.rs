@@ -933,6 +933,12 @@ impl Setup {
                 if !(d > 0.0 && d.is_finite()) {
                     return Err(format!("days: {d} is not a positive number of days"));
                 }
+                if !(d * 86400.0).is_finite() {
+                    return Err(format!(
+                        "days: {d:e} is more than the {:.3e} days that can be simulated (in seconds)",
+                        f64::MAX / 86400.0
+                    ));
+                }
                 Ok(Horizon::Window(d * 86400.0))
             }
             (None, Some(w)) => Ok(Horizon::Work(w)),

@@ -608,7 +608,9 @@ pub fn replica(
         // A window stopped at the event cap has no run to project.
         st.wall_s
     } else if st.work_s > 0.0 {
-        st.wall_s * target / st.work_s
+        // The run's work over the ETTR so far; in this order, since `wall × target`
+        // overflows for a run near f64::MAX seconds that its ETTR does not.
+        target * (st.wall_s / st.work_s)
     } else {
         f64::INFINITY
     };

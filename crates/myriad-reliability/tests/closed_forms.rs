@@ -338,3 +338,30 @@ fn ettr_matches_dalys_expected_time_per_segment() {
         }
     }
 }
+
+#[test]
+fn a_run_near_f64_max_is_projected_without_overflow() {
+    // A run of 1e307 s of work stops at the event cap; its time to train is the work over
+    // its ETTR. `wall × work / kept` overflowed to infinity (printed "never" beside an ETTR
+    // of 93%); the projection is finite and equals target / ETTR.
+    let j = job(3600.0, 60.0);
+    let p = ckpt(10.0).policy(300.0);
+    let target = 1e307;
+    let r = replica(&j, &p, Horizon::Work(target), 2, 0);
+    assert!(r.capped && r.ettr() > 0.5);
+    assert!(r.projected_wall_s.is_finite(), "{}", r.projected_wall_s);
+    assert!((r.projected_wall_s * r.ettr() / target - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn a_window_too_long_for_seconds_is_an_error() {
+    // 1e305 days is 8.6e309 s, infinite in f64: with nothing failing the replica ran a
+    // window of infinity and reported ETTR NaN.
+    let text = include_str!("../../../examples/reliability-llama3.yaml");
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("reliability-llama3.yaml", text, cat).unwrap();
+    let su = setup(&s, cat).unwrap();
+    let e = su.horizon(Some(1e305)).unwrap_err();
+    assert!(e.starts_with("days: 1e305 is more than"), "{e}");
+    assert!(su.horizon(Some(1e300)).is_ok());
+}
