@@ -358,7 +358,13 @@ pub fn replica(
 
     while let Some(Entry { t, ev, .. }) = q.heap.pop() {
         events += 1;
-        let ev = if events > MAX_EVENTS { Ev::End } else { ev };
+        let ev = if events > MAX_EVENTS {
+            // The event it replaces stays unhandled, but a repair ending now still counts.
+            q.push(t, ev);
+            Ev::End
+        } else {
+            ev
+        };
         match ev {
             Ev::End | Ev::Finish { .. } => {
                 if let Ev::Finish { gen: g } = ev {
