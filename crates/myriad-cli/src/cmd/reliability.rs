@@ -163,7 +163,8 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
             Cell::new(c.population()),
             right(cause.map_or("-".into(), |x| format!("{:.0}", x.population))),
             right(cause.map_or("-".into(), |x| {
-                let h = 1.0 / x.per_hour;
+                // With `failures.scale`, as the expected count per day beside it.
+                let h = 1.0 / (x.per_hour * j.scale);
                 if h.is_finite() {
                     format!("{h:.3e}")
                 } else {
