@@ -236,6 +236,17 @@ fn json_report_has_the_documented_keys_and_adds_up() {
         assert!(j[k].as_f64().unwrap() > 0.0, "{k}");
     }
     assert!(j["ettr_ci95"][0].as_f64().unwrap() <= j["ettr"].as_f64().unwrap());
+    // Down time is all of it (it was reported as `restart_hours`), and with the kept and
+    // lost work and the stalls it makes the wall clock.
+    assert!(j.get("restart_hours").is_none());
+    let hours = |k: &str| j[k].as_f64().unwrap();
+    let kept = hours("ettr") * 54.0 * 24.0;
+    let sum = kept
+        + hours("lost_work_hours")
+        + j["checkpoint"]["stall_hours"].as_f64().unwrap()
+        + hours("down_hours");
+    assert!((sum / (54.0 * 24.0) - 1.0).abs() < 1e-9, "{sum} h");
+    assert!(j["spares"]["waiting_for_spares_hours"].as_f64().unwrap() <= hours("down_hours"));
     assert_eq!(j["compare"]["checkpoint"].as_array().unwrap().len(), 7);
     let again = serde_json::to_string(&myriad_reliability::output::report(
         &su,
