@@ -539,6 +539,24 @@ fn from_parts(
         &rates,
         rel,
     );
+    if !job.unexpected_rate_per_s().is_finite() {
+        // Rates near f64::MAX times a population overflow: every failure would come at once.
+        let bad = job
+            .causes
+            .iter()
+            .find(|c| !c.rate_per_s(job.scale).is_finite());
+        return Err(match bad {
+            Some(c) => format!(
+                "reliability.failures.{}: {:e} per {}-hour x {} of them x scale {} is more failures per second than a float holds; give a smaller rate",
+                c.component.name(),
+                c.per_hour,
+                c.component.population(),
+                c.population,
+                job.scale
+            ),
+            None => "reliability.failures: the rates add up to more failures per second than a float holds; give smaller rates".into(),
+        });
+    }
     let c = &rel.checkpoint;
     let bytes_per_param = c.bytes_per_param.unwrap_or(defaults::BYTES_PER_PARAM);
     let size = c.size_bytes.unwrap_or(params * bytes_per_param);

@@ -444,3 +444,28 @@ fn multi_level_checkpoints_are_asynchronous() {
     assert_eq!(e.path, "reliability.checkpoint.mode", "{e}");
     assert!(e.to_string().contains("memory-then-storage"), "{e}");
 }
+
+/// A per-device rate near f64::MAX times 16,384 accelerators is an infinite job rate: every
+/// failure came at time 0 and the text printed `inf` interruptions a day. It is an error
+/// naming the rate.
+#[test]
+fn an_infinite_job_failure_rate_is_an_error() {
+    let cat = myriad_catalog::catalog();
+    let e = setup(
+        &scenario("reliability: {failures: {accelerator: {per_hour: 1e308}}}"),
+        cat,
+    )
+    .unwrap_err();
+    assert!(e.starts_with("reliability.failures.accelerator: 1e308 per accelerator-hour x 16384 of them"), "{e}");
+    let e = setup(
+        &scenario("reliability: {failures: {software: {per_hour: 1e300}, scale: 1e300}}"),
+        cat,
+    )
+    .unwrap_err();
+    assert!(e.starts_with("reliability.failures.software: "), "{e}");
+    assert!(setup(
+        &scenario("reliability: {failures: {accelerator: {per_hour: 1e300}}}"),
+        cat
+    )
+    .is_ok());
+}
