@@ -539,22 +539,23 @@ fn from_parts(
         &rates,
         rel,
     );
-    if !job.unexpected_rate_per_s().is_finite() {
+    // Per day: the report counts interruptions a day.
+    if !(job.unexpected_rate_per_s() * 86400.0).is_finite() {
         // Rates near f64::MAX times a population overflow: every failure would come at once.
         let bad = job
             .causes
             .iter()
-            .find(|c| !c.rate_per_s(job.scale).is_finite());
+            .find(|c| !(c.rate_per_s(job.scale) * 86400.0).is_finite());
         return Err(match bad {
             Some(c) => format!(
-                "reliability.failures.{}: {:e} per {}-hour x {} of them x scale {} is more failures per second than a float holds; give a smaller rate",
+                "reliability.failures.{}: {:e} per {}-hour x {} of them x scale {} is more failures a day than a float holds; give a smaller rate",
                 c.component.name(),
                 c.per_hour,
                 c.component.population(),
                 c.population,
                 job.scale
             ),
-            None => "reliability.failures: the rates add up to more failures per second than a float holds; give smaller rates".into(),
+            None => "reliability.failures: the rates add up to more failures a day than a float holds; give smaller rates".into(),
         });
     }
     let c = &rel.checkpoint;

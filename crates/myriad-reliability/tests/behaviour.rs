@@ -456,9 +456,21 @@ fn an_infinite_job_failure_rate_is_an_error() {
         cat,
     )
     .unwrap_err();
-    assert!(e.starts_with("reliability.failures.accelerator: 1e308 per accelerator-hour x 16384 of them"), "{e}");
+    assert!(
+        e.starts_with(
+            "reliability.failures.accelerator: 1e308 per accelerator-hour x 16384 of them"
+        ),
+        "{e}"
+    );
     let e = setup(
         &scenario("reliability: {failures: {software: {per_hour: 1e300}, scale: 1e300}}"),
+        cat,
+    )
+    .unwrap_err();
+    assert!(e.starts_with("reliability.failures.software: "), "{e}");
+    // 1e308 failures per job-hour is finite per second but not per day.
+    let e = setup(
+        &scenario("reliability: {failures: {software: {per_hour: 1e308}}}"),
         cat,
     )
     .unwrap_err();
