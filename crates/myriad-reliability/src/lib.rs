@@ -558,6 +558,12 @@ fn from_parts(
             None => "reliability.failures: the rates add up to more failures a day than a float holds; give smaller rates".into(),
         });
     }
+    if !(job.planned_per_s * 86400.0).is_finite() {
+        return Err(format!(
+            "reliability.planned.rate: {:e} per hour is more planned stops a day than a float holds; give a smaller rate",
+            job.planned_per_s * 3600.0
+        ));
+    }
     let c = &rel.checkpoint;
     let bytes_per_param = c.bytes_per_param.unwrap_or(defaults::BYTES_PER_PARAM);
     let size = c.size_bytes.unwrap_or(params * bytes_per_param);

@@ -480,4 +480,10 @@ fn an_infinite_job_failure_rate_is_an_error() {
         cat
     )
     .is_ok());
+    let e = setup(
+        &scenario("reliability: {planned: {rate: {per_hour: 1e308}}}"),
+        cat,
+    )
+    .unwrap_err();
+    assert!(e.starts_with("reliability.planned.rate: "), "{e}");
 }
