@@ -1342,3 +1342,58 @@ fn search_top_0_is_an_error() {
     );
     assert!(out.is_empty(), "{out}");
 }
+
+#[test]
+fn reliability_spares_line_splits_in_domain_and_pool_accelerators() {
+    // 8 idle GPUs in each of the job's 256 NVL72 racks and no spare rack: the line said
+    // "0 spare domains in the pool (2048 accelerators)", the in-rack spares counted as the
+    // pool's.
+    let (code, out, err) = myriad(&[
+        "reliability",
+        "examples/reliability-nvl72-spares.yaml",
+        "--days",
+        "1",
+        "--replicas",
+        "5",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("spares: 8 per domain (2048 accelerators), 0 spare domains in the pool (0 accelerators), repair 24 h"),
+        "{out}"
+    );
+}
+
+#[test]
+fn reliability_mtbf_per_device_includes_the_failure_scale() {
+    // `failures.scale: 2` doubles every rate: the expected interruptions per day doubled
+    // but the MTBF per device beside them stayed at the unscaled 1.083e5 h (Llama 3's 196
+    // accelerator faults in 54 days on 16,384 GPUs), so the two columns disagreed.
+    let dir = std::env::temp_dir().join(format!("myriad-cli-rel-scale-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/reliability-llama3.yaml"
+    ))
+    .unwrap()
+    .replace(
+        "\nreliability: {}\n",
+        "\nreliability: {failures: {scale: 2}}\n",
+    );
+    let f = dir.join("scaled.yaml");
+    std::fs::write(&f, text).unwrap();
+    let (code, out, err) = myriad(&[
+        "reliability",
+        f.to_str().unwrap(),
+        "--days",
+        "1",
+        "--replicas",
+        "5",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("| accelerator "))
+        .expect("accelerator row");
+    // 16,384 x 54 x 24 / 196 / 2 = 54,166 h; 2 x 196 / 54 = 7.259 a day.
+    assert!(row.contains("5.417e4") && row.contains("7.259"), "{row}");
+}

@@ -539,6 +539,31 @@ fn from_parts(
         &rates,
         rel,
     );
+    // Per day: the report counts interruptions a day.
+    if !(job.unexpected_rate_per_s() * 86400.0).is_finite() {
+        // Rates near f64::MAX times a population overflow: every failure would come at once.
+        let bad = job
+            .causes
+            .iter()
+            .find(|c| !(c.rate_per_s(job.scale) * 86400.0).is_finite());
+        return Err(match bad {
+            Some(c) => format!(
+                "reliability.failures.{}: {:e} per {}-hour x {} of them x scale {} is more failures a day than a float holds; give a smaller rate",
+                c.component.name(),
+                c.per_hour,
+                c.component.population(),
+                c.population,
+                job.scale
+            ),
+            None => "reliability.failures: the rates add up to more failures a day than a float holds; give smaller rates".into(),
+        });
+    }
+    if !(job.planned_per_s * 86400.0).is_finite() {
+        return Err(format!(
+            "reliability.planned.rate: {:e} per hour is more planned stops a day than a float holds; give a smaller rate",
+            job.planned_per_s * 3600.0
+        ));
+    }
     let c = &rel.checkpoint;
     let bytes_per_param = c.bytes_per_param.unwrap_or(defaults::BYTES_PER_PARAM);
     let size = c.size_bytes.unwrap_or(params * bytes_per_param);
@@ -552,9 +577,11 @@ fn from_parts(
     let checkpoint = Checkpoint {
         size_bytes: size,
         bytes_per_accelerator: per_acc,
-        mode: match c.mode.unwrap_or(CheckpointMode::Sync) {
-            CheckpointMode::Sync => "sync",
-            CheckpointMode::Async => "async",
+        // Multi-level checkpoints stall only for the snapshot: asynchronous.
+        mode: match (c.mode, c.levels) {
+            (_, Some(CheckpointLevels::MemoryThenStorage)) => "async",
+            (Some(CheckpointMode::Async), _) => "async",
+            _ => "sync",
         },
         levels: match c.levels.unwrap_or(CheckpointLevels::Storage) {
             CheckpointLevels::Storage => "storage",
@@ -793,7 +820,7 @@ impl Summary {
             down_hours: mean(&|r| r.down_s) / 3600.0,
             waiting_for_spares_hours: mean(&|r| r.wait_s) / 3600.0,
             checkpoint_stall_hours: mean(&|r| r.stall_s) / 3600.0,
-            checkpoints: mean(&|r| r.checkpoints as f64),
+            checkpoints: mean(&|r| r.checkpoints),
             storage_restores: mean(&|r| r.storage_restores as f64),
             accelerators_in_repair: if wall_total > 0.0 {
                 runs.iter().map(|r| r.repair_accelerator_s).sum::<f64>() / wall_total
@@ -930,6 +957,12 @@ impl Setup {
             (Some(d), _) => {
                 if !(d > 0.0 && d.is_finite()) {
                     return Err(format!("days: {d} is not a positive number of days"));
+                }
+                if !(d * 86400.0).is_finite() {
+                    return Err(format!(
+                        "days: {d:e} is more than the {:.3e} days that can be simulated (in seconds)",
+                        f64::MAX / 86400.0
+                    ));
                 }
                 Ok(Horizon::Window(d * 86400.0))
             }

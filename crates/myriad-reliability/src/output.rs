@@ -65,7 +65,9 @@ pub struct Out<'a> {
     failure_free_tokens_per_s: f64,
     lost_work_hours: f64,
     lost_work_per_failure_s: f64,
-    restart_hours: f64,
+    /// Mean hours down per replica: detection, diagnosis, waiting for spares, restart,
+    /// restore and planned downtime (it was `restart_hours`, which it is not).
+    down_hours: f64,
     checkpoint: CheckpointOut,
     spares: SparesOut,
     optimal_checkpoint_interval_s: f64,
@@ -134,7 +136,7 @@ pub fn report<'a>(s: &'a Setup, r: &'a Report, tables: &[(&str, Vec<CompareRow>)
         failure_free_tokens_per_s: s.tokens_per_step / s.step_time_s,
         lost_work_hours: m.lost_work_hours,
         lost_work_per_failure_s: m.lost_work_per_failure_s,
-        restart_hours: m.down_hours,
+        down_hours: m.down_hours,
         checkpoint: CheckpointOut {
             size_bytes: ck.size_bytes,
             bytes_per_accelerator: ck.bytes_per_accelerator,

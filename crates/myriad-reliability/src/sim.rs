@@ -67,15 +67,16 @@ pub struct ReplicaStats {
     pub wait_s: f64,
     /// Seconds training was stalled by checkpoints (including the one before a planned stop).
     pub stall_s: f64,
-    /// Checkpoints started.
-    pub checkpoints: u64,
+    /// Checkpoints started (a float: a long window of nanosecond intervals outgrows a u64).
+    pub checkpoints: f64,
     /// Restarts that had to read persistent storage because the in-memory copy was lost
     /// (multi-level checkpoints only).
     pub storage_restores: u32,
     /// Most whole domains out of the job for repair at once (spare domains needed so that
     /// the job never waits).
     pub peak_domains_out: u32,
-    /// Accelerator-seconds held in repair.
+    /// Accelerator-seconds held in repair within the simulated time (a repair that outlasts
+    /// the replica counts until its end).
     pub repair_accelerator_s: f64,
     /// A whole-run replica stopped before the end of the run, at [`MAX_WALL_FACTOR`] or
     /// [`MAX_EVENTS`].
@@ -96,16 +97,19 @@ impl ReplicaStats {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Ev {
     Failure,
     Planned,
-    /// A pool domain back from repair.
-    RepairDomain,
-    /// In-domain spares of job slot `slot` back from repair.
+    /// A pool domain back from repair (it failed at `since`).
+    RepairDomain {
+        since: f64,
+    },
+    /// In-domain spares of job slot `slot` back from repair (they failed at `since`).
     RepairInDomain {
         slot: u32,
         n: u32,
+        since: f64,
     },
     /// Recovery done; valid if `gen` is still current.
     Resume {
@@ -194,12 +198,12 @@ impl Cycle {
     }
 
     /// Work done, stall time and checkpoints started `e` seconds after training resumed.
-    fn at(&self, e: f64) -> (f64, f64, u64) {
+    fn at(&self, e: f64) -> (f64, f64, f64) {
         let k = (e / self.period).floor();
         let r = e - k * self.period;
         let work = k * self.tau + r.min(self.tau);
         let stall = k * self.stall + (r - self.tau).max(0.0);
-        (work, stall, k as u64 + u64::from(r > self.tau))
+        (work, stall, k + f64::from(u8::from(r > self.tau)))
     }
 
     /// Checkpoints restorable `e` seconds after training resumed, `lag` after their stall.
@@ -257,6 +261,10 @@ enum State {
         /// When the last missing spare arrived (`ready` if none was missing; infinite
         /// while one still is).
         wait_until: f64,
+        /// A planned stop's checkpoint, written until `since`: before then a failure finds
+        /// it unwritten and restores what was restorable when the stop began (first level,
+        /// storage).
+        unsaved: Option<(f64, f64)>,
     },
 }
 
@@ -350,7 +358,13 @@ pub fn replica(
 
     while let Some(Entry { t, ev, .. }) = q.heap.pop() {
         events += 1;
-        let ev = if events > MAX_EVENTS { Ev::End } else { ev };
+        let ev = if events > MAX_EVENTS {
+            // The event it replaces stays unhandled, but a repair ending now still counts.
+            q.push(t, ev);
+            Ev::End
+        } else {
+            ev
+        };
         match ev {
             Ev::End | Ev::Finish { .. } => {
                 if let Ev::Finish { gen: g } = ev {
@@ -372,6 +386,18 @@ pub fn replica(
                     } => close_down(&mut st, since, ready, wait_until, t),
                 }
                 st.wall_s = t;
+                // Repairs still under way count until now.
+                for e in q.heap.iter() {
+                    match e.ev {
+                        Ev::RepairDomain { since } => {
+                            st.repair_accelerator_s += job.domain_size as f64 * (t - since)
+                        }
+                        Ev::RepairInDomain { n, since, .. } => {
+                            st.repair_accelerator_s += n as f64 * (t - since)
+                        }
+                        _ => {}
+                    }
+                }
                 break;
             }
             Ev::Failure => {
@@ -418,10 +444,25 @@ pub fn replica(
                         waiting,
                         ready,
                         wait_until,
+                        unsaved,
                         ..
                     } => {
                         close_down(&mut st, since, ready, wait_until, t);
-                        if from_storage && policy.persist.is_some() && st.work_s > w_storage {
+                        if let Some((first, storage)) = unsaved.filter(|_| t < since) {
+                            // The planned stop's checkpoint was still being written: it is
+                            // lost with the work it was saving.
+                            w_storage = storage;
+                            let kept = if from_storage && policy.persist.is_some() {
+                                st.storage_restores += 1;
+                                storage
+                            } else {
+                                first
+                            };
+                            st.struck_training += 1;
+                            st.lost_s += st.work_s - kept;
+                            st.work_s = kept;
+                        } else if from_storage && policy.persist.is_some() && st.work_s > w_storage
+                        {
                             // The in-memory copy is gone too: back to storage.
                             st.lost_s += st.work_s - w_storage;
                             st.work_s = w_storage;
@@ -445,20 +486,19 @@ pub fn replica(
                     let s = slot as usize;
                     if n < d && !in_domain.is_empty() && in_domain[s] >= n {
                         in_domain[s] -= n;
-                        st.repair_accelerator_s += n as f64 * job.repair_s;
                         q.push(
                             t + job.repair_s,
                             Ev::RepairInDomain {
                                 slot: slot as u32,
                                 n,
+                                since: t,
                             },
                         );
                     } else {
                         // The whole domain leaves the job; a spare domain takes its place.
                         domains_out += 1;
                         st.peak_domains_out = st.peak_domains_out.max(domains_out);
-                        st.repair_accelerator_s += d as f64 * job.repair_s;
-                        q.push(t + job.repair_s, Ev::RepairDomain);
+                        q.push(t + job.repair_s, Ev::RepairDomain { since: t });
                         if !in_domain.is_empty() {
                             in_domain[s] = job.spares_per_domain;
                         }
@@ -481,6 +521,7 @@ pub fn replica(
                     waiting,
                     restart,
                     wait_until: if waiting == 0 { ready } else { f64::INFINITY },
+                    unsaved: None,
                 };
             }
             Ev::Planned => {
@@ -490,13 +531,22 @@ pub fn replica(
                     continue;
                 }
                 if let State::Training { since, w0 } = state {
-                    let (w, _) = close(&mut st, since, t);
+                    let (w, e) = close(&mut st, since, t);
+                    // Restorable should the stop's own checkpoint not get written.
+                    let first = w0 + cyc.tau * cyc.restorable(e, cyc.lag) as f64;
+                    let storage = match cyc.persist {
+                        Some((every, lag2)) => {
+                            let n2 = cyc.restorable(e, lag2) / every * every;
+                            w_storage.max(w0 + cyc.tau * n2 as f64)
+                        }
+                        None => first,
+                    };
                     st.planned += 1;
                     st.work_s = w0 + w;
                     w_storage = st.work_s;
                     // A full synchronous checkpoint to storage, then the stop.
                     st.stall_s += policy.planned_stall_s;
-                    st.checkpoints += 1;
+                    st.checkpoints += 1.0;
                     gen += 1;
                     let ready = t + policy.planned_stall_s + job.planned_downtime_s;
                     let restart = job.restart_s + policy.restore_storage_s;
@@ -508,10 +558,12 @@ pub fn replica(
                         waiting: 0,
                         restart,
                         wait_until: ready,
+                        unsaved: Some((first, storage)),
                     };
                 }
             }
-            Ev::RepairDomain => {
+            Ev::RepairDomain { since } => {
+                st.repair_accelerator_s += job.domain_size as f64 * (t - since);
                 domains_out -= 1;
                 match &mut state {
                     State::Down {
@@ -531,7 +583,8 @@ pub fn replica(
                     _ => pool += 1,
                 }
             }
-            Ev::RepairInDomain { slot, n } => {
+            Ev::RepairInDomain { slot, n, since } => {
+                st.repair_accelerator_s += n as f64 * (t - since);
                 let s = &mut in_domain[slot as usize];
                 *s = (*s + n).min(job.spares_per_domain);
             }
@@ -561,7 +614,9 @@ pub fn replica(
         // A window stopped at the event cap has no run to project.
         st.wall_s
     } else if st.work_s > 0.0 {
-        st.wall_s * target / st.work_s
+        // The run's work over the ETTR so far; in this order, since `wall × target`
+        // overflows for a run near f64::MAX seconds that its ETTR does not.
+        target * (st.wall_s / st.work_s)
     } else {
         f64::INFINITY
     };

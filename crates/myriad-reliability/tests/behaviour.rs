@@ -236,6 +236,17 @@ fn json_report_has_the_documented_keys_and_adds_up() {
         assert!(j[k].as_f64().unwrap() > 0.0, "{k}");
     }
     assert!(j["ettr_ci95"][0].as_f64().unwrap() <= j["ettr"].as_f64().unwrap());
+    // Down time is all of it (it was reported as `restart_hours`), and with the kept and
+    // lost work and the stalls it makes the wall clock.
+    assert!(j.get("restart_hours").is_none());
+    let hours = |k: &str| j[k].as_f64().unwrap();
+    let kept = hours("ettr") * 54.0 * 24.0;
+    let sum = kept
+        + hours("lost_work_hours")
+        + j["checkpoint"]["stall_hours"].as_f64().unwrap()
+        + hours("down_hours");
+    assert!((sum / (54.0 * 24.0) - 1.0).abs() < 1e-9, "{sum} h");
+    assert!(j["spares"]["waiting_for_spares_hours"].as_f64().unwrap() <= hours("down_hours"));
     assert_eq!(j["compare"]["checkpoint"].as_array().unwrap().len(), 7);
     let again = serde_json::to_string(&myriad_reliability::output::report(
         &su,
@@ -318,4 +329,161 @@ fn huge_spares_per_pod_do_not_wrap() {
         ),
         "{err}"
     );
+}
+
+/// Accelerators in repair are averaged over the simulated time: a repair that outlasts the
+/// window counts only until the window ends. Every hardware fault of the Llama 3 job on
+/// 8-GPU servers (no in-domain spares) takes a server of 8 out; with repairs longer than a
+/// T-day window, a server out at time t is in repair for T - t of it, so the mean over the
+/// window is 8 × (hardware faults per second) × T / 2. The whole repair time was counted,
+/// however far past the window: a 1,000-hour repair in a 1-day window reported 1,000 / 12
+/// times too many (and `repair_hours: 1e308` reported `inf`).
+#[test]
+fn accelerators_in_repair_are_counted_within_the_window() {
+    use myriad_reliability::{Blast, Summary};
+    let su = setup(&scenario("reliability: {}"), myriad_catalog::catalog()).unwrap();
+    let mut job = su.job.clone();
+    job.repair_s = 1000.0 * 3600.0;
+    let removing: f64 = job
+        .causes
+        .iter()
+        .filter(|c| c.blast != Blast::None)
+        .map(|c| c.rate_per_s(job.scale))
+        .sum();
+    assert!(job.causes.iter().all(|c| match c.blast {
+        Blast::Accelerators(n) => n <= 8,
+        _ => true,
+    }));
+    let days = 1.0;
+    let t = days * 86400.0;
+    let runs = monte_carlo(
+        &job,
+        &su.checkpoint.policy(300.0),
+        Horizon::Window(t),
+        4,
+        2000,
+    );
+    let m = Summary::of(&runs, 300.0);
+    let want = 8.0 * removing * t / 2.0;
+    eprintln!(
+        "in repair {:.2}, closed form {want:.2}",
+        m.accelerators_in_repair
+    );
+    assert!(
+        (m.accelerators_in_repair / want - 1.0).abs() < 0.05,
+        "in repair {} vs {want}",
+        m.accelerators_in_repair
+    );
+    for r in &runs {
+        // No more accelerator-seconds than 8 per fault for the whole window.
+        assert!(r.repair_accelerator_s <= 8.0 * r.unexpected as f64 * r.wall_s + 1e-6);
+    }
+}
+
+#[test]
+fn an_overflowing_repair_time_is_an_error() {
+    let cat = myriad_catalog::catalog();
+    let base = include_str!("../../../examples/reliability-llama3.yaml");
+    let text = base.replace(
+        "reliability: {}",
+        "reliability: {spares: {repair_hours: 1e308}}",
+    );
+    let e = myriad_scenario::parse_scenario("t.yaml", &text, cat).unwrap_err();
+    assert_eq!(e.path, "reliability.spares.repair_hours", "{e}");
+}
+
+/// A value of the wrong shape says what the key takes: `interval_s: never` said "data did
+/// not match any variant of untagged enum CheckpointInterval", and `hbm: 0.001` "expected
+/// struct FailureRate".
+#[test]
+fn wrong_shapes_say_what_the_key_takes() {
+    let cat = myriad_catalog::catalog();
+    let base = include_str!("../../../examples/reliability-llama3.yaml");
+    for (block, path, want) in [
+        (
+            "reliability: {checkpoint: {interval_s: never}}",
+            "reliability.checkpoint.interval_s",
+            "a number of seconds or `auto`",
+        ),
+        (
+            "reliability: {failures: {hbm: 0.001}}",
+            "reliability.failures.hbm",
+            "`{per_hour: R}` (failures per device-hour) or `{mtbf_hours: M}`",
+        ),
+    ] {
+        let text = base.replace("reliability: {}", block);
+        let e = myriad_scenario::parse_scenario("t.yaml", &text, cat).unwrap_err();
+        assert_eq!(e.path, path, "{block}: {e}");
+        assert!(e.to_string().contains(want), "{block}: {e}");
+    }
+}
+
+/// `memory-then-storage` checkpoints stall training only for the snapshot (the peer copy
+/// and the storage write run behind it), whatever `mode` said: `mode: sync` with them was
+/// silently ignored, and the text and JSON called the policy `sync`.
+#[test]
+fn multi_level_checkpoints_are_asynchronous() {
+    let cat = myriad_catalog::catalog();
+    let su = setup(
+        &scenario("reliability: {checkpoint: {levels: memory-then-storage}}"),
+        cat,
+    )
+    .unwrap();
+    assert_eq!(su.checkpoint.mode, "async");
+    let p = su.checkpoint.policy(300.0);
+    assert_eq!(
+        p.stall_s,
+        su.checkpoint.snapshot_s + su.checkpoint.overhead_s
+    );
+    let base = include_str!("../../../examples/reliability-llama3.yaml");
+    let text = base.replace(
+        "reliability: {}",
+        "reliability: {checkpoint: {mode: sync, levels: memory-then-storage}}",
+    );
+    let e = myriad_scenario::parse_scenario("t.yaml", &text, cat).unwrap_err();
+    assert_eq!(e.path, "reliability.checkpoint.mode", "{e}");
+    assert!(e.to_string().contains("memory-then-storage"), "{e}");
+}
+
+/// A per-device rate near f64::MAX times 16,384 accelerators is an infinite job rate: every
+/// failure came at time 0 and the text printed `inf` interruptions a day. It is an error
+/// naming the rate.
+#[test]
+fn an_infinite_job_failure_rate_is_an_error() {
+    let cat = myriad_catalog::catalog();
+    let e = setup(
+        &scenario("reliability: {failures: {accelerator: {per_hour: 1e308}}}"),
+        cat,
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with(
+            "reliability.failures.accelerator: 1e308 per accelerator-hour x 16384 of them"
+        ),
+        "{e}"
+    );
+    let e = setup(
+        &scenario("reliability: {failures: {software: {per_hour: 1e300}, scale: 1e300}}"),
+        cat,
+    )
+    .unwrap_err();
+    assert!(e.starts_with("reliability.failures.software: "), "{e}");
+    // 1e308 failures per job-hour is finite per second but not per day.
+    let e = setup(
+        &scenario("reliability: {failures: {software: {per_hour: 1e308}}}"),
+        cat,
+    )
+    .unwrap_err();
+    assert!(e.starts_with("reliability.failures.software: "), "{e}");
+    assert!(setup(
+        &scenario("reliability: {failures: {accelerator: {per_hour: 1e300}}}"),
+        cat
+    )
+    .is_ok());
+    let e = setup(
+        &scenario("reliability: {planned: {rate: {per_hour: 1e308}}}"),
+        cat,
+    )
+    .unwrap_err();
+    assert!(e.starts_with("reliability.planned.rate: "), "{e}");
 }

@@ -249,3 +249,119 @@ fn a_stop_inside_a_planned_checkpoint_counts_only_the_stall_that_ran() {
         }
     }
 }
+
+#[test]
+fn a_failure_during_a_planned_checkpoint_loses_the_work_it_was_saving() {
+    // No periodic checkpoints (interval past the window): the only checkpoints are the
+    // synchronous ones before planned stops, rate p, each taking S. Failures at rate λ,
+    // recovery instantaneous. From a restart the job trains X ~ Exp(p + λ); a failure first
+    // loses X; a planned stop first saves X only if no failure strikes during its S-second
+    // write (probability e^(-λS)), else X is lost with the unwritten checkpoint. So
+    // ETTR = (p/(p+λ))·e^(-λS)/(p+λ) / (1/(p+λ) + (p/(p+λ))·(1 - e^(-λS))/λ).
+    // Before the fix a failure inside the write kept X as if the checkpoint had been written
+    // (ETTR ~0.31 here instead of ~0.11).
+    let (lambda, p_rate, s) = (1e-3, 1e-3, 1000.0);
+    let mut j = job(1.0 / lambda, 0.0);
+    j.planned_per_s = p_rate;
+    j.planned_downtime_s = 0.0;
+    let p = ckpt(s).policy(1e9);
+    assert_eq!(p.planned_stall_s, s);
+    let rate = p_rate + lambda;
+    let planned_first = p_rate / rate;
+    let saved = (-lambda * s).exp();
+    let want = planned_first * saved / rate / (1.0 / rate + planned_first * (1.0 - saved) / lambda);
+    let runs = monte_carlo(&j, &p, Horizon::Window(1e7), 9, 32);
+    let e: Vec<f64> = runs.iter().map(|r| r.ettr()).collect();
+    let n = e.len() as f64;
+    let mean = e.iter().sum::<f64>() / n;
+    let se = (e.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) / n).sqrt();
+    eprintln!("ETTR {mean:.4} ± {se:.4}, closed form {want:.4}");
+    assert!(
+        (mean - want).abs() < 4.0 * se + 0.002,
+        "ETTR {mean:.4} ± {se:.4} vs closed form {want:.4}"
+    );
+    for r in &runs {
+        let sum = r.work_s + r.lost_s + r.stall_s + r.down_s;
+        assert!((sum - r.wall_s).abs() < 1e-6 * r.wall_s);
+    }
+}
+
+#[test]
+fn checkpoint_counts_past_u64_do_not_wrap() {
+    // Nothing fails, a checkpoint every nanosecond (the shortest interval run) costing a
+    // picosecond, for 1e12 s: about 1e21 checkpoints, more than a u64 holds. The count
+    // saturated at 2^64 (and `+ 1` on it wrapped to 0, a panic in debug builds).
+    let mut j = job(1.0, 0.0);
+    j.causes.clear();
+    let mut c = ckpt(1e-12);
+    c.write_s = 1e-12;
+    let p = c.policy(1e-9);
+    let r = replica(&j, &p, Horizon::Window(1e12), 1, 0);
+    let period: f64 = 1e-9 + 1e-12;
+    let want = (1e12 / period).floor();
+    assert!(
+        (r.checkpoints / want - 1.0).abs() < 1e-9,
+        "{} checkpoints, want {want}",
+        r.checkpoints
+    );
+    let sum = r.work_s + r.lost_s + r.stall_s + r.down_s;
+    assert!((sum - r.wall_s).abs() < 1e-6 * r.wall_s);
+}
+
+#[test]
+fn ettr_matches_dalys_expected_time_per_segment() {
+    // Exponential failures of mean M, synchronous checkpoints of δ every τ, recovery R
+    // (restarted by a failure during it): each segment of τ work takes on average
+    // M e^(R/M) (e^((τ+δ)/M) - 1) (Daly 2006, exact for this model), so ETTR is τ over
+    // that. Windows and whole runs, from restarts short and long against M.
+    for (m, d, r, tau) in [
+        (3600.0, 30.0, 120.0, 450.0),
+        (3600.0, 300.0, 600.0, 1500.0),
+        (1000.0, 100.0, 2000.0, 700.0),
+    ] {
+        let j = job(m, r);
+        let p = ckpt(d).policy(tau);
+        let want = tau / (m * (r / m).exp() * (((tau + d) / m).exp() - 1.0));
+        for h in [Horizon::Window(2000.0 * m), Horizon::Work(500.0 * m)] {
+            let e: Vec<f64> = monte_carlo(&j, &p, h, 3, 64)
+                .iter()
+                .map(|x| x.ettr())
+                .collect();
+            let n = e.len() as f64;
+            let mean = e.iter().sum::<f64>() / n;
+            let se = (e.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) / n).sqrt();
+            eprintln!("M {m} δ {d} R {r} τ {tau} {h:?}: ETTR {mean:.5} ± {se:.5}, Daly {want:.5}");
+            assert!(
+                (mean - want).abs() < 4.0 * se + 1e-3,
+                "ETTR {mean} ± {se} vs Daly {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_run_near_f64_max_is_projected_without_overflow() {
+    // A run of 1e307 s of work stops at the event cap; its time to train is the work over
+    // its ETTR. `wall × work / kept` overflowed to infinity (printed "never" beside an ETTR
+    // of 93%); the projection is finite and equals target / ETTR.
+    let j = job(3600.0, 60.0);
+    let p = ckpt(10.0).policy(300.0);
+    let target = 1e307;
+    let r = replica(&j, &p, Horizon::Work(target), 2, 0);
+    assert!(r.capped && r.ettr() > 0.5);
+    assert!(r.projected_wall_s.is_finite(), "{}", r.projected_wall_s);
+    assert!((r.projected_wall_s * r.ettr() / target - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn a_window_too_long_for_seconds_is_an_error() {
+    // 1e305 days is 8.6e309 s, infinite in f64: with nothing failing the replica ran a
+    // window of infinity and reported ETTR NaN.
+    let text = include_str!("../../../examples/reliability-llama3.yaml");
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("reliability-llama3.yaml", text, cat).unwrap();
+    let su = setup(&s, cat).unwrap();
+    let e = su.horizon(Some(1e305)).unwrap_err();
+    assert!(e.starts_with("days: 1e305 is more than"), "{e}");
+    assert!(su.horizon(Some(1e300)).is_ok());
+}

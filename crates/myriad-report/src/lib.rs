@@ -137,6 +137,13 @@ fn get<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.').try_fold(v, |v, k| v.get(k))
 }
 
+/// The number at `path` (`sig`), or `missing` where it is null or absent.
+fn num_or(v: &Value, path: &str, missing: &str) -> String {
+    get(v, path)
+        .and_then(Value::as_f64)
+        .map_or_else(|| missing.to_string(), sig)
+}
+
 fn s(v: &Value, path: &str) -> String {
     match get(v, path) {
         Some(Value::String(x)) => x.clone(),
@@ -744,7 +751,11 @@ pub fn reliability(j: &Value) -> String {
         "Summary",
         &[
             ("interruptions".into(), sig(f(j, "interruptions.total"))),
-            ("job MTBF (hours)".into(), sig(f(j, "job_mtbf_hours"))),
+            // Null: nothing failed (an MTBF of infinity), not 0 hours.
+            (
+                "job MTBF (hours)".into(),
+                num_or(j, "job_mtbf_hours", "none"),
+            ),
             ("ETTR".into(), format!("{:.4}", f(j, "ettr"))),
             (
                 "optimal checkpoint interval (s)".into(),
@@ -754,9 +765,18 @@ pub fn reliability(j: &Value) -> String {
                 "Young/Daly interval (s)".into(),
                 sig(f(j, "young_daly_interval_s")),
             ),
+            // Null with a run to train: some replica kept no work (never), not 0 days.
             (
                 "time to train (days)".into(),
-                sig(f(j, "time_to_train_days")),
+                num_or(
+                    j,
+                    "time_to_train_days",
+                    if get(j, "failure_free_days").is_some_and(Value::is_number) {
+                        "never"
+                    } else {
+                        "-"
+                    },
+                ),
             ),
         ],
     );
@@ -1350,6 +1370,26 @@ mod tests {
             svg.matches("<circle").count()
         };
         assert_eq!(chart(&both), chart(&alone));
+    }
+
+    /// Guards the reliability summary's nulls: a job with no failure rate has no MTBF
+    /// (JSON null) and one whose replicas kept no work never finishes (null); both read
+    /// "0", the opposite of what they mean.
+    #[test]
+    fn reliability_nulls_are_not_zero() {
+        let row = |j: serde_json::Value, k: &str, v: &str| {
+            let html = reliability(&j);
+            let want = format!("<th scope=\"row\">{k}</th><td>{v}</td>");
+            assert!(html.contains(&want), "{want}");
+        };
+        let none = serde_json::json!({"name": "r", "job_mtbf_hours": null,
+            "time_to_train_days": null, "failure_free_days": 60.0, "ettr": 0.0});
+        row(none.clone(), "job MTBF (hours)", "none");
+        row(none, "time to train (days)", "never");
+        let window = serde_json::json!({"name": "r", "job_mtbf_hours": 3.5,
+            "time_to_train_days": null, "failure_free_days": null, "ettr": 0.9});
+        row(window.clone(), "job MTBF (hours)", "3.500");
+        row(window, "time to train (days)", "-");
     }
 
     #[test]

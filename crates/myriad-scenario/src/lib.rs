@@ -1131,7 +1131,10 @@ pub struct ReliabilitySpec {
 
 /// A failure rate: `per_hour` (failures per device-hour) or `mtbf_hours`, exactly one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "`{per_hour: R}` (failures per device-hour) or `{mtbf_hours: M}`"
+)]
 pub struct FailureRate {
     /// Failures per device-hour.
     #[serde(default)]
@@ -1258,7 +1261,7 @@ pub struct SparesSpec {
 
 /// Checkpoint interval: seconds of training between checkpoints, or `auto`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "expected a number of seconds or `auto`")]
 pub enum CheckpointInterval {
     Seconds(f64),
     Keyword(IntervalKeyword),
@@ -1299,7 +1302,8 @@ pub struct CheckpointSpec {
     /// Seconds of training between checkpoints, or `auto` (default).
     #[serde(default)]
     pub interval_s: Option<CheckpointInterval>,
-    /// `sync` (default) or `async`, for single-level storage checkpoints.
+    /// `sync` (default) or `async`, for single-level storage checkpoints;
+    /// `memory-then-storage` is always `async` (`sync` with it is an error).
     #[serde(default)]
     pub mode: Option<CheckpointMode>,
     /// `storage` (default) or `memory-then-storage`.
@@ -1390,6 +1394,18 @@ impl ReliabilitySpec {
         nonneg("recovery.diagnose_s", self.recovery.diagnose_s)?;
         nonneg("recovery.restart_s", self.recovery.restart_s)?;
         nonneg("spares.repair_hours", self.spares.repair_hours)?;
+        if let Some(h) = self.spares.repair_hours {
+            // The simulation runs in seconds: 1e308 hours is infinite there.
+            if !(h * 3600.0).is_finite() {
+                return Err((
+                    "spares.repair_hours".into(),
+                    format!(
+                        "{h} must be a number of hours up to {:.3e} (repairs are timed in seconds)",
+                        f64::MAX / 3600.0
+                    ),
+                ));
+            }
+        }
         if self.spares.domains.is_some() && self.spares.per_pod.is_some() {
             return Err((
                 "spares.per_pod".into(),
@@ -1399,6 +1415,14 @@ impl ReliabilitySpec {
         let c = &self.checkpoint;
         if let Some(CheckpointInterval::Seconds(s)) = c.interval_s {
             pos("checkpoint.interval_s", Some(s))?;
+        }
+        if c.mode == Some(CheckpointMode::Sync)
+            && c.levels == Some(CheckpointLevels::MemoryThenStorage)
+        {
+            return Err((
+                "checkpoint.mode".into(),
+                "sync is for levels: storage; with memory-then-storage training stalls only for the snapshot to host memory and the storage write runs behind it (async): drop mode or give async".into(),
+            ));
         }
         if c.storage_every == Some(0) {
             return Err((

@@ -163,7 +163,8 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
             Cell::new(c.population()),
             right(cause.map_or("-".into(), |x| format!("{:.0}", x.population))),
             right(cause.map_or("-".into(), |x| {
-                let h = 1.0 / x.per_hour;
+                // With `failures.scale`, as the expected count per day beside it.
+                let h = 1.0 / (x.per_hour * j.scale);
                 if h.is_finite() {
                     format!("{h:.3e}")
                 } else {
@@ -245,10 +246,11 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
         m.lost_work_per_failure_s, m.checkpoints, j.restart_s, r.policy.restore_s, j.detect_s, j.diagnose_s
     );
     println!(
-        "spares: {} per domain, {} spare domains in the pool ({} accelerators), repair {:.0} h · {:.1} accelerators in repair on average · spare domains needed never to wait: {:.0} (median), {:.0} (p99)",
+        "spares: {} per domain ({} accelerators), {} spare domains in the pool ({} accelerators), repair {:.0} h · {:.1} accelerators in repair on average · spare domains needed never to wait: {:.0} (median), {:.0} (p99)",
         j.spares_per_domain,
+        j.domains * j.spares_per_domain as u64,
         j.pool_domains,
-        j.spare_accelerators(),
+        j.pool_domains * j.domain_size as u64,
         j.repair_s / 3600.0,
         m.accelerators_in_repair,
         m.spare_domains_needed_p50,
