@@ -272,20 +272,8 @@ pub fn search(
         .map_err(|e| format!("{file}: {e}"))?;
     // No plan can train in a precision the accelerator lacks: said as `train` says it (the
     // search answered "no parallel plan divides this cluster and global batch").
-    if myriad_train::step::supported_peak_tflops(&cluster.accelerator, fixed.precision).is_none() {
-        let have: Vec<&str> = cluster
-            .accelerator
-            .dense_tflops
-            .iter()
-            .map(|(n, _)| n)
-            .collect();
-        return Err(format!(
-            "{file}: training.precision: {} is not supported by {} (it has {})",
-            fixed.precision.as_str(),
-            cluster.accelerator.id,
-            have.join(", ")
-        ));
-    }
+    myriad_train::plan::check_precision_supported(&cluster.accelerator, fixed.precision)
+        .map_err(|e| format!("{file}: {e}"))?;
     if let Some(b) = global_batches {
         check_global_batches(&b, "global_batches")?;
         fixed.global_batches = b;

@@ -293,30 +293,18 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                 }
                 // The accelerator cannot train in the precision at all (every plan rejected
                 // for it): said as `train` says it, not as plans that do not divide.
-                None if r.evaluated == 0
-                    && myriad_train::step::supported_peak_tflops(
+                None if r.evaluated == 0 => violations.push(
+                    match myriad_train::plan::check_precision_supported(
                         &cluster.accelerator,
                         fixed.precision,
-                    )
-                    .is_none() =>
-                {
-                    let have: Vec<&str> = cluster
-                        .accelerator
-                        .dense_tflops
-                        .iter()
-                        .map(|(n, _)| n)
-                        .collect();
-                    violations.push(format!(
-                        "training.precision: {} is not supported by {} (it has {})",
-                        fixed.precision.as_str(),
-                        cluster.accelerator.id,
-                        have.join(", ")
-                    ))
-                }
-                None if r.evaluated == 0 => violations.push(format!(
-                    "no parallel plan divides {job} accelerators and global batch {}",
-                    fixed.global_batches[0]
-                )),
+                    ) {
+                        Err(e) => e.to_string(),
+                        Ok(()) => format!(
+                            "no parallel plan divides {job} accelerators and global batch {}",
+                            fixed.global_batches[0]
+                        ),
+                    },
+                ),
                 None => violations.push("no parallel plan fits in memory".to_string()),
                 Some(d) => {
                     if let Some(dl) = planning.deadline_days {

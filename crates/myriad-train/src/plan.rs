@@ -472,6 +472,27 @@ pub enum PlanError {
     },
 }
 
+/// The accelerator has a dense peak for the training precision (`train`, the search and
+/// the planner refuse a precision it lacks with this error, naming the ones it has).
+pub fn check_precision_supported(
+    acc: &myriad_catalog::Accelerator,
+    precision: Precision,
+) -> Result<(), PlanError> {
+    if crate::step::supported_peak_tflops(acc, precision).is_some() {
+        return Ok(());
+    }
+    let have: Vec<&str> = acc.dense_tflops.iter().map(|(n, _)| n).collect();
+    Err(bad(
+        "precision",
+        format!(
+            "{} is not supported by {} (it has {})",
+            precision.as_str(),
+            acc.id,
+            have.join(", ")
+        ),
+    ))
+}
+
 /// The token budget (`training.tokens`) holds at least one step of `global_batch`
 /// sequences of `seq_len` tokens: a budget below one step is no run to time (it used to be
 /// timed as one whole step, e.g. 43,566 days). Checked by `train` and by the planner.
@@ -984,20 +1005,7 @@ pub fn resolve(
         notes.push("precision: bf16 (not given)".into());
         Precision::Bf16
     });
-    let peaks = &cluster.accelerator.dense_tflops;
-    let supported = crate::step::supported_peak_tflops(&cluster.accelerator, precision);
-    if supported.is_none() {
-        let have: Vec<&str> = peaks.iter().map(|(n, _)| n).collect();
-        return Err(bad(
-            "precision",
-            format!(
-                "{} is not supported by {} (it has {})",
-                precision.as_str(),
-                cluster.accelerator.id,
-                have.join(", ")
-            ),
-        ));
-    }
+    check_precision_supported(&cluster.accelerator, precision)?;
     check_moe_graph(spec)?;
     check_precision_settings(spec, precision)?;
     let distributed_optimizer = match spec.distributed_optimizer {
@@ -1208,52 +1216,52 @@ pub fn resolve(
         None => 0,
     };
     let plan = Plan {
-            accelerators,
-            tp,
-            pp,
-            dp,
-            cp,
-            ep,
-            etp,
-            vpp,
-            vpp_group,
-            micro_batch,
-            global_batch,
-            sequence_parallel,
-            recompute,
-            recompute_modules,
-            recompute_fraction,
-            offload_fraction,
-            precision,
-            distributed_optimizer,
-            grad_reduce_in_fp32: spec
-                .grad_reduce_in_fp32
-                .unwrap_or(precision != Precision::Fp16),
-            fp8_params: spec.fp8_params.unwrap_or(false),
-            bf16_optimizer_moments: spec.bf16_optimizer_moments.unwrap_or(false),
-            bf16_master_weights: spec.bf16_master_weights.unwrap_or(false),
-            zero3_prefetch: spec.zero3_prefetch.unwrap_or(true),
-            zero_stage,
-            schedule,
-            tp_comm_overlap,
-            tp_comm_overlap_sms,
-            overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
-            overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
-            pp_scatter_gather: spec.pp_scatter_gather.unwrap_or(false),
-            fp8_dispatch: spec.fp8_dispatch.unwrap_or(false),
-            fp8_recipe: spec.fp8_recipe.unwrap_or(Fp8Recipe::Delayed),
-            placement,
-            attention,
-            cross_entropy: spec.cross_entropy.unwrap_or(CrossEntropy::Fused),
-            cp_comm: spec.cp_comm.unwrap_or(CpComm::P2p),
-            ep_dispatcher: spec.ep_dispatcher.unwrap_or(EpDispatcher::Alltoall),
-            ep_overlap: spec.ep_overlap.unwrap_or(false),
-            moe_full_graph: spec.moe_full_graph.unwrap_or(false),
-            moe_grouped_kernel,
-            embedding_in_pipeline_split,
-            mtp_layers: model.mtp_layers,
-            edge_stage_layers,
-        };
+        accelerators,
+        tp,
+        pp,
+        dp,
+        cp,
+        ep,
+        etp,
+        vpp,
+        vpp_group,
+        micro_batch,
+        global_batch,
+        sequence_parallel,
+        recompute,
+        recompute_modules,
+        recompute_fraction,
+        offload_fraction,
+        precision,
+        distributed_optimizer,
+        grad_reduce_in_fp32: spec
+            .grad_reduce_in_fp32
+            .unwrap_or(precision != Precision::Fp16),
+        fp8_params: spec.fp8_params.unwrap_or(false),
+        bf16_optimizer_moments: spec.bf16_optimizer_moments.unwrap_or(false),
+        bf16_master_weights: spec.bf16_master_weights.unwrap_or(false),
+        zero3_prefetch: spec.zero3_prefetch.unwrap_or(true),
+        zero_stage,
+        schedule,
+        tp_comm_overlap,
+        tp_comm_overlap_sms,
+        overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
+        overlap_p2p_comm: spec.overlap_p2p_comm.unwrap_or(true),
+        pp_scatter_gather: spec.pp_scatter_gather.unwrap_or(false),
+        fp8_dispatch: spec.fp8_dispatch.unwrap_or(false),
+        fp8_recipe: spec.fp8_recipe.unwrap_or(Fp8Recipe::Delayed),
+        placement,
+        attention,
+        cross_entropy: spec.cross_entropy.unwrap_or(CrossEntropy::Fused),
+        cp_comm: spec.cp_comm.unwrap_or(CpComm::P2p),
+        ep_dispatcher: spec.ep_dispatcher.unwrap_or(EpDispatcher::Alltoall),
+        ep_overlap: spec.ep_overlap.unwrap_or(false),
+        moe_full_graph: spec.moe_full_graph.unwrap_or(false),
+        moe_grouped_kernel,
+        embedding_in_pipeline_split,
+        mtp_layers: model.mtp_layers,
+        edge_stage_layers,
+    };
     // Folded expert parallelism needs its groups to tile the stage's ranks in the placement
     // order (e.g. EP 8 over TP 4 × DP 4 at ETP 1: two TP groups of 4, side by side).
     if plan.ep_folded() {

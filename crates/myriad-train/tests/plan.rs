@@ -1877,17 +1877,30 @@ fn folded_expert_parallelism_spans_the_stage() {
     assert_eq!(p.group(&c.levels, Dim::Ep).size(), 32);
     let (_, edp) = p.expert_dims().unwrap();
     assert!(edp.iter().all(|d| d.0 == 1), "{edp:?}");
-    assert!(notes.iter().any(|n| n.starts_with("ep: 32 spans TP*CP*DP = 32 ranks")), "{notes:?}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("ep: 32 spans TP*CP*DP = 32 ranks")),
+        "{notes:?}"
+    );
 
     // EP 8 over TP 4 × DP 4 at ETP 1 (32 H100, PP 2): two expert groups of 8 per stage, each
     // two TP groups side by side; expert DP pairs them, 8 apart.
-    let (p, _, _) = plan_of(32, "{tp: 4, pp: 2, dp: 4, ep: 8, global_batch: 64, micro_batch: 1, recompute: full}").unwrap();
+    let (p, _, _) = plan_of(
+        32,
+        "{tp: 4, pp: 2, dp: 4, ep: 8, global_batch: 64, micro_batch: 1, recompute: full}",
+    )
+    .unwrap();
     assert_eq!(p.group_layout(Dim::Ep), (8, 1));
     let (_, edp) = p.expert_dims().unwrap();
     assert_eq!(edp[0], (2, 8));
     assert_eq!(p.stride(Dim::Pp), 16);
     // Nested EP is unchanged: EP 4 inside DP 8 at TP 2.
-    let (p, _, _) = plan_of(64, "{tp: 2, pp: 4, dp: 8, ep: 4, global_batch: 64, micro_batch: 1, recompute: full}").unwrap();
+    let (p, _, _) = plan_of(
+        64,
+        "{tp: 2, pp: 4, dp: 8, ep: 4, global_batch: 64, micro_batch: 1, recompute: full}",
+    )
+    .unwrap();
     assert!(!p.ep_folded());
     assert_eq!(p.group_layout(Dim::Ep), (4, 2));
     assert_eq!(p.stride(Dim::Pp), 16);
