@@ -325,7 +325,7 @@ lines += [
      "the step, and the runs at 4,096-11,616 GPUs were over-predicted by 3-11% (mean 7.2%, "
      "worst +11.2%). With that removed the v3.x/v4.0 runs are predicted faster than measured "
      "(−5…−16%, but +1% at 768 GPUs; the same sign as the public NeMo rows), while the v4.1 "
-     "runs stay +3…+10%."
+     "runs stay +3…+10% (the figures of that change; the table above has today's)."
      if met else
      "**The issue's bar for kept-aside data (mean under 10%, no case worse than 25%) is not "
      "met**: the mean is under 10% but the worst case is not. In the worst case (11,616 H100, "
@@ -439,7 +439,7 @@ lines += [
     f"Summary: {smo['count']} cases, mean |error| {100 * smo['mae']:.1f}%, worst |error| "
     f"{100 * smo['worst_abs_error_all']:.1f}% ({smo['worst_id_all']}).",
     "",
-    "EP overlap saves 9.94 s (`alltoall`) and 3.72 s (HybridEP) measured, 10.0 s and 3.4 s "
+    "EP overlap saves 9.94 s (`alltoall`) and 3.72 s (HybridEP) measured, 10.4 s and 3.4 s "
     "in Myriad, which hides each all-to-all of one micro-batch under one block of the paired "
     "one (combined 1F1B, DeepSeek-V3's pairing) and slows that block by the measured "
     "`comm_overlap_slowdown`; the source's profile of the HybridEP pair agrees: 3.96 s of "
@@ -458,7 +458,7 @@ lines += [
     "10.8 s of communication on rank 0 (Myriad's EP all-to-all 4.5 s, against 4.25 s of "
     "'dispatch-with-permute' ranges) including 3.1 s of routing-metadata preprocessing that "
     "Myriad does not model, and about 12 s of compute (GPU-active 22.8 s less the "
-    "communication) where Myriad has 15.3 s. The public file's rows do not state their "
+    "communication) where Myriad has 16.7 s (15.3 s when this was written). The public file's rows do not state their "
     "dispatcher and keep Megatron's default, `alltoall`: Megatron-Bridge 26.06's recipe for "
     "the public Qwen3 30B-A3B 16-H100 fp8 row ran HybridEP, which would take that row from "
     "+20.4% to -24.1% (measured 29.7 s, 5 s slower than the bf16 HybridEP run above and "
