@@ -96,7 +96,8 @@ per-source parameter; these are explanations, not corrections):
   interleaved schedule's steady-state pipeline sends run beside compute too and now slow it
   by the same measured share: 9.0%, MLPerf GPT-3 7.5%, MLPerf v5 7.2%. What remains
   is outside one GPU: the rows that miss most interleave one layer per virtual stage
-  (GPT-3 175B and Nemotron-4 340B at VPP 12, −11…−17%; Llama 2 70B at VPP 20, −10%) and
+  (GPT-3 175B and Nemotron-4 340B at VPP 12, −11…−17% then, −3…−14% on 2026-11-28; Llama 2 70B
+  at VPP 20, −10% then, −4% on 2026-11-28) and
   lose a roughly constant share of their compute rather than a fixed time per chunk
   (0.4-0.7 ms per chunk and micro-batch for GPT-3, 1.3-1.6 ms for Nemotron-4 340B), which
   points at communication beside compute on eight GPUs (TP userbuffers, PP sends, DP) that
@@ -129,7 +130,7 @@ per-source parameter; these are explanations, not corrections):
   the file 7.9%, MLPerf GPT-3 9.2%, Llama 3 10.8%, Megatron-Bridge 17.1% (MegaScale 6.2%
   and DeepSeek-V3 −13.2% better): a stage can run a micro-batch ahead, which seems to absorb
   clock swings that last about as long as a few micro-batches.
-- **DeepSpeed ZeRO-3, SC'21 Table 2 (−7…−28%, was −22…−72%).** The measured step stays
+- **DeepSpeed ZeRO-3, SC'21 Table 2 (−5…−29%, was −22…−72%).** The measured step stays
   flat from 768 to 1,536 GPUs (66.7 s) while compute halves, so the cost grows with the
   number of ranks. DeepSpeed v0.3.13-0.3.15 (the spring-2021 releases, `deepspeed/runtime/
   zero/partition_parameters.py` and `stage3.py`) gathers every weight matrix with its own
@@ -146,8 +147,8 @@ per-source parameter; these are explanations, not corrections):
   op (3.35 µs, PyTorch's eager operator micro-benchmark) and one launch (5 µs, the
   collective model's calibrated launch cost). With the era's recompute (every layer or
   none; selective recompute came in 2022) that moved these six rows from 46% to 17% mean
-  error. They are still under-predicted, the 530B model more (−19…−28%) than the 175B
-  (−7…−16%): the rank-dependent cost measured for 530B is about twice the 175B's,
+  error. They are still under-predicted, the 530B model more (−16…−29%) than the 175B
+  (−5…−15%): the rank-dependent cost measured for 530B is about twice the 175B's,
   which a per-collective host cost cannot give, and no measured 2021 host costs exist to
   settle it.
 - **fp8 parameters.** DGX Cloud's Nemotron-4 recipe (nemotron/configure.sh @ 35a9aec) runs its
@@ -184,7 +185,7 @@ per-source parameter; these are explanations, not corrections):
   @ 3be81fc), so it now takes the same bf16 state and fits with ZeRO-1: +15.7% → −4.5%,
   within 2% of the DGX Cloud prediction for the same plan, as the two measurements (3.14 and
   3.16 s) are of each other.
-- **Llama 3 70B at TP 1 on GB200 (now −1%/+1%).** Megatron-Bridge's recipe for this row
+- **Llama 3 70B at TP 1 on GB200 (now +2%, and +5% for the superseded 25.11 row).** Megatron-Bridge's recipe for this row
   (`LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2` in `scripts/performance/configs/llama/
   llama3_workload_base_configs.py`: micro-batch 2, Megatron FSDP, `cpu_offloading_num_layers
   = 40`) offloads the activations of 40 of the 80 layers to the Grace CPU's LPDDR5X over
@@ -194,11 +195,11 @@ per-source parameter; these are explanations, not corrections):
   the validator turns it off only for sources from before 2022, the DeepSpeed 0.3 era).
 - **Dense Blackwell runs.** With the B200 GEMM efficiency fitted to 1,304 measured B200
   GEMMs (nod-ai/iree-kernel-benchmark) and Blackwell attention from NVIDIA's cuDNN benchmark
-  CSVs, the dense B200/GB200 rows are within −12…+6%; GB200's GEMM efficiency is still the
-  B200 fit scaled by a best-shape ratio, and the remaining fp8 rows (Llama 3 8B −7…−12%)
+  CSVs, the dense B200/GB200 rows are within −14…+8%; GB200's GEMM efficiency is still the
+  B200 fit scaled by a best-shape ratio, and the remaining fp8 rows (Llama 3 8B −7…−14%)
   point at it.
-- **MoE runs.** Token-dropping Qwen3 rows (−27/−30%) and gpt-oss bf16 on B200 and GB200
-  (−25/−27% now) run much slower than the same models in later releases (gpt-oss on GB200:
+- **MoE runs.** gpt-oss bf16 on B200 and GB200 (−26/−27% now; the token-dropping Qwen3 rows,
+  −27/−30% when this was written, are now −5…+2%) run much slower than the same models in later releases (gpt-oss on GB200:
   16,640 tokens/s per GPU in bf16 with 26.04.01 against 28,672 in MXFP8 with 26.08, 1.72×
   for a precision change the model puts at 1.32×; the 26.06.01 container lost 37% of its
   MXFP8 speed to a cuDNN grouped-GEMM regression, cudnn-frontend issue #256, so these
@@ -249,8 +250,9 @@ per-source parameter; these are explanations, not corrections):
   module-level selective recompute (`training.recompute_modules`, and the ladder of sets it
   tries when recompute is not given, for sources from 2025 on); with the recipe's bf16
   gradient buffers (which the validator fills for NVIDIA's recipes) the B200 row fits without
-  any recompute, so the free choice takes none and is faster than the recipe's layernorm and
-  MoE-activation recompute would be (3.92 s against 6.04 s measured).
+  any recompute, but the validator now fills the recipe's modules for it
+  (`validation/mbridge-recipes.json`), so it recomputes the layernorms and the MoE activation
+  as the recipe does (4.45 s against 6.04 s measured).
   Checked in session 37, not adopted: Megatron-Bridge's TE-scoped CUDA graphs
   (`cuda_graph_impl: transformer_engine` with `moe_router` and `moe_preprocess`, which most
   26.x MoE recipes set) capture the router's and the dispatch preprocessing's small kernels.
@@ -262,7 +264,7 @@ per-source parameter; these are explanations, not corrections):
   aside 13.97% → 13.46%, but the verification cards 8.75% → 9.91% and the eager gpt-oss and
   Qwen3 30B-A3B Blackwell rows further from their measurements; with one measured run
   behind it, it stays out.
-- **Korthikanti 1T (+7/+10%).** PP 64 with 512 micro-batches and no stated interleaving:
+- **Korthikanti 1T (+8/+11%).** PP 64 with 512 micro-batches and no stated interleaving:
   Myriad charges the 1F1B bubble (63/512 of the step); the paper may have interleaved.
 """
 lines.append(WHY)
@@ -323,7 +325,7 @@ lines += [
      "the step, and the runs at 4,096-11,616 GPUs were over-predicted by 3-11% (mean 7.2%, "
      "worst +11.2%). With that removed the v3.x/v4.0 runs are predicted faster than measured "
      "(−5…−16%, but +1% at 768 GPUs; the same sign as the public NeMo rows), while the v4.1 "
-     "runs stay +3…+10%."
+     "runs stay +3…+10% (the figures of that change; the table above has today's)."
      if met else
      "**The issue's bar for kept-aside data (mean under 10%, no case worse than 25%) is not "
      "met**: the mean is under 10% but the worst case is not. In the worst case (11,616 H100, "
@@ -372,11 +374,13 @@ lines += [
     "",
     "The mean meets the kept-aside bar (under 10%); the worst case does not (over 25%), so "
     "`crates/myriad-train/tests/heldout_mlperf5.rs` holds a ratchet and states the bar in an "
-    "ignored test. 18 of the 20 runs are predicted too fast, as the public NVIDIA rows are. The "
-    "miss grows as the work per GPU per step shrinks: the 8B on 512 GB300 does 1,024 tokens per "
-    "GPU per step (TP 2 × CP 4) in 87 ms measured against 49 ms predicted, and the 405B error "
-    "follows the micro-batches per pipeline (8 stages): 288 at 512 H100, −3.0%; 48, −5.0%; "
-    "32, −7.2%; 24, −8.7% and −9.6%; 16 at 5,120 GB200, −20.9%. That is "
+    "ignored test. 11 of the 20 runs are predicted too fast (18 on 2026-11-23), as the public "
+    "NVIDIA rows are: every 8B run on NVIDIA's stack (−10…−44%) and the 405B runs with the "
+    "fewest micro-batches. The miss grows as the work per GPU per step shrinks: the 8B on 512 "
+    "GB300 does 1,024 tokens per GPU per step (TP 2 × CP 4) in 87 ms measured against 49 ms "
+    "predicted, and the 405B error follows the micro-batches per pipeline (8 stages): 288 at "
+    "512 H100, +4.1%; 48, +1.0%; 32, −0.4%; 24, −1.5% and −2.2%; 16 at 5,120 GB200, −12.3% "
+    "(−3.0%, −5.0%, −7.2%, −8.7%/−9.6% and −20.9% on 2026-11-23). That is "
     "the signature of a fixed per-step or per-kernel cost the model lacks, the same one "
     "MegaScale's Table 2/Table 3 split shows (2.2 s per step measured, 0.8 s modelled) and "
     "the MLPerf Inference Interactive rows show for small-batch decode "
@@ -435,7 +439,7 @@ lines += [
     f"Summary: {smo['count']} cases, mean |error| {100 * smo['mae']:.1f}%, worst |error| "
     f"{100 * smo['worst_abs_error_all']:.1f}% ({smo['worst_id_all']}).",
     "",
-    "EP overlap saves 9.94 s (`alltoall`) and 3.72 s (HybridEP) measured, 10.0 s and 3.4 s "
+    "EP overlap saves 9.94 s (`alltoall`) and 3.72 s (HybridEP) measured, 10.4 s and 3.4 s "
     "in Myriad, which hides each all-to-all of one micro-batch under one block of the paired "
     "one (combined 1F1B, DeepSeek-V3's pairing) and slows that block by the measured "
     "`comm_overlap_slowdown`; the source's profile of the HybridEP pair agrees: 3.96 s of "
@@ -454,7 +458,7 @@ lines += [
     "10.8 s of communication on rank 0 (Myriad's EP all-to-all 4.5 s, against 4.25 s of "
     "'dispatch-with-permute' ranges) including 3.1 s of routing-metadata preprocessing that "
     "Myriad does not model, and about 12 s of compute (GPU-active 22.8 s less the "
-    "communication) where Myriad has 15.3 s. The public file's rows do not state their "
+    "communication) where Myriad has 16.7 s (15.3 s when this was written). The public file's rows do not state their "
     "dispatcher and keep Megatron's default, `alltoall`: Megatron-Bridge 26.06's recipe for "
     "the public Qwen3 30B-A3B 16-H100 fp8 row ran HybridEP, which would take that row from "
     "+20.4% to -24.1% (measured 29.7 s, 5 s slower than the bf16 HybridEP run above and "
