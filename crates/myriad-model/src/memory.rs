@@ -4,7 +4,8 @@
 //!
 //! Stored per token (bf16, 2 bytes each), "/t" = divided by TP:
 //! - attention block: norm input (2h, /t with SP), QKV GEMM input (2h, /t with SP),
-//!   Q, K, V (2·(heads + 2·kv)·d/t, or MLA's latent and per-head tensors), attention
+//!   Q, K, V (2·(heads/t + 2·max(kv/t, 1))·d: a rank holds whole KV heads, replicated
+//!   where TP exceeds kv_heads; or MLA's latent and per-head tensors), attention
 //!   output (2·heads·d_v/t), and the softmax statistics (4·heads/t, fp32);
 //! - MLP block: norm input and GEMM input (2h each, /t with SP), the up-projection output
 //!   (2·g·ffn/t) and the activation output (2·ffn/t); MoE stores these per routed copy
@@ -77,7 +78,7 @@ impl Transformer {
                 None => {
                     let d = self.head_dim() as f64;
                     (
-                        (heads + 2.0 * self.kv_heads as f64) * d / tp,
+                        heads * d / tp + 2.0 * self.kv_heads_per_rank(s.tp) * d,
                         heads * d / tp,
                     )
                 }
@@ -116,6 +117,10 @@ impl Transformer {
                 * self.seq_len as f64
                 * s.micro_batch as f64
         };
+        let none = (
+            tokens * (attn + mlp_dense) + core,
+            tokens * (attn + mlp_moe) + core,
+        );
         let (dense_layer, moe_layer) = match recompute {
             Recompute::Full => {
                 let input = by * h / sp_div * tokens;
@@ -167,10 +172,7 @@ impl Transformer {
                     tokens * (attn_kept + moe_kept) + core,
                 )
             }
-            Recompute::None => (
-                tokens * (attn + mlp_dense) + core,
-                tokens * (attn + mlp_moe) + core,
-            ),
+            Recompute::None => none,
         };
         // Logits (bf16) and the fp32 softmax Megatron's cross-entropy keeps for its backward,
         // vocab sharded over TP; Transformer Engine's kernel keeps only the bf16 logits,

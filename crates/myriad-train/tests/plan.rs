@@ -1910,3 +1910,31 @@ fn folded_expert_parallelism_that_does_not_tile_is_an_error() {
         "training.ep: EP 12 (ETP 1) spans the TP*CP*DP = 8*1*3 = 24 ranks of a stage (it does not divide DP), but does not tile them in the placement order tp-cp-ep-dp-pp"
     );
 }
+
+/// Llama 3 70B (8 KV heads of 128) at TP 16: each KV head is replicated on two ranks, and
+/// each rank holds its K and V projections whole (2·8192·128 = 2,097,152 weights), not half
+/// of them. Weights per rank (pp 1, bf16): 80 layers of Q and O 2·8192·8192/16 =
+/// 8,388,608, K and V 2,097,152, norms 2·8192/16 = 1,024 and the MLP 3·8192·28672/16 =
+/// 44,040,192, plus the untied embedding and output layer 2·128256·8192/16 = 131,334,144:
+/// 4,493,492,224 weights (the old kv_heads/TP count gave 80·1,048,576 fewer).
+#[test]
+fn replicated_kv_heads_hold_whole_kv_projections() {
+    let t = gb200("{tp: 16, pp: 1, dp: 4, global_batch: 64, micro_batch: 1, precision: bf16}");
+    let per_layer = 8_388_608.0 + 2_097_152.0 + 1_024.0 + 44_040_192.0;
+    let weights = 80.0 * per_layer + 131_334_144.0;
+    let got = t.estimate.memory.weights_gib * 1024f64.powi(3) / 2.0;
+    assert!((got / weights - 1.0).abs() < 1e-12, "{got} vs {weights}");
+    // At TP 8 nothing is replicated: the rank holds exactly 1/8 of every layer's weights.
+    let t8 = gb200("{tp: 8, pp: 1, dp: 8, global_batch: 64, micro_batch: 1, precision: bf16}");
+    let p = myriad_catalog::catalog()
+        .model("llama3-70b")
+        .unwrap()
+        .model
+        .params();
+    let w8 = (80.0 * (p.attention_per_layer + p.norms_per_layer + p.dense_mlp_per_layer)
+        + p.embedding
+        + p.output)
+        / 8.0;
+    let got8 = t8.estimate.memory.weights_gib * 1024f64.powi(3) / 2.0;
+    assert!((got8 / w8 - 1.0).abs() < 1e-12, "{got8} vs {w8}");
+}
