@@ -790,3 +790,52 @@ fn kv_heads_are_replicated_when_tp_exceeds_them() {
     assert_eq!(merge_bwd(&m), 3.0 * 2048.0 * 256.0 * 2.0);
     assert_eq!(merge_bwd(&m), merge_bwd(&m8));
 }
+
+#[test]
+fn recompute_rebuilds_one_layer_at_a_time() {
+    // Llama 3 8B (h 4096, 32 heads and 8 KV heads of 128, SwiGLU 14336), micro-batch 2,
+    // seq 8192, TP 1, bf16. Without recompute a layer stores per token: attention 2h norm
+    // input + 2h QKV input + 2·(32 + 16)·128 Q/K/V + 2·4096 output + 4·32 softmax
+    // statistics = 36,992 bytes; MLP 2h + 2h + 2·2·14336 up output + 2·14336 activation =
+    // 102,400: 139,392 bytes a token (Korthikanti's 34·h = 139,264 for a GPT layer with
+    // dropout masks), 16,384 tokens.
+    let mut m = gpt(32, 4096, 32, 8192);
+    m.kv_heads = 8;
+    m.ffn_hidden = 14336;
+    m.gated_mlp = true;
+    m.vocab = 128256;
+    let s = Shard::single(2);
+    let tokens = 2.0 * 8192.0;
+    let none = m.activation_memory(&s, Recompute::None, 2.0);
+    assert_eq!(none.dense_layer, 139_392.0 * tokens);
+    assert_eq!((none.dense_rebuilt, none.moe_rebuilt), (0.0, 0.0));
+    // Full recompute stores the layer input (2h a token) and rebuilds one layer's whole
+    // activations in the backward; the input it rebuilds from is the stored one.
+    let full = m.activation_memory(&s, Recompute::Full, 2.0);
+    assert_eq!(full.dense_layer, 8192.0 * tokens);
+    assert_eq!(full.dense_rebuilt, (139_392.0 - 8192.0) * tokens);
+    // Unfused attention rebuilds the layer's scores too: Korthikanti's 5·a·s²·b.
+    let unfused = Shard {
+        fused_attention: false,
+        ..s
+    };
+    let score = 5.0 * 32.0 * 8192.0 * 8192.0 * 2.0;
+    let fu = m.activation_memory(&unfused, Recompute::Full, 2.0);
+    assert_eq!(fu.dense_rebuilt, (139_392.0 - 8192.0) * tokens + score);
+    // Selective recompute of the attention core rebuilds only those scores (nothing with a
+    // fused kernel, which keeps none), just before the attention backward, once the
+    // layer's MLP block has freed its 102,400 bytes a token.
+    let sel = m.activation_memory(&unfused, Recompute::Selective, 2.0);
+    assert_eq!(sel.dense_rebuilt, score - 102_400.0 * tokens);
+    assert_eq!(
+        m.activation_memory(&s, Recompute::Selective, 2.0)
+            .dense_rebuilt,
+        0.0
+    );
+    // Recomputing the MLP keeps its norm and GEMM inputs (2h + 2h a token) and rebuilds
+    // the rest of it, 102,400 − 16,384 bytes a token, before the MLP backward.
+    let mlp = myriad_model::RecomputeModules::of(&[myriad_model::RecomputeModule::Mlp]);
+    let sm = m.activation_memory_with(&s, Recompute::Selective, mlp, 2.0);
+    assert_eq!(sm.dense_rebuilt, (102_400.0 - 16_384.0) * tokens);
+    assert_eq!(sm.dense_layer, (36_992.0 + 16_384.0) * tokens);
+}

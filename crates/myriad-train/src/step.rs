@@ -1688,6 +1688,30 @@ pub fn estimate_with(
         if off > 0.0 {
             acts += act.dense_layer.max(act.moe_layer);
         }
+        // Recompute rebuilds one layer of one micro-batch at a time in the backward: the
+        // peak adds that layer's rebuilt activations, of the largest kind the stage holds.
+        let rebuilds = match plan.recompute {
+            Recompute::None => false,
+            Recompute::Full => plan.recompute_fraction > 0.0,
+            Recompute::Selective => true,
+        };
+        if rebuilds {
+            let mut one = 0.0f64;
+            if dl > 0.0 {
+                one = one.max(act.dense_rebuilt);
+            }
+            if ml > 0.0 {
+                one = one.max(act.moe_rebuilt);
+            }
+            if plan.holds_head(s) && mtp > 0.0 {
+                one = one.max(if mtp_layer_moe {
+                    act.moe_rebuilt
+                } else {
+                    act.dense_rebuilt
+                });
+            }
+            acts += one;
+        }
         if plan.holds_head(s) {
             acts += (1.0 + mtp) * act.head;
         }

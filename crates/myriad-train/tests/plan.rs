@@ -1938,3 +1938,30 @@ fn replicated_kv_heads_hold_whole_kv_projections() {
     let got8 = t8.estimate.memory.weights_gib * 1024f64.powi(3) / 2.0;
     assert!((got8 / w8 - 1.0).abs() < 1e-12, "{got8} vs {w8}");
 }
+
+/// Full recompute keeps each layer's input, but the backward rebuilds one layer's whole
+/// activations at a time (Korthikanti et al. 2022 §4): Llama 3 8B, micro-batch 2, seq 8192,
+/// TP 1, PP 1 (one micro-batch in flight), bf16 with a fused attention kernel. A layer
+/// stores 139,392 bytes a token without recompute (36,992 attention + 102,400 SwiGLU MLP)
+/// and 2h = 8,192 with it, over 16,384 tokens; the peak with full recompute is 32 inputs
+/// plus one layer's rebuilt 131,200 bytes a token, so against no recompute it saves 31
+/// layers' worth, not 32.
+#[test]
+fn full_recompute_peak_holds_one_rebuilt_layer() {
+    let run = |recompute: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8}}\nmodel: {{preset: llama3-8b, seq_len: 8192}}\ntraining: {{tp: 1, pp: 1, dp: 8, global_batch: 16, micro_batch: 2, precision: bf16, attention: flash, recompute: {recompute}}}\n"
+        );
+        let cat = myriad_catalog::catalog();
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 8).unwrap()
+    };
+    let (none, full) = (run("none"), run("full"));
+    assert_eq!(none.estimate.memory.in_flight_micro_batches, 1.0);
+    let saved = (none.estimate.memory.activations_gib - full.estimate.memory.activations_gib)
+        * 1024f64.powi(3);
+    let expect = 31.0 * (139_392.0 - 8_192.0) * 16_384.0;
+    assert!((saved / expect - 1.0).abs() < 1e-12, "{saved} vs {expect}");
+}
