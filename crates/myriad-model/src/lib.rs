@@ -379,6 +379,15 @@ impl Transformer {
         self.head_dim.unwrap_or(self.hidden / self.heads.max(1))
     }
 
+    /// Key/value heads one of `tp` tensor-parallel ranks holds (GQA/MQA; MLA has none):
+    /// `kv_heads / tp`, but never less than one whole head. Where TP exceeds `kv_heads`
+    /// (Qwen3-235B-A22B's 4 at TP 8, Llama 3 70B's 8 at TP 16) each head is replicated on
+    /// `tp / kv_heads` ranks (Megatron-Core's `num_query_groups < tp`), which each project,
+    /// store and exchange it whole: the rule the serving model applies to its KV cache.
+    pub fn kv_heads_per_rank(&self, tp: u32) -> f64 {
+        (self.kv_heads as f64 / tp.max(1) as f64).ceil().max(1.0)
+    }
+
     /// Whether layer `i` (0-based) has a MoE MLP.
     pub fn is_moe_layer(&self, i: u32) -> bool {
         match &self.moe {

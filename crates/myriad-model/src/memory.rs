@@ -4,7 +4,8 @@
 //!
 //! Stored per token (bf16, 2 bytes each), "/t" = divided by TP:
 //! - attention block: norm input (2h, /t with SP), QKV GEMM input (2h, /t with SP),
-//!   Q, K, V (2·(heads + 2·kv)·d/t, or MLA's latent and per-head tensors), attention
+//!   Q, K, V (2·(heads/t + 2·max(kv/t, 1))·d: a rank holds whole KV heads, replicated
+//!   where TP exceeds kv_heads; or MLA's latent and per-head tensors), attention
 //!   output (2·heads·d_v/t), and the softmax statistics (4·heads/t, fp32);
 //! - MLP block: norm input and GEMM input (2h each, /t with SP), the up-projection output
 //!   (2·g·ffn/t) and the activation output (2·ffn/t); MoE stores these per routed copy
@@ -13,7 +14,12 @@
 //! Korthikanti's GPT figure is 34·s·b·h/t with SP: this gives 32·s·b·h/t for a GPT layer
 //! (no dropout masks: modern runs train without dropout, and the masks are 2·s·b·h).
 //! Full recompute stores only the layer input; selective recompute of the attention core
-//! equals none with fused attention (the s² terms it removes do not exist). Selective
+//! equals none with fused attention (the s² terms it removes do not exist). Either way the
+//! backward rebuilds what a layer dropped, one layer at a time: a rank's peak holds the
+//! stored tensors of every in-flight layer plus one layer's rebuilt ones
+//! ([`ActivationMemory::dense_rebuilt`]; for full recompute, the layer's whole activations
+//! less its stored input, Korthikanti et al. 2022 §4; selective recompute rebuilds each
+//! module just before its backward, after the later modules of the layer have freed theirs). Selective
 //! recompute of other modules ([`RecomputeModules`], Megatron's `recompute_modules`) drops
 //! what each one would have kept: `layernorm` the two norm outputs, `moe_act` the routed
 //! experts' activation outputs, `mla_up_proj` the per-head Q, K, V rebuilt from the latents;
@@ -32,6 +38,16 @@ pub struct ActivationMemory {
     pub moe_layer: f64,
     /// Output head: logits in fp32 for the loss (last pipeline stage).
     pub head: f64,
+    /// Recompute's working set for a dense layer: what the backward rebuilds of one layer
+    /// beyond what it stored. Layers are recomputed one at a time, so a rank holds this
+    /// once, for one layer of one micro-batch, on top of every in-flight layer's stored
+    /// tensors (Korthikanti et al. 2022 §4: "the activations of one layer are needed at a
+    /// time"). Full recompute: the layer's whole activations less its stored input.
+    /// Selective: the larger of the MLP block's rebuilt modules and the attention block's
+    /// less the MLP-block tensors its backward has already freed. 0 without recompute.
+    pub dense_rebuilt: f64,
+    /// The same for a MoE layer.
+    pub moe_rebuilt: f64,
 }
 
 impl Transformer {
@@ -77,7 +93,7 @@ impl Transformer {
                 None => {
                     let d = self.head_dim() as f64;
                     (
-                        (heads + 2.0 * self.kv_heads as f64) * d / tp,
+                        heads * d / tp + 2.0 * self.kv_heads_per_rank(s.tp) * d,
                         heads * d / tp,
                     )
                 }
@@ -116,10 +132,17 @@ impl Transformer {
                 * self.seq_len as f64
                 * s.micro_batch as f64
         };
-        let (dense_layer, moe_layer) = match recompute {
+        let none = (
+            tokens * (attn + mlp_dense) + core,
+            tokens * (attn + mlp_moe) + core,
+        );
+        let (dense_layer, moe_layer, dense_rebuilt, moe_rebuilt) = match recompute {
+            // The backward reruns the whole layer's forward from its stored input, then runs
+            // the layer's backward: all of its activations exist at once. The input it
+            // reruns from is the stored one (no second copy).
             Recompute::Full => {
                 let input = by * h / sp_div * tokens;
-                (input, input)
+                (input, input, none.0 - input, none.1 - input)
             }
             Recompute::Selective => {
                 use RecomputeModule as M;
@@ -161,16 +184,25 @@ impl Transformer {
                     }
                     None => 0.0,
                 };
-                let core = if on(M::CoreAttn) { 0.0 } else { core };
+                let core_kept = if on(M::CoreAttn) { 0.0 } else { core };
+                // A recomputed module is rebuilt just before its own backward (Megatron's
+                // `CheckpointWithoutOutput` and `checkpoint`). The MLP block's backward runs
+                // first, its rebuilt tensors joining everything stored; the attention
+                // block's are rebuilt once the layer's MLP-block tensors have been freed.
+                let attn_rebuilt = tokens * (attn - attn_kept) + (core - core_kept);
+                let rebuilt = |mlp_all: f64, mlp_kept: f64| {
+                    (tokens * (mlp_all - mlp_kept))
+                        .max(attn_rebuilt - tokens * mlp_kept)
+                        .max(0.0)
+                };
                 (
-                    tokens * (attn_kept + dense_kept) + core,
-                    tokens * (attn_kept + moe_kept) + core,
+                    tokens * (attn_kept + dense_kept) + core_kept,
+                    tokens * (attn_kept + moe_kept) + core_kept,
+                    rebuilt(mlp_dense, dense_kept),
+                    rebuilt(mlp_moe, moe_kept),
                 )
             }
-            Recompute::None => (
-                tokens * (attn + mlp_dense) + core,
-                tokens * (attn + mlp_moe) + core,
-            ),
+            Recompute::None => (none.0, none.1, 0.0, 0.0),
         };
         // Logits (bf16) and the fp32 softmax Megatron's cross-entropy keeps for its backward,
         // vocab sharded over TP; Transformer Engine's kernel keeps only the bf16 logits,
@@ -184,6 +216,8 @@ impl Transformer {
             dense_layer,
             moe_layer,
             head,
+            dense_rebuilt,
+            moe_rebuilt,
         }
     }
 }

@@ -384,12 +384,14 @@ impl Transformer {
             }
             None => {
                 let d = self.head_dim() as f64;
-                let kv = self.kv_heads as f64;
+                // Queries sharded by head; keys and values of whole KV heads, replicated
+                // where TP exceeds kv_heads.
+                let kv = self.kv_heads_per_rank(s.tp);
                 out.push(Op {
                     name: "qkv_proj",
                     kind: OpKind::Gemm {
                         m: t,
-                        n: (heads + 2.0 * kv) * d / tp,
+                        n: heads * d / tp + 2.0 * kv * d,
                         k: h,
                         count: 1.0,
                     },
@@ -506,10 +508,10 @@ impl Transformer {
                 let steps = s.cp as f64 - 1.0;
                 let q_out = t * heads * d_v / tp * ACT_BYTES;
                 let kv_heads = match &self.mla {
-                    Some(_) => heads,
-                    None => self.kv_heads as f64,
+                    Some(_) => heads / tp,
+                    None => self.kv_heads_per_rank(s.tp),
                 };
-                let kv = t * kv_heads / tp * (d_qk + d_v) * ACT_BYTES;
+                let kv = t * kv_heads * (d_qk + d_v) * ACT_BYTES;
                 let merge = q_out * (2.0 + 3.0 * steps);
                 out.push(Op {
                     name: "cp_merge",

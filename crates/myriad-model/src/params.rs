@@ -80,6 +80,25 @@ impl Transformer {
         }
     }
 
+    /// Attention weights one of `tp` tensor-parallel ranks holds: `attention_params / tp`,
+    /// except that a rank holds the key and value projections of whole KV heads
+    /// ([`Transformer::kv_heads_per_rank`]): with TP beyond `kv_heads` the replicated K/V
+    /// weights (`2·h·d` per head) sit whole on each rank that needs them. MLA shards its
+    /// per-head projections over TP and is counted as `attention_params / tp`.
+    pub fn attention_params_per_rank(&self, tp: u32) -> f64 {
+        let tp_f = tp.max(1) as f64;
+        match &self.mla {
+            Some(_) => self.attention_params() / tp_f,
+            None => {
+                let h = self.hidden as f64;
+                let d = self.head_dim() as f64;
+                let heads = self.heads as f64;
+                // Q and O sharded by head; K and V per held KV head.
+                2.0 * h * heads * d / tp_f + 2.0 * h * d * self.kv_heads_per_rank(tp)
+            }
+        }
+    }
+
     /// Weights of an MLP with inner size `ffn`.
     pub fn mlp_params(&self, ffn: u32) -> f64 {
         let mats = if self.gated_mlp { 3.0 } else { 2.0 };

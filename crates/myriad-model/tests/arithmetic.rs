@@ -705,3 +705,137 @@ fn windowed_attention_ops_are_a_band_or_causal_chunks() {
     };
     assert_eq!((w, causal_fraction), (0.0, 0.5));
 }
+
+#[test]
+fn kv_heads_are_replicated_when_tp_exceeds_them() {
+    // Qwen3-235B-A22B's attention: h 4096, 64 query heads of 128, 4 KV heads. At TP 4 each
+    // rank holds one KV head; at TP 8 each KV head is replicated on 2 ranks, which each
+    // project, store and exchange it whole (never half a head).
+    let mut m = gpt(94, 4096, 64, 4096);
+    m.kv_heads = 4;
+    m.head_dim = Some(128);
+    assert_eq!(m.kv_heads_per_rank(1), 4.0);
+    assert_eq!(m.kv_heads_per_rank(4), 1.0);
+    assert_eq!(m.kv_heads_per_rank(8), 1.0);
+    let qkv_width = |tp: u32| {
+        let mut ops = Vec::new();
+        m.attention_ops(
+            &Shard {
+                tp,
+                sp: true,
+                ..Shard::single(1)
+            },
+            &mut ops,
+        );
+        match ops.iter().find(|o| o.name == "qkv_proj").unwrap().kind {
+            myriad_model::OpKind::Gemm { n, .. } => n,
+            k => panic!("{k:?}"),
+        }
+    };
+    // TP 4: 64/4 query heads and 1 K + 1 V head of 128: 16·128 + 2·128 = 2304.
+    assert_eq!(qkv_width(4), 2304.0);
+    // TP 8: 8 query heads and still 1 K + 1 V: 8·128 + 2·128 = 1280 (the old
+    // (64 + 2·4)·128/8 = 1152 held half a K and half a V head).
+    assert_eq!(qkv_width(8), 1280.0);
+    // Attention weights: Q and O 2·4096·64·128 = 67,108,864 sharded; K and V 2·4096·128 =
+    // 1,048,576 per KV head. TP 4: 16,777,216 + 1,048,576 = 17,825,792 (= the whole
+    // 71,303,168 / 4); TP 8: 8,388,608 + 1,048,576 = 9,437,184 (not 71,303,168 / 8 =
+    // 8,912,896).
+    assert_eq!(m.attention_params(), 71_303_168.0);
+    assert_eq!(m.attention_params_per_rank(4), 17_825_792.0);
+    assert_eq!(m.attention_params_per_rank(8), 9_437_184.0);
+    // Summed over ranks, a split holds at least the whole model, exactly where TP ≤ kv.
+    for tp in [1u32, 2, 4, 8, 16, 32, 64] {
+        let sum = m.attention_params_per_rank(tp) * tp as f64;
+        assert!(sum >= m.attention_params() - 1e-6, "tp {tp}");
+        assert_eq!(sum == m.attention_params(), tp <= 4, "tp {tp}");
+    }
+    // Q, K, V activations per token at TP 8 (SP, bf16): 2·(8 + 2)·128 bytes; the same
+    // model with 8 KV heads holds exactly the same per rank at TP 8.
+    let s8 = Shard {
+        tp: 8,
+        sp: true,
+        fused_attention: true,
+        ..Shard::single(1)
+    };
+    let mut m8 = m.clone();
+    m8.kv_heads = 8;
+    let a4 = m.activation_memory(&s8, Recompute::None, 2.0).dense_layer;
+    let a8 = m8.activation_memory(&s8, Recompute::None, 2.0).dense_layer;
+    assert_eq!(a4, a8);
+    assert_eq!(qkv_width(8), {
+        let mut ops = Vec::new();
+        m8.attention_ops(&s8, &mut ops);
+        match ops.iter().find(|o| o.name == "qkv_proj").unwrap().kind {
+            myriad_model::OpKind::Gemm { n, .. } => n,
+            k => panic!("{k:?}"),
+        }
+    });
+    // At TP 4 the 8-KV-head model holds one more K and V head per rank: 2 bytes · 2·128
+    // per token more.
+    let s4 = Shard { tp: 4, ..s8 };
+    let d4 = m8.activation_memory(&s4, Recompute::None, 2.0).dense_layer
+        - m.activation_memory(&s4, Recompute::None, 2.0).dense_layer;
+    assert_eq!(d4, 4096.0 * 2.0 * 2.0 * 128.0);
+    // CP ring at TP 8, CP 2: the backward adds into a whole K and V head per rank.
+    let merge_bwd = |m: &Transformer| {
+        let mut ops = Vec::new();
+        m.attention_ops(&Shard { cp: 2, ..s8 }, &mut ops);
+        match ops.iter().find(|o| o.name == "cp_merge").unwrap().kind {
+            myriad_model::OpKind::Memory { bytes, backward } => backward - bytes,
+            k => panic!("{k:?}"),
+        }
+    };
+    // 3 passes · 1 step · 2048 tokens · 1 head · (128 + 128) · 2 bytes.
+    assert_eq!(merge_bwd(&m), 3.0 * 2048.0 * 256.0 * 2.0);
+    assert_eq!(merge_bwd(&m), merge_bwd(&m8));
+}
+
+#[test]
+fn recompute_rebuilds_one_layer_at_a_time() {
+    // Llama 3 8B (h 4096, 32 heads and 8 KV heads of 128, SwiGLU 14336), micro-batch 2,
+    // seq 8192, TP 1, bf16. Without recompute a layer stores per token: attention 2h norm
+    // input + 2h QKV input + 2·(32 + 16)·128 Q/K/V + 2·4096 output + 4·32 softmax
+    // statistics = 36,992 bytes; MLP 2h + 2h + 2·2·14336 up output + 2·14336 activation =
+    // 102,400: 139,392 bytes a token (Korthikanti's 34·h = 139,264 for a GPT layer with
+    // dropout masks), 16,384 tokens.
+    let mut m = gpt(32, 4096, 32, 8192);
+    m.kv_heads = 8;
+    m.ffn_hidden = 14336;
+    m.gated_mlp = true;
+    m.vocab = 128256;
+    let s = Shard::single(2);
+    let tokens = 2.0 * 8192.0;
+    let none = m.activation_memory(&s, Recompute::None, 2.0);
+    assert_eq!(none.dense_layer, 139_392.0 * tokens);
+    assert_eq!((none.dense_rebuilt, none.moe_rebuilt), (0.0, 0.0));
+    // Full recompute stores the layer input (2h a token) and rebuilds one layer's whole
+    // activations in the backward; the input it rebuilds from is the stored one.
+    let full = m.activation_memory(&s, Recompute::Full, 2.0);
+    assert_eq!(full.dense_layer, 8192.0 * tokens);
+    assert_eq!(full.dense_rebuilt, (139_392.0 - 8192.0) * tokens);
+    // Unfused attention rebuilds the layer's scores too: Korthikanti's 5·a·s²·b.
+    let unfused = Shard {
+        fused_attention: false,
+        ..s
+    };
+    let score = 5.0 * 32.0 * 8192.0 * 8192.0 * 2.0;
+    let fu = m.activation_memory(&unfused, Recompute::Full, 2.0);
+    assert_eq!(fu.dense_rebuilt, (139_392.0 - 8192.0) * tokens + score);
+    // Selective recompute of the attention core rebuilds only those scores (nothing with a
+    // fused kernel, which keeps none), just before the attention backward, once the
+    // layer's MLP block has freed its 102,400 bytes a token.
+    let sel = m.activation_memory(&unfused, Recompute::Selective, 2.0);
+    assert_eq!(sel.dense_rebuilt, score - 102_400.0 * tokens);
+    assert_eq!(
+        m.activation_memory(&s, Recompute::Selective, 2.0)
+            .dense_rebuilt,
+        0.0
+    );
+    // Recomputing the MLP keeps its norm and GEMM inputs (2h + 2h a token) and rebuilds
+    // the rest of it, 102,400 − 16,384 bytes a token, before the MLP backward.
+    let mlp = myriad_model::RecomputeModules::of(&[myriad_model::RecomputeModule::Mlp]);
+    let sm = m.activation_memory_with(&s, Recompute::Selective, mlp, 2.0);
+    assert_eq!(sm.dense_rebuilt, (102_400.0 - 16_384.0) * tokens);
+    assert_eq!(sm.dense_layer, (36_992.0 + 16_384.0) * tokens);
+}

@@ -1089,13 +1089,16 @@ pub fn estimate_with(
         }
         // CP: ring exchange of K and V (cp - 1 steps) overlapped with attention.
         if plan.cp > 1 {
+            // K and V elements per token on one TP rank: whole KV heads (replicated where
+            // TP exceeds kv_heads, and each replica travels its own CP ring).
             let kv_dim = match &model.mla {
                 Some(m) => {
                     (model.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)) as f64
+                        / plan.tp as f64
                 }
-                None => 2.0 * model.kv_heads as f64 * model.head_dim() as f64,
+                None => 2.0 * model.kv_heads_per_rank(plan.tp) * model.head_dim() as f64,
             };
-            let kv_bytes = tokens_mb * kv_dim / plan.tp as f64 * 2.0;
+            let kv_bytes = tokens_mb * kv_dim * 2.0;
             st.cp = match plan.cp_comm {
                 CpComm::P2p => {
                     let step = ctx.coll(CollOp::SendRecv, kv_bytes, &g_cp);
@@ -1352,11 +1355,16 @@ pub fn estimate_with(
 
     // Data parallelism. Parameters on the critical stage's rank.
     let params = model.params();
-    let p_layer_dense = (params.attention_per_layer + params.norms_per_layer) / plan.tp as f64
+    // Attention weights per rank: K and V projections of whole KV heads, replicated where TP
+    // exceeds kv_heads; the replicas' extra over `attention_per_layer / tp` is held (and
+    // its gradient reduced) per layer, MTP layers included.
+    let attn_rank = model.attention_params_per_rank(plan.tp);
+    let attn_replicated = attn_rank - params.attention_per_layer / plan.tp as f64;
+    let p_layer_dense = attn_rank
+        + params.norms_per_layer / plan.tp as f64
         + params.dense_mlp_per_layer / plan.tp as f64;
     let p_layer_moe_dense =
-        (params.attention_per_layer + params.norms_per_layer + params.moe_shared_per_layer)
-            / plan.tp as f64;
+        attn_rank + (params.norms_per_layer + params.moe_shared_per_layer) / plan.tp as f64;
     let p_layer_experts = params.experts_per_moe_layer / (plan.ep as f64 * plan.etp as f64);
     // Whether rank `s` holds an output-layer weight of its own: untied, the head's rank;
     // tied to the input embedding, the head's rank where it is not the embedding's (Megatron
@@ -1375,7 +1383,8 @@ pub fn estimate_with(
             dense += params.embedding / plan.tp as f64;
         }
         if plan.holds_head(s) {
-            dense += (params.mtp - params.mtp_experts) / plan.tp as f64;
+            dense += (params.mtp - params.mtp_experts) / plan.tp as f64
+                + model.mtp_layers as f64 * attn_replicated;
             experts += params.mtp_experts / (plan.ep as f64 * plan.etp as f64);
         }
         (dense, experts)
@@ -1678,6 +1687,30 @@ pub fn estimate_with(
         let mut acts = per_mb * in_flight * (1.0 - off);
         if off > 0.0 {
             acts += act.dense_layer.max(act.moe_layer);
+        }
+        // Recompute rebuilds one layer of one micro-batch at a time in the backward: the
+        // peak adds that layer's rebuilt activations, of the largest kind the stage holds.
+        let rebuilds = match plan.recompute {
+            Recompute::None => false,
+            Recompute::Full => plan.recompute_fraction > 0.0,
+            Recompute::Selective => true,
+        };
+        if rebuilds {
+            let mut one = 0.0f64;
+            if dl > 0.0 {
+                one = one.max(act.dense_rebuilt);
+            }
+            if ml > 0.0 {
+                one = one.max(act.moe_rebuilt);
+            }
+            if plan.holds_head(s) && mtp > 0.0 {
+                one = one.max(if mtp_layer_moe {
+                    act.moe_rebuilt
+                } else {
+                    act.dense_rebuilt
+                });
+            }
+            acts += one;
         }
         if plan.holds_head(s) {
             acts += (1.0 + mtp) * act.head;

@@ -27,7 +27,8 @@ fn report() -> myriad_train::validate::ValidationReport {
 /// a token's experts come from 4 of 8 groups, one per node, so fewer tokens cross the
 /// InfiniBand; −15.0% before, since the EP 64 ranks of a MoE layer wait for the
 /// momentarily slowest clock, `speed_jitter`; −19.7% before that; −22.4% before the
-/// per-layer eager MoE overhead), and the plan fits in the H800's 80 GB.
+/// per-layer eager MoE overhead), and the plan fits in the H800's 80 GB (79.6 GiB once the
+/// peak holds the MoE layer its selective recompute rebuilds in the backward).
 #[test]
 fn deepseek_v3_pretraining_does_not_regress() {
     let r = report();

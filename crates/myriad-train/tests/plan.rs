@@ -1923,3 +1923,58 @@ fn folded_expert_parallelism_that_does_not_tile_is_an_error() {
         "training.ep: EP 12 (ETP 1) spans the TP*CP*DP = 8*1*3 = 24 ranks of a stage (it does not divide DP), but does not tile them in the placement order tp-cp-ep-dp-pp"
     );
 }
+
+/// Llama 3 70B (8 KV heads of 128) at TP 16: each KV head is replicated on two ranks, and
+/// each rank holds its K and V projections whole (2·8192·128 = 2,097,152 weights), not half
+/// of them. Weights per rank (pp 1, bf16): 80 layers of Q and O 2·8192·8192/16 =
+/// 8,388,608, K and V 2,097,152, norms 2·8192/16 = 1,024 and the MLP 3·8192·28672/16 =
+/// 44,040,192, plus the untied embedding and output layer 2·128256·8192/16 = 131,334,144:
+/// 4,493,492,224 weights (the old kv_heads/TP count gave 80·1,048,576 fewer).
+#[test]
+fn replicated_kv_heads_hold_whole_kv_projections() {
+    let t = gb200("{tp: 16, pp: 1, dp: 4, global_batch: 64, micro_batch: 1, precision: bf16}");
+    let per_layer = 8_388_608.0 + 2_097_152.0 + 1_024.0 + 44_040_192.0;
+    let weights = 80.0 * per_layer + 131_334_144.0;
+    let got = t.estimate.memory.weights_gib * 1024f64.powi(3) / 2.0;
+    assert!((got / weights - 1.0).abs() < 1e-12, "{got} vs {weights}");
+    // At TP 8 nothing is replicated: the rank holds exactly 1/8 of every layer's weights.
+    let t8 = gb200("{tp: 8, pp: 1, dp: 8, global_batch: 64, micro_batch: 1, precision: bf16}");
+    let p = myriad_catalog::catalog()
+        .model("llama3-70b")
+        .unwrap()
+        .model
+        .params();
+    let w8 = (80.0 * (p.attention_per_layer + p.norms_per_layer + p.dense_mlp_per_layer)
+        + p.embedding
+        + p.output)
+        / 8.0;
+    let got8 = t8.estimate.memory.weights_gib * 1024f64.powi(3) / 2.0;
+    assert!((got8 / w8 - 1.0).abs() < 1e-12, "{got8} vs {w8}");
+}
+
+/// Full recompute keeps each layer's input, but the backward rebuilds one layer's whole
+/// activations at a time (Korthikanti et al. 2022 §4): Llama 3 8B, micro-batch 2, seq 8192,
+/// TP 1, PP 1 (one micro-batch in flight), bf16 with a fused attention kernel. A layer
+/// stores 139,392 bytes a token without recompute (36,992 attention + 102,400 SwiGLU MLP)
+/// and 2h = 8,192 with it, over 16,384 tokens; the peak with full recompute is 32 inputs
+/// plus one layer's rebuilt 131,200 bytes a token, so against no recompute it saves 31
+/// layers' worth, not 32.
+#[test]
+fn full_recompute_peak_holds_one_rebuilt_layer() {
+    let run = |recompute: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8}}\nmodel: {{preset: llama3-8b, seq_len: 8192}}\ntraining: {{tp: 1, pp: 1, dp: 8, global_batch: 16, micro_batch: 2, precision: bf16, attention: flash, recompute: {recompute}}}\n"
+        );
+        let cat = myriad_catalog::catalog();
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 8).unwrap()
+    };
+    let (none, full) = (run("none"), run("full"));
+    assert_eq!(none.estimate.memory.in_flight_micro_batches, 1.0);
+    let saved = (none.estimate.memory.activations_gib - full.estimate.memory.activations_gib)
+        * 1024f64.powi(3);
+    let expect = 31.0 * (139_392.0 - 8_192.0) * 16_384.0;
+    assert!((saved / expect - 1.0).abs() < 1e-12, "{saved} vs {expect}");
+}
