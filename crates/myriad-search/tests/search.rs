@@ -651,3 +651,40 @@ fn folded_expert_parallelism_is_searched_as_train_resolves_it() {
         assert_eq!(a.fits, b.fits);
     }
 }
+
+/// A folded EP group that does not tile its stage's ranks (EP 12 over TP 8 x DP 3 would
+/// take all 8 TP ranks and then 1.5 DP replicas) is refused by `train`, and the search
+/// rejects it with its own reason instead of estimating it.
+#[test]
+fn folded_expert_parallelism_that_does_not_tile_the_stage_is_rejected() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 48, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: mixtral-8x7b, seq_len: 4096, moe: {experts: 24, top_k: 2, expert_ffn_hidden: 14336, shared_experts: 0}}\ntraining: {global_batch: 48, precision: bf16}\n";
+    let (m, c, f) = setup(text);
+    let mut space = Space::full(&m);
+    space.tp = vec![8];
+    space.sequence_parallel = vec![true];
+    space.cp = vec![1];
+    space.pp = vec![2];
+    space.vpp = vec![1];
+    space.ep = vec![12, 24];
+    space.micro_batch = vec![1];
+    space.recompute = vec![myriad_model::Recompute::Full];
+    space.zero_stage = vec![1];
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    assert_eq!(plans.len() as u64 + rej.values().sum::<u64>(), space.size());
+    // EP 24 tiles TP 8 x DP 3; EP 12 does not, in either placement order.
+    assert!(
+        plans.iter().all(|p| p.ep == 24 && p.ep_folded()),
+        "{plans:?}"
+    );
+    assert!(!plans.is_empty());
+    assert_eq!(rej.get("folded ep does not tile a stage's ranks"), Some(&2));
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("t.yaml", text, cat).unwrap();
+    let spec = myriad_scenario::TrainingSpec {
+        tp: Some(8),
+        pp: Some(2),
+        ep: Some(12),
+        ..s.training.clone().unwrap()
+    };
+    assert!(myriad_train::resolve(&spec, &m, &c, 48).is_err());
+}
