@@ -333,6 +333,30 @@ impl ScaleUpSystem {
     pub fn spans_nodes(&self) -> bool {
         self.accelerators_per_domain > self.accelerators_per_node
     }
+
+    /// Whether the system is built for `accelerator`: its list starts with it (`hgx-h200`
+    /// for the H200), rather than also taking it (`hgx-h100` lists the H200 after the H100).
+    pub fn is_built_for(&self, accelerator: &str) -> bool {
+        self.accelerators.first().map(String::as_str) == Some(accelerator)
+    }
+
+    /// A case note naming the system chosen for `accelerator` and why, as the validators
+    /// report it: `scale_up: hgx-h200 (built for h200; 8 per domain, 8 per node)`.
+    pub fn choice_note(&self, accelerator: &str, cat: &Catalog) -> String {
+        let why = if self.is_built_for(accelerator) {
+            format!("built for {accelerator}")
+        } else if cat.scale_up.iter().any(|s| s.is_built_for(accelerator)) {
+            format!(
+                "holds {accelerator}; the system built for it fits the stated node or domain size worse"
+            )
+        } else {
+            format!("holds {accelerator}; no catalog system is built for it")
+        };
+        format!(
+            "scale_up: {} ({why}; {} per domain, {} per node)",
+            self.id, self.accelerators_per_domain, self.accelerators_per_node
+        )
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -598,7 +622,7 @@ impl Catalog {
     pub fn default_scale_up_for(&self, accelerator: &str) -> Option<&ScaleUpSystem> {
         self.scale_up
             .iter()
-            .find(|s| s.accelerators.first().map(String::as_str) == Some(accelerator))
+            .find(|s| s.is_built_for(accelerator))
             .or_else(|| {
                 self.scale_up
                     .iter()

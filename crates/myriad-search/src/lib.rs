@@ -53,7 +53,8 @@ impl Space {
     /// with the embedding, loss and MTP counted as stages) and every power-of-two PP whose
     /// stages can hold ceil(layers / PP) layers each with at least one left for the first
     /// (Megatron-Core's first-stage layer count), interleaving depths that divide the
-    /// layers or the slots, every EP dividing the experts, micro-batches 1, 2, 4 and 8,
+    /// layers or the slots, every EP dividing the experts (each kept where it divides DP or,
+    /// folded, a stage's TP x CP x DP ranks), micro-batches 1, 2, 4 and 8,
     /// the three recompute modes, ZeRO-1/2/3, and two placement orders (PP outermost, or
     /// DP outermost).
     pub fn full(model: &Transformer) -> Self {
@@ -367,8 +368,16 @@ pub fn candidates(
                                 continue;
                             }
                         }
-                        if !dp.is_multiple_of(ep) {
-                            reject(&mut rej, "ep does not divide dp", per_ep);
+                        // EP divides DP, or (Megatron-Core's MoE parallel folding) it is wider
+                        // and divides the stage's TP x CP x DP ranks, as `train` accepts.
+                        if !dp.is_multiple_of(ep)
+                            && !(tp as u64 * cp as u64 * dp as u64).is_multiple_of(ep as u64)
+                        {
+                            reject(
+                                &mut rej,
+                                "ep divides neither dp nor a stage's ranks",
+                                per_ep,
+                            );
                             continue;
                         }
                         let etp = fixed.etp.unwrap_or(if ep > 1 { 1 } else { tp });
@@ -432,7 +441,7 @@ pub fn candidates(
                                         let tp_overlap = fixed.tp_comm_overlap.unwrap_or(
                                             sp && fixed.attention == AttentionKernel::Flash,
                                         );
-                                        out.push(Plan {
+                                        let plan = Plan {
                                             accelerators: n,
                                             tp,
                                             pp,
@@ -482,7 +491,18 @@ pub fn candidates(
                                             embedding_in_pipeline_split: !even && edge.is_none(),
                                             mtp_layers: model.mtp_layers,
                                             edge_stage_layers: edge,
-                                        });
+                                        };
+                                        // A folded EP group must tile the stage's ranks in
+                                        // the placement order (`train` refuses it otherwise).
+                                        if plan.ep_folded() && plan.expert_dims().is_none() {
+                                            reject(
+                                                &mut rej,
+                                                "folded ep does not tile a stage's ranks",
+                                                1,
+                                            );
+                                            continue;
+                                        }
+                                        out.push(plan);
                                     }
                                 }
                             }

@@ -94,10 +94,13 @@ fn moe_search_uses_expert_parallelism() {
     let (m, c, f) = setup(text);
     let r = search(&m, &c, &f, &Space::full(&m), 3, &|_, _| {});
     assert!(!r.top.is_empty());
-    // Every estimated plan's EP divides the 128 experts and the data-parallel size.
+    // Every estimated plan's EP divides the 128 experts and the data-parallel size, or
+    // (MoE parallel folding, `Plan::ep_folded`) the stage's TP x CP x DP ranks, which its
+    // expert groups then tile.
     let (plans, _) = candidates(&m, &c, &f, &Space::full(&m));
     assert!(plans.iter().any(|p| p.ep > 1));
-    assert!(plans.iter().all(|p| 128 % p.ep == 0 && p.dp % p.ep == 0));
+    assert!(plans.iter().all(|p| 128 % p.ep == 0
+        && (p.dp % p.ep == 0 || ((p.tp * p.cp * p.dp) % p.ep == 0 && p.expert_dims().is_some()))));
 }
 
 /// The search's best plan is never worse than the published plan of any validation case
@@ -578,4 +581,110 @@ fn searched_plans_keep_the_scenarios_expert_tensor_parallelism() {
             x.estimate.step_time_s
         );
     }
+}
+
+/// Expert parallelism wider than data parallelism (Megatron-Core's MoE parallel folding,
+/// which `train` accepts where EP divides a stage's TP x CP x DP ranks and its groups tile
+/// them) is offered: Qwen3-235B-A22B on 256 H100 has EP 32 over TP 2 x DP 16 (PP 8) among
+/// its candidates, every configuration is a candidate or rejected with a reason, and each
+/// candidate, folded or not, is the plan `train` resolves and estimates the same.
+#[test]
+fn folded_expert_parallelism_is_searched_as_train_resolves_it() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 256}\nmodel: {preset: qwen3-235b-a22b}\ntraining: {global_batch: 512, precision: bf16}\n";
+    let (m, c, f) = setup(text);
+    let mut space = Space::full(&m);
+    space.tp = vec![1, 2, 4, 8];
+    space.sequence_parallel = vec![true];
+    space.cp = vec![1, 2];
+    space.vpp = vec![1];
+    space.micro_batch = vec![1];
+    space.recompute = vec![myriad_model::Recompute::Full];
+    space.zero_stage = vec![1];
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    let rejected: u64 = rej.values().sum();
+    assert_eq!(plans.len() as u64 + rejected, space.size(), "{rej:?}");
+    assert!(
+        plans
+            .iter()
+            .any(|p| p.ep == 32 && p.tp == 2 && p.dp == 16 && p.pp == 8 && p.ep_folded()),
+        "no EP 32 over TP 2 x DP 16"
+    );
+    let folded = plans.iter().filter(|p| p.ep_folded()).count();
+    assert!(folded > 0 && folded < plans.len());
+    // EP 16 on TP 8 x PP 32 (DP 1) divides neither DP nor the stage's 8 ranks.
+    assert!(rej
+        .get("ep divides neither dp nor a stage's ranks")
+        .is_some_and(|n| *n > 0));
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("t.yaml", text, cat).unwrap();
+    for p in &plans {
+        let placement = p
+            .placement
+            .iter()
+            .map(|d| format!("{d:?}").to_lowercase())
+            .collect::<Vec<_>>()
+            .join("-");
+        let spec = myriad_scenario::TrainingSpec {
+            tp: Some(p.tp),
+            pp: Some(p.pp),
+            cp: Some(p.cp),
+            ep: Some(p.ep),
+            vpp: Some(p.vpp),
+            micro_batch: Some(p.micro_batch as u64),
+            sequence_parallel: Some(p.sequence_parallel),
+            recompute: Some(p.recompute),
+            zero_stage: Some(p.zero_stage),
+            distributed_optimizer: Some(p.distributed_optimizer),
+            placement: Some(placement),
+            ..s.training.clone().unwrap()
+        };
+        let (mut q, _) = myriad_train::resolve(&spec, &m, &c, 256)
+            .unwrap_or_else(|e| panic!("train refuses {p:?}: {e:?}"));
+        q.recompute_fraction = p.recompute_fraction;
+        q.recompute_modules = p.recompute_modules;
+        assert_eq!(q, *p);
+        let (a, b) = (
+            myriad_train::estimate(&m, &q, &c),
+            myriad_train::estimate(&m, p, &c),
+        );
+        assert_eq!(a.step_time_s.to_bits(), b.step_time_s.to_bits(), "{p:?}");
+        assert_eq!(a.fits, b.fits);
+    }
+}
+
+/// A folded EP group that does not tile its stage's ranks (EP 12 over TP 8 x DP 3 would
+/// take all 8 TP ranks and then 1.5 DP replicas) is refused by `train`, and the search
+/// rejects it with its own reason instead of estimating it.
+#[test]
+fn folded_expert_parallelism_that_does_not_tile_the_stage_is_rejected() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 48, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: mixtral-8x7b, seq_len: 4096, moe: {experts: 24, top_k: 2, expert_ffn_hidden: 14336, shared_experts: 0}}\ntraining: {global_batch: 48, precision: bf16}\n";
+    let (m, c, f) = setup(text);
+    let mut space = Space::full(&m);
+    space.tp = vec![8];
+    space.sequence_parallel = vec![true];
+    space.cp = vec![1];
+    space.pp = vec![2];
+    space.vpp = vec![1];
+    space.ep = vec![12, 24];
+    space.micro_batch = vec![1];
+    space.recompute = vec![myriad_model::Recompute::Full];
+    space.zero_stage = vec![1];
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    assert_eq!(plans.len() as u64 + rej.values().sum::<u64>(), space.size());
+    // EP 24 tiles TP 8 x DP 3; EP 12 does not, in either placement order.
+    assert!(
+        plans.iter().all(|p| p.ep == 24 && p.ep_folded()),
+        "{plans:?}"
+    );
+    assert!(!plans.is_empty());
+    assert_eq!(rej.get("folded ep does not tile a stage's ranks"), Some(&2));
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("t.yaml", text, cat).unwrap();
+    let spec = myriad_scenario::TrainingSpec {
+        tp: Some(8),
+        pp: Some(2),
+        ep: Some(12),
+        ..s.training.clone().unwrap()
+    };
+    assert!(myriad_train::resolve(&spec, &m, &c, 48).is_err());
 }

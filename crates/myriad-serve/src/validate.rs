@@ -764,6 +764,11 @@ fn predict_inner(
     }
     let acc_id = accelerator_id(hw);
     cat.accelerator(&acc_id).map_err(|e| e.message())?;
+    // The system `levels_for` builds the row's cluster on: the one built for the
+    // accelerator (`hgx-h200` for H200, not `hgx-h100`, which also lists it).
+    if let Some(su) = cat.default_scale_up_for(&acc_id) {
+        notes.push(su.choice_note(&acc_id, cat));
+    }
     let mut t = row_model(row.get("model").unwrap_or(&null), notes)?;
     // Sliding windows are architecture the row format cannot state: from the built-in
     // model of the same shape (gpt-oss: every other layer, 128 tokens).

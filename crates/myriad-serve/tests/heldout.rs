@@ -406,6 +406,20 @@ fn trtllm_blog_h200_max_throughput_is_over_predicted_like_its_b200_rows() {
     }
 }
 
+/// The validator builds a row's cluster on the scale-up system built for its accelerator
+/// (`hgx-h200` for the H200 row, ring all-reduce at 0.82 of NVLink, not `hgx-h100`, which
+/// also lists the H200) and says so in the row's notes.
+#[test]
+fn rows_name_the_system_built_for_their_accelerator() {
+    let r = report_of("serving-heldout-trtllm-dsr1-h200.json");
+    let n = &r.cases[0].notes;
+    assert!(
+        n.iter()
+            .any(|n| n.starts_with("scale_up: hgx-h200 (built for h200")),
+        "{n:?}"
+    );
+}
+
 /// No validated row, kept aside or public, has a prediction above its own deployment's
 /// decode memory roofline (`InstanceModel::decode_roofline`): the iteration model and the
 /// bound agree on what a step must read.

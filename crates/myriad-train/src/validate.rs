@@ -1,7 +1,8 @@
 //! The validation runner: predicts every case of a `myriad-validation/1` file.
 //!
 //! Each case's `system` becomes a cluster: the catalog scale-up system built with the
-//! accelerator whose node and domain sizes match, the fabric of the stated kind and rate,
+//! accelerator whose node and domain sizes match (among equals, the one built for it:
+//! `hgx-h200` for H200, not `hgx-h100`, which also lists it), the fabric of the stated kind and rate,
 //! and enough whole scale-up domains to hold the job. Nulls in `training` take the
 //! defaults of [`crate::plan::resolve`]; each choice is reported in the case's notes. Two
 //! framework-era defaults depend on the source's date. ZeRO-3 in sources from before 2022
@@ -87,7 +88,10 @@ pub fn case_scenario(
         .map_err(|e| format!("system.accelerator: {}", e.message()))?;
     let mut notes = Vec::new();
     // Scale-up system: holds the accelerator; prefer matching node size, then the smallest
-    // domain at least as large as the stated one.
+    // domain at least as large as the stated one, then the system built for the
+    // accelerator (the one whose list starts with it: `hgx-h800` for H800, `hgx-h200` for
+    // H200) over one that also takes it (`hgx-h100` lists both, with H100's NVLink
+    // efficiency), as the catalog's own default does.
     let want_domain = sys.scale_up_domain.unwrap_or(0) as u64;
     let su = cat
         .scale_up
@@ -100,9 +104,15 @@ pub fn case_scenario(
                 .unwrap_or(false);
             let dom = s.accelerators_per_domain as u64;
             let too_small = dom < want_domain;
-            (node_mismatch, too_small, dom.abs_diff(want_domain))
+            (
+                node_mismatch,
+                too_small,
+                dom.abs_diff(want_domain),
+                !s.is_built_for(&acc.id),
+            )
         })
         .ok_or_else(|| format!("no scale-up system in the catalog holds `{}`", acc.id))?;
+    notes.push(su.choice_note(&acc.id, cat));
     // Fabric: the stated kind (checked by `check_system`) and per-accelerator rate.
     let kind = match sys.scale_out_fabric.as_deref() {
         Some("infiniband") => Some(FabricKind::Infiniband),

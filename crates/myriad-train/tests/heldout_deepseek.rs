@@ -43,6 +43,15 @@ fn deepseek_v3_pretraining_does_not_regress() {
         "{:?}",
         c.notes
     );
+    // The H800's own system (NVLink at 200 GB/s per direction), not `hgx-h100`, which also
+    // lists the H800 and came first in the catalog.
+    assert!(
+        c.notes
+            .iter()
+            .any(|n| n.starts_with("scale_up: hgx-h800 (built for h800")),
+        "{:?}",
+        c.notes
+    );
     // Its framework dispatches fp8 tokens (§3.3.2), unlike Megatron-Core's default.
     assert!(
         c.notes

@@ -21,7 +21,9 @@ fn report() -> myriad_train::validate::ValidationReport {
     .expect("the MLPerf v5 held-out file is in the repository")
 }
 
-/// Ratchet just above the figures measured (mean 7.4%, worst 43.6%, since the H200's GEMM
+/// Ratchet just above the figures measured (mean 7.4%, worst 43.6%; the two Nebius H200
+/// rows +5.2/+5.0% → +5.1/+4.9% since they run on `hgx-h200`, ring all-reduce at 0.82 of
+/// NVLink, rather than `hgx-h100`'s 0.80; since the H200's GEMM
 /// and attention rates were measured on the lent H200 rather than taken from the H100: the
 /// two Nebius Llama 3.1 405B H200 rows +3.7/+3.3% → +5.1/+4.7%; 7.2% since GB300's bf16
 /// GEMMs run at least at B300's measured rate, 0.61 of its peak: the GB300 rows, already
@@ -47,6 +49,42 @@ fn mlperf5_held_out_runs_do_not_regress() {
     print(&r);
     assert_eq!(r.summary.count, 20);
     common::assert_within(&r, 0.0750, 0.44);
+}
+
+/// The H200 rows run on the system built for the H200 (`hgx-h200`, whose ring all-reduce
+/// reaches 0.82 of NVLink), not on `hgx-h100`, which also lists the H200 and came first in
+/// the catalog; the H100 rows stay on `hgx-h100`.
+#[test]
+fn each_row_runs_on_the_system_built_for_its_accelerator() {
+    let r = report();
+    let system = |id: &str| {
+        let c = r.cases.iter().find(|c| c.id == id).unwrap();
+        c.notes
+            .iter()
+            .find(|n| n.starts_with("scale_up: "))
+            .unwrap_or_else(|| panic!("{id}: no scale_up note in {:?}", c.notes))
+            .clone()
+    };
+    for id in [
+        "mlperf-v5.0-nebius-llama405b-512xh200",
+        "mlperf-v5.0-nebius-llama405b-1024xh200",
+    ] {
+        let n = system(id);
+        assert!(
+            n.starts_with("scale_up: hgx-h200 (built for h200"),
+            "{id}: {n}"
+        );
+    }
+    for c in &r.cases {
+        if c.id.contains("xh100") {
+            let n = system(&c.id);
+            assert!(
+                n.starts_with("scale_up: hgx-h100 (built for h100-sxm"),
+                "{}: {n}",
+                c.id
+            );
+        }
+    }
 }
 
 /// The bar for kept-aside data; not met (worst −43.7%), so ignored.

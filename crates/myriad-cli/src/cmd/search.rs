@@ -19,7 +19,10 @@ pub(crate) fn plan_summary(p: &myriad_train::Plan) -> String {
         },
         p.cp,
         p.dp,
-        if p.ep > 1 {
+        if p.ep_folded() {
+            // Wider than DP: the expert layers re-factor the stage's TP x CP x DP ranks.
+            format!(" EP{} folded", p.ep)
+        } else if p.ep > 1 {
             format!(" EP{}", p.ep)
         } else {
             String::new()
