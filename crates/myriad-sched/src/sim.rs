@@ -1311,6 +1311,9 @@ impl Sim<'_> {
                 // Replicas are not jobs: one that cannot fit is retried every hour and shows
                 // in its service's SLO attainment, not as a rejected job per hour.
                 St::Rejected => k.rejected += u64::from(!replica),
+                // Nor are their waits and placements job statistics (the SLO attainment
+                // measures them): mixed in, a replica's wait of 0 diluted every job's.
+                _ if replica => {}
                 _ if !run.first_start.is_nan() => {
                     wait[c].push(run.first_start - job.arrival);
                     if job.gpus > 1 {

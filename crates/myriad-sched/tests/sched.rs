@@ -1132,3 +1132,41 @@ fn backfill_judges_a_job_by_its_run_time_where_it_is_placed() {
     );
     assert_eq!(r.classes[2].wait_s.mean, 148.0, "S starts when H ends");
 }
+
+/// Guards the job statistics beside a service: service replicas are not jobs (not counted
+/// in `jobs`), but their queueing delay (mostly 0: they preempt or start at once) was
+/// mixed into the waits of every job, so under day-night sharing thousands of zero waits
+/// cut the reported mean wait of all jobs by a quarter. 2 nodes of 8 GPUs; J0 (8 GPUs,
+/// 1,000 s) and a replica of 8 start at 0, J1 (8 GPUs) arrives at 10 s and waits for J0:
+/// the jobs wait 0 and 990 s, mean 495 s (not 330 s with the replica's 0).
+#[test]
+fn service_replicas_are_not_counted_in_the_jobs_wait() {
+    let jobs = vec![Job::new(0, 0.0, 1000.0, 8), Job::new(1, 10.0, 100.0, 8)];
+    let w = Workload {
+        jobs,
+        classes: vec!["jobs".into(), "chat".into()],
+        services: vec![myriad_sched::Service {
+            name: "chat".into(),
+            class: 1,
+            replica_gpus: 8,
+            peak_replicas: 1,
+            curve: [1.0; 24],
+            priority: 100,
+            region: 0,
+        }],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    for p in ["fifo", "backfill", "day-night"] {
+        let r = simulate(&two_nodes(), &w, &preset(p).unwrap(), &o);
+        assert!(r.violations.is_empty(), "{p}: {:?}", r.violations);
+        assert_eq!((r.jobs, r.completed), (2, 2), "{p}");
+        assert_eq!(r.all.wait_s.mean, 495.0, "{p}: {:?}", r.all.wait_s);
+        assert_eq!(r.classes[0].wait_s.mean, 495.0, "{p}");
+        // The service's replicas show in its SLO attainment, not as a class of jobs.
+        assert_eq!(r.classes[1].wait_s, myriad_sched::Stat::default(), "{p}");
+        assert_eq!(r.services[0].slo_attainment, 1.0, "{p}");
+    }
+}
