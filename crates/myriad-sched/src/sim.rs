@@ -153,7 +153,8 @@ pub struct Report {
     pub moved_jobs: u64,
     pub moved_gb: f64,
     pub preemptions: u64,
-    /// Job interruptions by failures, and the accelerator-hours of work they lost.
+    /// Job interruptions by failures, and the accelerator-hours they lost (the time the
+    /// lost work held its accelerators, at the speed of its placement).
     pub failures: u64,
     pub lost_gpu_hours: f64,
     pub series: Vec<Sample>,
@@ -849,7 +850,9 @@ impl Sim<'_> {
         self.stop(j, St::Queued);
         self.runs[j].owe_restart(done, lost, self.o.restart_s);
         self.failures += 1;
-        self.lost_gpu_s += lost * self.jobs[j].milli_total() as f64 / 1000.0;
+        // The GPUs were held for the lost work at the speed of this placement (`lost` is in
+        // in-pod seconds of work).
+        self.lost_gpu_s += lost * factor * self.jobs[j].milli_total() as f64 / 1000.0;
         self.enqueue(j);
     }
 

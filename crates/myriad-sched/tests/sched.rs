@@ -1170,3 +1170,44 @@ fn service_replicas_are_not_counted_in_the_jobs_wait() {
         assert_eq!(r.services[0].slo_attainment, 1.0, "{p}");
     }
 }
+
+/// Guards the unit of the GPU-hours failures lose: the work lost since the last checkpoint
+/// was counted in in-pod seconds of work, not in the seconds the job held its GPUs, so a
+/// job spread over two pods (4x slower there) reported a quarter of the GPU time it wasted.
+/// One 16-GPU job on two pods of one node (`comm_share` 1, pods 4x slower between them:
+/// 1 h of work takes 4 h), no checkpoints, no restart cost: it holds its GPUs from arrival
+/// to its end, and everything but the last, whole run is lost:
+/// lost = 16 x (JCT - 4 h).
+#[test]
+fn failures_lose_the_gpu_hours_the_job_held() {
+    let mut t = Topology::uniform(&["r".to_string()], 2, 1, 1, 8, "h100");
+    t.gbps = [1.0, 1.0, 0.25];
+    let mut job = Job::new(0, 0.0, 3600.0, 16);
+    job.comm_share = 1.0;
+    let w = Workload {
+        jobs: vec![job],
+        classes: vec!["j".into()],
+        services: vec![],
+    };
+    for seed in 1..6 {
+        let o = Options {
+            failure_per_gpu_s: 0.3 / 16.0 / 3600.0,
+            checkpoint_s: 1e9,
+            restart_s: 0.0,
+            check: true,
+            seed,
+            ..Options::default()
+        };
+        let r = simulate(&t, &w, &preset("fifo").unwrap(), &o);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        assert_eq!(r.completed, 1);
+        assert_eq!(r.all.slowdown, 4.0);
+        let want = 16.0 * (r.all.jct_s.mean - 4.0 * 3600.0) / 3600.0;
+        assert!(
+            (r.lost_gpu_hours - want).abs() < 1e-6,
+            "seed {seed}: {} failures lost {} GPU-hours, held {want}",
+            r.failures,
+            r.lost_gpu_hours
+        );
+    }
+}
