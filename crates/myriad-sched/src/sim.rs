@@ -140,7 +140,8 @@ pub struct Report {
     pub rejected: u64,
     pub makespan_s: f64,
     /// Time-average allocated share of GPU capacity over the arrival window (first to last
-    /// arrival; to the makespan when every job arrives at once), at the resolution of the
+    /// arrival; to the makespan when every job arrives at once; to the services' horizon when
+    /// no job runs), at the resolution of the
     /// time-series bins.
     pub allocation: f64,
     pub mean_frag_node: f64,
@@ -1406,10 +1407,14 @@ impl Sim<'_> {
         // arrival of a job; to the makespan when all arrive at once), where the offered load
         // applies, not over the drain after the last arrival.
         let last = w.jobs.iter().map(|j| j.arrival).fold(first, f64::max);
+        // With no job that arrives and runs (an empty trace, only rejected jobs) beside
+        // services, the window is the services' run, up to the horizon.
         let end = if last > first {
             last
-        } else {
+        } else if makespan > first || self.services.is_empty() {
             makespan.max(first)
+        } else {
+            self.horizon.max(first)
         };
         let (mut acc, mut wsum) = (0.0, 0.0);
         let (mut fnode, mut fdom, mut ffgd, mut nf) = (0.0, 0.0, 0.0, 0.0);

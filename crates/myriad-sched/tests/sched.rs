@@ -1211,3 +1211,38 @@ fn failures_lose_the_gpu_hours_the_job_held() {
         );
     }
 }
+
+/// Guards the allocation of a run with no job to time (an empty trace beside a service):
+/// the arrival window was empty, so the allocation and fragmentation read 0% while the
+/// service held half the cluster all day (the time series said 50%). 2 nodes of 8 GPUs,
+/// one replica of 8 all day: allocation 0.5, and the free 8 GPUs are one whole free node.
+#[test]
+fn a_service_alone_shows_its_allocation() {
+    let w = Workload {
+        jobs: vec![],
+        classes: vec!["jobs".into(), "chat".into()],
+        services: vec![myriad_sched::Service {
+            name: "chat".into(),
+            class: 1,
+            replica_gpus: 8,
+            peak_replicas: 1,
+            curve: [1.0; 24],
+            priority: 100,
+            region: 0,
+        }],
+    };
+    for p in ["fifo", "day-night"] {
+        let r = simulate(&two_nodes(), &w, &preset(p).unwrap(), &Options::default());
+        assert_eq!((r.jobs, r.completed, r.rejected), (0, 0, 0), "{p}");
+        assert!((r.allocation - 0.5).abs() < 1e-9, "{p}: {}", r.allocation);
+        assert_eq!(r.mean_frag_node, 0.0, "{p}");
+        assert_eq!(r.mean_frag_domain, 0.0, "{p}");
+        assert!((r.services[0].replica_hours - 24.0).abs() < 1e-9, "{p}");
+    }
+    // Only a job no region holds (rejected at 5 s): the same window, from its arrival.
+    let mut w2 = w.clone();
+    w2.jobs.push(Job::new(0, 5.0, 100.0, 64));
+    let r = simulate(&two_nodes(), &w2, &preset("fifo").unwrap(), &Options::default());
+    assert_eq!((r.jobs, r.rejected), (1, 1));
+    assert!((r.allocation - 0.5).abs() < 1e-9, "{}", r.allocation);
+}
