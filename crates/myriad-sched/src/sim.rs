@@ -195,6 +195,7 @@ struct Run {
     remaining: f64,
     /// Restart seconds at the head of `remaining` (owed since the last failure or
     /// preemption): a start that stops before they are paid still owes one restart, not two.
+    /// They take wall-clock seconds; only the work after them runs at the placement's speed.
     owed: f64,
     gen: u32,
     key: (u64, u64),
@@ -422,6 +423,19 @@ impl Run {
     fn owe_restart(&mut self, done: f64, lost: f64, restart_s: f64) {
         self.remaining += done.min(self.owed) + lost - self.owed + restart_s;
         self.owed = restart_s;
+    }
+
+    /// Seconds a start at run-time `factor` takes: the owed restart, then the work.
+    fn wall(&self, factor: f64) -> f64 {
+        self.owed + (self.remaining - self.owed) * factor
+    }
+
+    /// What the current start has done by `now`, in the units of `remaining`: the restart
+    /// paid (seconds) and the work after it (in-pod seconds).
+    fn progress(&self, now: f64) -> f64 {
+        let e = (now - self.last_start).max(0.0);
+        let paid = e.min(self.owed);
+        paid + (e - paid) / self.factor
     }
 
     fn new() -> Run {
@@ -731,7 +745,7 @@ impl Sim<'_> {
         }
         run.st = St::Running;
         run.gen += 1;
-        run.end = self.now + run.remaining * run.factor;
+        run.end = self.now + run.wall(run.factor);
         let (end, gen, r, prio) = (run.end, run.gen, run.region as usize, job.priority);
         self.running[r].insert((bits(end), j as u32));
         run.vkey = (prio as i64, u64::MAX - bits(self.now));
@@ -812,7 +826,7 @@ impl Sim<'_> {
         } else {
             1.0
         };
-        self.now + self.runs[j].remaining * f
+        self.now + self.runs[j].wall(f)
     }
 
     /// Takes a running job off the cluster (finished, preempted or scaled down).
@@ -826,7 +840,7 @@ impl Sim<'_> {
         if to != St::Done {
             self.resv_valid[r] = false;
         }
-        run.remaining = ((run.end - self.now) / run.factor).max(0.0);
+        run.remaining = (run.remaining - run.progress(self.now)).max(0.0);
         run.st = to;
         run.gen += 1;
         self.state.apply(self.t, &pl.pieces, false);
@@ -840,12 +854,8 @@ impl Sim<'_> {
     /// A running job fails: it loses the work since its last checkpoint (checkpoints every
     /// `checkpoint_s` of progress after its restart), pays `restart_s` again, and queues.
     fn fail(&mut self, j: usize) {
-        let (start, factor, owed) = (
-            self.runs[j].last_start,
-            self.runs[j].factor,
-            self.runs[j].owed,
-        );
-        let done = (self.now - start) / factor;
+        let (factor, owed) = (self.runs[j].factor, self.runs[j].owed);
+        let done = self.runs[j].progress(self.now);
         let work = (done - owed).max(0.0);
         let lost = work % self.o.checkpoint_s.max(1e-9);
         self.stop(j, St::Queued);
@@ -1152,7 +1162,7 @@ impl Sim<'_> {
         }
         for c in cands {
             let c = c as usize;
-            let done = (self.now - self.runs[c].last_start) / self.runs[c].factor;
+            let done = self.runs[c].progress(self.now);
             self.stop(c, St::Queued);
             self.runs[c].owe_restart(done, 0.0, self.o.restart_s);
             self.runs[c].preempted += 1;

@@ -1246,3 +1246,43 @@ fn a_service_alone_shows_its_allocation() {
     assert_eq!((r.jobs, r.rejected), (1, 1));
     assert!((r.allocation - 0.5).abs() < 1e-9, "{}", r.allocation);
 }
+
+/// Guards the unit of the restart a preempted job pays: `restart_s` (reloading a
+/// checkpoint) was added to the job's work and so scaled by its placement's speed, a job
+/// 4x slower across pods paying 4 x 300 s. Two pods of one 8-GPU node, 4x slower between
+/// them; A (16 GPUs, 1,000 s of work, `comm_share` 1: 4,000 s there) starts at 0; H
+/// (priority 5, 8 GPUs, 100 s) arrives at 400 s and preempts it (100 s of A's work done),
+/// runs 400-500; A restarts at 500: 300 s of restart, then 900 s of work at 4x: ends at
+/// 500 + 300 + 3,600 = 4,400 s (not 500 + 4 x 1,200 = 5,300).
+#[test]
+fn a_preempted_job_pays_its_restart_in_seconds_not_at_its_placements_speed() {
+    let mut t = Topology::uniform(&["r".to_string()], 2, 1, 1, 8, "h100");
+    t.gbps = [1.0, 1.0, 0.25];
+    let mut a = Job::new(0, 0.0, 1000.0, 16);
+    a.comm_share = 1.0;
+    let mut h = Job::new(1, 400.0, 100.0, 8);
+    h.priority = 5;
+    h.class = 1;
+    let w = Workload {
+        jobs: vec![a, h],
+        classes: vec!["a".into(), "h".into()],
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        sample_s: 100.0,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("priority").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.preemptions, 1);
+    assert_eq!(r.classes[1].jct_s.mean, 100.0);
+    assert!((r.classes[0].jct_s.mean - 4400.0).abs() < 1e-6, "{:?}", r.classes[0].jct_s);
+    // The GPU time it held: 16 x (400 + 300 + 3,600) s.
+    let held: f64 = r
+        .series
+        .iter()
+        .map(|s| s.allocated * 100.0 * 16.0)
+        .sum();
+    assert!((held - (16.0 * 4300.0 + 8.0 * 100.0)).abs() < 1e-6, "{held}");
+}
