@@ -140,7 +140,8 @@ pub struct Report {
     pub rejected: u64,
     pub makespan_s: f64,
     /// Time-average allocated share of GPU capacity over the arrival window (first to last
-    /// arrival; to the makespan when every job arrives at once), at the resolution of the
+    /// arrival; to the makespan when every job arrives at once; to the services' horizon when
+    /// no job runs), at the resolution of the
     /// time-series bins.
     pub allocation: f64,
     pub mean_frag_node: f64,
@@ -153,7 +154,8 @@ pub struct Report {
     pub moved_jobs: u64,
     pub moved_gb: f64,
     pub preemptions: u64,
-    /// Job interruptions by failures, and the accelerator-hours of work they lost.
+    /// Job interruptions by failures, and the accelerator-hours they lost (the time the
+    /// lost work held its accelerators, at the speed of its placement).
     pub failures: u64,
     pub lost_gpu_hours: f64,
     pub series: Vec<Sample>,
@@ -193,6 +195,7 @@ struct Run {
     remaining: f64,
     /// Restart seconds at the head of `remaining` (owed since the last failure or
     /// preemption): a start that stops before they are paid still owes one restart, not two.
+    /// They take wall-clock seconds; only the work after them runs at the placement's speed.
     owed: f64,
     gen: u32,
     key: (u64, u64),
@@ -420,6 +423,19 @@ impl Run {
     fn owe_restart(&mut self, done: f64, lost: f64, restart_s: f64) {
         self.remaining += done.min(self.owed) + lost - self.owed + restart_s;
         self.owed = restart_s;
+    }
+
+    /// Seconds a start at run-time `factor` takes: the owed restart, then the work.
+    fn wall(&self, factor: f64) -> f64 {
+        self.owed + (self.remaining - self.owed) * factor
+    }
+
+    /// What the current start has done by `now`, in the units of `remaining`: the restart
+    /// paid (seconds) and the work after it (in-pod seconds).
+    fn progress(&self, now: f64) -> f64 {
+        let e = (now - self.last_start).max(0.0);
+        let paid = e.min(self.owed);
+        paid + (e - paid) / self.factor
     }
 
     fn new() -> Run {
@@ -729,7 +745,7 @@ impl Sim<'_> {
         }
         run.st = St::Running;
         run.gen += 1;
-        run.end = self.now + run.remaining * run.factor;
+        run.end = self.now + run.wall(run.factor);
         let (end, gen, r, prio) = (run.end, run.gen, run.region as usize, job.priority);
         self.running[r].insert((bits(end), j as u32));
         run.vkey = (prio as i64, u64::MAX - bits(self.now));
@@ -810,7 +826,7 @@ impl Sim<'_> {
         } else {
             1.0
         };
-        self.now + self.runs[j].remaining * f
+        self.now + self.runs[j].wall(f)
     }
 
     /// Takes a running job off the cluster (finished, preempted or scaled down).
@@ -824,7 +840,7 @@ impl Sim<'_> {
         if to != St::Done {
             self.resv_valid[r] = false;
         }
-        run.remaining = ((run.end - self.now) / run.factor).max(0.0);
+        run.remaining = (run.remaining - run.progress(self.now)).max(0.0);
         run.st = to;
         run.gen += 1;
         self.state.apply(self.t, &pl.pieces, false);
@@ -838,18 +854,16 @@ impl Sim<'_> {
     /// A running job fails: it loses the work since its last checkpoint (checkpoints every
     /// `checkpoint_s` of progress after its restart), pays `restart_s` again, and queues.
     fn fail(&mut self, j: usize) {
-        let (start, factor, owed) = (
-            self.runs[j].last_start,
-            self.runs[j].factor,
-            self.runs[j].owed,
-        );
-        let done = (self.now - start) / factor;
+        let (factor, owed) = (self.runs[j].factor, self.runs[j].owed);
+        let done = self.runs[j].progress(self.now);
         let work = (done - owed).max(0.0);
         let lost = work % self.o.checkpoint_s.max(1e-9);
         self.stop(j, St::Queued);
         self.runs[j].owe_restart(done, lost, self.o.restart_s);
         self.failures += 1;
-        self.lost_gpu_s += lost * self.jobs[j].milli_total() as f64 / 1000.0;
+        // The GPUs were held for the lost work at the speed of this placement (`lost` is in
+        // in-pod seconds of work).
+        self.lost_gpu_s += lost * factor * self.jobs[j].milli_total() as f64 / 1000.0;
         self.enqueue(j);
     }
 
@@ -1148,7 +1162,7 @@ impl Sim<'_> {
         }
         for c in cands {
             let c = c as usize;
-            let done = (self.now - self.runs[c].last_start) / self.runs[c].factor;
+            let done = self.runs[c].progress(self.now);
             self.stop(c, St::Queued);
             self.runs[c].owe_restart(done, 0.0, self.o.restart_s);
             self.runs[c].preempted += 1;
@@ -1311,6 +1325,9 @@ impl Sim<'_> {
                 // Replicas are not jobs: one that cannot fit is retried every hour and shows
                 // in its service's SLO attainment, not as a rejected job per hour.
                 St::Rejected => k.rejected += u64::from(!replica),
+                // Nor are their waits and placements job statistics (the SLO attainment
+                // measures them): mixed in, a replica's wait of 0 diluted every job's.
+                _ if replica => {}
                 _ if !run.first_start.is_nan() => {
                     wait[c].push(run.first_start - job.arrival);
                     if job.gpus > 1 {
@@ -1400,10 +1417,14 @@ impl Sim<'_> {
         // arrival of a job; to the makespan when all arrive at once), where the offered load
         // applies, not over the drain after the last arrival.
         let last = w.jobs.iter().map(|j| j.arrival).fold(first, f64::max);
+        // With no job that arrives and runs (an empty trace, only rejected jobs) beside
+        // services, the window is the services' run, up to the horizon.
         let end = if last > first {
             last
-        } else {
+        } else if makespan > first || self.services.is_empty() {
             makespan.max(first)
+        } else {
+            self.horizon.max(first)
         };
         let (mut acc, mut wsum) = (0.0, 0.0);
         let (mut fnode, mut fdom, mut ffgd, mut nf) = (0.0, 0.0, 0.0, 0.0);

@@ -1132,3 +1132,157 @@ fn backfill_judges_a_job_by_its_run_time_where_it_is_placed() {
     );
     assert_eq!(r.classes[2].wait_s.mean, 148.0, "S starts when H ends");
 }
+
+/// Guards the job statistics beside a service: service replicas are not jobs (not counted
+/// in `jobs`), but their queueing delay (mostly 0: they preempt or start at once) was
+/// mixed into the waits of every job, so under day-night sharing thousands of zero waits
+/// cut the reported mean wait of all jobs by a quarter. 2 nodes of 8 GPUs; J0 (8 GPUs,
+/// 1,000 s) and a replica of 8 start at 0, J1 (8 GPUs) arrives at 10 s and waits for J0:
+/// the jobs wait 0 and 990 s, mean 495 s (not 330 s with the replica's 0).
+#[test]
+fn service_replicas_are_not_counted_in_the_jobs_wait() {
+    let jobs = vec![Job::new(0, 0.0, 1000.0, 8), Job::new(1, 10.0, 100.0, 8)];
+    let w = Workload {
+        jobs,
+        classes: vec!["jobs".into(), "chat".into()],
+        services: vec![myriad_sched::Service {
+            name: "chat".into(),
+            class: 1,
+            replica_gpus: 8,
+            peak_replicas: 1,
+            curve: [1.0; 24],
+            priority: 100,
+            region: 0,
+        }],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    for p in ["fifo", "backfill", "day-night"] {
+        let r = simulate(&two_nodes(), &w, &preset(p).unwrap(), &o);
+        assert!(r.violations.is_empty(), "{p}: {:?}", r.violations);
+        assert_eq!((r.jobs, r.completed), (2, 2), "{p}");
+        assert_eq!(r.all.wait_s.mean, 495.0, "{p}: {:?}", r.all.wait_s);
+        assert_eq!(r.classes[0].wait_s.mean, 495.0, "{p}");
+        // The service's replicas show in its SLO attainment, not as a class of jobs.
+        assert_eq!(r.classes[1].wait_s, myriad_sched::Stat::default(), "{p}");
+        assert_eq!(r.services[0].slo_attainment, 1.0, "{p}");
+    }
+}
+
+/// Guards the unit of the GPU-hours failures lose: the work lost since the last checkpoint
+/// was counted in in-pod seconds of work, not in the seconds the job held its GPUs, so a
+/// job spread over two pods (4x slower there) reported a quarter of the GPU time it wasted.
+/// One 16-GPU job on two pods of one node (`comm_share` 1, pods 4x slower between them:
+/// 1 h of work takes 4 h), no checkpoints, no restart cost: it holds its GPUs from arrival
+/// to its end, and everything but the last, whole run is lost:
+/// lost = 16 x (JCT - 4 h).
+#[test]
+fn failures_lose_the_gpu_hours_the_job_held() {
+    let mut t = Topology::uniform(&["r".to_string()], 2, 1, 1, 8, "h100");
+    t.gbps = [1.0, 1.0, 0.25];
+    let mut job = Job::new(0, 0.0, 3600.0, 16);
+    job.comm_share = 1.0;
+    let w = Workload {
+        jobs: vec![job],
+        classes: vec!["j".into()],
+        services: vec![],
+    };
+    for seed in 1..6 {
+        let o = Options {
+            failure_per_gpu_s: 0.3 / 16.0 / 3600.0,
+            checkpoint_s: 1e9,
+            restart_s: 0.0,
+            check: true,
+            seed,
+            ..Options::default()
+        };
+        let r = simulate(&t, &w, &preset("fifo").unwrap(), &o);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        assert_eq!(r.completed, 1);
+        assert_eq!(r.all.slowdown, 4.0);
+        let want = 16.0 * (r.all.jct_s.mean - 4.0 * 3600.0) / 3600.0;
+        assert!(
+            (r.lost_gpu_hours - want).abs() < 1e-6,
+            "seed {seed}: {} failures lost {} GPU-hours, held {want}",
+            r.failures,
+            r.lost_gpu_hours
+        );
+    }
+}
+
+/// Guards the allocation of a run with no job to time (an empty trace beside a service):
+/// the arrival window was empty, so the allocation and fragmentation read 0% while the
+/// service held half the cluster all day (the time series said 50%). 2 nodes of 8 GPUs,
+/// one replica of 8 all day: allocation 0.5, and the free 8 GPUs are one whole free node.
+#[test]
+fn a_service_alone_shows_its_allocation() {
+    let w = Workload {
+        jobs: vec![],
+        classes: vec!["jobs".into(), "chat".into()],
+        services: vec![myriad_sched::Service {
+            name: "chat".into(),
+            class: 1,
+            replica_gpus: 8,
+            peak_replicas: 1,
+            curve: [1.0; 24],
+            priority: 100,
+            region: 0,
+        }],
+    };
+    for p in ["fifo", "day-night"] {
+        let r = simulate(&two_nodes(), &w, &preset(p).unwrap(), &Options::default());
+        assert_eq!((r.jobs, r.completed, r.rejected), (0, 0, 0), "{p}");
+        assert!((r.allocation - 0.5).abs() < 1e-9, "{p}: {}", r.allocation);
+        assert_eq!(r.mean_frag_node, 0.0, "{p}");
+        assert_eq!(r.mean_frag_domain, 0.0, "{p}");
+        assert!((r.services[0].replica_hours - 24.0).abs() < 1e-9, "{p}");
+    }
+    // Only a job no region holds (rejected at 5 s): the same window, from its arrival.
+    let mut w2 = w.clone();
+    w2.jobs.push(Job::new(0, 5.0, 100.0, 64));
+    let r = simulate(&two_nodes(), &w2, &preset("fifo").unwrap(), &Options::default());
+    assert_eq!((r.jobs, r.rejected), (1, 1));
+    assert!((r.allocation - 0.5).abs() < 1e-9, "{}", r.allocation);
+}
+
+/// Guards the unit of the restart a preempted job pays: `restart_s` (reloading a
+/// checkpoint) was added to the job's work and so scaled by its placement's speed, a job
+/// 4x slower across pods paying 4 x 300 s. Two pods of one 8-GPU node, 4x slower between
+/// them; A (16 GPUs, 1,000 s of work, `comm_share` 1: 4,000 s there) starts at 0; H
+/// (priority 5, 8 GPUs, 100 s) arrives at 400 s and preempts it (100 s of A's work done),
+/// runs 400-500; A restarts at 500: 300 s of restart, then 900 s of work at 4x: ends at
+/// 500 + 300 + 3,600 = 4,400 s (not 500 + 4 x 1,200 = 5,300).
+#[test]
+fn a_preempted_job_pays_its_restart_in_seconds_not_at_its_placements_speed() {
+    let mut t = Topology::uniform(&["r".to_string()], 2, 1, 1, 8, "h100");
+    t.gbps = [1.0, 1.0, 0.25];
+    let mut a = Job::new(0, 0.0, 1000.0, 16);
+    a.comm_share = 1.0;
+    let mut h = Job::new(1, 400.0, 100.0, 8);
+    h.priority = 5;
+    h.class = 1;
+    let w = Workload {
+        jobs: vec![a, h],
+        classes: vec!["a".into(), "h".into()],
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        sample_s: 100.0,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("priority").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.preemptions, 1);
+    assert_eq!(r.classes[1].jct_s.mean, 100.0);
+    assert!((r.classes[0].jct_s.mean - 4400.0).abs() < 1e-6, "{:?}", r.classes[0].jct_s);
+    // The GPU time it held: 16 x (400 + 300 + 3,600) s.
+    let held: f64 = r
+        .series
+        .iter()
+        .map(|s| s.allocated * 100.0 * 16.0)
+        .sum();
+    assert!((held - (16.0 * 4300.0 + 8.0 * 100.0)).abs() < 1e-6, "{held}");
+}
