@@ -581,8 +581,15 @@ impl Sim<'_> {
             };
             let active = inst.running as usize + inst.prefill.len();
             // A sequence's KV cache lives on one attention-DP rank: a request larger than
-            // one rank's share can never run.
-            if need > cap / ranks as f64 {
+            // one rank's share can never run. A prefill instance also turns away a request
+            // whose whole context no decode rank can hold (it was prefilled, its tokens
+            // counted, and then rejected at the decode instance).
+            let never_decodes = role == Role::Prefill && q.output > 1 && {
+                let d = self.specs[1];
+                d.model.kv_need(q.input as f64 + q.output as f64)
+                    > d.kv_tokens / d.model.par.attention_dp.max(1) as f64
+            };
+            if need > cap / ranks as f64 || never_decodes {
                 self.insts[i].waiting.pop_front();
                 self.rejected += 1;
                 self.in_system -= 1.0;

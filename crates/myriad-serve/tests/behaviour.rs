@@ -2927,3 +2927,25 @@ fn a_huge_speculative_draft_has_a_closed_form_tokens_per_step() {
     assert!((s(2000, 0.5) - 2.0).abs() < 1e-12);
     assert_eq!(s(3, 0.5), 1.875);
 }
+
+/// A disaggregated request whose prompt and output no decode rank's KV cache can hold is
+/// turned away at the prefill instance: no prefill iteration, no input or output tokens
+/// counted. (It was prefilled, its prompt and first token counted as throughput, its KV
+/// cache sent, and only then rejected at the decode instance.)
+#[test]
+fn a_request_too_large_to_decode_is_rejected_before_its_prefill() {
+    let setup = h100x8_llama3_70b_fp8(
+        "  mode: disaggregated
+  prefill: {instances: 1, tp: 2}
+  decode: {instances: 1, tp: 2}
+  input: {mean: 100}
+  output: {mean: 100000000}
+  requests: 3
+",
+    );
+    let r = myriad_serve::run(&setup).result;
+    assert_eq!((r.completed, r.rejected), (0, 3));
+    assert_eq!(r.iterations, 0);
+    assert_eq!(r.input_tokens_per_s, 0.0);
+    assert_eq!(r.output_tokens_per_s, 0.0);
+}
