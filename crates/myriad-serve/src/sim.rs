@@ -293,6 +293,7 @@ pub struct SimReport {
     /// Requests/s that met both SLOs, and their output tokens/s.
     pub goodput_requests_per_s: f64,
     pub goodput_output_tokens_per_s: f64,
+    /// Share of the requests (completed or rejected) that met both SLOs.
     pub slo_attainment: f64,
     /// KV-cache use, time-averaged and peak, as a fraction of capacity (all instances).
     pub kv_use_mean: f64,
@@ -1130,7 +1131,8 @@ fn run(
         per_user_output_tokens_per_s_with_ctx: with_ctx / completed,
         goodput_requests_per_s: good as f64 / duration,
         goodput_output_tokens_per_s: good_tokens / duration,
-        slo_attainment: good as f64 / completed,
+        // Over every request: a rejected one met no SLO.
+        slo_attainment: good as f64 / (sim.completed + sim.rejected).max(1) as f64,
         kv_use_mean: sim.kv_area / duration,
         kv_use_peak: sim.kv_peak,
         mean_in_system: sim.area / duration,

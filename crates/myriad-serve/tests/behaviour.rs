@@ -2949,3 +2949,17 @@ fn a_request_too_large_to_decode_is_rejected_before_its_prefill() {
     assert_eq!(r.input_tokens_per_s, 0.0);
     assert_eq!(r.output_tokens_per_s, 0.0);
 }
+
+/// SLO attainment is over every request: a rejected one met no SLO. Two requests, one
+/// larger than the KV cache: half of them met the (absent) SLOs. (It was over the
+/// completed ones only: 100%.)
+#[test]
+fn slo_attainment_counts_rejected_requests_as_missed() {
+    let setup = h100x8_llama3_70b_fp8(
+        "  instance: {instances: 1, tp: 2}\n  input: {mean: 100}\n  output: {mean: 10}\n",
+    );
+    let reqs = [(0.0, 100, 10), (0.0, 100, 100_000_000)];
+    let r = myriad_serve::simulate_requests(&setup.deployment, &reqs, 0.0, &NO_SLO);
+    assert_eq!((r.completed, r.rejected), (1, 1));
+    assert_eq!(r.slo_attainment, 0.5);
+}
