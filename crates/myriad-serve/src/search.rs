@@ -173,7 +173,12 @@ pub fn search(
             let stage = g / pp;
             for &tp in tps.iter().filter(|&&t| t <= stage && stage % t == 0) {
                 let dp = stage / tp;
-                let eps: Vec<u32> = if moe { vec![1, stage] } else { vec![1] };
+                // EP 1 and the whole stage: one EP1 when the stage is one accelerator.
+                let eps: Vec<u32> = if moe && stage > 1 {
+                    vec![1, stage]
+                } else {
+                    vec![1]
+                };
                 for ep in eps {
                     for &mb in &batches {
                         let par = Parallel::new(tp, dp, ep).with_pp(pp);

@@ -2963,3 +2963,37 @@ fn slo_attainment_counts_rejected_requests_as_missed() {
     assert_eq!((r.completed, r.rejected), (1, 1));
     assert_eq!(r.slo_attainment, 0.5);
 }
+
+/// A MoE model's search offers EP 1 and EP over the whole stage; where the stage is one
+/// accelerator those are the same plan, offered once. (Every one-accelerator shape was a
+/// candidate twice, with the same description and goodput.) Searched as for one
+/// accelerator: one-accelerator shapes with the four batch limits.
+#[test]
+fn search_offers_each_moe_shape_once() {
+    let setup = setup_of(
+        "q.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: qwen3-30b-a3b}
+serving:
+  weights: fp8
+  input: {mean: 200}
+  output: {mean: 20}
+  requests: 40
+  slo: {ttft_ms: 2000, tpot_ms: 200}
+",
+    );
+    let c = myriad_serve::search::search(
+        &setup.deployment,
+        &setup.workload,
+        &setup.slo,
+        8,
+        1,
+        0.9,
+    );
+    let mut names: Vec<&str> = c.iter().map(|x| x.description.as_str()).collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), 4, "{names:?}");
+}
