@@ -417,7 +417,8 @@ struct Inst {
     finish: BinaryHeap<Reverse<(u64, u32)>>,
     kv_used: f64,
     busy: bool,
-    /// Prompts completed by the iteration in flight (at the queue front).
+    /// Prompts completed by the iteration in flight (anywhere in the queue: with attention
+    /// DP a prompt gets one rank's share, and a short one behind it can finish first).
     done_front: usize,
     decoding: f64,
     /// Decode steps left in the current multi-step round (`SchedulePolicy`).
@@ -679,7 +680,6 @@ impl Sim<'_> {
             ..Batch::default()
         };
         let mut done_front = 0usize;
-        let mut all_done = true;
         // Whole prompts (no chunking) are packed rank by rank: each attention-DP rank has
         // its own share of the token budget, less its own decode tokens.
         let rank_full = (per_rank_budget - dec * (1.0 + draft) / ranks as f64).max(0.0);
@@ -711,11 +711,9 @@ impl Sim<'_> {
             b.prefill_pairs += take * done as f64 + take * (take + 1.0) / 2.0;
             budget -= take;
             inst.prefill[k].1 = done + take as u32;
-            if take >= rem && all_done {
+            if take >= rem {
                 done_front += 1;
                 b.prefill_done += 1.0;
-            } else {
-                all_done = false;
             }
         }
         if b.decode_seqs == 0.0 && b.prefill_tokens == 0.0 {
@@ -783,8 +781,19 @@ impl Sim<'_> {
         }
         let n = self.insts[i].done_front;
         self.insts[i].done_front = 0;
-        for _ in 0..n {
-            let (r, _) = self.insts[i].prefill.pop_front().expect("prefill front");
+        // The prompts whose last token this iteration computed, in queue order.
+        let mut finished = Vec::with_capacity(n);
+        let mut k = 0;
+        while finished.len() < n {
+            let (r, done) = self.insts[i].prefill[k];
+            if done >= self.reqs[r as usize].input {
+                self.insts[i].prefill.remove(k);
+                finished.push(r);
+            } else {
+                k += 1;
+            }
+        }
+        for r in finished {
             let q = self.reqs[r as usize];
             self.in_tokens += q.input as f64;
             self.out_tokens += 1.0;

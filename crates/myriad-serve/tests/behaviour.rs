@@ -2997,3 +2997,38 @@ serving:
     names.dedup();
     assert_eq!(names.len(), 4, "{names:?}");
 }
+
+/// With attention DP and chunked prefill a prompt gets one rank's share of the token
+/// budget an iteration (8192 / 4 = 2048), so short prompts behind a long one finish their
+/// prefill first, and start decoding then. A prompt of 8000 and two of 100 at once: the
+/// short ones' first tokens come after the first iteration, the long one's after the
+/// fourth. (Prompts left the prefill queue only from its front: the short ones waited for
+/// the long one, all three with the same TTFT.)
+#[test]
+fn a_short_prompt_behind_a_long_one_starts_decoding_when_its_prefill_ends() {
+    let setup = setup_of(
+        "adp.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-8b}
+serving:
+  instance: {instances: 1, tp: 1, attention_dp: 4, max_num_tokens: 8192}
+  chunked_prefill: true
+  input: {mean: 100}
+  output: {mean: 10}
+",
+    );
+    let reqs = [(0.0, 8000, 10), (0.0, 100, 10), (0.0, 100, 10)];
+    let r = myriad_serve::simulate_requests(&setup.deployment, &reqs, 0.0, &NO_SLO);
+    assert_eq!(r.completed, 3);
+    // Sorted TTFTs: p50 is a short prompt's, p99 the long one's.
+    assert!(
+        r.ttft.p50 < 0.5 * r.ttft.p99,
+        "short TTFT {} vs long {}",
+        r.ttft.p50,
+        r.ttft.p99
+    );
+    // Four prompt iterations of the long one: three more chunks after the first, each with
+    // the two short requests decoding beside it.
+    assert_eq!(r.iteration_mix.with_prompts.iterations, 4);
+}
