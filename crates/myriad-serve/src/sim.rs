@@ -610,6 +610,13 @@ impl Sim<'_> {
                 self.insts[i].prefill.push_back((r, c));
             }
         }
+        // A prompt has started once a chunk past its cached prefix ran (a prefix-cache hit
+        // is not a started prefill: it held no ADP-balance wait).
+        let started = spec.policy.adp_balance_timeout_iters > 0
+            && self.insts[i]
+                .prefill
+                .iter()
+                .any(|&(r, done)| done > self.cached(self.reqs[r as usize].input));
         let inst = &mut self.insts[i];
         let policy = spec.policy;
         if inst.running == 0 {
@@ -645,7 +652,6 @@ impl Sim<'_> {
             && dec > 0.0
             && !inst.prefill.is_empty()
         {
-            let started = inst.prefill.iter().any(|&(_, done)| done > 0);
             if started {
                 inst.held = 0;
             } else if inst.prefill.len() < ranks as usize {

@@ -3032,3 +3032,30 @@ serving:
     // the two short requests decoding beside it.
     assert_eq!(r.iteration_mix.with_prompts.iterations, 4);
 }
+
+/// ADP balance holds new prompts whatever their prefix-cache hit: a prompt whose cached
+/// prefix is counted as done has not started its prefill. With half of every prompt
+/// cached the held run still waits for its first tokens as the uncached one does. (Any
+/// cached prefix counted as a started prompt, which is never held: the balance was off.)
+#[test]
+fn adp_balance_holds_prompts_with_a_cached_prefix() {
+    let w = chat(Arrivals::Poisson(12.0), 2000, 3);
+    let reqs = myriad_serve::sim::generate(&w);
+    let run = |timeout: u32| {
+        let mut r = role(deepseek_nvfp4_dep("b200", 8, 8, 300e-6), 1, 2048);
+        r.chunked_prefill = false;
+        r.policy = SchedulePolicy {
+            adp_balance_timeout_iters: timeout,
+            ..SchedulePolicy::default()
+        };
+        myriad_serve::simulate_requests(&Deployment::Aggregated(r), &reqs, 0.5, &NO_SLO)
+    };
+    let (base, held) = (run(0), run(50));
+    assert_eq!((base.completed, held.completed), (2000, 2000));
+    assert!(
+        held.ttft.mean > 1.5 * base.ttft.mean,
+        "TTFT {} -> {}",
+        base.ttft.mean,
+        held.ttft.mean
+    );
+}
