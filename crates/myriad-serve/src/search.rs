@@ -29,7 +29,9 @@ pub struct Candidate {
     pub tpot_p90_s: Option<f64>,
 }
 
-fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Option<RoleSpec> {
+/// A role of `base`'s model, precisions and framework behaviour, cut by `par`, with
+/// `max_batch` and a KV cache of `kv_fraction`; `None` where the weights leave no room.
+pub fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Option<RoleSpec> {
     let m = &base.model;
     let im = InstanceModel::new(
         &m.acc,
@@ -42,7 +44,13 @@ fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Opt
         m.spec,
     )
     .ok()?;
-    let mut im = im.with_placement(m.placement);
+    // The cluster's domain and the framework's MoE choices, applied to this shape (they
+    // depend on its attention DP and EP).
+    let mut im = im
+        .with_placement(m.placement)
+        .with_multi_node_nvlink(m.multi_node_nvlink)
+        .with_moe_dp_padding(m.framework_pads_fp4_moe)
+        .with_moe_gather_comm(m.framework_moe_allgather);
     // The framework's per-instance behaviour, as the base deployment was built with it.
     im.decode_kv_reads = m.decode_kv_reads;
     im.expert_load_cv = m.expert_load_cv;

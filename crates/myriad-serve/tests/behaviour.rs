@@ -3059,3 +3059,42 @@ fn adp_balance_holds_prompts_with_a_cached_prefix() {
         held.ttft.mean
     );
 }
+
+/// A search candidate of the scenario's own shape is the scenario's instance: the cluster's
+/// multi-node NVLink domain and the framework's MoE padding and token gathering, which
+/// depend on the shape, carry over. DeepSeek-V3 with NVFP4 experts, TensorRT-LLM DEP8 on
+/// a GB200 NVL72: its candidate prices a mixed iteration as `myriad serve` does. (They
+/// were dropped: every searched candidate ran without them.)
+#[test]
+fn a_search_candidate_of_the_scenarios_shape_is_its_instance() {
+    let setup = setup_of(
+        "dep.yaml",
+        "format: myriad/1
+cluster: {accelerator: gb200, count: 72, scale_up: gb200-nvl72}
+model: {preset: deepseek-v3}
+serving:
+  framework: tensorrt-llm
+  weights: fp8
+  experts: fp4
+  kv_cache: fp8
+  instance: {instances: 1, tp: 1, attention_dp: 16, ep: 16, max_batch: 1024}
+  input: {mean: 1000}
+  output: {mean: 100}
+",
+    );
+    let Deployment::Aggregated(base) = &setup.deployment else {
+        panic!("aggregated")
+    };
+    assert!(base.model.moe_dp_padding && base.model.multi_node_nvlink);
+    let c = myriad_serve::search::with(base, base.model.par, base.max_batch, 0.9).unwrap();
+    assert_eq!(c.model.moe_dp_padding, base.model.moe_dp_padding);
+    assert_eq!(c.model.moe_gather_comm, base.model.moe_gather_comm);
+    assert_eq!(c.model.multi_node_nvlink, base.model.multi_node_nvlink);
+    let b = Batch {
+        decode_seqs: 512.0,
+        decode_ctx: 512.0 * 1500.0,
+        decode_ctx_sq: 512.0 * 1500.0 * 1500.0,
+        ..one_prompt(2000.0)
+    };
+    assert_eq!(c.model.iteration(&b).total_s, base.model.iteration(&b).total_s);
+}
