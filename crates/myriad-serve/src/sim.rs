@@ -810,8 +810,11 @@ impl Sim<'_> {
                         self.reqs[r as usize].first = t;
                         self.complete(r, t);
                     } else {
+                        // The cache lives on the one attention-DP rank that prefilled it
+                        // (tp × pp accelerators), and leaves over that rank's NICs.
                         let bytes = q.input as f64 * spec.model.kv_bytes_per_token();
-                        let gpus = spec.model.par.gpus() as f64;
+                        let p = spec.model.par;
+                        let gpus = (p.tp * p.pp.max(1)) as f64;
                         let arrive = t + self.kv_latency + bytes / (self.kv_bps * gpus);
                         self.reqs[r as usize].first = arrive;
                         let d = self.pick(Role::Decode);

@@ -3098,3 +3098,47 @@ serving:
     };
     assert_eq!(c.model.iteration(&b).total_s, base.model.iteration(&b).total_s);
 }
+
+/// A disaggregated request's KV cache leaves the prefill instance over the NICs of the one
+/// attention-DP rank that holds it (tp × pp accelerators), not of the whole instance. One
+/// request of 2000 tokens (within one rank's 2048 of the budget) on a prefill instance of
+/// attention DP 4: its TTFT is the prefill iteration, the link latency, and the cache's
+/// bytes at one accelerator's bandwidth. (The bytes were spread over all four ranks'
+/// NICs: the transfer took a quarter of its time.)
+#[test]
+fn a_kv_transfer_leaves_over_the_prefilling_rank_only() {
+    let setup = setup_of(
+        "pd-adp.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-8b}
+serving:
+  mode: disaggregated
+  prefill: {instances: 1, tp: 1, attention_dp: 4}
+  decode: {instances: 1, tp: 1}
+  input: {mean: 100}
+  output: {mean: 10}
+",
+    );
+    let Deployment::Disaggregated {
+        prefill,
+        kv_bps,
+        kv_latency_s,
+        ..
+    } = &setup.deployment
+    else {
+        panic!("disaggregated")
+    };
+    let input = 2000u32;
+    let r = myriad_serve::simulate_requests(&setup.deployment, &[(0.0, input, 10)], 0.0, &NO_SLO);
+    assert_eq!(r.completed, 1);
+    let prompts = &r.iteration_mix.with_prompts;
+    assert_eq!(prompts.iterations, 1);
+    let transfer = input as f64 * prefill.model.kv_bytes_per_token() / kv_bps;
+    let want = prompts.time.total_s + kv_latency_s + transfer;
+    assert!(
+        (r.ttft.mean / want - 1.0).abs() < 1e-9,
+        "TTFT {} vs {want} (transfer {transfer})",
+        r.ttft.mean
+    );
+}
