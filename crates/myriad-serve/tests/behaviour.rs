@@ -2983,14 +2983,7 @@ serving:
   slo: {ttft_ms: 2000, tpot_ms: 200}
 ",
     );
-    let c = myriad_serve::search::search(
-        &setup.deployment,
-        &setup.workload,
-        &setup.slo,
-        8,
-        1,
-        0.9,
-    );
+    let c = myriad_serve::search::search(&setup.deployment, &setup.workload, &setup.slo, 8, 1, 0.9);
     let mut names: Vec<&str> = c.iter().map(|x| x.description.as_str()).collect();
     assert_eq!(names.len(), 4, "{names:?}");
     names.sort_unstable();
@@ -3096,7 +3089,10 @@ serving:
         decode_ctx_sq: 512.0 * 1500.0 * 1500.0,
         ..one_prompt(2000.0)
     };
-    assert_eq!(c.model.iteration(&b).total_s, base.model.iteration(&b).total_s);
+    assert_eq!(
+        c.model.iteration(&b).total_s,
+        base.model.iteration(&b).total_s
+    );
 }
 
 /// A disaggregated request's KV cache leaves the prefill instance over the NICs of the one
