@@ -405,6 +405,11 @@ pub struct InstanceModel {
     pub moe_gather_comm: bool,
     /// The scale-up domain spans several nodes (multi-node NVLink: GB200/GB300 NVL72).
     pub multi_node_nvlink: bool,
+    /// The framework settings behind `moe_dp_padding` and `moe_gather_comm` (what
+    /// `with_moe_dp_padding` and `with_moe_gather_comm` were given), so that an instance
+    /// of another shape built from this one (`search`) applies them to its own.
+    pub framework_pads_fp4_moe: bool,
+    pub framework_moe_allgather: bool,
     /// Expected maximum of `ep` standard normals (busiest-rank order statistic).
     ep_max_z: f64,
     hbm_bps: f64,
@@ -581,6 +586,8 @@ impl InstanceModel {
             moe_dp_padding: false,
             moe_gather_comm: false,
             multi_node_nvlink: false,
+            framework_pads_fp4_moe: false,
+            framework_moe_allgather: false,
             ep_max_z: expected_max_std_normal(par.ep as u64),
             compute_pace: myriad_train::step::sync_jitter_pace(acc, par.stage_gpus() as u64)
                 * myriad_train::step::straggler_pace(acc, par.stage_gpus() as u64),
@@ -629,6 +636,7 @@ impl InstanceModel {
     /// With `on` (the framework pads), NVFP4 experts under attention data parallelism run
     /// on `attention_dp ×` the busiest rank's tokens.
     pub fn with_moe_dp_padding(mut self, on: bool) -> Self {
+        self.framework_pads_fp4_moe = on;
         self.moe_dp_padding = on
             && self.par.attention_dp > 1
             && self.model.moe.is_some()
@@ -640,6 +648,7 @@ impl InstanceModel {
     /// tokens and reduce-scatters the expert outputs unless its EP group is larger than
     /// top-k on a multi-node NVLink domain.
     pub fn with_moe_gather_comm(mut self, on: bool) -> Self {
+        self.framework_moe_allgather = on;
         let wide = self
             .model
             .moe

@@ -29,7 +29,9 @@ pub struct Candidate {
     pub tpot_p90_s: Option<f64>,
 }
 
-fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Option<RoleSpec> {
+/// A role of `base`'s model, precisions and framework behaviour, cut by `par`, with
+/// `max_batch` and a KV cache of `kv_fraction`; `None` where the weights leave no room.
+pub fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Option<RoleSpec> {
     let m = &base.model;
     let im = InstanceModel::new(
         &m.acc,
@@ -42,7 +44,13 @@ fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Opt
         m.spec,
     )
     .ok()?;
-    let mut im = im.with_placement(m.placement);
+    // The cluster's domain and the framework's MoE choices, applied to this shape (they
+    // depend on its attention DP and EP).
+    let mut im = im
+        .with_placement(m.placement)
+        .with_multi_node_nvlink(m.multi_node_nvlink)
+        .with_moe_dp_padding(m.framework_pads_fp4_moe)
+        .with_moe_gather_comm(m.framework_moe_allgather);
     // The framework's per-instance behaviour, as the base deployment was built with it.
     im.decode_kv_reads = m.decode_kv_reads;
     im.expert_load_cv = m.expert_load_cv;
@@ -173,7 +181,12 @@ pub fn search(
             let stage = g / pp;
             for &tp in tps.iter().filter(|&&t| t <= stage && stage % t == 0) {
                 let dp = stage / tp;
-                let eps: Vec<u32> = if moe { vec![1, stage] } else { vec![1] };
+                // EP 1 and the whole stage: one EP1 when the stage is one accelerator.
+                let eps: Vec<u32> = if moe && stage > 1 {
+                    vec![1, stage]
+                } else {
+                    vec![1]
+                };
                 for ep in eps {
                     for &mb in &batches {
                         let par = Parallel::new(tp, dp, ep).with_pp(pp);

@@ -293,6 +293,7 @@ pub struct SimReport {
     /// Requests/s that met both SLOs, and their output tokens/s.
     pub goodput_requests_per_s: f64,
     pub goodput_output_tokens_per_s: f64,
+    /// Share of the requests (completed or rejected) that met both SLOs.
     pub slo_attainment: f64,
     /// KV-cache use, time-averaged and peak, as a fraction of capacity (all instances).
     pub kv_use_mean: f64,
@@ -416,7 +417,8 @@ struct Inst {
     finish: BinaryHeap<Reverse<(u64, u32)>>,
     kv_used: f64,
     busy: bool,
-    /// Prompts completed by the iteration in flight (at the queue front).
+    /// Prompts completed by the iteration in flight (anywhere in the queue: with attention
+    /// DP a prompt gets one rank's share, and a short one behind it can finish first).
     done_front: usize,
     decoding: f64,
     /// Decode steps left in the current multi-step round (`SchedulePolicy`).
@@ -581,8 +583,15 @@ impl Sim<'_> {
             };
             let active = inst.running as usize + inst.prefill.len();
             // A sequence's KV cache lives on one attention-DP rank: a request larger than
-            // one rank's share can never run.
-            if need > cap / ranks as f64 {
+            // one rank's share can never run. A prefill instance also turns away a request
+            // whose whole context no decode rank can hold (it was prefilled, its tokens
+            // counted, and then rejected at the decode instance).
+            let never_decodes = role == Role::Prefill && q.output > 1 && {
+                let d = self.specs[1];
+                d.model.kv_need(q.input as f64 + q.output as f64)
+                    > d.kv_tokens / d.model.par.attention_dp.max(1) as f64
+            };
+            if need > cap / ranks as f64 || never_decodes {
                 self.insts[i].waiting.pop_front();
                 self.rejected += 1;
                 self.in_system -= 1.0;
@@ -601,6 +610,13 @@ impl Sim<'_> {
                 self.insts[i].prefill.push_back((r, c));
             }
         }
+        // A prompt has started once a chunk past its cached prefix ran (a prefix-cache hit
+        // is not a started prefill: it held no ADP-balance wait).
+        let started = spec.policy.adp_balance_timeout_iters > 0
+            && self.insts[i]
+                .prefill
+                .iter()
+                .any(|&(r, done)| done > self.cached(self.reqs[r as usize].input));
         let inst = &mut self.insts[i];
         let policy = spec.policy;
         if inst.running == 0 {
@@ -636,7 +652,6 @@ impl Sim<'_> {
             && dec > 0.0
             && !inst.prefill.is_empty()
         {
-            let started = inst.prefill.iter().any(|&(_, done)| done > 0);
             if started {
                 inst.held = 0;
             } else if inst.prefill.len() < ranks as usize {
@@ -671,7 +686,6 @@ impl Sim<'_> {
             ..Batch::default()
         };
         let mut done_front = 0usize;
-        let mut all_done = true;
         // Whole prompts (no chunking) are packed rank by rank: each attention-DP rank has
         // its own share of the token budget, less its own decode tokens.
         let rank_full = (per_rank_budget - dec * (1.0 + draft) / ranks as f64).max(0.0);
@@ -703,11 +717,9 @@ impl Sim<'_> {
             b.prefill_pairs += take * done as f64 + take * (take + 1.0) / 2.0;
             budget -= take;
             inst.prefill[k].1 = done + take as u32;
-            if take >= rem && all_done {
+            if take >= rem {
                 done_front += 1;
                 b.prefill_done += 1.0;
-            } else {
-                all_done = false;
             }
         }
         if b.decode_seqs == 0.0 && b.prefill_tokens == 0.0 {
@@ -775,8 +787,19 @@ impl Sim<'_> {
         }
         let n = self.insts[i].done_front;
         self.insts[i].done_front = 0;
-        for _ in 0..n {
-            let (r, _) = self.insts[i].prefill.pop_front().expect("prefill front");
+        // The prompts whose last token this iteration computed, in queue order.
+        let mut finished = Vec::with_capacity(n);
+        let mut k = 0;
+        while finished.len() < n {
+            let (r, done) = self.insts[i].prefill[k];
+            if done >= self.reqs[r as usize].input {
+                self.insts[i].prefill.remove(k);
+                finished.push(r);
+            } else {
+                k += 1;
+            }
+        }
+        for r in finished {
             let q = self.reqs[r as usize];
             self.in_tokens += q.input as f64;
             self.out_tokens += 1.0;
@@ -787,8 +810,11 @@ impl Sim<'_> {
                         self.reqs[r as usize].first = t;
                         self.complete(r, t);
                     } else {
+                        // The cache lives on the one attention-DP rank that prefilled it
+                        // (tp × pp accelerators), and leaves over that rank's NICs.
                         let bytes = q.input as f64 * spec.model.kv_bytes_per_token();
-                        let gpus = spec.model.par.gpus() as f64;
+                        let p = spec.model.par;
+                        let gpus = (p.tp * p.pp.max(1)) as f64;
                         let arrive = t + self.kv_latency + bytes / (self.kv_bps * gpus);
                         self.reqs[r as usize].first = arrive;
                         let d = self.pick(Role::Decode);
@@ -1123,7 +1149,8 @@ fn run(
         per_user_output_tokens_per_s_with_ctx: with_ctx / completed,
         goodput_requests_per_s: good as f64 / duration,
         goodput_output_tokens_per_s: good_tokens / duration,
-        slo_attainment: good as f64 / completed,
+        // Over every request: a rejected one met no SLO.
+        slo_attainment: good as f64 / (sim.completed + sim.rejected).max(1) as f64,
         kv_use_mean: sim.kv_area / duration,
         kv_use_peak: sim.kv_peak,
         mean_in_system: sim.area / duration,

@@ -2927,3 +2927,214 @@ fn a_huge_speculative_draft_has_a_closed_form_tokens_per_step() {
     assert!((s(2000, 0.5) - 2.0).abs() < 1e-12);
     assert_eq!(s(3, 0.5), 1.875);
 }
+
+/// A disaggregated request whose prompt and output no decode rank's KV cache can hold is
+/// turned away at the prefill instance: no prefill iteration, no input or output tokens
+/// counted. (It was prefilled, its prompt and first token counted as throughput, its KV
+/// cache sent, and only then rejected at the decode instance.)
+#[test]
+fn a_request_too_large_to_decode_is_rejected_before_its_prefill() {
+    let setup = h100x8_llama3_70b_fp8(
+        "  mode: disaggregated
+  prefill: {instances: 1, tp: 2}
+  decode: {instances: 1, tp: 2}
+  input: {mean: 100}
+  output: {mean: 100000000}
+  requests: 3
+",
+    );
+    let r = myriad_serve::run(&setup).result;
+    assert_eq!((r.completed, r.rejected), (0, 3));
+    assert_eq!(r.iterations, 0);
+    assert_eq!(r.input_tokens_per_s, 0.0);
+    assert_eq!(r.output_tokens_per_s, 0.0);
+}
+
+/// SLO attainment is over every request: a rejected one met no SLO. Two requests, one
+/// larger than the KV cache: half of them met the (absent) SLOs. (It was over the
+/// completed ones only: 100%.)
+#[test]
+fn slo_attainment_counts_rejected_requests_as_missed() {
+    let setup = h100x8_llama3_70b_fp8(
+        "  instance: {instances: 1, tp: 2}\n  input: {mean: 100}\n  output: {mean: 10}\n",
+    );
+    let reqs = [(0.0, 100, 10), (0.0, 100, 100_000_000)];
+    let r = myriad_serve::simulate_requests(&setup.deployment, &reqs, 0.0, &NO_SLO);
+    assert_eq!((r.completed, r.rejected), (1, 1));
+    assert_eq!(r.slo_attainment, 0.5);
+}
+
+/// A MoE model's search offers EP 1 and EP over the whole stage; where the stage is one
+/// accelerator those are the same plan, offered once. (Every one-accelerator shape was a
+/// candidate twice, with the same description and goodput.) Searched as for one
+/// accelerator: one-accelerator shapes with the four batch limits.
+#[test]
+fn search_offers_each_moe_shape_once() {
+    let setup = setup_of(
+        "q.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: qwen3-30b-a3b}
+serving:
+  weights: fp8
+  input: {mean: 200}
+  output: {mean: 20}
+  requests: 40
+  slo: {ttft_ms: 2000, tpot_ms: 200}
+",
+    );
+    let c = myriad_serve::search::search(&setup.deployment, &setup.workload, &setup.slo, 8, 1, 0.9);
+    let mut names: Vec<&str> = c.iter().map(|x| x.description.as_str()).collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), 4, "{names:?}");
+}
+
+/// With attention DP and chunked prefill a prompt gets one rank's share of the token
+/// budget an iteration (8192 / 4 = 2048), so short prompts behind a long one finish their
+/// prefill first, and start decoding then. A prompt of 8000 and two of 100 at once: the
+/// short ones' first tokens come after the first iteration, the long one's after the
+/// fourth. (Prompts left the prefill queue only from its front: the short ones waited for
+/// the long one, all three with the same TTFT.)
+#[test]
+fn a_short_prompt_behind_a_long_one_starts_decoding_when_its_prefill_ends() {
+    let setup = setup_of(
+        "adp.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-8b}
+serving:
+  instance: {instances: 1, tp: 1, attention_dp: 4, max_num_tokens: 8192}
+  chunked_prefill: true
+  input: {mean: 100}
+  output: {mean: 10}
+",
+    );
+    let reqs = [(0.0, 8000, 10), (0.0, 100, 10), (0.0, 100, 10)];
+    let r = myriad_serve::simulate_requests(&setup.deployment, &reqs, 0.0, &NO_SLO);
+    assert_eq!(r.completed, 3);
+    // Sorted TTFTs: p50 is a short prompt's, p99 the long one's.
+    assert!(
+        r.ttft.p50 < 0.5 * r.ttft.p99,
+        "short TTFT {} vs long {}",
+        r.ttft.p50,
+        r.ttft.p99
+    );
+    // Four prompt iterations of the long one: three more chunks after the first, each with
+    // the two short requests decoding beside it.
+    assert_eq!(r.iteration_mix.with_prompts.iterations, 4);
+}
+
+/// ADP balance holds new prompts whatever their prefix-cache hit: a prompt whose cached
+/// prefix is counted as done has not started its prefill. With half of every prompt
+/// cached the held run still waits for its first tokens as the uncached one does. (Any
+/// cached prefix counted as a started prompt, which is never held: the balance was off.)
+#[test]
+fn adp_balance_holds_prompts_with_a_cached_prefix() {
+    let w = chat(Arrivals::Poisson(12.0), 2000, 3);
+    let reqs = myriad_serve::sim::generate(&w);
+    let run = |timeout: u32| {
+        let mut r = role(deepseek_nvfp4_dep("b200", 8, 8, 300e-6), 1, 2048);
+        r.chunked_prefill = false;
+        r.policy = SchedulePolicy {
+            adp_balance_timeout_iters: timeout,
+            ..SchedulePolicy::default()
+        };
+        myriad_serve::simulate_requests(&Deployment::Aggregated(r), &reqs, 0.5, &NO_SLO)
+    };
+    let (base, held) = (run(0), run(50));
+    assert_eq!((base.completed, held.completed), (2000, 2000));
+    assert!(
+        held.ttft.mean > 1.5 * base.ttft.mean,
+        "TTFT {} -> {}",
+        base.ttft.mean,
+        held.ttft.mean
+    );
+}
+
+/// A search candidate of the scenario's own shape is the scenario's instance: the cluster's
+/// multi-node NVLink domain and the framework's MoE padding and token gathering, which
+/// depend on the shape, carry over. DeepSeek-V3 with NVFP4 experts, TensorRT-LLM DEP8 on
+/// a GB200 NVL72: its candidate prices a mixed iteration as `myriad serve` does. (They
+/// were dropped: every searched candidate ran without them.)
+#[test]
+fn a_search_candidate_of_the_scenarios_shape_is_its_instance() {
+    let setup = setup_of(
+        "dep.yaml",
+        "format: myriad/1
+cluster: {accelerator: gb200, count: 72, scale_up: gb200-nvl72}
+model: {preset: deepseek-v3}
+serving:
+  framework: tensorrt-llm
+  weights: fp8
+  experts: fp4
+  kv_cache: fp8
+  instance: {instances: 1, tp: 1, attention_dp: 16, ep: 16, max_batch: 1024}
+  input: {mean: 1000}
+  output: {mean: 100}
+",
+    );
+    let Deployment::Aggregated(base) = &setup.deployment else {
+        panic!("aggregated")
+    };
+    assert!(base.model.moe_dp_padding && base.model.multi_node_nvlink);
+    let c = myriad_serve::search::with(base, base.model.par, base.max_batch, 0.9).unwrap();
+    assert_eq!(c.model.moe_dp_padding, base.model.moe_dp_padding);
+    assert_eq!(c.model.moe_gather_comm, base.model.moe_gather_comm);
+    assert_eq!(c.model.multi_node_nvlink, base.model.multi_node_nvlink);
+    let b = Batch {
+        decode_seqs: 512.0,
+        decode_ctx: 512.0 * 1500.0,
+        decode_ctx_sq: 512.0 * 1500.0 * 1500.0,
+        ..one_prompt(2000.0)
+    };
+    assert_eq!(
+        c.model.iteration(&b).total_s,
+        base.model.iteration(&b).total_s
+    );
+}
+
+/// A disaggregated request's KV cache leaves the prefill instance over the NICs of the one
+/// attention-DP rank that holds it (tp × pp accelerators), not of the whole instance. One
+/// request of 2000 tokens (within one rank's 2048 of the budget) on a prefill instance of
+/// attention DP 4: its TTFT is the prefill iteration, the link latency, and the cache's
+/// bytes at one accelerator's bandwidth. (The bytes were spread over all four ranks'
+/// NICs: the transfer took a quarter of its time.)
+#[test]
+fn a_kv_transfer_leaves_over_the_prefilling_rank_only() {
+    let setup = setup_of(
+        "pd-adp.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-8b}
+serving:
+  mode: disaggregated
+  prefill: {instances: 1, tp: 1, attention_dp: 4}
+  decode: {instances: 1, tp: 1}
+  input: {mean: 100}
+  output: {mean: 10}
+",
+    );
+    let Deployment::Disaggregated {
+        prefill,
+        kv_bps,
+        kv_latency_s,
+        ..
+    } = &setup.deployment
+    else {
+        panic!("disaggregated")
+    };
+    let input = 2000u32;
+    let r = myriad_serve::simulate_requests(&setup.deployment, &[(0.0, input, 10)], 0.0, &NO_SLO);
+    assert_eq!(r.completed, 1);
+    let prompts = &r.iteration_mix.with_prompts;
+    assert_eq!(prompts.iterations, 1);
+    let transfer = input as f64 * prefill.model.kv_bytes_per_token() / kv_bps;
+    let want = prompts.time.total_s + kv_latency_s + transfer;
+    assert!(
+        (r.ttft.mean / want - 1.0).abs() < 1e-9,
+        "TTFT {} vs {want} (transfer {transfer})",
+        r.ttft.mean
+    );
+}
