@@ -182,7 +182,7 @@ fn mlperf5_held_out_rows_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 37.3%, worst +256%: DeepSeek-R1 Server rows)"]
+#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 37.3%, worst +257%: DeepSeek-R1 Server rows)"]
 fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-mlperf5.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
