@@ -1242,7 +1242,12 @@ fn a_service_alone_shows_its_allocation() {
     // Only a job no region holds (rejected at 5 s): the same window, from its arrival.
     let mut w2 = w.clone();
     w2.jobs.push(Job::new(0, 5.0, 100.0, 64));
-    let r = simulate(&two_nodes(), &w2, &preset("fifo").unwrap(), &Options::default());
+    let r = simulate(
+        &two_nodes(),
+        &w2,
+        &preset("fifo").unwrap(),
+        &Options::default(),
+    );
     assert_eq!((r.jobs, r.rejected), (1, 1));
     assert!((r.allocation - 0.5).abs() < 1e-9, "{}", r.allocation);
 }
@@ -1277,12 +1282,15 @@ fn a_preempted_job_pays_its_restart_in_seconds_not_at_its_placements_speed() {
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     assert_eq!(r.preemptions, 1);
     assert_eq!(r.classes[1].jct_s.mean, 100.0);
-    assert!((r.classes[0].jct_s.mean - 4400.0).abs() < 1e-6, "{:?}", r.classes[0].jct_s);
+    assert!(
+        (r.classes[0].jct_s.mean - 4400.0).abs() < 1e-6,
+        "{:?}",
+        r.classes[0].jct_s
+    );
     // The GPU time it held: 16 x (400 + 300 + 3,600) s.
-    let held: f64 = r
-        .series
-        .iter()
-        .map(|s| s.allocated * 100.0 * 16.0)
-        .sum();
-    assert!((held - (16.0 * 4300.0 + 8.0 * 100.0)).abs() < 1e-6, "{held}");
+    let held: f64 = r.series.iter().map(|s| s.allocated * 100.0 * 16.0).sum();
+    assert!(
+        (held - (16.0 * 4300.0 + 8.0 * 100.0)).abs() < 1e-6,
+        "{held}"
+    );
 }
