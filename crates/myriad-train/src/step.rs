@@ -1393,7 +1393,12 @@ pub fn estimate_with(
     // Expert-data-parallel group: ranks holding the same experts.
     let edp =
         (plan.dp as u64 * plan.cp as u64 * plan.tp as u64) / (plan.ep as u64 * plan.etp as u64);
-    let g_edp = match plan.expert_dims().filter(|_| plan.ep_folded()) {
+    let folded = if plan.ep_folded() {
+        plan.expert_dims()
+    } else {
+        None
+    };
+    let g_edp = match folded {
         // Folded EP: the stage's ranks left over after ETP × EP, in placement order.
         Some((_, edp_dims)) => Group::of_dims(levels, &edp_dims, plan.accelerators),
         None => Group::new(
