@@ -216,6 +216,16 @@ impl Cycle {
         }
     }
 
+    /// The newest checkpoint on storage `e` seconds after training resumed from checkpoint
+    /// index `c0`: checkpoints since resuming that reached storage, counted as the run's
+    /// `every`-th checkpoints (`c0 + i` a multiple of `every`); `None` before the first.
+    fn storage_point(&self, c0: u64, e: f64) -> Option<u64> {
+        let (every, lag2) = self.persist?;
+        let n = self.restorable(e, lag2);
+        let m = (c0 + n) / every * every;
+        (m > c0).then(|| m - c0)
+    }
+
     /// Seconds after resuming at which `w` seconds of work are done.
     fn time_for(&self, w: f64) -> f64 {
         if w <= 0.0 {
@@ -249,6 +259,10 @@ enum State {
         since: f64,
         /// Work at `since` (restored from a checkpoint).
         w0: f64,
+        /// Periodic checkpoints in the work's history at `since` (the index of the one
+        /// restored): the storage level takes every `every`-th of them, counted over the whole
+        /// run, not from the last restart.
+        c0: u64,
     },
     Down {
         since: f64,
@@ -263,8 +277,8 @@ enum State {
         wait_until: f64,
         /// A planned stop's checkpoint, written until `since`: before then a failure finds
         /// it unwritten and restores what was restorable when the stop began (first level,
-        /// storage).
-        unsaved: Option<(f64, f64)>,
+        /// storage), each with its checkpoint index.
+        unsaved: Option<((f64, u64), (f64, u64))>,
     },
 }
 
@@ -332,6 +346,9 @@ pub fn replica(
     let mut gen: u64 = 0;
     // Work restorable from persistent storage (multi-level only).
     let mut w_storage: f64 = 0.0;
+    // Checkpoint index of the work on storage, and of the work kept (`st.work_s`).
+    let mut c_storage: u64 = 0;
+    let mut c_work: u64 = 0;
     let mut pool = job.pool_domains;
     let mut domains_out: u32 = 0;
     let mut in_domain: Vec<u32> = if job.spares_per_domain > 0 {
@@ -342,6 +359,7 @@ pub fn replica(
     let mut state = State::Training {
         since: 0.0,
         w0: 0.0,
+        c0: 0,
     };
     if target.is_finite() {
         q.push(cyc.time_for(target), Ev::Finish { gen });
@@ -374,7 +392,7 @@ pub fn replica(
                 }
                 st.capped = events > MAX_EVENTS || (matches!(ev, Ev::End) && target.is_finite());
                 match state {
-                    State::Training { since, w0 } => {
+                    State::Training { since, w0, .. } => {
                         let (w, _) = close(&mut st, since, t);
                         st.work_s = w0 + w;
                     }
@@ -421,22 +439,29 @@ pub fn replica(
                     None => (policy.restore_s, true),
                 };
                 let prev_wait = match state {
-                    State::Training { since, w0 } => {
+                    State::Training { since, w0, c0 } => {
                         let (w, e) = close(&mut st, since, t);
-                        let first = w0 + cyc.tau * cyc.restorable(e, cyc.lag) as f64;
-                        if let Some((every, lag2)) = cyc.persist {
-                            let n2 = cyc.restorable(e, lag2) / every * every;
-                            w_storage = w_storage.max(w0 + cyc.tau * n2 as f64);
+                        let n1 = cyc.restorable(e, cyc.lag);
+                        let first = (w0 + cyc.tau * n1 as f64, c0 + n1);
+                        if let Some(i) = cyc.storage_point(c0, e) {
+                            let w2 = w0 + cyc.tau * i as f64;
+                            if w2 > w_storage {
+                                (w_storage, c_storage) = (w2, c0 + i);
+                            }
                         }
+                        // The newest checkpoint that survives: storage only when the memory
+                        // copy is lost, else the newer of the two levels.
                         let kept = if from_storage && policy.persist.is_some() {
                             st.storage_restores += 1;
-                            w_storage
+                            (w_storage, c_storage)
+                        } else if policy.persist.is_some() && w_storage > first.0 {
+                            (w_storage, c_storage)
                         } else {
                             first
                         };
                         st.struck_training += 1;
-                        st.lost_s += w0 + w - kept;
-                        st.work_s = kept;
+                        st.lost_s += w0 + w - kept.0;
+                        (st.work_s, c_work) = kept;
                         0
                     }
                     State::Down {
@@ -451,28 +476,30 @@ pub fn replica(
                         if let Some((first, storage)) = unsaved.filter(|_| t < since) {
                             // The planned stop's checkpoint was still being written: it is
                             // lost with the work it was saving.
-                            w_storage = storage;
+                            (w_storage, c_storage) = storage;
                             let kept = if from_storage && policy.persist.is_some() {
                                 st.storage_restores += 1;
+                                storage
+                            } else if policy.persist.is_some() && storage.0 > first.0 {
                                 storage
                             } else {
                                 first
                             };
                             st.struck_training += 1;
-                            st.lost_s += st.work_s - kept;
-                            st.work_s = kept;
+                            st.lost_s += st.work_s - kept.0;
+                            (st.work_s, c_work) = kept;
                         } else if from_storage && policy.persist.is_some() && st.work_s > w_storage
                         {
                             // The in-memory copy is gone too: back to storage.
                             st.lost_s += st.work_s - w_storage;
-                            st.work_s = w_storage;
+                            (st.work_s, c_work) = (w_storage, c_storage);
                             st.storage_restores += 1;
                         }
                         waiting
                     }
                 };
                 if from_storage {
-                    w_storage = st.work_s;
+                    (w_storage, c_storage) = (st.work_s, c_work);
                 }
                 // Hardware to replace.
                 let mut waiting = prev_wait;
@@ -530,20 +557,24 @@ pub fn replica(
                 if t >= horizon_t {
                     continue;
                 }
-                if let State::Training { since, w0 } = state {
+                if let State::Training { since, w0, c0 } = state {
                     let (w, e) = close(&mut st, since, t);
                     // Restorable should the stop's own checkpoint not get written.
-                    let first = w0 + cyc.tau * cyc.restorable(e, cyc.lag) as f64;
-                    let storage = match cyc.persist {
-                        Some((every, lag2)) => {
-                            let n2 = cyc.restorable(e, lag2) / every * every;
-                            w_storage.max(w0 + cyc.tau * n2 as f64)
+                    let n1 = cyc.restorable(e, cyc.lag);
+                    let first = (w0 + cyc.tau * n1 as f64, c0 + n1);
+                    let storage = match cyc.storage_point(c0, e) {
+                        _ if cyc.persist.is_none() => first,
+                        Some(i) if w0 + cyc.tau * i as f64 > w_storage => {
+                            (w0 + cyc.tau * i as f64, c0 + i)
                         }
-                        None => first,
+                        _ => (w_storage, c_storage),
                     };
                     st.planned += 1;
                     st.work_s = w0 + w;
-                    w_storage = st.work_s;
+                    // The stop's checkpoint is not one of the periodic ones: the count goes
+                    // on from the periodic checkpoints completed before it.
+                    c_work = c0 + (e / cyc.period).floor() as u64;
+                    (w_storage, c_storage) = (st.work_s, c_work);
                     // A full synchronous checkpoint to storage, then the stop.
                     st.stall_s += policy.planned_stall_s;
                     st.checkpoints += 1.0;
@@ -603,7 +634,11 @@ pub fn replica(
                 }
                 gen += 1;
                 let w0 = st.work_s;
-                state = State::Training { since: t, w0 };
+                state = State::Training {
+                    since: t,
+                    w0,
+                    c0: c_work,
+                };
                 if target.is_finite() {
                     q.push(t + cyc.time_for(target - w0), Ev::Finish { gen });
                 }
