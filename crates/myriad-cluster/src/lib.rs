@@ -42,13 +42,15 @@
 //!   same-position top switch of every other site, split evenly over the peers (5 us/km);
 //!   what a position cannot split evenly (three sites with one port each there) is paired
 //!   across positions, evenly over the peers.
-//! - Cables: every switch-to-switch link is optical (two transceivers per cable). A
+//! - Cables: every switch-to-switch link is optical (a transceiver at each end). A
 //!   NIC-to-leaf link is a copper DAC only when the leaf is a top-of-rack switch: an Ethernet
 //!   (RoCE) fat-tree or spine-leaf, a server rack (the scale-up system takes less than one
 //!   rack) and all of the leaf's ports in that rack. InfiniBand reference designs (DGX
 //!   SuperPOD RA) and rail designs put leaves in network racks and use optics from the node.
 //!   DCI cables count two fabric transceivers each (long-haul optics are dearer; the catalog
-//!   has no price for them).
+//!   has no price for them). Transceivers are counted per physical port: a switch port
+//!   broken out to `breakout` cables (400G NICs on an 800G port, or one port per plane)
+//!   holds one transceiver for all of them, and each NIC-side end holds one.
 //! - Racks: compute racks = domains x `racks_per_domain` (rounded up per site); network racks
 //!   = one per 16 switches outside compute racks, per site.
 //! - Power: IT = nodes x `node_power_kw` + domains x `fabric_power_kw_per_domain` + switches x
@@ -893,7 +895,16 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     }
 
     // ---- BOM, power, capex, compute ----------------------------------------------------
-    let bom = bill_of_materials(&topo, fabric, su, domains, nodes, racks_per_site, sites);
+    let bom = bill_of_materials(
+        &topo,
+        fabric,
+        su,
+        domains,
+        nodes,
+        racks_per_site,
+        sites,
+        breakout,
+    );
     let dc = &c.datacenter;
     let nodes_kw = nodes as f64 * su.node_power_kw;
     let scale_up_fabric_kw = domains as f64 * su.fabric_power_kw_per_domain;
@@ -993,6 +1004,47 @@ pub fn fmt_num(x: f64) -> String {
     }
 }
 
+/// Transceivers of the graph's optical cables, one per cable end at a physical port: a
+/// switch port split `breakout` ways (an 800G port to 2 x 400G NICs, or to two 200G planes)
+/// holds one transceiver for its `breakout` cables, and every NIC-side end holds its own.
+/// A switch's cables are packed into whole physical ports by kind (down, up, DCI), so
+/// `breakout` 1 gives two per optical cable.
+fn transceivers(t: &Topology, breakout: u32) -> u64 {
+    let l = &t.links;
+    let b = breakout.max(1) as u64;
+    // Per switch: optical cables down, up (fabric), DCI.
+    let mut ends = vec![[0u64; 3]; t.switches.len()];
+    let mut nic_side = 0u64;
+    for i in 0..l.len() {
+        if !l.optical[i] {
+            continue;
+        }
+        let c = l.cables[i] as u64;
+        let up = (l.upper[i] - t.endpoints) as usize;
+        match l.kind[i] {
+            LinkKind::Nic => {
+                ends[up][0] += c;
+                nic_side += c;
+            }
+            LinkKind::Fabric => {
+                ends[up][0] += c;
+                ends[(l.lower[i] - t.endpoints) as usize][1] += c;
+            }
+            LinkKind::Dci => {
+                ends[up][2] += c;
+                ends[(l.lower[i] - t.endpoints) as usize][2] += c;
+            }
+        }
+    }
+    nic_side
+        + ends
+            .iter()
+            .flat_map(|e| e.iter())
+            .map(|&n| n.div_ceil(b))
+            .sum::<u64>()
+}
+
+#[allow(clippy::too_many_arguments)]
 fn bill_of_materials(
     t: &Topology,
     fabric: &Fabric,
@@ -1001,6 +1053,7 @@ fn bill_of_materials(
     nodes: u64,
     racks_per_site: u64,
     sites: u32,
+    breakout: u32,
 ) -> Bom {
     let nt = t.tiers as usize;
     let mut rows: Vec<TierBom> = (1..=nt as u32)
@@ -1087,7 +1140,7 @@ fn bill_of_materials(
         optical_cables: optical,
         copper_cables: copper,
         dci_cables: dci,
-        transceivers: 2 * optical,
+        transceivers: transceivers(t, breakout),
         compute_racks,
         network_racks,
         racks: compute_racks + network_racks,

@@ -899,3 +899,35 @@ fn every_site_gets_its_dci_up_to_one_to_one() {
     );
     assert_eq!(dci_ports_per_site(&b), vec![8; 2]);
 }
+
+/// Guards against counting two transceivers per cable where a switch port is broken out:
+/// 1,024 H100 (400G NICs) on 800G RoCE ports split 2 x 400G counted 4,096 transceivers, two
+/// per 400G cable, as if every switch port held one per cable. A broken-out port holds one
+/// (twin-port) transceiver for both of its cables, and each NIC its own: 1,024 at the NICs,
+/// 16 leaves x (32 ports down + 32 up) and 8 spines x 64 ports down: 2,560.
+#[test]
+fn a_broken_out_port_holds_one_transceiver() {
+    let b = built(&h100(1024, "fabric: roce-800g, tiers: 2"));
+    assert_eq!(b.network.breakout, 2);
+    assert_eq!(b.network.plane_radix, 128);
+    // 1,024 NIC ports of 400G: 16 leaves of 64 down + 64 up (k = 128 half-ports), 1,024
+    // uplinks over 128-half-port spines: 8.
+    assert_eq!(tier_counts(&b), vec![16, 8]);
+    assert_eq!(b.bom.optical_cables, 2048);
+    assert_eq!(b.bom.copper_cables, 0);
+    assert_eq!(b.bom.transceivers, 1024 + 16 * (32 + 32) + 8 * 64);
+    let f = &b.fabric;
+    assert!(
+        (b.power.transceivers_kw - 2560.0 * f.transceiver.power_w / 1000.0).abs() < 1e-9,
+        "{}",
+        b.power.transceivers_kw
+    );
+    assert!((b.capex.transceivers_usd - 2560.0 * f.transceiver.price_usd).abs() < 1e-6);
+    // Without breakout (400G ports) the same cables take two transceivers each.
+    let b = built(&h100(
+        1024,
+        "fabric: roce-400g, switch_radix: 128, tiers: 2",
+    ));
+    assert_eq!(b.network.breakout, 1);
+    assert_eq!(b.bom.transceivers, 2 * b.bom.optical_cables);
+}
