@@ -819,7 +819,10 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
         tiers,
         scope_tiers,
         scope,
-        leaf_kind: if matches!(kind, TopologyKind::RailOptimized) {
+        // Rails need a tier above the leaves to join them: where one switch holds the
+        // whole scope (a site, or an island) it takes every port, as in a fat-tree (rail
+        // leaves there would be disconnected islands of one rail each).
+        leaf_kind: if matches!(kind, TopologyKind::RailOptimized) && scope_tiers > 1 {
             LeafKind::Rails
         } else {
             LeafKind::Consecutive

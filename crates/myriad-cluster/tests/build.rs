@@ -931,3 +931,67 @@ fn a_broken_out_port_holds_one_transceiver() {
     assert_eq!(b.network.breakout, 1);
     assert_eq!(b.bom.transceivers, 2 * b.bom.optical_cables);
 }
+
+/// Every NIC port reaches every other through the scale-out graph (all sites, all planes
+/// apart: one plane's ports reach each other).
+fn assert_connected(b: &BuiltCluster) {
+    let t = &b.topology;
+    let (off, ids) = t.adjacency();
+    for plane in 0..t.planes {
+        let start = t.port_vertex(0, plane, 0, 0);
+        let mut seen = vec![false; t.vertices() as usize];
+        let mut stack = vec![start];
+        seen[start as usize] = true;
+        while let Some(v) = stack.pop() {
+            for &i in &ids[off[v as usize] as usize..off[v as usize + 1] as usize] {
+                for w in [t.links.lower[i as usize], t.links.upper[i as usize]] {
+                    if !seen[w as usize] {
+                        seen[w as usize] = true;
+                        stack.push(w);
+                    }
+                }
+            }
+        }
+        for v in 0..t.endpoints {
+            if let Vertex::Port { plane: p, .. } = t.vertex(v) {
+                if p == plane {
+                    assert!(seen[v as usize], "port {v} of plane {plane} unreachable");
+                }
+            }
+        }
+    }
+}
+
+/// Guards against a rail-optimized site that fits one switch being built as one leaf per
+/// rail with nothing above: 64 H100 on 64-port RoCE switches made 8 leaves of 8 ports, no
+/// path between rails (and, with 2 sites, every rail leaf took the site's whole DCI: 48
+/// cables for 1,000 Gb/s per site where 128 GPUs per site built 6).
+#[test]
+fn a_one_switch_rail_optimized_site_is_one_switch() {
+    let b = built(&h100(64, "fabric: roce-400g, topology: rail-optimized"));
+    assert_eq!(b.network.tiers, 1);
+    assert_eq!(tier_counts(&b), vec![1]);
+    assert_connected(&b);
+    let y = |per: u64| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {}, scale_up: hgx-h100, sites: 2, dci: {{gbps_per_site: 1000, distance_km: 10}}, scale_out: {{fabric: roce-400g, planes: 2, topology: rail-optimized}}}}",
+            2 * per
+        )
+    };
+    // 1,000 Gb/s per site over 2 planes of 200G: ceil(500 / 200) = 3 ports per plane.
+    for per in [64, 128, 256] {
+        let b = built(&y(per));
+        assert_eq!(b.bom.dci_cables, 6, "{per}");
+        assert_eq!(dci_ports_per_site(&b), vec![6, 6], "{per}");
+        assert_connected(&b);
+    }
+    // A rail-optimized island of one switch takes all its ports too.
+    let b = built(&h100(
+        1024,
+        "fabric: roce-400g, topology: rail-optimized, island: 32, oversubscription: 2",
+    ));
+    assert_eq!(b.network.island_tiers, Some(1));
+    // 32 islands of 32 NIC ports, one leaf each (not 8 rail leaves of 4 ports).
+    assert_eq!(b.bom.tiers[0].switches, 32);
+    assert_connected(&b);
+}
