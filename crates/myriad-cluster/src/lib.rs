@@ -35,7 +35,9 @@
 //!   rail `i` holds port slot `i` of every scale-up domain and is its own tree (usually one
 //!   tier); no spine joins rails, cross-rail traffic goes over the scale-up fabric first.
 //! - Sites > 1: every site is its own tree; its top tier keeps `ceil(dci.gbps_per_site /
-//!   link rate)` up ports for the DCI (at most as many as its down ports, 1:1). A top switch
+//!   link rate)` up ports for the DCI (at most as many as its down ports, 1:1; at least one
+//!   per peer site, and one more where an odd number of sites would leave a port unpaired,
+//!   so every pair of sites is joined and every site gets what it asked). A top switch
 //!   takes at most `k` minus its share of the DCI in a full tree of that many tiers (so a
 //!   larger site never fits fewer tiers), and each top stripe gets the switches its uplinks
 //!   and its share of the DCI ports need. The DCI ports are long-haul optical links to the
@@ -625,7 +627,7 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
             };
             a.saturating_mul(up as u64)
         });
-        let share = dci_ports_wanted(g, link_gbps).div_ceil(full.max(1));
+        let share = dci_ports_wanted(g, link_gbps, sites).div_ceil(full.max(1));
         if share >= (k - k2) as u64 {
             k2
         } else {

@@ -323,9 +323,23 @@ pub(crate) fn ratio_down(k: u32, r: f64) -> u32 {
     d
 }
 
-/// DCI ports a site-top block keeps for `gbps` of DCI on links of `link_gbps`.
-pub(crate) fn dci_ports_wanted(gbps: f64, link_gbps: f64) -> u64 {
-    (gbps / link_gbps - 1e-9).ceil().max(1.0) as u64
+/// DCI ports a site-top block keeps for `gbps` of DCI on links of `link_gbps`, with
+/// `sites` sites: at least `ceil(gbps / link)`, at least one per peer site (a site with
+/// fewer ports than peers leaves pairs of sites unjoined: 4 sites of one port each are two
+/// islands of two), and rounded to an even total over the sites (every cable takes a port
+/// at each end: 3 sites of one port each left one site out).
+pub(crate) fn dci_ports_wanted(gbps: f64, link_gbps: f64, sites: u32) -> u64 {
+    let want = ((gbps / link_gbps - 1e-9).ceil().max(1.0) as u64).max(sites as u64 - 1);
+    pair_up(want, sites)
+}
+
+/// `ports` per site, plus one where an odd number of sites would leave a port unpaired.
+pub(crate) fn pair_up(ports: u64, sites: u32) -> u64 {
+    if sites % 2 == 1 && ports % 2 == 1 {
+        ports + 1
+    } else {
+        ports
+    }
 }
 
 pub(crate) fn up_ports(down: u32, r: f64) -> u32 {
@@ -361,7 +375,8 @@ impl Ctx<'_> {
     fn dci_ports(&mut self, block: &Block, gbps: f64) {
         let sw = &mut self.topo.switches;
         let k = self.plan.k;
-        let want = dci_ports_wanted(gbps, self.plan.link_gbps);
+        let sites = self.plan.sites;
+        let want = dci_ports_wanted(gbps, self.plan.link_gbps, sites);
         let total: u64 = block
             .switches
             .iter()
@@ -373,7 +388,8 @@ impl Ctx<'_> {
         // At most 1:1: a DCI beyond what the site's top takes from below adds nothing the
         // site could send (and a small site's free ports would give it more DCI than a
         // larger one's).
-        let want = want.min(total);
+        // Still one per peer, and an even total over the sites.
+        let want = pair_up(want.min(total).max(sites as u64 - 1), sites);
         let mut given = 0u64;
         for &x in &block.switches {
             let d = sw.down_ports[x as usize];
@@ -480,7 +496,7 @@ impl Ctx<'_> {
             // of the DCI ports (`dci_ports` spreads them over the block's free ports), the
             // DCI never more than the down ports (1:1, as `dci_top_down` caps it).
             if let Rule::Dci(g) = self.plan.rule[tier as usize] {
-                let want = dci_ports_wanted(g, link_gbps) as u128;
+                let want = dci_ports_wanted(g, link_gbps, self.plan.sites) as u128;
                 let share = (want * l as u128).div_ceil(total.max(1) as u128);
                 let k = self.plan.k as u64;
                 let most = l.div_ceil(k / 2);

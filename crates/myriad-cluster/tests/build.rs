@@ -995,3 +995,67 @@ fn a_one_switch_rail_optimized_site_is_one_switch() {
     assert_eq!(b.bom.tiers[0].switches, 32);
     assert_connected(&b);
 }
+
+/// DCI cables between each pair of sites.
+fn dci_cables_between(b: &BuiltCluster) -> std::collections::BTreeMap<(u16, u16), u64> {
+    let t = &b.topology;
+    let mut m = std::collections::BTreeMap::new();
+    for i in 0..t.links.len() {
+        if t.links.kind[i] == LinkKind::Dci {
+            let s = |v: u32| t.switches.site[(v - t.endpoints) as usize];
+            let (a, c) = (s(t.links.lower[i]), s(t.links.upper[i]));
+            *m.entry((a.min(c), a.max(c))).or_insert(0) += t.links.cables[i] as u64;
+        }
+    }
+    m
+}
+
+/// Guards against the DCI port count rounding down over the sites: every cable takes a port
+/// at two sites, so an odd number of sites each asking an odd number of ports left one port
+/// unpaired (3 sites at 400 Gb/s: one cable, the third site with no DCI at all; at 4,321
+/// Gb/s, 11 ports each, 16 cables where 2 sites built 11: a site short of its DCI), and a
+/// site with fewer ports than peers left sites unjoined (4 sites of one port: two pairs).
+/// Now each site gets at least one port per peer and at least what it asks, one more where
+/// the sites' total would be odd, and more sites never build fewer cables.
+#[test]
+fn dci_joins_every_pair_of_sites_and_never_shrinks_with_more_sites() {
+    let y = |sites: u64, gbps: f64| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {}, scale_up: hgx-h100, sites: {sites}, dci: {{gbps_per_site: {gbps}, distance_km: 10}}, scale_out: {{fabric: infiniband-ndr}}}}",
+            sites * 1024
+        )
+    };
+    // (sites, Gb/s per site, ports per site, cables)
+    for (sites, gbps, ports, cables) in [
+        (2u64, 400.0, 1u64, 1u64),
+        (3, 400.0, 2, 3),
+        (4, 400.0, 3, 6),
+        (2, 4321.0, 11, 11),
+        (3, 4321.0, 12, 18),
+        (4, 4321.0, 11, 22),
+    ] {
+        let b = built(&y(sites, gbps));
+        assert_eq!(b.bom.dci_cables, cables, "{sites} sites, {gbps}");
+        assert_eq!(
+            dci_ports_per_site(&b),
+            vec![ports; sites as usize],
+            "{sites} sites, {gbps}"
+        );
+        let between = dci_cables_between(&b);
+        assert_eq!(between.len() as u64, sites * (sites - 1) / 2, "{between:?}");
+        assert_connected(&b);
+    }
+    for gbps in [400.0, 1234.0, 4321.0, 12345.0] {
+        let mut last = 0;
+        for sites in 2..=9 {
+            let b = built(&y(sites, gbps));
+            let want = (gbps / 400.0f64).ceil() as u64;
+            assert!(
+                dci_ports_per_site(&b).iter().all(|&p| p >= want),
+                "{sites} sites, {gbps}"
+            );
+            assert!(b.bom.dci_cables >= last, "{sites} sites, {gbps}");
+            last = b.bom.dci_cables;
+        }
+    }
+}
