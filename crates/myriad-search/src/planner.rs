@@ -5,7 +5,11 @@
 //! scale-up system and fabric unless the scenario names them), searched for its best
 //! parallel plan over a reduced space (every TP/CP/PP/VPP/EP/DP, micro-batch 1-2, all
 //! recompute modes, ZeRO-1 and ZeRO-3, default placement), and costed: time to train
-//! `training.tokens`, capital cost, energy and power. The Pareto front is over time to train
+//! `training.tokens`, capital cost, energy and power. The cluster is built in whole scale-up
+//! domains (every site alike); the job runs the requested count in it, or, when no parallel
+//! plan divides that count, the largest subset of the built cluster that one divides (the
+//! built count, then it rounded down to multiples of 2, 4, 8, ...), noted; idle accelerators
+//! stay in the cost and power. The Pareto front is over time to train
 //! and capital cost; the chosen design is the cheapest that meets every constraint
 //! (deadline, budget, power), or the fastest when there is no deadline.
 
@@ -26,7 +30,8 @@ pub struct Candidate {
     pub accelerator: String,
     pub scale_up: String,
     pub fabric: String,
-    /// Accelerators the job uses.
+    /// Accelerators the job uses: the requested count, or, when no parallel plan divides
+    /// it, the largest subset of the built cluster that one does (see `notes`).
     pub accelerators: u64,
     /// Accelerators in the built cluster (whole scale-up domains).
     pub cluster_accelerators: u64,
@@ -253,13 +258,53 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
             let cluster = myriad_cluster::build(sc, cat)
                 .map_err(|e| format!("{} x {}: {e}", sc.cluster.count, sc.cluster.accelerator))?;
             let report = myriad_cluster::report(&cluster, sc);
-            let fixed = Fixed::from_spec(&spec, *job);
             let mut space = Space::full(&model);
             space.micro_batch = vec![1, 2];
             space.zero_stage = vec![1, 3];
             space.placements = vec![DEFAULT_PLACEMENT];
             space.recompute = vec![Recompute::None, Recompute::Selective, Recompute::Full];
-            let r = search(&model, &cluster, &fixed, &space, 1, &|_, _| {});
+            let run = |n: u64| {
+                let fixed = Fixed::from_spec(&spec, n);
+                let r = search(&model, &cluster, &fixed, &space, 1, &|_, _| {});
+                (fixed, r)
+            };
+            let (mut fixed, mut r) = run(*job);
+            let mut notes = notes.clone();
+            let requested = *job;
+            let mut job = requested;
+            // A count no parallel plan divides (1,031 accelerators and a global batch of 512)
+            // runs, as a real job would, on the largest subset of the built cluster that one
+            // does: the cluster, then it rounded down to multiples of 2, 4, 8, ... (the idle
+            // accelerators stay in the capital cost and the power).
+            if r.evaluated == 0
+                && myriad_train::plan::check_precision_supported(
+                    &cluster.accelerator,
+                    fixed.precision,
+                )
+                .is_ok()
+            {
+                let built = sc.cluster.count;
+                let tries = (0..u64::BITS)
+                    .map(|k| built >> k << k)
+                    .take_while(|&n| n > 0)
+                    .filter(|&n| n != requested);
+                let mut last = 0;
+                for n in tries {
+                    if n == last {
+                        continue;
+                    }
+                    last = n;
+                    let (f, rn) = run(n);
+                    if rn.evaluated > 0 {
+                        notes.push(format!(
+                            "no parallel plan divides {requested} accelerators and global batch {}; the job runs on {n} of the {built} built",
+                            fixed.global_batches[0]
+                        ));
+                        (fixed, r, job) = (f, rn, n);
+                        break;
+                    }
+                }
+            }
             let best = r.top.into_iter().next();
             // The default global batch (one sequence per accelerator) may hold more than the
             // token budget: the best plan, but no time to train, and the candidate says why.
@@ -279,7 +324,7 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                     let mwh = report.facility_power_mw * secs / 3600.0;
                     (
                         Some(secs / 86400.0),
-                        Some(secs / 3600.0 * *job as f64),
+                        Some(secs / 3600.0 * job as f64),
                         Some(mwh),
                         Some(mwh * 1000.0 * sc.cluster.datacenter.usd_per_kwh),
                     )
@@ -331,7 +376,7 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                 accelerator: cluster.accelerator.id.clone(),
                 scale_up: cluster.scale_up.id.clone(),
                 fabric: cluster.fabric.id.clone(),
-                accelerators: *job,
+                accelerators: job,
                 cluster_accelerators: sc.cluster.count,
                 best,
                 days,
@@ -344,7 +389,7 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                 switches: report.switches_total,
                 pareto: false,
                 violations,
-                notes: notes.clone(),
+                notes,
                 plans_evaluated: r.evaluated,
             };
             Ok((candidate, report))

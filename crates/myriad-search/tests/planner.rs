@@ -226,29 +226,37 @@ fn counts_over_several_sites_are_whole_domains_in_every_site() {
     let r = myriad_search::planner::plan(&s, cat).unwrap();
     assert!(r.skipped.is_empty(), "{:?}", r.skipped);
     assert_eq!(r.candidates.len(), 4);
+    // In the order asked: accelerators, then counts.
     let find = |acc: &str, n: u64| {
-        r.candidates
+        let i = ["h100-sxm", "gb200"]
             .iter()
-            .find(|c| c.accelerator == acc && c.accelerators == n)
+            .position(|a| *a == acc)
             .unwrap()
+            * 2
+            + [1032, 2048].iter().position(|&c| c == n).unwrap();
+        assert_eq!(r.candidates[i].accelerator, acc);
+        &r.candidates[i]
     };
     let h = find("h100-sxm", 1032);
     assert_eq!(h.cluster_accelerators, 1040);
+    // No plan divides 1,032 with a global batch of 1,024: the job runs on 1,024 of them.
+    assert_eq!(h.accelerators, 1024);
     assert_eq!(
         h.notes,
-        ["cluster.sites: 1032 accelerators in whole `hgx-h100` domains of 8 over 2 sites is 1040 (65 domains per site)"]
+        ["cluster.sites: 1032 accelerators in whole `hgx-h100` domains of 8 over 2 sites is 1040 (65 domains per site)", "no parallel plan divides 1032 accelerators and global batch 1024; the job runs on 1024 of the 1040 built"]
     );
     // 2,048 H100 are already 128 domains per site.
     let h = find("h100-sxm", 2048);
     assert_eq!(h.cluster_accelerators, 2048);
     assert!(h.notes.is_empty(), "{:?}", h.notes);
-    for (n, built, per_site) in [(1032, 1152, 8), (2048, 2160, 15)] {
+    for (n, built, per_site, job) in [(1032, 1152, 8, 1024), (2048, 2160, 15, 2048)] {
         let g = find("gb200", n);
         assert_eq!(g.cluster_accelerators, built);
         assert_eq!(
-            g.notes,
-            [format!("cluster.sites: {n} accelerators in whole `gb200-nvl72` domains of 72 over 2 sites is {built} ({per_site} domains per site)")]
+            g.notes[0],
+            format!("cluster.sites: {n} accelerators in whole `gb200-nvl72` domains of 72 over 2 sites is {built} ({per_site} domains per site)")
         );
+        assert_eq!(g.accelerators, job);
     }
 }
 
@@ -391,4 +399,32 @@ fn a_candidate_given_twice_is_an_error() {
             Err(e) => assert_eq!(e, want),
         }
     }
+}
+
+/// Guards against the planner running only the exact count asked: 1,031 H100 (built as
+/// 1,032, 129 HGX) with a global batch of 512 has no parallel plan (1,031 is prime, and
+/// 1,032 = 8 x 129 puts 129 data-parallel ranks on 512 sequences), and the candidate was
+/// dropped with "no parallel plan divides". A real job runs on the largest subset that
+/// divides: 1,024 of the 1,032, the same plan and step time as a 1,024 candidate.
+#[test]
+fn a_count_no_plan_divides_runs_on_the_largest_subset_that_does() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 512, precision: bf16, tokens: 1.0e12}\nplanning: {accelerators: [h100-sxm], counts: [1024, 1031]}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let r = myriad_search::planner::plan(&s, cat).unwrap();
+    let full = &r.candidates[0];
+    let odd = &r.candidates[1];
+    assert_eq!(odd.cluster_accelerators, 1032);
+    assert_eq!(odd.accelerators, 1024, "{:?}", odd.violations);
+    assert!(odd.violations.is_empty(), "{:?}", odd.violations);
+    assert_eq!(
+        odd.notes,
+        ["no parallel plan divides 1031 accelerators and global batch 512; the job runs on 1024 of the 1032 built"]
+    );
+    let (a, b) = (full.best.as_ref().unwrap(), odd.best.as_ref().unwrap());
+    assert_eq!(a.estimate.step_time_s, b.estimate.step_time_s);
+    assert_eq!(full.days, odd.days);
+    // The idle node still costs: one more HGX server than the 1,024.
+    assert!(odd.capex_usd > full.capex_usd);
+    assert_eq!(odd.gpu_hours, full.gpu_hours);
 }
