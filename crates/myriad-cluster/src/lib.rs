@@ -1012,14 +1012,15 @@ pub fn fmt_num(x: f64) -> String {
 /// Transceivers of the graph's optical cables, one per cable end at a physical port: a
 /// switch port split `breakout` ways (an 800G port to 2 x 400G NICs, or to two 200G planes)
 /// holds one transceiver for its `breakout` cables, and every NIC-side end holds its own.
-/// A switch's cables are packed into whole physical ports by kind (down, up, DCI), so
-/// `breakout` 1 gives two per optical cable.
+/// A switch's cables are packed into whole physical ports, down and up apart, so
+/// `breakout` 1 gives two per optical cable. A DCI cable counts two (long-haul optics are
+/// not broken out).
 fn transceivers(t: &Topology, breakout: u32) -> u64 {
     let l = &t.links;
     let b = breakout.max(1) as u64;
-    // Per switch: optical cables down, up (fabric), DCI.
-    let mut ends = vec![[0u64; 3]; t.switches.len()];
-    let mut nic_side = 0u64;
+    // Per switch: optical cables down, up (fabric).
+    let mut ends = vec![[0u64; 2]; t.switches.len()];
+    let mut unsplit = 0u64;
     for i in 0..l.len() {
         if !l.optical[i] {
             continue;
@@ -1029,19 +1030,16 @@ fn transceivers(t: &Topology, breakout: u32) -> u64 {
         match l.kind[i] {
             LinkKind::Nic => {
                 ends[up][0] += c;
-                nic_side += c;
+                unsplit += c;
             }
             LinkKind::Fabric => {
                 ends[up][0] += c;
                 ends[(l.lower[i] - t.endpoints) as usize][1] += c;
             }
-            LinkKind::Dci => {
-                ends[up][2] += c;
-                ends[(l.lower[i] - t.endpoints) as usize][2] += c;
-            }
+            LinkKind::Dci => unsplit += 2 * c,
         }
     }
-    nic_side
+    unsplit
         + ends
             .iter()
             .flat_map(|e| e.iter())

@@ -1059,3 +1059,32 @@ fn dci_joins_every_pair_of_sites_and_never_shrinks_with_more_sites() {
         }
     }
 }
+
+/// Under breakout a DCI cable still counts two transceivers (long-haul optics are not
+/// broken out); the switch ports inside a site pack two 400G cables per 800G transceiver.
+#[test]
+fn dci_cables_keep_two_transceivers_under_breakout() {
+    let b = built(
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 2048, scale_up: hgx-h100, sites: 2, dci: {gbps_per_site: 4000, distance_km: 1}, scale_out: {fabric: roce-800g, tiers: 2}}",
+    );
+    assert_eq!(b.network.breakout, 2);
+    // 4,000 / 400 = 10 DCI ports per site: 10 cables between the two sites.
+    assert_eq!(b.bom.dci_cables, 10);
+    let t = &b.topology;
+    let dci = dci_ports_per_site(&b);
+    assert_eq!(dci, vec![10, 10]);
+    // From the switches' ports: every leaf and spine port pair in one 800G transceiver
+    // (down and up apart), the DCI ports (all the spines' up ports) two per cable, and one
+    // at each of the 2,048 NICs.
+    let inside: u64 = (0..t.switches.len())
+        .map(|i| {
+            let up = if t.switches.tier[i] == 2 {
+                0
+            } else {
+                t.switches.up_ports[i]
+            };
+            (t.switches.down_ports[i].div_ceil(2) + up.div_ceil(2)) as u64
+        })
+        .sum();
+    assert_eq!(b.bom.transceivers, 2048 + inside + 2 * 10);
+}
