@@ -772,7 +772,9 @@ pub struct Summary {
     /// Wall time over unexpected interruptions, hours (over all replicas).
     pub job_mtbf_hours: f64,
     pub lost_work_hours: f64,
-    /// Mean lost training compute per interruption that struck during training, seconds.
+    /// Mean lost training compute per interruption that sent the job back to a checkpoint
+    /// (`ReplicaStats::rollbacks`: every one that struck during training, and one during
+    /// recovery that lost the in-memory copy), seconds.
     pub lost_work_per_failure_s: f64,
     pub down_hours: f64,
     pub waiting_for_spares_hours: f64,
@@ -793,7 +795,7 @@ impl Summary {
         let mean = |f: &dyn Fn(&ReplicaStats) -> f64| runs.iter().map(f).sum::<f64>() / n;
         let unexpected_total: f64 = runs.iter().map(|r| r.unexpected as f64).sum();
         let wall_total: f64 = runs.iter().map(|r| r.wall_s).sum();
-        let struck: f64 = runs.iter().map(|r| r.struck_training as f64).sum();
+        let struck: f64 = runs.iter().map(|r| r.rollbacks as f64).sum();
         let lost: f64 = runs.iter().map(|r| r.lost_s).sum();
         let mut peaks: Vec<f64> = runs.iter().map(|r| r.peak_domains_out as f64).collect();
         peaks.sort_by(f64::total_cmp);

@@ -58,6 +58,10 @@ pub struct ReplicaStats {
     pub planned: u32,
     /// Unexpected interruptions that struck while the job was training.
     pub struck_training: u32,
+    /// Unexpected interruptions that sent the job back to a checkpoint, losing work: those
+    /// that struck while it trained, and those during recovery that also lost the in-memory
+    /// copy of work not yet on storage (the denominator of the lost work per failure).
+    pub rollbacks: u32,
     /// Seconds of training compute lost (redone after restarts).
     pub lost_s: f64,
     /// Seconds down: detection, diagnosis, waiting for spares, restart, restore, planned
@@ -460,6 +464,7 @@ pub fn replica(
                             first
                         };
                         st.struck_training += 1;
+                        st.rollbacks += 1;
                         st.lost_s += w0 + w - kept.0;
                         (st.work_s, c_work) = kept;
                         0
@@ -486,6 +491,7 @@ pub fn replica(
                                 first
                             };
                             st.struck_training += 1;
+                            st.rollbacks += 1;
                             st.lost_s += st.work_s - kept.0;
                             (st.work_s, c_work) = kept;
                         } else if from_storage && policy.persist.is_some() && st.work_s > w_storage
@@ -494,6 +500,7 @@ pub fn replica(
                             st.lost_s += st.work_s - w_storage;
                             (st.work_s, c_work) = (w_storage, c_storage);
                             st.storage_restores += 1;
+                            st.rollbacks += 1;
                         }
                         waiting
                     }

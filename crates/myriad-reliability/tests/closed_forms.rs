@@ -422,3 +422,54 @@ fn multi_level_lost_work_counts_from_the_runs_storage_checkpoints() {
         );
     }
 }
+
+/// Guards against the lost work per failure dividing by the interruptions that struck
+/// training only, while the lost work also held what interruptions during recovery lost
+/// (multi-level: one that loses the in-memory copy sends the job back to storage).
+///
+/// Closed form for the count: checkpoints to memory every few milliseconds (a training
+/// strike that keeps memory loses almost nothing), recovery `D` restarted by every failure.
+/// After a strike that kept memory (probability `1 - f`) the recovery sees `K` failures,
+/// `P(K = k) = q^k (1 - q)` with `q = 1 - e^(-D/M)`, and rolls back to storage at the first
+/// that loses memory: probability `g = 1 - (1 - q) / (1 - q (1 - f))`. So there are
+/// `1 + (1 - f) g` rollbacks per training strike, and the lost work per failure is the lost
+/// work over them, not over the strikes alone (which read `1 + (1 - f) g` times too much).
+#[test]
+fn lost_work_per_failure_counts_rollbacks_during_recovery() {
+    let (mtbf_s, down_s, f) = (600.0, 600.0, 0.4);
+    let mut j = job(mtbf_s, down_s);
+    j.restart_s = down_s;
+    let p = Policy {
+        interval_s: 1e-3,
+        stall_s: 0.0,
+        lag_s: 0.0,
+        persist: Some(Persist {
+            every: 300_000,
+            lag_s: 0.0,
+            lost_fraction: f,
+        }),
+        restore_s: 0.0,
+        restore_storage_s: 0.0,
+        planned_stall_s: 0.0,
+    };
+    let runs = monte_carlo(&j, &p, Horizon::Window(2e4 * mtbf_s), 5, 16);
+    let q: f64 = 1.0 - (-down_s / mtbf_s).exp();
+    let g = 1.0 - (1.0 - q) / (1.0 - q * (1.0 - f));
+    let per_strike = 1.0 + (1.0 - f) * g;
+    let strikes: f64 = runs.iter().map(|r| r.struck_training as f64).sum();
+    let rollbacks: f64 = runs.iter().map(|r| r.rollbacks as f64).sum();
+    eprintln!(
+        "{strikes} strikes, {rollbacks} rollbacks: {:.4} per strike, closed form {per_strike:.4}",
+        rollbacks / strikes
+    );
+    assert!(strikes > 50_000.0);
+    assert!((rollbacks / strikes / per_strike - 1.0).abs() < 0.01);
+    let lost: f64 = runs.iter().map(|r| r.lost_s).sum();
+    let sm = myriad_reliability::Summary::of(&runs, 1e-3);
+    let want = lost / strikes / per_strike;
+    assert!(
+        (sm.lost_work_per_failure_s / want - 1.0).abs() < 0.01,
+        "{} s lost per failure, {want:.1} s by the closed-form count",
+        sm.lost_work_per_failure_s
+    );
+}
