@@ -52,7 +52,9 @@
 //!   DCI cables count two fabric transceivers each (long-haul optics are dearer; the catalog
 //!   has no price for them). Transceivers are counted per physical port: a switch port
 //!   broken out to `breakout` cables (400G NICs on an 800G port, or one port per plane)
-//!   holds one transceiver for all of them, and each NIC-side end holds one.
+//!   holds one transceiver for all of them, and each NIC-side end holds one. Likewise a
+//!   top-of-rack port broken out to several NICs takes one breakout DAC: copper cables are
+//!   counted per switch port.
 //! - Racks: compute racks = domains x `racks_per_domain` (rounded up per site); network racks
 //!   = one per 16 switches outside compute racks, per site.
 //! - Power: IT = nodes x `node_power_kw` + domains x `fabric_power_kw_per_domain` + switches x
@@ -1091,14 +1093,17 @@ fn bill_of_materials(
     let mut down_cap = vec![0f64; nt + 1];
     let mut up_cap = vec![0f64; nt + 1];
     let l = &t.links;
-    let (mut optical, mut copper, mut dci) = (0u64, 0u64, 0u64);
+    let (mut optical, mut dci) = (0u64, 0u64);
+    // Copper NIC links per switch: a broken-out port takes one breakout DAC for its
+    // `breakout` NICs, so the DACs are the switch ports they use.
+    let mut copper_at = vec![0u64; sw.len()];
     for i in 0..l.len() {
         let c = l.cables[i] as u64;
         let cap = l.capacity_gbps(i);
         if l.optical[i] {
             optical += c;
         } else {
-            copper += c;
+            copper_at[(l.upper[i] - t.endpoints) as usize] += c;
         }
         let j = l.tier[i] as usize;
         match l.kind[i] {
@@ -1109,11 +1114,9 @@ fn bill_of_materials(
             }
             _ => {
                 let row = &mut rows[j - 1];
-                row.cables += c;
                 if l.optical[i] {
+                    row.cables += c;
                     row.optical_cables += c;
-                } else {
-                    row.copper_cables += c;
                 }
                 down_cap[j] += cap;
                 if j >= 2 {
@@ -1121,6 +1124,15 @@ fn bill_of_materials(
                 }
             }
         }
+    }
+    let b = breakout.max(1) as u64;
+    let mut copper = 0u64;
+    for (i, &n) in copper_at.iter().enumerate() {
+        let dacs = n.div_ceil(b);
+        let row = &mut rows[sw.tier[i] as usize - 1];
+        row.copper_cables += dacs;
+        row.cables += dacs;
+        copper += dacs;
     }
     for (j, row) in rows.iter_mut().enumerate() {
         row.ports_used = row.down_ports + row.up_ports;

@@ -1088,3 +1088,28 @@ fn dci_cables_keep_two_transceivers_under_breakout() {
         .sum();
     assert_eq!(b.bom.transceivers, 2048 + inside + 2 * 10);
 }
+
+/// Guards against a top-of-rack port broken out to two NICs counting a copper cable per NIC:
+/// 1,024 H100 (400G NICs) on 32-port 800G RoCE switches split 2 x 400G: each leaf is one
+/// rack's ToR (4 HGX = 32 NICs on 16 ports), 32 leaves; its NICs take 16 breakout DACs, not
+/// 32: 512 DACs in all, and 512 x the DAC price.
+#[test]
+fn a_broken_out_top_of_rack_port_takes_one_dac() {
+    let b = built(&h100(1024, "fabric: roce-800g, switch_radix: 32"));
+    assert_eq!(b.network.breakout, 2);
+    assert_eq!(b.bom.switches_in_compute_racks, 32);
+    assert_eq!(b.bom.tiers[0].switches, 32);
+    assert_eq!(b.bom.copper_cables, 512);
+    assert_eq!(b.bom.tiers[0].copper_cables, 512);
+    assert_eq!(b.bom.cables, b.bom.optical_cables + 512);
+    assert_eq!(
+        b.bom.tiers.iter().map(|t| t.cables).sum::<u64>() + b.bom.dci_cables,
+        b.bom.cables
+    );
+    let dac = b.fabric.copper_cable.price_usd;
+    assert!((b.capex.copper_cables_usd - 512.0 * dac).abs() < 1e-6);
+    // Without breakout (400G ports, 64 of them: 8 HGX per ToR leaf) one DAC per NIC.
+    let b = built(&h100(1024, "fabric: roce-400g, switch_radix: 64"));
+    assert_eq!(b.network.breakout, 1);
+    assert_eq!(b.bom.copper_cables, 1024);
+}
