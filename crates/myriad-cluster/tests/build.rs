@@ -1113,3 +1113,20 @@ fn a_broken_out_top_of_rack_port_takes_one_dac() {
     assert_eq!(b.network.breakout, 1);
     assert_eq!(b.bom.copper_cables, 1024);
 }
+
+/// A DCI far beyond the ports on an odd number of sites asks `u64::MAX` ports (odd): the
+/// rounding to an even total must not wrap (in a debug build, an overflow panic; in release,
+/// 0 ports wanted and no room kept at the site top). Every site gets its top's down ports.
+#[test]
+fn dci_beyond_the_ports_on_three_sites_takes_one_to_one() {
+    let b = built(
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 3072, scale_up: hgx-h100, sites: 3, dci: {gbps_per_site: 1e30, distance_km: 10}, scale_out: {fabric: infiniband-ndr}}",
+    );
+    // 1,024 NIC ports per site: 2 tiers (32 leaves, spines with room for 1:1 DCI).
+    assert_eq!(dci_ports_per_site(&b), vec![1024; 3]);
+    assert_eq!(b.bom.dci_cables, 3 * 1024 / 2);
+    let t = &b.topology;
+    for i in 0..t.switches.len() {
+        assert!(t.switches.down_ports[i] + t.switches.up_ports[i] <= b.network.plane_radix);
+    }
+}
