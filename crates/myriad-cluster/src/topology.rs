@@ -335,7 +335,7 @@ pub(crate) fn dci_ports_wanted(gbps: f64, link_gbps: f64, sites: u32) -> u64 {
 
 /// `ports` per site, plus one where an odd number of sites would leave a port unpaired.
 pub(crate) fn pair_up(ports: u64, sites: u32) -> u64 {
-    if sites % 2 == 1 && ports % 2 == 1 {
+    if !sites.is_multiple_of(2) && !ports.is_multiple_of(2) {
         // A DCI far beyond the ports (1e30 Gb/s) asks u64::MAX, odd: one fewer, not a wrap.
         ports.checked_add(1).unwrap_or(ports - 1)
     } else {
