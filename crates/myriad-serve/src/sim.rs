@@ -686,8 +686,11 @@ impl Sim<'_> {
             ..Batch::default()
         };
         let mut done_front = 0usize;
-        // Whole prompts (no chunking) are packed rank by rank: each attention-DP rank has
-        // its own share of the token budget, less its own decode tokens.
+        // Each attention-DP rank has its own share of the token budget, less its own decode
+        // tokens (the running sequences are spread over the ranks): vLLM's, SGLang's and
+        // TensorRT-LLM's per-rank schedulers count a step's decode tokens and prompt chunks
+        // against one budget. Whole prompts (no chunking) are packed rank by rank into it;
+        // a chunk is at most one rank's room, in whole tokens.
         let rank_full = (per_rank_budget - dec * (1.0 + draft) / ranks as f64).max(0.0);
         let mut rank = 0u32;
         let mut room = rank_full;
@@ -700,8 +703,12 @@ impl Sim<'_> {
             let rem = (total - done) as f64;
             let take = if spec.chunked_prefill {
                 // With attention data parallelism each rank schedules its own share of the
-                // budget: one prompt gets at most one rank's share per iteration.
-                rem.min(budget).min(per_rank_budget)
+                // budget: one prompt gets at most one rank's room per iteration.
+                let take = rem.min(budget).min(rank_full).floor();
+                if take < 1.0 {
+                    break;
+                }
+                take
             } else if b.prefill_tokens == 0.0 || rem <= room {
                 room -= rem;
                 rem

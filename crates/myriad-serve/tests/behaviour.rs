@@ -3138,3 +3138,43 @@ serving:
         r.ttft.mean
     );
 }
+
+/// Chunked prefill under attention data parallelism: a rank's token budget holds its own
+/// decode tokens and its prompt chunk together (vLLM's, SGLang's and TensorRT-LLM's
+/// schedulers). Two ranks share 2048 tokens, 1024 each. 400 one-token prompts prefill in
+/// the first iteration and then decode, 200 per rank; a 4000-token prompt arriving during
+/// that iteration gets chunks of 1024 − 200 = 824 tokens: five of them (4 × 824 + 704),
+/// not four of a whole rank's 1024 (each chunk ignored the rank's decode tokens).
+#[test]
+fn an_attention_rank_chunk_leaves_room_for_its_decode_tokens() {
+    let bf16 = Precision::Bf16;
+    let m = try_model(
+        ("h100-sxm", 8),
+        "llama3-8b",
+        Parallel::new(1, 2, 1),
+        (bf16, bf16, bf16),
+        0.0,
+        false,
+        None,
+    )
+    .unwrap();
+    let kv = m.kv_capacity_tokens(0.9);
+    let d = Deployment::Aggregated(RoleSpec {
+        model: m,
+        instances: 1,
+        max_batch: 1024,
+        max_tokens: 2048,
+        chunked_prefill: true,
+        kv_tokens: kv,
+        policy: Default::default(),
+    });
+    let mut reqs = vec![(0.0, 1u32, 2000u32); 400];
+    reqs.push((1e-6, 4000, 2));
+    let r = myriad_serve::simulate_requests(&d, &reqs, 0.0, &NO_SLO);
+    assert_eq!(r.completed, 401);
+    let prompts = &r.iteration_mix.with_prompts;
+    // The first iteration's 400 one-token prompts, then five chunks of the long one.
+    assert_eq!(prompts.iterations, 6);
+    // Prompt tokens per prompted rank: 400 over two ranks, then 824 four times and 704.
+    assert_eq!(prompts.prompt_tokens_per_rank, 200.0 + 4.0 * 824.0 + 704.0);
+}
