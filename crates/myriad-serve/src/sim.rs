@@ -12,7 +12,8 @@
 //! the running sequences stay under `max_batch`; every iteration decodes all running
 //! sequences and fills the rest of the token budget with prompt chunks (whole prompts when
 //! chunking is off). Disaggregated: prefill instances only prefill; the KV cache then moves
-//! to the least-loaded decode instance over the scale-out network.
+//! to the least-loaded decode instance over the scale-out network, and stays reserved on
+//! the prefill instance until the transfer lands.
 //!
 //! Invariants: deterministic for a seed; time never goes backwards; every admitted request
 //! completes (a request larger than one attention rank's KV cache is rejected and counted).
@@ -361,6 +362,9 @@ struct Req {
     output: u32,
     first: f64,
     done: f64,
+    /// The prefill instance holding its KV cache until the transfer to a decode instance
+    /// lands (disaggregated).
+    src: u32,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -812,11 +816,15 @@ impl Sim<'_> {
             self.out_tokens += 1.0;
             match role {
                 Role::Prefill => {
-                    self.kv_change(i, -spec.model.kv_need(q.input as f64));
                     if q.output <= 1 {
+                        self.kv_change(i, -spec.model.kv_need(q.input as f64));
                         self.reqs[r as usize].first = t;
                         self.complete(r, t);
                     } else {
+                        // The prefill instance holds the cache until the transfer lands
+                        // (Dynamo/NIXL, SGLang's and Mooncake's senders free it on the
+                        // transfer's completion): it is freed at `KvArrive`.
+                        self.reqs[r as usize].src = i as u32;
                         // The cache lives on the one attention-DP rank that prefilled it
                         // (tp × pp accelerators), and leaves over that rank's NICs.
                         let bytes = q.input as f64 * spec.model.kv_bytes_per_token();
@@ -969,6 +977,7 @@ fn run(
                 output: o.max(1),
                 first: f64::NAN,
                 done: f64::NAN,
+                src: 0,
             })
             .collect(),
         ev: BinaryHeap::new(),
@@ -1037,6 +1046,8 @@ fn run(
             Kind::KvArrive => {
                 // All KV caches landing at this same instant (the prompts of one prefill
                 // iteration) are queued before any decode instance starts, as arrivals are.
+                // Each frees its cache on the prefill instance that sent it, which may then
+                // admit prompts its full cache held back.
                 touched.clear();
                 let mut e = e;
                 loop {
@@ -1045,6 +1056,13 @@ fn run(
                     sim.insts[i].waiting.push_back(e.a);
                     if !touched.contains(&i) {
                         touched.push(i);
+                    }
+                    let q = sim.reqs[e.a as usize];
+                    let src = q.src as usize;
+                    let spec = sim.specs[sim.insts[src].spec];
+                    sim.kv_change(src, -spec.model.kv_need(q.input as f64));
+                    if !touched.contains(&src) {
+                        touched.push(src);
                     }
                     match sim.ev.peek() {
                         Some(Reverse(n)) if n.kind == Kind::KvArrive && n.t == e.t => {

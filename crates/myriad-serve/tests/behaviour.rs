@@ -3178,3 +3178,57 @@ fn an_attention_rank_chunk_leaves_room_for_its_decode_tokens() {
     // Prompt tokens per prompted rank: 400 over two ranks, then 824 four times and 704.
     assert_eq!(prompts.prompt_tokens_per_rank, 200.0 + 4.0 * 824.0 + 704.0);
 }
+
+/// Disaggregated: a prefill instance holds a prompt's KV cache until its transfer to the
+/// decode instance lands (Dynamo, SGLang's PD senders and Mooncake free it on the
+/// transfer's completion). A prefill cache of 1500 tokens holds one 1000-token prompt, so
+/// of two arriving together the second starts once the first's cache has left: after one
+/// prefill P and one transfer T. Its first token comes at 2P + 2T; freeing the cache when
+/// the prefill ended gave 2P + T.
+#[test]
+fn a_prefill_instance_holds_the_kv_cache_until_its_transfer_lands() {
+    let setup = setup_of(
+        "pd-hold.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-8b}
+serving:
+  mode: disaggregated
+  prefill: {instances: 1, tp: 1}
+  decode: {instances: 1, tp: 1}
+  input: {mean: 100}
+  output: {mean: 10}
+",
+    );
+    let Deployment::Disaggregated {
+        prefill,
+        decode,
+        kv_latency_s,
+        ..
+    } = setup.deployment
+    else {
+        panic!("disaggregated")
+    };
+    let mut prefill = prefill;
+    prefill.kv_tokens = 1500.0;
+    // A slow link: 1 GB/s per accelerator, so the transfer dwarfs nothing else.
+    let kv_bps = 1e9;
+    let d = Deployment::Disaggregated {
+        prefill: prefill.clone(),
+        decode,
+        kv_bps,
+        kv_latency_s,
+    };
+    let r = myriad_serve::simulate_requests(&d, &[(0.0, 1000, 2), (0.0, 1000, 2)], 0.0, &NO_SLO);
+    assert_eq!(r.completed, 2);
+    let prompts = &r.iteration_mix.with_prompts;
+    assert_eq!(prompts.iterations, 2);
+    let p = prompts.time.total_s / 2.0;
+    let t = kv_latency_s + 1000.0 * prefill.model.kv_bytes_per_token() / kv_bps;
+    let want = 2.0 * p + 2.0 * t;
+    assert!(
+        (r.ttft.p99 / want - 1.0).abs() < 1e-9,
+        "second TTFT {} vs 2P + 2T = {want} (P {p}, T {t})",
+        r.ttft.p99
+    );
+}
