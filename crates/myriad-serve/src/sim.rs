@@ -433,6 +433,9 @@ struct Inst {
     batch_held: u32,
     /// KV caches on their way to this (decode) instance: routed here, not yet arrived.
     incoming: usize,
+    /// When each attention-DP rank's NICs finish sending the KV caches queued on them
+    /// (prefill instances): caches leaving one rank share its links, one after another.
+    links: Vec<f64>,
 }
 
 impl Inst {
@@ -830,7 +833,19 @@ impl Sim<'_> {
                         let bytes = q.input as f64 * spec.model.kv_bytes_per_token();
                         let p = spec.model.par;
                         let gpus = (p.tp * p.pp.max(1)) as f64;
-                        let arrive = t + self.kv_latency + bytes / (self.kv_bps * gpus);
+                        // The prompts of one iteration leave over the same links: each
+                        // transfer starts when the first rank's links are free (a rank
+                        // sends its caches one after another), then crosses the latency.
+                        let links = &mut self.insts[i].links;
+                        let (k, free) = links
+                            .iter()
+                            .copied()
+                            .enumerate()
+                            .min_by(|a, b| a.1.total_cmp(&b.1))
+                            .expect("a prefill instance has a rank");
+                        let sent = t.max(free) + bytes / (self.kv_bps * gpus);
+                        links[k] = sent;
+                        let arrive = sent + self.kv_latency;
                         self.reqs[r as usize].first = arrive;
                         let d = self.pick(Role::Decode);
                         self.insts[d].incoming += 1;
@@ -954,6 +969,14 @@ fn run(
                 held: 0,
                 batch_held: 0,
                 incoming: 0,
+                links: vec![
+                    f64::NEG_INFINITY;
+                    if roles[k] == Role::Prefill {
+                        s.model.par.attention_dp.max(1) as usize
+                    } else {
+                        0
+                    }
+                ],
                 ctx: 0.0,
                 ctx_sq: 0.0,
                 steps: 0,

@@ -2865,14 +2865,14 @@ fn kv_transfers_in_flight_count_toward_a_decode_instances_load() {
 }
 
 /// Guards the start of a decode instance when several KV caches land at the same instant
-/// (the prompts of one prefill iteration, of equal length): all of them are queued before
-/// the instance starts its iteration, as requests arriving together are. Before, the first
-/// landing started an iteration of one sequence and the other 63 waited it out: a mean
-/// decode batch below 64.
+/// (prompts of equal length prefilled together on separate prefill instances, each
+/// sending over its own links): all of them are queued before the instance starts its
+/// iteration, as requests arriving together are. Before, the first landing started an
+/// iteration of one sequence and the others waited it out: a mean decode batch below 64.
 #[test]
 fn kv_caches_landing_together_start_one_decode_batch() {
     let m = llama3_8b_h100_bf16;
-    let mut p = role(m(), 1, 256);
+    let mut p = role(m(), 64, 256);
     p.max_tokens = 16_384;
     let d = Deployment::Disaggregated {
         prefill: p,
@@ -3230,5 +3230,60 @@ serving:
         (r.ttft.p99 / want - 1.0).abs() < 1e-9,
         "second TTFT {} vs 2P + 2T = {want} (P {p}, T {t})",
         r.ttft.p99
+    );
+}
+
+/// Disaggregated: the KV caches of prompts prefilled together leave over the same links,
+/// one after another. Two 1000-token prompts prefilled in one iteration P on a one-rank
+/// prefill instance each take X to send: the first lands at P + X + L, the second at
+/// P + 2X + L (both landed at P + X + L when every transfer had the links to itself).
+#[test]
+fn kv_transfers_from_one_rank_share_its_links() {
+    let setup = setup_of(
+        "pd-links.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-8b}
+serving:
+  mode: disaggregated
+  prefill: {instances: 1, tp: 1}
+  decode: {instances: 1, tp: 1}
+  input: {mean: 100}
+  output: {mean: 10}
+",
+    );
+    let Deployment::Disaggregated {
+        prefill,
+        decode,
+        kv_latency_s,
+        ..
+    } = setup.deployment
+    else {
+        panic!("disaggregated")
+    };
+    let kv_bps = 1e9;
+    let x = 1000.0 * prefill.model.kv_bytes_per_token() / kv_bps;
+    let d = Deployment::Disaggregated {
+        prefill,
+        decode,
+        kv_bps,
+        kv_latency_s,
+    };
+    let r = myriad_serve::simulate_requests(&d, &[(0.0, 1000, 2), (0.0, 1000, 2)], 0.0, &NO_SLO);
+    assert_eq!(r.completed, 2);
+    let prompts = &r.iteration_mix.with_prompts;
+    assert_eq!(prompts.iterations, 1);
+    let p = prompts.time.total_s;
+    let (first, second) = (p + x + kv_latency_s, p + 2.0 * x + kv_latency_s);
+    assert!(
+        (r.ttft.p99 / second - 1.0).abs() < 1e-9,
+        "second TTFT {} vs P + 2X + L = {second}",
+        r.ttft.p99
+    );
+    let mean = (first + second) / 2.0;
+    assert!(
+        (r.ttft.mean / mean - 1.0).abs() < 1e-9,
+        "mean TTFT {} vs {mean}",
+        r.ttft.mean
     );
 }
