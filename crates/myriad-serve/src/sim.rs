@@ -11,9 +11,10 @@
 //! output (reserved at admission, so no preemption; requests wait while it is full) and
 //! the running sequences stay under `max_batch`; every iteration decodes all running
 //! sequences and fills the rest of the token budget with prompt chunks (whole prompts when
-//! chunking is off). Disaggregated: prefill instances only prefill; the KV cache then moves
-//! to the least-loaded decode instance over the scale-out network, and stays reserved on
-//! the prefill instance until the transfer lands.
+//! chunking is off). Disaggregated: prefill instances only prefill; the request then queues
+//! at the least-loaded decode instance, whose admission reserves its cache there and starts
+//! the transfer over the scale-out network; the cache stays reserved on the prefill
+//! instance until the transfer lands, and its first token is the landing.
 //!
 //! Invariants: deterministic for a seed; time never goes backwards; every admitted request
 //! completes (a request larger than one attention rank's KV cache is rejected and counted).
@@ -431,8 +432,12 @@ struct Inst {
     held: u32,
     /// Iterations they have been held for batching, every rank having one.
     batch_held: u32,
-    /// KV caches on their way to this (decode) instance: routed here, not yet arrived.
+    /// KV caches on their way to this (decode) instance: admitted (its cache reserved),
+    /// not yet decoding: in transfer, or in `landed`.
     incoming: usize,
+    /// Admitted requests whose KV cache has landed: they start decoding at the next
+    /// iteration's start.
+    landed: Vec<u32>,
     /// When each attention-DP rank's NICs finish sending the KV caches queued on them
     /// (prefill instances): caches leaving one rank share its links, one after another.
     links: Vec<f64>,
@@ -577,6 +582,15 @@ impl Sim<'_> {
         let cap = spec.kv_tokens;
         let role = self.insts[i].role;
         let ranks = spec.model.par.attention_dp.max(1);
+        // KV caches that have landed start decoding.
+        for k in 0..self.insts[i].landed.len() {
+            let r = self.insts[i].landed[k];
+            let q = self.reqs[r as usize];
+            let inst = &mut self.insts[i];
+            inst.incoming -= 1;
+            inst.start_decoding(r, &q, tps);
+        }
+        self.insts[i].landed.clear();
         // Admission.
         loop {
             let inst = &self.insts[i];
@@ -588,7 +602,8 @@ impl Sim<'_> {
                 Role::Prefill => spec.model.kv_need(q.input as f64),
                 _ => spec.model.kv_need(q.input as f64 + q.output as f64),
             };
-            let active = inst.running as usize + inst.prefill.len();
+            // Caches in transfer hold their batch slots as well as their room.
+            let active = inst.running as usize + inst.prefill.len() + inst.incoming;
             // A sequence's KV cache lives on one attention-DP rank: a request larger than
             // one rank's share can never run. A prefill instance also turns away a request
             // whose whole context no decode rank can hold (it was prefilled, its tokens
@@ -602,6 +617,14 @@ impl Sim<'_> {
                 self.insts[i].waiting.pop_front();
                 self.rejected += 1;
                 self.in_system -= 1.0;
+                if role == Role::Decode {
+                    // Its cache, held on the prefill instance, is dropped there.
+                    let src = q.src as usize;
+                    let held = self.specs[self.insts[src].spec]
+                        .model
+                        .kv_need(q.input as f64);
+                    self.kv_change(src, -held);
+                }
                 continue;
             }
             if inst.kv_used + need > cap || active >= spec.max_batch as usize {
@@ -609,9 +632,8 @@ impl Sim<'_> {
             }
             self.insts[i].waiting.pop_front();
             self.kv_change(i, need);
-            let inst = &mut self.insts[i];
             if role == Role::Decode {
-                inst.start_decoding(r, &q, tps);
+                self.send_kv(r, i, t);
             } else {
                 let c = self.cached(q.input);
                 self.insts[i].prefill.push_back((r, c));
@@ -813,6 +835,9 @@ impl Sim<'_> {
                 k += 1;
             }
         }
+        // Decode instances that prompts finished here queue at: they start once all of
+        // this iteration's prompts are queued.
+        let mut routed: Vec<usize> = Vec::new();
         for r in finished {
             let q = self.reqs[r as usize];
             self.in_tokens += q.input as f64;
@@ -826,30 +851,17 @@ impl Sim<'_> {
                     } else {
                         // The prefill instance holds the cache until the transfer lands
                         // (Dynamo/NIXL, SGLang's and Mooncake's senders free it on the
-                        // transfer's completion): it is freed at `KvArrive`.
+                        // transfer's completion): it is freed at `KvArrive`. The request
+                        // queues at the least-loaded decode instance, whose admission
+                        // reserves its cache there and starts the transfer (SGLang's
+                        // decode pre-allocation queue; Dynamo's decode worker allocates
+                        // before it pulls the cache).
                         self.reqs[r as usize].src = i as u32;
-                        // The cache lives on the one attention-DP rank that prefilled it
-                        // (tp × pp accelerators), and leaves over that rank's NICs.
-                        let bytes = q.input as f64 * spec.model.kv_bytes_per_token();
-                        let p = spec.model.par;
-                        let gpus = (p.tp * p.pp.max(1)) as f64;
-                        // The prompts of one iteration leave over the same links: each
-                        // transfer starts when the first rank's links are free (a rank
-                        // sends its caches one after another), then crosses the latency.
-                        let links = &mut self.insts[i].links;
-                        let (k, free) = links
-                            .iter()
-                            .copied()
-                            .enumerate()
-                            .min_by(|a, b| a.1.total_cmp(&b.1))
-                            .expect("a prefill instance has a rank");
-                        let sent = t.max(free) + bytes / (self.kv_bps * gpus);
-                        links[k] = sent;
-                        let arrive = sent + self.kv_latency;
-                        self.reqs[r as usize].first = arrive;
                         let d = self.pick(Role::Decode);
-                        self.insts[d].incoming += 1;
-                        self.push(arrive, Kind::KvArrive, r, d as u32);
+                        self.insts[d].waiting.push_back(r);
+                        if !routed.contains(&d) {
+                            routed.push(d);
+                        }
                     }
                 }
                 _ => {
@@ -864,7 +876,39 @@ impl Sim<'_> {
                 }
             }
         }
+        for d in routed {
+            if !self.insts[d].busy {
+                self.start(d, t);
+            }
+        }
         self.start(i, t);
+    }
+
+    /// Starts the transfer of request `r`'s KV cache from the prefill instance holding it
+    /// to decode instance `d`, which has just reserved room for it (at `t`). The cache
+    /// lives on the one attention-DP rank that prefilled it (tp × pp accelerators) and
+    /// leaves over that rank's NICs; the caches of one rank leave one after another, each
+    /// transfer starting when the first rank's links are free, then crossing the latency.
+    fn send_kv(&mut self, r: u32, d: usize, t: f64) {
+        let q = self.reqs[r as usize];
+        let src = q.src as usize;
+        let spec = self.specs[self.insts[src].spec];
+        let bytes = q.input as f64 * spec.model.kv_bytes_per_token();
+        let p = spec.model.par;
+        let gpus = (p.tp * p.pp.max(1)) as f64;
+        let links = &mut self.insts[src].links;
+        let (k, free) = links
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .expect("a prefill instance has a rank");
+        let sent = t.max(free) + bytes / (self.kv_bps * gpus);
+        links[k] = sent;
+        let arrive = sent + self.kv_latency;
+        self.reqs[r as usize].first = arrive;
+        self.insts[d].incoming += 1;
+        self.push(arrive, Kind::KvArrive, r, d as u32);
     }
 }
 
@@ -969,6 +1013,7 @@ fn run(
                 held: 0,
                 batch_held: 0,
                 incoming: 0,
+                landed: Vec::new(),
                 links: vec![
                     f64::NEG_INFINITY;
                     if roles[k] == Role::Prefill {
@@ -1075,8 +1120,7 @@ fn run(
                 let mut e = e;
                 loop {
                     let i = e.b as usize;
-                    sim.insts[i].incoming -= 1;
-                    sim.insts[i].waiting.push_back(e.a);
+                    sim.insts[i].landed.push(e.a);
                     if !touched.contains(&i) {
                         touched.push(i);
                     }

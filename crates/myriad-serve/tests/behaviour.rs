@@ -3287,3 +3287,63 @@ serving:
         r.ttft.mean
     );
 }
+
+/// Disaggregated: a decode instance reserves a request's cache before it is sent (SGLang's
+/// decode pre-allocation queue, Dynamo's decode worker), so a request that finds the decode
+/// instance full waits with its cache on the prefill instance, and that wait is time to its
+/// first token, not time between its tokens. One decode slot, two 1000-token prompts of 50
+/// output tokens prefilled together (P): the first is sent at once (X, then L) and decodes
+/// 49 steps at TPOT τ; the second is sent when the first completes, so its first token comes
+/// at P + 2X + 2L + 49τ and its TPOT is τ too. Before, its cache was sent at once and it
+/// waited at the decode instance after its "first token": a TPOT of 2τ − X/49.
+#[test]
+fn a_full_decode_instance_delays_the_transfer_not_the_tokens() {
+    let setup = setup_of(
+        "pd-full.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-8b}
+serving:
+  mode: disaggregated
+  prefill: {instances: 1, tp: 1}
+  decode: {instances: 1, tp: 1, max_batch: 1}
+  input: {mean: 100}
+  output: {mean: 10}
+",
+    );
+    let Deployment::Disaggregated {
+        prefill,
+        decode,
+        kv_latency_s: l,
+        ..
+    } = setup.deployment
+    else {
+        panic!("disaggregated")
+    };
+    let kv_bps = 1e9;
+    let x = 1000.0 * prefill.model.kv_bytes_per_token() / kv_bps;
+    let d = Deployment::Disaggregated {
+        prefill,
+        decode,
+        kv_bps,
+        kv_latency_s: l,
+    };
+    let r = myriad_serve::simulate_requests(&d, &[(0.0, 1000, 50), (0.0, 1000, 50)], 0.0, &NO_SLO);
+    assert_eq!(r.completed, 2);
+    let prompts = &r.iteration_mix.with_prompts;
+    assert_eq!(prompts.iterations, 1);
+    let p = prompts.time.total_s;
+    // The mean of the two TPOTs is the larger one: they are equal.
+    let tau = r.tpot.mean;
+    assert!(
+        (r.tpot.p99 / tau - 1.0).abs() < 1e-9,
+        "TPOT mean {tau}, largest {}",
+        r.tpot.p99
+    );
+    let want = p + 2.0 * x + 2.0 * l + 49.0 * tau;
+    assert!(
+        (r.ttft.p99 / want - 1.0).abs() < 1e-9,
+        "second TTFT {} vs P + 2X + 2L + 49τ = {want}",
+        r.ttft.p99
+    );
+}
