@@ -11,8 +11,10 @@
 //! output (reserved at admission, so no preemption; requests wait while it is full) and
 //! the running sequences stay under `max_batch`; every iteration decodes all running
 //! sequences and fills the rest of the token budget with prompt chunks (whole prompts when
-//! chunking is off). Disaggregated: prefill instances only prefill; the KV cache then moves
-//! to the least-loaded decode instance over the scale-out network.
+//! chunking is off). Disaggregated: prefill instances only prefill; the request then queues
+//! at the least-loaded decode instance, whose admission reserves its cache there and starts
+//! the transfer over the scale-out network; the cache stays reserved on the prefill
+//! instance until the transfer lands, and its first token is the landing.
 //!
 //! Invariants: deterministic for a seed; time never goes backwards; every admitted request
 //! completes (a request larger than one attention rank's KV cache is rejected and counted).
@@ -245,12 +247,20 @@ pub struct Percentiles {
     pub p99: f64,
 }
 
+/// Mean and percentiles of `v` (sorted in place), each percentile interpolated linearly
+/// between the two nearest ranks: numpy's default `percentile`, which vLLM's, SGLang's and
+/// trtllm-bench's benchmarks report (the median of an even count is the mean of the middle
+/// two).
 fn percentiles(v: &mut [f64]) -> Percentiles {
     if v.is_empty() {
         return Percentiles::default();
     }
     v.sort_unstable_by(f64::total_cmp);
-    let at = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize];
+    let at = |q: f64| {
+        let x = (v.len() - 1) as f64 * q;
+        let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
+        v[lo] + (v[hi] - v[lo]) * (x - lo as f64)
+    };
     Percentiles {
         mean: v.iter().sum::<f64>() / v.len() as f64,
         p50: at(0.5),
@@ -361,6 +371,9 @@ struct Req {
     output: u32,
     first: f64,
     done: f64,
+    /// The prefill instance holding its KV cache until the transfer to a decode instance
+    /// lands (disaggregated).
+    src: u32,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -427,8 +440,15 @@ struct Inst {
     held: u32,
     /// Iterations they have been held for batching, every rank having one.
     batch_held: u32,
-    /// KV caches on their way to this (decode) instance: routed here, not yet arrived.
+    /// KV caches on their way to this (decode) instance: admitted (its cache reserved),
+    /// not yet decoding: in transfer, or in `landed`.
     incoming: usize,
+    /// Admitted requests whose KV cache has landed: they start decoding at the next
+    /// iteration's start.
+    landed: Vec<u32>,
+    /// When each attention-DP rank's NICs finish sending the KV caches queued on them
+    /// (prefill instances): caches leaving one rank share its links, one after another.
+    links: Vec<f64>,
 }
 
 impl Inst {
@@ -570,6 +590,15 @@ impl Sim<'_> {
         let cap = spec.kv_tokens;
         let role = self.insts[i].role;
         let ranks = spec.model.par.attention_dp.max(1);
+        // KV caches that have landed start decoding.
+        for k in 0..self.insts[i].landed.len() {
+            let r = self.insts[i].landed[k];
+            let q = self.reqs[r as usize];
+            let inst = &mut self.insts[i];
+            inst.incoming -= 1;
+            inst.start_decoding(r, &q, tps);
+        }
+        self.insts[i].landed.clear();
         // Admission.
         loop {
             let inst = &self.insts[i];
@@ -581,7 +610,8 @@ impl Sim<'_> {
                 Role::Prefill => spec.model.kv_need(q.input as f64),
                 _ => spec.model.kv_need(q.input as f64 + q.output as f64),
             };
-            let active = inst.running as usize + inst.prefill.len();
+            // Caches in transfer hold their batch slots as well as their room.
+            let active = inst.running as usize + inst.prefill.len() + inst.incoming;
             // A sequence's KV cache lives on one attention-DP rank: a request larger than
             // one rank's share can never run. A prefill instance also turns away a request
             // whose whole context no decode rank can hold (it was prefilled, its tokens
@@ -595,6 +625,14 @@ impl Sim<'_> {
                 self.insts[i].waiting.pop_front();
                 self.rejected += 1;
                 self.in_system -= 1.0;
+                if role == Role::Decode {
+                    // Its cache, held on the prefill instance, is dropped there.
+                    let src = q.src as usize;
+                    let held = self.specs[self.insts[src].spec]
+                        .model
+                        .kv_need(q.input as f64);
+                    self.kv_change(src, -held);
+                }
                 continue;
             }
             if inst.kv_used + need > cap || active >= spec.max_batch as usize {
@@ -602,9 +640,8 @@ impl Sim<'_> {
             }
             self.insts[i].waiting.pop_front();
             self.kv_change(i, need);
-            let inst = &mut self.insts[i];
             if role == Role::Decode {
-                inst.start_decoding(r, &q, tps);
+                self.send_kv(r, i, t);
             } else {
                 let c = self.cached(q.input);
                 self.insts[i].prefill.push_back((r, c));
@@ -686,8 +723,11 @@ impl Sim<'_> {
             ..Batch::default()
         };
         let mut done_front = 0usize;
-        // Whole prompts (no chunking) are packed rank by rank: each attention-DP rank has
-        // its own share of the token budget, less its own decode tokens.
+        // Each attention-DP rank has its own share of the token budget, less its own decode
+        // tokens (the running sequences are spread over the ranks): vLLM's, SGLang's and
+        // TensorRT-LLM's per-rank schedulers count a step's decode tokens and prompt chunks
+        // against one budget. Whole prompts (no chunking) are packed rank by rank into it;
+        // a chunk is at most one rank's room, in whole tokens.
         let rank_full = (per_rank_budget - dec * (1.0 + draft) / ranks as f64).max(0.0);
         let mut rank = 0u32;
         let mut room = rank_full;
@@ -700,8 +740,12 @@ impl Sim<'_> {
             let rem = (total - done) as f64;
             let take = if spec.chunked_prefill {
                 // With attention data parallelism each rank schedules its own share of the
-                // budget: one prompt gets at most one rank's share per iteration.
-                rem.min(budget).min(per_rank_budget)
+                // budget: one prompt gets at most one rank's room per iteration.
+                let take = rem.min(budget).min(rank_full).floor();
+                if take < 1.0 {
+                    break;
+                }
+                take
             } else if b.prefill_tokens == 0.0 || rem <= room {
                 room -= rem;
                 rem
@@ -799,27 +843,33 @@ impl Sim<'_> {
                 k += 1;
             }
         }
+        // Decode instances that prompts finished here queue at: they start once all of
+        // this iteration's prompts are queued.
+        let mut routed: Vec<usize> = Vec::new();
         for r in finished {
             let q = self.reqs[r as usize];
             self.in_tokens += q.input as f64;
             self.out_tokens += 1.0;
             match role {
                 Role::Prefill => {
-                    self.kv_change(i, -spec.model.kv_need(q.input as f64));
                     if q.output <= 1 {
+                        self.kv_change(i, -spec.model.kv_need(q.input as f64));
                         self.reqs[r as usize].first = t;
                         self.complete(r, t);
                     } else {
-                        // The cache lives on the one attention-DP rank that prefilled it
-                        // (tp × pp accelerators), and leaves over that rank's NICs.
-                        let bytes = q.input as f64 * spec.model.kv_bytes_per_token();
-                        let p = spec.model.par;
-                        let gpus = (p.tp * p.pp.max(1)) as f64;
-                        let arrive = t + self.kv_latency + bytes / (self.kv_bps * gpus);
-                        self.reqs[r as usize].first = arrive;
+                        // The prefill instance holds the cache until the transfer lands
+                        // (Dynamo/NIXL, SGLang's and Mooncake's senders free it on the
+                        // transfer's completion): it is freed at `KvArrive`. The request
+                        // queues at the least-loaded decode instance, whose admission
+                        // reserves its cache there and starts the transfer (SGLang's
+                        // decode pre-allocation queue; Dynamo's decode worker allocates
+                        // before it pulls the cache).
+                        self.reqs[r as usize].src = i as u32;
                         let d = self.pick(Role::Decode);
-                        self.insts[d].incoming += 1;
-                        self.push(arrive, Kind::KvArrive, r, d as u32);
+                        self.insts[d].waiting.push_back(r);
+                        if !routed.contains(&d) {
+                            routed.push(d);
+                        }
                     }
                 }
                 _ => {
@@ -834,7 +884,39 @@ impl Sim<'_> {
                 }
             }
         }
+        for d in routed {
+            if !self.insts[d].busy {
+                self.start(d, t);
+            }
+        }
         self.start(i, t);
+    }
+
+    /// Starts the transfer of request `r`'s KV cache from the prefill instance holding it
+    /// to decode instance `d`, which has just reserved room for it (at `t`). The cache
+    /// lives on the one attention-DP rank that prefilled it (tp × pp accelerators) and
+    /// leaves over that rank's NICs; the caches of one rank leave one after another, each
+    /// transfer starting when the first rank's links are free, then crossing the latency.
+    fn send_kv(&mut self, r: u32, d: usize, t: f64) {
+        let q = self.reqs[r as usize];
+        let src = q.src as usize;
+        let spec = self.specs[self.insts[src].spec];
+        let bytes = q.input as f64 * spec.model.kv_bytes_per_token();
+        let p = spec.model.par;
+        let gpus = (p.tp * p.pp.max(1)) as f64;
+        let links = &mut self.insts[src].links;
+        let (k, free) = links
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .expect("a prefill instance has a rank");
+        let sent = t.max(free) + bytes / (self.kv_bps * gpus);
+        links[k] = sent;
+        let arrive = sent + self.kv_latency;
+        self.reqs[r as usize].first = arrive;
+        self.insts[d].incoming += 1;
+        self.push(arrive, Kind::KvArrive, r, d as u32);
     }
 }
 
@@ -939,6 +1021,15 @@ fn run(
                 held: 0,
                 batch_held: 0,
                 incoming: 0,
+                landed: Vec::new(),
+                links: vec![
+                    f64::NEG_INFINITY;
+                    if roles[k] == Role::Prefill {
+                        s.model.par.attention_dp.max(1) as usize
+                    } else {
+                        0
+                    }
+                ],
                 ctx: 0.0,
                 ctx_sq: 0.0,
                 steps: 0,
@@ -962,6 +1053,7 @@ fn run(
                 output: o.max(1),
                 first: f64::NAN,
                 done: f64::NAN,
+                src: 0,
             })
             .collect(),
         ev: BinaryHeap::new(),
@@ -1030,14 +1122,22 @@ fn run(
             Kind::KvArrive => {
                 // All KV caches landing at this same instant (the prompts of one prefill
                 // iteration) are queued before any decode instance starts, as arrivals are.
+                // Each frees its cache on the prefill instance that sent it, which may then
+                // admit prompts its full cache held back.
                 touched.clear();
                 let mut e = e;
                 loop {
                     let i = e.b as usize;
-                    sim.insts[i].incoming -= 1;
-                    sim.insts[i].waiting.push_back(e.a);
+                    sim.insts[i].landed.push(e.a);
                     if !touched.contains(&i) {
                         touched.push(i);
+                    }
+                    let q = sim.reqs[e.a as usize];
+                    let src = q.src as usize;
+                    let spec = sim.specs[sim.insts[src].spec];
+                    sim.kv_change(src, -spec.model.kv_need(q.input as f64));
+                    if !touched.contains(&src) {
+                        touched.push(src);
                     }
                     match sim.ev.peek() {
                         Some(Reverse(n)) if n.kind == Kind::KvArrive && n.t == e.t => {
@@ -1167,5 +1267,25 @@ fn run(
             0.0
         },
         iteration_mix: sim.mix,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Linear interpolation between ranks, as numpy's `percentile` (hand-checked: for
+    /// 1, 2, 3, 4 the ranks are 1.5, 2.7 and 2.97 past the first). Rounding the rank to
+    /// the nearest index gave a median of 3 and a p90 of 4.
+    #[test]
+    fn percentiles_interpolate_between_ranks() {
+        let p = percentiles(&mut [4.0, 1.0, 3.0, 2.0]);
+        assert_eq!(p.mean, 2.5);
+        assert!((p.p50 - 2.5).abs() < 1e-12, "p50 {}", p.p50);
+        assert!((p.p90 - 3.7).abs() < 1e-12, "p90 {}", p.p90);
+        assert!((p.p99 - 3.97).abs() < 1e-12, "p99 {}", p.p99);
+        let one = percentiles(&mut [7.0]);
+        assert_eq!((one.p50, one.p99), (7.0, 7.0));
+        assert_eq!(percentiles(&mut []), Percentiles::default());
     }
 }

@@ -2865,14 +2865,14 @@ fn kv_transfers_in_flight_count_toward_a_decode_instances_load() {
 }
 
 /// Guards the start of a decode instance when several KV caches land at the same instant
-/// (the prompts of one prefill iteration, of equal length): all of them are queued before
-/// the instance starts its iteration, as requests arriving together are. Before, the first
-/// landing started an iteration of one sequence and the other 63 waited it out: a mean
-/// decode batch below 64.
+/// (prompts of equal length prefilled together on separate prefill instances, each
+/// sending over its own links): all of them are queued before the instance starts its
+/// iteration, as requests arriving together are. Before, the first landing started an
+/// iteration of one sequence and the others waited it out: a mean decode batch below 64.
 #[test]
 fn kv_caches_landing_together_start_one_decode_batch() {
     let m = llama3_8b_h100_bf16;
-    let mut p = role(m(), 1, 256);
+    let mut p = role(m(), 64, 256);
     p.max_tokens = 16_384;
     let d = Deployment::Disaggregated {
         prefill: p,
@@ -3135,6 +3135,219 @@ serving:
     assert!(
         (r.ttft.mean / want - 1.0).abs() < 1e-9,
         "TTFT {} vs {want} (transfer {transfer})",
+        r.ttft.mean
+    );
+}
+
+/// Chunked prefill under attention data parallelism: a rank's token budget holds its own
+/// decode tokens and its prompt chunk together (vLLM's, SGLang's and TensorRT-LLM's
+/// schedulers). Two ranks share 2048 tokens, 1024 each. 400 one-token prompts prefill in
+/// the first iteration and then decode, 200 per rank; a 4000-token prompt arriving during
+/// that iteration gets chunks of 1024 − 200 = 824 tokens: five of them (4 × 824 + 704),
+/// not four of a whole rank's 1024 (each chunk ignored the rank's decode tokens).
+#[test]
+fn an_attention_rank_chunk_leaves_room_for_its_decode_tokens() {
+    let bf16 = Precision::Bf16;
+    let m = try_model(
+        ("h100-sxm", 8),
+        "llama3-8b",
+        Parallel::new(1, 2, 1),
+        (bf16, bf16, bf16),
+        0.0,
+        false,
+        None,
+    )
+    .unwrap();
+    let kv = m.kv_capacity_tokens(0.9);
+    let d = Deployment::Aggregated(RoleSpec {
+        model: m,
+        instances: 1,
+        max_batch: 1024,
+        max_tokens: 2048,
+        chunked_prefill: true,
+        kv_tokens: kv,
+        policy: Default::default(),
+    });
+    let mut reqs = vec![(0.0, 1u32, 2000u32); 400];
+    reqs.push((1e-6, 4000, 2));
+    let r = myriad_serve::simulate_requests(&d, &reqs, 0.0, &NO_SLO);
+    assert_eq!(r.completed, 401);
+    let prompts = &r.iteration_mix.with_prompts;
+    // The first iteration's 400 one-token prompts, then five chunks of the long one.
+    assert_eq!(prompts.iterations, 6);
+    // Prompt tokens per prompted rank: 400 over two ranks, then 824 four times and 704.
+    assert_eq!(prompts.prompt_tokens_per_rank, 200.0 + 4.0 * 824.0 + 704.0);
+}
+
+/// Disaggregated: a prefill instance holds a prompt's KV cache until its transfer to the
+/// decode instance lands (Dynamo, SGLang's PD senders and Mooncake free it on the
+/// transfer's completion). A prefill cache of 1500 tokens holds one 1000-token prompt, so
+/// of two arriving together the second starts once the first's cache has left: after one
+/// prefill P and one transfer T. Its first token comes at 2P + 2T; freeing the cache when
+/// the prefill ended gave 2P + T.
+#[test]
+fn a_prefill_instance_holds_the_kv_cache_until_its_transfer_lands() {
+    let setup = setup_of(
+        "pd-hold.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-8b}
+serving:
+  mode: disaggregated
+  prefill: {instances: 1, tp: 1}
+  decode: {instances: 1, tp: 1}
+  input: {mean: 100}
+  output: {mean: 10}
+",
+    );
+    let Deployment::Disaggregated {
+        prefill,
+        decode,
+        kv_latency_s,
+        ..
+    } = setup.deployment
+    else {
+        panic!("disaggregated")
+    };
+    let mut prefill = prefill;
+    prefill.kv_tokens = 1500.0;
+    // A slow link: 1 GB/s per accelerator, so the transfer dwarfs nothing else.
+    let kv_bps = 1e9;
+    let d = Deployment::Disaggregated {
+        prefill: prefill.clone(),
+        decode,
+        kv_bps,
+        kv_latency_s,
+    };
+    let r = myriad_serve::simulate_requests(&d, &[(0.0, 1000, 2), (0.0, 1000, 2)], 0.0, &NO_SLO);
+    assert_eq!(r.completed, 2);
+    let prompts = &r.iteration_mix.with_prompts;
+    assert_eq!(prompts.iterations, 2);
+    let p = prompts.time.total_s / 2.0;
+    let t = kv_latency_s + 1000.0 * prefill.model.kv_bytes_per_token() / kv_bps;
+    // The mean of P + T and 2P + 2T.
+    let want = 1.5 * (p + t);
+    assert!(
+        (r.ttft.mean / want - 1.0).abs() < 1e-9,
+        "mean TTFT {} vs (P + T + 2P + 2T) / 2 = {want} (P {p}, T {t})",
+        r.ttft.mean
+    );
+}
+
+/// Disaggregated: the KV caches of prompts prefilled together leave over the same links,
+/// one after another. Two 1000-token prompts prefilled in one iteration P on a one-rank
+/// prefill instance each take X to send: the first lands at P + X + L, the second at
+/// P + 2X + L (both landed at P + X + L when every transfer had the links to itself).
+#[test]
+fn kv_transfers_from_one_rank_share_its_links() {
+    let setup = setup_of(
+        "pd-links.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-8b}
+serving:
+  mode: disaggregated
+  prefill: {instances: 1, tp: 1}
+  decode: {instances: 1, tp: 1}
+  input: {mean: 100}
+  output: {mean: 10}
+",
+    );
+    let Deployment::Disaggregated {
+        prefill,
+        decode,
+        kv_latency_s,
+        ..
+    } = setup.deployment
+    else {
+        panic!("disaggregated")
+    };
+    let kv_bps = 1e9;
+    let x = 1000.0 * prefill.model.kv_bytes_per_token() / kv_bps;
+    let d = Deployment::Disaggregated {
+        prefill,
+        decode,
+        kv_bps,
+        kv_latency_s,
+    };
+    let r = myriad_serve::simulate_requests(&d, &[(0.0, 1000, 2), (0.0, 1000, 2)], 0.0, &NO_SLO);
+    assert_eq!(r.completed, 2);
+    let prompts = &r.iteration_mix.with_prompts;
+    assert_eq!(prompts.iterations, 1);
+    let p = prompts.time.total_s;
+    let (first, second) = (p + x + kv_latency_s, p + 2.0 * x + kv_latency_s);
+    let p99 = first + 0.99 * (second - first);
+    assert!(
+        (r.ttft.p99 / p99 - 1.0).abs() < 1e-9,
+        "p99 TTFT {} vs {p99}, second P + 2X + L = {second}",
+        r.ttft.p99
+    );
+    let mean = (first + second) / 2.0;
+    assert!(
+        (r.ttft.mean / mean - 1.0).abs() < 1e-9,
+        "mean TTFT {} vs {mean}",
+        r.ttft.mean
+    );
+}
+
+/// Disaggregated: a decode instance reserves a request's cache before it is sent (SGLang's
+/// decode pre-allocation queue, Dynamo's decode worker), so a request that finds the decode
+/// instance full waits with its cache on the prefill instance, and that wait is time to its
+/// first token, not time between its tokens. One decode slot, two 1000-token prompts of 50
+/// output tokens prefilled together (P): the first is sent at once (X, then L) and decodes
+/// 49 steps at TPOT τ; the second is sent when the first completes, so its first token comes
+/// at P + 2X + 2L + 49τ and its TPOT is τ too. Before, its cache was sent at once and it
+/// waited at the decode instance after its "first token": a TPOT of 2τ − X/49.
+#[test]
+fn a_full_decode_instance_delays_the_transfer_not_the_tokens() {
+    let setup = setup_of(
+        "pd-full.yaml",
+        "format: myriad/1
+cluster: {accelerator: h100-sxm, count: 8}
+model: {preset: llama3-8b}
+serving:
+  mode: disaggregated
+  prefill: {instances: 1, tp: 1}
+  decode: {instances: 1, tp: 1, max_batch: 1}
+  input: {mean: 100}
+  output: {mean: 10}
+",
+    );
+    let Deployment::Disaggregated {
+        prefill,
+        decode,
+        kv_latency_s: l,
+        ..
+    } = setup.deployment
+    else {
+        panic!("disaggregated")
+    };
+    let kv_bps = 1e9;
+    let x = 1000.0 * prefill.model.kv_bytes_per_token() / kv_bps;
+    let d = Deployment::Disaggregated {
+        prefill,
+        decode,
+        kv_bps,
+        kv_latency_s: l,
+    };
+    let r = myriad_serve::simulate_requests(&d, &[(0.0, 1000, 50), (0.0, 1000, 50)], 0.0, &NO_SLO);
+    assert_eq!(r.completed, 2);
+    let prompts = &r.iteration_mix.with_prompts;
+    assert_eq!(prompts.iterations, 1);
+    let p = prompts.time.total_s;
+    // The p99 of two TPOTs (0.99 of the way from the smaller) is their mean only when
+    // they are equal.
+    let tau = r.tpot.mean;
+    assert!(
+        (r.tpot.p99 / tau - 1.0).abs() < 1e-9,
+        "TPOT mean {tau}, largest {}",
+        r.tpot.p99
+    );
+    let second = p + 2.0 * x + 2.0 * l + 49.0 * tau;
+    let want = (p + x + l + second) / 2.0;
+    assert!(
+        (r.ttft.mean / want - 1.0).abs() < 1e-9,
+        "mean TTFT {} vs {want}, the second's P + 2X + 2L + 49τ = {second}",
         r.ttft.mean
     );
 }
