@@ -927,3 +927,50 @@ fn uneven_group_time_is_monotone_in_bytes() {
         }
     }
 }
+
+/// A finite size whose traffic overflows (an all-reduce of 1.7e308 bytes over 16 ranks
+/// moves 1.9 × that through each rank's links) was simulated as the ring the analytical
+/// model's error fell back to, with links of infinite load (`null` in JSON); it is an error
+/// naming the size, as the analytical model's. A size that fits is still timed, its loads
+/// finite.
+#[test]
+fn a_size_whose_traffic_overflows_is_an_error() {
+    let c = superpod();
+    let net = Network::from_cluster(&c);
+    let ranks = strided(0, 16, 1);
+    let span = myriad_train::Plan::span(&c.levels, 16, 1);
+    for (op, bytes) in [(Op::AllReduce, 1.7e308), (Op::AllReduce, f64::MAX)] {
+        let a = myriad_collective::time(op, Algorithm::Auto, bytes, &span, &c.levels);
+        assert!(a.is_err(), "{op:?}: {a:?}");
+        let choice = flow_choice(op, Algorithm::Auto, bytes, &span, &c.levels);
+        let e = time_collective(&net, op, choice, bytes, &ranks, &SimOptions::default())
+            .map(|(f, _)| f.sim.link_bytes.iter().copied().fold(0.0, f64::max))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("too large to time"), "{op:?}: {e}");
+        let e = myriad_netsim::time_groups(
+            &net,
+            op,
+            choice,
+            bytes,
+            &[strided(0, 16, 1), strided(16, 16, 1)],
+            &SimOptions::default(),
+        )
+        .map(|(f, _)| f.time_s)
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("too large to time"), "{op:?}: {e}");
+    }
+    let bytes = 1e300;
+    let choice = flow_choice(Op::AllReduce, Algorithm::Auto, bytes, &span, &c.levels);
+    let (f, _) = time_collective(
+        &net,
+        Op::AllReduce,
+        choice,
+        bytes,
+        &ranks,
+        &SimOptions::default(),
+    )
+    .unwrap();
+    assert!(f.time_s.is_finite() && f.sim.link_bytes.iter().all(|b| b.is_finite()));
+}
