@@ -1026,3 +1026,56 @@ fn a_hierarchical_fallback_ring_runs_on_the_rings_protocol() {
     );
     assert_eq!(hier.algorithm, Algorithm::Hierarchical);
 }
+
+/// 1,000 H100 on an NDR fat-tree of 64-port leaves: 31 full leaves of 32 NICs and a last
+/// leaf of 8 NICs with 8 uplinks, one to each of 8 spines, non-blocking. Destination
+/// (d-mod-k) routing chose each flow's spine by the source leaf's cable number, 2 cables
+/// per spine: the last leaf's 8 ports were reached through 4 of its 8 spines, two ports'
+/// traffic on each of those 4 downlinks while the other 4 idled, and a ring over every rank
+/// ran at half speed into it. OpenSM's fat-tree routing gives each destination one of its
+/// own leaf's uplinks: every downlink into the last leaf carries one port's traffic.
+#[test]
+fn a_partial_leaf_is_reached_through_all_its_uplinks_under_destination_routing() {
+    let c = build(
+        "h100-1000.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 1000\n  scale_up: hgx-h100\n  scale_out:\n    fabric: infiniband-ndr\n    topology: fat-tree\n",
+    );
+    let net = Network::from_cluster(&c);
+    assert_eq!(net.routing(), Some(myriad_netsim::Routing::Destination));
+    let t = &c.topology;
+    let l = &t.links;
+    // The leaf of the last NIC, its NIC links and its uplinks.
+    let last_nic = (0..l.len())
+        .filter(|&b| l.kind[b] == LinkKind::Nic)
+        .max_by_key(|&b| l.lower[b])
+        .unwrap();
+    let leaf = l.upper[last_nic];
+    let nics: Vec<usize> = (0..l.len())
+        .filter(|&b| l.kind[b] == LinkKind::Nic && l.upper[b] == leaf)
+        .collect();
+    let ups: Vec<usize> = (0..l.len())
+        .filter(|&b| l.kind[b] == LinkKind::Fabric && l.lower[b] == leaf)
+        .collect();
+    assert_eq!((nics.len(), ups.len()), (8, 8));
+    let ranks = strided(0, 1000, 1);
+    let (f, _) = time_collective(
+        &net,
+        Op::AllReduce,
+        Choice::simple(Algorithm::Ring),
+        GIB,
+        &ranks,
+        &SimOptions::default(),
+    )
+    .unwrap();
+    let down = |b: usize| f.sim.link_bytes[2 * b + 1];
+    let nic_in: Vec<f64> = nics.iter().map(|&b| down(b)).collect();
+    let spine_in: Vec<f64> = ups.iter().map(|&b| down(b)).collect();
+    let nic_max = nic_in.iter().copied().fold(0.0, f64::max);
+    assert!(nic_max > 0.0);
+    for (k, x) in spine_in.iter().enumerate() {
+        assert!(
+            (x / nic_max - 1.0).abs() < 1e-9,
+            "downlink {k} into the last leaf carries {x:e} B, a port receives {nic_max:e}: {spine_in:?}"
+        );
+    }
+}
