@@ -689,7 +689,10 @@ fn build_variant(
                 extra_s: NVLS_FIXED_US * 1e-6,
                 label: "nvls",
                 fixed_rates: false,
-                extra_latency_s: 2.0 * net.su_lat,
+                // NVLS's two steps at the scale-up latency: the flows' own path (the
+                // multimem load-reduce through the switch) is the first, the multicast
+                // store the second.
+                extra_latency_s: net.su_lat,
             });
         }
         Algorithm::Hierarchical => {

@@ -1079,3 +1079,39 @@ fn a_partial_leaf_is_reached_through_all_its_uplinks_under_destination_routing()
         );
     }
 }
+
+/// NVLS inside one DGX H100 is two scale-up steps (`Λ = 2 · lat_0`, crate docs of
+/// `myriad_collective`): its flows each paid the scale-up latency on their own path and
+/// the phase added two more, three steps in all (2.5 µs more than the analytical model
+/// at every size: 77.5 µs for 8 B against 75.0). Nothing shares a link inside the
+/// domain, so the flow time is the analytical time.
+#[test]
+fn nvls_pays_its_two_scale_up_steps_once() {
+    let c = build(
+        "dgx-h100-node.yaml",
+        include_str!("../../../examples/dgx-h100-node.yaml"),
+    );
+    let net = Network::from_cluster(&c);
+    let span = myriad_train::Plan::span(&c.levels, 8, 1);
+    for op in [Op::AllReduce, Op::AllGather, Op::ReduceScatter] {
+        for bytes in [8.0, 1024.0 * 1024.0, 64.0 * 1024.0 * 1024.0, GIB] {
+            let a = myriad_collective::time(op, Algorithm::Nvls, bytes, &span, &c.levels).unwrap();
+            let choice = flow_choice(op, Algorithm::Nvls, bytes, &span, &c.levels);
+            let (f, _) = time_collective(
+                &net,
+                op,
+                choice,
+                bytes,
+                &strided(0, 8, 1),
+                &SimOptions::default(),
+            )
+            .unwrap();
+            assert!(
+                (f.time_s / a.time_s - 1.0).abs() < 1e-9,
+                "{op:?} {bytes}: flow {} s, analytical {} s",
+                f.time_s,
+                a.time_s
+            );
+        }
+    }
+}
