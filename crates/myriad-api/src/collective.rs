@@ -300,6 +300,13 @@ pub fn collective_input_named(
                 .ok_or_else(|| format!("{sweep_arg}: `{sw}` is not a range like 8B..16GiB"))?;
             let size = |t: &str| parse_bytes(t).map_err(|e| n.size("sweep", e));
             let (lo, hi) = (size(lo)?.max(1.0), size(hi)?);
+            // A sweep doubles from at least 1 B: a range that ends below it holds no size
+            // (`0B..0B` was told to give its smaller size first).
+            if hi < 1.0 {
+                return Err(format!(
+                    "{sweep_arg}: `{sw}` ends below 1 B; a sweep doubles from 1 B up (one size of 0 B: {bytes_arg} 0B)"
+                ));
+            }
             if lo > hi {
                 return Err(format!(
                     "{sweep_arg}: `{sw}` runs from {lo} B down to {hi} B; give the smaller size first"
@@ -427,6 +434,33 @@ mod tests {
         let i = collective_input(&s, "s.yaml", "all-reduce", Some("1MiB"), None, "dp", "auto")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(i.ranks.len(), 32);
+    }
+
+    /// A sweep ending below 1 B holds no size; `0B..0B` was said to run "from 1 B down to
+    /// 0 B" and told to give the smaller size first, which it did.
+    #[test]
+    fn a_sweep_ending_below_one_byte_says_so() {
+        let s = scenario("{global_batch: 512, micro_batch: 1}");
+        for sw in ["0B..0B", "0..0.5"] {
+            let e = collective_input(&s, "s.yaml", "all-reduce", None, Some(sw), "0-7", "auto")
+                .err()
+                .expect("an error");
+            assert_eq!(
+                e,
+                format!("--sweep: `{sw}` ends below 1 B; a sweep doubles from 1 B up (one size of 0 B: --bytes 0B)")
+            );
+        }
+        let i = collective_input(
+            &s,
+            "s.yaml",
+            "all-reduce",
+            None,
+            Some("0B..4B"),
+            "0-7",
+            "auto",
+        )
+        .unwrap();
+        assert_eq!(i.sizes, vec![1.0, 2.0, 4.0]);
     }
 
     /// `all` on 1,000 accelerators (31 full leaves of 32 and one of 8) was timed as the
