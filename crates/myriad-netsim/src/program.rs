@@ -461,6 +461,7 @@ fn double_tree(p1: usize) -> (Vec<(u32, usize, usize)>, u32) {
 /// down, each at its own route's latency (a tree across two sites pays the DCI link once
 /// each way; the mean hop times the depth paid a share of it). `None` where a hop has no
 /// route (a hand-built network).
+#[allow(clippy::too_many_arguments)]
 fn tree_path_latency(
     net: &Network,
     edges: &[(u32, usize, usize)],
@@ -468,15 +469,15 @@ fn tree_path_latency(
     p1: usize,
     rep: &dyn Fn(usize) -> u32,
     flow_id: u32,
+    alive: &[bool],
+    buf: &mut Vec<u32>,
 ) -> Option<f64> {
-    let alive = vec![true; net.links()];
-    let mut buf = Vec::with_capacity(crate::net::MAX_PATH);
     let mut parent = vec![usize::MAX; p1];
     let (mut up, mut down) = (vec![0.0; p1], vec![0.0; p1]);
     for &(_, x, q) in edges.iter().filter(|e| e.0 == tree) {
         parent[x] = q;
-        up[x] = net.route(&alive, rep(x), rep(q), flow_id, &mut buf).ok()?;
-        down[x] = net.route(&alive, rep(q), rep(x), flow_id, &mut buf).ok()?;
+        up[x] = net.route(alive, rep(x), rep(q), flow_id, buf).ok()?;
+        down[x] = net.route(alive, rep(q), rep(x), flow_id, buf).ok()?;
     }
     let mut worst = 0.0f64;
     for x in 0..p1 {
@@ -766,11 +767,13 @@ fn build_variant(
             let mut tree_lat = Some(0.0f64);
             if hier.outer_tree {
                 let (edges, _) = double_tree(p1);
+                let (alive, mut buf) = (vec![true; net.links()], Vec::new());
                 for j in 0..s0 {
                     let rep = |d: usize| r[runs[d].0 + j];
                     for tree in 0..2 {
                         tree_lat = tree_lat.and_then(|w| {
-                            tree_path_latency(net, &edges, tree, p1, &rep, tree).map(|l| w.max(l))
+                            tree_path_latency(net, &edges, tree, p1, &rep, tree, &alive, &mut buf)
+                                .map(|l| w.max(l))
                         });
                     }
                 }
@@ -878,14 +881,24 @@ fn build_variant(
             let (edges, depth) = double_tree(p1);
             // The trees' fill: the longest root path of any channel's tree.
             let mut tree_lat = Some(0.0f64);
+            let (alive, mut buf) = (vec![true; net.links()], Vec::new());
             for c in 0..channels {
                 let rep = |d: usize| {
                     let (s, len) = runs[d];
                     r[s + c % len]
                 };
                 tree_lat = tree_lat.and_then(|w| {
-                    tree_path_latency(net, &edges, (c % 2) as u32, p1, &rep, c as u32)
-                        .map(|l| w.max(l))
+                    tree_path_latency(
+                        net,
+                        &edges,
+                        (c % 2) as u32,
+                        p1,
+                        &rep,
+                        c as u32,
+                        &alive,
+                        &mut buf,
+                    )
+                    .map(|l| w.max(l))
                 });
             }
             for c in 0..channels {
