@@ -48,8 +48,8 @@
 //!   holds cable number `(q / D) % cables`, where `q` is the destination NIC port vertex and
 //!   `D` the product of the cable counts chosen from at the tiers below; flows to
 //!   different destinations under one leaf spread over distinct uplinks. From a leaf to
-//!   the spines above both ends, toward a leaf cabled unlike the source's (a partial last
-//!   leaf), the spine is the one holding cable `q % cables` of the *destination's* leaf
+//!   the spines above both ends, toward a leaf with fewer uplinks than the source's (a
+//!   partial last leaf), the spine is the one holding cable `q % cables` of the *destination's* leaf
 //!   (OpenSM assigns each destination one of its own leaf's uplinks), reached over the
 //!   source leaf's bundle to it, so every uplink of the partial leaf is in use.
 //!
@@ -460,10 +460,11 @@ impl Router {
                 self.up_off[leaf_q as usize] as usize,
                 self.up_off[leaf_q as usize + 1] as usize,
             );
-            // Only toward a leaf with other uplinks than this one: between leaves cabled
+            // Only toward a leaf with fewer uplinks than this one: between leaves cabled
             // alike the source's cable is the same spine (and, where the builder staggers
-            // the cabling, d-mod-k's spread over the source's uplinks is kept).
-            if qa < qz && self.up_cum[qz - 1] != total {
+            // the cabling, d-mod-k's spread over the source's uplinks is kept); from a
+            // partial leaf, its own cables spread its flows over all its uplinks.
+            if qa < qz && self.up_cum[qz - 1] < total {
                 let q_total = self.up_cum[qz - 1] as u64;
                 // At a leaf d-mod-k's divisor is 1.
                 let cq_cable = (q as u64 % q_total) as u32;

@@ -1067,16 +1067,19 @@ fn a_partial_leaf_is_reached_through_all_its_uplinks_under_destination_routing()
         &SimOptions::default(),
     )
     .unwrap();
-    let down = |b: usize| f.sim.link_bytes[2 * b + 1];
-    let nic_in: Vec<f64> = nics.iter().map(|&b| down(b)).collect();
-    let spine_in: Vec<f64> = ups.iter().map(|&b| down(b)).collect();
-    let nic_max = nic_in.iter().copied().fold(0.0, f64::max);
-    assert!(nic_max > 0.0);
-    for (k, x) in spine_in.iter().enumerate() {
-        assert!(
-            (x / nic_max - 1.0).abs() < 1e-9,
-            "downlink {k} into the last leaf carries {x:e} B, a port receives {nic_max:e}: {spine_in:?}"
-        );
+    // Into the leaf (downlinks) and out of it (uplinks, from its ports' own cables).
+    for (dir, name) in [(1, "downlink"), (0, "uplink")] {
+        let load = |b: usize| f.sim.link_bytes[2 * b + dir];
+        let nic: Vec<f64> = nics.iter().map(|&b| load(b)).collect();
+        let spine: Vec<f64> = ups.iter().map(|&b| load(b)).collect();
+        let nic_max = nic.iter().copied().fold(0.0, f64::max);
+        assert!(nic_max > 0.0);
+        for (k, x) in spine.iter().enumerate() {
+            assert!(
+                (x / nic_max - 1.0).abs() < 1e-9,
+                "{name} {k} of the last leaf carries {x:e} B, a port {nic_max:e}: {spine:?}"
+            );
+        }
     }
 }
 
