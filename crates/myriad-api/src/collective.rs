@@ -282,7 +282,10 @@ pub fn collective_input_named(
     let op = parse_op_named(op, n)?;
     let algorithm = parse_algorithm_named(algorithm, n)?;
     let (span, ranks) = group_span_named(group, &cluster, plan.as_ref(), file, n)?;
-    let explicit = !dimension && group != "all";
+    // `all` on a cluster that no symmetric group covers (1,000 accelerators on leaves of
+    // 32: a last leaf of 8) is timed over its ranks as they lie, like explicit ranks, not
+    // as the 1,024 of the span that holds them.
+    let explicit = !dimension && (group != "all" || span.size() != ranks.len() as u64);
     let group = explicit.then(|| RankGroup::new(&ranks, &cluster.levels));
     let (bytes_arg, sweep_arg) = (n.arg("bytes"), n.arg("sweep"));
     let sizes: Vec<f64> = match (sweep, bytes) {
@@ -297,6 +300,13 @@ pub fn collective_input_named(
                 .ok_or_else(|| format!("{sweep_arg}: `{sw}` is not a range like 8B..16GiB"))?;
             let size = |t: &str| parse_bytes(t).map_err(|e| n.size("sweep", e));
             let (lo, hi) = (size(lo)?.max(1.0), size(hi)?);
+            // A sweep doubles from at least 1 B: a range that ends below it holds no size
+            // (`0B..0B` was told to give its smaller size first).
+            if hi < 1.0 {
+                return Err(format!(
+                    "{sweep_arg}: `{sw}` ends below 1 B; a sweep doubles from 1 B up (one size of 0 B: {bytes_arg} 0B)"
+                ));
+            }
             if lo > hi {
                 return Err(format!(
                     "{sweep_arg}: `{sw}` runs from {lo} B down to {hi} B; give the smaller size first"
@@ -424,6 +434,64 @@ mod tests {
         let i = collective_input(&s, "s.yaml", "all-reduce", Some("1MiB"), None, "dp", "auto")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(i.ranks.len(), 32);
+    }
+
+    /// A sweep ending below 1 B holds no size; `0B..0B` was said to run "from 1 B down to
+    /// 0 B" and told to give the smaller size first, which it did.
+    #[test]
+    fn a_sweep_ending_below_one_byte_says_so() {
+        let s = scenario("{global_batch: 512, micro_batch: 1}");
+        for sw in ["0B..0B", "0..0.5"] {
+            let e = collective_input(&s, "s.yaml", "all-reduce", None, Some(sw), "0-7", "auto")
+                .err()
+                .expect("an error");
+            assert_eq!(
+                e,
+                format!("--sweep: `{sw}` ends below 1 B; a sweep doubles from 1 B up (one size of 0 B: --bytes 0B)")
+            );
+        }
+        let i = collective_input(
+            &s,
+            "s.yaml",
+            "all-reduce",
+            None,
+            Some("0B..4B"),
+            "0-7",
+            "auto",
+        )
+        .unwrap();
+        assert_eq!(i.sizes, vec![1.0, 2.0, 4.0]);
+    }
+
+    /// `all` on 1,000 accelerators (31 full leaves of 32 and one of 8) was timed as the
+    /// 1,024-rank span holding it: a group of 1,024, a hierarchical all-reduce its last leaf
+    /// cannot run, a bus factor of 2·1023/1024; it is the 1,000 ranks, as `0-999` is.
+    #[test]
+    fn all_on_a_cluster_no_symmetric_group_covers_is_its_ranks() {
+        let text =
+            "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1000, scale_up: hgx-h100, \
+                    scale_out: {fabric: infiniband-ndr, topology: fat-tree}}\n";
+        let s = crate::scenario("s.yaml", text).unwrap();
+        let run = |group: &str| {
+            let i = collective_input(
+                &s,
+                "s.yaml",
+                "all-reduce",
+                Some("1GiB"),
+                None,
+                group,
+                "auto",
+            )
+            .unwrap_or_else(|e| panic!("{group}: {e}"));
+            assert_eq!(i.ranks.len(), 1000, "{group}");
+            let (points, out) = super::collective_analytical(&i, "s.yaml").unwrap();
+            assert_eq!(out["group_size"], 1000, "{group}: {out}");
+            points[0].1
+        };
+        let (all, explicit) = (run("all"), run("0-999"));
+        assert_eq!(all, explicit);
+        // nccl-tests' bus factor of the 1,000 ranks.
+        assert!((all.busbw_gbps / all.algbw_gbps - 2.0 * 999.0 / 1000.0).abs() < 1e-12);
     }
 
     /// `all` and explicit ranks use no plan, yet a training block the cluster cannot run

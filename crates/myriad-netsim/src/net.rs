@@ -47,7 +47,11 @@
 //! - **Destination** (InfiniBand static routing, OpenSM's fat-tree "d-mod-k"): the uplink
 //!   holds cable number `(q / D) % cables`, where `q` is the destination NIC port vertex and
 //!   `D` the product of the cable counts chosen from at the tiers below; flows to
-//!   different destinations under one leaf spread over distinct uplinks.
+//!   different destinations under one leaf spread over distinct uplinks. From a leaf to
+//!   the spines above both ends, toward a leaf with fewer uplinks than the source's (a
+//!   partial last leaf), the spine is the one holding cable `q % cables` of the *destination's* leaf
+//!   (OpenSM assigns each destination one of its own leaf's uplinks), reached over the
+//!   source leaf's bundle to it, so every uplink of the partial leaf is in use.
 //!
 //! In both, the NIC slot is `h % slots`. When the chosen uplink leads to no live path (a
 //! failed link or switch, or a stripe that does not reach a partial block), the choice is
@@ -444,6 +448,37 @@ impl Router {
             out.truncate(base);
             false
         };
+        // Destination routing from a leaf to the spines above both ends: OpenSM's fat-tree
+        // routing assigns each destination port one of its own leaf's uplinks (d-mod-k over
+        // the destination leaf's cables), and every source reaches it through that uplink's
+        // spine. On full leaves the source's cable of the same number leads to the same
+        // spine; a partial leaf (the last 8 NICs of 1,000 on leaves of 32) has fewer
+        // uplinks, and choosing by the source's cables sent its 8 ports through 4 of its
+        // 8 spines (2:1 into that leaf).
+        if self.routing == Routing::Destination && tier == 0 && target == 1 && dci_site.is_none() {
+            let (qa, qz) = (
+                self.up_off[leaf_q as usize] as usize,
+                self.up_off[leaf_q as usize + 1] as usize,
+            );
+            // Only toward a leaf with fewer uplinks than this one: between leaves cabled
+            // alike the source's cable is the same spine (and, where the builder staggers
+            // the cabling, d-mod-k's spread over the source's uplinks is kept); from a
+            // partial leaf, its own cables spread its flows over all its uplinks.
+            if qa < qz && self.up_cum[qz - 1] < total {
+                let q_total = self.up_cum[qz - 1] as u64;
+                // At a leaf d-mod-k's divisor is 1.
+                let cq_cable = (q as u64 % q_total) as u32;
+                let k = (qa..qz)
+                    .position(|i| self.up_cum[i] > cq_cable)
+                    .unwrap_or(0);
+                let spine = self.upper[self.up_b[qa + k] as usize];
+                if let Some(i) = (a..z).position(|i| self.upper[self.up_b[i] as usize] == spine) {
+                    if try_one(i, out) {
+                        return true;
+                    }
+                }
+            }
+        }
         if try_one(pick(c), out) {
             return true;
         }

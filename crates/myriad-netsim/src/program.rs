@@ -42,8 +42,9 @@
 //!   domain starting at member `c` (reduce toward it, broadcast back) and, through member
 //!   `c`'s NIC, one of NCCL's two complementary binary trees over the domains (in-order,
 //!   and mirrored; channels alternate), `S/C` each up and down, all concurrently,
-//!   pipelined in [`TREE_CHUNKS`] lockstep steps; the latency is `2 · depth` levels of tree
-//!   hops plus the chain's, once.
+//!   pipelined in [`TREE_CHUNKS`] lockstep steps; the latency is the longest root path of
+//!   any channel's tree, up and down, each hop at its route's latency (a tree across two
+//!   sites pays each DCI crossing on that path), plus the chain's, once.
 //! - **Direct all-to-all**: each rank sends `S/n` to every other rank. Rounds of `g` peer
 //!   offsets (`rank i` sends to `i + o` for the round's offsets `o`), all of a round's
 //!   flows concurrently; `g = n - 1` (everything at once) up to 512 ranks, else
@@ -341,7 +342,7 @@ pub fn ring_step(ranks: &[u32], apd: u32, bytes: f64, skip_into: Option<u32>) ->
 /// moving `1/TREE_CHUNKS` of its data per step, each step over when its slowest edge is,
 /// so all edges advance at the pace of the bottleneck (a pipeline cannot run its edges
 /// faster than its slowest), and the engine simulates one step and advances the rest.
-/// The tree's latency (`2 · depth` hops) is charged once over the chunks.
+/// The tree's latency (its longest root path, up and down) is charged once over the chunks.
 pub const TREE_CHUNKS: u32 = 32;
 
 /// Most ranks of one collective the flow backend simulates (2^20): an all-reduce over
@@ -452,6 +453,43 @@ fn double_tree(p1: usize) -> (Vec<(u32, usize, usize)>, u32) {
         }
     }
     (e, usize::BITS - (p1 - 1).leading_zeros())
+}
+
+/// The latency of one of [`double_tree`]'s trees, `tree`, over domains whose member `rep(d)`
+/// takes part: the reduce climbs every level from the deepest domain to the root and the
+/// broadcast comes back down, so a chunk pays the hops of the longest root path up and
+/// down, each at its own route's latency (a tree across two sites pays the DCI link once
+/// each way; the mean hop times the depth paid a share of it). `None` where a hop has no
+/// route (a hand-built network).
+#[allow(clippy::too_many_arguments)]
+fn tree_path_latency(
+    net: &Network,
+    edges: &[(u32, usize, usize)],
+    tree: u32,
+    p1: usize,
+    rep: &dyn Fn(usize) -> u32,
+    flow_id: u32,
+    alive: &[bool],
+    buf: &mut Vec<u32>,
+) -> Option<f64> {
+    let mut parent = vec![usize::MAX; p1];
+    let (mut up, mut down) = (vec![0.0; p1], vec![0.0; p1]);
+    for &(_, x, q) in edges.iter().filter(|e| e.0 == tree) {
+        parent[x] = q;
+        up[x] = net.route(alive, rep(x), rep(q), flow_id, buf).ok()?;
+        down[x] = net.route(alive, rep(q), rep(x), flow_id, buf).ok()?;
+    }
+    let mut worst = 0.0f64;
+    for x in 0..p1 {
+        let (mut sum, mut y, mut hops) = (0.0, x, 0);
+        while parent[y] != usize::MAX && hops < p1 {
+            sum += up[y] + down[y];
+            y = parent[y];
+            hops += 1;
+        }
+        worst = worst.max(sum);
+    }
+    Some(worst)
 }
 
 /// [`collective`] with the hierarchical variant given.
@@ -689,7 +727,10 @@ fn build_variant(
                 extra_s: NVLS_FIXED_US * 1e-6,
                 label: "nvls",
                 fixed_rates: false,
-                extra_latency_s: 2.0 * net.su_lat,
+                // NVLS's two steps at the scale-up latency: the flows' own path (the
+                // multimem load-reduce through the switch) is the first, the multicast
+                // store the second.
+                extra_latency_s: net.su_lat,
             });
         }
         Algorithm::Hierarchical => {
@@ -722,6 +763,21 @@ fn build_variant(
             };
             let spread = 1.0 / outer_steps as f64;
             let mut flows = Vec::new();
+            // The outer trees' fill: the longest root path of any member's tree.
+            let mut tree_lat = Some(0.0f64);
+            if hier.outer_tree {
+                let (edges, _) = double_tree(p1);
+                let (alive, mut buf) = (vec![true; net.links()], Vec::new());
+                for j in 0..s0 {
+                    let rep = |d: usize| r[runs[d].0 + j];
+                    for tree in 0..2 {
+                        tree_lat = tree_lat.and_then(|w| {
+                            tree_path_latency(net, &edges, tree, p1, &rep, tree, &alive, &mut buf)
+                                .map(|l| w.max(l))
+                        });
+                    }
+                }
+            }
             if hier.outer_tree {
                 // Member j of every domain: a double binary tree on the shard S / s0.
                 let (edges, _) = double_tree(p1);
@@ -770,18 +826,23 @@ fn build_variant(
                     }
                 }
             }
+            let (latency, extra_latency_s) = match (hier.outer_tree, tree_lat) {
+                (false, _) => (LatencyRule::Mean, 0.0),
+                // Paid once over the chunks.
+                (true, Some(l)) => (LatencyRule::Scaled(0.0), l / TREE_CHUNKS as f64),
+                (true, None) => (
+                    LatencyRule::Scaled(2.0 * depth.max(1) as f64 / TREE_CHUNKS as f64),
+                    0.0,
+                ),
+            };
             p.phases.push(Phase {
                 flows: PhaseFlows::List(flows),
-                latency: if hier.outer_tree {
-                    LatencyRule::Scaled(2.0 * depth.max(1) as f64 / TREE_CHUNKS as f64)
-                } else {
-                    LatencyRule::Mean
-                },
+                latency,
                 repeat: outer_steps,
                 extra_s: 0.0,
                 label: if hier.outer_tree { "tree" } else { "step" },
                 fixed_rates: hier.outer_tree,
-                extra_latency_s: 0.0,
+                extra_latency_s,
             });
             // Pipeline fill: the inner steps at the scale-up latency (NVLS: its two steps
             // and fixed cost).
@@ -818,6 +879,28 @@ fn build_variant(
             let channels = if s0 > 1 { s0 } else { 2 };
             let per = chunk / channels as f64;
             let (edges, depth) = double_tree(p1);
+            // The trees' fill: the longest root path of any channel's tree.
+            let mut tree_lat = Some(0.0f64);
+            let (alive, mut buf) = (vec![true; net.links()], Vec::new());
+            for c in 0..channels {
+                let rep = |d: usize| {
+                    let (s, len) = runs[d];
+                    r[s + c % len]
+                };
+                tree_lat = tree_lat.and_then(|w| {
+                    tree_path_latency(
+                        net,
+                        &edges,
+                        (c % 2) as u32,
+                        p1,
+                        &rep,
+                        c as u32,
+                        &alive,
+                        &mut buf,
+                    )
+                    .map(|l| w.max(l))
+                });
+            }
             for c in 0..channels {
                 for &(s, len) in &runs {
                     let at = |k: usize| r[s + (c + k) % len];
@@ -838,17 +921,25 @@ fn build_variant(
                     flows.push(FlowSpec::new(rep(q), rep(x), per, c as u32));
                 }
             }
+            // The chains' hops, up and down, once over the chunks (as the tree's levels):
+            // the phase runs TREE_CHUNKS times and adds this at each run.
+            let chain = 2.0 * (s0 as f64 - 1.0) * net.su_lat / TREE_CHUNKS as f64;
+            // Reduce up the longest root path, then broadcast down it, once over the chunks.
+            let (latency, extra_latency_s) = match tree_lat {
+                Some(l) => (LatencyRule::Scaled(0.0), chain + l / TREE_CHUNKS as f64),
+                None => (
+                    LatencyRule::Scaled(2.0 * depth.max(1) as f64 / TREE_CHUNKS as f64),
+                    chain,
+                ),
+            };
             p.phases.push(Phase {
                 flows: PhaseFlows::List(flows),
-                // Reduce up `depth` levels, then broadcast down them, once over the chunks.
-                latency: LatencyRule::Scaled(2.0 * depth.max(1) as f64 / TREE_CHUNKS as f64),
+                latency,
                 repeat: TREE_CHUNKS,
                 extra_s: 0.0,
                 label: "tree",
                 fixed_rates: true,
-                // The chains' hops, up and down, once over the chunks (as the tree's
-                // levels): the phase runs TREE_CHUNKS times and adds this at each run.
-                extra_latency_s: 2.0 * (s0 as f64 - 1.0) * net.su_lat / TREE_CHUNKS as f64,
+                extra_latency_s,
             });
         }
         Algorithm::Auto => return unsupported("resolve Auto first (see flow_choice)"),

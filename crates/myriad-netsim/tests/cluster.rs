@@ -927,3 +927,278 @@ fn uneven_group_time_is_monotone_in_bytes() {
         }
     }
 }
+
+/// A finite size whose traffic overflows (an all-reduce of 1.7e308 bytes over 16 ranks
+/// moves 1.9 × that through each rank's links) was simulated as the ring the analytical
+/// model's error fell back to, with links of infinite load (`null` in JSON); it is an error
+/// naming the size, as the analytical model's. A size that fits is still timed, its loads
+/// finite.
+#[test]
+fn a_size_whose_traffic_overflows_is_an_error() {
+    let c = superpod();
+    let net = Network::from_cluster(&c);
+    let ranks = strided(0, 16, 1);
+    let span = myriad_train::Plan::span(&c.levels, 16, 1);
+    for (op, bytes) in [(Op::AllReduce, 1.7e308), (Op::AllReduce, f64::MAX)] {
+        let a = myriad_collective::time(op, Algorithm::Auto, bytes, &span, &c.levels);
+        assert!(a.is_err(), "{op:?}: {a:?}");
+        let choice = flow_choice(op, Algorithm::Auto, bytes, &span, &c.levels);
+        let e = time_collective(&net, op, choice, bytes, &ranks, &SimOptions::default())
+            .map(|(f, _)| f.sim.link_bytes.iter().copied().fold(0.0, f64::max))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("too large to time"), "{op:?}: {e}");
+        let e = myriad_netsim::time_groups(
+            &net,
+            op,
+            choice,
+            bytes,
+            &[strided(0, 16, 1), strided(16, 16, 1)],
+            &SimOptions::default(),
+        )
+        .map(|(f, _)| f.time_s)
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("too large to time"), "{op:?}: {e}");
+    }
+    let bytes = 1e300;
+    let choice = flow_choice(Op::AllReduce, Algorithm::Auto, bytes, &span, &c.levels);
+    let (f, _) = time_collective(
+        &net,
+        Op::AllReduce,
+        choice,
+        bytes,
+        &ranks,
+        &SimOptions::default(),
+    )
+    .unwrap();
+    assert!(f.time_s.is_finite() && f.sim.link_bytes.iter().all(|b| b.is_finite()));
+}
+
+/// A hierarchical all-reduce asked of one rank in each of 16 DGX (no domain holds two)
+/// falls back to the ring; it kept the Simple protocol the refused algorithm left, so the
+/// fallback of 64 KiB took 879 µs where the ring itself, on LL, takes 257 µs. It runs the
+/// ring on the ring's protocol: the same choice and time as asking for the ring.
+#[test]
+fn a_hierarchical_fallback_ring_runs_on_the_rings_protocol() {
+    let c = superpod();
+    let net = Network::from_cluster(&c);
+    let span = myriad_train::Plan::span(&c.levels, 16, 8);
+    let ranks = strided(0, 16, 8);
+    for bytes in [64.0 * 1024.0, 4.0 * 1024.0 * 1024.0, GIB] {
+        let ring = flow_choice(Op::AllReduce, Algorithm::Ring, bytes, &span, &c.levels);
+        let hier = flow_choice(
+            Op::AllReduce,
+            Algorithm::Hierarchical,
+            bytes,
+            &span,
+            &c.levels,
+        );
+        assert_eq!(hier.algorithm, Algorithm::Ring, "{bytes}");
+        assert_eq!(hier.protocol, ring.protocol, "{bytes}");
+        let a = myriad_collective::time(Op::AllReduce, Algorithm::Ring, bytes, &span, &c.levels)
+            .unwrap();
+        assert_eq!(hier.protocol, a.protocol, "{bytes}");
+        let t = |ch| {
+            time_collective(
+                &net,
+                Op::AllReduce,
+                ch,
+                bytes,
+                &ranks,
+                &SimOptions::default(),
+            )
+            .unwrap()
+            .0
+        };
+        let (h, r) = (t(hier), t(ring));
+        assert_eq!(h.algorithm, Algorithm::Ring);
+        assert_eq!(h.time_s, r.time_s, "{bytes}");
+    }
+    // Where the group has the shape, hierarchical stays hierarchical.
+    let span = myriad_train::Plan::span(&c.levels, 16, 1);
+    let hier = flow_choice(
+        Op::AllReduce,
+        Algorithm::Hierarchical,
+        GIB,
+        &span,
+        &c.levels,
+    );
+    assert_eq!(hier.algorithm, Algorithm::Hierarchical);
+}
+
+/// 1,000 H100 on an NDR fat-tree of 64-port leaves: 31 full leaves of 32 NICs and a last
+/// leaf of 8 NICs with 8 uplinks, one to each of 8 spines, non-blocking. Destination
+/// (d-mod-k) routing chose each flow's spine by the source leaf's cable number, 2 cables
+/// per spine: the last leaf's 8 ports were reached through 4 of its 8 spines, two ports'
+/// traffic on each of those 4 downlinks while the other 4 idled, and a ring over every rank
+/// ran at half speed into it. OpenSM's fat-tree routing gives each destination one of its
+/// own leaf's uplinks: every downlink into the last leaf carries one port's traffic.
+#[test]
+fn a_partial_leaf_is_reached_through_all_its_uplinks_under_destination_routing() {
+    let c = build(
+        "h100-1000.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 1000\n  scale_up: hgx-h100\n  scale_out:\n    fabric: infiniband-ndr\n    topology: fat-tree\n",
+    );
+    let net = Network::from_cluster(&c);
+    assert_eq!(net.routing(), Some(myriad_netsim::Routing::Destination));
+    let t = &c.topology;
+    let l = &t.links;
+    // The leaf of the last NIC, its NIC links and its uplinks.
+    let last_nic = (0..l.len())
+        .filter(|&b| l.kind[b] == LinkKind::Nic)
+        .max_by_key(|&b| l.lower[b])
+        .unwrap();
+    let leaf = l.upper[last_nic];
+    let nics: Vec<usize> = (0..l.len())
+        .filter(|&b| l.kind[b] == LinkKind::Nic && l.upper[b] == leaf)
+        .collect();
+    let ups: Vec<usize> = (0..l.len())
+        .filter(|&b| l.kind[b] == LinkKind::Fabric && l.lower[b] == leaf)
+        .collect();
+    assert_eq!((nics.len(), ups.len()), (8, 8));
+    let ranks = strided(0, 1000, 1);
+    let (f, _) = time_collective(
+        &net,
+        Op::AllReduce,
+        Choice::simple(Algorithm::Ring),
+        GIB,
+        &ranks,
+        &SimOptions::default(),
+    )
+    .unwrap();
+    // Into the leaf (downlinks) and out of it (uplinks, from its ports' own cables).
+    for (dir, name) in [(1, "downlink"), (0, "uplink")] {
+        let load = |b: usize| f.sim.link_bytes[2 * b + dir];
+        let nic: Vec<f64> = nics.iter().map(|&b| load(b)).collect();
+        let spine: Vec<f64> = ups.iter().map(|&b| load(b)).collect();
+        let nic_max = nic.iter().copied().fold(0.0, f64::max);
+        assert!(nic_max > 0.0);
+        for (k, x) in spine.iter().enumerate() {
+            assert!(
+                (x / nic_max - 1.0).abs() < 1e-9,
+                "{name} {k} of the last leaf carries {x:e} B, a port {nic_max:e}: {spine:?}"
+            );
+        }
+    }
+}
+
+/// NVLS inside one DGX H100 is two scale-up steps (`Λ = 2 · lat_0`, crate docs of
+/// `myriad_collective`): its flows each paid the scale-up latency on their own path and
+/// the phase added two more, three steps in all (2.5 µs more than the analytical model
+/// at every size: 77.5 µs for 8 B against 75.0). Nothing shares a link inside the
+/// domain, so the flow time is the analytical time.
+#[test]
+fn nvls_pays_its_two_scale_up_steps_once() {
+    let c = build(
+        "dgx-h100-node.yaml",
+        include_str!("../../../examples/dgx-h100-node.yaml"),
+    );
+    let net = Network::from_cluster(&c);
+    let span = myriad_train::Plan::span(&c.levels, 8, 1);
+    for op in [Op::AllReduce, Op::AllGather, Op::ReduceScatter] {
+        for bytes in [8.0, 1024.0 * 1024.0, 64.0 * 1024.0 * 1024.0, GIB] {
+            let a = myriad_collective::time(op, Algorithm::Nvls, bytes, &span, &c.levels).unwrap();
+            let choice = flow_choice(op, Algorithm::Nvls, bytes, &span, &c.levels);
+            let (f, _) = time_collective(
+                &net,
+                op,
+                choice,
+                bytes,
+                &strided(0, 8, 1),
+                &SimOptions::default(),
+            )
+            .unwrap();
+            assert!(
+                (f.time_s / a.time_s - 1.0).abs() < 1e-9,
+                "{op:?} {bytes}: flow {} s, analytical {} s",
+                f.time_s,
+                a.time_s
+            );
+        }
+    }
+}
+
+/// A tree's latency is its longest root path, up and down, each hop at its own route's
+/// latency. Over two sites 80 km apart (a 406 µs DCI hop, 128 DGX each) the in-order
+/// binary tree over the 256 domains has root 0, its child 128 in the other site, and 128's
+/// child 64 back in the first (the mirrored tree likewise): a chunk from under 64 crosses
+/// the DCI twice up and twice down. The tree was charged the mean hop (mostly a few µs
+/// inside a leaf) times the depth: a 1 KiB all-reduce of all 2,048 ranks took 54.8 µs,
+/// below even one DCI crossing each way. So was the hierarchical algorithm's tree across
+/// the domains.
+#[test]
+fn a_tree_pays_its_longest_root_path_across_sites() {
+    let c = build(
+        "two-site-2k.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 2048\n  scale_up: hgx-h100\n  scale_out:\n    fabric: roce-400g\n    topology: rail-optimized\n  sites: 2\n  dci: {gbps_per_site: 102400, distance_km: 80}\n",
+    );
+    let net = Network::from_cluster(&c);
+    let dci_s = c.levels.last().unwrap().latency_us * 1e-6;
+    assert!(dci_s > 400e-6, "{dci_s}");
+    let span = myriad_train::Plan::span(&c.levels, 2048, 1);
+    for alg in [Algorithm::Tree, Algorithm::Hierarchical] {
+        for bytes in [1024.0, 1024.0 * 1024.0] {
+            let mut choice = flow_choice(Op::AllReduce, alg, bytes, &span, &c.levels);
+            choice.hier.outer_tree = true;
+            let (f, _) = time_collective(
+                &net,
+                Op::AllReduce,
+                choice,
+                bytes,
+                &strided(0, 2048, 1),
+                &SimOptions::default(),
+            )
+            .unwrap();
+            assert_eq!(f.algorithm, alg);
+            let hop = myriad_collective::PROTOCOLS
+                .iter()
+                .find(|p| p.protocol == choice.protocol)
+                .unwrap()
+                .hop;
+            let floor = myriad_netsim::LAUNCH_S + 4.0 * dci_s * hop;
+            assert!(
+                f.time_s >= floor && f.time_s < 1.25 * floor,
+                "{alg:?} {bytes} B: {:.1} µs, against 4 DCI crossings {:.1} µs",
+                f.time_s * 1e6,
+                floor * 1e6
+            );
+        }
+    }
+}
+
+/// The destination leaf's spine is taken only toward a leaf cabled unlike the source's:
+/// taken between all leaves, it moved flows of the 100,000-H100 XDR fat-tree's auto
+/// all-reduce (NVLS inside, trees across 12,500 DGX) off the source-side spread d-mod-k
+/// gives them, and 1 GiB took 10.27 ms instead of 8.84 ms (the non-blocking fabric's
+/// analytical time is 6.47 ms; docs/netsim.md).
+#[test]
+fn destination_routing_between_full_leaves_keeps_the_source_spread() {
+    let text: String = include_str!("../../../examples/netsim-100k-fat-tree.yaml")
+        .lines()
+        .filter(|l| !l.contains("faults") && !l.contains("at_s"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let c = build("netsim-100k-fat-tree.yaml", &text);
+    let net = Network::from_cluster(&c);
+    let n = c.accelerators;
+    let span = myriad_train::Plan::span(&c.levels, n, 1);
+    let choice = flow_choice(Op::AllReduce, Algorithm::Auto, GIB, &span, &c.levels);
+    assert_eq!(choice.algorithm, Algorithm::Hierarchical);
+    let (f, _) = time_collective(
+        &net,
+        Op::AllReduce,
+        choice,
+        GIB,
+        &strided(0, n, 1),
+        &SimOptions::default(),
+    )
+    .unwrap();
+    let a = myriad_collective::time(Op::AllReduce, Algorithm::Auto, GIB, &span, &c.levels).unwrap();
+    assert!(
+        f.time_s / a.time_s < 1.45,
+        "flow {} s, analytical {} s",
+        f.time_s,
+        a.time_s
+    );
+}
