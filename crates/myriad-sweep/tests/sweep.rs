@@ -686,3 +686,32 @@ fn a_renamed_sweep_is_refused_naming_the_name() {
         "{e}"
     );
 }
+
+/// Guards the duplicate check against values that are written differently but set the same
+/// scenario: `1` and `1.0` (one number) and two mappings with their keys in another order
+/// (one block) passed the textual comparison and ran the same scenario under two row ids.
+#[test]
+fn duplicates_written_differently_are_refused() {
+    let e = spec_err(
+        "format: myriad-sweep/1\nbase: {}\nvary:\n  cluster.scale_out.oversubscription: [1, 2, 1.0]\n",
+    );
+    assert!(
+        e.contains("vary.cluster.scale_out.oversubscription: 1.0 is listed twice (items 0 and 2)"),
+        "{e}"
+    );
+    let e = spec_err(
+        "format: myriad-sweep/1\nbase: {}\nvary:\n  model: [{preset: llama3-8b, seq_len: 4096}, {seq_len: 4096, preset: llama3-8b}]\n",
+    );
+    assert!(
+        e.contains("vary.model:") && e.contains("(items 0 and 1)"),
+        "{e}"
+    );
+    // Distinct values stay distinct: 1.5 and 15 share digits, 2^53 + 1 is not 2^53.
+    let ok = Sweep::parse(
+        "test.yaml",
+        "format: myriad-sweep/1\nbase: {}\nvary:\n  cluster.scale_out.oversubscription: [1.5, 15, 0.15]\n  cluster.count: [9007199254740992, 9007199254740993]\n  model: [{preset: a, seq_len: 1}, {preset: a, seq_len: 2}]\n",
+        |_| Ok(json!({})),
+    )
+    .unwrap();
+    assert_eq!(ok.rows, 12);
+}
