@@ -715,3 +715,31 @@ fn duplicates_written_differently_are_refused() {
     .unwrap();
     assert_eq!(ok.rows, 12);
 }
+
+/// Guards the float cells' form: Display wrote a whole float as an integer (`1071360000`
+/// USD) and a large one as 20 digits (`42344954758862730000` model FLOPs per step), which
+/// CSV readers (pandas) type as int64, uint64 or, past 2^64, text. Every float cell now has
+/// a decimal point or an exponent and still reads back to the exact `f64`.
+#[test]
+fn float_cells_read_as_floats() {
+    use myriad_sweep::Cell;
+    let cases = [
+        (1071360000.0, "1071360000.0"),
+        (42344954758862730000.0, "4.234495475886273e19"),
+        (0.0, "0.0"),
+        (0.0002941716417312585, "0.0002941716417312585"),
+        (1e-7, "1e-7"),
+        (-2.5, "-2.5"),
+    ];
+    for (x, want) in cases {
+        let t = Cell::F(x).text();
+        assert_eq!(t, want);
+        assert_eq!(t.parse::<f64>().unwrap().to_bits(), x.to_bits(), "{t}");
+        assert!(
+            t.parse::<i64>().is_err() && t.parse::<u64>().is_err(),
+            "{t}"
+        );
+    }
+    // Integers stay integers.
+    assert_eq!(Cell::U(1920).text(), "1920");
+}
