@@ -1397,3 +1397,33 @@ fn reliability_mtbf_per_device_includes_the_failure_scale() {
     // 16,384 x 54 x 24 / 196 / 2 = 54,166 h; 2 x 196 / 54 = 7.259 a day.
     assert!(row.contains("5.417e4") && row.contains("7.259"), "{row}");
 }
+
+#[test]
+fn reliability_mtbf_column_has_one_format() {
+    // The causes' MTBFs were all in scientific form and the planned row's in hours with a
+    // decimal: the job-level software cause (Llama 3: 1.037 a day, 24 / 1.037 = 23.14 h)
+    // read `2.314e1` above the planned stops' `27.6` (0.870 a day: 27.6 h).
+    let (code, out, err) = myriad(&[
+        "reliability",
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/reliability-llama3.yaml"
+        ),
+        "--days",
+        "1",
+        "--replicas",
+        "5",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let cell = |name: &str| {
+        let row = out
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} ")))
+            .unwrap_or_else(|| panic!("{name} row: {out}"));
+        row.split('|').nth(4).unwrap().trim().to_string()
+    };
+    assert_eq!(cell("software"), "23.1");
+    assert_eq!(cell("planned"), "27.6");
+    // A device's MTBF stays in scientific form: 16,384 x 54 x 24 / 196 = 1.083e5 h.
+    assert_eq!(cell("accelerator"), "1.083e5");
+}

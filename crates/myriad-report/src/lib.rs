@@ -179,6 +179,12 @@ fn sig(x: f64) -> String {
     }
 }
 
+/// An oversubscription ratio as `myriad cluster` prints it: `6.86:1`, not the float's
+/// every digit (`6.857142857142857:1`, Llama 3's 3,584 uplinks under 24,576 downlinks).
+fn ratio(o: f64) -> String {
+    format!("{o:.2}:1")
+}
+
 fn plan_label(p: &Value) -> String {
     let mut out = format!("TP{} PP{} DP{}", f(p, "tp"), f(p, "pp"), f(p, "dp"));
     for (k, name) in [("cp", "CP"), ("ep", "EP"), ("vpp", "VPP")] {
@@ -285,7 +291,8 @@ pub fn cluster(j: &Value) -> String {
                 s(t, "switch_model"),
                 f(t, "down_ports"),
                 f(t, "up_ports"),
-                os.map(|o| format!("; {o}:1 above")).unwrap_or_default()
+                os.map(|o| format!("; {} above", ratio(o)))
+                    .unwrap_or_default()
             ),
         });
     }
@@ -316,7 +323,7 @@ pub fn cluster(j: &Value) -> String {
                 sig(f(t, "cables")),
                 get(t, "oversubscription")
                     .and_then(Value::as_f64)
-                    .map(|o| format!("{o}:1"))
+                    .map(ratio)
                     .unwrap_or_else(|| "-".into()),
             ]
         })
@@ -1390,6 +1397,25 @@ mod tests {
             "time_to_train_days": null, "failure_free_days": null, "ettr": 0.9});
         row(window.clone(), "job MTBF (hours)", "3.500");
         row(window, "time to train (days)", "-");
+    }
+
+    /// Guards the cluster page's oversubscription ratios: they were the float's Display,
+    /// every digit of 24,576 / 3,584 (`6.857142857142857:1`), where `myriad cluster` prints
+    /// `6.86:1`.
+    #[test]
+    fn cluster_oversubscription_reads_as_the_table_prints_it() {
+        let j = serde_json::json!({"name": "c", "tiers": [
+            {"tier": 1, "name": "leaf", "switches": 768, "oversubscription": 1.0},
+            {"tier": 2, "name": "core", "switches": 512, "oversubscription": 24576.0 / 3584.0},
+            {"tier": 3, "name": "super-spine", "switches": 64, "oversubscription": null}]});
+        let html = cluster(&j);
+        let ratios: Vec<String> = table_cells(&html, "Scale-out tiers")
+            .iter()
+            .map(|r| r[6].clone())
+            .collect();
+        assert_eq!(ratios, ["1.00:1", "6.86:1", "-"]);
+        assert!(html.contains("; 6.86:1 above"));
+        assert!(!html.contains("6.857"));
     }
 
     #[test]

@@ -16,11 +16,15 @@ pub enum Cell {
 }
 
 impl Cell {
-    /// The cell's text. Floats use Rust's shortest round-trip form (`{}`), so a value reads
-    /// back exactly and the same input gives the same bytes on every platform.
+    /// The cell's text. Floats use Rust's shortest round-trip form, so a value reads back
+    /// exactly and the same input gives the same bytes on every platform, always with a
+    /// decimal point or an exponent (`{:?}`: `1071360000.0`, `4.234495475886273e19`,
+    /// `1e-7`): with `{}` a whole float read as an integer and a large one as 20 digits
+    /// (`42344954758862730000` FLOPs per step), which CSV readers type as integers or,
+    /// past 2^64, as text.
     pub fn text(&self) -> String {
         match self {
-            Cell::F(x) => format!("{x}"),
+            Cell::F(x) => format!("{x:?}"),
             Cell::U(x) => x.to_string(),
             Cell::B(b) => b.to_string(),
             Cell::S(s) => s.clone(),

@@ -195,7 +195,8 @@ impl Sweep {
             let mut seen = std::collections::HashMap::new();
             for k in 0..values[a[0]].len() {
                 let tuple: Vec<&Value> = a.iter().map(|&i| &values[i][k]).collect();
-                if let Some(j) = seen.insert(serde_json::to_string(&tuple).unwrap_or_default(), k) {
+                let key: Vec<String> = tuple.iter().map(|v| canonical(v)).collect();
+                if let Some(j) = seen.insert(key, k) {
                     let (what, at) = if a.len() == 1 {
                         (format!("{}", tuple[0]), format!("vary.{}", paths[a[0]]))
                     } else {
@@ -351,6 +352,40 @@ impl Sweep {
         h.extend(self.outputs.iter().map(|o| o.name.to_string()));
         h.push("error".to_string());
         h
+    }
+}
+
+/// A value's text up to what cannot change the scenario it sets: numbers by value (`1`,
+/// `1.0` and `1e0` are one value), mappings with their keys sorted (`{a: 1, b: 2}` and
+/// `{b: 2, a: 1}` are one mapping).
+fn canonical(v: &Value) -> String {
+    match v {
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.to_string(),
+            (_, Some(u), _) => u.to_string(),
+            // An integral float within i64 reads as that integer; any other float by its
+            // shortest round-trip form.
+            (_, _, Some(x)) if x.fract() == 0.0 && x.abs() < 9.2e18 => (x as i64).to_string(),
+            (_, _, Some(x)) => format!("{x:?}"),
+            _ => n.to_string(),
+        },
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(canonical).collect::<Vec<_>>().join(",")
+        ),
+        Value::Object(map) => {
+            let mut kv: Vec<(&String, String)> =
+                map.iter().map(|(k, v)| (k, canonical(v))).collect();
+            kv.sort();
+            format!(
+                "{{{}}}",
+                kv.iter()
+                    .map(|(k, v)| format!("{}:{v}", Value::String((*k).clone())))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        }
+        other => other.to_string(),
     }
 }
 

@@ -686,3 +686,60 @@ fn a_renamed_sweep_is_refused_naming_the_name() {
         "{e}"
     );
 }
+
+/// Guards the duplicate check against values that are written differently but set the same
+/// scenario: `1` and `1.0` (one number) and two mappings with their keys in another order
+/// (one block) passed the textual comparison and ran the same scenario under two row ids.
+#[test]
+fn duplicates_written_differently_are_refused() {
+    let e = spec_err(
+        "format: myriad-sweep/1\nbase: {}\nvary:\n  cluster.scale_out.oversubscription: [1, 2, 1.0]\n",
+    );
+    assert!(
+        e.contains("vary.cluster.scale_out.oversubscription: 1.0 is listed twice (items 0 and 2)"),
+        "{e}"
+    );
+    let e = spec_err(
+        "format: myriad-sweep/1\nbase: {}\nvary:\n  model: [{preset: llama3-8b, seq_len: 4096}, {seq_len: 4096, preset: llama3-8b}]\n",
+    );
+    assert!(
+        e.contains("vary.model:") && e.contains("(items 0 and 1)"),
+        "{e}"
+    );
+    // Distinct values stay distinct: 1.5 and 15 share digits, 2^53 + 1 is not 2^53.
+    let ok = Sweep::parse(
+        "test.yaml",
+        "format: myriad-sweep/1\nbase: {}\nvary:\n  cluster.scale_out.oversubscription: [1.5, 15, 0.15]\n  cluster.count: [9007199254740992, 9007199254740993]\n  model: [{preset: a, seq_len: 1}, {preset: a, seq_len: 2}]\n",
+        |_| Ok(json!({})),
+    )
+    .unwrap();
+    assert_eq!(ok.rows, 12);
+}
+
+/// Guards the float cells' form: Display wrote a whole float as an integer (`1071360000`
+/// USD) and a large one as 20 digits (`42344954758862730000` model FLOPs per step), which
+/// CSV readers (pandas) type as int64, uint64 or, past 2^64, text. Every float cell now has
+/// a decimal point or an exponent and still reads back to the exact `f64`.
+#[test]
+fn float_cells_read_as_floats() {
+    use myriad_sweep::Cell;
+    let cases = [
+        (1071360000.0, "1071360000.0"),
+        (42344954758862730000.0, "4.234495475886273e19"),
+        (0.0, "0.0"),
+        (0.0002941716417312585, "0.0002941716417312585"),
+        (1e-7, "1e-7"),
+        (-2.5, "-2.5"),
+    ];
+    for (x, want) in cases {
+        let t = Cell::F(x).text();
+        assert_eq!(t, want);
+        assert_eq!(t.parse::<f64>().unwrap().to_bits(), x.to_bits(), "{t}");
+        assert!(
+            t.parse::<i64>().is_err() && t.parse::<u64>().is_err(),
+            "{t}"
+        );
+    }
+    // Integers stay integers.
+    assert_eq!(Cell::U(1920).text(), "1920");
+}

@@ -97,6 +97,18 @@ fn mtbf(h: f64, prec: usize) -> String {
     }
 }
 
+/// An MTBF in the causes table, one format down the column: hours with one decimal, in
+/// scientific form from 10,000 h (a device's) or below 0.1 h; `-` for no failures.
+fn mtbf_cell(h: f64) -> String {
+    if !h.is_finite() {
+        "-".into()
+    } else if !(0.1..1e4).contains(&h) {
+        format!("{h:.3e}")
+    } else {
+        format!("{h:.1}")
+    }
+}
+
 /// An MTBF in a sentence: `3.08 h`, or `none` for a rate of 0 (no failures).
 fn mtbf_h(h: f64) -> String {
     if h.is_finite() {
@@ -164,12 +176,7 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
             right(cause.map_or("-".into(), |x| format!("{:.0}", x.population))),
             right(cause.map_or("-".into(), |x| {
                 // With `failures.scale`, as the expected count per day beside it.
-                let h = 1.0 / (x.per_hour * j.scale);
-                if h.is_finite() {
-                    format!("{h:.3e}")
-                } else {
-                    "-".into()
-                }
+                mtbf_cell(1.0 / (x.per_hour * j.scale))
             })),
             right(format!("{per_day:.3}")),
             right(format!("{n:.1}")),
@@ -180,7 +187,7 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
         Cell::new("planned"),
         Cell::new("job"),
         right("1".into()),
-        right(mtbf(1.0 / (j.planned_per_s * 3600.0), 1)),
+        right(mtbf_cell(1.0 / (j.planned_per_s * 3600.0))),
         right(format!("{:.3}", r.expected_planned_per_day)),
         right(format!("{:.1}", m.planned)),
         right(pct(m.planned / total.max(1e-12))),
