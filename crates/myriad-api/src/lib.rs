@@ -266,6 +266,8 @@ pub fn search(
         spec.tp_comm_overlap.unwrap_or(true),
     )
     .map_err(|e| format!("{file}: {e}"))?;
+    myriad_train::plan::check_offload_supported(&spec, &cluster.scale_up)
+        .map_err(|e| format!("{file}: {e}"))?;
     let accelerators = training_accelerators(s, &spec, file)?;
     let mut fixed = myriad_search::Fixed::from_spec(&spec, accelerators);
     myriad_train::plan::check_precision_settings(&spec, fixed.precision)

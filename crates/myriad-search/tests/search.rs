@@ -688,3 +688,100 @@ fn folded_expert_parallelism_that_does_not_tile_the_stage_is_rejected() {
     };
     assert!(myriad_train::resolve(&spec, &m, &c, 48).is_err());
 }
+
+/// The training block `train` would need to run `p`, on top of the scenario's own.
+/// The search's own choices (a block recompute, an offloaded share) where the scenario
+/// leaves them open.
+fn spec_of(
+    base: &myriad_scenario::TrainingSpec,
+    m: &myriad_model::Transformer,
+    p: &myriad_train::Plan,
+) -> myriad_scenario::TrainingSpec {
+    let chunk = p.chunk_layers(m.layers) as f64;
+    let layers = |f: f64| (f * chunk).round() as u32;
+    let block = p.recompute == myriad_model::Recompute::Full && p.recompute_fraction < 1.0;
+    myriad_scenario::TrainingSpec {
+        recompute_layers: base
+            .recompute_layers
+            .or(block.then(|| layers(p.recompute_fraction))),
+        offload_layers: base
+            .offload_layers
+            .or((p.offload_fraction > 0.0).then(|| layers(p.offload_fraction))),
+        tp: Some(p.tp),
+        pp: Some(p.pp),
+        dp: Some(p.dp),
+        cp: Some(p.cp),
+        ep: Some(p.ep),
+        etp: Some(p.etp),
+        vpp: Some(p.vpp),
+        micro_batch: Some(p.micro_batch as u64),
+        global_batch: Some(p.global_batch),
+        sequence_parallel: Some(p.sequence_parallel),
+        recompute: Some(p.recompute),
+        zero_stage: Some(p.zero_stage),
+        distributed_optimizer: Some(p.distributed_optimizer),
+        ..base.clone()
+    }
+}
+
+/// Settings the scenario fixes that shape a plan (interleaved groups, edge stage layers,
+/// block recompute, offloading) are kept by every candidate and by the best plan: each
+/// resolves through `train` to the very plan the search estimated. The search used to set
+/// `vpp_group` to PP, split the layers its own way, and choose the recomputed and
+/// offloaded layers itself.
+#[test]
+fn searched_plans_keep_the_scenarios_fixed_plan_shape() {
+    let h100 = "cluster: {accelerator: h100-sxm, count: 64}\nmodel: {preset: llama3-8b}\n";
+    let gb200 = "cluster: {accelerator: gb200, count: 72}\nmodel: {preset: llama3-8b}\n";
+    let cases = [
+        (h100, "global_batch: 256, vpp_group: 8"),
+        (
+            h100,
+            "global_batch: 256, first_stage_layers: 2, last_stage_layers: 2",
+        ),
+        (h100, "global_batch: 256, last_stage_layers: 4"),
+        (
+            h100,
+            "global_batch: 256, recompute: full, recompute_layers: 1",
+        ),
+        (gb200, "global_batch: 288, offload_layers: 1"),
+    ];
+    for (cluster, training) in cases {
+        let text =
+            format!("format: myriad/1\n{cluster}training: {{precision: bf16, {training}}}\n");
+        let cat = myriad_catalog::catalog();
+        let s = myriad_scenario::parse_scenario("t.yaml", &text, cat).unwrap();
+        let (m, c, f) = setup(&text);
+        let spec = s.training.clone().unwrap();
+        let space = Space {
+            recompute: vec![myriad_model::Recompute::None, myriad_model::Recompute::Full],
+            placements: vec![myriad_scenario::DEFAULT_PLACEMENT],
+            ..Space::full(&m)
+        };
+        let (plans, rej) = candidates(&m, &c, &f, &space);
+        assert!(!plans.is_empty(), "{training}: {rej:?}");
+        assert_eq!(plans.len() as u64 + rej.values().sum::<u64>(), space.size());
+        let r = search(&m, &c, &f, &space, 3, &|_, _| {});
+        assert!(!r.top.is_empty(), "{training}");
+        for p in plans.iter().chain(r.top.iter().map(|t| &t.plan)) {
+            let (q, _) =
+                myriad_train::plan::resolve(&spec_of(&spec, &m, p), &m, &c, p.accelerators)
+                    .unwrap_or_else(|e| panic!("{training}: {p:?}: {e}"));
+            assert_eq!(&q, p, "{training}");
+        }
+    }
+}
+
+/// Offloading on a system without a host memory link: every plan is rejected with that
+/// reason (train refuses it), none estimated.
+#[test]
+fn fixed_offload_without_a_host_link_is_rejected() {
+    let (m, c, f) = setup("format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 256, precision: bf16, offload_layers: 1}\n");
+    let space = Space::full(&m);
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    assert!(plans.is_empty());
+    assert_eq!(
+        rej.get("offload_layers given: the scale-up system has no host memory link"),
+        Some(&space.size())
+    );
+}

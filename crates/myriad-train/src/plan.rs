@@ -472,6 +472,24 @@ pub enum PlanError {
     },
 }
 
+/// `offload_layers` needs a scale-up system with a host memory link (`train` and the
+/// search refuse it otherwise).
+pub fn check_offload_supported(
+    spec: &TrainingSpec,
+    scale_up: &myriad_catalog::ScaleUpSystem,
+) -> Result<(), PlanError> {
+    if spec.offload_layers.is_some() && scale_up.host_offload_gbps.is_none() {
+        return Err(bad(
+            "offload_layers",
+            format!(
+                "the scale-up system `{}` has no host memory link in the catalog (activation offloading is modelled on GB200/GB300 NVL72)",
+                scale_up.id
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The accelerator has a dense peak for the training precision (`train`, the search and
 /// the planner refuse a precision it lacks with this error, naming the ones it has).
 pub fn check_precision_supported(
@@ -1138,15 +1156,7 @@ pub fn resolve(
     }
     let mut offload_fraction = 0.0;
     if let Some(n) = spec.offload_layers {
-        if cluster.scale_up.host_offload_gbps.is_none() {
-            return Err(bad(
-                "offload_layers",
-                format!(
-                    "the scale-up system `{}` has no host memory link in the catalog (activation offloading is modelled on GB200/GB300 NVL72)",
-                    cluster.scale_up.id
-                ),
-            ));
-        }
+        check_offload_supported(spec, &cluster.scale_up)?;
         if n > chunk {
             return Err(bad(
                 "offload_layers",
@@ -1286,7 +1296,7 @@ pub fn resolve(
 /// `first_stage_layers` / `last_stage_layers`: the layers of the first and last pipeline
 /// stages, the rest split evenly over the other stages (Megatron-Core's
 /// `decoder_first/last_pipeline_num_layers`); `None` when neither is given.
-fn edge_stages(
+pub fn edge_stages(
     spec: &TrainingSpec,
     layers: u32,
     pp: u32,
