@@ -1532,6 +1532,27 @@ pub fn estimate_with(
         )
     };
 
+    // Replicated KV heads (TP beyond `kv_heads`): the `tp / kv_heads` ranks holding one
+    // head each computed only their own query heads' share of its K/V weight gradient, so
+    // they all-reduce it once per step after the last backward (as the sequence-parallel
+    // norm gradients are, in Megatron-Core's `finalize_model_grads`), on the critical path
+    // before the optimizer: the critical stage's layers, MTP layers included.
+    let kv_replica_ar = match model.mla {
+        None if plan.tp > model.kv_heads && model.kv_heads > 0 => {
+            let replicas = (plan.tp / model.kv_heads) as u64;
+            let (d, mo) = split(crit_idx as u32);
+            let mut layers = d + mo;
+            if plan.holds_head(crit_idx as u32) {
+                layers += mtp;
+            }
+            let kv_weights = 2.0 * h * model.head_dim() as f64 * model.kv_heads_per_rank(plan.tp);
+            // Replicas are neighbours in the TP group (rank r holds head r / replicas).
+            let g = Group::new(levels, replicas, plan.stride(Dim::Tp), plan.accelerators);
+            ctx.coll(CollOp::AllReduce, layers * kv_weights * grad_bytes, &g)
+        }
+        _ => 0.0,
+    };
+
     // Optimizer: Adam over the local shard (master weights, m, v; read grads, write bf16
     // params).
     let shard_div = if plan.distributed_optimizer || plan.zero_stage >= 1 {
@@ -1605,7 +1626,7 @@ pub fn estimate_with(
         backward_s: m * crit.bwd,
         recompute_s: m * (crit.recompute - crit.eager_rec),
         moe_overhead_s: m * (crit.eager_fwd + crit.eager_rec),
-        tp_comm_s: m * crit.tp,
+        tp_comm_s: m * crit.tp + kv_replica_ar,
         cp_comm_s: m * crit.cp,
         ep_comm_s: m * ep_slot,
         pp_comm_s: pp_comm,

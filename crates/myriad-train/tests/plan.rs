@@ -1978,3 +1978,58 @@ fn full_recompute_peak_holds_one_rebuilt_layer() {
     let expect = 31.0 * (139_392.0 - 8_192.0) * 16_384.0;
     assert!((saved / expect - 1.0).abs() < 1e-12, "{saved} vs {expect}");
 }
+
+/// The ranks that share a replicated KV head (TP beyond `kv_heads`) each hold only their
+/// own query heads' share of its K/V weight gradient, so they all-reduce it once per step,
+/// on the critical path. Llama 3 70B (8 KV heads of 128, hidden 8192) at TP 16, PP 4: the
+/// two neighbouring TP ranks of each head all-reduce the 80 / 4 = 20 layers' K and V
+/// gradients of the critical stage, 20 · 2 · 8192 · 128 weights in fp32 = 167,772,160
+/// bytes, charged to TP communication once. At TP 8 (no replicas) nothing of the kind runs.
+#[test]
+fn replicated_kv_head_gradients_are_all_reduced_once_per_step() {
+    use myriad_collective::{GroupSpan, Layout, Op};
+    use std::sync::Mutex;
+    // Analytical, plus 1000 s and a record for each all-reduce over two neighbouring ranks.
+    struct Marked<'a> {
+        inner: myriad_train::Analytical<'a>,
+        seen: Mutex<Vec<f64>>,
+    }
+    impl myriad_train::CollectiveTimer for Marked<'_> {
+        fn time(&self, op: Op, bytes: f64, span: &GroupSpan, layout: &Layout) -> f64 {
+            let t = self.inner.time(op, bytes, span, layout);
+            if op == Op::AllReduce && span.size() == 2 && layout.stride == 1 {
+                self.seen.lock().unwrap().push(bytes);
+                return t + 1000.0;
+            }
+            t
+        }
+    }
+    let run = |training: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: gb200, count: 72}}\nmodel: {{preset: llama3-70b, seq_len: 8192}}\ntraining: {training}\n"
+        );
+        let cat = myriad_catalog::catalog();
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        let (plan, _) = myriad_train::resolve(s.training.as_ref().unwrap(), &m, &c, 64).unwrap();
+        let plain = myriad_train::estimate(&m, &plan, &c);
+        let marked = Marked {
+            inner: myriad_train::Analytical { levels: &c.levels },
+            seen: Mutex::new(Vec::new()),
+        };
+        let e = myriad_train::estimate_with(&m, &plan, &c, &marked);
+        (plain, e, marked.seen.into_inner().unwrap())
+    };
+    let (plain, e, seen) = run("{tp: 16, pp: 4, dp: 1, global_batch: 64, micro_batch: 1, precision: bf16, recompute: full}");
+    assert_eq!(seen, vec![167_772_160.0]);
+    let extra = e.breakdown.tp_comm_s - plain.breakdown.tp_comm_s;
+    assert!((extra - 1000.0).abs() < 1e-6, "{extra}");
+    assert!((e.step_time_s - plain.step_time_s - 1000.0).abs() < 1e-6);
+    assert!(plain.breakdown.tp_comm_s > 0.0);
+    let (plain8, e8, seen8) = run(
+        "{tp: 8, pp: 4, dp: 2, global_batch: 64, micro_batch: 1, precision: bf16, recompute: full}",
+    );
+    assert!(seen8.is_empty(), "{seen8:?}");
+    assert_eq!(e8.step_time_s, plain8.step_time_s);
+}
