@@ -497,6 +497,16 @@ pub fn candidates(
                                 );
                                 continue;
                             }
+                            // The distributed optimizer (ZeRO) shards the dense weights'
+                            // state over DP x CP and the experts' over expert DP (the
+                            // stage's TP x CP x DP ranks over ETP x EP): with DP 1 it still
+                            // shards over CP, or expert DP, when either is wider than one.
+                            let edp = if model.moe.is_some() {
+                                tp as u64 * cp as u64 * dp as u64 / (etp as u64 * ep as u64)
+                            } else {
+                                1
+                            };
+                            let unsharded = dp as u64 * cp as u64 == 1 && edp <= 1;
                             for &(r, modules) in &recompute_options {
                                 if fixed.recompute_layers.is_some() && r != Recompute::Full {
                                     // Block recompute the scenario gives is full recompute.
@@ -508,9 +518,10 @@ pub fn candidates(
                                     continue;
                                 }
                                 for &stage in &space.zero_stage {
-                                    let z = if dp == 1 { 0 } else { stage };
-                                    if dp == 1 && stage != space.zero_stage[0] {
-                                        // ZeRO stages are identical without data parallelism.
+                                    let z = if unsharded { 0 } else { stage };
+                                    if unsharded && stage != space.zero_stage[0] {
+                                        // ZeRO stages are identical with nothing to shard
+                                        // over.
                                         reject(
                                             &mut rej,
                                             "zero stage irrelevant without dp",

@@ -197,7 +197,8 @@ fn pruned_search_matches_exhaustive_evaluation() {
                                 if vpp > 1 && pp == 1 {
                                     continue; // not a distinct plan
                                 }
-                                if plan.dp == 1 {
+                                if plan.dp * plan.cp == 1 {
+                                    // Nothing to shard over (a dense model).
                                     plan.zero_stage = 0;
                                     plan.distributed_optimizer = false;
                                 }
@@ -784,4 +785,55 @@ fn fixed_offload_without_a_host_link_is_rejected() {
         rej.get("offload_layers given: the scale-up system has no host memory link"),
         Some(&space.size())
     );
+}
+
+/// With DP 1 the distributed optimizer still shards over the context-parallel ranks
+/// (Megatron's DP x CP group): Llama 3 70B at TP 8, CP 2 on 16 H200 holds 8.75e9 weights
+/// a rank, whose unsharded state (2 + 4 + 12 bytes each, 157 GB) does not fit in 141 GB,
+/// while ZeRO-1 over the two CP ranks (105 GB before activations) does. The search used
+/// to treat every ZeRO stage as irrelevant without DP and found no plan.
+#[test]
+fn zero_shards_over_context_parallelism_without_dp() {
+    let (m, c, f) = setup("format: myriad/1\ncluster: {accelerator: h200, count: 16}\nmodel: {preset: llama3-70b, seq_len: 8192}\ntraining: {global_batch: 16, precision: bf16}\n");
+    let space = Space {
+        tp: vec![8],
+        sequence_parallel: vec![true],
+        cp: vec![2],
+        pp: vec![1],
+        vpp: vec![1],
+        micro_batch: vec![1],
+        recompute: vec![myriad_model::Recompute::Full],
+        zero_stage: vec![1, 2, 3],
+        ..Space::full(&m)
+    };
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    assert_eq!(plans.len() as u64 + rej.values().sum::<u64>(), space.size());
+    assert_eq!(
+        plans.iter().map(|p| p.zero_stage).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert!(plans.iter().all(|p| p.dp == 1 && p.distributed_optimizer));
+    let unsharded = myriad_train::Plan {
+        zero_stage: 0,
+        distributed_optimizer: false,
+        ..plans[0].clone()
+    };
+    assert!(!myriad_train::estimate(&m, &unsharded, &c).fits);
+    let r = search(&m, &c, &f, &space, 3, &|_, _| {});
+    let best = r.top.first().expect("a plan sharded over CP fits");
+    assert!(best.estimate.fits);
+    // The fastest of the three, as a brute force over them finds it.
+    let brute = plans
+        .iter()
+        .flat_map(|p| {
+            (1..=80).map(move |k| myriad_train::Plan {
+                recompute_fraction: k as f64 / 80.0,
+                ..p.clone()
+            })
+        })
+        .map(|p| myriad_train::estimate(&m, &p, &c))
+        .filter(|e| e.fits)
+        .map(|e| e.step_time_s)
+        .fold(f64::INFINITY, f64::min);
+    assert_eq!(best.estimate.step_time_s, brute);
 }
