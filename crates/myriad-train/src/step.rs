@@ -1555,13 +1555,17 @@ pub fn estimate_with(
 
     // Optimizer: Adam over the local shard (master weights, m, v; read grads, write bf16
     // params).
-    let shard_div = if plan.distributed_optimizer || plan.zero_stage >= 1 {
+    // The distributed optimizer shards the dense weights' state over DP × CP and the
+    // experts' over expert DP, each whatever the other's size (with DP × CP 1 a folded EP
+    // group still leaves expert-DP ranks to shard over).
+    let sharded = plan.distributed_optimizer || plan.zero_stage >= 1;
+    let shard_div = if sharded {
         (plan.dp as f64 * plan.cp as f64).max(1.0)
     } else {
         1.0
     };
-    let opt_params = pd / shard_div
-        + pe / (edp as f64).max(1.0) * if shard_div > 1.0 { 1.0 } else { edp as f64 };
+    let expert_shard_div = if sharded { (edp as f64).max(1.0) } else { 1.0 };
+    let opt_params = pd / shard_div + pe / expert_shard_div;
     // bf16 moments read and write 2 bytes each instead of 4.
     let moment_bytes = if plan.bf16_optimizer_moments {
         2.0
@@ -1682,8 +1686,7 @@ pub fn estimate_with(
             p_local
         } * grad_bytes;
         // Master weights and Adam's two moments.
-        let optim = (d / shard_div + e / if shard_div > 1.0 { edp as f64 } else { 1.0 })
-            * (master_bytes + 2.0 * moment_bytes);
+        let optim = (d / shard_div + e / expert_shard_div) * (master_bytes + 2.0 * moment_bytes);
         let (dl, ml) = split(s);
         let mut per_mb = dl * act.dense_layer + ml * act.moe_layer;
         if plan.holds_head(s) {

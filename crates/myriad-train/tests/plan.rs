@@ -2033,3 +2033,33 @@ fn replicated_kv_head_gradients_are_all_reduced_once_per_step() {
     assert!(seen8.is_empty(), "{seen8:?}");
     assert_eq!(e8.step_time_s, plain8.step_time_s);
 }
+
+/// The distributed optimizer shards the experts' state over expert DP even when DP × CP is
+/// 1: Qwen3-30B-A3B on 8 H100 at TP 8, DP 1 with EP 4 folded over the TP ranks (ETP 1)
+/// leaves two ranks holding the same experts. Each rank holds 48 layers of 32 experts of
+/// 3·2048·768 = 4,718,592 weights (7,247,757,312), whose 12 bytes of optimizer state a
+/// weight halve over the two: 43,486,543,872 bytes fewer than without the distributed
+/// optimizer (it used to shard nothing when DP × CP was 1).
+#[test]
+fn distributed_optimizer_shards_experts_over_expert_dp_without_dp() {
+    let run = |extra: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8}}\nmodel: {{preset: qwen3-30b-a3b}}\ntraining: {{tp: 8, pp: 1, dp: 1, ep: 4, global_batch: 8, micro_batch: 1, precision: bf16, recompute: full, {extra}}}\n"
+        );
+        let cat = myriad_catalog::catalog();
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 8).unwrap()
+    };
+    let plain = run("distributed_optimizer: false");
+    let sharded = run("distributed_optimizer: true");
+    assert!(sharded.plan.ep_folded());
+    let saved = (plain.estimate.memory.optimizer_gib - sharded.estimate.memory.optimizer_gib)
+        * 1024f64.powi(3);
+    let expect = 48.0 * 32.0 * 4_718_592.0 / 2.0 * 12.0;
+    assert_eq!(expect, 43_486_543_872.0);
+    assert!((saved / expect - 1.0).abs() < 1e-9, "{saved} vs {expect}");
+    // The optimizer step reads and writes half the experts' state as well.
+    assert!(sharded.estimate.breakdown.optimizer_s < plain.estimate.breakdown.optimizer_s);
+}
