@@ -843,7 +843,14 @@ pub fn resolve(
     }
     let ep = spec.ep.unwrap_or(1);
     if dp % ep != 0 && !(dp as u64 * cp as u64 * tp as u64).is_multiple_of(ep as u64) {
-        return Err(bad("ep", format!("ep {ep} does not divide dp {dp}")));
+        // Megatron-Core accepts EP dividing DP, or (MoE parallel folding) a stage's ranks.
+        return Err(bad(
+            "ep",
+            format!(
+                "EP {ep} divides neither DP {dp} nor the TP*CP*DP = {tp}*{cp}*{dp} = {} ranks of a pipeline stage",
+                dp as u64 * cp as u64 * tp as u64
+            ),
+        ));
     }
     let etp = spec.etp.unwrap_or(if ep > 1 { 1 } else { tp });
     let domain = cluster.levels.first().map(|l| l.size).unwrap_or(1);

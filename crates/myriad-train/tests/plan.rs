@@ -49,6 +49,12 @@ fn impossible_plans_name_the_numbers() {
         err("{tp: 8, pp: 8, dp: 16, vpp: 2147483648}"),
         "training.vpp: PP*VPP = 8*2147483648 = 17179869184 is more than the 98 pipeline slots (layers 96 + embedding + loss)"
     );
+    // EP may divide DP or, folded, the stage's ranks: the message names both (it said only
+    // "ep 3 does not divide dp 16").
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, ep: 3}"),
+        "training.ep: EP 3 divides neither DP 16 nor the TP*CP*DP = 8*1*16 = 128 ranks of a pipeline stage"
+    );
     assert_eq!(
         err("{tp: 8, pp: 8, dp: 16, global_batch: 100, micro_batch: 1}"),
         "training.global_batch: global batch 100 not divisible by micro_batch*DP = 1*16 = 16"
