@@ -278,6 +278,44 @@ impl Fixed {
     }
 }
 
+/// The fields of the scenario's training block that the search chooses itself (its
+/// dimensions), given there: the search does not keep them, and says so.
+pub fn searched_fields(spec: &TrainingSpec) -> Vec<&'static str> {
+    [
+        ("tp", spec.tp.is_some()),
+        ("pp", spec.pp.is_some()),
+        ("dp", spec.dp.is_some()),
+        ("cp", spec.cp.is_some()),
+        ("ep", spec.ep.is_some()),
+        ("vpp", spec.vpp.is_some()),
+        ("micro_batch", spec.micro_batch.is_some()),
+        ("sequence_parallel", spec.sequence_parallel.is_some()),
+        ("recompute", spec.recompute.is_some()),
+        ("recompute_modules", spec.recompute_modules.is_some()),
+        ("zero_stage", spec.zero_stage.is_some()),
+        (
+            "distributed_optimizer",
+            spec.distributed_optimizer.is_some(),
+        ),
+        ("placement", spec.placement.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(k, given)| given.then_some(k))
+    .collect()
+}
+
+/// What the search overrides in the scenario's training block, as one note (`None` when it
+/// overrides nothing).
+pub fn override_note(spec: &TrainingSpec) -> Option<String> {
+    let fields = searched_fields(spec);
+    (!fields.is_empty()).then(|| {
+        format!(
+            "training.{}: searched over, not kept (the search chooses them; `myriad train` runs the scenario's own plan)",
+            fields.join(", ")
+        )
+    })
+}
+
 fn reject(map: &mut BTreeMap<&'static str, u64>, reason: &'static str, n: u64) {
     *map.entry(reason).or_insert(0) += n;
 }

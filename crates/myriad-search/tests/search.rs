@@ -837,3 +837,31 @@ fn zero_shards_over_context_parallelism_without_dp() {
         .fold(f64::INFINITY, f64::min);
     assert_eq!(best.estimate.step_time_s, brute);
 }
+
+/// The plan dimensions the scenario gives (TP, PP, ...) are the search's to choose: it says
+/// it overrides them, naming the fields (it replaced them silently), and says nothing
+/// when the scenario gives none.
+#[test]
+fn the_search_names_the_plan_fields_it_overrides() {
+    let cat = myriad_catalog::catalog();
+    let spec = |training: &str| {
+        let text = format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 64}}\nmodel: {{preset: llama3-8b}}\ntraining: {training}\n");
+        myriad_scenario::parse_scenario("t.yaml", &text, cat)
+            .unwrap()
+            .training
+            .unwrap()
+    };
+    let given = spec("{tp: 4, pp: 8, vpp: 2, micro_batch: 1, global_batch: 256, precision: bf16, vpp_group: 8, zero_stage: 1}");
+    assert_eq!(
+        myriad_search::searched_fields(&given),
+        vec!["tp", "pp", "vpp", "micro_batch", "zero_stage"]
+    );
+    assert_eq!(
+        myriad_search::override_note(&given).unwrap(),
+        "training.tp, pp, vpp, micro_batch, zero_stage: searched over, not kept (the search chooses them; `myriad train` runs the scenario's own plan)"
+    );
+    assert_eq!(
+        myriad_search::override_note(&spec("{global_batch: 256, precision: bf16, vpp_group: 8}")),
+        None
+    );
+}
