@@ -1553,6 +1553,28 @@ pub fn estimate_with(
         _ => 0.0,
     };
 
+    // Tied embeddings over a pipeline: the last stage keeps its own copy of the word
+    // embeddings for the output layer, and the first and last pipeline ranks all-reduce
+    // their gradients once per step after the backward pass (Megatron's
+    // `_allreduce_word_embedding_grads` in `finalize_model_grads`, beside the data-parallel
+    // gradient reduction), on the critical path.
+    // Under DualPipe the head sits with the embedding on the first rank: nothing to reduce.
+    let tied_ar = if model.tied_embeddings && (0..pp).any(|s| own_output(s)) {
+        let g = Group::new(
+            levels,
+            2,
+            plan.stride(Dim::Pp) * (pp as u64 - 1),
+            plan.accelerators,
+        );
+        ctx.coll(
+            CollOp::AllReduce,
+            params.embedding / plan.tp as f64 * grad_bytes,
+            &g,
+        )
+    } else {
+        0.0
+    };
+
     // Optimizer: Adam over the local shard (master weights, m, v; read grads, write bf16
     // params).
     // The distributed optimizer shards the dense weights' state over DP × CP and the
@@ -1634,7 +1656,7 @@ pub fn estimate_with(
         cp_comm_s: m * crit.cp,
         ep_comm_s: m * ep_slot,
         pp_comm_s: pp_comm,
-        dp_comm_s: dp_exposed,
+        dp_comm_s: dp_exposed + tied_ar,
         pipeline_bubble_s: fill,
         optimizer_s: optimizer,
         offload_s,

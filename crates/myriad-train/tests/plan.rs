@@ -2069,3 +2069,50 @@ fn distributed_optimizer_shards_experts_over_expert_dp_without_dp() {
     // The optimizer step reads and writes half the experts' state as well.
     assert!(sharded.estimate.breakdown.optimizer_s < plain.estimate.breakdown.optimizer_s);
 }
+
+/// Tied embeddings over a pipeline: the first and last pipeline ranks each hold the word
+/// embeddings (input embedding, output layer) and all-reduce their gradients once per step
+/// (Megatron's `_allreduce_word_embedding_grads`). GPT-3 175B at TP 8, PP 8: 51200 · 12288
+/// / 8 = 78,643,200 weights in fp32, 314,572,800 bytes, between ranks 7 · 128 apart
+/// (placement tp-cp-ep-dp-pp: the PP stride is TP · DP = 128), charged with the gradient
+/// reduction (DP communication) once. Under DualPipe the head sits with the embedding and nothing is reduced.
+#[test]
+fn tied_embedding_gradients_are_all_reduced_between_the_pipeline_ends() {
+    use myriad_collective::{GroupSpan, Layout, Op};
+    use std::sync::Mutex;
+    struct Marked<'a> {
+        inner: myriad_train::Analytical<'a>,
+        stride: u64,
+        seen: Mutex<Vec<f64>>,
+    }
+    impl myriad_train::CollectiveTimer for Marked<'_> {
+        fn time(&self, op: Op, bytes: f64, span: &GroupSpan, layout: &Layout) -> f64 {
+            let t = self.inner.time(op, bytes, span, layout);
+            if op == Op::AllReduce && span.size() == 2 && layout.stride == self.stride {
+                self.seen.lock().unwrap().push(bytes);
+                return t + 1000.0;
+            }
+            t
+        }
+    }
+    let run = |training: &str| {
+        let (s, c, m) = setup(training);
+        let (plan, _) = myriad_train::resolve(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+        let plain = myriad_train::estimate(&m, &plan, &c);
+        let marked = Marked {
+            inner: myriad_train::Analytical { levels: &c.levels },
+            stride: 7 * 128,
+            seen: Mutex::new(Vec::new()),
+        };
+        let e = myriad_train::estimate_with(&m, &plan, &c, &marked);
+        (plain, e, marked.seen.into_inner().unwrap())
+    };
+    let (plain, e, seen) =
+        run("{tp: 8, pp: 8, dp: 16, global_batch: 512, micro_batch: 1, recompute: full}");
+    assert_eq!(seen, vec![314_572_800.0]);
+    let extra = e.breakdown.dp_comm_s - plain.breakdown.dp_comm_s;
+    assert!((extra - 1000.0).abs() < 1e-6, "{extra}");
+    assert!((e.step_time_s - plain.step_time_s - 1000.0).abs() < 1e-6);
+    let (_, _, seen) = run("{tp: 8, pp: 8, dp: 16, global_batch: 512, micro_batch: 1, recompute: full, pipeline_schedule: dualpipe}");
+    assert!(seen.is_empty(), "{seen:?}");
+}
