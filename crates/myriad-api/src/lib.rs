@@ -172,6 +172,8 @@ pub struct SearchRun {
     pub accelerators: u64,
     pub global_batches: Vec<u64>,
     pub result: myriad_search::SearchResult,
+    /// What the search overrides in the scenario's training block, and why.
+    pub notes: Vec<String>,
 }
 
 /// Global batches for a search: `512,1024` or `512..4096` (doubling from the first to the
@@ -266,6 +268,8 @@ pub fn search(
         spec.tp_comm_overlap.unwrap_or(true),
     )
     .map_err(|e| format!("{file}: {e}"))?;
+    myriad_train::plan::check_offload_supported(&spec, &cluster.scale_up)
+        .map_err(|e| format!("{file}: {e}"))?;
     let accelerators = training_accelerators(s, &spec, file)?;
     let mut fixed = myriad_search::Fixed::from_spec(&spec, accelerators);
     myriad_train::plan::check_precision_settings(&spec, fixed.precision)
@@ -286,6 +290,7 @@ pub fn search(
         accelerators,
         global_batches: fixed.global_batches.clone(),
         result,
+        notes: myriad_search::override_note(&spec).into_iter().collect(),
     })
 }
 
@@ -312,6 +317,7 @@ impl SearchRun {
             "evaluated": r.evaluated,
             "feasible": r.feasible,
             "infeasible": r.infeasible,
+            "notes": self.notes,
             "seconds": seconds,
             "configs_per_second": r.evaluated as f64 / seconds.max(1e-9),
             "best": r.top.first().map(|b| entry(b, true)),

@@ -12,6 +12,11 @@
 //! - No IO and no clock: the caller measures time and draws progress bars (`progress` is a
 //!   callback).
 //! - The cluster is built once per search; estimates share it read-only.
+//! - What the scenario's training block fixes beyond the searched dimensions ([`Fixed`]:
+//!   kernels, overlaps, `vpp_group`, first/last stage layers, `recompute_layers`,
+//!   `offload_layers`, ...) every candidate keeps: a plan it reported resolves through
+//!   `train` to itself; candidates that cannot keep a setting are rejected with a reason
+//!   naming it.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -205,6 +210,23 @@ pub struct Fixed {
     pub fp8_dispatch: bool,
     /// fp8 scaling recipe (`training.fp8_recipe`, default delayed).
     pub fp8_recipe: myriad_model::Fp8Recipe,
+    /// Micro-batches per interleaved group (`training.vpp_group`): when given, every
+    /// candidate keeps it, so only interleaved plans whose micro-batches it groups as
+    /// `train` accepts are kept (default: PP).
+    pub vpp_group: Option<u32>,
+    /// Layers of the first and last pipeline stages (`training.first_stage_layers`,
+    /// `last_stage_layers`): when either is given, every candidate keeps them, so only
+    /// pipelines they split as `train` accepts are kept.
+    pub first_stage_layers: Option<u32>,
+    pub last_stage_layers: Option<u32>,
+    /// Layers of each chunk recomputed under full recompute (`training.recompute_layers`):
+    /// when given, every candidate recomputes fully, exactly that many (the search does not
+    /// look for the least block recompute that fits).
+    pub recompute_layers: Option<u32>,
+    /// Layers of each chunk whose activations go to host memory
+    /// (`training.offload_layers`): when given, every candidate offloads exactly that many
+    /// (the search does not look for the least offload that fits).
+    pub offload_layers: Option<u32>,
 }
 
 impl Fixed {
@@ -247,8 +269,51 @@ impl Fixed {
             etp: spec.etp,
             fp8_dispatch: spec.fp8_dispatch.unwrap_or(false),
             fp8_recipe: spec.fp8_recipe.unwrap_or(myriad_model::Fp8Recipe::Delayed),
+            vpp_group: spec.vpp_group,
+            first_stage_layers: spec.first_stage_layers,
+            last_stage_layers: spec.last_stage_layers,
+            recompute_layers: spec.recompute_layers,
+            offload_layers: spec.offload_layers,
         }
     }
+}
+
+/// The fields of the scenario's training block that the search chooses itself (its
+/// dimensions), given there: the search does not keep them, and says so.
+pub fn searched_fields(spec: &TrainingSpec) -> Vec<&'static str> {
+    [
+        ("tp", spec.tp.is_some()),
+        ("pp", spec.pp.is_some()),
+        ("dp", spec.dp.is_some()),
+        ("cp", spec.cp.is_some()),
+        ("ep", spec.ep.is_some()),
+        ("vpp", spec.vpp.is_some()),
+        ("micro_batch", spec.micro_batch.is_some()),
+        ("sequence_parallel", spec.sequence_parallel.is_some()),
+        ("recompute", spec.recompute.is_some()),
+        ("recompute_modules", spec.recompute_modules.is_some()),
+        ("zero_stage", spec.zero_stage.is_some()),
+        (
+            "distributed_optimizer",
+            spec.distributed_optimizer.is_some(),
+        ),
+        ("placement", spec.placement.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(k, given)| given.then_some(k))
+    .collect()
+}
+
+/// What the search overrides in the scenario's training block, as one note (`None` when it
+/// overrides nothing).
+pub fn override_note(spec: &TrainingSpec) -> Option<String> {
+    let fields = searched_fields(spec);
+    (!fields.is_empty()).then(|| {
+        format!(
+            "training.{}: searched over, not kept (the search chooses them; `myriad train` runs the scenario's own plan)",
+            fields.join(", ")
+        )
+    })
 }
 
 fn reject(map: &mut BTreeMap<&'static str, u64>, reason: &'static str, n: u64) {
@@ -273,6 +338,16 @@ pub fn candidates(
         reject(&mut rej, "precision not supported by the accelerator", n);
         return (out, rej);
     }
+    if fixed.offload_layers.is_some() && cluster.scale_up.host_offload_gbps.is_none() {
+        // `train` refuses offload_layers on a system without a host memory link.
+        let n = space.size() * fixed.global_batches.len() as u64;
+        reject(
+            &mut rej,
+            "offload_layers given: the scale-up system has no host memory link",
+            n,
+        );
+        return (out, rej);
+    }
     let inner = |s: &Space| -> u64 {
         (s.micro_batch.len()
             * s.recompute_options().len()
@@ -280,6 +355,13 @@ pub fn candidates(
             * s.placements.len()) as u64
     };
     let recompute_options = space.recompute_options();
+    // The scenario's first/last stage layers, checked per pipeline as `train` checks them.
+    let given_edges = (fixed.first_stage_layers.is_some() || fixed.last_stage_layers.is_some())
+        .then(|| TrainingSpec {
+            first_stage_layers: fixed.first_stage_layers,
+            last_stage_layers: fixed.last_stage_layers,
+            ..TrainingSpec::default()
+        });
     // Every count above the micro-batch loop covers each of the global batches.
     let per_mb = inner(space) / space.micro_batch.len().max(1) as u64;
     let per_ep = inner(space) * fixed.global_batches.len() as u64;
@@ -348,15 +430,44 @@ pub fn candidates(
                         reject(&mut rej, "virtual stages on gpipe or dualpipe", per_vpp);
                         continue;
                     }
+                    // A vpp_group the scenario gives applies only to the interleaved
+                    // schedule (`train` refuses it elsewhere): every candidate keeps it.
+                    if fixed.vpp_group.is_some()
+                        && !myriad_train::plan::interleaved(fixed.schedule, pp, vpp)
+                    {
+                        reject(
+                            &mut rej,
+                            "vpp_group given: needs the interleaved schedule",
+                            per_vpp,
+                        );
+                        continue;
+                    }
                     let stages = pp * vpp;
-                    let even = model.layers.is_multiple_of(stages);
-                    let with_ends =
-                        pp > 1 && myriad_train::plan::pipeline_slots(model).is_multiple_of(stages);
-                    // Otherwise (vpp 1) the first stage may take the remainder, the others
-                    // ceil(layers / pp) each (Megatron-Core's first-stage layer count).
-                    let edge = (!even && !with_ends && vpp == 1)
-                        .then(|| first_stage_remainder(model.layers, pp))
-                        .flatten();
+                    let (even, with_ends, edge) = if let Some(edges) = &given_edges {
+                        // The scenario's first/last stage layers, kept as `train` keeps them.
+                        match myriad_train::plan::edge_stages(edges, model.layers, pp, vpp) {
+                            Ok(e) => (false, false, e),
+                            Err(_) => {
+                                reject(
+                                    &mut rej,
+                                    "first/last_stage_layers given: do not split the layers over this pp*vpp",
+                                    per_vpp,
+                                );
+                                continue;
+                            }
+                        }
+                    } else {
+                        let even = model.layers.is_multiple_of(stages);
+                        let with_ends = pp > 1
+                            && myriad_train::plan::pipeline_slots(model).is_multiple_of(stages);
+                        // Otherwise (vpp 1) the first stage may take the remainder, the
+                        // others ceil(layers / pp) each (Megatron-Core's first-stage layer
+                        // count).
+                        let edge = (!even && !with_ends && vpp == 1)
+                            .then(|| first_stage_remainder(model.layers, pp))
+                            .flatten();
+                        (even, with_ends, edge)
+                    };
                     if !even && !with_ends && edge.is_none() {
                         reject(&mut rej, "layers not divisible by pp*vpp", per_vpp);
                         continue;
@@ -409,21 +520,46 @@ pub fn candidates(
                                 continue;
                             }
                             let m = gb / (mb as u64 * dp as u64);
+                            let vpp_group = fixed.vpp_group.unwrap_or(pp);
                             if myriad_train::plan::interleaved(fixed.schedule, pp, vpp)
-                                && myriad_train::plan::interleaved_groups(pp, m, pp).is_err()
+                                && myriad_train::plan::interleaved_groups(pp, m, vpp_group).is_err()
                             {
                                 reject(
                                     &mut rej,
-                                    "interleaved schedule: micro-batches not a multiple of pp",
+                                    if fixed.vpp_group.is_some() {
+                                        "interleaved schedule: micro-batches do not form groups of vpp_group"
+                                    } else {
+                                        "interleaved schedule: micro-batches not a multiple of pp"
+                                    },
                                     per_mb,
                                 );
                                 continue;
                             }
+                            // The distributed optimizer (ZeRO) shards the dense weights'
+                            // state over DP x CP and the experts' over expert DP (the
+                            // stage's TP x CP x DP ranks over ETP x EP): with DP 1 it still
+                            // shards over CP, or expert DP, when either is wider than one.
+                            let edp = if model.moe.is_some() {
+                                tp as u64 * cp as u64 * dp as u64 / (etp as u64 * ep as u64)
+                            } else {
+                                1
+                            };
+                            let unsharded = dp as u64 * cp as u64 == 1 && edp <= 1;
                             for &(r, modules) in &recompute_options {
+                                if fixed.recompute_layers.is_some() && r != Recompute::Full {
+                                    // Block recompute the scenario gives is full recompute.
+                                    reject(
+                                        &mut rej,
+                                        "recompute_layers given: needs full recompute",
+                                        (space.zero_stage.len() * space.placements.len()) as u64,
+                                    );
+                                    continue;
+                                }
                                 for &stage in &space.zero_stage {
-                                    let z = if dp == 1 { 0 } else { stage };
-                                    if dp == 1 && stage != space.zero_stage[0] {
-                                        // ZeRO stages are identical without data parallelism.
+                                    let z = if unsharded { 0 } else { stage };
+                                    if unsharded && stage != space.zero_stage[0] {
+                                        // ZeRO stages are identical with nothing to shard
+                                        // over.
                                         reject(
                                             &mut rej,
                                             "zero stage irrelevant without dp",
@@ -450,7 +586,7 @@ pub fn candidates(
                                             ep,
                                             etp,
                                             vpp,
-                                            vpp_group: pp,
+                                            vpp_group,
                                             micro_batch: mb,
                                             global_batch: gb,
                                             sequence_parallel: sp,
@@ -492,6 +628,32 @@ pub fn candidates(
                                             mtp_layers: model.mtp_layers,
                                             edge_stage_layers: edge,
                                         };
+                                        // Block recompute and offloading the scenario
+                                        // gives, in layers of this plan's chunks.
+                                        let chunk = plan.chunk_layers(model.layers);
+                                        let mut plan = plan;
+                                        if let Some(k) = fixed.recompute_layers {
+                                            if k == 0 || k > chunk {
+                                                reject(
+                                                    &mut rej,
+                                                    "recompute_layers given: not between 1 and a pipeline chunk's layers",
+                                                    1,
+                                                );
+                                                continue;
+                                            }
+                                            plan.recompute_fraction = k as f64 / chunk as f64;
+                                        }
+                                        if let Some(k) = fixed.offload_layers {
+                                            if k > chunk {
+                                                reject(
+                                                    &mut rej,
+                                                    "offload_layers given: more than a pipeline chunk's layers",
+                                                    1,
+                                                );
+                                                continue;
+                                            }
+                                            plan.offload_fraction = k as f64 / chunk as f64;
+                                        }
                                         // A folded EP group must tile the stage's ranks in
                                         // the placement order (`train` refuses it otherwise).
                                         if plan.ep_folded() && plan.expert_dims().is_none() {
@@ -594,23 +756,38 @@ pub fn search(
             if !(e.fits && e.step_time_s.is_finite()) {
                 // Without recompute, activations may go to host memory instead (systems with
                 // a host memory link): the least offloaded share that fits, if any.
-                if p.recompute == Recompute::None && cluster.scale_up.host_offload_gbps.is_some() {
+                if p.recompute == Recompute::None
+                    && cluster.scale_up.host_offload_gbps.is_some()
+                    && fixed.offload_layers.is_none()
+                {
                     return least_offload(model, p, cluster)
                         .map(|(t, off)| (per_seq(t), i, p.recompute_fraction, off, true));
                 }
                 return None;
             }
-            if p.recompute == Recompute::Full && layers > 1.0 {
+            if p.recompute == Recompute::Full && layers > 1.0 && fixed.recompute_layers.is_none() {
                 let least = Plan {
                     recompute_fraction: 1.0 / layers,
                     ..p.clone()
                 };
                 let l = estimate(model, &least, cluster);
-                return Some((per_seq(l.step_time_s), i, 1.0 / layers, 0.0, l.fits));
+                return Some((
+                    per_seq(l.step_time_s),
+                    i,
+                    1.0 / layers,
+                    p.offload_fraction,
+                    l.fits,
+                ));
             }
             // Rank by time per sequence: the step time when the batch is fixed, and the
             // right comparison across a range of global batches.
-            Some((per_seq(e.step_time_s), i, p.recompute_fraction, 0.0, true))
+            Some((
+                per_seq(e.step_time_s),
+                i,
+                p.recompute_fraction,
+                p.offload_fraction,
+                true,
+            ))
         })
         .collect();
     progress(total, total);
@@ -633,7 +810,13 @@ pub fn search(
             // (refining only moves an entry down, so the walk stays exact).
             let p = &plans[i];
             let (t, share) = least_block_recompute(model, p, cluster);
-            let e = (t / p.global_batch as f64, i, share, 0.0, true);
+            let e = (
+                t / p.global_batch as f64,
+                i,
+                share,
+                p.offload_fraction,
+                true,
+            );
             fits.remove(k);
             let at =
                 k + fits[k..].partition_point(|x| x.0.total_cmp(&e.0).then(x.1.cmp(&e.1)).is_lt());

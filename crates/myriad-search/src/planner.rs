@@ -342,7 +342,10 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                     match myriad_train::plan::check_precision_supported(
                         &cluster.accelerator,
                         fixed.precision,
-                    ) {
+                    )
+                    .and_then(|()| {
+                        myriad_train::plan::check_offload_supported(&spec, &cluster.scale_up)
+                    }) {
                         Err(e) => e.to_string(),
                         Ok(()) => format!(
                             "no parallel plan divides {job} accelerators and global batch {}",

@@ -428,3 +428,33 @@ fn a_count_no_plan_divides_runs_on_the_largest_subset_that_does() {
     assert!(odd.capex_usd > full.capex_usd);
     assert_eq!(odd.gpu_hours, full.gpu_hours);
 }
+
+/// `offload_layers` needs a host memory link: a candidate system without one says so
+/// (it read "no parallel plan divides"), and a GB200 candidate keeps the stated offload.
+#[test]
+fn a_candidate_without_a_host_link_for_offloading_says_so() {
+    let text = "format: myriad/1\ncluster: {accelerator: gb200, count: 72}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 576, precision: bf16, tokens: 1.0e12, offload_layers: 1}\nplanning: {accelerators: [gb200, h100-sxm], counts: [72]}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
+    let r = myriad_search::planner::plan(&s, cat).unwrap();
+    let h100 = r
+        .candidates
+        .iter()
+        .find(|c| c.accelerator == "h100-sxm")
+        .unwrap();
+    assert!(h100.best.is_none());
+    assert_eq!(h100.violations.len(), 1);
+    assert!(
+        h100.violations[0].starts_with("training.offload_layers: the scale-up system `"),
+        "{:?}",
+        h100.violations
+    );
+    let gb200 = r
+        .candidates
+        .iter()
+        .find(|c| c.accelerator == "gb200")
+        .unwrap();
+    let best = gb200.best.as_ref().unwrap();
+    let chunk = best.plan.chunk_layers(32) as f64;
+    assert_eq!(best.plan.offload_fraction, 1.0 / chunk);
+}

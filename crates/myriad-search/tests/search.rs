@@ -197,7 +197,8 @@ fn pruned_search_matches_exhaustive_evaluation() {
                                 if vpp > 1 && pp == 1 {
                                     continue; // not a distinct plan
                                 }
-                                if plan.dp == 1 {
+                                if plan.dp * plan.cp == 1 {
+                                    // Nothing to shard over (a dense model).
                                     plan.zero_stage = 0;
                                     plan.distributed_optimizer = false;
                                 }
@@ -687,4 +688,180 @@ fn folded_expert_parallelism_that_does_not_tile_the_stage_is_rejected() {
         ..s.training.clone().unwrap()
     };
     assert!(myriad_train::resolve(&spec, &m, &c, 48).is_err());
+}
+
+/// The training block `train` would need to run `p`, on top of the scenario's own.
+/// The search's own choices (a block recompute, an offloaded share) where the scenario
+/// leaves them open.
+fn spec_of(
+    base: &myriad_scenario::TrainingSpec,
+    m: &myriad_model::Transformer,
+    p: &myriad_train::Plan,
+) -> myriad_scenario::TrainingSpec {
+    let chunk = p.chunk_layers(m.layers) as f64;
+    let layers = |f: f64| (f * chunk).round() as u32;
+    let block = p.recompute == myriad_model::Recompute::Full && p.recompute_fraction < 1.0;
+    myriad_scenario::TrainingSpec {
+        recompute_layers: base
+            .recompute_layers
+            .or(block.then(|| layers(p.recompute_fraction))),
+        offload_layers: base
+            .offload_layers
+            .or((p.offload_fraction > 0.0).then(|| layers(p.offload_fraction))),
+        tp: Some(p.tp),
+        pp: Some(p.pp),
+        dp: Some(p.dp),
+        cp: Some(p.cp),
+        ep: Some(p.ep),
+        etp: Some(p.etp),
+        vpp: Some(p.vpp),
+        micro_batch: Some(p.micro_batch as u64),
+        global_batch: Some(p.global_batch),
+        sequence_parallel: Some(p.sequence_parallel),
+        recompute: Some(p.recompute),
+        zero_stage: Some(p.zero_stage),
+        distributed_optimizer: Some(p.distributed_optimizer),
+        ..base.clone()
+    }
+}
+
+/// Settings the scenario fixes that shape a plan (interleaved groups, edge stage layers,
+/// block recompute, offloading) are kept by every candidate and by the best plan: each
+/// resolves through `train` to the very plan the search estimated. The search used to set
+/// `vpp_group` to PP, split the layers its own way, and choose the recomputed and
+/// offloaded layers itself.
+#[test]
+fn searched_plans_keep_the_scenarios_fixed_plan_shape() {
+    let h100 = "cluster: {accelerator: h100-sxm, count: 64}\nmodel: {preset: llama3-8b}\n";
+    let gb200 = "cluster: {accelerator: gb200, count: 72}\nmodel: {preset: llama3-8b}\n";
+    let cases = [
+        (h100, "global_batch: 256, vpp_group: 8"),
+        (
+            h100,
+            "global_batch: 256, first_stage_layers: 2, last_stage_layers: 2",
+        ),
+        (h100, "global_batch: 256, last_stage_layers: 4"),
+        (
+            h100,
+            "global_batch: 256, recompute: full, recompute_layers: 1",
+        ),
+        (gb200, "global_batch: 288, offload_layers: 1"),
+    ];
+    for (cluster, training) in cases {
+        let text =
+            format!("format: myriad/1\n{cluster}training: {{precision: bf16, {training}}}\n");
+        let cat = myriad_catalog::catalog();
+        let s = myriad_scenario::parse_scenario("t.yaml", &text, cat).unwrap();
+        let (m, c, f) = setup(&text);
+        let spec = s.training.clone().unwrap();
+        let space = Space {
+            recompute: vec![myriad_model::Recompute::None, myriad_model::Recompute::Full],
+            placements: vec![myriad_scenario::DEFAULT_PLACEMENT],
+            ..Space::full(&m)
+        };
+        let (plans, rej) = candidates(&m, &c, &f, &space);
+        assert!(!plans.is_empty(), "{training}: {rej:?}");
+        assert_eq!(plans.len() as u64 + rej.values().sum::<u64>(), space.size());
+        let r = search(&m, &c, &f, &space, 3, &|_, _| {});
+        assert!(!r.top.is_empty(), "{training}");
+        for p in plans.iter().chain(r.top.iter().map(|t| &t.plan)) {
+            let (q, _) =
+                myriad_train::plan::resolve(&spec_of(&spec, &m, p), &m, &c, p.accelerators)
+                    .unwrap_or_else(|e| panic!("{training}: {p:?}: {e}"));
+            assert_eq!(&q, p, "{training}");
+        }
+    }
+}
+
+/// Offloading on a system without a host memory link: every plan is rejected with that
+/// reason (train refuses it), none estimated.
+#[test]
+fn fixed_offload_without_a_host_link_is_rejected() {
+    let (m, c, f) = setup("format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 256, precision: bf16, offload_layers: 1}\n");
+    let space = Space::full(&m);
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    assert!(plans.is_empty());
+    assert_eq!(
+        rej.get("offload_layers given: the scale-up system has no host memory link"),
+        Some(&space.size())
+    );
+}
+
+/// With DP 1 the distributed optimizer still shards over the context-parallel ranks
+/// (Megatron's DP x CP group): Llama 3 70B at TP 8, CP 2 on 16 H200 holds 8.75e9 weights
+/// a rank, whose unsharded state (2 + 4 + 12 bytes each, 157 GB) does not fit in 141 GB,
+/// while ZeRO-1 over the two CP ranks (105 GB before activations) does. The search used
+/// to treat every ZeRO stage as irrelevant without DP and found no plan.
+#[test]
+fn zero_shards_over_context_parallelism_without_dp() {
+    let (m, c, f) = setup("format: myriad/1\ncluster: {accelerator: h200, count: 16}\nmodel: {preset: llama3-70b, seq_len: 8192}\ntraining: {global_batch: 16, precision: bf16}\n");
+    let space = Space {
+        tp: vec![8],
+        sequence_parallel: vec![true],
+        cp: vec![2],
+        pp: vec![1],
+        vpp: vec![1],
+        micro_batch: vec![1],
+        recompute: vec![myriad_model::Recompute::Full],
+        zero_stage: vec![1, 2, 3],
+        ..Space::full(&m)
+    };
+    let (plans, rej) = candidates(&m, &c, &f, &space);
+    assert_eq!(plans.len() as u64 + rej.values().sum::<u64>(), space.size());
+    assert_eq!(
+        plans.iter().map(|p| p.zero_stage).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert!(plans.iter().all(|p| p.dp == 1 && p.distributed_optimizer));
+    let unsharded = myriad_train::Plan {
+        zero_stage: 0,
+        distributed_optimizer: false,
+        ..plans[0].clone()
+    };
+    assert!(!myriad_train::estimate(&m, &unsharded, &c).fits);
+    let r = search(&m, &c, &f, &space, 3, &|_, _| {});
+    let best = r.top.first().expect("a plan sharded over CP fits");
+    assert!(best.estimate.fits);
+    // The fastest of the three, as a brute force over them finds it.
+    let brute = plans
+        .iter()
+        .flat_map(|p| {
+            (1..=80).map(move |k| myriad_train::Plan {
+                recompute_fraction: k as f64 / 80.0,
+                ..p.clone()
+            })
+        })
+        .map(|p| myriad_train::estimate(&m, &p, &c))
+        .filter(|e| e.fits)
+        .map(|e| e.step_time_s)
+        .fold(f64::INFINITY, f64::min);
+    assert_eq!(best.estimate.step_time_s, brute);
+}
+
+/// The plan dimensions the scenario gives (TP, PP, ...) are the search's to choose: it says
+/// it overrides them, naming the fields (it replaced them silently), and says nothing
+/// when the scenario gives none.
+#[test]
+fn the_search_names_the_plan_fields_it_overrides() {
+    let cat = myriad_catalog::catalog();
+    let spec = |training: &str| {
+        let text = format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 64}}\nmodel: {{preset: llama3-8b}}\ntraining: {training}\n");
+        myriad_scenario::parse_scenario("t.yaml", &text, cat)
+            .unwrap()
+            .training
+            .unwrap()
+    };
+    let given = spec("{tp: 4, pp: 8, vpp: 2, micro_batch: 1, global_batch: 256, precision: bf16, vpp_group: 8, zero_stage: 1}");
+    assert_eq!(
+        myriad_search::searched_fields(&given),
+        vec!["tp", "pp", "vpp", "micro_batch", "zero_stage"]
+    );
+    assert_eq!(
+        myriad_search::override_note(&given).unwrap(),
+        "training.tp, pp, vpp, micro_batch, zero_stage: searched over, not kept (the search chooses them; `myriad train` runs the scenario's own plan)"
+    );
+    assert_eq!(
+        myriad_search::override_note(&spec("{global_batch: 256, precision: bf16, vpp_group: 8}")),
+        None
+    );
 }

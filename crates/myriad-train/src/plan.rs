@@ -472,6 +472,24 @@ pub enum PlanError {
     },
 }
 
+/// `offload_layers` needs a scale-up system with a host memory link (`train` and the
+/// search refuse it otherwise).
+pub fn check_offload_supported(
+    spec: &TrainingSpec,
+    scale_up: &myriad_catalog::ScaleUpSystem,
+) -> Result<(), PlanError> {
+    if spec.offload_layers.is_some() && scale_up.host_offload_gbps.is_none() {
+        return Err(bad(
+            "offload_layers",
+            format!(
+                "the scale-up system `{}` has no host memory link in the catalog (activation offloading is modelled on GB200/GB300 NVL72)",
+                scale_up.id
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The accelerator has a dense peak for the training precision (`train`, the search and
 /// the planner refuse a precision it lacks with this error, naming the ones it has).
 pub fn check_precision_supported(
@@ -825,7 +843,14 @@ pub fn resolve(
     }
     let ep = spec.ep.unwrap_or(1);
     if dp % ep != 0 && !(dp as u64 * cp as u64 * tp as u64).is_multiple_of(ep as u64) {
-        return Err(bad("ep", format!("ep {ep} does not divide dp {dp}")));
+        // Megatron-Core accepts EP dividing DP, or (MoE parallel folding) a stage's ranks.
+        return Err(bad(
+            "ep",
+            format!(
+                "EP {ep} divides neither DP {dp} nor the TP*CP*DP = {tp}*{cp}*{dp} = {} ranks of a pipeline stage",
+                dp as u64 * cp as u64 * tp as u64
+            ),
+        ));
     }
     let etp = spec.etp.unwrap_or(if ep > 1 { 1 } else { tp });
     let domain = cluster.levels.first().map(|l| l.size).unwrap_or(1);
@@ -1138,15 +1163,7 @@ pub fn resolve(
     }
     let mut offload_fraction = 0.0;
     if let Some(n) = spec.offload_layers {
-        if cluster.scale_up.host_offload_gbps.is_none() {
-            return Err(bad(
-                "offload_layers",
-                format!(
-                    "the scale-up system `{}` has no host memory link in the catalog (activation offloading is modelled on GB200/GB300 NVL72)",
-                    cluster.scale_up.id
-                ),
-            ));
-        }
+        check_offload_supported(spec, &cluster.scale_up)?;
         if n > chunk {
             return Err(bad(
                 "offload_layers",
@@ -1286,7 +1303,7 @@ pub fn resolve(
 /// `first_stage_layers` / `last_stage_layers`: the layers of the first and last pipeline
 /// stages, the rest split evenly over the other stages (Megatron-Core's
 /// `decoder_first/last_pipeline_num_layers`); `None` when neither is given.
-fn edge_stages(
+pub fn edge_stages(
     spec: &TrainingSpec,
     layers: u32,
     pp: u32,

@@ -1532,15 +1532,62 @@ pub fn estimate_with(
         )
     };
 
+    // Replicated KV heads (TP beyond `kv_heads`): the `tp / kv_heads` ranks holding one
+    // head each computed only their own query heads' share of its K/V weight gradient, so
+    // they all-reduce it once per step after the last backward (as the sequence-parallel
+    // norm gradients are, in Megatron-Core's `finalize_model_grads`), on the critical path
+    // before the optimizer: the critical stage's layers, MTP layers included.
+    let kv_replica_ar = match model.mla {
+        None if plan.tp > model.kv_heads && model.kv_heads > 0 => {
+            let replicas = (plan.tp / model.kv_heads) as u64;
+            let (d, mo) = split(crit_idx as u32);
+            let mut layers = d + mo;
+            if plan.holds_head(crit_idx as u32) {
+                layers += mtp;
+            }
+            let kv_weights = 2.0 * h * model.head_dim() as f64 * model.kv_heads_per_rank(plan.tp);
+            // Replicas are neighbours in the TP group (rank r holds head r / replicas).
+            let g = Group::new(levels, replicas, plan.stride(Dim::Tp), plan.accelerators);
+            ctx.coll(CollOp::AllReduce, layers * kv_weights * grad_bytes, &g)
+        }
+        _ => 0.0,
+    };
+
+    // Tied embeddings over a pipeline: the last stage keeps its own copy of the word
+    // embeddings for the output layer, and the first and last pipeline ranks all-reduce
+    // their gradients once per step after the backward pass (Megatron's
+    // `_allreduce_word_embedding_grads` in `finalize_model_grads`, beside the data-parallel
+    // gradient reduction), on the critical path.
+    // Under DualPipe the head sits with the embedding on the first rank: nothing to reduce.
+    let tied_ar = if model.tied_embeddings && (0..pp).any(|s| own_output(s)) {
+        let g = Group::new(
+            levels,
+            2,
+            plan.stride(Dim::Pp) * (pp as u64 - 1),
+            plan.accelerators,
+        );
+        ctx.coll(
+            CollOp::AllReduce,
+            params.embedding / plan.tp as f64 * grad_bytes,
+            &g,
+        )
+    } else {
+        0.0
+    };
+
     // Optimizer: Adam over the local shard (master weights, m, v; read grads, write bf16
     // params).
-    let shard_div = if plan.distributed_optimizer || plan.zero_stage >= 1 {
+    // The distributed optimizer shards the dense weights' state over DP × CP and the
+    // experts' over expert DP, each whatever the other's size (with DP × CP 1 a folded EP
+    // group still leaves expert-DP ranks to shard over).
+    let sharded = plan.distributed_optimizer || plan.zero_stage >= 1;
+    let shard_div = if sharded {
         (plan.dp as f64 * plan.cp as f64).max(1.0)
     } else {
         1.0
     };
-    let opt_params = pd / shard_div
-        + pe / (edp as f64).max(1.0) * if shard_div > 1.0 { 1.0 } else { edp as f64 };
+    let expert_shard_div = if sharded { (edp as f64).max(1.0) } else { 1.0 };
+    let opt_params = pd / shard_div + pe / expert_shard_div;
     // bf16 moments read and write 2 bytes each instead of 4.
     let moment_bytes = if plan.bf16_optimizer_moments {
         2.0
@@ -1605,11 +1652,11 @@ pub fn estimate_with(
         backward_s: m * crit.bwd,
         recompute_s: m * (crit.recompute - crit.eager_rec),
         moe_overhead_s: m * (crit.eager_fwd + crit.eager_rec),
-        tp_comm_s: m * crit.tp,
+        tp_comm_s: m * crit.tp + kv_replica_ar,
         cp_comm_s: m * crit.cp,
         ep_comm_s: m * ep_slot,
         pp_comm_s: pp_comm,
-        dp_comm_s: dp_exposed,
+        dp_comm_s: dp_exposed + tied_ar,
         pipeline_bubble_s: fill,
         optimizer_s: optimizer,
         offload_s,
@@ -1661,8 +1708,7 @@ pub fn estimate_with(
             p_local
         } * grad_bytes;
         // Master weights and Adam's two moments.
-        let optim = (d / shard_div + e / if shard_div > 1.0 { edp as f64 } else { 1.0 })
-            * (master_bytes + 2.0 * moment_bytes);
+        let optim = (d / shard_div + e / expert_shard_div) * (master_bytes + 2.0 * moment_bytes);
         let (dl, ml) = split(s);
         let mut per_mb = dl * act.dense_layer + ml * act.moe_layer;
         if plan.holds_head(s) {

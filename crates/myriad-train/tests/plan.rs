@@ -49,6 +49,12 @@ fn impossible_plans_name_the_numbers() {
         err("{tp: 8, pp: 8, dp: 16, vpp: 2147483648}"),
         "training.vpp: PP*VPP = 8*2147483648 = 17179869184 is more than the 98 pipeline slots (layers 96 + embedding + loss)"
     );
+    // EP may divide DP or, folded, the stage's ranks: the message names both (it said only
+    // "ep 3 does not divide dp 16").
+    assert_eq!(
+        err("{tp: 8, pp: 8, dp: 16, ep: 3}"),
+        "training.ep: EP 3 divides neither DP 16 nor the TP*CP*DP = 8*1*16 = 128 ranks of a pipeline stage"
+    );
     assert_eq!(
         err("{tp: 8, pp: 8, dp: 16, global_batch: 100, micro_batch: 1}"),
         "training.global_batch: global batch 100 not divisible by micro_batch*DP = 1*16 = 16"
@@ -1977,4 +1983,136 @@ fn full_recompute_peak_holds_one_rebuilt_layer() {
         * 1024f64.powi(3);
     let expect = 31.0 * (139_392.0 - 8_192.0) * 16_384.0;
     assert!((saved / expect - 1.0).abs() < 1e-12, "{saved} vs {expect}");
+}
+
+/// The ranks that share a replicated KV head (TP beyond `kv_heads`) each hold only their
+/// own query heads' share of its K/V weight gradient, so they all-reduce it once per step,
+/// on the critical path. Llama 3 70B (8 KV heads of 128, hidden 8192) at TP 16, PP 4: the
+/// two neighbouring TP ranks of each head all-reduce the 80 / 4 = 20 layers' K and V
+/// gradients of the critical stage, 20 · 2 · 8192 · 128 weights in fp32 = 167,772,160
+/// bytes, charged to TP communication once. At TP 8 (no replicas) nothing of the kind runs.
+#[test]
+fn replicated_kv_head_gradients_are_all_reduced_once_per_step() {
+    use myriad_collective::{GroupSpan, Layout, Op};
+    use std::sync::Mutex;
+    // Analytical, plus 1000 s and a record for each all-reduce over two neighbouring ranks.
+    struct Marked<'a> {
+        inner: myriad_train::Analytical<'a>,
+        seen: Mutex<Vec<f64>>,
+    }
+    impl myriad_train::CollectiveTimer for Marked<'_> {
+        fn time(&self, op: Op, bytes: f64, span: &GroupSpan, layout: &Layout) -> f64 {
+            let t = self.inner.time(op, bytes, span, layout);
+            if op == Op::AllReduce && span.size() == 2 && layout.stride == 1 {
+                self.seen.lock().unwrap().push(bytes);
+                return t + 1000.0;
+            }
+            t
+        }
+    }
+    let run = |training: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: gb200, count: 72}}\nmodel: {{preset: llama3-70b, seq_len: 8192}}\ntraining: {training}\n"
+        );
+        let cat = myriad_catalog::catalog();
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        let (plan, _) = myriad_train::resolve(s.training.as_ref().unwrap(), &m, &c, 64).unwrap();
+        let plain = myriad_train::estimate(&m, &plan, &c);
+        let marked = Marked {
+            inner: myriad_train::Analytical { levels: &c.levels },
+            seen: Mutex::new(Vec::new()),
+        };
+        let e = myriad_train::estimate_with(&m, &plan, &c, &marked);
+        (plain, e, marked.seen.into_inner().unwrap())
+    };
+    let (plain, e, seen) = run("{tp: 16, pp: 4, dp: 1, global_batch: 64, micro_batch: 1, precision: bf16, recompute: full}");
+    assert_eq!(seen, vec![167_772_160.0]);
+    let extra = e.breakdown.tp_comm_s - plain.breakdown.tp_comm_s;
+    assert!((extra - 1000.0).abs() < 1e-6, "{extra}");
+    assert!((e.step_time_s - plain.step_time_s - 1000.0).abs() < 1e-6);
+    assert!(plain.breakdown.tp_comm_s > 0.0);
+    let (plain8, e8, seen8) = run(
+        "{tp: 8, pp: 4, dp: 2, global_batch: 64, micro_batch: 1, precision: bf16, recompute: full}",
+    );
+    assert!(seen8.is_empty(), "{seen8:?}");
+    assert_eq!(e8.step_time_s, plain8.step_time_s);
+}
+
+/// The distributed optimizer shards the experts' state over expert DP even when DP × CP is
+/// 1: Qwen3-30B-A3B on 8 H100 at TP 8, DP 1 with EP 4 folded over the TP ranks (ETP 1)
+/// leaves two ranks holding the same experts. Each rank holds 48 layers of 32 experts of
+/// 3·2048·768 = 4,718,592 weights (7,247,757,312), whose 12 bytes of optimizer state a
+/// weight halve over the two: 43,486,543,872 bytes fewer than without the distributed
+/// optimizer (it used to shard nothing when DP × CP was 1).
+#[test]
+fn distributed_optimizer_shards_experts_over_expert_dp_without_dp() {
+    let run = |extra: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8}}\nmodel: {{preset: qwen3-30b-a3b}}\ntraining: {{tp: 8, pp: 1, dp: 1, ep: 4, global_batch: 8, micro_batch: 1, precision: bf16, recompute: full, {extra}}}\n"
+        );
+        let cat = myriad_catalog::catalog();
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 8).unwrap()
+    };
+    let plain = run("distributed_optimizer: false");
+    let sharded = run("distributed_optimizer: true");
+    assert!(sharded.plan.ep_folded());
+    let saved = (plain.estimate.memory.optimizer_gib - sharded.estimate.memory.optimizer_gib)
+        * 1024f64.powi(3);
+    let expect = 48.0 * 32.0 * 4_718_592.0 / 2.0 * 12.0;
+    assert_eq!(expect, 43_486_543_872.0);
+    assert!((saved / expect - 1.0).abs() < 1e-9, "{saved} vs {expect}");
+    // The optimizer step reads and writes half the experts' state as well.
+    assert!(sharded.estimate.breakdown.optimizer_s < plain.estimate.breakdown.optimizer_s);
+}
+
+/// Tied embeddings over a pipeline: the first and last pipeline ranks each hold the word
+/// embeddings (input embedding, output layer) and all-reduce their gradients once per step
+/// (Megatron's `_allreduce_word_embedding_grads`). GPT-3 175B at TP 8, PP 8: 51200 · 12288
+/// / 8 = 78,643,200 weights in fp32, 314,572,800 bytes, between ranks 7 · 128 apart
+/// (placement tp-cp-ep-dp-pp: the PP stride is TP · DP = 128), charged with the gradient
+/// reduction (DP communication) once. Under DualPipe the head sits with the embedding and nothing is reduced.
+#[test]
+fn tied_embedding_gradients_are_all_reduced_between_the_pipeline_ends() {
+    use myriad_collective::{GroupSpan, Layout, Op};
+    use std::sync::Mutex;
+    struct Marked<'a> {
+        inner: myriad_train::Analytical<'a>,
+        stride: u64,
+        seen: Mutex<Vec<f64>>,
+    }
+    impl myriad_train::CollectiveTimer for Marked<'_> {
+        fn time(&self, op: Op, bytes: f64, span: &GroupSpan, layout: &Layout) -> f64 {
+            let t = self.inner.time(op, bytes, span, layout);
+            if op == Op::AllReduce && span.size() == 2 && layout.stride == self.stride {
+                self.seen.lock().unwrap().push(bytes);
+                return t + 1000.0;
+            }
+            t
+        }
+    }
+    let run = |training: &str| {
+        let (s, c, m) = setup(training);
+        let (plan, _) = myriad_train::resolve(s.training.as_ref().unwrap(), &m, &c, 1024).unwrap();
+        let plain = myriad_train::estimate(&m, &plan, &c);
+        let marked = Marked {
+            inner: myriad_train::Analytical { levels: &c.levels },
+            stride: 7 * 128,
+            seen: Mutex::new(Vec::new()),
+        };
+        let e = myriad_train::estimate_with(&m, &plan, &c, &marked);
+        (plain, e, marked.seen.into_inner().unwrap())
+    };
+    let (plain, e, seen) =
+        run("{tp: 8, pp: 8, dp: 16, global_batch: 512, micro_batch: 1, recompute: full}");
+    assert_eq!(seen, vec![314_572_800.0]);
+    let extra = e.breakdown.dp_comm_s - plain.breakdown.dp_comm_s;
+    assert!((extra - 1000.0).abs() < 1e-6, "{extra}");
+    assert!((e.step_time_s - plain.step_time_s - 1000.0).abs() < 1e-6);
+    let (_, _, seen) = run("{tp: 8, pp: 8, dp: 16, global_batch: 512, micro_batch: 1, recompute: full, pipeline_schedule: dualpipe}");
+    assert!(seen.is_empty(), "{seen:?}");
 }

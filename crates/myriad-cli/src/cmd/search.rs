@@ -124,6 +124,9 @@ pub fn run(
             .and_then(|t| t.precision)
             .map_or("bf16", |p| p.as_str())
     );
+    for n in &run.notes {
+        println!("note: {n}");
+    }
     println!(
         "space {} configurations; {} divide and were estimated, {} fit in memory; {:.3} s ({:.0} configurations/s)",
         r.space, r.evaluated, r.feasible, secs, rate
