@@ -194,7 +194,8 @@ struct Run {
     end: f64,
     remaining: f64,
     /// Restart seconds at the head of `remaining` (owed since the last failure or
-    /// preemption): a start that stops before they are paid still owes one restart, not two.
+    /// preemption, or a moved job's data staging): a start that stops before they are paid
+    /// still owes one restart, not two (and the rest of its staging, when that is longer).
     /// They take wall-clock seconds; only the work after them runs at the placement's speed.
     owed: f64,
     gen: u32,
@@ -421,8 +422,10 @@ impl Run {
     /// back the part of the owed restart this start paid and the `lost` work, and owe one
     /// restart. A start that stopped before its restart was paid still owes one, not two.
     fn owe_restart(&mut self, done: f64, lost: f64, restart_s: f64) {
-        self.remaining += done.min(self.owed) + lost - self.owed + restart_s;
-        self.owed = restart_s;
+        // What is owed beyond one restart (the rest of a data staging) stays owed.
+        let owed = restart_s.max(self.owed - done);
+        self.remaining += done.min(self.owed) + lost - self.owed + owed;
+        self.owed = owed;
     }
 
     /// Seconds a start at run-time `factor` takes: the owed restart, then the work.
@@ -637,6 +640,9 @@ impl Sim<'_> {
                 self.moved += 1;
                 self.moved_gb += job.data_gb;
                 self.jobs[j].duration += transfer;
+                // The staging is a WAN copy, paid in wall-clock seconds at the head of the
+                // run like a restart: the placement's speed scales only the work after it.
+                self.runs[j].owed = transfer;
             }
         }
         let job = &self.jobs[j];

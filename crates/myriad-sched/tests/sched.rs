@@ -1294,3 +1294,40 @@ fn a_preempted_job_pays_its_restart_in_seconds_not_at_its_placements_speed() {
         "{held}"
     );
 }
+
+/// A job moved to another region stages its data over the WAN (wall-clock seconds), then
+/// runs at its placement's speed: 8 GPUs in one domain with `comm_share` 0.5 and NVLink 4x
+/// the pod's bandwidth take 0.5 + 0.5/4 = 0.625 of `duration`; staging 1,000 GB at 100 Gbit/s
+/// plus 0.05 s latency is 80.05 s, which that speed must not scale.
+#[test]
+fn data_staging_is_not_scaled_by_the_placements_speed() {
+    let names = vec!["home".to_string(), "away".to_string()];
+    let mut t = Topology::uniform(&names, 2, 2, 1, 8, "h100");
+    t.gbps = [4.0, 1.0, 1.0];
+    // Region 0: one job holds it all, one more queues behind (10,000 s of expected wait).
+    let a = Job::new(0, 0.0, 10_000.0, 16);
+    let mut c = Job::new(1, 0.5, 10_000.0, 16);
+    c.class = 1;
+    let mut b = Job::new(2, 1.0, 1000.0, 8);
+    b.class = 2;
+    b.comm_share = 0.5;
+    b.data_gb = 1000.0;
+    let w = Workload {
+        jobs: vec![a, c, b],
+        classes: vec!["a".into(), "c".into(), "b".into()],
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("cross-region").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.moved_jobs, 1);
+    let want = 80.05 + 1000.0 * 0.625;
+    assert!(
+        (r.classes[2].jct_s.mean - want).abs() < 1e-6,
+        "JCT {} s, want {want} s",
+        r.classes[2].jct_s.mean
+    );
+}
