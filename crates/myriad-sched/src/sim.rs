@@ -760,9 +760,11 @@ impl Sim<'_> {
         run.last_start = self.now;
         run.starts += 1;
         let starts = run.starts;
-        // A failure before the end interrupts the job (one stream per job and start).
+        // A failure before the end interrupts the job, whatever its kind (one stream per job
+        // and start). Service replicas (no end) are not interrupted: their capacity is
+        // measured by the SLO attainment, and a lost replica is replaced at once.
         let rate = self.o.failure_per_gpu_s * job.gpus as f64;
-        let fail_at = if rate > 0.0 && job.kind != Kind::Inference {
+        let fail_at = if rate > 0.0 && job.duration.is_finite() {
             let mut rng = crate::workload::Rng::new(
                 self.o.seed ^ 0x5EED_FA11,
                 ((j as u64) << 20) | starts as u64,

@@ -1331,3 +1331,36 @@ fn data_staging_is_not_scaled_by_the_placements_speed() {
         r.classes[2].jct_s.mean
     );
 }
+
+/// Failures interrupt every job that runs, whatever its kind: inference jobs of a trace (a
+/// finite run time) fail exactly as the same jobs marked training do (the draws are per job
+/// and start, not per kind).
+#[test]
+fn inference_jobs_of_a_trace_fail_like_training_jobs() {
+    let t = Topology::uniform(&["r".to_string()], 8, 4, 1, 8, "h100");
+    let jobs: Vec<Job> = (0..40)
+        .map(|i| Job::new(i, i as f64 * 600.0, 20.0 * 3600.0, 8))
+        .collect();
+    let train = Workload {
+        jobs: jobs.clone(),
+        classes: vec!["j".into()],
+        services: vec![],
+    };
+    let mut infer = train.clone();
+    for j in &mut infer.jobs {
+        j.kind = myriad_sched::Kind::Inference;
+    }
+    let o = Options {
+        failure_per_gpu_s: 1.0 / (8.0 * 10.0 * 3600.0),
+        check: true,
+        ..Options::default()
+    };
+    let p = preset("backfill").unwrap();
+    let a = simulate(&t, &train, &p, &o);
+    let b = simulate(&t, &infer, &p, &o);
+    assert!(b.violations.is_empty(), "{:?}", b.violations);
+    assert!(a.failures > 20, "{}", a.failures);
+    assert_eq!(b.failures, a.failures);
+    assert_eq!(b.lost_gpu_hours, a.lost_gpu_hours);
+    assert_eq!(b.completed, 40);
+}
