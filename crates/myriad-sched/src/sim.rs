@@ -2,13 +2,13 @@
 //! queue, with metrics integrated between events.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use serde::Serialize;
 
 use crate::cluster::{Piece, State, Topology};
 use crate::frag::Fgd;
-use crate::{Job, Kind, Placement, Policy, QueueOrder, Workload};
+use crate::{Constraint, Job, Kind, Placement, Policy, QueueOrder, RejectReason, Workload};
 
 /// Simulation options.
 #[derive(Debug, Clone)]
@@ -131,6 +131,22 @@ pub struct ServiceStats {
     pub replica_hours: f64,
 }
 
+/// Most rejected jobs listed one by one in [`Report::rejected_jobs`] (all are counted).
+pub const MAX_REJECTIONS_LISTED: usize = 100;
+
+/// A job that could never run, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rejection {
+    /// Index of the job in the workload (a trace's jobs in arrival order).
+    pub job: u32,
+    pub class: String,
+    pub arrival_s: f64,
+    pub accelerators: u32,
+    /// The region it was routed to (its home unless cross-region routing moved it).
+    pub region: String,
+    pub reason: RejectReason,
+}
+
 /// The outcome of one policy.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
@@ -138,6 +154,10 @@ pub struct Report {
     pub jobs: u64,
     pub completed: u64,
     pub rejected: u64,
+    /// Rejected jobs by reason (they add up to `rejected`).
+    pub rejections: BTreeMap<RejectReason, u64>,
+    /// The first [`MAX_REJECTIONS_LISTED`] rejected jobs (by index), each with its reason.
+    pub rejected_jobs: Vec<Rejection>,
     pub makespan_s: f64,
     /// Time-average allocated share of GPU capacity over the arrival window (first to last
     /// arrival; to the makespan when every job arrives at once; to the services' horizon when
@@ -210,6 +230,8 @@ struct Run {
     slowdown: f64,
     last_start: f64,
     starts: u32,
+    /// Why it was rejected (with `St::Rejected`).
+    reason: Option<RejectReason>,
 }
 
 /// (time bits, sequence, kind, job or hour, generation).
@@ -322,6 +344,9 @@ struct Sim<'a> {
     failures: u64,
     lost_gpu_s: f64,
     events: u64,
+    /// Reasons found for rejected job shapes, per region (rejections are rare, a trace may
+    /// repeat one shape many times).
+    reasons: Vec<(Shape, usize, RejectReason)>,
 }
 
 /// When inference services stop: `o.horizon_s`, or the last arrival rounded up to whole days.
@@ -399,6 +424,7 @@ pub fn simulate(t: &Topology, w: &Workload, p: &Policy, o: &Options) -> Report {
         failures: 0,
         lost_gpu_s: 0.0,
         events: 0,
+        reasons: vec![],
     };
     for j in 0..s.jobs.len() {
         s.runs.push(Run::new());
@@ -461,6 +487,7 @@ impl Run {
             slowdown: 1.0,
             last_start: 0.0,
             starts: 0,
+            reason: None,
         }
     }
 }
@@ -654,6 +681,7 @@ impl Sim<'_> {
             .is_none()
         {
             self.runs[j].st = St::Rejected;
+            self.runs[j].reason = Some(self.reject_reason(j, r));
             return;
         }
         let key = self.queue_key(j);
@@ -666,6 +694,67 @@ impl Sim<'_> {
             self.try_backfill(j, r);
             self.after_pass(r);
         }
+    }
+
+    /// Why job `j`, which has no place in empty region `r`, could never run there.
+    fn reject_reason(&mut self, j: usize, r: usize) -> RejectReason {
+        let job = &self.jobs[j];
+        let sh = shape(job);
+        if let Some(&(_, _, why)) = self.reasons.iter().find(|e| e.0 == sh && e.1 == r) {
+            return why;
+        }
+        let t = self.t;
+        let (a, b) = t.region_nodes(r);
+        let typed = |n: &crate::Node| {
+            job.gpu_types == 0 || (n.gpu_type < 64 && job.gpu_types >> n.gpu_type & 1 == 1)
+        };
+        let why = 'why: {
+            let gpus = |n: &crate::Node| if typed(n) { u64::from(n.gpus) } else { 0 };
+            let total: u64 = t.nodes[a..b].iter().map(gpus).sum();
+            if job.gpus > 0 {
+                if total == 0 {
+                    break 'why RejectReason::GpuType;
+                }
+                if u64::from(job.gpus) > total {
+                    break 'why RejectReason::TooLarge;
+                }
+                // Accelerators of its types per domain and per pod of the region.
+                let mut dom: BTreeMap<u32, u64> = BTreeMap::new();
+                let mut pod: BTreeMap<u32, u64> = BTreeMap::new();
+                for n in a..b {
+                    let d = t.node_domain[n];
+                    let g = gpus(&t.nodes[n]);
+                    *dom.entry(d).or_default() += g;
+                    *pod.entry(t.domain_pod[d as usize]).or_default() += g;
+                }
+                let need = u64::from(job.gpus);
+                let too_big = match job.constraint {
+                    Constraint::None => false,
+                    Constraint::Domain => dom.values().all(|&g| g < need),
+                    Constraint::Pod => pod.values().all(|&g| g < need),
+                    Constraint::Segment(k) => {
+                        let k = u64::from(k.max(1));
+                        dom.values().map(|&g| g / k).sum::<u64>() * k < need
+                    }
+                };
+                if too_big {
+                    break 'why RejectReason::Constraint;
+                }
+            }
+            let roomy = t.nodes[a..b].iter().any(|n| {
+                (job.gpus == 0 || (typed(n) && n.gpus > 0))
+                    && n.cpu_milli >= job.cpu_milli
+                    && n.memory_mib >= job.memory_mib
+            });
+            if !roomy {
+                break 'why RejectReason::CpuMemory;
+            }
+            RejectReason::NoPlace
+        };
+        if self.reasons.len() < 64 {
+            self.reasons.push((sh, r, why));
+        }
+        why
     }
 
     /// GPU-seconds job `j` adds to its region's expected-wait estimate while queued (0 for
@@ -1314,6 +1403,8 @@ impl Sim<'_> {
         let mut jct: Vec<Vec<f64>> = vec![vec![]; n_classes];
         let mut counts = vec![Acc::default(); n_classes];
         let mut makespan: f64 = 0.0;
+        let mut rejections: BTreeMap<RejectReason, u64> = BTreeMap::new();
+        let mut rejected_jobs = vec![];
         let first = w
             .jobs
             .iter()
@@ -1332,7 +1423,27 @@ impl Sim<'_> {
             match run.st {
                 // Replicas are not jobs: one that cannot fit is retried every hour and shows
                 // in its service's SLO attainment, not as a rejected job per hour.
-                St::Rejected => k.rejected += u64::from(!replica),
+                St::Rejected if !replica => {
+                    k.rejected += 1;
+                    let reason = run.reason.unwrap_or(RejectReason::NoPlace);
+                    *rejections.entry(reason).or_default() += 1;
+                    if rejected_jobs.len() < MAX_REJECTIONS_LISTED {
+                        rejected_jobs.push(Rejection {
+                            job: j as u32,
+                            class: w.classes.get(c).cloned().unwrap_or_else(|| "jobs".into()),
+                            arrival_s: job.arrival,
+                            accelerators: job.gpus,
+                            region: self
+                                .t
+                                .region_names
+                                .get(run.region as usize)
+                                .cloned()
+                                .unwrap_or_default(),
+                            reason,
+                        });
+                    }
+                }
+                St::Rejected => {}
                 // Nor are their waits and placements job statistics (the SLO attainment
                 // measures them): mixed in, a replica's wait of 0 diluted every job's.
                 _ if replica => {}
@@ -1454,6 +1565,8 @@ impl Sim<'_> {
             jobs: all.jobs,
             completed: all.completed,
             rejected: all.rejected,
+            rejections,
+            rejected_jobs,
             makespan_s: makespan,
             allocation: if wsum > 0.0 { acc / wsum } else { 0.0 },
             mean_frag_node: if nf > 0.0 { fnode / nf } else { 0.0 },

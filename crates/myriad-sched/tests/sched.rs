@@ -1364,3 +1364,49 @@ fn inference_jobs_of_a_trace_fail_like_training_jobs() {
     assert_eq!(b.lost_gpu_hours, a.lost_gpu_hours);
     assert_eq!(b.completed, 40);
 }
+
+/// A job that could never run is rejected with its reason, counted per reason (adding up to
+/// `rejected`) and listed: 2 nodes of 8 GPUs, each its own domain, one GPU type.
+#[test]
+fn rejected_jobs_carry_their_reason() {
+    use myriad_sched::RejectReason;
+    let t = two_nodes();
+    let ok = Job::new(0, 0.0, 100.0, 8);
+    let big = Job::new(1, 1.0, 100.0, 24);
+    let mut typed = Job::new(2, 2.0, 100.0, 8);
+    typed.gpu_types = 1 << 1; // a type the cluster lacks
+    let mut dom = Job::new(3, 3.0, 100.0, 16);
+    dom.constraint = Constraint::Domain; // domains hold 8
+    let mut seg = Job::new(4, 4.0, 100.0, 16);
+    seg.constraint = Constraint::Segment(16);
+    let w = Workload {
+        jobs: vec![ok, big, typed, dom, seg],
+        classes: vec!["jobs".into()],
+        services: vec![],
+    };
+    for p in ["fifo", "backfill", "topology"] {
+        let r = simulate(&t, &w, &preset(p).unwrap(), &Options::default());
+        assert_eq!((r.completed, r.rejected), (1, 4), "{p}");
+        assert_eq!(r.rejections.values().sum::<u64>(), r.rejected);
+        assert_eq!(r.rejections.get(&RejectReason::TooLarge), Some(&1));
+        assert_eq!(r.rejections.get(&RejectReason::GpuType), Some(&1));
+        assert_eq!(r.rejections.get(&RejectReason::Constraint), Some(&2));
+        let listed: Vec<(u32, u32, RejectReason)> = r
+            .rejected_jobs
+            .iter()
+            .map(|x| (x.job, x.accelerators, x.reason))
+            .collect();
+        assert_eq!(
+            listed,
+            vec![
+                (1, 24, RejectReason::TooLarge),
+                (2, 8, RejectReason::GpuType),
+                (3, 16, RejectReason::Constraint),
+                (4, 16, RejectReason::Constraint),
+            ]
+        );
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["rejections"]["too-large"], 1, "{}", v["rejections"]);
+        assert_eq!(v["rejected_jobs"][1]["reason"], "gpu-type");
+    }
+}
