@@ -304,6 +304,11 @@ pub struct RegionsSpec {
     /// Share of jobs whose data (home) is in each region (default equal).
     #[serde(default)]
     pub home_shares: Vec<f64>,
+    /// Each region's offset from UTC, whole hours in -12..=14 (default 0): inference
+    /// services follow their daily curve in their region's local time (simulation time 0 is
+    /// midnight UTC).
+    #[serde(default)]
+    pub utc_offset_hours: Vec<f64>,
 }
 
 /// A trace to replay.
@@ -570,6 +575,14 @@ impl SchedulingSpec {
             }
             if !r.home_shares.is_empty() && r.home_shares.iter().sum::<f64>() <= 0.0 {
                 return e("regions.home_shares".into(), "shares add up to 0".into());
+            }
+            for (i, h) in r.utc_offset_hours.iter().enumerate() {
+                if !(h.fract() == 0.0 && (-12.0..=14.0).contains(h)) {
+                    return e(
+                        format!("regions.utc_offset_hours[{i}]"),
+                        format!("{h} must be a whole number of hours in -12..=14"),
+                    );
+                }
             }
         }
         Ok(())

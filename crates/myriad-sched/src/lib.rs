@@ -244,7 +244,8 @@ pub struct Service {
 }
 
 impl Service {
-    /// Replicas needed at time `t` (seconds).
+    /// Replicas needed at local time `t` (seconds; the hour of the curve is `t`'s hour of
+    /// the day: pass UTC time plus the region's offset, `Topology::utc_offset_s`).
     pub fn demand(&self, t: f64) -> u32 {
         let h = ((t / 3600.0).floor() as i64).rem_euclid(24) as usize;
         (self.peak_replicas as f64 * self.curve[h]).ceil() as u32

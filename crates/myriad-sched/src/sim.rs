@@ -1303,7 +1303,9 @@ impl Sim<'_> {
         let s = &mut self.svcs[i];
         let dt = now - s.last;
         if dt > 0.0 && s.last < self.horizon {
-            let demand = self.services[i].demand(s.last) as f64;
+            let sv = &self.services[i];
+            let local = s.last + self.t.utc_offset_s(sv.region as usize);
+            let demand = sv.demand(local) as f64;
             s.served += (s.running as f64).min(demand) * dt;
             s.demanded += demand * dt;
             s.total_time += dt;
@@ -1335,7 +1337,7 @@ impl Sim<'_> {
             let target = if now >= horizon {
                 0
             } else if self.p.day_night {
-                sv.demand(now)
+                sv.demand(now + self.t.utc_offset_s(sv.region as usize))
             } else {
                 sv.peak_replicas
             } as usize;

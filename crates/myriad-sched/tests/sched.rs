@@ -1410,3 +1410,68 @@ fn rejected_jobs_carry_their_reason() {
         assert_eq!(v["rejected_jobs"][1]["reason"], "gpu-type");
     }
 }
+
+/// Services follow their daily curve in their region's local time. The curve wants the peak
+/// from local 00:00 to 12:00, nothing after; over the first 12 h UTC a service at UTC+0
+/// serves 12 replica-hours, one at UTC−5 (local 19:00 to 07:00) 7, under day-night sharing.
+#[test]
+fn services_follow_their_regions_local_time() {
+    let names = vec!["london".to_string(), "new-york".to_string()];
+    let mut t = Topology::uniform(&names, 1, 1, 1, 8, "h100");
+    t.utc_offset_s = vec![0.0, -5.0 * 3600.0];
+    let mut curve = [0.0; 24];
+    curve[..12].fill(1.0);
+    let svc = |class: u16, region: u16| myriad_sched::Service {
+        name: names[region as usize].clone(),
+        class,
+        replica_gpus: 8,
+        peak_replicas: 1,
+        curve,
+        priority: 100,
+        region,
+    };
+    let w = Workload {
+        jobs: vec![],
+        classes: vec!["jobs".into(), "a".into(), "b".into()],
+        services: vec![svc(1, 0), svc(2, 1)],
+    };
+    let o = Options {
+        horizon_s: 12.0 * 3600.0,
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("day-night").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert!(
+        (r.services[0].replica_hours - 12.0).abs() < 1e-9,
+        "{:?}",
+        r.services
+    );
+    assert!(
+        (r.services[1].replica_hours - 7.0).abs() < 1e-9,
+        "{:?}",
+        r.services
+    );
+    assert_eq!(r.services[1].slo_attainment, 1.0);
+}
+
+/// `regions.utc_offset_hours` reaches the topology in seconds; a bad offset, or more offsets
+/// than sites, is an error naming the field.
+#[test]
+fn utc_offsets_come_from_the_scenario_and_bad_ones_name_the_field() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 128, sites: 2, dci: {gbps_per_site: 400, distance_km: 5000}}\nscheduling: {regions: {utc_offset_hours: [1, -8]}}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("s.yaml", text, cat).unwrap();
+    let su = setup::from_scenario(&s, cat, "s.yaml", None, None, None).unwrap();
+    assert_eq!(su.topology.utc_offset_s, vec![3600.0, -8.0 * 3600.0]);
+    assert_eq!(
+        scenario_err("  regions: {utc_offset_hours: [5.5]}\n"),
+        "s.yaml: scheduling.regions.utc_offset_hours[0]: 5.5 must be a whole number of hours in -12..=14"
+    );
+    assert!(
+        scenario_err("  regions: {utc_offset_hours: [0, 1]}\n")
+            .starts_with("s.yaml: scheduling.regions.utc_offset_hours: 2 offsets for 1 sites"),
+        "{}",
+        scenario_err("  regions: {utc_offset_hours: [0, 1]}\n")
+    );
+}
