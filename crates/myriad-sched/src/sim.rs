@@ -54,7 +54,8 @@ impl Default for Options {
     }
 }
 
-/// Mean, p50 and p99 of a sample.
+/// Mean, p50 and p99 of a sample (percentiles interpolated linearly between the order
+/// statistics, numpy's default: the p50 of 0 and 100 s is 50 s, not 100 s).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Stat {
     pub mean: f64,
@@ -68,7 +69,14 @@ impl Stat {
             return Stat::default();
         }
         v.sort_by(f64::total_cmp);
-        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+        let q = |p: f64| {
+            let x = (v.len() - 1) as f64 * p;
+            let (i, f) = (x.floor() as usize, x - x.floor());
+            match v.get(i + 1) {
+                Some(&hi) if f > 0.0 => v[i] + (hi - v[i]) * f,
+                _ => v[i],
+            }
+        };
         Stat {
             mean: v.iter().sum::<f64>() / v.len() as f64,
             p50: q(0.5),

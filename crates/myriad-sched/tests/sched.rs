@@ -1475,3 +1475,21 @@ fn utc_offsets_come_from_the_scenario_and_bad_ones_name_the_field() {
         scenario_err("  regions: {utc_offset_hours: [0, 1]}\n")
     );
 }
+
+/// Wait percentiles interpolate between order statistics: one 8-GPU node, two 100 s jobs
+/// arriving together wait 0 and 100 s, so the p50 is 50 s and the p99 99 s (the rounded
+/// rank gave the longer wait, 100 s, for both: a median equal to the maximum).
+#[test]
+fn wait_percentiles_interpolate_between_jobs() {
+    let t = Topology::uniform(&["r".to_string()], 1, 1, 1, 8, "h100");
+    let w = Workload {
+        jobs: vec![Job::new(0, 0.0, 100.0, 8), Job::new(1, 0.0, 100.0, 8)],
+        classes: vec!["jobs".into()],
+        services: vec![],
+    };
+    let r = simulate(&t, &w, &preset("fifo").unwrap(), &Options::default());
+    assert_eq!(r.all.wait_s.mean, 50.0);
+    assert_eq!(r.all.wait_s.p50, 50.0);
+    assert!((r.all.wait_s.p99 - 99.0).abs() < 1e-9, "{:?}", r.all.wait_s);
+    assert_eq!(r.all.jct_s.p50, 150.0);
+}
