@@ -93,7 +93,8 @@ pub struct ArrivalSpec {
     /// `mean * (1 + amplitude * cos(2 pi (hour - peak_hour) / 24))`.
     #[serde(default)]
     pub daily_amplitude: f64,
-    /// Hour of the day with the most arrivals (default 14).
+    /// Hour of the day with the most arrivals (default 14), in each job's home region's
+    /// local time (`regions.utc_offset_hours`).
     #[serde(default = "default_peak_hour")]
     pub peak_hour: f64,
 }
@@ -305,8 +306,8 @@ pub struct RegionsSpec {
     #[serde(default)]
     pub home_shares: Vec<f64>,
     /// Each region's offset from UTC, whole hours in -12..=14 (default 0): inference
-    /// services follow their daily curve in their region's local time (simulation time 0 is
-    /// midnight UTC).
+    /// services follow their daily curve, and jobs arrive on the daily cycle, in their
+    /// region's local time (simulation time 0 is midnight UTC).
     #[serde(default)]
     pub utc_offset_hours: Vec<f64>,
 }

@@ -1493,3 +1493,38 @@ fn wait_percentiles_interpolate_between_jobs() {
     assert!((r.all.wait_s.p99 - 99.0).abs() < 1e-9, "{:?}", r.all.wait_s);
     assert_eq!(r.all.jct_s.p50, 150.0);
 }
+
+/// Generated jobs arrive on the daily cycle of their home region's local time: with the rate
+/// `∝ 1 + cos(2π(h − 12)/24)` the mean of `cos(2π(h − 12)/24)` over arrivals is 1/2 at
+/// their local hour `h`; a region at UTC+12 peaks at midnight UTC, where its UTC mean is −1/2.
+#[test]
+fn arrivals_follow_their_home_regions_local_time() {
+    let names = vec!["utc".to_string(), "plus-12".to_string()];
+    let mut t = Topology::uniform(&names, 4, 4, 1, 8, "h100");
+    t.utc_offset_s = vec![0.0, 12.0 * 3600.0];
+    let spec: SchedulingSpec = serde_json::from_value(serde_json::json!({
+        "arrivals": {"jobs": 4000, "rate_per_hour": 10, "daily_amplitude": 1, "peak_hour": 12},
+        "classes": [{"name": "j", "size": {"dist": "fixed", "value": 8},
+                     "duration_h": {"dist": "fixed", "value": 1}}]
+    }))
+    .unwrap();
+    let w = workload::generate(&spec, &t, 3);
+    let mean_cos = |r: u16| {
+        let c: Vec<f64> = w
+            .jobs
+            .iter()
+            .filter(|j| j.region == r)
+            .map(|j| (2.0 * std::f64::consts::PI * (j.arrival / 3600.0 - 12.0) / 24.0).cos())
+            .collect();
+        assert!(c.len() > 1500, "{}", c.len());
+        c.iter().sum::<f64>() / c.len() as f64
+    };
+    let (a, b) = (mean_cos(0), mean_cos(1));
+    assert!((a - 0.5).abs() < 0.05, "UTC region: {a}");
+    assert!((b + 0.5).abs() < 0.05, "UTC+12 region: {b}");
+    // Regions all in UTC draw exactly what one cycle drew before.
+    t.utc_offset_s = vec![0.0, 0.0];
+    let w0 = workload::generate(&spec, &t, 3);
+    t.utc_offset_s = vec![];
+    assert_eq!(w0, workload::generate(&spec, &t, 3));
+}
