@@ -666,11 +666,20 @@ impl Sim<'_> {
                 s.queued_gpu_s[x] / s.region_gpus[x].max(1) as f64
                     + if x == home { 0.0 } else { transfer }
             };
+            // Only regions that could ever hold the job (home first, when it can): a job
+            // routed to one it does not fit in would be rejected although its home runs it.
+            let fits = |x: usize, s: &Sim| {
+                s.empty
+                    .find(s.t, &s.jobs[j], s.p.placement, x, None)
+                    .is_some()
+            };
+            let mut best = fits(home, self).then_some(home);
             for x in 0..self.t.regions() {
-                if cost(x, self) < cost(r, self) {
-                    r = x;
+                if best.is_none_or(|b| cost(x, self) < cost(b, self)) && fits(x, self) {
+                    best = Some(x);
                 }
             }
+            r = best.unwrap_or(home);
             if r != home {
                 self.moved += 1;
                 self.moved_gb += job.data_gb;
