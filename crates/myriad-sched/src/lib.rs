@@ -21,7 +21,10 @@
 //! Model choices are documented in `docs/scheduling.md`: runtimes are known to the
 //! scheduler (backfill uses the true duration), a preempted job resumes from its last
 //! state after `restart_s`, a job moved to another region first stages `data_gb` over the
-//! inter-region link (its allocation held meanwhile).
+//! inter-region link (its allocation held meanwhile; wall-clock seconds, not scaled by the
+//! placement's speed), a job that could never run is rejected with a [`RejectReason`], and
+//! inference services and the arrivals' daily cycle follow each region's local time
+//! (`Topology::utc_offset_s`).
 
 pub mod cluster;
 pub mod frag;
