@@ -870,6 +870,41 @@ fn sched_replays_a_csv_job_trace_by_hand() {
     );
 }
 
+/// A job that can never run is counted by reason, in the table and in `--json`.
+#[test]
+fn sched_rejected_jobs_show_their_reason() {
+    let dir = std::env::temp_dir().join(format!("myriad-sched-rej-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("t.csv"),
+        "arrival_s,duration_s,accelerators,constraint\n0,3600,8,\n10,3600,4096,\n20,3600,16,domain\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("s.yaml"),
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64}\nscheduling: {trace: {csv: t.csv}, policies: [{name: fifo}]}\n",
+    )
+    .unwrap();
+    let s = dir.join("s.yaml");
+    let (code, out, err) = myriad(&["sched", s.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("| completed / rejected"), "{out}");
+    for row in [
+        "| rejected: more accelerators than its region has",
+        "| rejected: larger than its required scale-up domain, segment or pod",
+    ] {
+        assert!(out.contains(row), "{row} missing:\n{out}");
+    }
+    let v = json(&["sched", s.to_str().unwrap(), "--json"]);
+    let p = &v["policies"][0];
+    assert_eq!(p["rejected"], 2);
+    assert_eq!(p["rejections"]["too-large"], 1);
+    assert_eq!(p["rejections"]["constraint"], 1);
+    assert_eq!(p["rejected_jobs"][0]["job"], 1);
+    assert_eq!(p["rejected_jobs"][0]["accelerators"], 4096);
+    assert_eq!(p["rejected_jobs"][0]["reason"], "too-large");
+}
+
 #[test]
 fn every_sched_example_runs() {
     for e in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples")).unwrap() {

@@ -93,7 +93,8 @@ pub struct ArrivalSpec {
     /// `mean * (1 + amplitude * cos(2 pi (hour - peak_hour) / 24))`.
     #[serde(default)]
     pub daily_amplitude: f64,
-    /// Hour of the day with the most arrivals (default 14).
+    /// Hour of the day with the most arrivals (default 14), in each job's home region's
+    /// local time (`regions.utc_offset_hours`).
     #[serde(default = "default_peak_hour")]
     pub peak_hour: f64,
 }
@@ -304,6 +305,11 @@ pub struct RegionsSpec {
     /// Share of jobs whose data (home) is in each region (default equal).
     #[serde(default)]
     pub home_shares: Vec<f64>,
+    /// Each region's offset from UTC, whole hours in -12..=14 (default 0): inference
+    /// services follow their daily curve, and jobs arrive on the daily cycle, in their
+    /// region's local time (simulation time 0 is midnight UTC).
+    #[serde(default)]
+    pub utc_offset_hours: Vec<f64>,
 }
 
 /// A trace to replay.
@@ -570,6 +576,14 @@ impl SchedulingSpec {
             }
             if !r.home_shares.is_empty() && r.home_shares.iter().sum::<f64>() <= 0.0 {
                 return e("regions.home_shares".into(), "shares add up to 0".into());
+            }
+            for (i, h) in r.utc_offset_hours.iter().enumerate() {
+                if !(h.fract() == 0.0 && (-12.0..=14.0).contains(h)) {
+                    return e(
+                        format!("regions.utc_offset_hours[{i}]"),
+                        format!("{h} must be a whole number of hours in -12..=14"),
+                    );
+                }
             }
         }
         Ok(())

@@ -43,6 +43,9 @@ pub struct Topology {
     /// hierarchy levels of the built cluster). Jobs with a `comm_share` run slower when
     /// spread over a level with less bandwidth. Default 1, 1, 1 (no effect).
     pub gbps: [f64; 3],
+    /// Each region's offset from UTC, seconds (missing: 0). Inference services follow their
+    /// daily curve in their region's local time; simulation time 0 is midnight UTC.
+    pub utc_offset_s: Vec<f64>,
 }
 
 impl Topology {
@@ -117,6 +120,7 @@ impl Topology {
             uniform_gpus: None,
             max_nodes_per_domain: 0,
             gbps: [1.0; 3],
+            utc_offset_s: vec![],
         }
     }
 
@@ -153,6 +157,10 @@ impl Topology {
     /// GPUs in the cluster.
     pub fn gpus(&self) -> u64 {
         self.nodes.iter().map(|n| n.gpus as u64).sum()
+    }
+    /// Region `r`'s offset from UTC, seconds.
+    pub fn utc_offset_s(&self, r: usize) -> f64 {
+        self.utc_offset_s.get(r).copied().unwrap_or(0.0)
     }
     /// GPUs in region `r`.
     pub fn region_gpus(&self, r: usize) -> u64 {

@@ -21,7 +21,10 @@
 //! Model choices are documented in `docs/scheduling.md`: runtimes are known to the
 //! scheduler (backfill uses the true duration), a preempted job resumes from its last
 //! state after `restart_s`, a job moved to another region first stages `data_gb` over the
-//! inter-region link (its allocation held meanwhile).
+//! inter-region link (its allocation held meanwhile; wall-clock seconds, not scaled by the
+//! placement's speed), a job that could never run is rejected with a [`RejectReason`], and
+//! inference services and the arrivals' daily cycle follow each region's local time
+//! (`Topology::utc_offset_s`).
 
 pub mod cluster;
 pub mod frag;
@@ -32,7 +35,10 @@ pub mod workload;
 
 pub use cluster::{Mode, Node, Piece, State, Topology};
 pub use frag::Fgd;
-pub use sim::{simulate, ClassStats, Options, Report, Sample, ServiceStats, Stat, MAX_BINS};
+pub use sim::{
+    simulate, ClassStats, Options, Rejection, Report, Sample, ServiceStats, Stat, MAX_BINS,
+    MAX_REJECTIONS_LISTED,
+};
 
 use serde::Serialize;
 
@@ -43,6 +49,37 @@ pub enum Kind {
     Training,
     Inference,
     Dev,
+}
+
+/// Why a job could never run: even its empty region (the one it was routed to) holds no
+/// place for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RejectReason {
+    /// No accelerator of its allowed types in the region.
+    GpuType,
+    /// More accelerators (of its allowed types) than the region has.
+    TooLarge,
+    /// Larger than its required place: one scale-up domain (`constraint: domain`, or one
+    /// segment), or one pod.
+    Constraint,
+    /// More CPU or memory than any node of the region with room for its accelerators.
+    CpuMemory,
+    /// None of the above, yet no place (e.g. a gang needing more whole nodes of a size).
+    NoPlace,
+}
+
+impl RejectReason {
+    /// What the reason means, for tables.
+    pub fn describe(self) -> &'static str {
+        match self {
+            RejectReason::GpuType => "no accelerator of its allowed types in its region",
+            RejectReason::TooLarge => "more accelerators than its region has",
+            RejectReason::Constraint => "larger than its required scale-up domain, segment or pod",
+            RejectReason::CpuMemory => "more CPU or memory than any node",
+            RejectReason::NoPlace => "no place even in the empty region",
+        }
+    }
 }
 
 /// Where a job's accelerators must be.
@@ -210,7 +247,8 @@ pub struct Service {
 }
 
 impl Service {
-    /// Replicas needed at time `t` (seconds).
+    /// Replicas needed at local time `t` (seconds; the hour of the curve is `t`'s hour of
+    /// the day: pass UTC time plus the region's offset, `Topology::utc_offset_s`).
     pub fn demand(&self, t: f64) -> u32 {
         let h = ((t / 3600.0).floor() as i64).rem_euclid(24) as usize;
         (self.peak_replicas as f64 * self.curve[h]).ceil() as u32

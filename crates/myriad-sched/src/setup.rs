@@ -346,6 +346,15 @@ pub fn from_scenario(
                 format!("{} names for {sites} sites (cluster.sites)", r.names.len()),
             ));
         }
+        if r.utc_offset_hours.len() > sites {
+            return Err(err(
+                "scheduling.regions.utc_offset_hours",
+                format!(
+                    "{} offsets for {sites} sites (cluster.sites)",
+                    r.utc_offset_hours.len()
+                ),
+            ));
+        }
         if r.home_shares.len() > sites {
             return Err(err(
                 "scheduling.regions.home_shares",
@@ -385,6 +394,11 @@ pub fn from_scenario(
             .map_or(1.0, |l| l.gbps_per_accelerator)
     };
     topology.gbps = [bw_at(dom), bw_at(pod), bw_at(per_site)];
+    topology.utc_offset_s = sc
+        .regions
+        .as_ref()
+        .map(|r| r.utc_offset_hours.iter().map(|h| h * 3600.0).collect())
+        .unwrap_or_default();
     for (i, sv) in sc.inference.iter().enumerate() {
         let room = topology.region_gpus(sv.region as usize);
         if u64::from(sv.replica_size) > room {

@@ -2,13 +2,13 @@
 //! queue, with metrics integrated between events.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use serde::Serialize;
 
 use crate::cluster::{Piece, State, Topology};
 use crate::frag::Fgd;
-use crate::{Job, Kind, Placement, Policy, QueueOrder, Workload};
+use crate::{Constraint, Job, Kind, Placement, Policy, QueueOrder, RejectReason, Workload};
 
 /// Simulation options.
 #[derive(Debug, Clone)]
@@ -54,7 +54,8 @@ impl Default for Options {
     }
 }
 
-/// Mean, p50 and p99 of a sample.
+/// Mean, p50 and p99 of a sample (percentiles interpolated linearly between the order
+/// statistics, numpy's default: the p50 of 0 and 100 s is 50 s, not 100 s).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Stat {
     pub mean: f64,
@@ -68,7 +69,14 @@ impl Stat {
             return Stat::default();
         }
         v.sort_by(f64::total_cmp);
-        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+        let q = |p: f64| {
+            let x = (v.len() - 1) as f64 * p;
+            let (i, f) = (x.floor() as usize, x - x.floor());
+            match v.get(i + 1) {
+                Some(&hi) if f > 0.0 => v[i] + (hi - v[i]) * f,
+                _ => v[i],
+            }
+        };
         Stat {
             mean: v.iter().sum::<f64>() / v.len() as f64,
             p50: q(0.5),
@@ -131,6 +139,22 @@ pub struct ServiceStats {
     pub replica_hours: f64,
 }
 
+/// Most rejected jobs listed one by one in [`Report::rejected_jobs`] (all are counted).
+pub const MAX_REJECTIONS_LISTED: usize = 100;
+
+/// A job that could never run, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rejection {
+    /// Index of the job in the workload (a trace's jobs in arrival order).
+    pub job: u32,
+    pub class: String,
+    pub arrival_s: f64,
+    pub accelerators: u32,
+    /// The region it was routed to (its home unless cross-region routing moved it).
+    pub region: String,
+    pub reason: RejectReason,
+}
+
 /// The outcome of one policy.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
@@ -138,6 +162,10 @@ pub struct Report {
     pub jobs: u64,
     pub completed: u64,
     pub rejected: u64,
+    /// Rejected jobs by reason (they add up to `rejected`).
+    pub rejections: BTreeMap<RejectReason, u64>,
+    /// The first [`MAX_REJECTIONS_LISTED`] rejected jobs (by index), each with its reason.
+    pub rejected_jobs: Vec<Rejection>,
     pub makespan_s: f64,
     /// Time-average allocated share of GPU capacity over the arrival window (first to last
     /// arrival; to the makespan when every job arrives at once; to the services' horizon when
@@ -194,7 +222,8 @@ struct Run {
     end: f64,
     remaining: f64,
     /// Restart seconds at the head of `remaining` (owed since the last failure or
-    /// preemption): a start that stops before they are paid still owes one restart, not two.
+    /// preemption, or a moved job's data staging): a start that stops before they are paid
+    /// still owes one restart, not two (and the rest of its staging, when that is longer).
     /// They take wall-clock seconds; only the work after them runs at the placement's speed.
     owed: f64,
     gen: u32,
@@ -209,6 +238,8 @@ struct Run {
     slowdown: f64,
     last_start: f64,
     starts: u32,
+    /// Why it was rejected (with `St::Rejected`).
+    reason: Option<RejectReason>,
 }
 
 /// (time bits, sequence, kind, job or hour, generation).
@@ -321,6 +352,9 @@ struct Sim<'a> {
     failures: u64,
     lost_gpu_s: f64,
     events: u64,
+    /// Reasons found for rejected job shapes, per region (rejections are rare, a trace may
+    /// repeat one shape many times).
+    reasons: Vec<(Shape, usize, RejectReason)>,
 }
 
 /// When inference services stop: `o.horizon_s`, or the last arrival rounded up to whole days.
@@ -398,6 +432,7 @@ pub fn simulate(t: &Topology, w: &Workload, p: &Policy, o: &Options) -> Report {
         failures: 0,
         lost_gpu_s: 0.0,
         events: 0,
+        reasons: vec![],
     };
     for j in 0..s.jobs.len() {
         s.runs.push(Run::new());
@@ -421,8 +456,10 @@ impl Run {
     /// back the part of the owed restart this start paid and the `lost` work, and owe one
     /// restart. A start that stopped before its restart was paid still owes one, not two.
     fn owe_restart(&mut self, done: f64, lost: f64, restart_s: f64) {
-        self.remaining += done.min(self.owed) + lost - self.owed + restart_s;
-        self.owed = restart_s;
+        // What is owed beyond one restart (the rest of a data staging) stays owed.
+        let owed = restart_s.max(self.owed - done);
+        self.remaining += done.min(self.owed) + lost - self.owed + owed;
+        self.owed = owed;
     }
 
     /// Seconds a start at run-time `factor` takes: the owed restart, then the work.
@@ -458,6 +495,7 @@ impl Run {
             slowdown: 1.0,
             last_start: 0.0,
             starts: 0,
+            reason: None,
         }
     }
 }
@@ -628,15 +666,27 @@ impl Sim<'_> {
                 s.queued_gpu_s[x] / s.region_gpus[x].max(1) as f64
                     + if x == home { 0.0 } else { transfer }
             };
+            // Only regions that could ever hold the job (home first, when it can): a job
+            // routed to one it does not fit in would be rejected although its home runs it.
+            let fits = |x: usize, s: &Sim| {
+                s.empty
+                    .find(s.t, &s.jobs[j], s.p.placement, x, None)
+                    .is_some()
+            };
+            let mut best = fits(home, self).then_some(home);
             for x in 0..self.t.regions() {
-                if cost(x, self) < cost(r, self) {
-                    r = x;
+                if best.is_none_or(|b| cost(x, self) < cost(b, self)) && fits(x, self) {
+                    best = Some(x);
                 }
             }
+            r = best.unwrap_or(home);
             if r != home {
                 self.moved += 1;
                 self.moved_gb += job.data_gb;
                 self.jobs[j].duration += transfer;
+                // The staging is a WAN copy, paid in wall-clock seconds at the head of the
+                // run like a restart: the placement's speed scales only the work after it.
+                self.runs[j].owed = transfer;
             }
         }
         let job = &self.jobs[j];
@@ -648,6 +698,7 @@ impl Sim<'_> {
             .is_none()
         {
             self.runs[j].st = St::Rejected;
+            self.runs[j].reason = Some(self.reject_reason(j, r));
             return;
         }
         let key = self.queue_key(j);
@@ -660,6 +711,67 @@ impl Sim<'_> {
             self.try_backfill(j, r);
             self.after_pass(r);
         }
+    }
+
+    /// Why job `j`, which has no place in empty region `r`, could never run there.
+    fn reject_reason(&mut self, j: usize, r: usize) -> RejectReason {
+        let job = &self.jobs[j];
+        let sh = shape(job);
+        if let Some(&(_, _, why)) = self.reasons.iter().find(|e| e.0 == sh && e.1 == r) {
+            return why;
+        }
+        let t = self.t;
+        let (a, b) = t.region_nodes(r);
+        let typed = |n: &crate::Node| {
+            job.gpu_types == 0 || (n.gpu_type < 64 && job.gpu_types >> n.gpu_type & 1 == 1)
+        };
+        let why = 'why: {
+            let gpus = |n: &crate::Node| if typed(n) { u64::from(n.gpus) } else { 0 };
+            let total: u64 = t.nodes[a..b].iter().map(gpus).sum();
+            if job.gpus > 0 {
+                if total == 0 {
+                    break 'why RejectReason::GpuType;
+                }
+                if u64::from(job.gpus) > total {
+                    break 'why RejectReason::TooLarge;
+                }
+                // Accelerators of its types per domain and per pod of the region.
+                let mut dom: BTreeMap<u32, u64> = BTreeMap::new();
+                let mut pod: BTreeMap<u32, u64> = BTreeMap::new();
+                for n in a..b {
+                    let d = t.node_domain[n];
+                    let g = gpus(&t.nodes[n]);
+                    *dom.entry(d).or_default() += g;
+                    *pod.entry(t.domain_pod[d as usize]).or_default() += g;
+                }
+                let need = u64::from(job.gpus);
+                let too_big = match job.constraint {
+                    Constraint::None => false,
+                    Constraint::Domain => dom.values().all(|&g| g < need),
+                    Constraint::Pod => pod.values().all(|&g| g < need),
+                    Constraint::Segment(k) => {
+                        let k = u64::from(k.max(1));
+                        dom.values().map(|&g| g / k).sum::<u64>() * k < need
+                    }
+                };
+                if too_big {
+                    break 'why RejectReason::Constraint;
+                }
+            }
+            let roomy = t.nodes[a..b].iter().any(|n| {
+                (job.gpus == 0 || (typed(n) && n.gpus > 0))
+                    && n.cpu_milli >= job.cpu_milli
+                    && n.memory_mib >= job.memory_mib
+            });
+            if !roomy {
+                break 'why RejectReason::CpuMemory;
+            }
+            RejectReason::NoPlace
+        };
+        if self.reasons.len() < 64 {
+            self.reasons.push((sh, r, why));
+        }
+        why
     }
 
     /// GPU-seconds job `j` adds to its region's expected-wait estimate while queued (0 for
@@ -754,9 +866,11 @@ impl Sim<'_> {
         run.last_start = self.now;
         run.starts += 1;
         let starts = run.starts;
-        // A failure before the end interrupts the job (one stream per job and start).
+        // A failure before the end interrupts the job, whatever its kind (one stream per job
+        // and start). Service replicas (no end) are not interrupted: their capacity is
+        // measured by the SLO attainment, and a lost replica is replaced at once.
         let rate = self.o.failure_per_gpu_s * job.gpus as f64;
-        let fail_at = if rate > 0.0 && job.kind != Kind::Inference {
+        let fail_at = if rate > 0.0 && job.duration.is_finite() {
             let mut rng = crate::workload::Rng::new(
                 self.o.seed ^ 0x5EED_FA11,
                 ((j as u64) << 20) | starts as u64,
@@ -1206,7 +1320,9 @@ impl Sim<'_> {
         let s = &mut self.svcs[i];
         let dt = now - s.last;
         if dt > 0.0 && s.last < self.horizon {
-            let demand = self.services[i].demand(s.last) as f64;
+            let sv = &self.services[i];
+            let local = s.last + self.t.utc_offset_s(sv.region as usize);
+            let demand = sv.demand(local) as f64;
             s.served += (s.running as f64).min(demand) * dt;
             s.demanded += demand * dt;
             s.total_time += dt;
@@ -1238,7 +1354,7 @@ impl Sim<'_> {
             let target = if now >= horizon {
                 0
             } else if self.p.day_night {
-                sv.demand(now)
+                sv.demand(now + self.t.utc_offset_s(sv.region as usize))
             } else {
                 sv.peak_replicas
             } as usize;
@@ -1306,6 +1422,8 @@ impl Sim<'_> {
         let mut jct: Vec<Vec<f64>> = vec![vec![]; n_classes];
         let mut counts = vec![Acc::default(); n_classes];
         let mut makespan: f64 = 0.0;
+        let mut rejections: BTreeMap<RejectReason, u64> = BTreeMap::new();
+        let mut rejected_jobs = vec![];
         let first = w
             .jobs
             .iter()
@@ -1324,7 +1442,27 @@ impl Sim<'_> {
             match run.st {
                 // Replicas are not jobs: one that cannot fit is retried every hour and shows
                 // in its service's SLO attainment, not as a rejected job per hour.
-                St::Rejected => k.rejected += u64::from(!replica),
+                St::Rejected if !replica => {
+                    k.rejected += 1;
+                    let reason = run.reason.unwrap_or(RejectReason::NoPlace);
+                    *rejections.entry(reason).or_default() += 1;
+                    if rejected_jobs.len() < MAX_REJECTIONS_LISTED {
+                        rejected_jobs.push(Rejection {
+                            job: j as u32,
+                            class: w.classes.get(c).cloned().unwrap_or_else(|| "jobs".into()),
+                            arrival_s: job.arrival,
+                            accelerators: job.gpus,
+                            region: self
+                                .t
+                                .region_names
+                                .get(run.region as usize)
+                                .cloned()
+                                .unwrap_or_default(),
+                            reason,
+                        });
+                    }
+                }
+                St::Rejected => {}
                 // Nor are their waits and placements job statistics (the SLO attainment
                 // measures them): mixed in, a replica's wait of 0 diluted every job's.
                 _ if replica => {}
@@ -1446,6 +1584,8 @@ impl Sim<'_> {
             jobs: all.jobs,
             completed: all.completed,
             rejected: all.rejected,
+            rejections,
+            rejected_jobs,
             makespan_s: makespan,
             allocation: if wsum > 0.0 { acc / wsum } else { 0.0 },
             mean_frag_node: if nf > 0.0 { fnode / nf } else { 0.0 },

@@ -165,10 +165,22 @@ pub fn generate(spec: &SchedulingSpec, t: &Topology, seed: u64) -> Workload {
     let mut jobs = Vec::with_capacity(a.jobs as usize);
     let mut now = 0.0;
     let lmax = rate_per_s * (1.0 + amp);
+    // The daily cycle runs in each home region's local time: with regions in other time
+    // zones the home is drawn first and thins by its own hour (regions in UTC keep the draw
+    // order of one cycle).
+    let local = (0..t.regions()).any(|r| t.utc_offset_s(r) != 0.0);
     while (jobs.len() as u64) < a.jobs {
         now += rng.exp(1.0 / lmax);
+        let mut home = None;
         if amp > 0.0 {
-            let h = (now / 3600.0) % 24.0;
+            let off = if local {
+                let r = rng.weighted(&homes);
+                home = Some(r);
+                t.utc_offset_s(r)
+            } else {
+                0.0
+            };
+            let h = ((now + off) / 3600.0).rem_euclid(24.0);
             let l = rate_per_s
                 * (1.0 + amp * (2.0 * std::f64::consts::PI * (h - a.peak_hour) / 24.0).cos());
             if rng.uniform() * lmax > l {
@@ -179,7 +191,7 @@ pub fn generate(spec: &SchedulingSpec, t: &Topology, seed: u64) -> Workload {
         let c = &classes[ci];
         let size = size_of(c, &mut rng);
         let dur = (sample(&c.duration_h, &mut rng) * 3600.0).max(1.0);
-        let region = rng.weighted(&homes) as u16;
+        let region = home.unwrap_or_else(|| rng.weighted(&homes)) as u16;
         let kind = match c.kind {
             JobKindSpec::Training => Kind::Training,
             JobKindSpec::Inference => Kind::Inference,

@@ -1294,3 +1294,272 @@ fn a_preempted_job_pays_its_restart_in_seconds_not_at_its_placements_speed() {
         "{held}"
     );
 }
+
+/// A job moved to another region stages its data over the WAN (wall-clock seconds), then
+/// runs at its placement's speed: 8 GPUs in one domain with `comm_share` 0.5 and NVLink 4x
+/// the pod's bandwidth take 0.5 + 0.5/4 = 0.625 of `duration`; staging 1,000 GB at 100 Gbit/s
+/// plus 0.05 s latency is 80.05 s, which that speed must not scale.
+#[test]
+fn data_staging_is_not_scaled_by_the_placements_speed() {
+    let names = vec!["home".to_string(), "away".to_string()];
+    let mut t = Topology::uniform(&names, 2, 2, 1, 8, "h100");
+    t.gbps = [4.0, 1.0, 1.0];
+    // Region 0: one job holds it all, one more queues behind (10,000 s of expected wait).
+    let a = Job::new(0, 0.0, 10_000.0, 16);
+    let mut c = Job::new(1, 0.5, 10_000.0, 16);
+    c.class = 1;
+    let mut b = Job::new(2, 1.0, 1000.0, 8);
+    b.class = 2;
+    b.comm_share = 0.5;
+    b.data_gb = 1000.0;
+    let w = Workload {
+        jobs: vec![a, c, b],
+        classes: vec!["a".into(), "c".into(), "b".into()],
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("cross-region").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.moved_jobs, 1);
+    let want = 80.05 + 1000.0 * 0.625;
+    assert!(
+        (r.classes[2].jct_s.mean - want).abs() < 1e-6,
+        "JCT {} s, want {want} s",
+        r.classes[2].jct_s.mean
+    );
+}
+
+/// Failures interrupt every job that runs, whatever its kind: inference jobs of a trace (a
+/// finite run time) fail exactly as the same jobs marked training do (the draws are per job
+/// and start, not per kind).
+#[test]
+fn inference_jobs_of_a_trace_fail_like_training_jobs() {
+    let t = Topology::uniform(&["r".to_string()], 8, 4, 1, 8, "h100");
+    let jobs: Vec<Job> = (0..40)
+        .map(|i| Job::new(i, i as f64 * 600.0, 20.0 * 3600.0, 8))
+        .collect();
+    let train = Workload {
+        jobs: jobs.clone(),
+        classes: vec!["j".into()],
+        services: vec![],
+    };
+    let mut infer = train.clone();
+    for j in &mut infer.jobs {
+        j.kind = myriad_sched::Kind::Inference;
+    }
+    let o = Options {
+        failure_per_gpu_s: 1.0 / (8.0 * 10.0 * 3600.0),
+        check: true,
+        ..Options::default()
+    };
+    let p = preset("backfill").unwrap();
+    let a = simulate(&t, &train, &p, &o);
+    let b = simulate(&t, &infer, &p, &o);
+    assert!(b.violations.is_empty(), "{:?}", b.violations);
+    assert!(a.failures > 20, "{}", a.failures);
+    assert_eq!(b.failures, a.failures);
+    assert_eq!(b.lost_gpu_hours, a.lost_gpu_hours);
+    assert_eq!(b.completed, 40);
+}
+
+/// A job that could never run is rejected with its reason, counted per reason (adding up to
+/// `rejected`) and listed: 2 nodes of 8 GPUs, each its own domain, one GPU type.
+#[test]
+fn rejected_jobs_carry_their_reason() {
+    use myriad_sched::RejectReason;
+    let t = two_nodes();
+    let ok = Job::new(0, 0.0, 100.0, 8);
+    let big = Job::new(1, 1.0, 100.0, 24);
+    let mut typed = Job::new(2, 2.0, 100.0, 8);
+    typed.gpu_types = 1 << 1; // a type the cluster lacks
+    let mut dom = Job::new(3, 3.0, 100.0, 16);
+    dom.constraint = Constraint::Domain; // domains hold 8
+    let mut seg = Job::new(4, 4.0, 100.0, 16);
+    seg.constraint = Constraint::Segment(16);
+    let w = Workload {
+        jobs: vec![ok, big, typed, dom, seg],
+        classes: vec!["jobs".into()],
+        services: vec![],
+    };
+    for p in ["fifo", "backfill", "topology"] {
+        let r = simulate(&t, &w, &preset(p).unwrap(), &Options::default());
+        assert_eq!((r.completed, r.rejected), (1, 4), "{p}");
+        assert_eq!(r.rejections.values().sum::<u64>(), r.rejected);
+        assert_eq!(r.rejections.get(&RejectReason::TooLarge), Some(&1));
+        assert_eq!(r.rejections.get(&RejectReason::GpuType), Some(&1));
+        assert_eq!(r.rejections.get(&RejectReason::Constraint), Some(&2));
+        let listed: Vec<(u32, u32, RejectReason)> = r
+            .rejected_jobs
+            .iter()
+            .map(|x| (x.job, x.accelerators, x.reason))
+            .collect();
+        assert_eq!(
+            listed,
+            vec![
+                (1, 24, RejectReason::TooLarge),
+                (2, 8, RejectReason::GpuType),
+                (3, 16, RejectReason::Constraint),
+                (4, 16, RejectReason::Constraint),
+            ]
+        );
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["rejections"]["too-large"], 1, "{}", v["rejections"]);
+        assert_eq!(v["rejected_jobs"][1]["reason"], "gpu-type");
+    }
+}
+
+/// Services follow their daily curve in their region's local time. The curve wants the peak
+/// from local 00:00 to 12:00, nothing after; over the first 12 h UTC a service at UTC+0
+/// serves 12 replica-hours, one at UTC−5 (local 19:00 to 07:00) 7, under day-night sharing.
+#[test]
+fn services_follow_their_regions_local_time() {
+    let names = vec!["london".to_string(), "new-york".to_string()];
+    let mut t = Topology::uniform(&names, 1, 1, 1, 8, "h100");
+    t.utc_offset_s = vec![0.0, -5.0 * 3600.0];
+    let mut curve = [0.0; 24];
+    curve[..12].fill(1.0);
+    let svc = |class: u16, region: u16| myriad_sched::Service {
+        name: names[region as usize].clone(),
+        class,
+        replica_gpus: 8,
+        peak_replicas: 1,
+        curve,
+        priority: 100,
+        region,
+    };
+    let w = Workload {
+        jobs: vec![],
+        classes: vec!["jobs".into(), "a".into(), "b".into()],
+        services: vec![svc(1, 0), svc(2, 1)],
+    };
+    let o = Options {
+        horizon_s: 12.0 * 3600.0,
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("day-night").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert!(
+        (r.services[0].replica_hours - 12.0).abs() < 1e-9,
+        "{:?}",
+        r.services
+    );
+    assert!(
+        (r.services[1].replica_hours - 7.0).abs() < 1e-9,
+        "{:?}",
+        r.services
+    );
+    assert_eq!(r.services[1].slo_attainment, 1.0);
+}
+
+/// `regions.utc_offset_hours` reaches the topology in seconds; a bad offset, or more offsets
+/// than sites, is an error naming the field.
+#[test]
+fn utc_offsets_come_from_the_scenario_and_bad_ones_name_the_field() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 128, sites: 2, dci: {gbps_per_site: 400, distance_km: 5000}}\nscheduling: {regions: {utc_offset_hours: [1, -8]}}\n";
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("s.yaml", text, cat).unwrap();
+    let su = setup::from_scenario(&s, cat, "s.yaml", None, None, None).unwrap();
+    assert_eq!(su.topology.utc_offset_s, vec![3600.0, -8.0 * 3600.0]);
+    assert_eq!(
+        scenario_err("  regions: {utc_offset_hours: [5.5]}\n"),
+        "s.yaml: scheduling.regions.utc_offset_hours[0]: 5.5 must be a whole number of hours in -12..=14"
+    );
+    assert!(
+        scenario_err("  regions: {utc_offset_hours: [0, 1]}\n")
+            .starts_with("s.yaml: scheduling.regions.utc_offset_hours: 2 offsets for 1 sites"),
+        "{}",
+        scenario_err("  regions: {utc_offset_hours: [0, 1]}\n")
+    );
+}
+
+/// Wait percentiles interpolate between order statistics: one 8-GPU node, two 100 s jobs
+/// arriving together wait 0 and 100 s, so the p50 is 50 s and the p99 99 s (the rounded
+/// rank gave the longer wait, 100 s, for both: a median equal to the maximum).
+#[test]
+fn wait_percentiles_interpolate_between_jobs() {
+    let t = Topology::uniform(&["r".to_string()], 1, 1, 1, 8, "h100");
+    let w = Workload {
+        jobs: vec![Job::new(0, 0.0, 100.0, 8), Job::new(1, 0.0, 100.0, 8)],
+        classes: vec!["jobs".into()],
+        services: vec![],
+    };
+    let r = simulate(&t, &w, &preset("fifo").unwrap(), &Options::default());
+    assert_eq!(r.all.wait_s.mean, 50.0);
+    assert_eq!(r.all.wait_s.p50, 50.0);
+    assert!((r.all.wait_s.p99 - 99.0).abs() < 1e-9, "{:?}", r.all.wait_s);
+    assert_eq!(r.all.jct_s.p50, 150.0);
+}
+
+/// Generated jobs arrive on the daily cycle of their home region's local time: with the rate
+/// `∝ 1 + cos(2π(h − 12)/24)` the mean of `cos(2π(h − 12)/24)` over arrivals is 1/2 at
+/// their local hour `h`; a region at UTC+12 peaks at midnight UTC, where its UTC mean is −1/2.
+#[test]
+fn arrivals_follow_their_home_regions_local_time() {
+    let names = vec!["utc".to_string(), "plus-12".to_string()];
+    let mut t = Topology::uniform(&names, 4, 4, 1, 8, "h100");
+    t.utc_offset_s = vec![0.0, 12.0 * 3600.0];
+    let spec: SchedulingSpec = serde_json::from_value(serde_json::json!({
+        "arrivals": {"jobs": 4000, "rate_per_hour": 10, "daily_amplitude": 1, "peak_hour": 12},
+        "classes": [{"name": "j", "size": {"dist": "fixed", "value": 8},
+                     "duration_h": {"dist": "fixed", "value": 1}}]
+    }))
+    .unwrap();
+    let w = workload::generate(&spec, &t, 3);
+    let mean_cos = |r: u16| {
+        let c: Vec<f64> = w
+            .jobs
+            .iter()
+            .filter(|j| j.region == r)
+            .map(|j| (2.0 * std::f64::consts::PI * (j.arrival / 3600.0 - 12.0) / 24.0).cos())
+            .collect();
+        assert!(c.len() > 1500, "{}", c.len());
+        c.iter().sum::<f64>() / c.len() as f64
+    };
+    let (a, b) = (mean_cos(0), mean_cos(1));
+    assert!((a - 0.5).abs() < 0.05, "UTC region: {a}");
+    assert!((b + 0.5).abs() < 0.05, "UTC+12 region: {b}");
+    // Regions all in UTC draw exactly what one cycle drew before.
+    t.utc_offset_s = vec![0.0, 0.0];
+    let w0 = workload::generate(&spec, &t, 3);
+    t.utc_offset_s = vec![];
+    assert_eq!(w0, workload::generate(&spec, &t, 3));
+}
+
+/// Cross-region routing sends a job only to a region that could hold it: region 1 has only
+/// another GPU type, so a job that needs region 0's type stays home (and runs after the
+/// queue there) although region 1 is idle; it was routed there and rejected.
+#[test]
+fn cross_region_routes_only_to_regions_that_can_hold_the_job() {
+    let names = vec!["home".to_string(), "other-type".to_string()];
+    let mut t = Topology::uniform(&names, 2, 2, 1, 8, "h100");
+    t.gpu_types.push("a100".into());
+    let (a, b) = t.region_nodes(1);
+    for n in &mut t.nodes[a..b] {
+        n.gpu_type = 1;
+    }
+    let busy = Job::new(0, 0.0, 1000.0, 16);
+    let mut queued = Job::new(1, 0.5, 1000.0, 16);
+    queued.class = 1;
+    let mut typed = Job::new(2, 1.0, 100.0, 8);
+    typed.class = 2;
+    typed.gpu_types = 1 << 0; // h100 only
+    let w = Workload {
+        jobs: vec![busy, queued, typed],
+        classes: vec!["busy".into(), "queued".into(), "typed".into()],
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("cross-region").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!((r.completed, r.rejected, r.moved_jobs), (3, 0, 0));
+    // EASY backfill: the queued 16-GPU job holds the reservation at 1,000 s; the typed job
+    // (100 s) cannot end by then on GPUs the reservation does not hold, so it runs after.
+    assert!(r.classes[2].wait_s.mean >= 999.0, "{:?}", r.classes[2]);
+}

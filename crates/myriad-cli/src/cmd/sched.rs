@@ -104,6 +104,18 @@ fn print_text(s: &Setup, reports: &[Report], sweeps: &[(String, Vec<LoadPoint>)]
     row("completed / rejected", &|r| {
         format!("{} / {}", r.completed, r.rejected)
     });
+    // Why jobs were rejected, one row per reason any policy met.
+    let mut reasons: Vec<myriad_sched::RejectReason> = reports
+        .iter()
+        .flat_map(|r| r.rejections.keys().copied())
+        .collect();
+    reasons.sort();
+    reasons.dedup();
+    for why in reasons {
+        row(&format!("rejected: {}", why.describe()), &|r| {
+            r.rejections.get(&why).copied().unwrap_or(0).to_string()
+        });
+    }
     row("makespan", &|r| hours(r.makespan_s));
     row("allocation (arrival window)", &|r| pct(r.allocation));
     row("allocation over time (8 spans, %)", &|r| {
