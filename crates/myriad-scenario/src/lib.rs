@@ -703,8 +703,30 @@ pub fn from_value<T: serde::de::DeserializeOwned>(
         } else {
             full(&path)
         };
-        ScenarioError::new(file, p, inner)
+        ScenarioError::new(file, p, plain_expected(&inner))
     })
+}
+
+/// serde's messages name Rust types (`expected u32`, `expected struct TrainingSpec`): says
+/// what a file must hold there instead.
+fn plain_expected(msg: &str) -> String {
+    let Some((head, what)) = msg.rsplit_once(", expected ") else {
+        return msg.to_string();
+    };
+    let range = |max: u64| format!("a whole number from 0 to {max}");
+    let plain = match what {
+        "u8" => range(u8::MAX as u64),
+        "u16" => range(u16::MAX as u64),
+        "u32" => range(u32::MAX as u64),
+        "u64" => range(u64::MAX),
+        "usize" => range(usize::MAX as u64),
+        "i32" | "i64" => "a whole number".to_string(),
+        "f32" | "f64" => "a number".to_string(),
+        "a sequence" => "a list".to_string(),
+        w if w.starts_with("struct ") => "a mapping (key: value)".to_string(),
+        _ => return msg.to_string(),
+    };
+    format!("{head}, expected {plain}")
 }
 
 /// Parses and checks a scenario file's text.

@@ -8,8 +8,8 @@
 //! `serde_path_to_error`, so errors keep their field paths and unknown-key hints.
 
 use serde::de::{
-    self, DeserializeSeed, Deserializer, EnumAccess, Error as _, IntoDeserializer, MapAccess,
-    SeqAccess, Unexpected, VariantAccess, Visitor,
+    DeserializeSeed, Deserializer, EnumAccess, Error as _, IntoDeserializer, MapAccess, SeqAccess,
+    Unexpected, VariantAccess, Visitor,
 };
 use serde_json::{Error, Value};
 
@@ -92,9 +92,17 @@ impl<'de> Deserializer<'de> for StrictValue {
                         variant,
                         value: Some(value),
                     }),
+                    (None, _) => Err(Error::invalid_value(
+                        Unexpected::Map,
+                        &one_of(variants).as_str(),
+                    )),
                     _ => Err(Error::invalid_value(
                         Unexpected::Map,
-                        &"a map with a single key",
+                        &format!(
+                            "{} (a mapping holds one of them as its only key)",
+                            one_of(variants)
+                        )
+                        .as_str(),
                     )),
                 }
             }
@@ -102,6 +110,11 @@ impl<'de> Deserializer<'de> for StrictValue {
                 variant,
                 value: None,
             }),
+            // serde_json's own message ("expected string or map") names no choice.
+            other if !variants.is_empty() => Err(Error::invalid_type(
+                unexpected(&other),
+                &one_of(variants).as_str(),
+            )),
             other => other.deserialize_enum(name, variants, visitor),
         }
     }
@@ -173,6 +186,12 @@ impl<'de> MapAccess<'de> for Map {
     }
 }
 
+/// `one of `a`, `b`, `c``, as serde words an unknown variant.
+fn one_of(variants: &[&str]) -> String {
+    let names: Vec<String> = variants.iter().map(|v| format!("`{v}`")).collect();
+    format!("one of {}", names.join(", "))
+}
+
 struct Enum {
     variant: String,
     value: Option<Value>,
@@ -182,19 +201,24 @@ impl<'de> EnumAccess<'de> for Enum {
     type Error = Error;
     type Variant = Variant;
     fn variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<(T::Value, Variant), Error> {
-        let v = seed.deserialize(Value::String(self.variant))?;
-        Ok((v, Variant(self.value)))
+        let v = seed.deserialize(Value::String(self.variant.clone()))?;
+        Ok((v, Variant(self.value, self.variant)))
     }
 }
 
-struct Variant(Option<Value>);
+/// A variant's value, and its name (for messages).
+struct Variant(Option<Value>, String);
 
 impl<'de> VariantAccess<'de> for Variant {
     type Error = Error;
     fn unit_variant(self) -> Result<(), Error> {
         match self.0 {
             None | Some(Value::Null) => Ok(()),
-            Some(v) => <() as de::Deserialize>::deserialize(v),
+            // serde's own message is "expected unit".
+            Some(v) => Err(Error::invalid_type(
+                unexpected(&v),
+                &format!("`{}` alone, with no value", self.1).as_str(),
+            )),
         }
     }
     fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, Error> {
@@ -237,9 +261,11 @@ fn unexpected(v: &Value) -> Unexpected<'_> {
     match v {
         Value::Null => Unexpected::Unit,
         Value::Bool(b) => Unexpected::Bool(*b),
-        Value::Number(n) => match n.as_f64() {
-            Some(f) => Unexpected::Float(f),
-            None => Unexpected::Other("number"),
+        Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+            (Some(u), _, _) => Unexpected::Unsigned(u),
+            (_, Some(i), _) => Unexpected::Signed(i),
+            (_, _, Some(f)) => Unexpected::Float(f),
+            _ => Unexpected::Other("number"),
         },
         Value::String(s) => Unexpected::Str(s),
         Value::Array(_) => Unexpected::Seq,

@@ -60,7 +60,7 @@ fn errors_name_file_path_value_and_expectation() {
         (format!("{BASE}  scale_out: {{tiers: 5}}\n"), "s.yaml: cluster.scale_out.tiers: 5 is more than the 4 supported"),
         (format!("{BASE}  scale_out: {{qps_per_connection: 0}}\n"), "s.yaml: cluster.scale_out.qps_per_connection: 0 is not between 1 and 64"),
         (format!("{BASE}  scale_out: {{oversubscription: 0.5}}\n"), "s.yaml: cluster.scale_out.oversubscription: 0.5 is not a ratio between 1.0 and 64"),
-        (BASE.replace("count: 1024", "count: -3"), "s.yaml: cluster.count: invalid value: integer `-3`, expected u64"),
+        (BASE.replace("count: 1024", "count: -3"), "s.yaml: cluster.count: invalid value: integer `-3`, expected a whole number from 0 to 18446744073709551615"),
         (BASE.replace("format: myriad/1", "format: myriad/2"), "s.yaml: format: `myriad/2` is not supported; expected `myriad/1`"),
         (BASE.replace("  count: 1024\n", ""), "s.yaml: cluster.count: missing required key"),
         (format!("{BASE}  sites: 2\n"), "s.yaml: cluster.dci: 2 sites need a DCI link: {gbps_per_site, distance_km}"),
@@ -293,4 +293,28 @@ fn duplicate_keys_are_errors_at_their_path() {
     // The same key in two different mappings is fine.
     let two = r#"{"format": "myriad/1", "name": "n", "cluster": {"accelerator": "h100-sxm", "count": 8, "name": 1}}"#;
     assert!(!parse(two).unwrap_err().message.contains("duplicate"));
+}
+
+/// serde's messages named Rust types (`expected u32`, `expected struct TrainingSpec`,
+/// `expected f64`) and, for a choice given as a number or a mapping, no choice at all
+/// (`expected string or map`, `expected a map with a single key`, `expected unit`); the
+/// number 3 was shown as `floating point 3.0`.
+#[test]
+fn type_errors_say_what_the_file_must_hold() {
+    let cases = [
+        (format!("{BASE}training: {{tp: 2.5}}\n"), "s.yaml: training.tp: invalid type: floating point `2.5`, expected a whole number from 0 to 4294967295"),
+        (format!("{BASE}training: {{zero_stage: 300}}\n"), "s.yaml: training.zero_stage: invalid value: integer `300`, expected a whole number from 0 to 255"),
+        (format!("{BASE}training: 5\n"), "s.yaml: training: invalid type: integer `5`, expected a mapping (key: value)"),
+        (format!("{BASE}  datacenter: {{pue: abc}}\n"), "s.yaml: cluster.datacenter.pue: invalid type: string \"abc\", expected a number"),
+        (format!("{BASE}training: {{recompute_modules: 3}}\n"), "s.yaml: training.recompute_modules: invalid type: integer `3`, expected a list"),
+        (format!("{BASE}training: {{recompute: 3}}\n"), "s.yaml: training.recompute: invalid type: integer `3`, expected one of `none`, `selective`, `full`"),
+        (format!("{BASE}  scale_out: {{topology: {{}}}}\n"), "s.yaml: cluster.scale_out.topology: invalid value: map, expected one of `fat-tree`, `rail-optimized`, `rail-only`, `spine-leaf`"),
+        (format!("{BASE}  scale_out: {{topology: {{fat-tree: 1, rail-only: 1}}}}\n"), "s.yaml: cluster.scale_out.topology: invalid value: map, expected one of `fat-tree`, `rail-optimized`, `rail-only`, `spine-leaf` (a mapping holds one of them as its only key)"),
+        (format!("{BASE}  scale_out: {{topology: {{fat-tree: 1}}}}\n"), "s.yaml: cluster.scale_out.topology.fat-tree: invalid type: integer `1`, expected `fat-tree` alone, with no value"),
+        (format!("{BASE}serving: {{mode: -3}}\n"), "s.yaml: serving.mode: invalid type: integer `-3`, expected one of `aggregated`, `disaggregated`"),
+    ];
+    for (text, expect) in cases {
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.to_string(), expect);
+    }
 }
