@@ -612,9 +612,47 @@ pub fn parse_value(file: &str, text: &str) -> Result<serde_json::Value, Scenario
                 .next()
                 .unwrap_or("")
                 .trim_start_matches("error: ");
-            ScenarioError::new(file, "(document)", format!("invalid YAML: {first}"))
+            ScenarioError::new(
+                file,
+                "(document)",
+                format!("invalid YAML: {}", yaml_message(first)),
+            )
         })
     }
+}
+
+/// The YAML parser's messages in the file's terms: some of them speak to a Rust caller
+/// ("use from_str_multiple", "require weak recursion types") or print a Rust value
+/// (`budget breached: Nodes { nodes: 250001 }`).
+fn yaml_message(first: &str) -> String {
+    // `line L column C: message`, or the message alone.
+    let (at, msg) = match first.find(": ") {
+        Some(i) if first.starts_with("line ") => (&first[..i + 2], &first[i + 2..]),
+        _ => ("", first),
+    };
+    let plain = if msg.starts_with("multiple YAML documents") {
+        "a second YAML document (after `---`); a file holds one".to_string()
+    } else if msg.starts_with("recursive references") {
+        "an alias (`*name`) inside the node its anchor names; a value cannot contain itself"
+            .to_string()
+    } else if let Some(b) = msg.strip_prefix("budget breached: ") {
+        // `Kind { field: n }`.
+        let kind = b.split_whitespace().next().unwrap_or("");
+        let n: String = b.chars().filter(|c| c.is_ascii_digit()).collect();
+        match kind {
+            "Depth" => format!("nested {n} levels deep; a file may nest at most 64"),
+            "Nodes" => format!(
+                "more than {} values (aliases expanded: {n} so far); the file is too large",
+                n.parse::<u64>().map_or(0, |v| v.saturating_sub(1))
+            ),
+            "Aliases" => format!("{n} aliases (`*name`); the file uses too many"),
+            "Anchors" => format!("{n} anchors (`&name`); the file defines too many"),
+            _ => format!("the file is too large for the YAML reader ({kind} {n})"),
+        }
+    } else {
+        return first.to_string();
+    };
+    format!("{at}{plain}")
 }
 
 /// Whether a JSON syntax error at `line`/`column` is a number JSON cannot hold: out of the

@@ -318,3 +318,40 @@ fn type_errors_say_what_the_file_must_hold() {
         assert_eq!(e.to_string(), expect);
     }
 }
+
+/// The YAML reader's own messages spoke to a Rust caller ("multiple YAML documents
+/// detected; use from_str_multiple or from_str_multiple_with_options", "recursive
+/// references require weak recursion types") or printed a Rust value ("budget breached:
+/// Nodes { nodes: 250001 }").
+#[test]
+fn yaml_reader_limits_are_said_in_the_file_s_terms() {
+    let two = format!("{BASE}---\n{BASE}");
+    assert_eq!(
+        parse(&two).unwrap_err().to_string(),
+        "s.yaml: (document): invalid YAML: line 6 column 1: a second YAML document (after `---`); a file holds one"
+    );
+    assert_eq!(
+        parse("a: &a [*a]\n").unwrap_err().to_string(),
+        "s.yaml: (document): invalid YAML: line 1 column 8: an alias (`*name`) inside the node its anchor names; a value cannot contain itself"
+    );
+    // Ten levels of ten aliases each: 10^11 values once expanded.
+    let mut laughs = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..12 {
+        let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+        laughs.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+    }
+    let e = parse(&laughs).unwrap_err().to_string();
+    assert!(
+        e.starts_with("s.yaml: (document): invalid YAML: line ")
+            && e.ends_with(": more than 250000 values (aliases expanded: 250001 so far); the file is too large"),
+        "{e}"
+    );
+    let deep: String = (0..70)
+        .map(|i| format!("{}k{i}:\n", "  ".repeat(i)))
+        .collect();
+    let e = parse(&deep).unwrap_err().to_string();
+    assert!(
+        e.ends_with("nested 65 levels deep; a file may nest at most 64"),
+        "{e}"
+    );
+}
