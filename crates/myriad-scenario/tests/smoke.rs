@@ -355,3 +355,30 @@ fn yaml_reader_limits_are_said_in_the_file_s_terms() {
         "{e}"
     );
 }
+
+/// u32::MAX layers passed the checks and `myriad train` aborted allocating 32 GiB (one
+/// candidate per layer count for block recompute); u32::MAX MTP modules wrapped the
+/// pipeline's slot count (layers + 2 + MTP) in u32.
+#[test]
+fn layer_counts_past_the_supported_limit_are_errors() {
+    let e = parse(&format!(
+        "{BASE}model: {{preset: llama3-8b, layers: 4294967295}}\n"
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.yaml: model.layers: 4294967295 is more than the 16384 layers supported"
+    );
+    let e = parse(&format!(
+        "{BASE}model: {{preset: llama3-8b, mtp_layers: 16385}}\n"
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.yaml: model.mtp_layers: 16385 is more than the 16384 layers supported"
+    );
+    assert!(parse(&format!(
+        "{BASE}model: {{preset: llama3-8b, layers: 16384, mtp_layers: 16384}}\n"
+    ))
+    .is_ok());
+}
