@@ -382,3 +382,45 @@ fn layer_counts_past_the_supported_limit_are_errors() {
     ))
     .is_ok());
 }
+
+/// Two job classes (or inference services, or regions) of one name ran and were reported
+/// as two rows of that name (`"class": "a"` twice), which no reader could tell apart.
+#[test]
+fn scheduling_names_are_given_once() {
+    let class = |n: &str, size: u32| {
+        format!("{{name: {n}, share: 1, size: {{dist: fixed, value: {size}}}, duration_h: {{dist: fixed, value: 1}}}}")
+    };
+    let sched = |rest: &str| {
+        format!("{BASE}scheduling:\n  arrivals: {{jobs: 100, load: 0.9}}\n  policies: [{{name: fifo}}]\n{rest}")
+    };
+    let e = parse(&sched(&format!(
+        "  classes: [{}, {}, {}]\n",
+        class("a", 8),
+        class("b", 8),
+        class("a", 512)
+    )))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.yaml: scheduling.classes[2].name: `a` is given twice (classes[0]); give each its own name"
+    );
+    let e = parse(&sched(
+        "  inference: [{name: s, replica_size: 8, peak_replicas: 2}, {name: s, replica_size: 8, peak_replicas: 4}]\n",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.yaml: scheduling.inference[1].name: `s` is given twice (inference[0]); give each its own name"
+    );
+    let e = parse(&sched("  regions: {names: [east, east]}\n")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.yaml: scheduling.regions.names[1]: `east` is given twice (regions.names[0]); give each its own name"
+    );
+    assert!(parse(&sched(&format!(
+        "  classes: [{}, {}]\n",
+        class("a", 8),
+        class("b", 8)
+    )))
+    .is_ok());
+}
