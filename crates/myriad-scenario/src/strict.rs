@@ -18,6 +18,29 @@ pub const LIST_FOR_MAPPING: &str = "expected a mapping (key: value), found a lis
 
 pub struct StrictValue(pub Value);
 
+/// An integer field takes a number with no fractional part however it is written: JSON
+/// Schema calls `1024.0` an integer (the checked-in schema says `integer`), JSON writers
+/// emit it for whole floats (Python's `json.dumps(1024.0)`), and YAML reads `1e3` as a
+/// float. The integer's own visitor then checks its range.
+macro_rules! integers {
+    ($($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            if let Value::Number(n) = &self.0 {
+                if let (None, None, Some(f)) = (n.as_u64(), n.as_i64(), n.as_f64()) {
+                    // 2^64 and -2^63 are exact in f64; the casts below are exact inside.
+                    if f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&f) {
+                        return visitor.visit_u64(f as u64);
+                    }
+                    if f.fract() == 0.0 && (-9_223_372_036_854_775_808.0..0.0).contains(&f) {
+                        return visitor.visit_i64(f as i64);
+                    }
+                }
+            }
+            self.deserialize_any(visitor)
+        }
+    )*};
+}
+
 impl<'de> Deserializer<'de> for StrictValue {
     type Error = Error;
 
@@ -123,8 +146,13 @@ impl<'de> Deserializer<'de> for StrictValue {
         visitor.visit_unit()
     }
 
+    integers! {
+        deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
+    }
+
     serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bool i128 u128 f32 f64 char str string
         bytes byte_buf unit unit_struct seq tuple tuple_struct map identifier
     }
 }

@@ -424,3 +424,33 @@ fn scheduling_names_are_given_once() {
     )))
     .is_ok());
 }
+
+/// A whole number written as a float (`1024.0`, YAML's `1e3`) is an integer to JSON Schema,
+/// whose checked-in copy says `integer` for these fields, and to JSON writers (Python's
+/// `json.dumps(1024.0)`); the parser refused it (`invalid type: floating point 1024.0,
+/// expected u64`). A fraction, or a whole number out of range, is still an error.
+#[test]
+fn whole_numbers_written_as_floats_are_integers() {
+    let s = parse(&BASE.replace("count: 1024", "count: 1024.0")).unwrap();
+    assert_eq!(s.cluster.count, 1024);
+    let s = parse(&format!(
+        "{BASE}training: {{tp: 8.0, global_batch: 2e3, zero_stage: 1.0}}\n"
+    ))
+    .unwrap();
+    let t = s.training.unwrap();
+    assert_eq!(
+        (t.tp, t.global_batch, t.zero_stage),
+        (Some(8), Some(2000), Some(1))
+    );
+    let json = r#"{"format": "myriad/1", "cluster": {"accelerator": "h100-sxm", "count": 1024.0}}"#;
+    assert_eq!(parse(json).unwrap().cluster.count, 1024);
+    let cases = [
+        (format!("{BASE}training: {{tp: 8.5}}\n"), "s.yaml: training.tp: invalid type: floating point `8.5`, expected a whole number from 0 to 4294967295"),
+        (format!("{BASE}training: {{tp: 4294967296.0}}\n"), "s.yaml: training.tp: invalid value: integer `4294967296`, expected a whole number from 0 to 4294967295"),
+        (format!("{BASE}training: {{tp: -8.0}}\n"), "s.yaml: training.tp: invalid value: integer `-8`, expected a whole number from 0 to 4294967295"),
+        (format!("{BASE}training: {{global_batch: 1e20}}\n"), "s.yaml: training.global_batch: invalid type: floating point `1e+20`, expected a whole number from 0 to 18446744073709551615"),
+    ];
+    for (text, expect) in cases {
+        assert_eq!(parse(&text).unwrap_err().to_string(), expect);
+    }
+}
