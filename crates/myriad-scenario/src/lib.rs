@@ -47,9 +47,36 @@ impl ScenarioError {
         Self {
             file: file.to_string(),
             path: path.into(),
-            message: message.into(),
+            message: short_numbers(&message.into()),
         }
     }
+}
+
+/// Rust prints an f64 in full decimal (`1e300` as a 1 and 300 zeros, `1e-300` as 300 zeros
+/// and a 1): a number of more than 21 digits in a message is shown in exponent form. Whole
+/// u64 values have at most 20 digits and stay as they are.
+fn short_numbers(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_digit()) {
+        out.push_str(&rest[..start]);
+        let tail = &rest[start..];
+        let len = tail
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(tail.len());
+        // A sentence's full stop is not part of the number.
+        let token = tail[..len].trim_end_matches('.');
+        let digits = token.chars().filter(|c| c.is_ascii_digit()).count();
+        match token.parse::<f64>() {
+            Ok(v) if digits > 21 && token.matches('.').count() <= 1 => {
+                out.push_str(&format!("{v:e}"))
+            }
+            _ => out.push_str(token),
+        }
+        rest = &tail[token.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// One scenario file.

@@ -454,3 +454,30 @@ fn whole_numbers_written_as_floats_are_integers() {
         assert_eq!(parse(&text).unwrap_err().to_string(), expect);
     }
 }
+
+/// `{}` prints an f64 in full: `mean: 1e300` was echoed as a 1 and 300 zeros.
+#[test]
+fn huge_and_tiny_numbers_in_messages_are_shown_in_exponent_form() {
+    let serve = |out: &str| {
+        format!("{BASE}model: {{preset: llama3-8b}}\nserving: {{input: {{mean: 100}}, output: {out}}}\n")
+    };
+    assert_eq!(
+        parse(&serve("{mean: 1e300}")).unwrap_err().to_string(),
+        "s.yaml: serving.output.mean: 1e300 tokens is more than the 1000000000 supported"
+    );
+    assert_eq!(
+        parse(&serve("{mean: 1.5e22}")).unwrap_err().to_string(),
+        "s.yaml: serving.output.mean: 1.5e22 tokens is more than the 1000000000 supported"
+    );
+    // Whole u64 values are kept digit for digit.
+    assert_eq!(
+        parse(&BASE.replace("count: 1024", "count: 18446744073709551615")).unwrap_err().to_string(),
+        "s.yaml: cluster.count: 18446744073709551615 is more than the 16777216 accelerators supported"
+    );
+    assert_eq!(
+        parse(&format!("{BASE}  datacenter: {{pue: 1e-300}}\n"))
+            .unwrap_err()
+            .to_string(),
+        "s.yaml: cluster.datacenter.pue: 1e-300 is not between 1.0 and 3.0"
+    );
+}
