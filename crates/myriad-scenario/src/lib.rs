@@ -85,8 +85,9 @@ fn short_numbers(msg: &str) -> String {
 pub struct Scenario {
     /// Must be `myriad/1`.
     pub format: String,
-    /// Free text, echoed in reports.
-    #[serde(default)]
+    /// Free text, echoed in reports; null (or left blank in YAML) is no name.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    #[schemars(with = "Option<String>")]
     pub name: String,
     pub cluster: ClusterSpec,
     #[serde(default)]
@@ -178,6 +179,12 @@ pub struct FaultSpec {
     /// A whole scale-up domain: its accelerators' scale-up links and its NICs.
     #[serde(default)]
     pub domain: Option<u32>,
+}
+
+/// A string, or null for the empty string: every other optional key of the format takes
+/// null for "not given" (`tiers: null`, `dci: null`), and YAML reads `name:` as null.
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
 }
 
 fn one_u32() -> u32 {

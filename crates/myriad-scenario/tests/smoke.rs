@@ -481,3 +481,19 @@ fn huge_and_tiny_numbers_in_messages_are_shown_in_exponent_form() {
         "s.yaml: cluster.datacenter.pue: 1e-300 is not between 1.0 and 3.0"
     );
 }
+
+/// `name:` left blank (YAML null) was an error (`invalid type: null, expected a string`),
+/// although every other optional key of the format page takes null for "not given".
+#[test]
+fn a_blank_name_is_no_name() {
+    let s = parse(&BASE.replace("format: myriad/1\n", "format: myriad/1\nname:\n")).unwrap();
+    assert_eq!(s.name, "");
+    let s = parse(&BASE.replace("format: myriad/1\n", "format: myriad/1\nname: null\n")).unwrap();
+    assert_eq!(s.name, "");
+    let e =
+        parse(&BASE.replace("format: myriad/1\n", "format: myriad/1\nname: [a]\n")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.yaml: name: invalid type: sequence, expected a string"
+    );
+}
