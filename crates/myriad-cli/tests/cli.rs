@@ -1462,3 +1462,37 @@ fn reliability_mtbf_column_has_one_format() {
     // A device's MTBF stays in scientific form: 16,384 x 54 x 24 / 196 = 1.083e5 h.
     assert_eq!(cell("accelerator"), "1.083e5");
 }
+
+/// An island size that does not divide the cluster leaves a smaller last island: 1,000 on
+/// 1,024 accelerators was reported as "2 x 1,000 accelerators at full bisection" (2,000).
+#[test]
+fn a_partial_last_island_is_reported_as_it_is() {
+    let dir = std::env::temp_dir().join(format!("myriad-island-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("island.yaml");
+    let text = |island: u32| {
+        format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 1024, scale_out: {{island: {island}, oversubscription: 4}}}}\n")
+    };
+    let islands = |island: u32| {
+        std::fs::write(&f, text(island)).unwrap();
+        let (code, out, err) = myriad(&["cluster", f.to_str().unwrap()]);
+        assert_eq!(code, 0, "{err}");
+        out.lines()
+            .find(|l| l.contains("Islands"))
+            .unwrap()
+            .split('|')
+            .nth(2)
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    assert_eq!(
+        islands(1000),
+        "1 x 1,000 and 1 x 24 accelerators at full bisection, 4:1 above"
+    );
+    assert_eq!(
+        islands(256),
+        "4 x 256 accelerators at full bisection, 4:1 above"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -23,6 +23,11 @@ pub use moe_balance::Placement;
 pub use ops::{CpComm, CrossEntropy, EpDispatcher, Fp8Recipe, LayerKind, Op, OpKind, Shard};
 pub use params::ParamCount;
 
+/// Most transformer layers (and multi-token-prediction modules) a model may have: 130
+/// times Llama 3 405B's 126, above the 1,000-layer DeepNet; the training plan's choices
+/// walk every layer count.
+pub const MAX_LAYERS: u32 = 16_384;
+
 /// A decoder-only transformer, as the `model` block of `myriad/1` and `myriad-validation/1`
 /// describes it (all fields resolved).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -459,6 +464,16 @@ impl Transformer {
             ("vocab", self.vocab),
             ("seq_len", self.seq_len),
         ])?;
+        // The training plan walks every layer count (block recompute, offload shares,
+        // pipeline splits): u32::MAX layers asked for a 32 GiB table and four billion
+        // estimates.
+        for (name, n) in [("layers", self.layers), ("mtp_layers", self.mtp_layers)] {
+            if n > MAX_LAYERS {
+                return Err(format!(
+                    "{name}: {n} is more than the {MAX_LAYERS} layers supported"
+                ));
+            }
+        }
         if self.head_dim == Some(0) {
             return Err("head_dim: must be positive, got 0".into());
         }

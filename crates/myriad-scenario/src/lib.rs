@@ -47,9 +47,36 @@ impl ScenarioError {
         Self {
             file: file.to_string(),
             path: path.into(),
-            message: message.into(),
+            message: short_numbers(&message.into()),
         }
     }
+}
+
+/// Rust prints an f64 in full decimal (`1e300` as a 1 and 300 zeros, `1e-300` as 300 zeros
+/// and a 1): a number of more than 21 digits in a message is shown in exponent form. Whole
+/// u64 values have at most 20 digits and stay as they are.
+fn short_numbers(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_digit()) {
+        out.push_str(&rest[..start]);
+        let tail = &rest[start..];
+        let len = tail
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(tail.len());
+        // A sentence's full stop is not part of the number.
+        let token = tail[..len].trim_end_matches('.');
+        let digits = token.chars().filter(|c| c.is_ascii_digit()).count();
+        match token.parse::<f64>() {
+            Ok(v) if digits > 21 && token.matches('.').count() <= 1 => {
+                out.push_str(&format!("{v:e}"))
+            }
+            _ => out.push_str(token),
+        }
+        rest = &tail[token.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// One scenario file.
@@ -58,8 +85,9 @@ impl ScenarioError {
 pub struct Scenario {
     /// Must be `myriad/1`.
     pub format: String,
-    /// Free text, echoed in reports.
-    #[serde(default)]
+    /// Free text, echoed in reports; null (or left blank in YAML) is no name.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    #[schemars(with = "Option<String>")]
     pub name: String,
     pub cluster: ClusterSpec,
     #[serde(default)]
@@ -151,6 +179,12 @@ pub struct FaultSpec {
     /// A whole scale-up domain: its accelerators' scale-up links and its NICs.
     #[serde(default)]
     pub domain: Option<u32>,
+}
+
+/// A string, or null for the empty string: every other optional key of the format takes
+/// null for "not given" (`tiers: null`, `dci: null`), and YAML reads `name:` as null.
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
 }
 
 fn one_u32() -> u32 {
@@ -612,9 +646,47 @@ pub fn parse_value(file: &str, text: &str) -> Result<serde_json::Value, Scenario
                 .next()
                 .unwrap_or("")
                 .trim_start_matches("error: ");
-            ScenarioError::new(file, "(document)", format!("invalid YAML: {first}"))
+            ScenarioError::new(
+                file,
+                "(document)",
+                format!("invalid YAML: {}", yaml_message(first)),
+            )
         })
     }
+}
+
+/// The YAML parser's messages in the file's terms: some of them speak to a Rust caller
+/// ("use from_str_multiple", "require weak recursion types") or print a Rust value
+/// (`budget breached: Nodes { nodes: 250001 }`).
+fn yaml_message(first: &str) -> String {
+    // `line L column C: message`, or the message alone.
+    let (at, msg) = match first.find(": ") {
+        Some(i) if first.starts_with("line ") => (&first[..i + 2], &first[i + 2..]),
+        _ => ("", first),
+    };
+    let plain = if msg.starts_with("multiple YAML documents") {
+        "a second YAML document (after `---`); a file holds one".to_string()
+    } else if msg.starts_with("recursive references") {
+        "an alias (`*name`) inside the node its anchor names; a value cannot contain itself"
+            .to_string()
+    } else if let Some(b) = msg.strip_prefix("budget breached: ") {
+        // `Kind { field: n }`.
+        let kind = b.split_whitespace().next().unwrap_or("");
+        let n: String = b.chars().filter(|c| c.is_ascii_digit()).collect();
+        match kind {
+            "Depth" => format!("nested {n} levels deep; a file may nest at most 64"),
+            "Nodes" => format!(
+                "more than {} values (aliases expanded: {n} so far); the file is too large",
+                n.parse::<u64>().map_or(0, |v| v.saturating_sub(1))
+            ),
+            "Aliases" => format!("{n} aliases (`*name`); the file uses too many"),
+            "Anchors" => format!("{n} anchors (`&name`); the file defines too many"),
+            _ => format!("the file is too large for the YAML reader ({kind} {n})"),
+        }
+    } else {
+        return first.to_string();
+    };
+    format!("{at}{plain}")
 }
 
 /// Whether a JSON syntax error at `line`/`column` is a number JSON cannot hold: out of the
@@ -703,8 +775,30 @@ pub fn from_value<T: serde::de::DeserializeOwned>(
         } else {
             full(&path)
         };
-        ScenarioError::new(file, p, inner)
+        ScenarioError::new(file, p, plain_expected(&inner))
     })
+}
+
+/// serde's messages name Rust types (`expected u32`, `expected struct TrainingSpec`): says
+/// what a file must hold there instead.
+fn plain_expected(msg: &str) -> String {
+    let Some((head, what)) = msg.rsplit_once(", expected ") else {
+        return msg.to_string();
+    };
+    let range = |max: u64| format!("a whole number from 0 to {max}");
+    let plain = match what {
+        "u8" => range(u8::MAX as u64),
+        "u16" => range(u16::MAX as u64),
+        "u32" => range(u32::MAX as u64),
+        "u64" => range(u64::MAX),
+        "usize" => range(usize::MAX as u64),
+        "i32" | "i64" => "a whole number".to_string(),
+        "f32" | "f64" => "a number".to_string(),
+        "a sequence" => "a list".to_string(),
+        w if w.starts_with("struct ") => "a mapping (key: value)".to_string(),
+        _ => return msg.to_string(),
+    };
+    format!("{head}, expected {plain}")
 }
 
 /// Parses and checks a scenario file's text.

@@ -530,6 +530,41 @@ impl SchedulingSpec {
                 );
             }
         }
+        // The report lists classes, services and regions by name: two of one name were
+        // two rows no reader could tell apart.
+        let names = [
+            (
+                "classes",
+                self.classes
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>(),
+                ".name",
+            ),
+            (
+                "inference",
+                self.inference.iter().map(|c| c.name.as_str()).collect(),
+                ".name",
+            ),
+            (
+                "regions.names",
+                self.regions
+                    .as_ref()
+                    .map(|r| r.names.iter().map(|n| n.as_str()).collect())
+                    .unwrap_or_default(),
+                "",
+            ),
+        ];
+        for (list, names, field) in names {
+            for (i, n) in names.iter().enumerate() {
+                if let Some(j) = names[..i].iter().position(|m| m == n) {
+                    return e(
+                        format!("{list}[{i}]{field}"),
+                        format!("`{n}` is given twice ({list}[{j}]); give each its own name"),
+                    );
+                }
+            }
+        }
         if !self.classes.is_empty() && share <= 0.0 {
             return e("classes".into(), "shares add up to 0".into());
         }

@@ -8,8 +8,8 @@
 //! `serde_path_to_error`, so errors keep their field paths and unknown-key hints.
 
 use serde::de::{
-    self, DeserializeSeed, Deserializer, EnumAccess, Error as _, IntoDeserializer, MapAccess,
-    SeqAccess, Unexpected, VariantAccess, Visitor,
+    DeserializeSeed, Deserializer, EnumAccess, Error as _, IntoDeserializer, MapAccess, SeqAccess,
+    Unexpected, VariantAccess, Visitor,
 };
 use serde_json::{Error, Value};
 
@@ -17,6 +17,29 @@ use serde_json::{Error, Value};
 pub const LIST_FOR_MAPPING: &str = "expected a mapping (key: value), found a list";
 
 pub struct StrictValue(pub Value);
+
+/// An integer field takes a number with no fractional part however it is written: JSON
+/// Schema calls `1024.0` an integer (the checked-in schema says `integer`), JSON writers
+/// emit it for whole floats (Python's `json.dumps(1024.0)`), and YAML reads `1e3` as a
+/// float. The integer's own visitor then checks its range.
+macro_rules! integers {
+    ($($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            if let Value::Number(n) = &self.0 {
+                if let (None, None, Some(f)) = (n.as_u64(), n.as_i64(), n.as_f64()) {
+                    // 2^64 and -2^63 are exact in f64; the casts below are exact inside.
+                    if f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&f) {
+                        return visitor.visit_u64(f as u64);
+                    }
+                    if f.fract() == 0.0 && (-9_223_372_036_854_775_808.0..0.0).contains(&f) {
+                        return visitor.visit_i64(f as i64);
+                    }
+                }
+            }
+            self.deserialize_any(visitor)
+        }
+    )*};
+}
 
 impl<'de> Deserializer<'de> for StrictValue {
     type Error = Error;
@@ -92,9 +115,17 @@ impl<'de> Deserializer<'de> for StrictValue {
                         variant,
                         value: Some(value),
                     }),
+                    (None, _) => Err(Error::invalid_value(
+                        Unexpected::Map,
+                        &one_of(variants).as_str(),
+                    )),
                     _ => Err(Error::invalid_value(
                         Unexpected::Map,
-                        &"a map with a single key",
+                        &format!(
+                            "{} (a mapping holds one of them as its only key)",
+                            one_of(variants)
+                        )
+                        .as_str(),
                     )),
                 }
             }
@@ -102,6 +133,11 @@ impl<'de> Deserializer<'de> for StrictValue {
                 variant,
                 value: None,
             }),
+            // serde_json's own message ("expected string or map") names no choice.
+            other if !variants.is_empty() => Err(Error::invalid_type(
+                unexpected(&other),
+                &one_of(variants).as_str(),
+            )),
             other => other.deserialize_enum(name, variants, visitor),
         }
     }
@@ -110,8 +146,13 @@ impl<'de> Deserializer<'de> for StrictValue {
         visitor.visit_unit()
     }
 
+    integers! {
+        deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
+    }
+
     serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bool i128 u128 f32 f64 char str string
         bytes byte_buf unit unit_struct seq tuple tuple_struct map identifier
     }
 }
@@ -173,6 +214,12 @@ impl<'de> MapAccess<'de> for Map {
     }
 }
 
+/// `one of `a`, `b`, `c``, as serde words an unknown variant.
+fn one_of(variants: &[&str]) -> String {
+    let names: Vec<String> = variants.iter().map(|v| format!("`{v}`")).collect();
+    format!("one of {}", names.join(", "))
+}
+
 struct Enum {
     variant: String,
     value: Option<Value>,
@@ -182,19 +229,24 @@ impl<'de> EnumAccess<'de> for Enum {
     type Error = Error;
     type Variant = Variant;
     fn variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<(T::Value, Variant), Error> {
-        let v = seed.deserialize(Value::String(self.variant))?;
-        Ok((v, Variant(self.value)))
+        let v = seed.deserialize(Value::String(self.variant.clone()))?;
+        Ok((v, Variant(self.value, self.variant)))
     }
 }
 
-struct Variant(Option<Value>);
+/// A variant's value, and its name (for messages).
+struct Variant(Option<Value>, String);
 
 impl<'de> VariantAccess<'de> for Variant {
     type Error = Error;
     fn unit_variant(self) -> Result<(), Error> {
         match self.0 {
             None | Some(Value::Null) => Ok(()),
-            Some(v) => <() as de::Deserialize>::deserialize(v),
+            // serde's own message is "expected unit".
+            Some(v) => Err(Error::invalid_type(
+                unexpected(&v),
+                &format!("`{}` alone, with no value", self.1).as_str(),
+            )),
         }
     }
     fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, Error> {
@@ -237,9 +289,11 @@ fn unexpected(v: &Value) -> Unexpected<'_> {
     match v {
         Value::Null => Unexpected::Unit,
         Value::Bool(b) => Unexpected::Bool(*b),
-        Value::Number(n) => match n.as_f64() {
-            Some(f) => Unexpected::Float(f),
-            None => Unexpected::Other("number"),
+        Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+            (Some(u), _, _) => Unexpected::Unsigned(u),
+            (_, Some(i), _) => Unexpected::Signed(i),
+            (_, _, Some(f)) => Unexpected::Float(f),
+            _ => Unexpected::Other("number"),
         },
         Value::String(s) => Unexpected::Str(s),
         Value::Array(_) => Unexpected::Seq,

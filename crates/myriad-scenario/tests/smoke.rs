@@ -60,7 +60,7 @@ fn errors_name_file_path_value_and_expectation() {
         (format!("{BASE}  scale_out: {{tiers: 5}}\n"), "s.yaml: cluster.scale_out.tiers: 5 is more than the 4 supported"),
         (format!("{BASE}  scale_out: {{qps_per_connection: 0}}\n"), "s.yaml: cluster.scale_out.qps_per_connection: 0 is not between 1 and 64"),
         (format!("{BASE}  scale_out: {{oversubscription: 0.5}}\n"), "s.yaml: cluster.scale_out.oversubscription: 0.5 is not a ratio between 1.0 and 64"),
-        (BASE.replace("count: 1024", "count: -3"), "s.yaml: cluster.count: invalid value: integer `-3`, expected u64"),
+        (BASE.replace("count: 1024", "count: -3"), "s.yaml: cluster.count: invalid value: integer `-3`, expected a whole number from 0 to 18446744073709551615"),
         (BASE.replace("format: myriad/1", "format: myriad/2"), "s.yaml: format: `myriad/2` is not supported; expected `myriad/1`"),
         (BASE.replace("  count: 1024\n", ""), "s.yaml: cluster.count: missing required key"),
         (format!("{BASE}  sites: 2\n"), "s.yaml: cluster.dci: 2 sites need a DCI link: {gbps_per_site, distance_km}"),
@@ -293,4 +293,207 @@ fn duplicate_keys_are_errors_at_their_path() {
     // The same key in two different mappings is fine.
     let two = r#"{"format": "myriad/1", "name": "n", "cluster": {"accelerator": "h100-sxm", "count": 8, "name": 1}}"#;
     assert!(!parse(two).unwrap_err().message.contains("duplicate"));
+}
+
+/// serde's messages named Rust types (`expected u32`, `expected struct TrainingSpec`,
+/// `expected f64`) and, for a choice given as a number or a mapping, no choice at all
+/// (`expected string or map`, `expected a map with a single key`, `expected unit`); the
+/// number 3 was shown as `floating point 3.0`.
+#[test]
+fn type_errors_say_what_the_file_must_hold() {
+    let cases = [
+        (format!("{BASE}training: {{tp: 2.5}}\n"), "s.yaml: training.tp: invalid type: floating point `2.5`, expected a whole number from 0 to 4294967295"),
+        (format!("{BASE}training: {{zero_stage: 300}}\n"), "s.yaml: training.zero_stage: invalid value: integer `300`, expected a whole number from 0 to 255"),
+        (format!("{BASE}training: 5\n"), "s.yaml: training: invalid type: integer `5`, expected a mapping (key: value)"),
+        (format!("{BASE}  datacenter: {{pue: abc}}\n"), "s.yaml: cluster.datacenter.pue: invalid type: string \"abc\", expected a number"),
+        (format!("{BASE}training: {{recompute_modules: 3}}\n"), "s.yaml: training.recompute_modules: invalid type: integer `3`, expected a list"),
+        (format!("{BASE}training: {{recompute: 3}}\n"), "s.yaml: training.recompute: invalid type: integer `3`, expected one of `none`, `selective`, `full`"),
+        (format!("{BASE}  scale_out: {{topology: {{}}}}\n"), "s.yaml: cluster.scale_out.topology: invalid value: map, expected one of `fat-tree`, `rail-optimized`, `rail-only`, `spine-leaf`"),
+        (format!("{BASE}  scale_out: {{topology: {{fat-tree: 1, rail-only: 1}}}}\n"), "s.yaml: cluster.scale_out.topology: invalid value: map, expected one of `fat-tree`, `rail-optimized`, `rail-only`, `spine-leaf` (a mapping holds one of them as its only key)"),
+        (format!("{BASE}  scale_out: {{topology: {{fat-tree: 1}}}}\n"), "s.yaml: cluster.scale_out.topology.fat-tree: invalid type: integer `1`, expected `fat-tree` alone, with no value"),
+        (format!("{BASE}serving: {{mode: -3}}\n"), "s.yaml: serving.mode: invalid type: integer `-3`, expected one of `aggregated`, `disaggregated`"),
+    ];
+    for (text, expect) in cases {
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.to_string(), expect);
+    }
+}
+
+/// The YAML reader's own messages spoke to a Rust caller ("multiple YAML documents
+/// detected; use from_str_multiple or from_str_multiple_with_options", "recursive
+/// references require weak recursion types") or printed a Rust value ("budget breached:
+/// Nodes { nodes: 250001 }").
+#[test]
+fn yaml_reader_limits_are_said_in_the_file_s_terms() {
+    let two = format!("{BASE}---\n{BASE}");
+    assert_eq!(
+        parse(&two).unwrap_err().to_string(),
+        "s.yaml: (document): invalid YAML: line 6 column 1: a second YAML document (after `---`); a file holds one"
+    );
+    assert_eq!(
+        parse("a: &a [*a]\n").unwrap_err().to_string(),
+        "s.yaml: (document): invalid YAML: line 1 column 8: an alias (`*name`) inside the node its anchor names; a value cannot contain itself"
+    );
+    // Ten levels of ten aliases each: 10^11 values once expanded.
+    let mut laughs = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..12 {
+        let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+        laughs.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+    }
+    let e = parse(&laughs).unwrap_err().to_string();
+    assert!(
+        e.starts_with("s.yaml: (document): invalid YAML: line ")
+            && e.ends_with(": more than 250000 values (aliases expanded: 250001 so far); the file is too large"),
+        "{e}"
+    );
+    let deep: String = (0..70)
+        .map(|i| format!("{}k{i}:\n", "  ".repeat(i)))
+        .collect();
+    let e = parse(&deep).unwrap_err().to_string();
+    assert!(
+        e.ends_with("nested 65 levels deep; a file may nest at most 64"),
+        "{e}"
+    );
+}
+
+/// u32::MAX layers passed the checks and `myriad train` aborted allocating 32 GiB (one
+/// candidate per layer count for block recompute); u32::MAX MTP modules wrapped the
+/// pipeline's slot count (layers + 2 + MTP) in u32.
+#[test]
+fn layer_counts_past_the_supported_limit_are_errors() {
+    let e = parse(&format!(
+        "{BASE}model: {{preset: llama3-8b, layers: 4294967295}}\n"
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.yaml: model.layers: 4294967295 is more than the 16384 layers supported"
+    );
+    let e = parse(&format!(
+        "{BASE}model: {{preset: llama3-8b, mtp_layers: 16385}}\n"
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.yaml: model.mtp_layers: 16385 is more than the 16384 layers supported"
+    );
+    assert!(parse(&format!(
+        "{BASE}model: {{preset: llama3-8b, layers: 16384, mtp_layers: 16384}}\n"
+    ))
+    .is_ok());
+}
+
+/// Two job classes (or inference services, or regions) of one name ran and were reported
+/// as two rows of that name (`"class": "a"` twice), which no reader could tell apart.
+#[test]
+fn scheduling_names_are_given_once() {
+    let class = |n: &str, size: u32| {
+        format!("{{name: {n}, share: 1, size: {{dist: fixed, value: {size}}}, duration_h: {{dist: fixed, value: 1}}}}")
+    };
+    let sched = |rest: &str| {
+        format!("{BASE}scheduling:\n  arrivals: {{jobs: 100, load: 0.9}}\n  policies: [{{name: fifo}}]\n{rest}")
+    };
+    let e = parse(&sched(&format!(
+        "  classes: [{}, {}, {}]\n",
+        class("a", 8),
+        class("b", 8),
+        class("a", 512)
+    )))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.yaml: scheduling.classes[2].name: `a` is given twice (classes[0]); give each its own name"
+    );
+    let e = parse(&sched(
+        "  inference: [{name: s, replica_size: 8, peak_replicas: 2}, {name: s, replica_size: 8, peak_replicas: 4}]\n",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.yaml: scheduling.inference[1].name: `s` is given twice (inference[0]); give each its own name"
+    );
+    let e = parse(&sched("  regions: {names: [east, east]}\n")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.yaml: scheduling.regions.names[1]: `east` is given twice (regions.names[0]); give each its own name"
+    );
+    assert!(parse(&sched(&format!(
+        "  classes: [{}, {}]\n",
+        class("a", 8),
+        class("b", 8)
+    )))
+    .is_ok());
+}
+
+/// A whole number written as a float (`1024.0`, YAML's `1e3`) is an integer to JSON Schema,
+/// whose checked-in copy says `integer` for these fields, and to JSON writers (Python's
+/// `json.dumps(1024.0)`); the parser refused it (`invalid type: floating point 1024.0,
+/// expected u64`). A fraction, or a whole number out of range, is still an error.
+#[test]
+fn whole_numbers_written_as_floats_are_integers() {
+    let s = parse(&BASE.replace("count: 1024", "count: 1024.0")).unwrap();
+    assert_eq!(s.cluster.count, 1024);
+    let s = parse(&format!(
+        "{BASE}training: {{tp: 8.0, global_batch: 2e3, zero_stage: 1.0}}\n"
+    ))
+    .unwrap();
+    let t = s.training.unwrap();
+    assert_eq!(
+        (t.tp, t.global_batch, t.zero_stage),
+        (Some(8), Some(2000), Some(1))
+    );
+    let json = r#"{"format": "myriad/1", "cluster": {"accelerator": "h100-sxm", "count": 1024.0}}"#;
+    assert_eq!(parse(json).unwrap().cluster.count, 1024);
+    let cases = [
+        (format!("{BASE}training: {{tp: 8.5}}\n"), "s.yaml: training.tp: invalid type: floating point `8.5`, expected a whole number from 0 to 4294967295"),
+        (format!("{BASE}training: {{tp: 4294967296.0}}\n"), "s.yaml: training.tp: invalid value: integer `4294967296`, expected a whole number from 0 to 4294967295"),
+        (format!("{BASE}training: {{tp: -8.0}}\n"), "s.yaml: training.tp: invalid value: integer `-8`, expected a whole number from 0 to 4294967295"),
+        (format!("{BASE}training: {{global_batch: 1e20}}\n"), "s.yaml: training.global_batch: invalid type: floating point `1e+20`, expected a whole number from 0 to 18446744073709551615"),
+    ];
+    for (text, expect) in cases {
+        assert_eq!(parse(&text).unwrap_err().to_string(), expect);
+    }
+}
+
+/// `{}` prints an f64 in full: `mean: 1e300` was echoed as a 1 and 300 zeros.
+#[test]
+fn huge_and_tiny_numbers_in_messages_are_shown_in_exponent_form() {
+    let serve = |out: &str| {
+        format!("{BASE}model: {{preset: llama3-8b}}\nserving: {{input: {{mean: 100}}, output: {out}}}\n")
+    };
+    assert_eq!(
+        parse(&serve("{mean: 1e300}")).unwrap_err().to_string(),
+        "s.yaml: serving.output.mean: 1e300 tokens is more than the 1000000000 supported"
+    );
+    assert_eq!(
+        parse(&serve("{mean: 1.5e22}")).unwrap_err().to_string(),
+        "s.yaml: serving.output.mean: 1.5e22 tokens is more than the 1000000000 supported"
+    );
+    // Whole u64 values are kept digit for digit.
+    assert_eq!(
+        parse(&BASE.replace("count: 1024", "count: 18446744073709551615")).unwrap_err().to_string(),
+        "s.yaml: cluster.count: 18446744073709551615 is more than the 16777216 accelerators supported"
+    );
+    assert_eq!(
+        parse(&format!("{BASE}  datacenter: {{pue: 1e-300}}\n"))
+            .unwrap_err()
+            .to_string(),
+        "s.yaml: cluster.datacenter.pue: 1e-300 is not between 1.0 and 3.0"
+    );
+}
+
+/// `name:` left blank (YAML null) was an error (`invalid type: null, expected a string`),
+/// although every other optional key of the format page takes null for "not given".
+#[test]
+fn a_blank_name_is_no_name() {
+    let s = parse(&BASE.replace("format: myriad/1\n", "format: myriad/1\nname:\n")).unwrap();
+    assert_eq!(s.name, "");
+    let s = parse(&BASE.replace("format: myriad/1\n", "format: myriad/1\nname: null\n")).unwrap();
+    assert_eq!(s.name, "");
+    let e =
+        parse(&BASE.replace("format: myriad/1\n", "format: myriad/1\nname: [a]\n")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s.yaml: name: invalid type: sequence, expected a string"
+    );
 }

@@ -819,23 +819,27 @@ pub fn resolve(
     let tp = spec.tp.unwrap_or(1);
     let pp = spec.pp.unwrap_or(1);
     let cp = spec.cp.unwrap_or(1);
-    let inner = tp as u64 * pp as u64 * cp as u64;
+    // In u128, as `product` below: three u32s reach 2^96.
+    let inner = tp as u128 * pp as u128 * cp as u128;
     let dp = match spec.dp {
         Some(d) => d,
         None => {
-            if !accelerators.is_multiple_of(inner) {
+            if !(accelerators as u128).is_multiple_of(inner) {
                 return Err(bad(
                     "dp",
                     format!("tp*pp*cp = {inner} does not divide the {accelerators} accelerators"),
                 ));
             }
-            let d = (accelerators / inner) as u32;
+            let d = (accelerators as u128 / inner) as u32;
             notes.push(format!("dp: {d} (accelerators / (tp*pp*cp))"));
             d
         }
     };
-    let product = inner * dp as u64;
-    if product != accelerators {
+    // TP·PP·CP·DP of four u32s reaches 2^128, and a u64 product that wrapped to the
+    // accelerator count (TP 1, PP 109, CP 671,170,565, DP 252,150,784 is 2^64 + 1,024)
+    // passed this check on 1,024 accelerators.
+    let product = tp as u128 * pp as u128 * cp as u128 * dp as u128;
+    if product != accelerators as u128 {
         return Err(bad(
             "dp",
             format!("tp*pp*cp*dp = {tp}*{pp}*{cp}*{dp} = {product} != {accelerators} accelerators"),

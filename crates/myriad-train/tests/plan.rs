@@ -55,6 +55,16 @@ fn impossible_plans_name_the_numbers() {
         err("{tp: 8, pp: 8, dp: 16, ep: 3}"),
         "training.ep: EP 3 divides neither DP 16 nor the TP*CP*DP = 8*1*16 = 128 ranks of a pipeline stage"
     );
+    // TP*PP*CP*DP in u64 wrapped: 4294967295^4 was shown as 18446744056529682433.
+    assert_eq!(
+        err("{tp: 4294967295, pp: 4294967295, cp: 4294967295, dp: 4294967295}"),
+        "training.dp: tp*pp*cp*dp = 4294967295*4294967295*4294967295*4294967295 = 340282366604025813516997721482669850625 != 1024 accelerators"
+    );
+    // TP*PP*CP without dp past u64 (2^96 - ...) wrapped too.
+    assert_eq!(
+        err("{tp: 4294967295, pp: 4294967295, cp: 4294967295}"),
+        "training.dp: tp*pp*cp = 79228162458924105385300197375 does not divide the 1024 accelerators"
+    );
     assert_eq!(
         err("{tp: 8, pp: 8, dp: 16, global_batch: 100, micro_batch: 1}"),
         "training.global_batch: global batch 100 not divisible by micro_batch*DP = 1*16 = 16"
@@ -63,6 +73,28 @@ fn impossible_plans_name_the_numbers() {
 
 /// A token budget below one step is an error naming both fields and the numbers (a global
 /// batch of 2^40 sequences used to be timed as one step of 43,566 days).
+/// TP·PP·CP·DP = 2^64 + 1,024 wrapped in u64 to the 1,024 accelerators of the cluster,
+/// and the plan was accepted and estimated (CP 671,170,565 on 1,024 H100).
+#[test]
+fn a_plan_whose_rank_product_wraps_u64_is_rejected() {
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024}\nmodel: {preset: llama3-8b, layers: 109, seq_len: 1342341130}\ntraining: {tp: 1, pp: 109, cp: 671170565, dp: 252150784}\n";
+    assert_eq!(
+        1u128 * 109 * 671_170_565 * 252_150_784,
+        (1u128 << 64) + 1024
+    );
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    let e = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 1024)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "training.dp: tp*pp*cp*dp = 1*109*671170565*252150784 = 18446744073709552640 != 1024 accelerators"
+    );
+}
+
 #[test]
 fn one_step_beyond_the_token_budget_is_an_error() {
     assert_eq!(

@@ -138,12 +138,27 @@ fn render(r: &ClusterReport) -> String {
         ]);
     }
     if let Some(i) = h.accelerators_per_island {
+        // An island size that does not divide a site leaves a smaller last island in each
+        // site (1,000 on 1,024: one of 1,000 and one of 24, once shown as "2 x 1,000").
+        let per_site = h.islands / h.sites.max(1) as u64;
+        let last = h.accelerators_per_site - per_site.saturating_sub(1) * i;
+        let islands = if per_site == 0 || last == i {
+            format!("{} x {}", int(h.islands), int(i))
+        } else if h.sites > 1 {
+            format!(
+                "{} x {} and {} x {} (the last of each site)",
+                int(h.islands - h.sites as u64),
+                int(i),
+                h.sites,
+                int(last)
+            )
+        } else {
+            format!("{} x {} and 1 x {}", int(h.islands - 1), int(i), int(last))
+        };
         t.add_row(vec![
             "Islands".to_string(),
             format!(
-                "{} x {} accelerators at full bisection, {}:1 above",
-                int(h.islands),
-                int(i),
+                "{islands} accelerators at full bisection, {}:1 above",
                 num(n.oversubscription, 2)
                     .trim_end_matches('0')
                     .trim_end_matches('.')
