@@ -49,6 +49,55 @@ fn cluster_json_has_the_documented_keys_and_superpod_counts() {
     assert!((bf16 - 1024.0 * 989.4 / 1000.0).abs() < 0.5, "{bf16}");
 }
 
+/// Every key of `myriad cluster --json` is documented in docs/cluster.md (it was documented
+/// nowhere), and the scale-out bandwidth, GB/s under a `gbps` name beside Gb/s line rates,
+/// has a key that says its unit.
+#[test]
+fn cluster_json_keys_are_all_documented_with_an_unambiguous_bandwidth() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/cluster.md"
+    ))
+    .expect("docs/cluster.md");
+    fn keys(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    out.push(k.clone());
+                    // Maps keyed by tier or precision name hold no further keys.
+                    if k != "switches" && k != "peak_pflops" {
+                        keys(x, out);
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| keys(x, out)),
+            _ => {}
+        }
+    }
+    for f in ["examples/dgx-superpod-h100.yaml", "examples/two-site.yaml"] {
+        let v = json(&["cluster", f, "--json"]);
+        let mut ks = vec![];
+        keys(&v, &mut ks);
+        for k in ks {
+            // A whole word: not part of a longer key (`cables` in `optical_cables`).
+            let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+            let found = doc.match_indices(k.as_str()).any(|(i, _)| {
+                !doc[..i].chars().next_back().is_some_and(ident)
+                    && !doc[i + k.len()..].chars().next().is_some_and(ident)
+            });
+            assert!(found, "{f}: `{k}` is not in docs/cluster.md");
+        }
+        let n = &v["network"];
+        assert_eq!(
+            n["gbytes_per_s_per_accelerator"], n["gbps_per_accelerator"],
+            "{f}"
+        );
+    }
+    // 8 × 400 Gb/s NICs per 8-GPU node: 50 GB/s per GPU.
+    let v = json(&["cluster", "examples/dgx-superpod-h100.yaml", "--json"]);
+    assert_eq!(v["network"]["gbytes_per_s_per_accelerator"], 50.0);
+}
+
 #[test]
 fn every_example_builds() {
     for e in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples")).unwrap() {
