@@ -309,6 +309,46 @@ fn collective_reaches_the_nvls_plateau_on_one_dgx() {
     assert!((bus / 480.0 - 1.0).abs() < 0.15, "{bus}");
 }
 
+/// The collective JSON names its format and shape, gives sizes as whole bytes, and the
+/// table spells the algorithm as the JSON does (it printed `Nvls` where the JSON has `nvls`).
+#[test]
+fn collective_json_has_a_format_integer_bytes_and_the_table_its_algorithm_names() {
+    let base = [
+        "collective",
+        "examples/dgx-h100-node.yaml",
+        "--op",
+        "all-reduce",
+    ];
+    let one = json(&[&base[..], &["--bytes", "0.1KB", "--json"]].concat());
+    assert_eq!(one["format"], "myriad-collective/1");
+    assert_eq!(one["shape"], "point");
+    assert!(one["bytes"].is_u64(), "{}", one["bytes"]);
+    assert_eq!(one["bytes"], 100);
+    let sweep = json(&[&base[..], &["--sweep", "1KiB..1GiB", "--json"]].concat());
+    assert_eq!(sweep["format"], "myriad-collective/1");
+    assert_eq!(sweep["shape"], "sweep");
+    let points = sweep["points"].as_array().unwrap();
+    assert!(points.iter().all(|p| p["bytes"].is_u64()));
+    let (code, out, err) = myriad(&[&base[..], &["--sweep", "1KiB..1GiB"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let algos: Vec<&str> = points
+        .iter()
+        .map(|p| p["algorithm"].as_str().unwrap())
+        .collect();
+    assert!(algos.contains(&"nvls"), "{algos:?}");
+    for a in algos {
+        assert!(
+            out.contains(&format!("| {a} ")),
+            "`{a}` not in the table:\n{out}"
+        );
+    }
+    assert!(!out.contains("Nvls") && !out.contains("Ring"), "{out}");
+    // Larger than a float holds as an exact integer: refused, naming the flag.
+    let (code, _, err) = myriad(&[&base[..], &["--bytes", "1e30B"]].concat());
+    assert_eq!(code, 2);
+    assert!(err.contains("--bytes: `1e30B` is more than 8 PiB"), "{err}");
+}
+
 #[test]
 fn mi300x_all_reduce_follows_rccl_measured_on_eight_gpus() {
     // RCCL 2.22.3 all_reduce_perf (ring, in place) on the 8 MI300X of an Azure ND MI300X v5
