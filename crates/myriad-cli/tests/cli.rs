@@ -98,6 +98,20 @@ fn cluster_json_keys_are_all_documented_with_an_unambiguous_bandwidth() {
     assert_eq!(v["network"]["gbytes_per_s_per_accelerator"], 50.0);
 }
 
+/// A plan without recompute was labelled `None`, which reads as a missing value; the plan
+/// table's `MW` column is facility power and now says so.
+#[test]
+fn plan_labels_spell_no_recompute_and_the_power_column_says_facility() {
+    let (code, out, err) = myriad(&["search", "examples/dgx-superpod-h100.yaml", "--top", "3"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(" mb4 no-recompute SP "), "{out}");
+    assert!(!out.contains(" None "), "{out}");
+    let (code, out, err) = myriad(&["plan", "examples/plan-llama3-70b.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("| facility MW "), "{out}");
+    assert!(!out.contains("| MW "), "{out}");
+}
+
 #[test]
 fn every_example_builds() {
     for e in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples")).unwrap() {
