@@ -277,6 +277,43 @@ fn search_and_plan_json() {
     assert!(p["chosen"].is_object());
 }
 
+/// "fits: yes (X GiB of N)" rounded the capacity to whole GiB, so it could print less
+/// capacity than it needed; both now have one decimal.
+#[test]
+fn train_prints_memory_needed_and_capacity_at_the_same_precision() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-fits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let nofit = dir.join("nofit.yaml");
+    std::fs::write(
+        &nofit,
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: llama3-405b}\ntraining: {global_batch: 8}\n",
+    )
+    .unwrap();
+    let one_decimal = |t: &str| {
+        let t = t.trim_end_matches(')');
+        t.split_once('.')
+            .is_some_and(|(a, b)| !a.is_empty() && b.len() == 1 && t.parse::<f64>().is_ok())
+    };
+    for (f, prefix) in [
+        ("examples/dgx-superpod-h100.yaml", "fits: yes ("),
+        (nofit.to_str().unwrap(), "fits: NO — does not fit: "),
+    ] {
+        let (code, out, err) = myriad(&["train", f]);
+        assert_eq!(code, 0, "{err}");
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{f}: no `{prefix}` line:\n{out}"));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let gib = words.iter().position(|w| *w == "GiB").unwrap();
+        let (needed, capacity) = (
+            words[gib - 1].trim_start_matches('('),
+            *words.last().unwrap(),
+        );
+        assert!(one_decimal(needed) && one_decimal(capacity), "{f}: {line}");
+    }
+}
+
 /// No plan fitting is an answer, as `train`'s "fits: NO" and `plan`'s unmet constraints
 /// are: `search` exits 0 in both modes (text mode used to exit 2, `--json` 0 with
 /// `"best": null`).
