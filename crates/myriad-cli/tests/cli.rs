@@ -1285,6 +1285,35 @@ fn reliability_text_never_prints_inf() {
     assert!(out.contains("job MTBF none (rates: none)"), "{out}");
 }
 
+/// A scenario without `name` printed an empty name in the headers (" — 64 accelerators");
+/// it is named after its file.
+#[test]
+fn a_scenario_without_a_name_is_named_after_its_file() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-noname-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/sched-two-regions.yaml"
+    ))
+    .unwrap();
+    let unnamed: String = text
+        .lines()
+        .filter(|l| !l.starts_with("name:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let f = dir.join("two-regions.yaml");
+    std::fs::write(&f, unnamed).unwrap();
+    let f = f.to_str().unwrap();
+    for cmd in ["sched", "cluster"] {
+        let (code, out, err) = myriad(&[cmd, f]);
+        assert_eq!(code, 0, "{cmd}: {err}");
+        assert!(!out.starts_with(" — "), "{cmd}: {out}");
+    }
+    let (_, out, _) = myriad(&["sched", f]);
+    assert!(out.starts_with("two-regions — "), "{out}");
+    assert_eq!(json(&["cluster", f, "--json"])["name"], "two-regions");
+}
+
 #[test]
 fn sched_allocation_over_time_shows_8_spans() {
     // 4.5 h of FIFO in bins of 0.45 h: 10 bins, shown as 8 spans (chunks of
