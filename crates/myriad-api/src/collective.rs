@@ -114,13 +114,23 @@ pub fn parse_bytes(s: &str) -> Result<f64, String> {
     .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n, *m)))
     .unwrap_or((t, 1.0));
     // Finite after the unit too: `1e300GiB` is infinite, and a sweep up to it never ended.
-    num.trim()
+    // Whole bytes (`0.1KB` is 100 B, not 100.00000000000001), at most `MAX_BYTES`, so the
+    // JSON gives every size as an exact integer.
+    let v = num
+        .trim()
         .parse::<f64>()
         .ok()
-        .map(|v| v * mult)
+        .map(|v| (v * mult).round())
         .filter(|v| v.is_finite() && *v >= 0.0)
-        .ok_or_else(|| format!("`{s}` is not a size (8B, 64KiB, 1MiB, 16GiB)"))
+        .ok_or_else(|| format!("`{s}` is not a size (8B, 64KiB, 1MiB, 16GiB)"))?;
+    if v > MAX_BYTES {
+        return Err(format!("`{s}` is more than 8 PiB, the largest size"));
+    }
+    Ok(v)
 }
+
+/// The largest buffer size: 2^53 B (8 PiB), the last integer a float holds exactly.
+pub const MAX_BYTES: f64 = 9_007_199_254_740_992.0;
 
 /// The group's span on the hierarchy: a parallel dimension of the scenario's plan, `all`,
 /// or explicit ranks (`0-7`, `0,8,16,24`).
@@ -367,21 +377,14 @@ pub fn collective_analytical(
         .iter()
         .map(|(b, t)| {
             json!({
-                "bytes": b, "time_s": t.time_s, "algbw_gbps": t.algbw_gbps, "busbw_gbps": t.busbw_gbps,
+                "bytes": *b as u64, "time_s": t.time_s, "algbw_gbps": t.algbw_gbps, "busbw_gbps": t.busbw_gbps,
                 "algorithm": t.algorithm, "protocol": format!("{:?}", t.protocol),
             })
         })
         .collect();
     let span = &input.span;
     let size = input.group.as_ref().map_or(span.size(), |g| g.n);
-    let mut out = if pts.len() == 1 {
-        let mut o = pts[0].clone();
-        o["group_size"] = json!(size);
-        o["spans"] = json!(span.spans);
-        o
-    } else {
-        json!({"group_size": size, "spans": span.spans, "points": pts})
-    };
+    let mut out = shaped(pts, json!(size), json!(span.spans));
     if approximated {
         out["timed_as"] = json!({
             "group_size": span.size(),
@@ -390,6 +393,36 @@ pub fn collective_analytical(
         });
     }
     Ok((points, out))
+}
+
+/// The output of one size or a sweep: `format` (`myriad-collective/1`), then one size's
+/// keys at the top level with `group_size` and `spans`, or for a sweep `group_size`,
+/// `spans` and the sizes under `points` (`shape` says which: `point` or `sweep`).
+pub fn shaped(points: Vec<Value>, group_size: Value, spans: Value) -> Value {
+    let mut o = serde_json::Map::new();
+    o.insert("format".into(), json!("myriad-collective/1"));
+    let one = points.len() == 1;
+    o.insert("shape".into(), json!(if one { "point" } else { "sweep" }));
+    if one {
+        if let Some(Value::Object(p)) = points.into_iter().next() {
+            o.extend(p);
+        }
+        o.insert("group_size".into(), group_size);
+        o.insert("spans".into(), spans);
+    } else {
+        o.insert("group_size".into(), group_size);
+        o.insert("spans".into(), spans);
+        o.insert("points".into(), Value::Array(points));
+    }
+    Value::Object(o)
+}
+
+/// An algorithm's name as the JSON and the command line spell it (`ring`, `nvls`).
+pub fn algorithm_name(a: Algorithm) -> String {
+    match serde_json::to_value(a) {
+        Ok(Value::String(s)) => s,
+        _ => format!("{a:?}").to_lowercase(),
+    }
 }
 
 /// How the analytical model approximates an uneven group it cannot time as it is.
@@ -441,7 +474,8 @@ mod tests {
     #[test]
     fn a_sweep_ending_below_one_byte_says_so() {
         let s = scenario("{global_batch: 512, micro_batch: 1}");
-        for sw in ["0B..0B", "0..0.5"] {
+        // (Sizes are whole bytes: `0.4` is 0 B, `0.5` would be 1 B.)
+        for sw in ["0B..0B", "0..0.4"] {
             let e = collective_input(&s, "s.yaml", "all-reduce", None, Some(sw), "0-7", "auto")
                 .err()
                 .expect("an error");

@@ -19,8 +19,9 @@
 mod collective;
 
 pub use collective::{
-    collective_analytical, collective_input, collective_input_named, group_span, parse_algorithm,
-    parse_bytes, parse_op, timed_as_note, CollectiveInput, Naming,
+    algorithm_name, collective_analytical, collective_input, collective_input_named, group_span,
+    parse_algorithm, parse_bytes, parse_op, shaped, timed_as_note, CollectiveInput, Naming,
+    MAX_BYTES,
 };
 use myriad_cluster::BuiltCluster;
 use myriad_model::Transformer;

@@ -49,6 +49,69 @@ fn cluster_json_has_the_documented_keys_and_superpod_counts() {
     assert!((bf16 - 1024.0 * 989.4 / 1000.0).abs() < 0.5, "{bf16}");
 }
 
+/// Every key of `myriad cluster --json` is documented in docs/cluster.md (it was documented
+/// nowhere), and the scale-out bandwidth, GB/s under a `gbps` name beside Gb/s line rates,
+/// has a key that says its unit.
+#[test]
+fn cluster_json_keys_are_all_documented_with_an_unambiguous_bandwidth() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/cluster.md"
+    ))
+    .expect("docs/cluster.md");
+    fn keys(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    out.push(k.clone());
+                    // Maps keyed by tier or precision name hold no further keys.
+                    if k != "switches" && k != "peak_pflops" {
+                        keys(x, out);
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| keys(x, out)),
+            _ => {}
+        }
+    }
+    for f in ["examples/dgx-superpod-h100.yaml", "examples/two-site.yaml"] {
+        let v = json(&["cluster", f, "--json"]);
+        let mut ks = vec![];
+        keys(&v, &mut ks);
+        for k in ks {
+            // A whole word: not part of a longer key (`cables` in `optical_cables`).
+            let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+            let found = doc.match_indices(k.as_str()).any(|(i, _)| {
+                !doc[..i].chars().next_back().is_some_and(ident)
+                    && !doc[i + k.len()..].chars().next().is_some_and(ident)
+            });
+            assert!(found, "{f}: `{k}` is not in docs/cluster.md");
+        }
+        let n = &v["network"];
+        assert_eq!(
+            n["gbytes_per_s_per_accelerator"], n["gbps_per_accelerator"],
+            "{f}"
+        );
+    }
+    // 8 × 400 Gb/s NICs per 8-GPU node: 50 GB/s per GPU.
+    let v = json(&["cluster", "examples/dgx-superpod-h100.yaml", "--json"]);
+    assert_eq!(v["network"]["gbytes_per_s_per_accelerator"], 50.0);
+}
+
+/// A plan without recompute was labelled `None`, which reads as a missing value; the plan
+/// table's `MW` column is facility power and now says so.
+#[test]
+fn plan_labels_spell_no_recompute_and_the_power_column_says_facility() {
+    let (code, out, err) = myriad(&["search", "examples/dgx-superpod-h100.yaml", "--top", "3"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(" mb4 no-recompute SP "), "{out}");
+    assert!(!out.contains(" None "), "{out}");
+    let (code, out, err) = myriad(&["plan", "examples/plan-llama3-70b.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("| facility MW "), "{out}");
+    assert!(!out.contains("| MW "), "{out}");
+}
+
 #[test]
 fn every_example_builds() {
     for e in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples")).unwrap() {
@@ -214,6 +277,43 @@ fn search_and_plan_json() {
     assert!(p["chosen"].is_object());
 }
 
+/// "fits: yes (X GiB of N)" rounded the capacity to whole GiB, so it could print less
+/// capacity than it needed; both now have one decimal.
+#[test]
+fn train_prints_memory_needed_and_capacity_at_the_same_precision() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-fits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let nofit = dir.join("nofit.yaml");
+    std::fs::write(
+        &nofit,
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: llama3-405b}\ntraining: {global_batch: 8}\n",
+    )
+    .unwrap();
+    let one_decimal = |t: &str| {
+        let t = t.trim_end_matches(')');
+        t.split_once('.')
+            .is_some_and(|(a, b)| !a.is_empty() && b.len() == 1 && t.parse::<f64>().is_ok())
+    };
+    for (f, prefix) in [
+        ("examples/dgx-superpod-h100.yaml", "fits: yes ("),
+        (nofit.to_str().unwrap(), "fits: NO — does not fit: "),
+    ] {
+        let (code, out, err) = myriad(&["train", f]);
+        assert_eq!(code, 0, "{err}");
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{f}: no `{prefix}` line:\n{out}"));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let gib = words.iter().position(|w| *w == "GiB").unwrap();
+        let (needed, capacity) = (
+            words[gib - 1].trim_start_matches('('),
+            *words.last().unwrap(),
+        );
+        assert!(one_decimal(needed) && one_decimal(capacity), "{f}: {line}");
+    }
+}
+
 /// No plan fitting is an answer, as `train`'s "fits: NO" and `plan`'s unmet constraints
 /// are: `search` exits 0 in both modes (text mode used to exit 2, `--json` 0 with
 /// `"best": null`).
@@ -258,6 +358,46 @@ fn collective_reaches_the_nvls_plateau_on_one_dgx() {
     ]);
     let bus = v["busbw_gbps"].as_f64().unwrap();
     assert!((bus / 480.0 - 1.0).abs() < 0.15, "{bus}");
+}
+
+/// The collective JSON names its format and shape, gives sizes as whole bytes, and the
+/// table spells the algorithm as the JSON does (it printed `Nvls` where the JSON has `nvls`).
+#[test]
+fn collective_json_has_a_format_integer_bytes_and_the_table_its_algorithm_names() {
+    let base = [
+        "collective",
+        "examples/dgx-h100-node.yaml",
+        "--op",
+        "all-reduce",
+    ];
+    let one = json(&[&base[..], &["--bytes", "0.1KB", "--json"]].concat());
+    assert_eq!(one["format"], "myriad-collective/1");
+    assert_eq!(one["shape"], "point");
+    assert!(one["bytes"].is_u64(), "{}", one["bytes"]);
+    assert_eq!(one["bytes"], 100);
+    let sweep = json(&[&base[..], &["--sweep", "1KiB..1GiB", "--json"]].concat());
+    assert_eq!(sweep["format"], "myriad-collective/1");
+    assert_eq!(sweep["shape"], "sweep");
+    let points = sweep["points"].as_array().unwrap();
+    assert!(points.iter().all(|p| p["bytes"].is_u64()));
+    let (code, out, err) = myriad(&[&base[..], &["--sweep", "1KiB..1GiB"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let algos: Vec<&str> = points
+        .iter()
+        .map(|p| p["algorithm"].as_str().unwrap())
+        .collect();
+    assert!(algos.contains(&"nvls"), "{algos:?}");
+    for a in algos {
+        assert!(
+            out.contains(&format!("| {a} ")),
+            "`{a}` not in the table:\n{out}"
+        );
+    }
+    assert!(!out.contains("Nvls") && !out.contains("Ring"), "{out}");
+    // Larger than a float holds as an exact integer: refused, naming the flag.
+    let (code, _, err) = myriad(&[&base[..], &["--bytes", "1e30B"]].concat());
+    assert_eq!(code, 2);
+    assert!(err.contains("--bytes: `1e30B` is more than 8 PiB"), "{err}");
 }
 
 #[test]
@@ -1178,6 +1318,35 @@ fn reliability_text_never_prints_inf() {
     assert_eq!(code, 0, "{err}");
     assert!(!inf(&out), "{out}");
     assert!(out.contains("job MTBF none (rates: none)"), "{out}");
+}
+
+/// A scenario without `name` printed an empty name in the headers (" — 64 accelerators");
+/// it is named after its file.
+#[test]
+fn a_scenario_without_a_name_is_named_after_its_file() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-noname-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/sched-two-regions.yaml"
+    ))
+    .unwrap();
+    let unnamed: String = text
+        .lines()
+        .filter(|l| !l.starts_with("name:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let f = dir.join("two-regions.yaml");
+    std::fs::write(&f, unnamed).unwrap();
+    let f = f.to_str().unwrap();
+    for cmd in ["sched", "cluster"] {
+        let (code, out, err) = myriad(&[cmd, f]);
+        assert_eq!(code, 0, "{cmd}: {err}");
+        assert!(!out.starts_with(" — "), "{cmd}: {out}");
+    }
+    let (_, out, _) = myriad(&["sched", f]);
+    assert!(out.starts_with("two-regions — "), "{out}");
+    assert_eq!(json(&["cluster", f, "--json"])["name"], "two-regions");
 }
 
 #[test]

@@ -168,8 +168,11 @@ pub struct Network {
     /// NIC-to-leaf cables are in-rack copper (top-of-rack leaves).
     pub top_of_rack_leaves: bool,
     /// Scale-out bandwidth per accelerator per direction, GB/s (NICs x rate / 8 / GPUs
-    /// per node).
+    /// per node). Gigabytes, unlike the Gb/s `port_gbps` and `link_gbps`; kept under this
+    /// name for JSON users, `gbytes_per_s_per_accelerator` says its unit.
     pub gbps_per_accelerator: f64,
+    /// The same bandwidth as `gbps_per_accelerator`, named for its unit (GB/s).
+    pub gbytes_per_s_per_accelerator: f64,
     /// DCI bandwidth leaving each site, Gb/s, and one-way latency, us.
     pub dci_gbps_per_site: Option<f64>,
     pub dci_latency_us: Option<f64>,
@@ -865,6 +868,7 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
         island: island_acc,
         top_of_rack_leaves: tor && topo.switches.rack.iter().any(|&r| r != NO_RACK),
         gbps_per_accelerator: gbps_per_acc,
+        gbytes_per_s_per_accelerator: gbps_per_acc,
         dci_gbps_per_site: dci.as_ref().map(|d| d.gbps_per_site),
         dci_latency_us,
         qps_per_connection: so.qps_per_connection.max(1),

@@ -1095,6 +1095,8 @@ pub struct CompareRow {
     pub interval_s: f64,
     pub stall_s: f64,
     pub interruptions_per_day: f64,
+    /// Infinite without unexpected failures; JSON `null` then (`output::finite_or_null`).
+    #[serde(serialize_with = "output::finite_or_null")]
     pub job_mtbf_hours: f64,
     pub ettr: Spread,
     pub lost_work_per_failure_s: f64,

@@ -56,8 +56,11 @@ pub struct Out<'a> {
     replicas: u32,
     seed: u64,
     interruptions: Interruptions,
-    job_mtbf_hours: f64,
-    expected_job_mtbf_hours: f64,
+    /// `None` (JSON `null`) when no replica had an unexpected failure: no interval between
+    /// failures to average.
+    job_mtbf_hours: Option<f64>,
+    /// `None` when every failure rate is zero.
+    expected_job_mtbf_hours: Option<f64>,
     ettr: f64,
     ettr_ci95: [f64; 2],
     goodput: f64,
@@ -81,6 +84,17 @@ pub struct Out<'a> {
     capped_replicas: u32,
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     compare: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A mean time between failures that is infinite (no failures) as `None`: said, where
+/// serde_json would turn the infinity into `null` silently.
+fn finite(h: f64) -> Option<f64> {
+    h.is_finite().then_some(h)
+}
+
+/// Serializes an infinite MTBF as `null` (see `finite`).
+pub fn finite_or_null<S: serde::Serializer>(h: &f64, s: S) -> Result<S::Ok, S::Error> {
+    finite(*h).serialize(s)
 }
 
 fn ci(s: &Spread) -> [f64; 2] {
@@ -127,8 +141,8 @@ pub fn report<'a>(s: &'a Setup, r: &'a Report, tables: &[(&str, Vec<CompareRow>)
             by_cause,
             expected_per_day: expected,
         },
-        job_mtbf_hours: m.job_mtbf_hours,
-        expected_job_mtbf_hours: j.mtbf_hours(),
+        job_mtbf_hours: finite(m.job_mtbf_hours),
+        expected_job_mtbf_hours: finite(j.mtbf_hours()),
         ettr: m.ettr.mean,
         ettr_ci95: ci(&m.ettr),
         goodput: r.goodput_tokens_per_s.mean,

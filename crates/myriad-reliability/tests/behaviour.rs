@@ -487,3 +487,35 @@ fn an_infinite_job_failure_rate_is_an_error() {
     .unwrap_err();
     assert!(e.starts_with("reliability.planned.rate: "), "{e}");
 }
+
+/// Without failures the job MTBF is infinite, which serde_json wrote as `null` silently
+/// and docs/reliability.md did not mention; the JSON says `null` on purpose now and the
+/// docs say when.
+#[test]
+fn mtbf_without_failures_is_null_and_documented_so() {
+    let su = setup(
+        &scenario("reliability: {failures: {scale: 0}, planned: {rate: {per_hour: 0}}}"),
+        myriad_catalog::catalog(),
+    )
+    .unwrap();
+    let o = Options {
+        days: Some(1.0),
+        replicas: 10,
+        seed: 1,
+    };
+    let r = analyze(&su, &o).unwrap();
+    let rows = myriad_reliability::compare_checkpoint(&su, &o).unwrap();
+    let tables = vec![("checkpoint", rows)];
+    let j = serde_json::to_value(myriad_reliability::output::report(&su, &r, &tables)).unwrap();
+    assert!(j["job_mtbf_hours"].is_null(), "{}", j["job_mtbf_hours"]);
+    assert!(j["expected_job_mtbf_hours"].is_null());
+    assert!(j["compare"]["checkpoint"][0]["job_mtbf_hours"].is_null());
+    let doc = include_str!("../../../docs/reliability.md").replace('\n', " ");
+    for k in ["`job_mtbf_hours`", "`expected_job_mtbf_hours`"] {
+        assert!(doc.contains(k), "{k}");
+    }
+    assert!(
+        doc.contains("null when there is no failure"),
+        "docs/reliability.md"
+    );
+}

@@ -324,13 +324,14 @@ impl Sweep {
         Ok(v)
     }
 
-    /// The type of each header column: `row` an integer; a varied path an integer, float
-    /// or boolean when all its values are, else a string; an output its declared kind;
+    /// The type of each header column: `row` an integer; a varied path an integer (64-bit
+    /// signed, as Parquet stores it: a larger integer makes the column a float), float or
+    /// boolean when all its values are, else a string; an output its declared kind;
     /// `error` a string.
     pub fn kinds(&self) -> Vec<Kind> {
         let mut k = vec![Kind::Int];
         for vals in &self.values {
-            k.push(if vals.iter().all(|v| v.is_u64() || v.is_i64()) {
+            k.push(if vals.iter().all(Value::is_i64) {
                 Kind::Int
             } else if vals.iter().all(Value::is_number) {
                 Kind::Float

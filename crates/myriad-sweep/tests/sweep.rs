@@ -743,3 +743,26 @@ fn float_cells_read_as_floats() {
     // Integers stay integers.
     assert_eq!(Cell::U(1920).text(), "1920");
 }
+
+/// Integers above i64::MAX were typed Int, and the Parquet merge then failed part-way on
+/// their text (`18446744073709551615 is not Int`); they are floats now.
+#[test]
+fn integers_beyond_i64_are_float_columns_and_merge_to_parquet() {
+    let s = spec(
+        r#"
+format: myriad-sweep/1
+base:
+  format: myriad/1
+  cluster: {accelerator: h100-sxm, count: 1024}
+  model: {preset: llama3-8b}
+  training: {global_batch: 2048}
+vary:
+  training.tokens: [1000000000000, 18446744073709551615]
+"#,
+    );
+    assert_eq!(s.kinds()[1], myriad_sweep::Kind::Float);
+    let d = tmp("parquet-u64");
+    run(&s, Shard { k: 1, n: 1 }, &d).unwrap();
+    let m = merge(&d, &d.join("all.parquet")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(m.rows, 2);
+}

@@ -82,7 +82,7 @@ pub fn run(path: &Path, a: Args) -> Result<(), String> {
             time_s: c.time_s,
             algbw_gbps: c.algbw_gbps,
             busbw_gbps: c.busbw_gbps,
-            algorithm: format!("{:?}", c.algorithm),
+            algorithm: myriad_api::algorithm_name(c.algorithm),
             protocol: format!("{:?}", c.protocol),
         })
         .collect();
@@ -210,7 +210,7 @@ fn run_flow(
             .iter()
             .map(|(b, t)| {
                 serde_json::json!({
-                    "bytes": b, "time_s": t.time_s, "algbw_gbps": t.algbw_gbps,
+                    "bytes": *b as u64, "time_s": t.time_s, "algbw_gbps": t.algbw_gbps,
                     "busbw_gbps": t.busbw_gbps, "algorithm": t.algorithm,
                     "variant": t.variant, "protocol": format!("{:?}", t.protocol),
                     "flows_simulated": t.sim.flows_simulated, "flows": t.sim.flows_total,
@@ -219,14 +219,8 @@ fn run_flow(
                 })
             })
             .collect();
-        let mut out = if pts.len() == 1 {
-            let mut o = pts[0].clone();
-            o["group_size"] = serde_json::json!(n);
-            o["spans"] = serde_json::json!(r.span.spans);
-            o
-        } else {
-            serde_json::json!({"group_size": n, "spans": r.span.spans, "points": pts})
-        };
+        let mut out =
+            myriad_api::shaped(pts, serde_json::json!(n), serde_json::json!(r.span.spans));
         out["backend"] = serde_json::json!("flow");
         out["links"] = serde_json::json!(links);
         out["faults"] = serde_json::json!(faults);
@@ -259,8 +253,8 @@ fn run_flow(
             algbw_gbps: c.algbw_gbps,
             busbw_gbps: c.busbw_gbps,
             algorithm: match &c.variant {
-                Some(v) => format!("{:?} ({v})", c.algorithm),
-                None => format!("{:?}", c.algorithm),
+                Some(v) => format!("{} ({v})", myriad_api::algorithm_name(c.algorithm)),
+                None => myriad_api::algorithm_name(c.algorithm),
             },
             protocol: format!("{:?}", c.protocol),
         })

@@ -24,7 +24,7 @@ pub fn run(path: &Path, json: bool, report: Option<&Path>) -> Result<(), String>
         "MFU",
         "days",
         "capex M USD",
-        "MW",
+        "facility MW",
         "energy M USD",
         "Pareto",
         "qualifies",

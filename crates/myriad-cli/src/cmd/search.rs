@@ -36,6 +36,9 @@ pub(crate) fn plan_summary(p: &myriad_train::Plan) -> String {
                 "Selective({})",
                 p.recompute_modules.names().replace(", ", "+")
             )
+        } else if p.recompute == myriad_model::Recompute::None {
+            // The scenario's `recompute: none`, not a missing value.
+            "no-recompute".to_string()
         } else {
             format!("{:?}", p.recompute)
         },

@@ -367,20 +367,22 @@ pub(super) fn print_step(
             host_memory_gib.unwrap_or(0.0)
         );
     }
+    // Needed and capacity at the same precision: a capacity rounded to whole GiB could
+    // print below what is needed.
     if e.fits {
         println!(
-            "fits: yes ({:.1} GiB of {:.0})",
+            "fits: yes ({:.1} GiB of {:.1})",
             m.total_gib, m.capacity_gib
         );
     } else if m.total_gib > m.capacity_gib {
         println!(
-            "fits: NO — does not fit: {:.1} GiB needed of {:.0}",
+            "fits: NO — does not fit: {:.1} GiB needed of {:.1}",
             m.total_gib, m.capacity_gib
         );
     } else {
         // HBM holds the rest; the activations sent to host memory are what does not fit.
         println!(
-            "fits: NO — host memory: {:.1} GiB of offloaded activations on pipeline stage {}, {:.0} GiB per accelerator (HBM holds its {:.1} GiB of {:.0})",
+            "fits: NO — host memory: {:.1} GiB of offloaded activations on pipeline stage {}, {:.0} GiB per accelerator (HBM holds its {:.1} GiB of {:.1})",
             m.host_offload_gib,
             m.host_offload_stage,
             host_memory_gib.unwrap_or(0.0),
