@@ -180,6 +180,11 @@ pub fn flow_choice_for(
         Algorithm::Hierarchical if !group.holds_hierarchical() => Algorithm::Ring,
         a => a,
     };
+    // The halves of a hierarchical run the span's Auto did not pick (an uneven group whose
+    // hierarchical beats its exact ring), weighed as for the span.
+    if choice.algorithm == Algorithm::Hierarchical {
+        choice.hier = flow_choice(op, Algorithm::Hierarchical, bytes, &span, levels).hier;
+    }
     choice.protocol = time_group(op, choice.algorithm, bytes, group, levels)
         .map(|(t, _)| t.protocol)
         .unwrap_or(Protocol::Simple);

@@ -1242,3 +1242,47 @@ fn a_tree_channel_splits_its_data_over_both_trees() {
         "NICs send {sum:e} B"
     );
 }
+
+/// Ranks 0-999 of 1,000 H100 under 32-port leaves: 8 members in every domain, the last
+/// leaf holding one domain, so the group is uneven but runs the hierarchical algorithm.
+/// Auto weighed only the exact ring there (a 1 GiB flow all-reduce took the ring's
+/// 8190-step path while the 1,024-GPU span took the hierarchical one); it now takes the
+/// hierarchical algorithm, with the span's variant, and the flow run is faster than the
+/// ring's.
+#[test]
+fn auto_on_an_uneven_group_with_even_domains_runs_hierarchical() {
+    let c = build(
+        "h100-1000.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 1000\n  scale_up: hgx-h100\n  scale_out:\n    fabric: infiniband-ndr\n    topology: fat-tree\n",
+    );
+    let net = Network::from_cluster(&c);
+    let ranks = strided(0, 1000, 1);
+    let group = myriad_collective::RankGroup::new(&ranks, &c.levels);
+    assert!(!group.is_symmetric() && group.holds_hierarchical());
+    let auto =
+        myriad_netsim::flow_choice_for(Op::AllReduce, Algorithm::Auto, GIB, &group, &c.levels);
+    assert_eq!(auto.algorithm, Algorithm::Hierarchical);
+    let span_hier = flow_choice(
+        Op::AllReduce,
+        Algorithm::Hierarchical,
+        GIB,
+        &group.span(),
+        &c.levels,
+    );
+    assert_eq!(auto.hier, span_hier.hier);
+    let ring =
+        myriad_netsim::flow_choice_for(Op::AllReduce, Algorithm::Ring, GIB, &group, &c.levels);
+    let run = |ch: Choice| {
+        time_collective(&net, Op::AllReduce, ch, GIB, &ranks, &SimOptions::default())
+            .unwrap()
+            .0
+    };
+    let (a, r) = (run(auto), run(ring));
+    assert_eq!(a.algorithm, Algorithm::Hierarchical);
+    assert!(
+        a.time_s < r.time_s,
+        "auto {} s, ring {} s",
+        a.time_s,
+        r.time_s
+    );
+}
