@@ -19,12 +19,12 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use myriad_cluster::Level;
-use myriad_collective::{Algorithm, CollectiveTimer, Concurrent, GroupSpan, Layout, Op};
+use myriad_collective::{Algorithm, CollectiveTimer, Concurrent, GroupSpan, Layout, Op, RankGroup};
 use serde::Serialize;
 
 use crate::{
-    chrome_trace_parts, flow_choice, groups_program, simulate, strided, Network, Program,
-    SimOptions, SimResult,
+    chrome_trace_parts, flow_choice, flow_choice_for, groups_program, simulate, strided, Network,
+    Program, SimOptions, SimResult,
 };
 
 /// One collective the timer simulated, for reports.
@@ -131,12 +131,14 @@ impl<'a> FlowTimer<'a> {
             if c.layout.n <= 1 || c.bytes <= 0.0 {
                 continue;
             }
-            let bg_span = GroupSpan::new(vec![c.layout.n]);
             let bg_groups = self.groups(&c.layout, usize::MAX);
             if bg_groups.is_empty() {
                 continue;
             }
-            let bg_choice = flow_choice(c.op, Algorithm::Auto, c.bytes, &bg_span, &[]);
+            // What NCCL would run for this size on the group holding rank 0 as the
+            // hierarchy places it (not ring/direct on Simple, as with no levels).
+            let bg_group = RankGroup::new(&bg_groups[0], self.levels);
+            let bg_choice = flow_choice_for(c.op, Algorithm::Auto, c.bytes, &bg_group, self.levels);
             let (p, _) = groups_program(self.net, c.op, bg_choice, c.bytes, &bg_groups)
                 .map_err(|e| e.to_string())?;
             names.push(format!(
