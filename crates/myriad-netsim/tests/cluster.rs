@@ -1286,3 +1286,51 @@ fn auto_on_an_uneven_group_with_even_domains_runs_hierarchical() {
         r.time_s
     );
 }
+
+/// A flow all-to-all took the analytical model's protocol, but the two price its latency
+/// differently (per peer against per round), so on 64 ranks (8 DGX of 8) it got faster as
+/// it grew: 19.85 µs at 256 KiB on LL, 19.29 µs at 512 KiB on LL128. NCCL's
+/// point-to-point traffic runs LL or Simple, never LL128; the flow backend runs the faster
+/// of the two in its own simulation, so the time never falls as the size grows, and is
+/// never slower than either protocol alone.
+#[test]
+fn a_flow_all_to_all_is_monotone_in_size() {
+    let c = superpod();
+    let net = Network::from_cluster(&c);
+    let ranks = strided(0, 64, 1);
+    let span = myriad_train::Plan::span(&c.levels, 64, 1);
+    let mut prev = 0.0;
+    let mut b = 1024.0;
+    while b <= 64.0 * 1024.0 * 1024.0 {
+        let choice = flow_choice(Op::AllToAll, Algorithm::Auto, b, &span, &c.levels);
+        assert_eq!(choice.algorithm, Algorithm::Direct);
+        assert_ne!(choice.protocol, Protocol::Ll128, "{b} B");
+        let run = |ch: Choice| {
+            time_collective(&net, Op::AllToAll, ch, b, &ranks, &SimOptions::default())
+                .unwrap()
+                .0
+        };
+        let f = run(choice);
+        assert_ne!(f.protocol, Protocol::Ll128, "{b} B");
+        for protocol in [Protocol::Ll, Protocol::Simple] {
+            let (p, _) = myriad_netsim::groups_program(
+                &net,
+                Op::AllToAll,
+                Choice { protocol, ..choice },
+                b,
+                std::slice::from_ref(&ranks),
+            )
+            .unwrap();
+            let alone = myriad_netsim::simulate(&net, &[p], &SimOptions::default()).unwrap();
+            assert!(
+                f.time_s <= alone.time_s * (1.0 + 1e-12),
+                "{b} B: {} s, {protocol:?} alone {} s",
+                f.time_s,
+                alone.time_s
+            );
+        }
+        assert!(f.time_s >= prev, "{b} B: {} s after {prev} s", f.time_s);
+        prev = f.time_s;
+        b *= 2.0;
+    }
+}
