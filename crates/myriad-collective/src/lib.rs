@@ -329,8 +329,9 @@ impl RankGroup {
 /// Time one collective on an explicit group of ranks. A symmetric group is timed by
 /// [`time`] on its span. An uneven group running a ring (`Ring`, or `Auto` for all-reduce,
 /// all-gather, reduce-scatter and broadcast: NCCL's tree and hierarchical shapes need even
-/// groups, and the flow backend falls back to the ring on them as NCCL does) is timed
-/// exactly: the ring's steps at each level counted over the units it touches, `Λ = phases ·
+/// groups, and the flow backend falls back to the ring on them as NCCL does; `Auto` on a
+/// group that [`RankGroup::holds_hierarchical`] takes the hierarchical algorithm, timed on
+/// the span, where it is faster) is timed exactly: the ring's steps at each level counted over the units it touches, `Λ = phases ·
 /// Σ_i (units[i] − units[i+1]) · lat_i`, and each level's share set by its busiest unit,
 /// `f_0 = 1 − 1/most[1]` (inside the domain with the most members) and `f_i = 1/fewest[i]`
 /// (the unit with the fewest members, whose NICs carry all its crossings), which are the
@@ -353,7 +354,21 @@ pub fn time_group(
     {
         return time(op, algorithm, bytes, &span, levels).map(|t| (t, group.is_symmetric()));
     }
-    ring_exact(op, bytes, group, levels).map(|t| (t, true))
+    let ring = ring_exact(op, bytes, group, levels)?;
+    // Auto on a group that runs the hierarchical algorithm (the same members in each of
+    // several domains, uneven higher up: ranks 0-999 of 1,000 H100, whose last leaf holds
+    // one domain) weighs it too, timed on the span, as NCCL's tuner would.
+    if algorithm == Algorithm::Auto
+        && group.holds_hierarchical()
+        && matches!(op, Op::AllReduce | Op::AllGather | Op::ReduceScatter)
+    {
+        if let Ok(h) = time(op, Algorithm::Hierarchical, bytes, &span, levels) {
+            if h.time_s < ring.time_s {
+                return Ok((h, false));
+            }
+        }
+    }
+    Ok((ring, true))
 }
 
 /// The ring over exactly `group`'s ranks (see [`time_group`]).

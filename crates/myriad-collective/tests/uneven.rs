@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use myriad_cluster::Level;
 use myriad_collective::{time, time_group, Algorithm, GroupSpan, Op, RankGroup};
 
 fn range(a: u32, b: u32) -> Vec<u32> {
@@ -93,4 +94,49 @@ fn symmetric_group_is_timed_on_its_span() {
             assert_eq!(t, s);
         }
     }
+}
+
+/// Guards that `Auto` on an uneven group with the same members in every domain (ranks
+/// 0-999 on 1,000 DGX H100 under 32-GPU leaves: the last leaf holds one domain) weighs
+/// the hierarchical algorithm, not only the exact ring: at 1 GiB it is the faster (as on
+/// the 1,024-GPU span) and Auto takes it; Auto is never slower than either, and stays
+/// monotone in bytes.
+#[test]
+fn uneven_group_with_even_domains_weighs_hierarchical() {
+    let leaf = Level {
+        name: "leaf".into(),
+        size: 32,
+        ..ndr_cluster(32)
+    };
+    let levels = vec![hgx_h100_domain(), leaf, ndr_cluster(1000)];
+    let g = RankGroup::new(&range(0, 999), &levels);
+    assert!(!g.is_symmetric());
+    assert!(g.holds_hierarchical());
+    let mut prev = 0.0;
+    let mut b = 8.0;
+    let mut hier_taken = false;
+    while b <= 4.0 * 1024f64.powi(3) {
+        let (t, _) = time_group(Op::AllReduce, Algorithm::Auto, b, &g, &levels).unwrap();
+        let (ring, exact) = time_group(Op::AllReduce, Algorithm::Ring, b, &g, &levels).unwrap();
+        assert!(exact);
+        let hier = time(
+            Op::AllReduce,
+            Algorithm::Hierarchical,
+            b,
+            &g.span(),
+            &levels,
+        )
+        .unwrap();
+        assert!(
+            t.time_s <= ring.time_s.min(hier.time_s) * (1.0 + 1e-12),
+            "{b} B"
+        );
+        assert!(t.time_s >= prev, "{b} B: {} < {prev}", t.time_s);
+        hier_taken |= t.algorithm == Algorithm::Hierarchical;
+        prev = t.time_s;
+        b *= 2.0;
+    }
+    assert!(hier_taken);
+    let (t, _) = time_group(Op::AllReduce, Algorithm::Auto, GIB, &g, &levels).unwrap();
+    assert_eq!(t.algorithm, Algorithm::Hierarchical);
 }

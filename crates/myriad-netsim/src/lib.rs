@@ -120,9 +120,13 @@ pub fn flow_choice(
         }
         a => a,
     };
-    let protocol = analytical(algo)
-        .map(|t| t.protocol)
-        .unwrap_or(Protocol::Simple);
+    let protocol = p2p_protocol(
+        op,
+        algo,
+        analytical(algo)
+            .map(|t| t.protocol)
+            .unwrap_or(Protocol::Simple),
+    );
     // The hierarchical halves as the analytical model weighs them: inside, NVLS against a
     // ring on one domain's members; across, a tree against a ring on one member per domain
     // carrying the shard.
@@ -180,10 +184,119 @@ pub fn flow_choice_for(
         Algorithm::Hierarchical if !group.holds_hierarchical() => Algorithm::Ring,
         a => a,
     };
-    choice.protocol = time_group(op, choice.algorithm, bytes, group, levels)
-        .map(|(t, _)| t.protocol)
-        .unwrap_or(Protocol::Simple);
+    // The halves of a hierarchical run the span's Auto did not pick (an uneven group whose
+    // hierarchical beats its exact ring), weighed as for the span.
+    if choice.algorithm == Algorithm::Hierarchical {
+        choice.hier = flow_choice(op, Algorithm::Hierarchical, bytes, &span, levels).hier;
+    }
+    choice.protocol = p2p_protocol(
+        op,
+        choice.algorithm,
+        time_group(op, choice.algorithm, bytes, group, levels)
+            .map(|(t, _)| t.protocol)
+            .unwrap_or(Protocol::Simple),
+    );
     choice
+}
+
+/// Whether `op` on `algorithm` is NCCL's point-to-point traffic (a direct all-to-all),
+/// whose protocol is LL below a size and Simple above it, never LL128
+/// (`NCCL_P2P_LL_THRESHOLD`).
+pub fn runs_p2p_protocols(op: Op, algorithm: Algorithm) -> bool {
+    op == Op::AllToAll && algorithm == Algorithm::Direct
+}
+
+/// `protocol` as point-to-point traffic runs it: LL128 is Simple there.
+fn p2p_protocol(op: Op, algorithm: Algorithm, protocol: Protocol) -> Protocol {
+    match protocol {
+        Protocol::Ll128 if runs_p2p_protocols(op, algorithm) => Protocol::Simple,
+        p => p,
+    }
+}
+
+/// A point-to-point collective (see [`runs_p2p_protocols`]) on whichever of LL and Simple
+/// the flow simulation finds faster, `run` timing it on a protocol (and returning its
+/// setup and end). The analytical model prices an all-to-all's latency per peer and the
+/// flow backend per round, so taking the analytical switch point made a flow all-to-all
+/// faster as it grew (64 ranks: 19.85 µs at 256 KiB on LL, 19.29 µs at 512 KiB); each
+/// protocol's time grows with the size, and so does their minimum. The tuner's protocol
+/// (`first`) runs first; with `prune` (no faults, no other traffic) the other is skipped
+/// where a bound says it cannot be faster: LL moves 1/`bw` of Simple's bytes on the same
+/// links, so it takes at least the setup plus Simple's busiest link time over LL's `bw`;
+/// Simple takes at least the setup plus `simple_floor` (its rounds' sampled path
+/// latencies, [`p2p_latency_floor`]) and LL's busiest link time times LL's `bw`.
+pub(crate) fn fastest_p2p<T>(
+    net: &Network,
+    first: Protocol,
+    prune: bool,
+    simple_floor: f64,
+    run: impl Fn(Protocol) -> Result<(T, SimResult, f64, f64), Error>,
+) -> Result<(T, SimResult, f64, Protocol), Error> {
+    let (first, other) = if first == Protocol::Ll {
+        (Protocol::Ll, Protocol::Simple)
+    } else {
+        (Protocol::Simple, Protocol::Ll)
+    };
+    let ll_bw = protocol_cost(Protocol::Ll).bw;
+    let (a, sim, setup, t) = run(first)?;
+    if prune {
+        let busiest = (0..sim.link_bytes.len() as u32)
+            .map(|l| {
+                let c = net.capacity(l);
+                let b = sim.link_bytes[l as usize];
+                if b > 0.0 && c > 0.0 {
+                    b / c
+                } else {
+                    0.0
+                }
+            })
+            .fold(0.0, f64::max);
+        let floor = match other {
+            Protocol::Ll => setup + busiest / ll_bw,
+            _ => setup + simple_floor.max(busiest * ll_bw),
+        };
+        if floor >= t {
+            return Ok((a, sim, t, first));
+        }
+    }
+    let (b, sim_b, _, t_b) = run(other)?;
+    Ok(if t_b < t {
+        (b, sim_b, t_b, other)
+    } else {
+        (a, sim, t, first)
+    })
+}
+
+/// A floor on a point-to-point program's time on Simple, past its setup: every round
+/// lasts at least its slowest flow's path latency at Simple's hop cost, sampled here on
+/// the round's first and last flows of its first rank (routes on the intact network).
+pub(crate) fn p2p_latency_floor(net: &Network, prog: &Program) -> f64 {
+    let hop = protocol_cost(Protocol::Simple).hop;
+    let alive = vec![true; net.links()];
+    let mut buf = Vec::new();
+    let n = prog.ranks.len();
+    let mut floor = 0.0;
+    for ph in &prog.phases {
+        let pairs: Vec<(u32, u32, u32)> = match &ph.flows {
+            PhaseFlows::AllToAll { first, last, .. } if n > 0 => [*first, *last]
+                .iter()
+                .map(|&o| (prog.ranks[0], prog.ranks[o as usize % n], 0))
+                .collect(),
+            PhaseFlows::List(v) => [v.first(), v.last()]
+                .into_iter()
+                .flatten()
+                .filter(|f| f.path.is_none())
+                .map(|f| (f.src, f.dst, f.flow_id))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let worst = pairs
+            .iter()
+            .filter_map(|&(a, b, id)| net.route(&alive, a, b, id, &mut buf).ok())
+            .fold(0.0, f64::max);
+        floor += hop * worst * f64::from(ph.repeat.max(1));
+    }
+    floor
 }
 
 fn protocol_cost(p: Protocol) -> ProtocolCost {
@@ -322,8 +435,38 @@ impl From<SimError> for Error {
 }
 
 /// Simulate one collective (algorithm and protocol resolved, see [`flow_choice`]) on
-/// `ranks` of `net`. Returns the program too (for traces).
+/// `ranks` of `net`. Returns the program too (for traces). A direct all-to-all runs on
+/// the faster of LL and Simple in this simulation, as NCCL's point-to-point protocols
+/// (see [`runs_p2p_protocols`]); `choice.protocol` is then only what the tuner would say.
 pub fn time_collective(
+    net: &Network,
+    op: Op,
+    choice: Choice,
+    bytes: f64,
+    ranks: &[u32],
+    opts: &SimOptions,
+) -> Result<(FlowTime, Program), Error> {
+    if !runs_p2p_protocols(op, choice.algorithm) {
+        return time_one(net, op, choice, bytes, ranks, opts);
+    }
+    let prune = opts.faults.is_empty();
+    let floor = match prune {
+        true => collective(net, op, choice.algorithm, bytes, ranks)
+            .map(|p| p2p_latency_floor(net, &p))
+            .unwrap_or(0.0),
+        false => 0.0,
+    };
+    let first = choice.protocol;
+    let ((ft, prog), _, _, _) = fastest_p2p(net, first, prune, floor, |protocol| {
+        let (ft, prog) = time_one(net, op, Choice { protocol, ..choice }, bytes, ranks, opts)?;
+        let sim = ft.sim.clone();
+        let (setup, t) = (prog.start_s + prog.setup_s, ft.time_s);
+        Ok(((ft, prog), sim, setup, t))
+    })?;
+    Ok((ft, prog))
+}
+
+fn time_one(
     net: &Network,
     op: Op,
     choice: Choice,
@@ -401,13 +544,32 @@ pub fn time_groups(
     if groups.len() == 1 {
         return time_collective(net, op, choice, bytes, first, opts);
     }
-    let (prog, algorithm) = groups_program(net, op, choice, bytes, groups)?;
-    let sim = simulate(net, std::slice::from_ref(&prog), opts)?;
-    check_finite(&sim, bytes)?;
+    let run = |protocol| -> Result<((Program, Algorithm), SimResult, f64, f64), Error> {
+        let (prog, algorithm) =
+            groups_program(net, op, Choice { protocol, ..choice }, bytes, groups)?;
+        let sim = simulate(net, std::slice::from_ref(&prog), opts)?;
+        check_finite(&sim, bytes)?;
+        let (setup, t) = (prog.start_s + prog.setup_s, sim.time_s);
+        Ok(((prog, algorithm), sim, setup, t))
+    };
+    let ((prog, algorithm), sim, _, protocol) = if runs_p2p_protocols(op, choice.algorithm) {
+        let prune = opts.faults.is_empty();
+        let floor = match prune {
+            // One group's rounds: every group's run together, each over with the slowest.
+            true => collective(net, op, choice.algorithm, bytes, first)
+                .map(|p| p2p_latency_floor(net, &p))
+                .unwrap_or(0.0),
+            false => 0.0,
+        };
+        fastest_p2p(net, choice.protocol, prune, floor, run)?
+    } else {
+        let (p, sim, _, t) = run(choice.protocol)?;
+        (p, sim, t, choice.protocol)
+    };
     let variant = (algorithm == Algorithm::Hierarchical).then(|| choice.hier.describe());
     let n = first.len() as u64;
     Ok((
-        FlowTime::from_sim(sim, op, bytes, n, algorithm, choice.protocol, variant),
+        FlowTime::from_sim(sim, op, bytes, n, algorithm, protocol, variant),
         prog,
     ))
 }

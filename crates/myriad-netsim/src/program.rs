@@ -38,10 +38,11 @@
 //!   once (pipeline fill). [`Hier`] names the variant; `flow_choice` picks it as the analytical
 //!   model weighs the halves.
 //! - **Tree** (all-reduce): one tree per channel, as NCCL runs them: with `m` members in
-//!   the largest domain, `C = m` channels (2 when `m = 1`), channel `c` a chain inside each
-//!   domain starting at member `c` (reduce toward it, broadcast back) and, through member
-//!   `c`'s NIC, one of NCCL's two complementary binary trees over the domains (in-order,
-//!   and mirrored; channels alternate), `S/C` each up and down, all concurrently,
+//!   the largest domain, `C = m` channels, channel `c` a chain inside each domain starting
+//!   at member `c` (reduce toward it, broadcast back) and, through member `c`'s NIC, both
+//!   of NCCL's complementary binary trees over the domains (in-order, and mirrored: the
+//!   double binary tree, half of the channel's data on each, so every NIC is interior in
+//!   one tree and a leaf in the other), `S/C` each up and down, all concurrently,
 //!   pipelined in [`TREE_CHUNKS`] lockstep steps; the latency is the longest root path of
 //!   any channel's tree, up and down, each hop at its route's latency (a tree across two
 //!   sites pays each DCI crossing on that path), plus the chain's, once.
@@ -871,15 +872,19 @@ fn build_variant(
             let chunk = bytes / TREE_CHUNKS as f64;
             let mut flows = Vec::new();
             // NCCL runs a tree per channel, each leaving the domain through its own NIC:
-            // with m members per domain, m channels (2 when m = 1: the double tree's two),
-            // channel c entering and leaving every domain through its member c and
-            // alternating between the two complementary binary trees over the domains
-            // (NCCL's double binary tree), 1/C of the data each. Inside each domain,
-            // channel c's chain starts at member c: reduce toward it, broadcast back.
-            let channels = if s0 > 1 { s0 } else { 2 };
+            // with m members per domain, m channels, channel c entering and leaving every
+            // domain through its member c. Each channel is duplicated over NCCL's two
+            // complementary binary trees over the domains (the double binary tree,
+            // `ncclTopoPostset`'s second half of the channels on the mirrored tree), half
+            // its data on each, so every NIC is interior in one tree and a leaf in the
+            // other (3 + 1 edges' sends over two halves, not 3 in an interior domain's
+            // tree against 1 in a leaf's). Tree channel 2c + t is channel c on tree t
+            // (m = 1: the two trees through the one NIC). Inside each domain, channel c's
+            // chain starts at member c: reduce toward it, broadcast back.
+            let channels = s0.max(1);
             let per = chunk / channels as f64;
             let (edges, depth) = double_tree(p1);
-            // The trees' fill: the longest root path of any channel's tree.
+            // The trees' fill: the longest root path of any channel's trees.
             let mut tree_lat = Some(0.0f64);
             let (alive, mut buf) = (vec![true; net.links()], Vec::new());
             for c in 0..channels {
@@ -887,19 +892,21 @@ fn build_variant(
                     let (s, len) = runs[d];
                     r[s + c % len]
                 };
-                tree_lat = tree_lat.and_then(|w| {
-                    tree_path_latency(
-                        net,
-                        &edges,
-                        (c % 2) as u32,
-                        p1,
-                        &rep,
-                        c as u32,
-                        &alive,
-                        &mut buf,
-                    )
-                    .map(|l| w.max(l))
-                });
+                for t in 0..2u32 {
+                    tree_lat = tree_lat.and_then(|w| {
+                        tree_path_latency(
+                            net,
+                            &edges,
+                            t,
+                            p1,
+                            &rep,
+                            2 * c as u32 + t,
+                            &alive,
+                            &mut buf,
+                        )
+                        .map(|l| w.max(l))
+                    });
+                }
             }
             for c in 0..channels {
                 for &(s, len) in &runs {
@@ -916,9 +923,10 @@ fn build_variant(
                     let (s, len) = runs[d];
                     r[s + c % len]
                 };
-                for &(_, x, q) in edges.iter().filter(|e| e.0 as usize == c % 2) {
-                    flows.push(FlowSpec::new(rep(x), rep(q), per, c as u32));
-                    flows.push(FlowSpec::new(rep(q), rep(x), per, c as u32));
+                for &(t, x, q) in &edges {
+                    let id = 2 * c as u32 + t;
+                    flows.push(FlowSpec::new(rep(x), rep(q), per / 2.0, id));
+                    flows.push(FlowSpec::new(rep(q), rep(x), per / 2.0, id));
                 }
             }
             // The chains' hops, up and down, once over the chunks (as the tree's levels):

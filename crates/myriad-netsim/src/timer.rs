@@ -19,11 +19,12 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use myriad_cluster::Level;
-use myriad_collective::{Algorithm, CollectiveTimer, Concurrent, GroupSpan, Layout, Op};
+use myriad_collective::{Algorithm, CollectiveTimer, Concurrent, GroupSpan, Layout, Op, RankGroup};
 use serde::Serialize;
 
 use crate::{
-    chrome_trace_parts, flow_choice, groups_program, simulate, strided, Network, Program,
+    chrome_trace_parts, fastest_p2p, flow_choice, flow_choice_for, groups_program,
+    p2p_latency_floor, runs_p2p_protocols, simulate, strided, Choice, Error, Network, Program,
     SimOptions, SimResult,
 };
 
@@ -123,20 +124,20 @@ impl<'a> FlowTimer<'a> {
             ));
         }
         let choice = flow_choice(op, Algorithm::Auto, bytes, span, self.levels);
-        let (main, algorithm) =
-            groups_program(self.net, op, choice, bytes, &groups).map_err(|e| e.to_string())?;
-        let mut programs = vec![main];
+        let mut programs = Vec::new();
         let mut names = Vec::new();
         for c in background {
             if c.layout.n <= 1 || c.bytes <= 0.0 {
                 continue;
             }
-            let bg_span = GroupSpan::new(vec![c.layout.n]);
             let bg_groups = self.groups(&c.layout, usize::MAX);
             if bg_groups.is_empty() {
                 continue;
             }
-            let bg_choice = flow_choice(c.op, Algorithm::Auto, c.bytes, &bg_span, &[]);
+            // What NCCL would run for this size on the group holding rank 0 as the
+            // hierarchy places it (not ring/direct on Simple, as with no levels).
+            let bg_group = RankGroup::new(&bg_groups[0], self.levels);
+            let bg_choice = flow_choice_for(c.op, Algorithm::Auto, c.bytes, &bg_group, self.levels);
             let (p, _) = groups_program(self.net, c.op, bg_choice, c.bytes, &bg_groups)
                 .map_err(|e| e.to_string())?;
             names.push(format!(
@@ -147,8 +148,34 @@ impl<'a> FlowTimer<'a> {
             ));
             programs.push(p);
         }
-        let sim = simulate(self.net, &programs, &self.opts).map_err(|e| e.to_string())?;
-        let flow_s = sim.programs.first().map_or(sim.time_s, |p| p.end_s);
+        // The timed program first, then the background; a direct all-to-all on the faster
+        // of NCCL's point-to-point protocols (`fastest_p2p`; the bound on LL holds only
+        // for the timed program's own traffic, so not beside a background).
+        let run = |protocol| -> Result<((Vec<Program>, Algorithm), SimResult, f64, f64), Error> {
+            let (main, algorithm) =
+                groups_program(self.net, op, Choice { protocol, ..choice }, bytes, &groups)?;
+            let setup = main.start_s + main.setup_s;
+            let mut all = Vec::with_capacity(programs.len() + 1);
+            all.push(main);
+            all.extend(programs.iter().cloned());
+            let sim = simulate(self.net, &all, &self.opts)?;
+            let end = sim.programs.first().map_or(sim.time_s, |p| p.end_s);
+            Ok(((all, algorithm), sim, setup, end))
+        };
+        let ((programs, algorithm), sim, flow_s, _) = if runs_p2p_protocols(op, choice.algorithm) {
+            let prune = self.opts.faults.is_empty() && programs.is_empty();
+            let floor = match prune {
+                // One group's rounds: all groups run them together.
+                true => crate::collective(self.net, op, choice.algorithm, bytes, &groups[0])
+                    .map(|p| p2p_latency_floor(self.net, &p))
+                    .unwrap_or(0.0),
+                false => 0.0,
+            };
+            fastest_p2p(self.net, choice.protocol, prune, floor, run)
+        } else {
+            run(choice.protocol).map(|(p, sim, _, end)| (p, sim, end, choice.protocol))
+        }
+        .map_err(|e| e.to_string())?;
         if self.opts.trace {
             self.traces.borrow_mut().push((sim.clone(), programs));
         }

@@ -200,3 +200,73 @@ fn queue_pairs_per_connection_spread_hash_ecmp_collisions() {
         "no collisions: {one} vs {sixteen}"
     );
 }
+
+/// A background collective (the pipeline's sends beside the DP reduce-scatter) runs what
+/// NCCL's tuner picks for its size on its group as the hierarchy places it: it was chosen
+/// with no hierarchy levels, so it always ran on the Simple protocol (64 KiB sends moved
+/// 64 KiB on the wire where LL128 moves 64 KiB / 0.89). The trace's background flows carry
+/// the bytes of the analytical choice's protocol.
+#[test]
+fn a_background_collective_runs_the_protocol_nccl_picks() {
+    let (_, c) = scenario("../../examples/dgx-superpod-h100.yaml");
+    let net = Network::from_cluster(&c);
+    let timer = FlowTimer::new(
+        &net,
+        &c.levels,
+        SimOptions {
+            trace: true,
+            ..Default::default()
+        },
+    );
+    let dp = Layout {
+        n: 32,
+        stride: 32,
+        accelerators: 1024,
+    };
+    let pp = Layout {
+        n: 8,
+        stride: 4,
+        accelerators: 1024,
+    };
+    let bytes = 65536.0;
+    let span = myriad_train::Plan::span(&c.levels, dp.n, dp.stride);
+    let pspan = myriad_train::Plan::span(&c.levels, pp.n, pp.stride);
+    let want = flow_choice(Op::SendRecv, Algorithm::Auto, bytes, &pspan, &c.levels);
+    assert_ne!(want.protocol, myriad_collective::Protocol::Simple);
+    let bw = myriad_collective::PROTOCOLS
+        .iter()
+        .find(|p| p.protocol == want.protocol)
+        .unwrap()
+        .bw;
+    let bg = [Concurrent {
+        op: Op::SendRecv,
+        bytes,
+        layout: pp,
+    }];
+    timer.time_during(Op::ReduceScatter, 2e9, &span, &dp, &bg);
+    let trace: serde_json::Value = serde_json::from_str(&timer.chrome_trace(&[])).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let pid = events
+        .iter()
+        .find(|e| {
+            e["name"] == "process_name"
+                && e["args"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("SendRecv"))
+        })
+        .map(|e| e["pid"].clone())
+        .expect("the background program is traced");
+    let sends: Vec<f64> = events
+        .iter()
+        .filter(|e| e["pid"] == pid && e["cat"] == "flow")
+        .map(|e| e["args"]["bytes"].as_f64().unwrap())
+        .collect();
+    assert!(!sends.is_empty());
+    for b in sends {
+        assert!(
+            (b - bytes / bw).abs() <= 1.0,
+            "{b} B on the wire, want {}",
+            bytes / bw
+        );
+    }
+}
