@@ -639,7 +639,7 @@ fn bad_serving_values_name_the_field() {
         ("  input: {mean: 100}\n".to_string(), "serving.output"),
         (
             "  input: {mean: 100}\n  output: {mean: 1e30}\n".to_string(),
-            "serving.output.mean: 1000000000000000000000000000000 tokens is more than the 1000000000 supported",
+            "serving.output.mean: 1e30 tokens is more than the 1000000000 supported",
         ),
         (
             "  dataset: sharegpt\n".to_string(),
