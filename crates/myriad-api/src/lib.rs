@@ -30,10 +30,18 @@ use myriad_train::{CollectiveTimer, TrainEstimate};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-/// Parses and validates a `myriad/1` scenario (YAML or JSON text).
+/// Parses and validates a `myriad/1` scenario (YAML or JSON text). A scenario without a
+/// `name` is named after its file (`runs/sweep.yaml`: `sweep`), as the CLI names it, so
+/// reports never start with an empty name; a placeholder such as `<dict>` names nothing.
 pub fn scenario(file: &str, text: &str) -> Result<Scenario, String> {
-    myriad_scenario::parse_scenario(file, text, myriad_catalog::catalog())
-        .map_err(|e| e.to_string())
+    let mut s = myriad_scenario::parse_scenario(file, text, myriad_catalog::catalog())
+        .map_err(|e| e.to_string())?;
+    if s.name.trim().is_empty() && !file.starts_with('<') {
+        if let Some(stem) = std::path::Path::new(file).file_stem() {
+            s.name = stem.to_string_lossy().into_owned();
+        }
+    }
+    Ok(s)
 }
 
 /// `myriad cluster`: the built cluster's report.
@@ -816,6 +824,24 @@ pub fn validation_json(
 #[cfg(test)]
 mod tests {
     use super::{parse_global_batches, parse_serve_trace};
+
+    /// An unnamed scenario takes its file's stem, as the CLI names it (the Python API, going
+    /// through here, returned an empty name where the CLI said `llama`); a placeholder file
+    /// name such as Python's `<dict>` names nothing, and a given name is kept.
+    #[test]
+    fn an_unnamed_scenario_is_named_after_its_file() {
+        let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\n";
+        assert_eq!(
+            super::scenario("runs/llama.yaml", text).unwrap().name,
+            "llama"
+        );
+        assert_eq!(super::scenario("<dict>", text).unwrap().name, "");
+        let named = format!("name: mine\n{text}");
+        assert_eq!(
+            super::scenario("runs/llama.yaml", &named).unwrap().name,
+            "mine"
+        );
+    }
 
     /// Each case of the `--json` validation report says whether its plan fits in memory,
     /// as the validator computes it (`CaseResult::fits` was dropped from the object).

@@ -16,16 +16,9 @@ use std::path::Path;
 pub fn load_scenario(path: &Path) -> Result<myriad_scenario::Scenario, String> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
-    let mut s = myriad_scenario::parse_scenario(&name, &text, myriad_catalog::catalog())
-        .map_err(|e| e.to_string())?;
     // A scenario without a `name` is named after its file (`sweep.yaml`: `sweep`), so the
     // commands' headers (`NAME — ...`) and JSON never start with an empty name.
-    if s.name.trim().is_empty() {
-        if let Some(stem) = path.file_stem() {
-            s.name = stem.to_string_lossy().into_owned();
-        }
-    }
-    Ok(s)
+    myriad_api::scenario(&name, &text)
 }
 
 /// Writes `--report FILE.html` (the page built from the command's JSON output).
