@@ -8,7 +8,9 @@
 //!
 //! Policy (Orca continuous batching, Sarathi-Serve chunked prefill, DistServe/Splitwise
 //! disaggregation): FCFS admission while the KV cache can hold the request's prompt and
-//! output (reserved at admission, so no preemption; requests wait while it is full) and
+//! output (reserved at admission, so no preemption; requests wait while it is full; under
+//! attention data parallelism each rank has its own share of the cache, and a request is
+//! admitted to the rank with the most free room if that rank can hold it) and
 //! the running sequences stay under `max_batch`; every iteration decodes all running
 //! sequences and fills the rest of the token budget with prompt chunks (whole prompts when
 //! chunking is off). Disaggregated: prefill instances only prefill; the request then queues
@@ -374,6 +376,10 @@ struct Req {
     /// The prefill instance holding its KV cache until the transfer to a decode instance
     /// lands (disaggregated).
     src: u32,
+    /// The attention-DP rank holding its cache on the prefill instance (`src`), and on
+    /// the instance that decodes it.
+    src_rank: u32,
+    rank: u32,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -429,6 +435,9 @@ struct Inst {
     steps: u64,
     finish: BinaryHeap<Reverse<(u64, u32)>>,
     kv_used: f64,
+    /// KV tokens reserved on each attention-DP rank (each rank has its own cache, of
+    /// `kv_tokens / attention_dp`: vLLM's and SGLang's DP attention, TensorRT-LLM's ADP).
+    rank_kv: Vec<f64>,
     busy: bool,
     /// Prompts completed by the iteration in flight (anywhere in the queue: with attention
     /// DP a prompt gets one rank's share, and a short one behind it can finish first).
@@ -521,8 +530,9 @@ impl Sim<'_> {
         }
     }
 
-    fn kv_change(&mut self, i: usize, d: f64) {
+    fn kv_change(&mut self, i: usize, rank: u32, d: f64) {
         self.insts[i].kv_used += d;
+        self.insts[i].rank_kv[rank as usize] += d;
         self.kv_total_used += d;
         if self.kv_total_cap > 0.0 {
             self.kv_peak = self.kv_peak.max(self.kv_total_used / self.kv_total_cap);
@@ -631,15 +641,31 @@ impl Sim<'_> {
                     let held = self.specs[self.insts[src].spec]
                         .model
                         .kv_need(q.input as f64);
-                    self.kv_change(src, -held);
+                    self.kv_change(src, q.src_rank, -held);
                 }
                 continue;
             }
-            if inst.kv_used + need > cap || active >= spec.max_batch as usize {
+            // The request goes to the attention rank with the most free cache, and waits
+            // while even that one cannot hold it: one rank's cache is its own, whatever
+            // room the others have.
+            let share = cap / ranks as f64;
+            let (k, used) = inst
+                .rank_kv
+                .iter()
+                .copied()
+                .enumerate()
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .expect("an instance has a rank");
+            if used + need > share || active >= spec.max_batch as usize {
                 break;
             }
             self.insts[i].waiting.pop_front();
-            self.kv_change(i, need);
+            self.kv_change(i, k as u32, need);
+            if role == Role::Prefill {
+                self.reqs[r as usize].src_rank = k as u32;
+            } else {
+                self.reqs[r as usize].rank = k as u32;
+            }
             if role == Role::Decode {
                 self.send_kv(r, i, t);
             } else {
@@ -818,7 +844,7 @@ impl Sim<'_> {
                         // Tokens emitted beyond the request's output (speculative rounding)
                         // were never its output: they count as none.
                         self.out_tokens -= (reached - ctx).max(0.0);
-                        self.kv_change(i, -spec.model.kv_need(ctx));
+                        self.kv_change(i, q.rank, -spec.model.kv_need(ctx));
                         self.complete(r, t);
                     }
                     _ => break,
@@ -853,7 +879,7 @@ impl Sim<'_> {
             match role {
                 Role::Prefill => {
                     if q.output <= 1 {
-                        self.kv_change(i, -spec.model.kv_need(q.input as f64));
+                        self.kv_change(i, q.src_rank, -spec.model.kv_need(q.input as f64));
                         self.reqs[r as usize].first = t;
                         self.complete(r, t);
                     } else {
@@ -875,7 +901,8 @@ impl Sim<'_> {
                 _ => {
                     self.reqs[r as usize].first = t;
                     if q.output <= 1 {
-                        self.kv_change(i, -spec.model.kv_need(q.input as f64 + q.output as f64));
+                        let need = spec.model.kv_need(q.input as f64 + q.output as f64);
+                        self.kv_change(i, q.rank, -need);
                         self.complete(r, t);
                     } else {
                         let inst = &mut self.insts[i];
@@ -896,7 +923,7 @@ impl Sim<'_> {
     /// to decode instance `d`, which has just reserved room for it (at `t`). The cache
     /// lives on the one attention-DP rank that prefilled it (tp × pp accelerators) and
     /// leaves over that rank's NICs; the caches of one rank leave one after another, each
-    /// transfer starting when the first rank's links are free, then crossing the latency.
+    /// transfer starting when its rank's links are free, then crossing the latency.
     fn send_kv(&mut self, r: u32, d: usize, t: f64) {
         let q = self.reqs[r as usize];
         let src = q.src as usize;
@@ -904,15 +931,9 @@ impl Sim<'_> {
         let bytes = q.input as f64 * spec.model.kv_bytes_per_token();
         let p = spec.model.par;
         let gpus = (p.tp * p.pp.max(1)) as f64;
-        let links = &mut self.insts[src].links;
-        let (k, free) = links
-            .iter()
-            .copied()
-            .enumerate()
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .expect("a prefill instance has a rank");
-        let sent = t.max(free) + bytes / (self.kv_bps * gpus);
-        links[k] = sent;
+        let link = &mut self.insts[src].links[q.src_rank as usize];
+        let sent = t.max(*link) + bytes / (self.kv_bps * gpus);
+        *link = sent;
         let arrive = sent + self.kv_latency;
         self.reqs[r as usize].first = arrive;
         self.insts[d].incoming += 1;
@@ -1035,6 +1056,7 @@ fn run(
                 steps: 0,
                 finish: BinaryHeap::new(),
                 kv_used: 0.0,
+                rank_kv: vec![0.0; s.model.par.attention_dp.max(1) as usize],
                 busy: false,
                 done_front: 0,
                 decoding: 0.0,
@@ -1054,6 +1076,8 @@ fn run(
                 first: f64::NAN,
                 done: f64::NAN,
                 src: 0,
+                src_rank: 0,
+                rank: 0,
             })
             .collect(),
         ev: BinaryHeap::new(),
@@ -1135,7 +1159,7 @@ fn run(
                     let q = sim.reqs[e.a as usize];
                     let src = q.src as usize;
                     let spec = sim.specs[sim.insts[src].spec];
-                    sim.kv_change(src, -spec.model.kv_need(q.input as f64));
+                    sim.kv_change(src, q.src_rank, -spec.model.kv_need(q.input as f64));
                     if !touched.contains(&src) {
                         touched.push(src);
                     }

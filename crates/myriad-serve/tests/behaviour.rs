@@ -3351,3 +3351,41 @@ serving:
         r.ttft.mean
     );
 }
+
+/// Under attention data parallelism each rank has its own KV cache (`kv_tokens /
+/// attention_dp`): a request goes to one rank and waits while no rank can hold it, however
+/// much the instance holds in all. Hand-worked: a cache of 2,000 tokens over 2 ranks, 1,000
+/// each; requests of 590 + 10 tokens need 600, so one fits per rank: at most 2 run at once,
+/// 1,200 tokens, a peak of 0.6. (Admission once checked the whole instance's cache, 3 × 600
+/// ≤ 2,000, and ran 3 at once: a peak of 0.9, one rank holding 1,200 tokens of its 1,000.)
+#[test]
+fn attention_dp_admission_checks_the_ranks_own_cache() {
+    let m = try_model(
+        ("h100-sxm", 8),
+        "llama3-8b",
+        Parallel::new(1, 2, 1),
+        (Precision::Bf16, Precision::Bf16, Precision::Bf16),
+        0.0,
+        false,
+        None,
+    )
+    .unwrap();
+    let mut r = role(m, 1, 64);
+    r.kv_tokens = 2000.0;
+    let w = Workload {
+        arrivals: Arrivals::Offline,
+        input: LengthDist::Fixed(590),
+        output: LengthDist::Fixed(10),
+        requests: 6,
+        prefix_hit: 0.0,
+        seed: 1,
+    };
+    let rep = simulate(&Deployment::Aggregated(r), &w, &NO_SLO);
+    assert_eq!((rep.completed, rep.rejected), (6, 0));
+    assert!((rep.kv_use_peak - 0.6).abs() < 1e-9, "{}", rep.kv_use_peak);
+    assert!(
+        rep.mean_decode_batch <= 2.0 + 1e-9,
+        "{}",
+        rep.mean_decode_batch
+    );
+}
