@@ -13,7 +13,8 @@
 //! admitted to the rank with the most free room if that rank can hold it) and
 //! the running sequences stay under `max_batch`; every iteration decodes all running
 //! sequences and fills the rest of the token budget with prompt chunks (whole prompts when
-//! chunking is off). Disaggregated: prefill instances only prefill; the request then queues
+//! chunking is off). Disaggregated: prefill instances only prefill (a prompt goes to the
+//! least-loaded one, the caches it holds for transfer counted); the request then queues
 //! at the least-loaded decode instance, whose admission reserves its cache there and starts
 //! the transfer over the scale-out network; the cache stays reserved on the prefill
 //! instance until the transfer lands, and its first token is the landing.
@@ -452,6 +453,9 @@ struct Inst {
     /// KV caches on their way to this (decode) instance: admitted (its cache reserved),
     /// not yet decoding: in transfer, or in `landed`.
     incoming: usize,
+    /// KV caches this (prefill) instance holds for prompts it has finished, until they
+    /// land at a decode instance: waiting there for room, or in transfer.
+    outgoing: usize,
     /// Admitted requests whose KV cache has landed: they start decoding at the next
     /// iteration's start.
     landed: Vec<u32>,
@@ -461,8 +465,15 @@ struct Inst {
 }
 
 impl Inst {
+    /// The requests that hold or wait for this instance's cache: queued, prefilling,
+    /// decoding, on their way in (decode) or held for their transfer out (prefill: a
+    /// prefill instance whose cache is full of prompts waiting for decode room is not idle).
     fn load(&self) -> usize {
-        self.waiting.len() + self.prefill.len() + self.running as usize + self.incoming
+        self.waiting.len()
+            + self.prefill.len()
+            + self.running as usize
+            + self.incoming
+            + self.outgoing
     }
 
     /// Request `r` (`q`) starts decoding with its prompt and first token as context; it
@@ -642,6 +653,7 @@ impl Sim<'_> {
                         .model
                         .kv_need(q.input as f64);
                     self.kv_change(src, q.src_rank, -held);
+                    self.insts[src].outgoing -= 1;
                 }
                 continue;
             }
@@ -891,6 +903,7 @@ impl Sim<'_> {
                         // decode pre-allocation queue; Dynamo's decode worker allocates
                         // before it pulls the cache).
                         self.reqs[r as usize].src = i as u32;
+                        self.insts[i].outgoing += 1;
                         let d = self.pick(Role::Decode);
                         self.insts[d].waiting.push_back(r);
                         if !routed.contains(&d) {
@@ -1042,6 +1055,7 @@ fn run(
                 held: 0,
                 batch_held: 0,
                 incoming: 0,
+                outgoing: 0,
                 landed: Vec::new(),
                 links: vec![
                     f64::NEG_INFINITY;
@@ -1160,6 +1174,7 @@ fn run(
                     let src = q.src as usize;
                     let spec = sim.specs[sim.insts[src].spec];
                     sim.kv_change(src, q.src_rank, -spec.model.kv_need(q.input as f64));
+                    sim.insts[src].outgoing -= 1;
                     if !touched.contains(&src) {
                         touched.push(src);
                     }

@@ -3389,3 +3389,36 @@ fn attention_dp_admission_checks_the_ranks_own_cache() {
         rep.mean_decode_batch
     );
 }
+
+/// A prefill instance holding a finished prompt's KV cache until its transfer lands is not
+/// idle: a new prompt goes to the other, empty prefill instance. Hand-worked: each prefill
+/// instance's cache holds one 1,000-token prompt (1,500 tokens); the transfer takes 10 s
+/// (its latency); the first prompt arrives at 0 and the second at 1 s, when the first's
+/// cache is in transfer. Each then waits its own prefill (~0.1 s) and the 10 s transfer: a
+/// TTFT near 10 s. (The load that routes prompts once left the held caches out: both
+/// instances looked idle, the first took the second prompt, and it waited there for the
+/// first's transfer to free the cache, a TTFT near 19 s.)
+#[test]
+fn a_prefill_instance_holding_caches_in_transfer_is_not_idle() {
+    let m = llama70b_h100_tp2();
+    let mut prefill = role(m.clone(), 2, 64);
+    prefill.kv_tokens = 1500.0;
+    let d = Deployment::Disaggregated {
+        prefill,
+        decode: Box::new(role(m, 1, 64)),
+        kv_bps: 1e11,
+        kv_latency_s: 10.0,
+    };
+    let w = Workload {
+        arrivals: Arrivals::Trace(vec![(0.0, 1000, 100), (1.0, 1000, 100)]),
+        input: LengthDist::Fixed(1000),
+        output: LengthDist::Fixed(100),
+        requests: 2,
+        prefix_hit: 0.0,
+        seed: 1,
+    };
+    let r = simulate(&d, &w, &NO_SLO);
+    assert_eq!((r.completed, r.rejected), (2, 0));
+    assert!(r.ttft.p50 > 10.0, "{:?}", r.ttft);
+    assert!(r.ttft.p99 < 11.0, "{:?}", r.ttft);
+}
