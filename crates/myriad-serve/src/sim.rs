@@ -311,9 +311,12 @@ pub struct SimReport {
     /// KV-cache use, time-averaged and peak, as a fraction of capacity (all instances).
     pub kv_use_mean: f64,
     pub kv_use_peak: f64,
-    /// Time-averaged requests in the system (queued or running), and measured arrival rate.
+    /// Time-averaged requests in the system (queued or running).
     pub mean_in_system: f64,
-    pub arrival_rate: f64,
+    /// Measured arrival rate, requests/s: the requests after the first over the time from
+    /// the first arrival to the last. `None` (JSON `null`) where every request arrived at
+    /// the same instant (an offline run, a single request): no rate can be measured.
+    pub arrival_rate: Option<f64>,
     pub mean_latency_s: f64,
     pub iterations: u64,
     pub mean_decode_batch: f64,
@@ -1293,11 +1296,8 @@ fn run(
         kv_use_mean: sim.kv_area / duration,
         kv_use_peak: sim.kv_peak,
         mean_in_system: sim.area / duration,
-        arrival_rate: if last_arrival > t0 {
-            (n.saturating_sub(1)) as f64 / (last_arrival - t0)
-        } else {
-            f64::INFINITY
-        },
+        arrival_rate: (last_arrival > t0)
+            .then(|| (n.saturating_sub(1)) as f64 / (last_arrival - t0)),
         mean_latency_s: mean_latency,
         iterations: sim.iterations,
         mean_decode_batch: if sim.decode_iters > 0 {

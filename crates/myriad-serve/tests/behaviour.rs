@@ -142,7 +142,7 @@ fn littles_law_holds_in_the_simulation() {
     for rate in [4.0, 10.0] {
         let r = simulate(&d, &chat(Arrivals::Poisson(rate), 20_000, 7), &NO_SLO);
         assert_eq!(r.completed, 20_000);
-        let little = r.arrival_rate * r.mean_latency_s;
+        let little = r.arrival_rate.unwrap() * r.mean_latency_s;
         let err = r.mean_in_system / little - 1.0;
         assert!(
             err.abs() < 0.03,
@@ -153,8 +153,8 @@ fn littles_law_holds_in_the_simulation() {
         );
         // And the measured arrival rate is the configured one.
         assert!(
-            (r.arrival_rate / rate - 1.0).abs() < 0.03,
-            "{}",
+            (r.arrival_rate.unwrap() / rate - 1.0).abs() < 0.03,
+            "{:?}",
             r.arrival_rate
         );
     }
@@ -3421,4 +3421,33 @@ fn a_prefill_instance_holding_caches_in_transfer_is_not_idle() {
     assert_eq!((r.completed, r.rejected), (2, 0));
     assert!(r.ttft.p50 > 10.0, "{:?}", r.ttft);
     assert!(r.ttft.p99 < 11.0, "{:?}", r.ttft);
+}
+
+/// An offline run or a single request has no measurable arrival rate: it is `None` (JSON
+/// `null`), never an infinite rate (which JSON cannot hold: serde wrote it as `null` while
+/// the field claimed a number). Two requests 0.5 s apart arrive at 2 per second.
+#[test]
+fn arrival_rate_is_absent_where_it_cannot_be_measured() {
+    let d = Deployment::Aggregated(role(llama70b_h100_tp2(), 1, 64));
+    let at = |arrivals: Arrivals, requests: u64| {
+        let w = Workload {
+            arrivals,
+            input: LengthDist::Fixed(100),
+            output: LengthDist::Fixed(10),
+            requests,
+            prefix_hit: 0.0,
+            seed: 1,
+        };
+        simulate(&d, &w, &NO_SLO)
+    };
+    let offline = at(Arrivals::Offline, 8);
+    assert_eq!(offline.arrival_rate, None);
+    let json = serde_json::to_value(&offline).unwrap();
+    assert!(json["arrival_rate"].is_null(), "{}", json["arrival_rate"]);
+    assert_eq!(
+        at(Arrivals::Trace(vec![(3.0, 100, 10)]), 1).arrival_rate,
+        None
+    );
+    let two = at(Arrivals::Trace(vec![(1.0, 100, 10), (1.5, 100, 10)]), 2);
+    assert_eq!(two.arrival_rate, Some(2.0));
 }
