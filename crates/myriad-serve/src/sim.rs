@@ -9,8 +9,9 @@
 //! Policy (Orca continuous batching, Sarathi-Serve chunked prefill, DistServe/Splitwise
 //! disaggregation): FCFS admission while the KV cache can hold the request's prompt and
 //! output (reserved at admission, so no preemption; requests wait while it is full; under
-//! attention data parallelism each rank has its own share of the cache, and a request is
-//! admitted to the rank with the most free room if that rank can hold it) and
+//! attention data parallelism each rank has its own share of the cache and admits its own
+//! line: a request goes to the rank with the most free room, and one that rank cannot hold
+//! yet waits at the head of that rank's line, holding up no other rank) and
 //! the running sequences stay under `max_batch`; every iteration decodes all running
 //! sequences and fills the rest of the token budget with prompt chunks (whole prompts when
 //! chunking is off). Disaggregated: prefill instances only prefill (a prompt goes to the
@@ -442,6 +443,9 @@ struct Inst {
     /// KV tokens reserved on each attention-DP rank (each rank has its own cache, of
     /// `kv_tokens / attention_dp`: vLLM's and SGLang's DP attention, TensorRT-LLM's ADP).
     rank_kv: Vec<f64>,
+    /// Ranks whose line is held by a waiting request their cache cannot yet hold (scratch
+    /// of an admission pass).
+    blocked: Vec<bool>,
     busy: bool,
     /// Prompts completed by the iteration in flight (anywhere in the queue: with attention
     /// DP a prompt gets one rank's share, and a short one behind it can finish first).
@@ -623,10 +627,18 @@ impl Sim<'_> {
             inst.start_decoding(r, &q, tps);
         }
         self.insts[i].landed.clear();
-        // Admission.
-        loop {
+        // Admission: FCFS on each attention-DP rank. A request goes to the unblocked rank
+        // with the most free cache; where even that one cannot hold it, it waits at the head
+        // of that rank's line, which admits nothing past it, while later requests may still
+        // go to the other ranks (the frameworks queue a request at one rank, whose own
+        // scheduler admits it; one rank's cache is its own, whatever room the others have).
+        // With one rank: plain FCFS. At most `ranks` waiting requests are passed over.
+        let mut pos = 0usize;
+        let mut blocked = 0u32;
+        self.insts[i].blocked.iter_mut().for_each(|b| *b = false);
+        while blocked < ranks {
             let inst = &self.insts[i];
-            let Some(&r) = inst.waiting.front() else {
+            let Some(&r) = inst.waiting.get(pos) else {
                 break;
             };
             let q = self.reqs[r as usize];
@@ -646,7 +658,7 @@ impl Sim<'_> {
                     > d.kv_tokens / d.model.par.attention_dp.max(1) as f64
             };
             if need > cap / ranks as f64 || never_decodes {
-                self.insts[i].waiting.pop_front();
+                self.insts[i].waiting.remove(pos);
                 self.rejected += 1;
                 self.in_system -= 1.0;
                 if role == Role::Decode {
@@ -660,21 +672,25 @@ impl Sim<'_> {
                 }
                 continue;
             }
-            // The request goes to the attention rank with the most free cache, and waits
-            // while even that one cannot hold it: one rank's cache is its own, whatever
-            // room the others have.
+            if active >= spec.max_batch as usize {
+                break;
+            }
             let share = cap / ranks as f64;
             let (k, used) = inst
                 .rank_kv
                 .iter()
                 .copied()
                 .enumerate()
+                .filter(|&(k, _)| !inst.blocked[k])
                 .min_by(|a, b| a.1.total_cmp(&b.1))
-                .expect("an instance has a rank");
-            if used + need > share || active >= spec.max_batch as usize {
-                break;
+                .expect("an unblocked rank");
+            if used + need > share {
+                self.insts[i].blocked[k] = true;
+                blocked += 1;
+                pos += 1;
+                continue;
             }
-            self.insts[i].waiting.pop_front();
+            self.insts[i].waiting.remove(pos);
             self.kv_change(i, k as u32, need);
             if role == Role::Prefill {
                 self.reqs[r as usize].src_rank = k as u32;
@@ -1074,6 +1090,7 @@ fn run(
                 finish: BinaryHeap::new(),
                 kv_used: 0.0,
                 rank_kv: vec![0.0; s.model.par.attention_dp.max(1) as usize],
+                blocked: vec![false; s.model.par.attention_dp.max(1) as usize],
                 busy: false,
                 done_front: 0,
                 decoding: 0.0,

@@ -3451,3 +3451,42 @@ fn arrival_rate_is_absent_where_it_cannot_be_measured() {
     let two = at(Arrivals::Trace(vec![(1.0, 100, 10), (1.5, 100, 10)]), 2);
     assert_eq!(two.arrival_rate, Some(2.0));
 }
+
+/// Each attention-DP rank admits its own line first come, first served: a request no rank
+/// can hold yet waits at the head of one rank's line and holds up only that rank. Hand-worked:
+/// 2 ranks of 1,000 tokens; requests of 600, 600, 600 and 300 tokens at once: the first two
+/// take a rank each (400 free on both), the third waits on the first rank, and the fourth
+/// fits beside the second (1,500 tokens, a peak of 0.75). (One line for the instance held
+/// the fourth behind the third: a peak of 0.6, the second rank's room idle.)
+#[test]
+fn a_waiting_request_holds_up_only_its_own_attention_rank() {
+    let m = try_model(
+        ("h100-sxm", 8),
+        "llama3-8b",
+        Parallel::new(1, 2, 1),
+        (Precision::Bf16, Precision::Bf16, Precision::Bf16),
+        0.0,
+        false,
+        None,
+    )
+    .unwrap();
+    let mut r = role(m, 1, 64);
+    r.kv_tokens = 2000.0;
+    let trace = vec![
+        (0.0, 590, 10),
+        (0.0, 590, 10),
+        (0.0, 590, 10),
+        (0.0, 290, 10),
+    ];
+    let w = Workload {
+        arrivals: Arrivals::Trace(trace),
+        input: LengthDist::Fixed(1),
+        output: LengthDist::Fixed(1),
+        requests: 4,
+        prefix_hit: 0.0,
+        seed: 1,
+    };
+    let rep = simulate(&Deployment::Aggregated(r), &w, &NO_SLO);
+    assert_eq!((rep.completed, rep.rejected), (4, 0));
+    assert!((rep.kv_use_peak - 0.75).abs() < 1e-9, "{}", rep.kv_use_peak);
+}
