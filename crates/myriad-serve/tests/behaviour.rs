@@ -3490,3 +3490,21 @@ fn a_waiting_request_holds_up_only_its_own_attention_rank() {
     assert_eq!((rep.completed, rep.rejected), (4, 0));
     assert!((rep.kv_use_peak - 0.75).abs() < 1e-9, "{}", rep.kv_use_peak);
 }
+
+/// A search candidate keeps the base's token budget per attention rank and micro-batch,
+/// as it keeps a per-rank batch limit: from a TP1 base of 8,192 tokens, a shape of 4
+/// attention ranks gets 32,768 (8,192 a rank), and one of 2 ranks in 2 pipeline stages
+/// 8,192 × 2 × 2. (The instance's budget was kept whole and split over the candidate's
+/// ranks: 2,048 a rank at DP4, which starved the prefill of every wide attention-DP shape.)
+#[test]
+fn search_candidates_keep_the_token_budget_per_attention_rank() {
+    let base = role(llama3_8b_h100_bf16(), 1, 256);
+    assert_eq!(base.max_tokens, 8192);
+    let dp4 = myriad_serve::search::with(&base, Parallel::new(1, 4, 1), 1024, 0.9).unwrap();
+    assert_eq!(dp4.max_tokens, 4 * 8192);
+    let dp2pp2 =
+        myriad_serve::search::with(&base, Parallel::new(1, 2, 1).with_pp(2), 512, 0.9).unwrap();
+    assert_eq!(dp2pp2.max_tokens, 4 * 8192);
+    let same = myriad_serve::search::with(&dp4, Parallel::new(1, 1, 1), 256, 0.9).unwrap();
+    assert_eq!(same.max_tokens, 8192);
+}
