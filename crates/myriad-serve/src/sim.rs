@@ -22,6 +22,9 @@
 //!
 //! Invariants: deterministic for a seed; time never goes backwards; every admitted request
 //! completes (a request larger than one attention rank's KV cache is rejected and counted).
+//!
+//! Not modelled: the model's maximum context length (no preset carries one); a request
+//! longer than the model supports runs if a rank's KV cache holds it (docs/serving.md).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
