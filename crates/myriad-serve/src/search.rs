@@ -30,7 +30,8 @@ pub struct Candidate {
 }
 
 /// A role of `base`'s model, precisions and framework behaviour, cut by `par`, with
-/// `max_batch` and a KV cache of `kv_fraction`; `None` where the weights leave no room.
+/// `max_batch`, `base`'s token budget per attention rank and micro-batch, and a KV cache of
+/// `kv_fraction`; `None` where the weights leave no room.
 pub fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) -> Option<RoleSpec> {
     let m = &base.model;
     let im = InstanceModel::new(
@@ -64,8 +65,14 @@ pub fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) ->
         model: im,
         instances: 1,
         max_batch,
-        // The base's token budget per micro-batch, for each of the candidate's micro-batches.
-        max_tokens: (base.max_tokens / m.par.pp.max(1)).saturating_mul(par.pp.max(1)),
+        // The base's token budget per attention rank and micro-batch, for each of the
+        // candidate's ranks and micro-batches (as `max_batch`, a per-rank limit: the
+        // instance's budget is split over its ranks, so a shape of more ranks kept the
+        // base's whole budget and gave each rank a fraction of it).
+        max_tokens: (base.max_tokens / (m.par.pp.max(1) * m.par.attention_dp.max(1)))
+            .max(1)
+            .saturating_mul(par.pp.max(1))
+            .saturating_mul(par.attention_dp.max(1)),
         chunked_prefill: base.chunked_prefill,
         kv_tokens: kv,
         policy: base.policy,

@@ -8,16 +8,23 @@
 //!
 //! Policy (Orca continuous batching, Sarathi-Serve chunked prefill, DistServe/Splitwise
 //! disaggregation): FCFS admission while the KV cache can hold the request's prompt and
-//! output (reserved at admission, so no preemption; requests wait while it is full) and
+//! output (reserved at admission, so no preemption; requests wait while it is full; under
+//! attention data parallelism each rank has its own share of the cache and admits its own
+//! line: a request goes to the rank with the most free room, and one that rank cannot hold
+//! yet waits at the head of that rank's line, holding up no other rank) and
 //! the running sequences stay under `max_batch`; every iteration decodes all running
 //! sequences and fills the rest of the token budget with prompt chunks (whole prompts when
-//! chunking is off). Disaggregated: prefill instances only prefill; the request then queues
+//! chunking is off). Disaggregated: prefill instances only prefill (a prompt goes to the
+//! least-loaded one, the caches it holds for transfer counted); the request then queues
 //! at the least-loaded decode instance, whose admission reserves its cache there and starts
 //! the transfer over the scale-out network; the cache stays reserved on the prefill
 //! instance until the transfer lands, and its first token is the landing.
 //!
 //! Invariants: deterministic for a seed; time never goes backwards; every admitted request
 //! completes (a request larger than one attention rank's KV cache is rejected and counted).
+//!
+//! Not modelled: the model's maximum context length (no preset carries one); a request
+//! longer than the model supports runs if a rank's KV cache holds it (docs/serving.md).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
@@ -308,9 +315,12 @@ pub struct SimReport {
     /// KV-cache use, time-averaged and peak, as a fraction of capacity (all instances).
     pub kv_use_mean: f64,
     pub kv_use_peak: f64,
-    /// Time-averaged requests in the system (queued or running), and measured arrival rate.
+    /// Time-averaged requests in the system (queued or running).
     pub mean_in_system: f64,
-    pub arrival_rate: f64,
+    /// Measured arrival rate, requests/s: the requests after the first over the time from
+    /// the first arrival to the last. `None` (JSON `null`) where every request arrived at
+    /// the same instant (an offline run, a single request): no rate can be measured.
+    pub arrival_rate: Option<f64>,
     pub mean_latency_s: f64,
     pub iterations: u64,
     pub mean_decode_batch: f64,
@@ -374,6 +384,10 @@ struct Req {
     /// The prefill instance holding its KV cache until the transfer to a decode instance
     /// lands (disaggregated).
     src: u32,
+    /// The attention-DP rank holding its cache on the prefill instance (`src`), and on
+    /// the instance that decodes it.
+    src_rank: u32,
+    rank: u32,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -429,6 +443,12 @@ struct Inst {
     steps: u64,
     finish: BinaryHeap<Reverse<(u64, u32)>>,
     kv_used: f64,
+    /// KV tokens reserved on each attention-DP rank (each rank has its own cache, of
+    /// `kv_tokens / attention_dp`: vLLM's and SGLang's DP attention, TensorRT-LLM's ADP).
+    rank_kv: Vec<f64>,
+    /// Ranks whose line is held by a waiting request their cache cannot yet hold (scratch
+    /// of an admission pass).
+    blocked: Vec<bool>,
     busy: bool,
     /// Prompts completed by the iteration in flight (anywhere in the queue: with attention
     /// DP a prompt gets one rank's share, and a short one behind it can finish first).
@@ -443,6 +463,9 @@ struct Inst {
     /// KV caches on their way to this (decode) instance: admitted (its cache reserved),
     /// not yet decoding: in transfer, or in `landed`.
     incoming: usize,
+    /// KV caches this (prefill) instance holds for prompts it has finished, until they
+    /// land at a decode instance: waiting there for room, or in transfer.
+    outgoing: usize,
     /// Admitted requests whose KV cache has landed: they start decoding at the next
     /// iteration's start.
     landed: Vec<u32>,
@@ -452,8 +475,15 @@ struct Inst {
 }
 
 impl Inst {
+    /// The requests that hold or wait for this instance's cache: queued, prefilling,
+    /// decoding, on their way in (decode) or held for their transfer out (prefill: a
+    /// prefill instance whose cache is full of prompts waiting for decode room is not idle).
     fn load(&self) -> usize {
-        self.waiting.len() + self.prefill.len() + self.running as usize + self.incoming
+        self.waiting.len()
+            + self.prefill.len()
+            + self.running as usize
+            + self.incoming
+            + self.outgoing
     }
 
     /// Request `r` (`q`) starts decoding with its prompt and first token as context; it
@@ -521,8 +551,9 @@ impl Sim<'_> {
         }
     }
 
-    fn kv_change(&mut self, i: usize, d: f64) {
+    fn kv_change(&mut self, i: usize, rank: u32, d: f64) {
         self.insts[i].kv_used += d;
+        self.insts[i].rank_kv[rank as usize] += d;
         self.kv_total_used += d;
         if self.kv_total_cap > 0.0 {
             self.kv_peak = self.kv_peak.max(self.kv_total_used / self.kv_total_cap);
@@ -599,10 +630,18 @@ impl Sim<'_> {
             inst.start_decoding(r, &q, tps);
         }
         self.insts[i].landed.clear();
-        // Admission.
-        loop {
+        // Admission: FCFS on each attention-DP rank. A request goes to the unblocked rank
+        // with the most free cache; where even that one cannot hold it, it waits at the head
+        // of that rank's line, which admits nothing past it, while later requests may still
+        // go to the other ranks (the frameworks queue a request at one rank, whose own
+        // scheduler admits it; one rank's cache is its own, whatever room the others have).
+        // With one rank: plain FCFS. At most `ranks` waiting requests are passed over.
+        let mut pos = 0usize;
+        let mut blocked = 0u32;
+        self.insts[i].blocked.iter_mut().for_each(|b| *b = false);
+        while blocked < ranks {
             let inst = &self.insts[i];
-            let Some(&r) = inst.waiting.front() else {
+            let Some(&r) = inst.waiting.get(pos) else {
                 break;
             };
             let q = self.reqs[r as usize];
@@ -622,7 +661,7 @@ impl Sim<'_> {
                     > d.kv_tokens / d.model.par.attention_dp.max(1) as f64
             };
             if need > cap / ranks as f64 || never_decodes {
-                self.insts[i].waiting.pop_front();
+                self.insts[i].waiting.remove(pos);
                 self.rejected += 1;
                 self.in_system -= 1.0;
                 if role == Role::Decode {
@@ -631,15 +670,36 @@ impl Sim<'_> {
                     let held = self.specs[self.insts[src].spec]
                         .model
                         .kv_need(q.input as f64);
-                    self.kv_change(src, -held);
+                    self.kv_change(src, q.src_rank, -held);
+                    self.insts[src].outgoing -= 1;
                 }
                 continue;
             }
-            if inst.kv_used + need > cap || active >= spec.max_batch as usize {
+            if active >= spec.max_batch as usize {
                 break;
             }
-            self.insts[i].waiting.pop_front();
-            self.kv_change(i, need);
+            let share = cap / ranks as f64;
+            let (k, used) = inst
+                .rank_kv
+                .iter()
+                .copied()
+                .enumerate()
+                .filter(|&(k, _)| !inst.blocked[k])
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .expect("an unblocked rank");
+            if used + need > share {
+                self.insts[i].blocked[k] = true;
+                blocked += 1;
+                pos += 1;
+                continue;
+            }
+            self.insts[i].waiting.remove(pos);
+            self.kv_change(i, k as u32, need);
+            if role == Role::Prefill {
+                self.reqs[r as usize].src_rank = k as u32;
+            } else {
+                self.reqs[r as usize].rank = k as u32;
+            }
             if role == Role::Decode {
                 self.send_kv(r, i, t);
             } else {
@@ -818,7 +878,7 @@ impl Sim<'_> {
                         // Tokens emitted beyond the request's output (speculative rounding)
                         // were never its output: they count as none.
                         self.out_tokens -= (reached - ctx).max(0.0);
-                        self.kv_change(i, -spec.model.kv_need(ctx));
+                        self.kv_change(i, q.rank, -spec.model.kv_need(ctx));
                         self.complete(r, t);
                     }
                     _ => break,
@@ -853,7 +913,7 @@ impl Sim<'_> {
             match role {
                 Role::Prefill => {
                     if q.output <= 1 {
-                        self.kv_change(i, -spec.model.kv_need(q.input as f64));
+                        self.kv_change(i, q.src_rank, -spec.model.kv_need(q.input as f64));
                         self.reqs[r as usize].first = t;
                         self.complete(r, t);
                     } else {
@@ -865,6 +925,7 @@ impl Sim<'_> {
                         // decode pre-allocation queue; Dynamo's decode worker allocates
                         // before it pulls the cache).
                         self.reqs[r as usize].src = i as u32;
+                        self.insts[i].outgoing += 1;
                         let d = self.pick(Role::Decode);
                         self.insts[d].waiting.push_back(r);
                         if !routed.contains(&d) {
@@ -875,7 +936,8 @@ impl Sim<'_> {
                 _ => {
                     self.reqs[r as usize].first = t;
                     if q.output <= 1 {
-                        self.kv_change(i, -spec.model.kv_need(q.input as f64 + q.output as f64));
+                        let need = spec.model.kv_need(q.input as f64 + q.output as f64);
+                        self.kv_change(i, q.rank, -need);
                         self.complete(r, t);
                     } else {
                         let inst = &mut self.insts[i];
@@ -896,7 +958,7 @@ impl Sim<'_> {
     /// to decode instance `d`, which has just reserved room for it (at `t`). The cache
     /// lives on the one attention-DP rank that prefilled it (tp × pp accelerators) and
     /// leaves over that rank's NICs; the caches of one rank leave one after another, each
-    /// transfer starting when the first rank's links are free, then crossing the latency.
+    /// transfer starting when its rank's links are free, then crossing the latency.
     fn send_kv(&mut self, r: u32, d: usize, t: f64) {
         let q = self.reqs[r as usize];
         let src = q.src as usize;
@@ -904,15 +966,9 @@ impl Sim<'_> {
         let bytes = q.input as f64 * spec.model.kv_bytes_per_token();
         let p = spec.model.par;
         let gpus = (p.tp * p.pp.max(1)) as f64;
-        let links = &mut self.insts[src].links;
-        let (k, free) = links
-            .iter()
-            .copied()
-            .enumerate()
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .expect("a prefill instance has a rank");
-        let sent = t.max(free) + bytes / (self.kv_bps * gpus);
-        links[k] = sent;
+        let link = &mut self.insts[src].links[q.src_rank as usize];
+        let sent = t.max(*link) + bytes / (self.kv_bps * gpus);
+        *link = sent;
         let arrive = sent + self.kv_latency;
         self.reqs[r as usize].first = arrive;
         self.insts[d].incoming += 1;
@@ -1021,6 +1077,7 @@ fn run(
                 held: 0,
                 batch_held: 0,
                 incoming: 0,
+                outgoing: 0,
                 landed: Vec::new(),
                 links: vec![
                     f64::NEG_INFINITY;
@@ -1035,6 +1092,8 @@ fn run(
                 steps: 0,
                 finish: BinaryHeap::new(),
                 kv_used: 0.0,
+                rank_kv: vec![0.0; s.model.par.attention_dp.max(1) as usize],
+                blocked: vec![false; s.model.par.attention_dp.max(1) as usize],
                 busy: false,
                 done_front: 0,
                 decoding: 0.0,
@@ -1054,6 +1113,8 @@ fn run(
                 first: f64::NAN,
                 done: f64::NAN,
                 src: 0,
+                src_rank: 0,
+                rank: 0,
             })
             .collect(),
         ev: BinaryHeap::new(),
@@ -1135,7 +1196,8 @@ fn run(
                     let q = sim.reqs[e.a as usize];
                     let src = q.src as usize;
                     let spec = sim.specs[sim.insts[src].spec];
-                    sim.kv_change(src, -spec.model.kv_need(q.input as f64));
+                    sim.kv_change(src, q.src_rank, -spec.model.kv_need(q.input as f64));
+                    sim.insts[src].outgoing -= 1;
                     if !touched.contains(&src) {
                         touched.push(src);
                     }
@@ -1254,11 +1316,8 @@ fn run(
         kv_use_mean: sim.kv_area / duration,
         kv_use_peak: sim.kv_peak,
         mean_in_system: sim.area / duration,
-        arrival_rate: if last_arrival > t0 {
-            (n.saturating_sub(1)) as f64 / (last_arrival - t0)
-        } else {
-            f64::INFINITY
-        },
+        arrival_rate: (last_arrival > t0)
+            .then(|| (n.saturating_sub(1)) as f64 / (last_arrival - t0)),
         mean_latency_s: mean_latency,
         iterations: sim.iterations,
         mean_decode_batch: if sim.decode_iters > 0 {

@@ -142,7 +142,7 @@ fn littles_law_holds_in_the_simulation() {
     for rate in [4.0, 10.0] {
         let r = simulate(&d, &chat(Arrivals::Poisson(rate), 20_000, 7), &NO_SLO);
         assert_eq!(r.completed, 20_000);
-        let little = r.arrival_rate * r.mean_latency_s;
+        let little = r.arrival_rate.unwrap() * r.mean_latency_s;
         let err = r.mean_in_system / little - 1.0;
         assert!(
             err.abs() < 0.03,
@@ -153,8 +153,8 @@ fn littles_law_holds_in_the_simulation() {
         );
         // And the measured arrival rate is the configured one.
         assert!(
-            (r.arrival_rate / rate - 1.0).abs() < 0.03,
-            "{}",
+            (r.arrival_rate.unwrap() / rate - 1.0).abs() < 0.03,
+            "{:?}",
             r.arrival_rate
         );
     }
@@ -3350,4 +3350,161 @@ serving:
         "mean TTFT {} vs {want}, the second's P + 2X + 2L + 49τ = {second}",
         r.ttft.mean
     );
+}
+
+/// Under attention data parallelism each rank has its own KV cache (`kv_tokens /
+/// attention_dp`): a request goes to one rank and waits while no rank can hold it, however
+/// much the instance holds in all. Hand-worked: a cache of 2,000 tokens over 2 ranks, 1,000
+/// each; requests of 590 + 10 tokens need 600, so one fits per rank: at most 2 run at once,
+/// 1,200 tokens, a peak of 0.6. (Admission once checked the whole instance's cache, 3 × 600
+/// ≤ 2,000, and ran 3 at once: a peak of 0.9, one rank holding 1,200 tokens of its 1,000.)
+#[test]
+fn attention_dp_admission_checks_the_ranks_own_cache() {
+    let m = try_model(
+        ("h100-sxm", 8),
+        "llama3-8b",
+        Parallel::new(1, 2, 1),
+        (Precision::Bf16, Precision::Bf16, Precision::Bf16),
+        0.0,
+        false,
+        None,
+    )
+    .unwrap();
+    let mut r = role(m, 1, 64);
+    r.kv_tokens = 2000.0;
+    let w = Workload {
+        arrivals: Arrivals::Offline,
+        input: LengthDist::Fixed(590),
+        output: LengthDist::Fixed(10),
+        requests: 6,
+        prefix_hit: 0.0,
+        seed: 1,
+    };
+    let rep = simulate(&Deployment::Aggregated(r), &w, &NO_SLO);
+    assert_eq!((rep.completed, rep.rejected), (6, 0));
+    assert!((rep.kv_use_peak - 0.6).abs() < 1e-9, "{}", rep.kv_use_peak);
+    assert!(
+        rep.mean_decode_batch <= 2.0 + 1e-9,
+        "{}",
+        rep.mean_decode_batch
+    );
+}
+
+/// A prefill instance holding a finished prompt's KV cache until its transfer lands is not
+/// idle: a new prompt goes to the other, empty prefill instance. Hand-worked: each prefill
+/// instance's cache holds one 1,000-token prompt (1,500 tokens); the transfer takes 10 s
+/// (its latency); the first prompt arrives at 0 and the second at 1 s, when the first's
+/// cache is in transfer. Each then waits its own prefill (~0.1 s) and the 10 s transfer: a
+/// TTFT near 10 s. (The load that routes prompts once left the held caches out: both
+/// instances looked idle, the first took the second prompt, and it waited there for the
+/// first's transfer to free the cache, a TTFT near 19 s.)
+#[test]
+fn a_prefill_instance_holding_caches_in_transfer_is_not_idle() {
+    let m = llama70b_h100_tp2();
+    let mut prefill = role(m.clone(), 2, 64);
+    prefill.kv_tokens = 1500.0;
+    let d = Deployment::Disaggregated {
+        prefill,
+        decode: Box::new(role(m, 1, 64)),
+        kv_bps: 1e11,
+        kv_latency_s: 10.0,
+    };
+    let w = Workload {
+        arrivals: Arrivals::Trace(vec![(0.0, 1000, 100), (1.0, 1000, 100)]),
+        input: LengthDist::Fixed(1000),
+        output: LengthDist::Fixed(100),
+        requests: 2,
+        prefix_hit: 0.0,
+        seed: 1,
+    };
+    let r = simulate(&d, &w, &NO_SLO);
+    assert_eq!((r.completed, r.rejected), (2, 0));
+    assert!(r.ttft.p50 > 10.0, "{:?}", r.ttft);
+    assert!(r.ttft.p99 < 11.0, "{:?}", r.ttft);
+}
+
+/// An offline run or a single request has no measurable arrival rate: it is `None` (JSON
+/// `null`), never an infinite rate (which JSON cannot hold: serde wrote it as `null` while
+/// the field claimed a number). Two requests 0.5 s apart arrive at 2 per second.
+#[test]
+fn arrival_rate_is_absent_where_it_cannot_be_measured() {
+    let d = Deployment::Aggregated(role(llama70b_h100_tp2(), 1, 64));
+    let at = |arrivals: Arrivals, requests: u64| {
+        let w = Workload {
+            arrivals,
+            input: LengthDist::Fixed(100),
+            output: LengthDist::Fixed(10),
+            requests,
+            prefix_hit: 0.0,
+            seed: 1,
+        };
+        simulate(&d, &w, &NO_SLO)
+    };
+    let offline = at(Arrivals::Offline, 8);
+    assert_eq!(offline.arrival_rate, None);
+    let json = serde_json::to_value(&offline).unwrap();
+    assert!(json["arrival_rate"].is_null(), "{}", json["arrival_rate"]);
+    assert_eq!(
+        at(Arrivals::Trace(vec![(3.0, 100, 10)]), 1).arrival_rate,
+        None
+    );
+    let two = at(Arrivals::Trace(vec![(1.0, 100, 10), (1.5, 100, 10)]), 2);
+    assert_eq!(two.arrival_rate, Some(2.0));
+}
+
+/// Each attention-DP rank admits its own line first come, first served: a request no rank
+/// can hold yet waits at the head of one rank's line and holds up only that rank. Hand-worked:
+/// 2 ranks of 1,000 tokens; requests of 600, 600, 600 and 300 tokens at once: the first two
+/// take a rank each (400 free on both), the third waits on the first rank, and the fourth
+/// fits beside the second (1,500 tokens, a peak of 0.75). (One line for the instance held
+/// the fourth behind the third: a peak of 0.6, the second rank's room idle.)
+#[test]
+fn a_waiting_request_holds_up_only_its_own_attention_rank() {
+    let m = try_model(
+        ("h100-sxm", 8),
+        "llama3-8b",
+        Parallel::new(1, 2, 1),
+        (Precision::Bf16, Precision::Bf16, Precision::Bf16),
+        0.0,
+        false,
+        None,
+    )
+    .unwrap();
+    let mut r = role(m, 1, 64);
+    r.kv_tokens = 2000.0;
+    let trace = vec![
+        (0.0, 590, 10),
+        (0.0, 590, 10),
+        (0.0, 590, 10),
+        (0.0, 290, 10),
+    ];
+    let w = Workload {
+        arrivals: Arrivals::Trace(trace),
+        input: LengthDist::Fixed(1),
+        output: LengthDist::Fixed(1),
+        requests: 4,
+        prefix_hit: 0.0,
+        seed: 1,
+    };
+    let rep = simulate(&Deployment::Aggregated(r), &w, &NO_SLO);
+    assert_eq!((rep.completed, rep.rejected), (4, 0));
+    assert!((rep.kv_use_peak - 0.75).abs() < 1e-9, "{}", rep.kv_use_peak);
+}
+
+/// A search candidate keeps the base's token budget per attention rank and micro-batch,
+/// as it keeps a per-rank batch limit: from a TP1 base of 8,192 tokens, a shape of 4
+/// attention ranks gets 32,768 (8,192 a rank), and one of 2 ranks in 2 pipeline stages
+/// 8,192 × 2 × 2. (The instance's budget was kept whole and split over the candidate's
+/// ranks: 2,048 a rank at DP4, which starved the prefill of every wide attention-DP shape.)
+#[test]
+fn search_candidates_keep_the_token_budget_per_attention_rank() {
+    let base = role(llama3_8b_h100_bf16(), 1, 256);
+    assert_eq!(base.max_tokens, 8192);
+    let dp4 = myriad_serve::search::with(&base, Parallel::new(1, 4, 1), 1024, 0.9).unwrap();
+    assert_eq!(dp4.max_tokens, 4 * 8192);
+    let dp2pp2 =
+        myriad_serve::search::with(&base, Parallel::new(1, 2, 1).with_pp(2), 512, 0.9).unwrap();
+    assert_eq!(dp2pp2.max_tokens, 4 * 8192);
+    let same = myriad_serve::search::with(&dp4, Parallel::new(1, 1, 1), 256, 0.9).unwrap();
+    assert_eq!(same.max_tokens, 8192);
 }
