@@ -768,7 +768,12 @@ pub fn from_value<T: serde::de::DeserializeOwned>(
             } else {
                 format!("{path}.{key}")
             };
-            return ScenarioError::new(file, full(&p), "missing required key");
+            let msg = if rest.ends_with(strict::NULL_REQUIRED) {
+                "null, but this key is required (it has no default)"
+            } else {
+                "missing required key"
+            };
+            return ScenarioError::new(file, full(&p), msg);
         }
         let p = if path.is_empty() {
             "(document)".to_string()
@@ -1585,6 +1590,84 @@ pub fn parse_placement(s: &str) -> Result<[Dim; 5], String> {
 }
 
 /// The JSON Schema of `myriad/1`, generated from the types.
+/// Every key that is not required also takes null ("not given": its default), as the
+/// parser reads it.
 pub fn schema() -> serde_json::Value {
-    serde_json::to_value(schemars::schema_for!(Scenario)).expect("schema serializes")
+    let mut s = serde_json::to_value(schemars::schema_for!(Scenario)).expect("schema serializes");
+    null_for_defaults(&mut s);
+    s
+}
+
+/// Lets every non-required property of every object schema under `v` be null.
+fn null_for_defaults(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Object(o) => {
+            let required: Vec<String> = o
+                .get("required")
+                .and_then(|r| r.as_array())
+                .map(|r| {
+                    r.iter()
+                        .filter_map(|k| k.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(Value::Object(props)) = o.get_mut("properties") {
+                for (k, p) in props.iter_mut() {
+                    if !required.contains(k) {
+                        allow_null(p);
+                    }
+                }
+            }
+            for (_, c) in o.iter_mut() {
+                null_for_defaults(c);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(null_for_defaults),
+        _ => {}
+    }
+}
+
+/// Adds null to what property schema `p` accepts.
+fn allow_null(p: &mut serde_json::Value) {
+    use serde_json::Value;
+    let Value::Object(o) = p else { return };
+    let null = serde_json::json!({"type": "null"});
+    if let Some(Value::Array(any)) = o.get_mut("anyOf") {
+        if !any.contains(&null) {
+            any.push(null);
+        }
+        return;
+    }
+    if let Some(Value::Array(e)) = o.get_mut("enum") {
+        if !e.contains(&Value::Null) {
+            e.push(Value::Null);
+        }
+    }
+    match o.get_mut("type") {
+        Some(Value::String(t)) if t != "null" => {
+            let t = Value::String(t.clone());
+            o.insert("type".into(), Value::Array(vec![t, "null".into()]));
+        }
+        Some(Value::Array(ts)) => {
+            if !ts.contains(&Value::from("null")) {
+                ts.push("null".into());
+            }
+        }
+        Some(_) => {}
+        None => {
+            // A `$ref`, `oneOf` or `allOf`: the schema itself becomes one branch.
+            let keep = ["description", "default", "title"];
+            let inner: serde_json::Map<String, Value> = o
+                .iter()
+                .filter(|(k, _)| !keep.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            o.retain(|k, _| keep.contains(&k.as_str()));
+            o.insert(
+                "anyOf".into(),
+                Value::Array(vec![Value::Object(inner), null]),
+            );
+        }
+    }
 }
