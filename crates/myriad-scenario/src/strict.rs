@@ -271,9 +271,16 @@ struct Variant(Option<Value>, String);
 impl<'de> VariantAccess<'de> for Variant {
     type Error = Error;
     fn unit_variant(self) -> Result<(), Error> {
+        // Every enum of the formats is a name (the schema says a string): `{fat-tree: null}`
+        // is a mapping whose one key is not given, refused as `{fat-tree: 1}` is, not read
+        // as `fat-tree` (which only YAML's tagged-enum habit would suggest).
         match self.0 {
-            None | Some(Value::Null) => Ok(()),
+            None => Ok(()),
             // serde's own message is "expected unit".
+            Some(Value::Null) => Err(Error::invalid_type(
+                Unexpected::Other("null"),
+                &format!("`{}` alone, with no value", self.1).as_str(),
+            )),
             Some(v) => Err(Error::invalid_type(
                 unexpected(&v),
                 &format!("`{}` alone, with no value", self.1).as_str(),

@@ -311,6 +311,9 @@ fn type_errors_say_what_the_file_must_hold() {
         (format!("{BASE}  scale_out: {{topology: {{}}}}\n"), "s.yaml: cluster.scale_out.topology: invalid value: map, expected one of `fat-tree`, `rail-optimized`, `rail-only`, `spine-leaf`"),
         (format!("{BASE}  scale_out: {{topology: {{fat-tree: 1, rail-only: 1}}}}\n"), "s.yaml: cluster.scale_out.topology: invalid value: map, expected one of `fat-tree`, `rail-optimized`, `rail-only`, `spine-leaf` (a mapping holds one of them as its only key)"),
         (format!("{BASE}  scale_out: {{topology: {{fat-tree: 1}}}}\n"), "s.yaml: cluster.scale_out.topology.fat-tree: invalid type: integer `1`, expected `fat-tree` alone, with no value"),
+        // Every enum is a name; the mapping form was accepted with a null value only.
+        (format!("{BASE}  scale_out: {{topology: {{fat-tree: null}}}}\n"), "s.yaml: cluster.scale_out.topology.fat-tree: invalid type: null, expected `fat-tree` alone, with no value"),
+        (format!("{BASE}training: {{recompute: {{full: null}}}}\nmodel: {{preset: gpt3-175b}}\n"), "s.yaml: training.recompute.full: invalid type: null, expected `full` alone, with no value"),
         (format!("{BASE}serving: {{mode: -3}}\n"), "s.yaml: serving.mode: invalid type: integer `-3`, expected one of `aggregated`, `disaggregated`"),
     ];
     for (text, expect) in cases {
