@@ -838,6 +838,8 @@ pub const MAX_ACCELERATORS: u64 = 1 << 24;
 /// Most sites in a cluster: every pair of sites gets DCI links (a million pairs at this
 /// limit) and a switch records its site in 16 bits.
 pub const MAX_SITES: u32 = 1024;
+/// The Earth's equatorial circumference, km: no DCI route between two sites is longer.
+pub const EARTH_CIRCUMFERENCE_KM: f64 = 40_075.0;
 
 impl Scenario {
     /// Semantic checks that need no built cluster: ids exist, numbers are in range.
@@ -980,6 +982,16 @@ impl Scenario {
             }
             if !(d.distance_km >= 0.0) {
                 return Err(err(file, "cluster.dci.distance_km", "must not be negative"));
+            }
+            if d.distance_km > EARTH_CIRCUMFERENCE_KM {
+                return Err(err(
+                    file,
+                    "cluster.dci.distance_km",
+                    format!(
+                        "{} km is more than the Earth's circumference ({EARTH_CIRCUMFERENCE_KM} km); no fibre between two sites is longer",
+                        d.distance_km
+                    ),
+                ));
             }
         }
         let dc = &c.datacenter;

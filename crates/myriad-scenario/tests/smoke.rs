@@ -636,3 +636,18 @@ fn null_takes_the_default_for_every_defaulted_key() {
     }
     walk(&myriad_scenario::schema(), "");
 }
+
+/// A DCI longer than the Earth's circumference (`distance_km: 1e300`) was accepted, and its
+/// latency with it.
+#[test]
+fn a_dci_longer_than_the_earth_is_an_error() {
+    let doc = |km: &str| {
+        format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 1024, sites: 2, dci: {{gbps_per_site: 102400, distance_km: {km}}}}}\n")
+    };
+    assert_eq!(
+        parse(&doc("1e300")).unwrap_err().to_string(),
+        "s.yaml: cluster.dci.distance_km: 1e300 km is more than the Earth's circumference (40075 km); no fibre between two sites is longer"
+    );
+    assert!(parse(&doc("40075")).is_ok());
+    assert!(parse(&doc("80")).is_ok());
+}

@@ -382,6 +382,16 @@ fn bad_values_name_the_field() {
         scenario_err("  classes: [{name: a, size: {dist: fixed, value: 1152}}]\n"),
         "ok"
     );
+    // Loads of 1e-300 spread arrivals over 1e300 times the span; below 0.1% the cluster
+    // is idle.
+    assert_eq!(
+        scenario_err("  loads: [0.5, 1e-300]\n"),
+        "s.yaml: scheduling.loads[1]: 1e-300 is less than 0.001 (0.1% of capacity), the least load a simulation takes"
+    );
+    assert_eq!(
+        scenario_err("  arrivals: {load: 1e-300}\n"),
+        "s.yaml: scheduling.arrivals.load: 1e-300 is less than 0.001 (0.1% of capacity), the least load a simulation takes"
+    );
     // `--policies ""` ran no policy and printed an empty table; a name twice ran it twice.
     let names = |n: &[&str]| {
         let n: Vec<String> = n.iter().map(|s| s.to_string()).collect();
