@@ -1131,6 +1131,44 @@ fn collective_sizes_are_one_size_or_one_increasing_range() {
     assert_eq!(sizes, vec![1024.0, 2048.0, 4096.0]);
 }
 
+/// Absurd but finite values (`sustained_tbps: 1e-300`: a write of ~1e300 s) were printed in
+/// full decimal, a Young/Daly line of some 300 digits; they are in scientific form.
+#[test]
+fn reliability_text_writes_huge_and_tiny_values_in_scientific_form() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-rel-sci-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("tiny.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\nname: r\ncluster: {accelerator: h100-sxm, count: 1024, scale_up: hgx-h100, scale_out: {fabric: roce-400g, topology: fat-tree}}\nmodel: {preset: llama3-70b, seq_len: 8192}\ntraining: {accelerators: 1024, tp: 8, pp: 4, dp: 32, global_batch: 512, micro_batch: 1, precision: bf16, tokens: 1e12}\nreliability: {storage: {sustained_tbps: 1e-300}}\n",
+    )
+    .unwrap();
+    let (code, out, err) = myriad(&[
+        "reliability",
+        f.to_str().unwrap(),
+        "--days",
+        "1",
+        "--replicas",
+        "10",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let longest = out.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(longest < 400, "a line of {longest} characters:\n{out}");
+    assert!(out.contains("at 1e-300 TB/s"), "{out}");
+    // No number runs past 15 digits (the checkpoint stall, δ, was 300).
+    let digits = out
+        .split(|c: char| !c.is_ascii_digit())
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    assert!(digits <= 15, "a number of {digits} digits:\n{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("interval: ") && l.contains("e299 s")),
+        "{out}"
+    );
+}
+
 #[test]
 fn reliability_text_never_prints_inf() {
     // A window where many replicas keep no work (a 10 h interval, no spare servers, a
