@@ -162,11 +162,17 @@ fn group_span_named(
         _ => None,
     };
     if let Some(d) = dim {
+        // The missing block is the file's: named in every naming (a flag's own errors
+        // name only the flag).
         let plan = plan.ok_or_else(|| {
-            n.scenario(
-                file,
-                format!("{flag} {group}: the scenario has no training plan"),
-            )
+            let e = format!(
+                "{flag} {group}: the scenario has no training plan (a group by dimension needs its model and training blocks)"
+            );
+            if file.is_empty() {
+                e
+            } else {
+                format!("{file}: {e}")
+            }
         })?;
         return Ok((plan.group(levels, d), group_ranks(&plan.group_dims(d))));
     }
@@ -467,6 +473,23 @@ mod tests {
         let i = collective_input(&s, "s.yaml", "all-reduce", Some("1MiB"), None, "dp", "auto")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(i.ranks.len(), 32);
+    }
+
+    /// `--group tp` on a scenario without a training block said so without naming the file.
+    #[test]
+    fn a_dimension_group_without_a_training_block_names_the_file() {
+        let s = crate::scenario(
+            "s.yaml",
+            "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64, scale_up: hgx-h100}\n",
+        )
+        .unwrap();
+        let e = collective_input(&s, "s.yaml", "all-reduce", Some("1MiB"), None, "tp", "auto")
+            .err()
+            .expect("an error");
+        assert_eq!(
+            e,
+            "s.yaml: --group tp: the scenario has no training plan (a group by dimension needs its model and training blocks)"
+        );
     }
 
     /// A sweep ending below 1 B holds no size; `0B..0B` was said to run "from 1 B down to

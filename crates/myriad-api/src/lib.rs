@@ -185,6 +185,10 @@ pub struct SearchRun {
     pub notes: Vec<String>,
 }
 
+/// The most global batches one search estimates every plan at: `1..2^64` expanded to 64 and
+/// ran for minutes; 16 span a factor of 32,768 (`1..32768`).
+pub const MAX_GLOBAL_BATCHES: usize = 16;
+
 /// Global batches for a search: `512,1024` or `512..4096` (doubling from the first to the
 /// last), each at least 1; errors name the argument `name` (`--global-batch` in the CLI,
 /// `global_batch` in Python).
@@ -193,6 +197,12 @@ pub struct SearchRun {
 pub fn check_global_batches(v: &[u64], name: &str) -> Result<(), String> {
     if v.is_empty() {
         return Err(format!("{name}: no global batch given; give at least one"));
+    }
+    if v.len() > MAX_GLOBAL_BATCHES {
+        return Err(format!(
+            "{name}: {} global batches; a search takes at most {MAX_GLOBAL_BATCHES} (every plan is estimated at each: search a narrower range or fewer)",
+            v.len()
+        ));
     }
     if let Some(i) = v.iter().position(|b| *b == 0) {
         return Err(format!(
@@ -228,6 +238,13 @@ pub fn parse_global_batches(s: &str, name: &str) -> Result<Vec<u64>, String> {
                 Some(n) => x = n,
                 None => break,
             }
+        }
+        if v.len() > MAX_GLOBAL_BATCHES {
+            return Err(format!(
+                "{name}: `{s}` doubles through {} global batches; a search takes at most {MAX_GLOBAL_BATCHES} (e.g. {a}..{})",
+                v.len(),
+                v[MAX_GLOBAL_BATCHES - 1]
+            ));
         }
         Ok(v)
     } else {
@@ -921,10 +938,21 @@ mod tests {
         let p = |s: &str| parse_global_batches(s, "--global-batch");
         assert_eq!(p("512..4096").unwrap(), [512, 1024, 2048, 4096]);
         assert_eq!(p("512,1024").unwrap(), [512, 1024]);
-        // The doubling from 2^63 once wrapped to 0, and the loop filled memory.
-        let v = p("1..18446744073709551615").unwrap();
-        assert_eq!(v.len(), 64);
-        assert_eq!(v.last(), Some(&(1u64 << 63)));
+        // The doubling from 2^63 once wrapped to 0, and the loop filled memory; then the
+        // 64 batches it stopped at took minutes to search.
+        assert_eq!(
+            p("1..18446744073709551615").unwrap_err(),
+            "--global-batch: `1..18446744073709551615` doubles through 64 global batches; a search takes at most 16 (e.g. 1..32768)"
+        );
+        let v = p("1..32768").unwrap();
+        assert_eq!(v.len(), 16);
+        let v = p("9223372036854775808..18446744073709551615").unwrap();
+        assert_eq!(v, [1u64 << 63]);
+        let many: Vec<String> = (1..=17).map(|b| b.to_string()).collect();
+        assert_eq!(
+            p(&many.join(",")).unwrap_err(),
+            "--global-batch: 17 global batches; a search takes at most 16 (every plan is estimated at each: search a narrower range or fewer)"
+        );
         assert_eq!(
             parse_global_batches("0..4", "global_batch").unwrap_err(),
             "global_batch: `0..4` is not a list (512,1024) or a range (512..4096)"

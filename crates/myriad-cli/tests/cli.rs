@@ -1271,6 +1271,44 @@ fn collective_sizes_are_one_size_or_one_increasing_range() {
     assert_eq!(sizes, vec![1024.0, 2048.0, 4096.0]);
 }
 
+/// Absurd but finite values (`sustained_tbps: 1e-300`: a write of ~1e300 s) were printed in
+/// full decimal, a Young/Daly line of some 300 digits; they are in scientific form.
+#[test]
+fn reliability_text_writes_huge_and_tiny_values_in_scientific_form() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-rel-sci-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("tiny.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\nname: r\ncluster: {accelerator: h100-sxm, count: 1024, scale_up: hgx-h100, scale_out: {fabric: roce-400g, topology: fat-tree}}\nmodel: {preset: llama3-70b, seq_len: 8192}\ntraining: {accelerators: 1024, tp: 8, pp: 4, dp: 32, global_batch: 512, micro_batch: 1, precision: bf16, tokens: 1e12}\nreliability: {storage: {sustained_tbps: 1e-300}}\n",
+    )
+    .unwrap();
+    let (code, out, err) = myriad(&[
+        "reliability",
+        f.to_str().unwrap(),
+        "--days",
+        "1",
+        "--replicas",
+        "10",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let longest = out.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(longest < 400, "a line of {longest} characters:\n{out}");
+    assert!(out.contains("at 1e-300 TB/s"), "{out}");
+    // No number runs past 15 digits (the checkpoint stall, δ, was 300).
+    let digits = out
+        .split(|c: char| !c.is_ascii_digit())
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    assert!(digits <= 15, "a number of {digits} digits:\n{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("interval: ") && l.contains("e299 s")),
+        "{out}"
+    );
+}
+
 #[test]
 fn reliability_text_never_prints_inf() {
     // A window where many replicas keep no work (a 10 h interval, no spare servers, a
@@ -1395,20 +1433,20 @@ fn cluster_text_prints_numbers_past_u64_as_json_does() {
     let f = dir.join("dci.yaml");
     std::fs::write(
         &f,
-        "format: myriad/1\nname: t\ncluster: {accelerator: h100-sxm, count: 1024, sites: 2, dci: {gbps_per_site: 1e20, distance_km: 2e19}}\n",
+        "format: myriad/1\nname: t\ncluster: {accelerator: h100-sxm, count: 1024, sites: 2, dci: {gbps_per_site: 1e20, distance_km: 20000}}\n",
     )
     .unwrap();
     let (code, out, err) = myriad(&["cluster", f.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains(
-            "DCI 100,000,000,000,000,000,000 Gb/s per site, 100,000,000,000,000,000,000 us one way"
-        ),
+        out.contains("DCI 100,000,000,000,000,000,000 Gb/s per site, 100,000 us one way"),
         "{out}"
     );
     let v = json(&["cluster", f.to_str().unwrap(), "--json"]);
     assert_eq!(v["network"]["dci_gbps_per_site"], 1e20);
-    assert_eq!(v["network"]["dci_latency_us"], 1e20);
+    // (A distance past the Earth's circumference is an error now: only the rate is
+    // past u64 here.)
+    assert_eq!(v["network"]["dci_latency_us"], 1e5);
 }
 
 /// A serving search where no rate meets the SLOs prints no latency ("-"), never NaN, and

@@ -565,6 +565,20 @@ fn from_parts(
         ));
     }
     let c = &rel.checkpoint;
+    if let Some(CheckpointInterval::Seconds(i)) = c.interval_s {
+        // A checkpoint is taken between steps: a shorter interval cannot be kept.
+        if i < step_time_s {
+            // `{}` writes 1e-300 in 300 digits.
+            let shown = if i < 1e-3 {
+                format!("{i:e}")
+            } else {
+                format!("{i}")
+            };
+            return Err(format!(
+                "reliability.checkpoint.interval_s: {shown} s is shorter than one training step ({step_time_s:.3} s); a checkpoint is taken between steps"
+            ));
+        }
+    }
     let bytes_per_param = c.bytes_per_param.unwrap_or(defaults::BYTES_PER_PARAM);
     let size = c.size_bytes.unwrap_or(params * bytes_per_param);
     let sustained = rel

@@ -519,3 +519,26 @@ fn mtbf_without_failures_is_null_and_documented_so() {
         "docs/reliability.md"
     );
 }
+
+/// An interval shorter than one step (`interval_s: 1e-300`) was simulated as given; a
+/// checkpoint is taken between steps.
+#[test]
+fn a_checkpoint_interval_under_one_step_is_an_error() {
+    let cat = myriad_catalog::catalog();
+    let err = setup(
+        &scenario("reliability: {checkpoint: {interval_s: 1e-300}}"),
+        cat,
+    )
+    .unwrap_err();
+    assert!(
+        err.starts_with(
+            "reliability.checkpoint.interval_s: 1e-300 s is shorter than one training step ("
+        ),
+        "{err}"
+    );
+    assert!(setup(
+        &scenario("reliability: {checkpoint: {interval_s: 3600}}"),
+        cat
+    )
+    .is_ok());
+}

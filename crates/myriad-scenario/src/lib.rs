@@ -137,6 +137,7 @@ pub struct ClusterSpec {
     /// Catalog id of the accelerator.
     pub accelerator: String,
     /// Accelerators in the cluster.
+    #[schemars(range(min = 1, max = 16777216))]
     pub count: u64,
     /// Catalog id of the scale-up system (server or supernode); default: the catalog's
     /// system for the accelerator.
@@ -146,6 +147,7 @@ pub struct ClusterSpec {
     pub scale_out: ScaleOutSpec,
     /// Data centers; accelerators split evenly across them.
     #[serde(default = "one_u32")]
+    #[schemars(range(min = 1, max = 1024))]
     pub sites: u32,
     /// Link between sites.
     #[serde(default)]
@@ -220,12 +222,15 @@ pub struct ScaleOutSpec {
     pub topology: TopologyKind,
     /// Ports per switch at the fabric's port rate (default: the fabric's switch).
     #[serde(default)]
+    #[schemars(range(min = 4, max = 1024))]
     pub switch_radix: Option<u32>,
     /// Switch tiers; null = the fewest that reach `count`.
     #[serde(default)]
+    #[schemars(range(min = 1, max = 4))]
     pub tiers: Option<u32>,
     /// Down:up bandwidth ratio above an island (1.0 = full bisection).
     #[serde(default = "one_f64")]
+    #[schemars(range(min = 1.0, max = 64.0))]
     pub oversubscription: f64,
     /// Accelerators per full-bisection island; null = the whole cluster.
     #[serde(default)]
@@ -233,12 +238,14 @@ pub struct ScaleOutSpec {
     /// Independent parallel network planes (Alibaba HPN dual-plane: 2). Each NIC port
     /// splits across planes; switches are counted per plane.
     #[serde(default = "one_u32")]
+    #[schemars(range(min = 1, max = 8))]
     pub planes: u32,
     /// Network flows (queue pairs) per connection between two NICs, as
     /// `NCCL_IB_QPS_PER_CONNECTION` sets them: with hash ECMP each flow is hashed on its
     /// own, so more flows spread a ring's traffic over more uplinks (Meta's Llama 3 RoCE
     /// cluster used 16). Used by the flow-level simulation; default 1 (NCCL's default).
     #[serde(default = "one_u32")]
+    #[schemars(range(min = 1, max = 64))]
     pub qps_per_connection: u32,
 }
 
@@ -768,7 +775,12 @@ pub fn from_value<T: serde::de::DeserializeOwned>(
             } else {
                 format!("{path}.{key}")
             };
-            return ScenarioError::new(file, full(&p), "missing required key");
+            let msg = if rest.ends_with(strict::NULL_REQUIRED) {
+                "null, but this key is required (it has no default)"
+            } else {
+                "missing required key"
+            };
+            return ScenarioError::new(file, full(&p), msg);
         }
         let p = if path.is_empty() {
             "(document)".to_string()
@@ -826,6 +838,8 @@ pub const MAX_ACCELERATORS: u64 = 1 << 24;
 /// Most sites in a cluster: every pair of sites gets DCI links (a million pairs at this
 /// limit) and a switch records its site in 16 bits.
 pub const MAX_SITES: u32 = 1024;
+/// The Earth's equatorial circumference, km: no DCI route between two sites is longer.
+pub const EARTH_CIRCUMFERENCE_KM: f64 = 40_075.0;
 
 impl Scenario {
     /// Semantic checks that need no built cluster: ids exist, numbers are in range.
@@ -968,6 +982,16 @@ impl Scenario {
             }
             if !(d.distance_km >= 0.0) {
                 return Err(err(file, "cluster.dci.distance_km", "must not be negative"));
+            }
+            if d.distance_km > EARTH_CIRCUMFERENCE_KM {
+                return Err(err(
+                    file,
+                    "cluster.dci.distance_km",
+                    format!(
+                        "{} km is more than the Earth's circumference ({EARTH_CIRCUMFERENCE_KM} km); no fibre between two sites is longer",
+                        d.distance_km
+                    ),
+                ));
             }
         }
         let dc = &c.datacenter;
@@ -1585,6 +1609,112 @@ pub fn parse_placement(s: &str) -> Result<[Dim; 5], String> {
 }
 
 /// The JSON Schema of `myriad/1`, generated from the types.
+/// Every key that is not required also takes null ("not given": its default), as the
+/// parser reads it.
 pub fn schema() -> serde_json::Value {
-    serde_json::to_value(schemars::schema_for!(Scenario)).expect("schema serializes")
+    let mut s = serde_json::to_value(schemars::schema_for!(Scenario)).expect("schema serializes");
+    null_for_defaults(&mut s);
+    integer_bounds(&mut s);
+    s
+}
+
+/// Gives every integer the range its type holds, which the parser enforces (`tp: 1e42` is
+/// an error there): schemars says only `format: uint32`, which validators need not check.
+fn integer_bounds(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Object(o) => {
+            let range: Option<(Value, Value)> = match o.get("format").and_then(|f| f.as_str()) {
+                Some("uint8") => Some((0.into(), u8::MAX.into())),
+                Some("uint16") => Some((0.into(), u16::MAX.into())),
+                Some("uint32") => Some((0.into(), u32::MAX.into())),
+                Some("uint64") | Some("uint") => Some((0.into(), u64::MAX.into())),
+                Some("int32") => Some((i32::MIN.into(), i32::MAX.into())),
+                Some("int64") | Some("int") => Some((i64::MIN.into(), i64::MAX.into())),
+                _ => None,
+            };
+            if let Some((lo, hi)) = range {
+                // A tighter bound given by the type (`schemars(range)`) stays.
+                o.entry("minimum").or_insert(lo);
+                o.entry("maximum").or_insert(hi);
+            }
+            o.values_mut().for_each(integer_bounds);
+        }
+        Value::Array(a) => a.iter_mut().for_each(integer_bounds),
+        _ => {}
+    }
+}
+
+/// Lets every non-required property of every object schema under `v` be null.
+fn null_for_defaults(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Object(o) => {
+            let required: Vec<String> = o
+                .get("required")
+                .and_then(|r| r.as_array())
+                .map(|r| {
+                    r.iter()
+                        .filter_map(|k| k.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(Value::Object(props)) = o.get_mut("properties") {
+                for (k, p) in props.iter_mut() {
+                    if !required.contains(k) {
+                        allow_null(p);
+                    }
+                }
+            }
+            for (_, c) in o.iter_mut() {
+                null_for_defaults(c);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(null_for_defaults),
+        _ => {}
+    }
+}
+
+/// Adds null to what property schema `p` accepts.
+fn allow_null(p: &mut serde_json::Value) {
+    use serde_json::Value;
+    let Value::Object(o) = p else { return };
+    let null = serde_json::json!({"type": "null"});
+    if let Some(Value::Array(any)) = o.get_mut("anyOf") {
+        if !any.contains(&null) {
+            any.push(null);
+        }
+        return;
+    }
+    if let Some(Value::Array(e)) = o.get_mut("enum") {
+        if !e.contains(&Value::Null) {
+            e.push(Value::Null);
+        }
+    }
+    match o.get_mut("type") {
+        Some(Value::String(t)) if t != "null" => {
+            let t = Value::String(t.clone());
+            o.insert("type".into(), Value::Array(vec![t, "null".into()]));
+        }
+        Some(Value::Array(ts)) => {
+            if !ts.contains(&Value::from("null")) {
+                ts.push("null".into());
+            }
+        }
+        Some(_) => {}
+        None => {
+            // A `$ref`, `oneOf` or `allOf`: the schema itself becomes one branch.
+            let keep = ["description", "default", "title"];
+            let inner: serde_json::Map<String, Value> = o
+                .iter()
+                .filter(|(k, _)| !keep.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            o.retain(|k, _| keep.contains(&k.as_str()));
+            o.insert(
+                "anyOf".into(),
+                Value::Array(vec![Value::Object(inner), null]),
+            );
+        }
+    }
 }

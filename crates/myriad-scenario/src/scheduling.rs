@@ -422,6 +422,9 @@ impl SchedulingSpec {
                     format!("{l} must be a positive share of capacity (0.8 = 80%)"),
                 );
             }
+            if l < MIN_LOAD {
+                return e("arrivals.load".into(), below_min_load(l));
+            }
         }
         if a.rate_per_hour.is_some() && a.load.is_some() {
             return e(
@@ -488,6 +491,9 @@ impl SchedulingSpec {
                     format!("loads[{i}]"),
                     format!("{l} must be a share of capacity in (0, 2]"),
                 );
+            }
+            if *l < MIN_LOAD {
+                return e(format!("loads[{i}]"), below_min_load(*l));
             }
         }
         let mut share = 0.0;
@@ -623,6 +629,15 @@ impl SchedulingSpec {
         }
         Ok(())
     }
+}
+
+/// The least offered load a simulation takes: 0.1% of the cluster. Below it the cluster is
+/// idle and the arrivals are spread so thin (a load of 1e-300 puts them 1e300 times further
+/// apart) that the simulated span runs past any horizon.
+pub const MIN_LOAD: f64 = 1e-3;
+
+fn below_min_load(l: f64) -> String {
+    format!("{l} is less than {MIN_LOAD} (0.1% of capacity), the least load a simulation takes")
 }
 
 impl DistSpec {

@@ -6,6 +6,10 @@
 //! enum variants) and otherwise behaves as `serde_json::Value`'s own deserializer, wrapping
 //! every nested value so that the rule holds at any depth. It sits under
 //! `serde_path_to_error`, so errors keep their field paths and unknown-key hints.
+//!
+//! A struct's key given as null is dropped before the struct sees it: null means "not
+//! given" for every key, so an optional key is absent and a key with a default takes its
+//! default (`oversubscription: null` is 1); a required key given as null is missing.
 
 use serde::de::{
     DeserializeSeed, Deserializer, EnumAccess, Error as _, IntoDeserializer, MapAccess, SeqAccess,
@@ -15,6 +19,9 @@ use serde_json::{Error, Value};
 
 /// The message for a list where a mapping is expected.
 pub const LIST_FOR_MAPPING: &str = "expected a mapping (key: value), found a list";
+
+/// Said after `missing field `key`` when the key was given as null.
+pub const NULL_REQUIRED: &str = "given as null";
 
 pub struct StrictValue(pub Value);
 
@@ -97,6 +104,30 @@ impl<'de> Deserializer<'de> for StrictValue {
     ) -> Result<V::Value, Error> {
         match self.0 {
             Value::Array(_) => Err(Error::custom(LIST_FOR_MAPPING)),
+            // A key given as null is a key not given: an optional key is absent, a key with a
+            // default takes it, and a required key is missing (said so, naming the null).
+            Value::Object(mut m) => {
+                let nulls: Vec<String> = m
+                    .iter()
+                    .filter(|(_, v)| v.is_null())
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                m.retain(|_, v| !v.is_null());
+                StrictValue(Value::Object(m))
+                    .deserialize_any(visitor)
+                    .map_err(|e| {
+                        let msg = e.to_string();
+                        match msg
+                            .strip_prefix("missing field `")
+                            .and_then(|r| r.split('`').next())
+                        {
+                            Some(k) if nulls.iter().any(|n| n == k) => {
+                                Error::custom(format!("missing field `{k}` {NULL_REQUIRED}"))
+                            }
+                            _ => e,
+                        }
+                    })
+            }
             _ => self.deserialize_any(visitor),
         }
     }
@@ -240,9 +271,16 @@ struct Variant(Option<Value>, String);
 impl<'de> VariantAccess<'de> for Variant {
     type Error = Error;
     fn unit_variant(self) -> Result<(), Error> {
+        // Every enum of the formats is a name (the schema says a string): `{fat-tree: null}`
+        // is a mapping whose one key is not given, refused as `{fat-tree: 1}` is, not read
+        // as `fat-tree` (which only YAML's tagged-enum habit would suggest).
         match self.0 {
-            None | Some(Value::Null) => Ok(()),
+            None => Ok(()),
             // serde's own message is "expected unit".
+            Some(Value::Null) => Err(Error::invalid_type(
+                Unexpected::Other("null"),
+                &format!("`{}` alone, with no value", self.1).as_str(),
+            )),
             Some(v) => Err(Error::invalid_type(
                 unexpected(&v),
                 &format!("`{}` alone, with no value", self.1).as_str(),

@@ -311,6 +311,9 @@ fn type_errors_say_what_the_file_must_hold() {
         (format!("{BASE}  scale_out: {{topology: {{}}}}\n"), "s.yaml: cluster.scale_out.topology: invalid value: map, expected one of `fat-tree`, `rail-optimized`, `rail-only`, `spine-leaf`"),
         (format!("{BASE}  scale_out: {{topology: {{fat-tree: 1, rail-only: 1}}}}\n"), "s.yaml: cluster.scale_out.topology: invalid value: map, expected one of `fat-tree`, `rail-optimized`, `rail-only`, `spine-leaf` (a mapping holds one of them as its only key)"),
         (format!("{BASE}  scale_out: {{topology: {{fat-tree: 1}}}}\n"), "s.yaml: cluster.scale_out.topology.fat-tree: invalid type: integer `1`, expected `fat-tree` alone, with no value"),
+        // Every enum is a name; the mapping form was accepted with a null value only.
+        (format!("{BASE}  scale_out: {{topology: {{fat-tree: null}}}}\n"), "s.yaml: cluster.scale_out.topology.fat-tree: invalid type: null, expected `fat-tree` alone, with no value"),
+        (format!("{BASE}training: {{recompute: {{full: null}}}}\nmodel: {{preset: gpt3-175b}}\n"), "s.yaml: training.recompute.full: invalid type: null, expected `full` alone, with no value"),
         (format!("{BASE}serving: {{mode: -3}}\n"), "s.yaml: serving.mode: invalid type: integer `-3`, expected one of `aggregated`, `disaggregated`"),
     ];
     for (text, expect) in cases {
@@ -496,4 +499,155 @@ fn a_blank_name_is_no_name() {
         e.to_string(),
         "s.yaml: name: invalid type: sequence, expected a string"
     );
+}
+
+/// Null means "not given" for every key: a key with a default takes it given null, as an
+/// optional key is absent (`oversubscription`, `sites`, `datacenter`, `planes` were type
+/// errors). One entry per key with a default, in every section of the format.
+#[test]
+fn null_takes_the_default_for_every_defaulted_key() {
+    let c = "cluster: {accelerator: h100-sxm, count: 1024, K}";
+    let so = "cluster: {accelerator: h100-sxm, count: 1024, scale_out: {K}}";
+    let dc = "cluster: {accelerator: h100-sxm, count: 1024, datacenter: {K}}";
+    let fault = "cluster: {accelerator: h100-sxm, count: 1024, faults: [{link: 0, K}]}";
+    let moe = "cluster: {accelerator: h100-sxm, count: 1024}\nmodel: {preset: mixtral-8x7b, moe: {experts: 8, top_k: 2, expert_ffn_hidden: 14336, K}}";
+    let pl = "cluster: {accelerator: h100-sxm, count: 1024}\nplanning: {K}";
+    let rel = "cluster: {accelerator: h100-sxm, count: 1024}\nreliability: {K}";
+    let sc = "cluster: {accelerator: h100-sxm, count: 1024}\nscheduling: {K}";
+    let arr = "cluster: {accelerator: h100-sxm, count: 1024}\nscheduling: {arrivals: {K}}";
+    let cls =
+        "cluster: {accelerator: h100-sxm, count: 1024}\nscheduling: {classes: [{name: a, K}]}";
+    let dist = "cluster: {accelerator: h100-sxm, count: 1024}\nscheduling: {classes: [{name: a, size: {dist: fixed, value: 8, K}}]}";
+    let inf = "cluster: {accelerator: h100-sxm, count: 1024}\nscheduling: {inference: [{name: chat, peak_replicas: 2, K}]}";
+    let reg = "cluster: {accelerator: h100-sxm, count: 1024}\nscheduling: {regions: {K}}";
+    let fl = "cluster: {accelerator: h100-sxm, count: 1024}\nscheduling: {failures: {K}}";
+    let cases: &[(&str, &[&str])] = &[
+        (
+            c,
+            &[
+                "scale_out",
+                "sites",
+                "datacenter",
+                "faults",
+                "dci",
+                "scale_up",
+            ],
+        ),
+        (
+            so,
+            &[
+                "topology",
+                "oversubscription",
+                "planes",
+                "qps_per_connection",
+                "tiers",
+            ],
+        ),
+        (dc, &["pue", "usd_per_kwh"]),
+        (fault, &["at_s"]),
+        (moe, &["shared_experts", "dense_layers"]),
+        (pl, &["accelerators", "counts"]),
+        (
+            rel,
+            &[
+                "failures",
+                "planned",
+                "recovery",
+                "spares",
+                "checkpoint",
+                "storage",
+            ],
+        ),
+        (
+            sc,
+            &["policies", "arrivals", "classes", "inference", "loads"],
+        ),
+        (arr, &["jobs", "daily_amplitude", "peak_hour"]),
+        (
+            cls,
+            &[
+                "kind",
+                "share",
+                "size",
+                "duration_h",
+                "gang",
+                "constraint",
+                "priority",
+                "data_gb",
+                "comm_share",
+            ],
+        ),
+        (dist, &["values", "weights"]),
+        (inf, &["replica_size", "curve", "priority", "region"]),
+        (reg, &["names", "home_shares", "utc_offset_hours"]),
+        (fl, &["scale", "checkpoint_h"]),
+    ];
+    for (doc, keys) in cases {
+        for key in *keys {
+            let with = format!(
+                "format: myriad/1\n{}\n",
+                doc.replace("K", &format!("{key}: null"))
+            );
+            let without = format!(
+                "format: myriad/1\n{}\n",
+                doc.replace(", K", "").replace("K", "")
+            );
+            let expected = parse(&without).unwrap_or_else(|e| panic!("{without}: {e}"));
+            match parse(&with) {
+                Ok(s) => assert_eq!(s, expected, "{key}: null"),
+                Err(e) => panic!("{key}: null: {e}"),
+            }
+        }
+    }
+    // A required key given null is missing, said so.
+    assert_eq!(
+        parse("format: myriad/1\ncluster: {accelerator: h100-sxm, count: null}\n")
+            .unwrap_err()
+            .to_string(),
+        "s.yaml: cluster.count: null, but this key is required (it has no default)"
+    );
+    // The schema says the same: every key that is not required takes null.
+    fn walk(v: &serde_json::Value, at: &str) {
+        if let Some(o) = v.as_object() {
+            let req: Vec<&str> = o
+                .get("required")
+                .and_then(|r| r.as_array())
+                .map(|r| r.iter().filter_map(|k| k.as_str()).collect())
+                .unwrap_or_default();
+            if let Some(props) = o.get("properties").and_then(|p| p.as_object()) {
+                for (k, p) in props {
+                    if req.contains(&k.as_str()) {
+                        continue;
+                    }
+                    let t = serde_json::to_string(p).unwrap();
+                    let takes_null = p["type"]
+                        .as_array()
+                        .is_some_and(|t| t.contains(&"null".into()))
+                        || p["anyOf"]
+                            .as_array()
+                            .is_some_and(|a| a.contains(&serde_json::json!({"type": "null"})));
+                    assert!(takes_null, "{at}.{k} does not take null in the schema: {t}");
+                }
+            }
+            for (k, c) in o {
+                walk(c, &format!("{at}/{k}"));
+            }
+        }
+    }
+    walk(&myriad_scenario::schema(), "");
+}
+
+/// A DCI longer than the Earth's circumference (`distance_km: 1e300`) was accepted, and its
+/// latency with it.
+#[test]
+fn a_dci_longer_than_the_earth_is_an_error() {
+    let doc = |km: &str| {
+        format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 1024, sites: 2, dci: {{gbps_per_site: 102400, distance_km: {km}}}}}\n")
+    };
+    assert_eq!(
+        parse(&doc("1e300")).unwrap_err().to_string(),
+        "s.yaml: cluster.dci.distance_km: 1e300 km is more than the Earth's circumference (40075 km); no fibre between two sites is longer"
+    );
+    assert!(parse(&doc("40075")).is_ok());
+    assert!(parse(&doc("80")).is_ok());
 }

@@ -437,7 +437,11 @@ pub fn from_scenario(
                 services,
             }
         }
-        None => crate::workload::generate(sc, &topology, seed),
+        None => {
+            crate::workload::check_sizes(sc, &topology)
+                .map_err(|(p, m)| err(&format!("scheduling.{p}"), m))?;
+            crate::workload::generate(sc, &topology, seed)
+        }
     };
     let mut options = options(sc, h.accelerators_per_node);
     options.seed = seed;

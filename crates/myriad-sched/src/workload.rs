@@ -92,6 +92,102 @@ fn default_classes() -> Vec<myriad_scenario::scheduling::ClassSpec> {
     s.classes
 }
 
+/// The largest job sizes topology `t` can hold: per region, scale-up domain and pod.
+struct Caps {
+    gpn: u32,
+    region_max: u32,
+    domain_gpus: u32,
+    pod_gpus: u32,
+}
+
+impl Caps {
+    fn of(t: &Topology) -> Caps {
+        let gpn = t.uniform_gpus.unwrap_or(1).max(1) as u32;
+        let region_max = (0..t.regions())
+            .map(|r| t.region_gpus(r))
+            .min()
+            .unwrap_or(0)
+            .min(u64::from(u32::MAX)) as u32;
+        let domain_gpus = t.max_nodes_per_domain.saturating_mul(gpn);
+        let pod_gpus = (0..t.pods())
+            .map(|p| {
+                let d0 = t.pod_first_domain[p] as usize;
+                let d1 = t.pod_first_domain[p + 1] as usize;
+                (t.domain_first_node[d1] - t.domain_first_node[d0]).saturating_mul(gpn)
+            })
+            .max()
+            .unwrap_or(0);
+        Caps {
+            gpn,
+            region_max,
+            domain_gpus,
+            pod_gpus,
+        }
+    }
+
+    /// The largest job of class `c` and what bounds it.
+    fn cap(&self, c: &myriad_scenario::scheduling::ClassSpec) -> (u32, &'static str) {
+        if let Some(k) = c.segment {
+            let k = round_up(k, self.gpn);
+            return (
+                (self.region_max / k * k).max(k),
+                "region (in whole segments)",
+            );
+        }
+        let (cap, what) = match c.constraint {
+            ConstraintSpec::Domain => (self.domain_gpus, "scale-up domain"),
+            ConstraintSpec::Pod => (self.pod_gpus, "pod"),
+            ConstraintSpec::None => (self.region_max, "region"),
+        };
+        ((cap / self.gpn * self.gpn).max(self.gpn.min(cap)), what)
+    }
+
+    /// The size of a job of class `c` drawn as `x`: rounded up to whole nodes (or
+    /// segments), then clamped to the class's cap.
+    fn fit(&self, c: &myriad_scenario::scheduling::ClassSpec, x: f64) -> u32 {
+        let mut g = x.round().max(1.0) as u32;
+        if let Some(k) = c.segment {
+            g = round_up(g, round_up(k, self.gpn));
+        } else if g > self.gpn {
+            g = round_up(g, self.gpn);
+        }
+        g.min(self.cap(c).0)
+    }
+}
+
+/// The smallest value distribution `d` can draw.
+fn smallest_draw(d: &DistSpec) -> f64 {
+    let x = match d.dist {
+        DistKind::Fixed => d.value.unwrap_or(1.0),
+        DistKind::Uniform => d.min.unwrap_or(0.0),
+        DistKind::Exponential | DistKind::Lognormal => 0.0,
+        DistKind::Empirical => d.values.iter().copied().fold(f64::INFINITY, f64::min),
+    };
+    x.max(d.min.unwrap_or(f64::MIN))
+        .min(d.max.unwrap_or(f64::MAX))
+}
+
+/// Refuses a class whose every job is larger than the cluster could hold (a fixed size, or a
+/// distribution's `min`, past its region, scale-up domain or pod): such a class was silently
+/// shrunk to the cap. Draws from a distribution's tail past the cap are clamped to it.
+/// Errors are `(path under scheduling, message)`.
+pub fn check_sizes(spec: &SchedulingSpec, t: &Topology) -> Result<(), (String, String)> {
+    let caps = Caps::of(t);
+    for (i, c) in spec.classes.iter().enumerate() {
+        let (cap, what) = caps.cap(c);
+        let least = smallest_draw(&c.size);
+        if least.round() > f64::from(cap) {
+            return Err((
+                format!("classes[{i}].size"),
+                format!(
+                    "every job of this class needs at least {least} accelerators, but the largest {what} holds {cap}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Generates the workload of `spec` for topology `t`.
 pub fn generate(spec: &SchedulingSpec, t: &Topology, seed: u64) -> Workload {
     let classes = if spec.classes.is_empty() {
@@ -99,38 +195,12 @@ pub fn generate(spec: &SchedulingSpec, t: &Topology, seed: u64) -> Workload {
     } else {
         spec.classes.clone()
     };
-    let gpn = t.uniform_gpus.unwrap_or(1).max(1) as u32;
-    let region_max = (0..t.regions())
-        .map(|r| t.region_gpus(r))
-        .min()
-        .unwrap_or(0) as u32;
-    let domain_gpus = t.max_nodes_per_domain * gpn;
-    let pod_gpus = (0..t.pods())
-        .map(|p| {
-            let d0 = t.pod_first_domain[p] as usize;
-            let d1 = t.pod_first_domain[p + 1] as usize;
-            (t.domain_first_node[d1] - t.domain_first_node[d0]) * gpn
-        })
-        .max()
-        .unwrap_or(0);
-    // Size of one job of class c, rounded and clamped to what the cluster can hold.
+    let caps = Caps::of(t);
+    // Size of one job of class c, rounded and clamped to what the cluster can hold (a draw
+    // from a distribution's tail; a class whose every draw is too large is refused by
+    // `check_sizes`).
     let size_of = |c: &myriad_scenario::scheduling::ClassSpec, rng: &mut Rng| -> u32 {
-        let mut g = sample(&c.size, rng).round().max(1.0) as u32;
-        let cap = match c.constraint {
-            ConstraintSpec::Domain => domain_gpus,
-            ConstraintSpec::Pod => pod_gpus,
-            ConstraintSpec::None => region_max,
-        };
-        if let Some(k) = c.segment {
-            let k = round_up(k, gpn);
-            g = round_up(g, k);
-            let cap = region_max / k * k;
-            return g.min(cap.max(k));
-        }
-        if g > gpn {
-            g = round_up(g, gpn);
-        }
-        g.min((cap / gpn * gpn).max(gpn.min(cap)))
+        caps.fit(c, sample(&c.size, rng))
     };
     let shares: Vec<f64> = classes.iter().map(|c| c.share).collect();
     let a = &spec.arrivals;
@@ -198,15 +268,15 @@ pub fn generate(spec: &SchedulingSpec, t: &Topology, seed: u64) -> Workload {
             JobKindSpec::Dev => Kind::Dev,
         };
         let constraint = match (c.segment, c.constraint) {
-            (Some(k), _) => Constraint::Segment(round_up(k, gpn)),
+            (Some(k), _) => Constraint::Segment(round_up(k, caps.gpn)),
             (None, ConstraintSpec::Domain) => Constraint::Domain,
             (None, ConstraintSpec::Pod) => Constraint::Pod,
             (None, ConstraintSpec::None) => Constraint::None,
         };
-        let pieces: Vec<u32> = if c.gang || size <= gpn {
+        let pieces: Vec<u32> = if c.gang || size <= caps.gpn {
             vec![size]
         } else {
-            vec![gpn; (size / gpn) as usize]
+            vec![caps.gpn; (size / caps.gpn) as usize]
         };
         for g in pieces {
             if (jobs.len() as u64) >= a.jobs {

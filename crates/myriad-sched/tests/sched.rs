@@ -364,6 +364,34 @@ fn bad_values_name_the_field() {
         scenario_err("  arrivals: {jobs: 2147483648}\n"),
         "s.yaml: scheduling.arrivals.jobs: 2147483648 is more than the 10000000 a simulation takes (about 40 s and 4 GB for one policy at that)"
     );
+    // A class every job of which is larger than the cluster was shrunk to fit, silently.
+    assert_eq!(
+        scenario_err("  classes: [{name: a, size: {dist: fixed, value: 1e300}}]\n"),
+        "s.yaml: scheduling.classes[0].size: every job of this class needs at least 1e300 accelerators, but the largest region holds 1152"
+    );
+    assert_eq!(
+        scenario_err("  classes: [{name: a, constraint: domain, size: {dist: uniform, min: 100, max: 200}}]\n"),
+        "s.yaml: scheduling.classes[0].size: every job of this class needs at least 100 accelerators, but the largest scale-up domain holds 72"
+    );
+    // A distribution's tail past the cluster is clamped (documented), not refused.
+    assert_eq!(
+        scenario_err("  classes: [{name: a, size: {dist: lognormal, median: 64, sigma: 3}}]\n"),
+        "ok"
+    );
+    assert_eq!(
+        scenario_err("  classes: [{name: a, size: {dist: fixed, value: 1152}}]\n"),
+        "ok"
+    );
+    // Loads of 1e-300 spread arrivals over 1e300 times the span; below 0.1% the cluster
+    // is idle.
+    assert_eq!(
+        scenario_err("  loads: [0.5, 1e-300]\n"),
+        "s.yaml: scheduling.loads[1]: 1e-300 is less than 0.001 (0.1% of capacity), the least load a simulation takes"
+    );
+    assert_eq!(
+        scenario_err("  arrivals: {load: 1e-300}\n"),
+        "s.yaml: scheduling.arrivals.load: 1e-300 is less than 0.001 (0.1% of capacity), the least load a simulation takes"
+    );
     // `--policies ""` ran no policy and printed an empty table; a name twice ran it twice.
     let names = |n: &[&str]| {
         let n: Vec<String> = n.iter().map(|s| s.to_string()).collect();

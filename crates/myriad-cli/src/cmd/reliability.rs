@@ -79,10 +79,32 @@ fn pct(x: f64) -> String {
     format!("{:.2}%", 100.0 * x)
 }
 
+/// `x` with `d` decimals, or in scientific form where that would run past 12 digits or show
+/// a value that is not 0 as 0 (`sustained_tbps: 1e-300` made a 300-digit write time).
+fn fix(x: f64, d: usize) -> String {
+    let a = x.abs();
+    if x.is_finite() && x != 0.0 && (a >= 1e12 || a < 0.5 * 10f64.powi(-(d as i32))) {
+        format!("{x:.3e}")
+    } else {
+        format!("{x:.d$}")
+    }
+}
+
+/// A value given in the file, as short as it is exact, in scientific form past a million or
+/// under a thousandth.
+fn given(x: f64) -> String {
+    let a = x.abs();
+    if x.is_finite() && x != 0.0 && !(1e-3..1e6).contains(&a) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// Days to train: `never` when a replica (or a window's ETTR bound) kept no work.
 fn days(x: f64) -> String {
     if x.is_finite() {
-        format!("{x:.1}")
+        fix(x, 1)
     } else {
         "never".into()
     }
@@ -112,7 +134,7 @@ fn mtbf_cell(h: f64) -> String {
 /// An MTBF in a sentence: `3.08 h`, or `none` for a rate of 0 (no failures).
 fn mtbf_h(h: f64) -> String {
     if h.is_finite() {
-        format!("{h:.2} h")
+        format!("{} h", fix(h, 2))
     } else {
         "none".into()
     }
@@ -195,31 +217,32 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
     println!("{t}");
 
     println!(
-        "\ncheckpoint: {:.2} TB ({:.0} MB per accelerator), {} to {}; write {:.2} s at {} TB/s, restore {:.2} s at {} TB/s; stall {:.2} s per checkpoint",
-        ck.size_bytes / 1e12,
-        ck.bytes_per_accelerator / 1e6,
+        "\ncheckpoint: {} TB ({} MB per accelerator), {} to {}; write {} s at {} TB/s, restore {} s at {} TB/s; stall {} s per checkpoint",
+        fix(ck.size_bytes / 1e12, 2),
+        fix(ck.bytes_per_accelerator / 1e6, 0),
         ck.mode,
         ck.levels,
-        ck.write_s,
-        ck.sustained_tbps,
-        ck.restore_storage_s,
-        ck.peak_tbps,
-        r.policy.stall_s
+        fix(ck.write_s, 2),
+        given(ck.sustained_tbps),
+        fix(ck.restore_storage_s, 2),
+        given(ck.peak_tbps),
+        fix(r.policy.stall_s, 2)
     );
     println!(
-        "interval: {:.0} s used ({}) · simulated optimum {:.0} s · Young/Daly sqrt(2·δ·M) {:.0} s (δ {:.2} s, M {})",
-        r.interval_s,
+        "interval: {} s used ({}) · simulated optimum {} s · Young/Daly sqrt(2·δ·M) {} s (δ {} s, M {})",
+        fix(r.interval_s, 0),
         match ck.interval_s {
             Some(g) if g < r.interval_s => format!(
-                "given {g:.0} s; the next snapshot waits for the previous write, {:.0} s",
-                r.policy.lag_s
+                "given {} s; the next snapshot waits for the previous write, {} s",
+                fix(g, 0),
+                fix(r.policy.lag_s, 0)
             ),
             Some(_) => "given".into(),
             None => "auto: the simulated optimum".into(),
         },
-        r.optimal_checkpoint_interval_s,
-        r.young_daly_interval_s,
-        r.policy.stall_s,
+        fix(r.optimal_checkpoint_interval_s, 0),
+        fix(r.young_daly_interval_s, 0),
+        fix(r.policy.stall_s, 2),
         mtbf_h(j.mtbf_hours())
     );
     let mut t = Table::new();
@@ -243,14 +266,19 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
     ] {
         t.add_row(vec![
             Cell::new(name),
-            right(format!("{h:.1}")),
+            right(fix(h, 1)),
             right(pct(h / wall_h.max(1e-12))),
         ]);
     }
     println!("{t}");
     println!(
-        "lost work {:.0} s per interruption during training · {:.0} checkpoints · restart {:.0} s + restore {:.2} s after detect {:.0} s + diagnose {:.0} s",
-        m.lost_work_per_failure_s, m.checkpoints, j.restart_s, r.policy.restore_s, j.detect_s, j.diagnose_s
+        "lost work {} s per interruption during training · {} checkpoints · restart {} s + restore {} s after detect {} s + diagnose {} s",
+        fix(m.lost_work_per_failure_s, 0),
+        fix(m.checkpoints, 0),
+        fix(j.restart_s, 0),
+        fix(r.policy.restore_s, 2),
+        fix(j.detect_s, 0),
+        fix(j.diagnose_s, 0)
     );
     println!(
         "spares: {} per domain ({} accelerators), {} spare domains in the pool ({} accelerators), repair {:.0} h · {:.1} accelerators in repair on average · spare domains needed never to wait: {:.0} (median), {:.0} (p99)",
