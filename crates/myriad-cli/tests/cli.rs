@@ -1482,6 +1482,39 @@ serving:
         c["ttft_p90_s"].is_null() && c["tpot_p90_s"].is_null(),
         "{c}"
     );
+    // And it says that no candidate met the SLOs, which is closest and what it missed (the
+    // table's top row used to read as the pick, at 0 goodput).
+    assert!(out.contains("no candidate met the SLOs"), "{out}");
+    assert!(out.contains("over its SLO of 1.0 ms by"), "{out}");
+    assert_eq!(c["feasible"], false);
+    let n = &v["no_feasible_candidate"];
+    assert_eq!(n["closest"], c["description"], "{n}");
+    assert_eq!(n["shortfall"]["ttft_slo_s"], 1e-3, "{n}");
+    assert!(
+        n["shortfall"]["ttft_p90_over_s"].as_f64().unwrap() > 0.0,
+        "{n}"
+    );
+}
+
+/// A serving search where candidates met the SLOs says nothing of infeasibility: the
+/// best is feasible and `no_feasible_candidate` is null.
+#[test]
+fn serve_search_with_a_feasible_candidate_has_no_infeasibility_note() {
+    let (code, out, err) = myriad(&["serve", "examples/serve-llama3-70b-h100.yaml", "--search"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("no candidate met the SLOs"), "{out}");
+    let v = json(&[
+        "serve",
+        "examples/serve-llama3-70b-h100.yaml",
+        "--search",
+        "--json",
+    ]);
+    assert_eq!(v["candidates"][0]["feasible"], true);
+    assert!(
+        v["no_feasible_candidate"].is_null(),
+        "{}",
+        v["no_feasible_candidate"]
+    );
 }
 
 #[test]

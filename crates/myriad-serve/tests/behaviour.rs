@@ -2078,8 +2078,8 @@ serving:
 
 /// A scenario whose lengths come from a dataset is searched with those lengths: the same
 /// search over the dataset's samples and over fixed lengths at the dataset's means lands
-/// within a factor of two, every kept candidate's goodput is its rate × the samples' mean
-/// output per accelerator, and its TPOT is a real step. (The search once drew the
+/// within a factor of two, every kept candidate's goodput is its rate × about the samples'
+/// mean output per accelerator, and its TPOT is a real step. (The search once drew the
 /// scenario's unset `input`/`output` instead: one-token requests, zero goodput.)
 #[test]
 fn search_runs_a_dataset_scenario_on_its_samples() {
@@ -2113,7 +2113,8 @@ serving:
     assert!((0.5..2.0).contains(&ratio), "{a:?} vs {b:?}");
     for c in samples.iter().filter(|c| c.max_rate > 0.0) {
         let per_req = c.goodput_tokens_per_s_per_accelerator * c.accelerators as f64 / c.max_rate;
-        // Rate × mean output × attainment (at least 90%): the samples' mean, not 1 token.
+        // Rate × the SLO-met requests' tokens per request (at least 90% met): about the
+        // samples' mean, not 1 token.
         assert!(
             per_req > 0.85 * mo && per_req < 1.15 * mo,
             "{}: {per_req} tokens a request against the samples' {mo}",

@@ -50,8 +50,16 @@ pub fn run(
             cluster.accelerators,
             kv,
         );
+        // When no candidate met the SLOs, the closest and where it fell short.
+        let none = myriad_serve::search::no_feasible(&c);
         if json {
-            super::print_json(&serde_json::json!({ "candidates": c }))?;
+            super::print_json(&serde_json::json!({
+                "candidates": c,
+                "no_feasible_candidate": none.map(|x| serde_json::json!({
+                    "closest": x.description,
+                    "shortfall": x.shortfall,
+                })),
+            }))?;
             return Ok(());
         }
         println!(
@@ -84,6 +92,35 @@ pub fn run(
             ]);
         }
         println!("{t}");
+        if let Some(x) = none {
+            let ms = |s: f64| format!("{:.1} ms", s * 1e3);
+            let slo = |name: &str, p90: f64, slo: Option<f64>| match slo {
+                Some(l) if p90 > l => format!(
+                    "{name} p90 {} over its SLO of {} by {}",
+                    ms(p90),
+                    ms(l),
+                    ms(p90 - l)
+                ),
+                Some(l) => format!("{name} p90 {} within its SLO of {}", ms(p90), ms(l)),
+                None => format!("{name} p90 {} (no SLO)", ms(p90)),
+            };
+            println!(
+                "no candidate met the SLOs (≥{:.0}% of requests within both, none rejected)",
+                myriad_serve::search::ATTAINMENT * 100.0
+            );
+            match &x.shortfall {
+                Some(f) => println!(
+                    "  closest: {} at {:.3} req/s: {:.0}% within the SLOs, {} rejected; {}; {}",
+                    x.description,
+                    f.rate,
+                    f.slo_attainment * 100.0,
+                    f.rejected,
+                    slo("TTFT", f.ttft_p90_s, f.ttft_slo_s),
+                    slo("TPOT", f.tpot_p90_s, f.tpot_slo_s)
+                ),
+                None => println!("  closest: {}", x.description),
+            }
+        }
         return Ok(());
     }
     let rep = myriad_serve::run(&setup);
