@@ -707,7 +707,7 @@ fn least_block_recompute(model: &Transformer, plan: &Plan, cluster: &BuiltCluste
 }
 
 /// The least share of every chunk's layers whose activations must go to host memory for a
-/// plan without recompute to fit in HBM (HBM use falls as the share grows), if the host
+/// plan without recompute, or with selective recompute, to fit in HBM (HBM use falls as the share grows), if the host
 /// memory then holds them. Returns (step time, offloaded share).
 fn least_offload(model: &Transformer, plan: &Plan, cluster: &BuiltCluster) -> Option<(f64, f64)> {
     let layers = plan.chunk_layers(model.layers);
@@ -754,9 +754,12 @@ pub fn search(
             let per_seq = |t: f64| t / p.global_batch as f64;
             let layers = p.chunk_layers(model.layers) as f64;
             if !(e.fits && e.step_time_s.is_finite()) {
-                // Without recompute, activations may go to host memory instead (systems with
-                // a host memory link): the least offloaded share that fits, if any.
-                if p.recompute == Recompute::None
+                // Without recompute, or with selective recompute (Megatron-Core's
+                // fine-grained activation offloading combines the two), activations may go to
+                // host memory instead (systems with a host memory link): the least offloaded
+                // share that fits, if any. Full recompute keeps only layer inputs: block
+                // recompute covers it.
+                if matches!(p.recompute, Recompute::None | Recompute::Selective)
                     && cluster.scale_up.host_offload_gbps.is_some()
                     && fixed.offload_layers.is_none()
                 {

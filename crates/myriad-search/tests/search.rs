@@ -865,3 +865,61 @@ fn the_search_names_the_plan_fields_it_overrides() {
         None
     );
 }
+
+/// Selective recompute combines with activation offloading (Megatron-Core's fine-grained
+/// offloading): Llama 3 70B at 8K context with TP 1, no pipeline and micro-batch 2 on
+/// GB200 does not fit with any selective module set alone; with the least share of
+/// layers offloaded to the Grace memory it does, and beats full (block) recompute. The
+/// search used to offload only plans without recompute, so it offered full recompute.
+#[test]
+fn gb200_search_offloads_selective_recompute_plans_that_do_not_fit() {
+    let text = "format: myriad/1\ncluster: {accelerator: gb200, count: 72}\nmodel: {preset: llama3-70b, seq_len: 8192}\ntraining: {global_batch: 288, precision: fp8}\n";
+    let (m, c, f) = setup(text);
+    let space = Space {
+        tp: vec![1],
+        cp: vec![1],
+        pp: vec![1],
+        vpp: vec![1],
+        micro_batch: vec![2],
+        recompute: vec![
+            myriad_model::Recompute::Selective,
+            myriad_model::Recompute::Full,
+        ],
+        zero_stage: vec![3],
+        ..Space::full(&m)
+    };
+    let r = search(&m, &c, &f, &space, 10, &|_, _| {});
+    let best = &r.top[0];
+    assert!(best.estimate.fits);
+    assert_eq!(best.plan.recompute, myriad_model::Recompute::Selective);
+    let share = best.plan.offload_fraction;
+    assert!(share > 0.0 && share < 1.0, "{share}");
+    // It needs the offload: without it, and with one layer fewer, HBM overflows.
+    for less in [0.0, share - 1.0 / 80.0] {
+        let e = myriad_train::estimate(
+            &m,
+            &myriad_train::Plan {
+                offload_fraction: less,
+                ..best.plan.clone()
+            },
+            &c,
+        );
+        assert!(e.memory.total_gib > e.memory.capacity_gib, "{less}");
+    }
+    // Faster than the fastest full-recompute plan the search lists.
+    let full = r
+        .top
+        .iter()
+        .find(|t| t.plan.recompute == myriad_model::Recompute::Full)
+        .expect("a full-recompute plan fits");
+    assert!(best.estimate.step_time_s < full.estimate.step_time_s);
+    // And `train` runs it as the search estimated it.
+    let cat = myriad_catalog::catalog();
+    let s = myriad_scenario::parse_scenario("t.yaml", text, cat).unwrap();
+    let spec = myriad_scenario::TrainingSpec {
+        recompute_modules: Some(best.plan.recompute_modules.iter().collect()),
+        ..spec_of(s.training.as_ref().unwrap(), &m, &best.plan)
+    };
+    let (q, _) = myriad_train::plan::resolve(&spec, &m, &c, 72).unwrap();
+    assert_eq!(q, best.plan);
+}
