@@ -314,6 +314,31 @@ fn train_prints_memory_needed_and_capacity_at_the_same_precision() {
     }
 }
 
+/// The plan table's recompute labels are lowercase, in the scenario's own spelling: they
+/// mixed `Full2%`, `Selective(core_attn)` and `no-recompute`.
+#[test]
+fn search_recompute_labels_are_lowercase_in_the_scenarios_spelling() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-labels-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("labels.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\ncluster: {accelerator: gb200, count: 100008, scale_out: {fabric: roce-800g}}\nmodel: {preset: llama3-405b}\ntraining: {global_batch: 16668, precision: fp8}\n",
+    )
+    .unwrap();
+    let (code, out, err) = myriad(&["search", f.to_str().unwrap(), "--top", "5"]);
+    assert_eq!(code, 0, "{err}");
+    for label in [
+        " mb1 no-recompute ",
+        " mb1 full 2% ",
+        " mb1 selective(core_attn) ",
+        " mb1 selective(core_attn+layernorm) ",
+    ] {
+        assert!(out.contains(label), "{label}: {out}");
+    }
+    assert!(!out.contains("Full") && !out.contains("Selective"), "{out}");
+}
+
 /// No plan fitting is an answer, as `train`'s "fits: NO" and `plan`'s unmet constraints
 /// are: `search` exits 0 in both modes (text mode used to exit 2, `--json` 0 with
 /// `"best": null`).

@@ -28,19 +28,21 @@ pub(crate) fn plan_summary(p: &myriad_train::Plan) -> String {
             String::new()
         },
         p.micro_batch,
-        if p.recompute == myriad_model::Recompute::Full && p.recompute_fraction < 1.0 {
-            format!("Full{:.0}%", 100.0 * p.recompute_fraction)
-        } else if p.recompute == myriad_model::Recompute::Selective {
+        // Lowercase, in the scenario's own spelling (`recompute: full`, `selective`,
+        // `recompute_modules: [core_attn, ...]`).
+        match p.recompute {
+            myriad_model::Recompute::Full if p.recompute_fraction < 1.0 => {
+                // Block recompute: the share of every chunk's layers recomputed.
+                format!("full {:.0}%", 100.0 * p.recompute_fraction)
+            }
+            myriad_model::Recompute::Full => "full".to_string(),
             // The module set tells selective plans apart (core_attn alone is Megatron's).
-            format!(
-                "Selective({})",
+            myriad_model::Recompute::Selective => format!(
+                "selective({})",
                 p.recompute_modules.names().replace(", ", "+")
-            )
-        } else if p.recompute == myriad_model::Recompute::None {
+            ),
             // The scenario's `recompute: none`, not a missing value.
-            "no-recompute".to_string()
-        } else {
-            format!("{:?}", p.recompute)
+            myriad_model::Recompute::None => "no-recompute".to_string(),
         },
         if p.offload_fraction > 0.0 {
             format!(
