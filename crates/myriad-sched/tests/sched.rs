@@ -1336,6 +1336,8 @@ fn data_staging_is_not_scaled_by_the_placements_speed() {
     let a = Job::new(0, 0.0, 10_000.0, 16);
     let mut c = Job::new(1, 0.5, 10_000.0, 16);
     c.class = 1;
+    // Its data too large to move (80,000 s): it queues at home.
+    c.data_gb = 1_000_000.0;
     let mut b = Job::new(2, 1.0, 1000.0, 8);
     b.class = 2;
     b.comm_share = 0.5;
@@ -1572,6 +1574,9 @@ fn cross_region_routes_only_to_regions_that_can_hold_the_job() {
     let busy = Job::new(0, 0.0, 1000.0, 16);
     let mut queued = Job::new(1, 0.5, 1000.0, 16);
     queued.class = 1;
+    // Its data too large to move (8,000 s): with the busy job counted in home's wait it
+    // would otherwise move away.
+    queued.data_gb = 100_000.0;
     let mut typed = Job::new(2, 1.0, 100.0, 8);
     typed.class = 2;
     typed.gpu_types = 1 << 0; // h100 only
@@ -1666,4 +1671,40 @@ fn job_sizes_are_capped_by_the_largest_region() {
     let w = workload::generate(&tail, &t, 1);
     let biggest = w.jobs.iter().map(|j| j.gpus).max().unwrap();
     assert_eq!(biggest, 64);
+}
+
+/// Cross-region routing counts the running jobs, not only the queue: region 0 is full with a
+/// 10-hour job and has an empty queue, region 1 is idle. A job homed in region 0 arriving
+/// then looked at a zero wait at home (no queued work), stayed and waited 10 hours; now its
+/// home's wait is the running job's remaining 10 hours, so it moves and starts at once.
+#[test]
+fn cross_region_counts_a_full_regions_running_jobs() {
+    let t = Topology::uniform(
+        &["home".to_string(), "idle".to_string()],
+        2,
+        2,
+        1,
+        8,
+        "h100",
+    );
+    let long = Job::new(0, 0.0, 36_000.0, 16);
+    let mut new = Job::new(1, 10.0, 3600.0, 8);
+    new.class = 1;
+    new.data_gb = 100.0;
+    let w = Workload {
+        jobs: vec![long, new],
+        classes: vec!["long".into(), "new".into()],
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("cross-region").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!((r.completed, r.rejected), (2, 0));
+    // The long job stays home (it arrived to an idle cluster); the new one moves.
+    assert_eq!(r.moved_jobs, 1);
+    assert_eq!(r.classes[0].wait_s.mean, 0.0);
+    assert_eq!(r.classes[1].wait_s.mean, 0.0, "{:?}", r.classes[1]);
 }
