@@ -662,10 +662,6 @@ impl Sim<'_> {
         if self.p.cross_region && self.t.regions() > 1 {
             let transfer = job.data_gb * 8.0 / self.o.inter_region_gbps.max(1e-9)
                 + self.o.inter_region_latency_s;
-            let cost = |x: usize, s: &Sim| {
-                s.queued_gpu_s[x] / s.region_gpus[x].max(1) as f64
-                    + if x == home { 0.0 } else { transfer }
-            };
             // Only regions that could ever hold the job (home first, when it can): a job
             // routed to one it does not fit in would be rejected although its home runs it.
             let fits = |x: usize, s: &Sim| {
@@ -673,13 +669,14 @@ impl Sim<'_> {
                     .find(s.t, &s.jobs[j], s.p.placement, x, None)
                     .is_some()
             };
-            let mut best = fits(home, self).then_some(home);
-            for x in 0..self.t.regions() {
-                if best.is_none_or(|b| cost(x, self) < cost(b, self)) && fits(x, self) {
-                    best = Some(x);
+            let mut best: Option<(usize, f64)> = None;
+            for x in std::iter::once(home).chain((0..self.t.regions()).filter(|&x| x != home)) {
+                let cost = self.expected_wait(j, x) + if x == home { 0.0 } else { transfer };
+                if best.is_none_or(|(_, b)| cost < b) && fits(x, self) {
+                    best = Some((x, cost));
                 }
             }
-            r = best.unwrap_or(home);
+            r = best.map_or(home, |b| b.0);
             if r != home {
                 self.moved += 1;
                 self.moved_gb += job.data_gb;
@@ -772,6 +769,47 @@ impl Sim<'_> {
             self.reasons.push((sh, r, why));
         }
         why
+    }
+
+    /// Seconds job `j` would expect to wait in region `r`, for cross-region routing: until
+    /// the running jobs, released in planned-end order, leave enough free accelerators for
+    /// it (0 if there are now; infinite if only service replicas, which never end, would),
+    /// plus the region's queued work over its accelerators. (Counting the queue alone made
+    /// a full region with an empty queue look idle.) Counts, not places: fragmentation and
+    /// constraints are not looked at.
+    fn expected_wait(&self, j: usize, r: usize) -> f64 {
+        let job = &self.jobs[j];
+        let queued = self.queued_gpu_s[r] / self.region_gpus[r].max(1) as f64;
+        // Whole free GPUs for whole-GPU jobs (a sharing job's release frees no whole GPU
+        // for certain), free milli-GPU for a sharing job.
+        let whole = job.milli == 1000;
+        let (need, mut free) = if whole {
+            (u64::from(job.gpus), self.state.reg_free_full[r])
+        } else {
+            (
+                job.milli_total(),
+                (self.region_gpus[r] * 1000).saturating_sub(self.state.reg_used_milli[r]),
+            )
+        };
+        if free >= need {
+            return queued;
+        }
+        for &(eb, k) in &self.running[r] {
+            let end = f64::from_bits(eb);
+            if !end.is_finite() {
+                break;
+            }
+            let rk = &self.jobs[k as usize];
+            free += match (whole, rk.milli == 1000) {
+                (true, true) => u64::from(rk.gpus),
+                (true, false) => 0,
+                (false, _) => rk.milli_total(),
+            };
+            if free >= need {
+                return (end - self.now).max(0.0) + queued;
+            }
+        }
+        f64::INFINITY
     }
 
     /// GPU-seconds job `j` adds to its region's expected-wait estimate while queued (0 for

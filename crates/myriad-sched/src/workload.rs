@@ -92,7 +92,9 @@ fn default_classes() -> Vec<myriad_scenario::scheduling::ClassSpec> {
     s.classes
 }
 
-/// The largest job sizes topology `t` can hold: per region, scale-up domain and pod.
+/// The largest job sizes topology `t` can hold: per region, scale-up domain and pod (the
+/// largest of each: regions may differ in size, and a job too large for its home region runs
+/// in one that holds it under cross-region routing, rejected `too-large` elsewhere).
 struct Caps {
     gpn: u32,
     region_max: u32,
@@ -105,7 +107,7 @@ impl Caps {
         let gpn = t.uniform_gpus.unwrap_or(1).max(1) as u32;
         let region_max = (0..t.regions())
             .map(|r| t.region_gpus(r))
-            .min()
+            .max()
             .unwrap_or(0)
             .min(u64::from(u32::MAX)) as u32;
         let domain_gpus = t.max_nodes_per_domain.saturating_mul(gpn);

@@ -1336,6 +1336,8 @@ fn data_staging_is_not_scaled_by_the_placements_speed() {
     let a = Job::new(0, 0.0, 10_000.0, 16);
     let mut c = Job::new(1, 0.5, 10_000.0, 16);
     c.class = 1;
+    // Its data too large to move (80,000 s): it queues at home.
+    c.data_gb = 1_000_000.0;
     let mut b = Job::new(2, 1.0, 1000.0, 8);
     b.class = 2;
     b.comm_share = 0.5;
@@ -1572,6 +1574,9 @@ fn cross_region_routes_only_to_regions_that_can_hold_the_job() {
     let busy = Job::new(0, 0.0, 1000.0, 16);
     let mut queued = Job::new(1, 0.5, 1000.0, 16);
     queued.class = 1;
+    // Its data too large to move (8,000 s): with the busy job counted in home's wait it
+    // would otherwise move away.
+    queued.data_gb = 100_000.0;
     let mut typed = Job::new(2, 1.0, 100.0, 8);
     typed.class = 2;
     typed.gpu_types = 1 << 0; // h100 only
@@ -1590,4 +1595,116 @@ fn cross_region_routes_only_to_regions_that_can_hold_the_job() {
     // EASY backfill: the queued 16-GPU job holds the reservation at 1,000 s; the typed job
     // (100 s) cannot end by then on GPUs the reservation does not hold, so it runs after.
     assert!(r.classes[2].wait_s.mean >= 999.0, "{:?}", r.classes[2]);
+}
+
+/// Two regions of different sizes, built by hand (scenarios split `cluster.sites` evenly;
+/// library callers can build any): region 0 has `small` nodes of 8 GPUs, region 1 `large`,
+/// each node its own scale-up domain, each region one pod.
+fn uneven_regions(small: u32, large: u32) -> Topology {
+    let n = small + large;
+    let node = myriad_sched::Node {
+        gpus: 8,
+        gpu_type: 0,
+        cpu_milli: u32::MAX,
+        memory_mib: u32::MAX,
+    };
+    Topology {
+        nodes: vec![node; n as usize],
+        node_domain: (0..n).collect(),
+        domain_first_node: (0..=n).collect(),
+        domain_pod: (0..n).map(|d| u32::from(d >= small)).collect(),
+        pod_first_domain: vec![0, small, n],
+        pod_region: vec![0, 1],
+        region_first_pod: vec![0, 1, 2],
+        region_names: vec!["small".into(), "large".into()],
+        gpu_types: vec!["h100".into()],
+        uniform_gpus: Some(8),
+        max_nodes_per_domain: 1,
+        gbps: [1.0; 3],
+        utc_offset_s: vec![],
+    }
+}
+
+/// Job sizes are capped by the largest region, not the smallest: with regions of 16 and 64
+/// GPUs a class of 32-GPU jobs was refused ("the largest region holds 16") and a
+/// distribution's draws were clamped to 16, although region 1 runs them. Now the class is
+/// accepted, draws reach 64, and cross-region routing runs every job (those homed in the
+/// small region move to the large one); staying home rejects them `too-large`.
+#[test]
+fn job_sizes_are_capped_by_the_largest_region() {
+    let t = uneven_regions(2, 8);
+    assert_eq!((t.region_gpus(0), t.region_gpus(1)), (16, 64));
+    let fixed: SchedulingSpec = serde_json::from_value(serde_json::json!({
+        "arrivals": {"jobs": 20, "rate_per_hour": 1},
+        "classes": [{"name": "big", "size": {"dist": "fixed", "value": 32},
+                     "duration_h": {"dist": "fixed", "value": 0.5}}]
+    }))
+    .unwrap();
+    assert_eq!(workload::check_sizes(&fixed, &t), Ok(()));
+    let w = workload::generate(&fixed, &t, 1);
+    assert!(w.jobs.iter().all(|j| j.gpus == 32));
+    let homed_small = w.jobs.iter().filter(|j| j.region == 0).count() as u64;
+    assert!(homed_small > 0);
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let cross = simulate(&t, &w, &preset("cross-region").unwrap(), &o);
+    assert!(cross.violations.is_empty(), "{:?}", cross.violations);
+    assert_eq!((cross.completed, cross.rejected), (20, 0));
+    assert_eq!(cross.moved_jobs, homed_small);
+    let home = simulate(&t, &w, &preset("topology").unwrap(), &o);
+    assert_eq!(home.rejected, homed_small);
+    // A still larger class names the largest region's size.
+    let huge: SchedulingSpec = serde_json::from_value(serde_json::json!({
+        "classes": [{"name": "huge", "size": {"dist": "fixed", "value": 72}}]
+    }))
+    .unwrap();
+    let e = workload::check_sizes(&huge, &t).unwrap_err();
+    assert!(e.1.contains("the largest region holds 64"), "{e:?}");
+    // A distribution's tail is clamped to 64, not 16.
+    let tail: SchedulingSpec = serde_json::from_value(serde_json::json!({
+        "arrivals": {"jobs": 200, "rate_per_hour": 1},
+        "classes": [{"name": "tail", "size": {"dist": "uniform", "min": 1, "max": 200}}]
+    }))
+    .unwrap();
+    let w = workload::generate(&tail, &t, 1);
+    let biggest = w.jobs.iter().map(|j| j.gpus).max().unwrap();
+    assert_eq!(biggest, 64);
+}
+
+/// Cross-region routing counts the running jobs, not only the queue: region 0 is full with a
+/// 10-hour job and has an empty queue, region 1 is idle. A job homed in region 0 arriving
+/// then looked at a zero wait at home (no queued work), stayed and waited 10 hours; now its
+/// home's wait is the running job's remaining 10 hours, so it moves and starts at once.
+#[test]
+fn cross_region_counts_a_full_regions_running_jobs() {
+    let t = Topology::uniform(
+        &["home".to_string(), "idle".to_string()],
+        2,
+        2,
+        1,
+        8,
+        "h100",
+    );
+    let long = Job::new(0, 0.0, 36_000.0, 16);
+    let mut new = Job::new(1, 10.0, 3600.0, 8);
+    new.class = 1;
+    new.data_gb = 100.0;
+    let w = Workload {
+        jobs: vec![long, new],
+        classes: vec!["long".into(), "new".into()],
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&t, &w, &preset("cross-region").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!((r.completed, r.rejected), (2, 0));
+    // The long job stays home (it arrived to an idle cluster); the new one moves.
+    assert_eq!(r.moved_jobs, 1);
+    assert_eq!(r.classes[0].wait_s.mean, 0.0);
+    assert_eq!(r.classes[1].wait_s.mean, 0.0, "{:?}", r.classes[1]);
 }
