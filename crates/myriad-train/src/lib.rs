@@ -212,9 +212,11 @@ pub fn train_choosing(
             } else {
                 vec![base_recompute_fraction]
             };
-            // Without recompute, activations may go to host memory instead (systems with a
-            // host memory link): every share of a chunk's layers is a candidate.
-            let offloads: Vec<f64> = if r == Recompute::None
+            // Without recompute or beside selective recompute (Megatron-Core offloads the
+            // activations selective recompute keeps), activations may go to host memory
+            // (systems with a host memory link): every share of a chunk's layers is a
+            // candidate, as the search tries them.
+            let offloads: Vec<f64> = if matches!(r, Recompute::None | Recompute::Selective)
                 && !recomputes.is_empty()
                 && spec.offload_layers.is_none()
                 && cluster.scale_up.host_offload_gbps.is_some()

@@ -2148,3 +2148,50 @@ fn tied_embedding_gradients_are_all_reduced_between_the_pipeline_ends() {
     let (_, _, seen) = run("{tp: 8, pp: 8, dp: 16, global_batch: 512, micro_batch: 1, recompute: full, pipeline_schedule: dualpipe}");
     assert!(seen.is_empty(), "{seen:?}");
 }
+
+/// When recompute is not given, activation offloading (a system with a host memory link) is
+/// tried beside selective recompute too, as the search tries it and Megatron-Core offloads
+/// what selective recompute keeps: Llama 3 70B at 8K, micro-batch 4, TP 1 on 72 GB200 does
+/// not fit without recompute even offloading every layer, and its fastest fitting plan is
+/// selective recompute with part of the layers offloaded (9.59 s), faster than the block
+/// full recompute the choice fell back to (offload was tried only without recompute).
+#[test]
+fn unstated_recompute_tries_offloading_beside_selective_recompute() {
+    let cat = myriad_catalog::catalog();
+    let scenario = |extra: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: gb200, count: 72}}\nmodel: {{preset: llama3-70b, seq_len: 8192}}\ntraining: {{global_batch: 288, precision: fp8, tp: 1, pp: 1, dp: 72, micro_batch: 4, zero_stage: 3{extra}}}\n"
+        );
+        parse_scenario("t.yaml", &text, cat).unwrap()
+    };
+    let s = scenario("");
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    let run = |extra: &str| {
+        myriad_train::train(scenario(extra).training.as_ref().unwrap(), &m, &c, 72).unwrap()
+    };
+    let chosen = run("");
+    assert!(chosen.estimate.fits);
+    assert_eq!(chosen.plan.recompute, myriad_model::Recompute::Selective);
+    let share = chosen.plan.offload_fraction;
+    assert!(share > 0.0 && share < 1.0, "{share}");
+    // Faster than every full-recompute choice (block recompute picked where unstated).
+    let full = run(", recompute: full");
+    assert!(full.estimate.fits);
+    assert!(
+        chosen.estimate.step_time_s < full.estimate.step_time_s,
+        "{} against {}",
+        chosen.estimate.step_time_s,
+        full.estimate.step_time_s
+    );
+    // The offload is needed: the same selective plan without it overflows HBM.
+    let bare = myriad_train::estimate(
+        &m,
+        &myriad_train::Plan {
+            offload_fraction: 0.0,
+            ..chosen.plan.clone()
+        },
+        &c,
+    );
+    assert!(!bare.fits, "{} GiB", bare.memory.total_gib);
+}
