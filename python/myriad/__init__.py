@@ -7,7 +7,7 @@ plain Python ``dict``/``list``/``float`` values. Sweeps return pandas DataFrames
 >>> import myriad
 >>> t = myriad.train("examples/dgx-superpod-h100.yaml")          # doctest: +SKIP
 >>> round(t["step_time_s"], 2), t["fits"]                         # doctest: +SKIP
-(8.93, True)
+(8.94, True)
 >>> s = {"format": "myriad/1", "cluster": {"accelerator": "h100-sxm", "count": 1024}}
 >>> myriad.cluster(s)["switches_total"]                           # doctest: +SKIP
 48
