@@ -1438,8 +1438,9 @@ fn cluster_text_prints_numbers_past_u64_as_json_does() {
     .unwrap();
     let (code, out, err) = myriad(&["cluster", f.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
+    // (From 1e12 up in scientific form: a rate at its limit once printed hundreds of digits.)
     assert!(
-        out.contains("DCI 100,000,000,000,000,000,000 Gb/s per site, 100,000 us one way"),
+        out.contains("DCI 1.000e20 Gb/s per site, 100,000 us one way"),
         "{out}"
     );
     let v = json(&["cluster", f.to_str().unwrap(), "--json"]);
@@ -1735,4 +1736,57 @@ fn a_partial_last_island_is_reported_as_it_is() {
         "4 x 256 accelerators at full bisection, 4:1 above"
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Absurd but accepted inputs (`tokens: 1e300`, a price per kWh of 1e12 or 1e-300) once
+/// printed hundreds of digits (`{:.2}` of 1e300, `{}` of 1e-300): every line stays short and
+/// no number runs past 21 digits.
+#[test]
+fn absurd_values_print_in_scientific_form_not_hundreds_of_digits() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-absurd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = |price: &str, tokens: &str| {
+        format!(
+            "format: myriad/1\nname: absurd\ncluster:\n  accelerator: h100-sxm\n  count: 1024\n  datacenter: {{pue: 1.2, usd_per_kwh: {price}}}\n  scale_out: {{fabric: infiniband-ndr}}\nmodel:\n  preset: llama3-8b\ntraining:\n  global_batch: 1024\n  precision: bf16\n  tokens: {tokens}\nplanning:\n  accelerators: [h100-sxm]\n  counts: [64]\n"
+        )
+    };
+    let cases = [
+        (
+            "huge.yaml",
+            scenario("1.0e12", "1.0e300"),
+            &["train", "cluster", "plan"][..],
+        ),
+        (
+            "tiny.yaml",
+            scenario("1.0e-300", "1.0e7"),
+            &["train", "cluster"][..],
+        ),
+    ];
+    for (name, text, commands) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let file = path.to_str().unwrap();
+        for cmd in commands {
+            let (code, out, err) = myriad(&[cmd, file]);
+            assert_eq!(code, 0, "{cmd} {name}: {err}");
+            for line in out.lines() {
+                assert!(
+                    line.chars().count() <= 300,
+                    "{cmd} {name}: a line of {} characters: {line:.200}",
+                    line.chars().count()
+                );
+                // Digits in each run of digits, separators and decimal points.
+                let longest = line
+                    .split(|c: char| !(c.is_ascii_digit() || c == ',' || c == '.'))
+                    .map(|w| w.chars().filter(|c| c.is_ascii_digit()).count())
+                    .max()
+                    .unwrap_or(0);
+                assert!(
+                    longest <= 21,
+                    "{cmd} {name}: a {longest}-digit number: {line:.200}"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
