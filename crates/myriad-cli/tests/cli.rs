@@ -1790,3 +1790,22 @@ fn absurd_values_print_in_scientific_form_not_hundreds_of_digits() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A token budget below one sequence is an error naming the budget as given: `tokens:
+/// 1e-300` once printed 300 zeros.
+#[test]
+fn a_tiny_token_budget_is_named_in_scientific_form() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-tiny-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("tiny.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\nname: t\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 64, tokens: 1.0e-300}\n",
+    )
+    .unwrap();
+    let (code, _, err) = myriad(&["train", f.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("training.tokens: 1e-300 tokens"), "{err}");
+    assert!(err.len() < 400, "{} characters: {err:.300}", err.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
