@@ -1809,3 +1809,28 @@ fn a_tiny_token_budget_is_named_in_scientific_form() {
     assert!(err.len() < 400, "{} characters: {err:.300}", err.len());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A job of 1e300 s (accepted) made sched's makespan, waits and JCTs 296-digit hours: they
+/// print in scientific form.
+#[test]
+fn sched_hours_past_1e12_print_in_scientific_form() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-longjob-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("t.csv"),
+        "arrival_s,duration_s,accelerators,class,kind,priority,constraint\n0,1e300,1024,whole,training,0,\n60,3600,512,half,training,0,pod\n",
+    )
+    .unwrap();
+    let f = dir.join("s.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\nname: t\ncluster: {accelerator: h100-sxm, count: 1024, scale_out: {fabric: infiniband-ndr}}\nscheduling:\n  trace: {csv: t.csv}\n  pod: 512\n  policies: [{name: fifo}]\n",
+    )
+    .unwrap();
+    let (code, out, err) = myriad(&["sched", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let row = out.lines().find(|l| l.contains("makespan")).unwrap();
+    assert!(row.contains("2.778e296 h"), "{row:.300}");
+    assert!(out.lines().all(|l| l.len() <= 300), "{out:.2000}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
