@@ -1463,8 +1463,9 @@ fn cluster_text_prints_numbers_past_u64_as_json_does() {
     .unwrap();
     let (code, out, err) = myriad(&["cluster", f.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
+    // (From 1e12 up in scientific form: a rate at its limit once printed hundreds of digits.)
     assert!(
-        out.contains("DCI 100,000,000,000,000,000,000 Gb/s per site, 100,000 us one way"),
+        out.contains("DCI 1.000e20 Gb/s per site, 100,000 us one way"),
         "{out}"
     );
     let v = json(&["cluster", f.to_str().unwrap(), "--json"]);
@@ -1760,4 +1761,101 @@ fn a_partial_last_island_is_reported_as_it_is() {
         "4 x 256 accelerators at full bisection, 4:1 above"
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Absurd but accepted inputs (`tokens: 1e300`, a price per kWh of 1e12 or 1e-300) once
+/// printed hundreds of digits (`{:.2}` of 1e300, `{}` of 1e-300): every line stays short and
+/// no number runs past 21 digits.
+#[test]
+fn absurd_values_print_in_scientific_form_not_hundreds_of_digits() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-absurd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = |price: &str, tokens: &str| {
+        format!(
+            "format: myriad/1\nname: absurd\ncluster:\n  accelerator: h100-sxm\n  count: 1024\n  datacenter: {{pue: 1.2, usd_per_kwh: {price}}}\n  scale_out: {{fabric: infiniband-ndr}}\nmodel:\n  preset: llama3-8b\ntraining:\n  global_batch: 1024\n  precision: bf16\n  tokens: {tokens}\nplanning:\n  accelerators: [h100-sxm]\n  counts: [64]\n"
+        )
+    };
+    let cases = [
+        (
+            "huge.yaml",
+            scenario("1.0e12", "1.0e300"),
+            &["train", "cluster", "plan"][..],
+        ),
+        (
+            "tiny.yaml",
+            scenario("1.0e-300", "1.0e7"),
+            &["train", "cluster"][..],
+        ),
+    ];
+    for (name, text, commands) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let file = path.to_str().unwrap();
+        for cmd in commands {
+            let (code, out, err) = myriad(&[cmd, file]);
+            assert_eq!(code, 0, "{cmd} {name}: {err}");
+            for line in out.lines() {
+                assert!(
+                    line.chars().count() <= 300,
+                    "{cmd} {name}: a line of {} characters: {line:.200}",
+                    line.chars().count()
+                );
+                // Digits in each run of digits, separators and decimal points.
+                let longest = line
+                    .split(|c: char| !(c.is_ascii_digit() || c == ',' || c == '.'))
+                    .map(|w| w.chars().filter(|c| c.is_ascii_digit()).count())
+                    .max()
+                    .unwrap_or(0);
+                assert!(
+                    longest <= 21,
+                    "{cmd} {name}: a {longest}-digit number: {line:.200}"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A token budget below one sequence is an error naming the budget as given: `tokens:
+/// 1e-300` once printed 300 zeros.
+#[test]
+fn a_tiny_token_budget_is_named_in_scientific_form() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-tiny-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("tiny.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\nname: t\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 64, tokens: 1.0e-300}\n",
+    )
+    .unwrap();
+    let (code, _, err) = myriad(&["train", f.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("training.tokens: 1e-300 tokens"), "{err}");
+    assert!(err.len() < 400, "{} characters: {err:.300}", err.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A job of 1e300 s (accepted) made sched's makespan, waits and JCTs 296-digit hours: they
+/// print in scientific form.
+#[test]
+fn sched_hours_past_1e12_print_in_scientific_form() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-longjob-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("t.csv"),
+        "arrival_s,duration_s,accelerators,class,kind,priority,constraint\n0,1e300,1024,whole,training,0,\n60,3600,512,half,training,0,pod\n",
+    )
+    .unwrap();
+    let f = dir.join("s.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\nname: t\ncluster: {accelerator: h100-sxm, count: 1024, scale_out: {fabric: infiniband-ndr}}\nscheduling:\n  trace: {csv: t.csv}\n  pod: 512\n  policies: [{name: fifo}]\n",
+    )
+    .unwrap();
+    let (code, out, err) = myriad(&["sched", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let row = out.lines().find(|l| l.contains("makespan")).unwrap();
+    assert!(row.contains("2.778e296 h"), "{row:.300}");
+    assert!(out.lines().all(|l| l.len() <= 300), "{out:.2000}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -24,6 +24,7 @@
 //! which the browser test reads.
 
 pub mod charts;
+pub mod num;
 
 use charts::{Block, Layer, Point, Series};
 use serde_json::Value;

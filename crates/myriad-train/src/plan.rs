@@ -526,6 +526,13 @@ pub fn check_token_budget(
         return Ok(());
     }
     let most = (tokens / seq_len as f64).floor();
+    // A budget as given, in scientific form where `{}` would print past 21 digits
+    // (`tokens: 1e-300` made 300 zeros).
+    let tokens = if tokens == 0.0 || (1e-3..1e21).contains(&tokens.abs()) {
+        format!("{tokens}")
+    } else {
+        format!("{tokens:e}")
+    };
     Err(bad(
         "global_batch",
         format!(

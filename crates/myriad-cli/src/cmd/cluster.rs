@@ -4,6 +4,7 @@ use std::path::Path;
 
 use comfy_table::{presets, CellAlignment, Table};
 use myriad_cluster::ClusterReport;
+use myriad_report::num::given;
 
 pub fn run(path: &Path, json: bool, report: Option<&Path>) -> Result<(), String> {
     let s = super::load_scenario(path)?;
@@ -41,7 +42,12 @@ fn digits(s: &str) -> String {
 }
 
 /// A float with `d` decimals and thousands separators.
+/// From 1e12 up in scientific form (`{:.3e}`): a `count` or price at its limit made
+/// hundreds of digits.
 fn num(x: f64, d: usize) -> String {
+    if x.is_finite() && x.abs() >= 1e12 {
+        return myriad_report::num::fixed(x, d);
+    }
     let neg = x < 0.0;
     let s = format!("{:.*}", d, x.abs());
     let (i, f) = s.split_once('.').unwrap_or((&s, ""));
@@ -310,7 +316,7 @@ fn render(r: &ClusterReport) -> String {
     ]);
     t.add_row(vec![
         "facility power".to_string(),
-        format!("{} MW (PUE {})", num(p.facility_mw, 2), p.pue),
+        format!("{} MW (PUE {})", num(p.facility_mw, 2), given(p.pue)),
     ]);
     t.add_row(vec![
         "energy per year".to_string(),
@@ -318,7 +324,7 @@ fn render(r: &ClusterReport) -> String {
             "{} MWh, {} USD at {} USD/kWh",
             num(p.energy_mwh_per_year, 0),
             usd(p.energy_cost_usd_per_year),
-            p.usd_per_kwh
+            given(p.usd_per_kwh)
         ),
     ]);
     t.add_row(vec!["capex: servers".to_string(), usd(c.servers_usd)]);

@@ -2,6 +2,7 @@
 use std::path::Path;
 
 use comfy_table::{Cell, CellAlignment, Table};
+use myriad_report::num::fixed;
 
 pub fn run(path: &Path, json: bool, report: Option<&Path>) -> Result<(), String> {
     let s = super::load_scenario(path)?;
@@ -49,11 +50,11 @@ pub fn run(path: &Path, json: bool, report: Option<&Path>) -> Result<(), String>
                 .as_ref()
                 .map(|b| format!("{:.1}%", 100.0 * b.estimate.mfu))
                 .unwrap_or("-".into())),
-            rr(c.days.map(|d| format!("{d:.1}")).unwrap_or("-".into())),
-            rr(format!("{:.1}", c.capex_usd / 1e6)),
-            rr(format!("{:.1}", c.facility_power_mw)),
+            rr(c.days.map(|d| fixed(d, 1)).unwrap_or("-".into())),
+            rr(fixed(c.capex_usd / 1e6, 1)),
+            rr(fixed(c.facility_power_mw, 1)),
             rr(c.energy_cost_usd
-                .map(|e| format!("{:.2}", e / 1e6))
+                .map(|e| fixed(e / 1e6, 2))
                 .unwrap_or("-".into())),
             Cell::new(if c.pareto { "yes" } else { "" }),
             Cell::new(if c.violations.is_empty() {
@@ -76,9 +77,14 @@ pub fn run(path: &Path, json: bool, report: Option<&Path>) -> Result<(), String>
         (Some(i), Some(rep)) => {
             let c = &r.candidates[i];
             println!(
-                "\nchosen: {} × {} ({} / {}), {:.1} days, capex {:.1} M USD, {:.1} MW at the facility",
-                c.accelerators, c.accelerator, c.scale_up, c.fabric,
-                c.days.unwrap_or(f64::NAN), c.capex_usd / 1e6, c.facility_power_mw
+                "\nchosen: {} × {} ({} / {}), {} days, capex {} M USD, {} MW at the facility",
+                c.accelerators,
+                c.accelerator,
+                c.scale_up,
+                c.fabric,
+                fixed(c.days.unwrap_or(f64::NAN), 1),
+                fixed(c.capex_usd / 1e6, 1),
+                fixed(c.facility_power_mw, 1)
             );
             let mut b = Table::new();
             b.set_header(vec!["bill of materials", "count"]);

@@ -79,27 +79,7 @@ fn pct(x: f64) -> String {
     format!("{:.2}%", 100.0 * x)
 }
 
-/// `x` with `d` decimals, or in scientific form where that would run past 12 digits or show
-/// a value that is not 0 as 0 (`sustained_tbps: 1e-300` made a 300-digit write time).
-fn fix(x: f64, d: usize) -> String {
-    let a = x.abs();
-    if x.is_finite() && x != 0.0 && (a >= 1e12 || a < 0.5 * 10f64.powi(-(d as i32))) {
-        format!("{x:.3e}")
-    } else {
-        format!("{x:.d$}")
-    }
-}
-
-/// A value given in the file, as short as it is exact, in scientific form past a million or
-/// under a thousandth.
-fn given(x: f64) -> String {
-    let a = x.abs();
-    if x.is_finite() && x != 0.0 && !(1e-3..1e6).contains(&a) {
-        format!("{x:e}")
-    } else {
-        format!("{x}")
-    }
-}
+use myriad_report::num::{fix, given};
 
 /// Days to train: `never` when a replica (or a window's ETTR bound) kept no work.
 fn days(x: f64) -> String {

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use comfy_table::{Cell, CellAlignment, Table};
+use myriad_report::num::fixed;
 use myriad_sched::openb::LoadPoint;
 use myriad_sched::setup::Setup;
 use myriad_sched::Report;
@@ -63,11 +64,13 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
+/// Minutes under an hour, else hours; past 1e12 h (job durations at their limit) in
+/// scientific form.
 fn hours(s: f64) -> String {
     if s < 3600.0 {
-        format!("{:.1} min", s / 60.0)
+        format!("{} min", fixed(s / 60.0, 1))
     } else {
-        format!("{:.2} h", s / 3600.0)
+        format!("{} h", fixed(s / 3600.0, 2))
     }
 }
 
@@ -182,12 +185,12 @@ fn print_text(s: &Setup, reports: &[Report], sweeps: &[(String, Vec<LoadPoint>)]
     row("preemptions", &|r| r.preemptions.to_string());
     if reports.iter().any(|r| r.failures > 0) {
         row("failures / GPU-hours lost", &|r| {
-            format!("{} / {:.0}", r.failures, r.lost_gpu_hours)
+            format!("{} / {}", r.failures, fixed(r.lost_gpu_hours, 0))
         });
     }
     if t.regions() > 1 {
         row("jobs moved / GB staged", &|r| {
-            format!("{} / {:.0}", r.moved_jobs, r.moved_gb)
+            format!("{} / {}", r.moved_jobs, fixed(r.moved_gb, 0))
         });
     }
     let nsvc = reports.first().map_or(0, |r| r.services.len());

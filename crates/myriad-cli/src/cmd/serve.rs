@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use comfy_table::{Cell, CellAlignment, Table};
+use myriad_report::num::{fixed, given};
 
 fn right(s: String) -> Cell {
     Cell::new(s).set_alignment(CellAlignment::Right)
@@ -85,8 +86,8 @@ pub fn run(
                 right(format!("{}", i + 1)),
                 Cell::new(&x.description),
                 right(format!("{}", x.accelerators)),
-                right(format!("{:.2}", x.max_rate)),
-                right(format!("{:.0}", x.goodput_tokens_per_s_per_accelerator)),
+                right(fixed(x.max_rate, 2)),
+                right(fixed(x.goodput_tokens_per_s_per_accelerator, 0)),
                 right(ms(x.ttft_p90_s)),
                 right(ms(x.tpot_p90_s)),
             ]);
@@ -146,33 +147,27 @@ pub fn run(
     let node = rep.accelerators_per_node as f64;
     t.add_row(vec![
         Cell::new("input tokens/s"),
-        right(format!("{:.0}", r.input_tokens_per_s_per_accelerator)),
-        right(format!(
-            "{:.0}",
-            r.input_tokens_per_s_per_accelerator * node
-        )),
-        right(format!("{:.0}", r.input_tokens_per_s)),
+        right(fixed(r.input_tokens_per_s_per_accelerator, 0)),
+        right(fixed(r.input_tokens_per_s_per_accelerator * node, 0)),
+        right(fixed(r.input_tokens_per_s, 0)),
     ]);
     t.add_row(vec![
         Cell::new("output tokens/s"),
-        right(format!("{:.0}", r.output_tokens_per_s_per_accelerator)),
-        right(format!(
-            "{:.0}",
-            r.output_tokens_per_s_per_accelerator * node
-        )),
-        right(format!("{:.0}", r.output_tokens_per_s)),
+        right(fixed(r.output_tokens_per_s_per_accelerator, 0)),
+        right(fixed(r.output_tokens_per_s_per_accelerator * node, 0)),
+        right(fixed(r.output_tokens_per_s, 0)),
     ]);
     t.add_row(vec![
         Cell::new("goodput output tokens/s"),
-        right(format!(
-            "{:.0}",
-            r.goodput_output_tokens_per_s / r.accelerators as f64
+        right(fixed(
+            r.goodput_output_tokens_per_s / r.accelerators as f64,
+            0,
         )),
-        right(format!(
-            "{:.0}",
-            r.goodput_output_tokens_per_s / r.accelerators as f64 * node
+        right(fixed(
+            r.goodput_output_tokens_per_s / r.accelerators as f64 * node,
+            0,
         )),
-        right(format!("{:.0}", r.goodput_output_tokens_per_s)),
+        right(fixed(r.goodput_output_tokens_per_s, 0)),
     ]);
     println!("{t}");
     let mut l = Table::new();
@@ -184,25 +179,26 @@ pub fn run(
     ] {
         l.add_row(vec![
             Cell::new(name),
-            right(format!("{:.1}", p.mean * 1e3)),
-            right(format!("{:.1}", p.p50 * 1e3)),
-            right(format!("{:.1}", p.p90 * 1e3)),
-            right(format!("{:.1}", p.p99 * 1e3)),
+            right(fixed(p.mean * 1e3, 1)),
+            right(fixed(p.p50 * 1e3, 1)),
+            right(fixed(p.p90 * 1e3, 1)),
+            right(fixed(p.p99 * 1e3, 1)),
         ]);
     }
     println!("{l}");
     println!(
-        "per user: {:.1} tokens/s while decoding (mean 1/TPOT), {:.1} tokens/s over the whole request (prompt and queue included)",
-        r.per_user_output_tokens_per_s, r.per_user_output_tokens_per_s_with_ctx
+        "per user: {} tokens/s while decoding (mean 1/TPOT), {} tokens/s over the whole request (prompt and queue included)",
+        fixed(r.per_user_output_tokens_per_s, 1),
+        fixed(r.per_user_output_tokens_per_s_with_ctx, 1)
     );
     println!(
-        "completed {} of {} ({} rejected: larger than a KV cache) in {:.1} s · SLO attainment {:.1}% · goodput {:.2} req/s",
+        "completed {} of {} ({} rejected: larger than a KV cache) in {} s · SLO attainment {:.1}% · goodput {} req/s",
         r.completed,
         r.requests,
         r.rejected,
-        r.duration_s,
+        fixed(r.duration_s, 1),
         r.slo_attainment * 100.0,
-        r.goodput_requests_per_s
+        fixed(r.goodput_requests_per_s, 2)
     );
     println!(
         "KV cache use: mean {:.1}%, peak {:.1}% · mean decode batch {:.1} · {} iterations · mean in system {:.1}",
@@ -219,7 +215,10 @@ pub fn run(
         );
     }
     if let (Some(t), Some(n)) = (setup.target_rate, rep.accelerators_for_target_rate) {
-        println!("accelerators for {t} requests/s within the SLOs: {n}");
+        println!(
+            "accelerators for {} requests/s within the SLOs: {n}",
+            given(t)
+        );
     }
     if !rep.concurrency_sweep.is_empty() {
         println!(
@@ -238,11 +237,11 @@ pub fn run(
         for x in &rep.concurrency_sweep {
             t.add_row(vec![
                 right(format!("{}", x.clients)),
-                right(format!("{:.0}", x.output_tokens_per_s_per_accelerator)),
-                right(format!("{:.1}", x.per_user_output_tokens_per_s)),
-                right(format!("{:.1}", x.ttft.p50 * 1e3)),
-                right(format!("{:.1}", x.tpot.p50 * 1e3)),
-                right(format!("{:.1}", x.tpot.p99 * 1e3)),
+                right(fixed(x.output_tokens_per_s_per_accelerator, 0)),
+                right(fixed(x.per_user_output_tokens_per_s, 1)),
+                right(fixed(x.ttft.p50 * 1e3, 1)),
+                right(fixed(x.tpot.p50 * 1e3, 1)),
+                right(fixed(x.tpot.p99 * 1e3, 1)),
             ]);
         }
         println!("{t}");
@@ -273,7 +272,7 @@ fn iteration_table(mix: &myriad_serve::IterationMix) -> Table {
         ("decode only", &mix.decode_only),
         ("with prompts", &mix.with_prompts),
     ] {
-        let ms = |x: f64| right(format!("{:.2}", c.mean(x) * 1e3));
+        let ms = |x: f64| right(fixed(c.mean(x) * 1e3, 2));
         t.add_row(vec![
             Cell::new(name),
             right(c.iterations.to_string()),
@@ -291,9 +290,9 @@ fn iteration_table(mix: &myriad_serve::IterationMix) -> Table {
             ms(c.time.memory_s),
             ms(c.time.comm_s),
             ms(c.time.overhead_s),
-            right(format!("{:.1}", c.mean(c.decode_seqs_per_rank))),
-            right(format!("{:.0}", c.mean(c.decode_context))),
-            right(format!("{:.0}", c.mean(c.prompt_tokens_per_rank))),
+            right(fixed(c.mean(c.decode_seqs_per_rank), 1)),
+            right(fixed(c.mean(c.decode_context), 0)),
+            right(fixed(c.mean(c.prompt_tokens_per_rank), 0)),
         ]);
     }
     t

@@ -2,6 +2,7 @@
 use std::path::Path;
 
 use comfy_table::{Cell, CellAlignment, Table};
+use myriad_report::num::fixed;
 
 struct FlowStep {
     json: serde_json::Value,
@@ -204,14 +205,20 @@ pub fn run(
     print_step(t, accelerators, cluster.scale_up.host_memory_gib);
     if let Some(t) = ttt {
         // Millions of dollars for a frontier run, thousands for a small one.
+        // Each figure in scientific form where it would run past 12 digits (`tokens: 1e300`,
+        // `usd_per_kwh: 1e12`).
         let cost = if t.energy_cost_usd >= 1e5 {
-            format!("{:.2} M USD", t.energy_cost_usd / 1e6)
+            format!("{} M USD", fixed(t.energy_cost_usd / 1e6, 2))
         } else {
-            format!("{:.1} k USD", t.energy_cost_usd / 1e3)
+            format!("{} k USD", fixed(t.energy_cost_usd / 1e3, 1))
         };
         println!(
-            "\ntime to train {:.3e} tokens: {:.0} steps, {:.1} days, {:.3e} GPU-hours, {:.0} MWh at the facility, {cost} of energy",
-            t.tokens, t.steps, t.days, t.gpu_hours, t.energy_mwh
+            "\ntime to train {:.3e} tokens: {} steps, {} days, {:.3e} GPU-hours, {} MWh at the facility, {cost} of energy",
+            t.tokens,
+            fixed(t.steps, 0),
+            fixed(t.days, 1),
+            t.gpu_hours,
+            fixed(t.energy_mwh, 0)
         );
     }
     if let Some(f) = flow_rows {
