@@ -267,6 +267,27 @@ pub(crate) fn fastest_p2p<T>(
     })
 }
 
+/// Whether the second protocol of a point-to-point collective may be skipped when a lower
+/// bound says it cannot win (only on an intact network, whose routes the floor samples),
+/// and that floor: [`p2p_latency_floor`] of one group's program on `ranks`.
+fn p2p_pruning(
+    net: &Network,
+    op: Op,
+    algorithm: Algorithm,
+    bytes: f64,
+    ranks: &[u32],
+    opts: &SimOptions,
+) -> (bool, f64) {
+    let prune = opts.faults.is_empty();
+    let floor = match prune {
+        true => collective(net, op, algorithm, bytes, ranks)
+            .map(|p| p2p_latency_floor(net, &p))
+            .unwrap_or(0.0),
+        false => 0.0,
+    };
+    (prune, floor)
+}
+
 /// A floor on a point-to-point program's time on Simple, past its setup: every round
 /// lasts at least its slowest flow's path latency at Simple's hop cost, sampled here on
 /// the round's first and last flows of its first rank (routes on the intact network).
@@ -449,13 +470,7 @@ pub fn time_collective(
     if !runs_p2p_protocols(op, choice.algorithm) {
         return time_one(net, op, choice, bytes, ranks, opts);
     }
-    let prune = opts.faults.is_empty();
-    let floor = match prune {
-        true => collective(net, op, choice.algorithm, bytes, ranks)
-            .map(|p| p2p_latency_floor(net, &p))
-            .unwrap_or(0.0),
-        false => 0.0,
-    };
+    let (prune, floor) = p2p_pruning(net, op, choice.algorithm, bytes, ranks, opts);
     let first = choice.protocol;
     let ((ft, prog), _, _, _) = fastest_p2p(net, first, prune, floor, |protocol| {
         let (ft, prog) = time_one(net, op, Choice { protocol, ..choice }, bytes, ranks, opts)?;
@@ -553,14 +568,8 @@ pub fn time_groups(
         Ok(((prog, algorithm), sim, setup, t))
     };
     let ((prog, algorithm), sim, _, protocol) = if runs_p2p_protocols(op, choice.algorithm) {
-        let prune = opts.faults.is_empty();
-        let floor = match prune {
-            // One group's rounds: every group's run together, each over with the slowest.
-            true => collective(net, op, choice.algorithm, bytes, first)
-                .map(|p| p2p_latency_floor(net, &p))
-                .unwrap_or(0.0),
-            false => 0.0,
-        };
+        // One group's rounds: every group's run together, each over with the slowest.
+        let (prune, floor) = p2p_pruning(net, op, choice.algorithm, bytes, first, opts);
         fastest_p2p(net, choice.protocol, prune, floor, run)?
     } else {
         let (p, sim, _, t) = run(choice.protocol)?;
