@@ -169,8 +169,18 @@ pub fn train_choosing(
     } else {
         Vec::new()
     };
-    let free_sharding =
-        spec.distributed_optimizer.is_none() && spec.zero_stage.is_none() && plan.dp > 1;
+    // The distributed optimizer (ZeRO) shards the dense state over DP x CP and the experts'
+    // over expert DP (a stage's TP x CP x DP ranks over ETP x EP), so with DP 1 it still has
+    // ranks to shard over when CP or expert DP is wider than one (as the search tries it).
+    let expert_dp = if model.moe.is_some() {
+        plan.tp as u64 * plan.cp as u64 * plan.dp as u64
+            / (plan.etp.max(1) as u64 * plan.ep.max(1) as u64)
+    } else {
+        1
+    };
+    let free_sharding = spec.distributed_optimizer.is_none()
+        && spec.zero_stage.is_none()
+        && (plan.dp as u64 * plan.cp as u64 > 1 || expert_dp > 1);
     let stages: &[u8] = match (free_sharding, choices.zero1, choices.zero2) {
         (false, _, _) => &[],
         (true, false, _) => &[0, 3],

@@ -2195,3 +2195,38 @@ fn unstated_recompute_tries_offloading_beside_selective_recompute() {
     );
     assert!(!bare.fits, "{} GiB", bare.memory.total_gib);
 }
+
+/// With DP 1 the optimizer state is still sharded over CP (Megatron's distributed optimizer
+/// uses the DP x CP group): with sharding not given, `train` tried no ZeRO stage at DP 1,
+/// so Llama 3 70B at TP 8 x CP 2 on 16 H200 ran unsharded where ZeRO-1 fits (the search
+/// offers it since session 43).
+#[test]
+fn unstated_sharding_is_tried_over_context_parallelism_without_dp() {
+    let text = "format: myriad/1\ncluster: {accelerator: h200, count: 16}\nmodel: {preset: llama3-70b, seq_len: 8192}\ntraining: {global_batch: 16, precision: bf16, tp: 8, cp: 2, dp: 1, pp: 1, micro_batch: 1, sequence_parallel: true}\n";
+    let cat = myriad_catalog::catalog();
+    let s = parse_scenario("t.yaml", text, cat).unwrap();
+    let c = myriad_cluster::build(&s, cat).unwrap();
+    let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+    let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 16).unwrap();
+    assert!(
+        t.plan.zero_stage >= 1 && t.plan.distributed_optimizer,
+        "{:?}",
+        t.notes
+    );
+    assert!(t.estimate.fits);
+    let unsharded = myriad_train::estimate(
+        &m,
+        &myriad_train::Plan {
+            zero_stage: 0,
+            distributed_optimizer: false,
+            ..t.plan.clone()
+        },
+        &c,
+    );
+    assert!(
+        unsharded.memory.optimizer_gib > t.estimate.memory.optimizer_gib,
+        "{} against {}",
+        unsharded.memory.optimizer_gib,
+        t.estimate.memory.optimizer_gib
+    );
+}
