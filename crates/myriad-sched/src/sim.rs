@@ -69,18 +69,10 @@ impl Stat {
             return Stat::default();
         }
         v.sort_by(f64::total_cmp);
-        let q = |p: f64| {
-            let x = (v.len() - 1) as f64 * p;
-            let (i, f) = (x.floor() as usize, x - x.floor());
-            match v.get(i + 1) {
-                Some(&hi) if f > 0.0 => v[i] + (hi - v[i]) * f,
-                _ => v[i],
-            }
-        };
         Stat {
             mean: v.iter().sum::<f64>() / v.len() as f64,
-            p50: q(0.5),
-            p99: q(0.99),
+            p50: myriad_reliability::quantile(&v, 0.5),
+            p99: myriad_reliability::quantile(&v, 0.99),
         }
     }
 }

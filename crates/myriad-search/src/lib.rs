@@ -540,7 +540,7 @@ pub fn candidates(
                             // stage's TP x CP x DP ranks over ETP x EP): with DP 1 it still
                             // shards over CP, or expert DP, when either is wider than one.
                             let edp = if model.moe.is_some() {
-                                tp as u64 * cp as u64 * dp as u64 / (etp as u64 * ep as u64)
+                                myriad_train::plan::expert_dp(tp, cp, dp, etp, ep)
                             } else {
                                 1
                             };

@@ -173,8 +173,7 @@ pub fn train_choosing(
     // over expert DP (a stage's TP x CP x DP ranks over ETP x EP), so with DP 1 it still has
     // ranks to shard over when CP or expert DP is wider than one (as the search tries it).
     let expert_dp = if model.moe.is_some() {
-        plan.tp as u64 * plan.cp as u64 * plan.dp as u64
-            / (plan.etp.max(1) as u64 * plan.ep.max(1) as u64)
+        plan.expert_dp()
     } else {
         1
     };

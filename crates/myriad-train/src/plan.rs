@@ -233,6 +233,12 @@ impl Plan {
         }
     }
 
+    /// The expert-data-parallel size: the stage's TP × CP × DP ranks over ETP × EP, the
+    /// ranks holding the same experts ([`expert_dp`]).
+    pub fn expert_dp(&self) -> u64 {
+        expert_dp(self.tp, self.cp, self.dp, self.etp, self.ep)
+    }
+
     /// Expert parallelism wider than data parallelism's share of it: EP does not divide DP
     /// but divides a stage's TP × CP × DP ranks (Megatron-Core's MoE parallel folding, e.g.
     /// Qwen3-235B at TP 2, DP 16, EP 32: the expert layers re-factor the stage's 32 ranks
@@ -1413,4 +1419,11 @@ pub fn edge_stages(
         }
     }
     Ok(Some((first, last)))
+}
+
+/// The expert-data-parallel size of a plan's shape: a pipeline stage's TP × CP × DP ranks
+/// over ETP × EP (Megatron-Core's expert groups), the ranks that hold the same experts and
+/// over which the distributed optimizer shards their state.
+pub fn expert_dp(tp: u32, cp: u32, dp: u32, etp: u32, ep: u32) -> u64 {
+    tp as u64 * cp as u64 * dp as u64 / (etp.max(1) as u64 * ep.max(1) as u64)
 }

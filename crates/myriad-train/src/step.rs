@@ -1391,8 +1391,7 @@ pub fn estimate_with(
     };
     let (pd, pe) = stage_params(crit_idx as u32);
     // Expert-data-parallel group: ranks holding the same experts.
-    let edp =
-        (plan.dp as u64 * plan.cp as u64 * plan.tp as u64) / (plan.ep as u64 * plan.etp as u64);
+    let edp = plan.expert_dp();
     let folded = if plan.ep_folded() {
         plan.expert_dims()
     } else {
