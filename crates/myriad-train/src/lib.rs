@@ -28,6 +28,29 @@ pub struct TrainEstimate {
     pub estimate: StepEstimate,
 }
 
+/// Records a candidate of [`train_with`]'s free choices: the fastest that fits, and the
+/// smallest footprint in case nothing does (the first of equals is kept).
+fn keep(
+    best: &mut Option<(Plan, StepEstimate)>,
+    smallest: &mut Option<(Plan, StepEstimate)>,
+    plan: &Plan,
+    e: StepEstimate,
+) {
+    if e.fits
+        && best
+            .as_ref()
+            .is_none_or(|(_, b)| e.step_time_s < b.step_time_s)
+    {
+        *best = Some((plan.clone(), e.clone()));
+    }
+    if smallest
+        .as_ref()
+        .is_none_or(|(_, b)| e.memory.total_gib < b.memory.total_gib)
+    {
+        *smallest = Some((plan.clone(), e));
+    }
+}
+
 /// Resolves the plan and estimates a step.
 ///
 /// Fields the spec leaves unset that decide whether the plan fits are chosen the way a user
@@ -223,43 +246,61 @@ pub fn train_choosing(
             };
             // Without recompute or beside selective recompute (Megatron-Core offloads the
             // activations selective recompute keeps), activations may go to host memory
-            // (systems with a host memory link): every share of a chunk's layers is a
-            // candidate, as the search tries them.
-            let offloads: Vec<f64> = if matches!(r, Recompute::None | Recompute::Selective)
+            // (systems with a host memory link), the first N layers of every chunk, as the
+            // search tries them. HBM use falls and the exposed transfer grows with N, so the
+            // fastest share that fits is the least whose activations fit in HBM: found by
+            // bisection (log2 of the chunk's layers estimates, not one per share).
+            let offload_free = matches!(r, Recompute::None | Recompute::Selective)
                 && !recomputes.is_empty()
                 && spec.offload_layers.is_none()
-                && cluster.scale_up.host_offload_gbps.is_some()
-            {
-                (0..=chunk).map(|k| k as f64 / chunk as f64).collect()
-            } else {
-                vec![base_offload_fraction]
-            };
-            for (&f, &o) in blocks
-                .iter()
-                .flat_map(|f| offloads.iter().map(move |o| (f, o)))
-            {
+                && cluster.scale_up.host_offload_gbps.is_some();
+            for &f in &blocks {
                 plan.recompute = r;
                 plan.recompute_modules = modules;
                 plan.recompute_fraction = f;
-                plan.offload_fraction = o;
                 plan.zero_stage = z;
                 if free_sharding {
                     plan.distributed_optimizer = z >= 1;
                 }
-                let e = estimate_with(model, &plan, cluster, timer);
-                if e.fits
-                    && best
-                        .as_ref()
-                        .is_none_or(|(_, b)| e.step_time_s < b.step_time_s)
-                {
-                    best = Some((plan.clone(), e.clone()));
+                let share = |k: u32| k as f64 / chunk as f64;
+                let at = |plan: &mut Plan, o: f64| {
+                    plan.offload_fraction = o;
+                    estimate_with(model, plan, cluster, timer)
+                };
+                if !offload_free {
+                    let e = at(&mut plan, base_offload_fraction);
+                    keep(&mut best, &mut smallest, &plan, e);
+                    continue;
                 }
-                if smallest
-                    .as_ref()
-                    .is_none_or(|(_, b)| e.memory.total_gib < b.memory.total_gib)
-                {
-                    smallest = Some((plan.clone(), e));
+                let none = at(&mut plan, 0.0);
+                let fits = none.fits;
+                keep(&mut best, &mut smallest, &plan, none);
+                if fits {
+                    continue;
                 }
+                let in_hbm = |e: &StepEstimate| e.memory.total_gib <= e.memory.capacity_gib;
+                let all = at(&mut plan, 1.0);
+                if in_hbm(&all) {
+                    // in_hbm fails at lo and holds at hi.
+                    let (mut lo, mut hi) = (0, chunk);
+                    let mut least = None;
+                    while hi - lo > 1 {
+                        let mid = lo + (hi - lo) / 2;
+                        let m = at(&mut plan, share(mid));
+                        if in_hbm(&m) {
+                            hi = mid;
+                            least = Some(m);
+                        } else {
+                            lo = mid;
+                        }
+                    }
+                    if let Some(m) = least {
+                        plan.offload_fraction = share(hi);
+                        keep(&mut best, &mut smallest, &plan, m);
+                    }
+                }
+                plan.offload_fraction = 1.0;
+                keep(&mut best, &mut smallest, &plan, all);
             }
         }
     }
