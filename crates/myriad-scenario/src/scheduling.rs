@@ -305,10 +305,12 @@ pub struct RegionsSpec {
     /// Share of jobs whose data (home) is in each region (default equal).
     #[serde(default)]
     pub home_shares: Vec<f64>,
-    /// Each region's offset from UTC, whole hours in -12..=14 (default 0): inference
-    /// services follow their daily curve, and jobs arrive on the daily cycle, in their
-    /// region's local time (simulation time 0 is midnight UTC).
+    /// Each region's offset from UTC, hours in -12..=14 in steps of 0.25 (5.5 for India,
+    /// 5.75 for Nepal; default 0): inference services follow their daily curve, and jobs
+    /// arrive on the daily cycle, in their region's local time (simulation time 0 is
+    /// midnight UTC).
     #[serde(default)]
+    #[schemars(extend("items" = {"type": "number", "format": "double", "minimum": -12.0, "maximum": 14.0, "multipleOf": 0.25}))]
     pub utc_offset_hours: Vec<f64>,
 }
 
@@ -619,10 +621,14 @@ impl SchedulingSpec {
                 return e("regions.home_shares".into(), "shares add up to 0".into());
             }
             for (i, h) in r.utc_offset_hours.iter().enumerate() {
-                if !(h.fract() == 0.0 && (-12.0..=14.0).contains(h)) {
+                // Real offsets are whole hours, or half or quarter hours (India +5.5,
+                // Nepal +5.75, central Australia +9.5, Newfoundland -3.5).
+                if !((h * 4.0).fract() == 0.0 && (-12.0..=14.0).contains(h)) {
                     return e(
                         format!("regions.utc_offset_hours[{i}]"),
-                        format!("{h} must be a whole number of hours in -12..=14"),
+                        format!(
+                            "{h} must be an offset in -12..=14 hours in steps of 0.25 (e.g. 5.5 for India, 5.75 for Nepal)"
+                        ),
                     );
                 }
             }

@@ -433,10 +433,28 @@ pub fn simulate(t: &Topology, w: &Workload, p: &Policy, o: &Options) -> Report {
     }
     if !w.services.is_empty() {
         let hours = (horizon / 3600.0).ceil() as u32;
-        // Every hour, and the last step at the horizon itself (where services stop) when it
-        // falls inside an hour.
+        // Every hour of every service region's local clock (a region at UTC+5:30 changes
+        // hour at half past each UTC hour: its curve steps there, and its demand is
+        // accounted per local hour), and the last step at the horizon itself (where
+        // services stop) when it falls inside an hour.
+        let mut phases: Vec<f64> = w
+            .services
+            .iter()
+            .map(|sv| (-t.utc_offset_s(sv.region as usize)).rem_euclid(3600.0))
+            .collect();
+        phases.push(0.0);
+        phases.sort_by(f64::total_cmp);
+        phases.dedup();
+        let mut ticks: Vec<f64> = vec![];
         for h in 0..=hours {
-            s.push((h as f64 * 3600.0).min(horizon), HOUR, h, 0);
+            for &p in &phases {
+                ticks.push((h as f64 * 3600.0 + p).min(horizon));
+            }
+        }
+        ticks.sort_by(f64::total_cmp);
+        ticks.dedup();
+        for (i, &at) in ticks.iter().enumerate() {
+            s.push(at, HOUR, i as u32, 0);
         }
     }
     s.run(horizon);

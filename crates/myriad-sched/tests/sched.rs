@@ -1494,16 +1494,71 @@ fn utc_offsets_come_from_the_scenario_and_bad_ones_name_the_field() {
     let s = myriad_scenario::parse_scenario("s.yaml", text, cat).unwrap();
     let su = setup::from_scenario(&s, cat, "s.yaml", None, None, None).unwrap();
     assert_eq!(su.topology.utc_offset_s, vec![3600.0, -8.0 * 3600.0]);
+    // Half and quarter hours are real offsets (India, Nepal); a third of an hour is not.
+    assert_eq!(scenario_err("  regions: {utc_offset_hours: [5.5]}\n"), "ok");
     assert_eq!(
-        scenario_err("  regions: {utc_offset_hours: [5.5]}\n"),
-        "s.yaml: scheduling.regions.utc_offset_hours[0]: 5.5 must be a whole number of hours in -12..=14"
+        scenario_err("  regions: {utc_offset_hours: [5.75]}\n"),
+        "ok"
     );
+    assert_eq!(
+        scenario_err("  regions: {utc_offset_hours: [5.3]}\n"),
+        "s.yaml: scheduling.regions.utc_offset_hours[0]: 5.3 must be an offset in -12..=14 hours in steps of 0.25 (e.g. 5.5 for India, 5.75 for Nepal)"
+    );
+    assert!(scenario_err("  regions: {utc_offset_hours: [14.25]}\n")
+        .starts_with("s.yaml: scheduling.regions.utc_offset_hours[0]: 14.25 must be"));
     assert!(
         scenario_err("  regions: {utc_offset_hours: [0, 1]}\n")
             .starts_with("s.yaml: scheduling.regions.utc_offset_hours: 2 offsets for 1 sites"),
         "{}",
         scenario_err("  regions: {utc_offset_hours: [0, 1]}\n")
     );
+}
+
+/// A region at UTC+5:30 changes local hour at half past each UTC hour, and its services
+/// step there. One node of 8 GPUs, a service of one 8-GPU replica whose curve wants it only
+/// in local hour 06 (UTC 00:30-01:30), and a training job holding the node from 0 to UTC
+/// 01:00 (no preemption). The replica starts when the job ends at 01:00 and runs until
+/// 01:30: served 0.5 h of 1 h demanded, SLO attainment 0.5, 0.5 replica-hours. Stepping on
+/// UTC hours only, the service saw local 05:30 (nothing) then 06:30 (one replica) and ran
+/// 01:00-02:00, local 06:30-07:30: SLO 1.0 and 1 replica-hour, half of it outside the
+/// curve's hour.
+#[test]
+fn services_step_at_fractional_local_hours() {
+    let mut t = Topology::uniform(&["india".to_string()], 1, 1, 1, 8, "h100");
+    t.utc_offset_s = vec![5.5 * 3600.0];
+    let mut curve = [0.0; 24];
+    curve[6] = 1.0;
+    let w = Workload {
+        jobs: vec![Job::new(0, 0.0, 3600.0, 8)],
+        classes: vec!["train".into(), "svc".into()],
+        services: vec![myriad_sched::Service {
+            name: "svc".into(),
+            class: 1,
+            replica_gpus: 8,
+            peak_replicas: 1,
+            curve,
+            priority: 100,
+            region: 0,
+        }],
+    };
+    let o = Options {
+        horizon_s: 86400.0,
+        check: true,
+        ..Options::default()
+    };
+    let mut p = preset("day-night").unwrap();
+    p.preemption = false;
+    let r = simulate(&t, &w, &p, &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let s = &r.services[0];
+    assert!((s.slo_attainment - 0.5).abs() < 1e-9, "{s:?}");
+    assert!((s.replica_hours - 0.5).abs() < 1e-9, "{s:?}");
+    // Whole-hour offsets keep one tick per UTC hour: the same run at UTC+5 wants the
+    // replica in UTC 01:00-02:00, after the job, and serves it all.
+    t.utc_offset_s = vec![5.0 * 3600.0];
+    let r = simulate(&t, &w, &p, &o);
+    assert_eq!(r.services[0].slo_attainment, 1.0);
+    assert!((r.services[0].replica_hours - 1.0).abs() < 1e-9);
 }
 
 /// Wait percentiles interpolate between order statistics: one 8-GPU node, two 100 s jobs
