@@ -176,6 +176,20 @@ fn smallest_draw(d: &DistSpec) -> f64 {
 pub fn check_sizes(spec: &SchedulingSpec, t: &Topology) -> Result<(), (String, String)> {
     let caps = Caps::of(t);
     for (i, c) in spec.classes.iter().enumerate() {
+        // Each segment sits inside one scale-up domain: a larger one has no place, and every
+        // job of the class was rejected (`constraint`).
+        if let Some(k) = c.segment {
+            let k = round_up(k, caps.gpn);
+            if k > caps.domain_gpus {
+                return Err((
+                    format!("classes[{i}].segment"),
+                    format!(
+                        "{k} accelerators per segment, but the largest scale-up domain holds {}; a segment must fit in one",
+                        caps.domain_gpus
+                    ),
+                ));
+            }
+        }
         let (cap, what) = caps.cap(c);
         let least = smallest_draw(&c.size);
         if least.round() > f64::from(cap) {

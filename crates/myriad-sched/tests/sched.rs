@@ -311,6 +311,16 @@ fn bad_values_name_the_field() {
         scenario_err("  policies: [{name: mine, placement: fgd}]\n"),
         "ok"
     );
+    // A segment sits inside one scale-up domain (NVL72: 72 accelerators): segments of 144
+    // ran, and every job of the class was rejected `constraint`.
+    assert_eq!(
+        scenario_err("  classes: [{name: a, segment: 144, size: {dist: fixed, value: 144}}]\n"),
+        "s.yaml: scheduling.classes[0].segment: 144 accelerators per segment, but the largest scale-up domain holds 72; a segment must fit in one"
+    );
+    assert_eq!(
+        scenario_err("  classes: [{name: a, segment: 72, size: {dist: fixed, value: 144}}]\n"),
+        "ok"
+    );
     assert_eq!(
         scenario_err("  failures: {checkpoint_h: 0}\n"),
         "s.yaml: scheduling.failures.checkpoint_h: 0 must be a positive number of hours"
