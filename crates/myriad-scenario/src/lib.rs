@@ -122,12 +122,15 @@ pub struct PlanningSpec {
     pub counts: Vec<u64>,
     /// Training must finish within this many days.
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub deadline_days: Option<f64>,
     /// Capital budget, USD.
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub budget_usd: Option<f64>,
     /// Facility power limit, MW.
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub max_mw: Option<f64>,
 }
 
@@ -168,6 +171,7 @@ pub struct ClusterSpec {
 pub struct FaultSpec {
     /// Seconds after the simulated traffic starts.
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub at_s: f64,
     /// A scale-out link bundle (both directions).
     #[serde(default)]
@@ -268,8 +272,10 @@ impl Default for ScaleOutSpec {
 #[serde(deny_unknown_fields)]
 pub struct DciSpec {
     /// DCI bandwidth leaving each site, Gb/s.
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub gbps_per_site: f64,
     /// Fibre distance between sites, km (latency 5 µs/km).
+    #[schemars(range(min = 0.0, max = 40075.0))]
     pub distance_km: f64,
 }
 
@@ -278,9 +284,11 @@ pub struct DciSpec {
 pub struct DatacenterSpec {
     /// Power usage effectiveness (facility power / IT power).
     #[serde(default = "default_pue")]
+    #[schemars(range(min = 1.0, max = 3.0))]
     pub pue: f64,
     /// Electricity price, USD per kWh.
     #[serde(default = "default_usd_per_kwh")]
+    #[schemars(range(min = 0.0))]
     pub usd_per_kwh: f64,
 }
 
@@ -597,6 +605,7 @@ pub struct TrainingSpec {
     pub accelerators: Option<u64>,
     /// Tokens to train on (time to train, energy, cost).
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub tokens: Option<f64>,
 }
 
@@ -1256,9 +1265,11 @@ pub struct ReliabilitySpec {
 pub struct FailureRate {
     /// Failures per device-hour.
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub per_hour: Option<f64>,
     /// Mean time between failures of one device, hours.
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub mtbf_hours: Option<f64>,
 }
 
@@ -1294,6 +1305,7 @@ impl FailureRate {
 pub struct FailureSpec {
     /// Multiplies every unexpected failure rate (default 1).
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub scale: Option<f64>,
     /// Accelerator faults other than HBM (faulty GPU, SRAM, GPU system processor, silent
     /// data corruption, thermal interface), per accelerator-hour.
@@ -1337,6 +1349,7 @@ pub struct PlannedSpec {
     /// Time the job stays stopped for the maintenance, before its restart, seconds
     /// (default 300).
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub downtime_s: Option<f64>,
 }
 
@@ -1346,13 +1359,16 @@ pub struct PlannedSpec {
 pub struct RecoverySpec {
     /// From the fault to the job noticing it (watchdogs, heartbeats), seconds (default 60).
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub detect_s: Option<f64>,
     /// Locating the faulty component and draining it, seconds (default 120).
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub diagnose_s: Option<f64>,
     /// Rescheduling, process start and communicator set-up, before the checkpoint is read,
     /// seconds (default 300).
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub restart_s: Option<f64>,
 }
 
@@ -1374,6 +1390,7 @@ pub struct SparesSpec {
     pub per_pod: Option<u64>,
     /// Hours until a failed accelerator, node or domain is back in service (default 24).
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub repair_hours: Option<f64>,
 }
 
@@ -1434,18 +1451,23 @@ pub struct CheckpointSpec {
     /// With `memory-then-storage`: fraction of unexpected interruptions that also lose the
     /// in-memory copy and restart from storage (default 0.1).
     #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub memory_lost_fraction: Option<f64>,
     /// Checkpoint size, bytes; default: parameters × `bytes_per_param`.
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub size_bytes: Option<f64>,
     /// Bytes per parameter (default 14: bf16 weights + fp32 master weights, Adam m and v).
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub bytes_per_param: Option<f64>,
     /// Device-to-host copy bandwidth per accelerator for snapshots, GB/s (default 25).
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub snapshot_gbps: Option<f64>,
     /// Fixed cost of each checkpoint (barrier, metadata), seconds (default 0.5).
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub overhead_s: Option<f64>,
 }
 
@@ -1455,9 +1477,11 @@ pub struct CheckpointSpec {
 pub struct StorageSpec {
     /// Sustained write bandwidth, TB/s (default 2, Llama 3).
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub sustained_tbps: Option<f64>,
     /// Peak bandwidth, used to read a checkpoint back, TB/s (default 7, Llama 3).
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub peak_tbps: Option<f64>,
 }
 

@@ -43,12 +43,15 @@ pub struct SchedulingSpec {
     pub backfill_depth: Option<u32>,
     /// Seconds a preempted job loses when it resumes (checkpoint reload; default 300).
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub restart_s: Option<f64>,
     /// Width of the allocation time-series bins, hours (default: the span / 100, at least 1).
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub sample_h: Option<f64>,
     /// Inference services run this many days (default: to the last arrival, whole days).
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub horizon_days: Option<f64>,
     /// Failures of running jobs (default: none). Present, running jobs fail at the Llama 3
     /// hardware rates per accelerator (`myriad reliability`'s defaults) and lose the work
@@ -58,6 +61,7 @@ pub struct SchedulingSpec {
     /// Arrived loads (share of GPU capacity requested) at which the trace load sweep
     /// reports unallocated GPUs (default 0.5, 0.7, 0.8, 0.9, 0.95, 1.0).
     #[serde(default)]
+    #[schemars(extend("items" = {"type": "number", "format": "double", "minimum": 0.001, "maximum": 2.0}))]
     pub loads: Vec<f64>,
 }
 
@@ -68,10 +72,12 @@ pub struct FailuresSpec {
     /// Multiplies the per-accelerator failure rate (default 1: the Llama 3 hardware rates,
     /// 1.55e-5 interruptions per accelerator-hour on 8-GPU nodes).
     #[serde(default = "one")]
+    #[schemars(range(min = 0.0))]
     pub scale: f64,
     /// Checkpoint interval of every job, hours (default 1); a failure loses the work since
     /// the last checkpoint.
     #[serde(default = "one")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub checkpoint_h: f64,
 }
 
@@ -84,18 +90,23 @@ pub struct ArrivalSpec {
     pub jobs: u64,
     /// Mean arrivals per hour; give this or `load`.
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub rate_per_hour: Option<f64>,
     /// Offered load: accelerator-hours requested per hour over the cluster's accelerators
     /// (the rate follows from the class mix; default 0.8 when no rate is given).
     #[serde(default)]
+    #[schemars(range(min = 0.001, max = 100.0))]
     pub load: Option<f64>,
     /// Relative amplitude of the daily cycle, 0..1 (default 0: constant rate). The rate is
     /// `mean * (1 + amplitude * cos(2 pi (hour - peak_hour) / 24))`.
     #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub daily_amplitude: f64,
     /// Hour of the day with the most arrivals (default 14), in each job's home region's
     /// local time (`regions.utc_offset_hours`).
     #[serde(default = "default_peak_hour")]
+    #[schemars(range(min = 0.0))]
+    #[schemars(extend("exclusiveMaximum" = 24))]
     pub peak_hour: f64,
 }
 
@@ -160,6 +171,7 @@ pub struct ClassSpec {
     pub kind: JobKindSpec,
     /// Relative share of arrivals (default 1).
     #[serde(default = "one")]
+    #[schemars(range(min = 0.0))]
     pub share: f64,
     /// Accelerators per job (rounded up to whole nodes above one node; default fixed 8).
     #[serde(default = "default_size")]
@@ -183,12 +195,14 @@ pub struct ClassSpec {
     pub priority: i32,
     /// Data staged when the job runs outside its home region, GB (default 0).
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub data_gb: f64,
     /// Share of the run time, placed inside one pod, spent communicating across nodes
     /// (default 0). That share runs at the bandwidth of the smallest level holding the job
     /// (the cluster's hierarchy levels): faster inside one scale-up domain, slower across
     /// oversubscribed pods.
     #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub comm_share: f64,
 }
 
@@ -241,27 +255,35 @@ pub struct DistSpec {
     pub dist: DistKind,
     /// The value of `fixed`.
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub value: Option<f64>,
     /// Mean of `exponential`.
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub mean: Option<f64>,
     /// Median of `lognormal`.
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub median: Option<f64>,
     /// Standard deviation of the log for `lognormal`.
     #[serde(default)]
+    #[schemars(range(min = 0.0, max = 10.0))]
     pub sigma: Option<f64>,
     /// Lower bound (and `uniform`'s low end).
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub min: Option<f64>,
     /// Upper bound (and `uniform`'s high end).
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub max: Option<f64>,
     /// Values of `empirical`.
     #[serde(default)]
+    #[schemars(extend("items" = {"type": "number", "format": "double", "exclusiveMinimum": 0}))]
     pub values: Vec<f64>,
     /// Weights of `empirical` (default equal).
     #[serde(default)]
+    #[schemars(extend("items" = {"type": "number", "format": "double", "minimum": 0}))]
     pub weights: Vec<f64>,
 }
 
@@ -279,6 +301,7 @@ pub struct ServiceSpec {
     /// Share of the peak needed in each of the 24 hours (default: a diurnal curve from 0.3
     /// at 04:00 to 1.0 at 16:00).
     #[serde(default)]
+    #[schemars(extend("items" = {"type": "number", "format": "double", "minimum": 0, "maximum": 1}))]
     pub curve: Vec<f64>,
     /// Priority of its replicas (default 100: they preempt training under `day-night`).
     #[serde(default = "default_service_priority")]
@@ -304,6 +327,7 @@ pub struct RegionsSpec {
     pub names: Vec<String>,
     /// Share of jobs whose data (home) is in each region (default equal).
     #[serde(default)]
+    #[schemars(extend("items" = {"type": "number", "format": "double", "minimum": 0}))]
     pub home_shares: Vec<f64>,
     /// Each region's offset from UTC, hours in -12..=14 in steps of 0.25 (5.5 for India,
     /// 5.75 for Nepal; default 0): inference services follow their daily curve, and jobs

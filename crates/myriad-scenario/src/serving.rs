@@ -79,13 +79,17 @@ pub struct ServingSpec {
     /// Share of the memory left after weights and runtime buffers given to the KV cache;
     /// default: the framework's (0.90 TensorRT-LLM and vLLM, 0.85 SGLang).
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 1))]
     pub kv_cache_fraction: Option<f64>,
     /// Fraction of prompt tokens found in the prefix cache (not recomputed); default 0.
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
+    #[schemars(extend("exclusiveMaximum" = 1))]
     pub prefix_cache_hit: Option<f64>,
     /// Host time per iteration not hidden by the GPU, microseconds; default: the
     /// framework's.
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub iteration_overhead_us: Option<f64>,
     /// Overlap MoE all-to-all with compute (two micro-batches); default: the framework's.
     #[serde(default)]
@@ -96,6 +100,7 @@ pub struct ServingSpec {
     /// Poisson arrival rate, requests per second. Absent (and no `trace`): offline, every
     /// request queued at time 0 (maximum throughput).
     #[serde(default)]
+    #[schemars(range(min = 1e-06))]
     pub arrival_rate: Option<f64>,
     /// Clients in a closed loop instead of Poisson arrivals: each keeps one request in
     /// flight and sends the next the moment its last one completes, as benchmark clients
@@ -128,6 +133,7 @@ pub struct ServingSpec {
     /// Requests per second the deployment must sustain: the report says how many
     /// accelerators that takes.
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub target_rate: Option<f64>,
     /// Random seed of arrivals and lengths; default 1 (`--seed` overrides).
     #[serde(default)]
@@ -183,6 +189,7 @@ pub struct SpeculativeSpec {
     /// Probability that each draft token is accepted given the previous one was; default
     /// 0.85 (the DeepSeek-V3 report gives 85–90% acceptance for its second-token prediction).
     #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub acceptance: Option<f64>,
 }
 

@@ -75,3 +75,47 @@ fn integers_have_the_parser_s_range() {
     assert_eq!(so["tiers"]["maximum"], myriad_scenario::MAX_TIERS);
     assert_eq!(so["planes"]["maximum"], 8);
 }
+
+/// Every bounded number the parser checks carries its bounds in the schema: a schema
+/// validator let `pue: 0.5`, `comm_share: 2` or `utc_offset_hours: [5.3]` through, and the
+/// parser then refused them.
+#[test]
+fn numbers_have_the_parser_s_bounds() {
+    let s = myriad_scenario::schema();
+    let d = &s["$defs"];
+    let pue = &d["DatacenterSpec"]["properties"]["pue"];
+    assert_eq!(
+        (pue["minimum"].as_f64(), pue["maximum"].as_f64()),
+        (Some(1.0), Some(3.0)),
+        "{pue}"
+    );
+    let class = &d["ClassSpec"]["properties"];
+    assert_eq!(class["comm_share"]["maximum"].as_f64(), Some(1.0));
+    assert_eq!(class["share"]["minimum"].as_f64(), Some(0.0));
+    let arr = &d["ArrivalSpec"]["properties"];
+    assert_eq!(arr["daily_amplitude"]["maximum"].as_f64(), Some(1.0));
+    assert_eq!(arr["peak_hour"]["exclusiveMaximum"].as_f64(), Some(24.0));
+    assert_eq!(arr["rate_per_hour"]["exclusiveMinimum"].as_f64(), Some(0.0));
+    let off = &d["RegionsSpec"]["properties"]["utc_offset_hours"]["items"];
+    assert_eq!(off["multipleOf"].as_f64(), Some(0.25), "{off}");
+    assert_eq!(off["minimum"].as_f64(), Some(-12.0));
+    let curve = &d["ServiceSpec"]["properties"]["curve"]["items"];
+    assert_eq!(curve["maximum"].as_f64(), Some(1.0), "{curve}");
+    let dist = &d["DistSpec"]["properties"];
+    assert_eq!(dist["sigma"]["maximum"].as_f64(), Some(10.0));
+    assert_eq!(dist["median"]["exclusiveMinimum"].as_f64(), Some(0.0));
+    let ck = &d["CheckpointSpec"]["properties"]["memory_lost_fraction"];
+    assert_eq!(ck["maximum"].as_f64(), Some(1.0), "{ck}");
+    let dci = &d["DciSpec"]["properties"];
+    assert_eq!(
+        dci["distance_km"]["maximum"].as_f64(),
+        Some(myriad_scenario::EARTH_CIRCUMFERENCE_KM)
+    );
+    assert_eq!(dci["gbps_per_site"]["exclusiveMinimum"].as_f64(), Some(0.0));
+    let sv = &d["ServingSpec"]["properties"];
+    assert_eq!(sv["kv_cache_fraction"]["maximum"].as_f64(), Some(1.0));
+    assert_eq!(
+        sv["prefix_cache_hit"]["exclusiveMaximum"].as_f64(),
+        Some(1.0)
+    );
+}
