@@ -1288,8 +1288,10 @@ impl Sim<'_> {
         res
     }
 
-    /// Preempts running jobs of lower priority than `h` (lowest priority, latest started
-    /// first) until `h` fits. Returns whether `h` started.
+    /// Preempts running jobs of lower priority than `h` until `h` fits: candidates are
+    /// taken lowest priority, latest started first, and of those the ones `h` does not need
+    /// (its place is found without their accelerators) keep running. Returns whether `h`
+    /// started.
     fn try_preempt(&mut self, h: usize, r: usize) -> bool {
         let prio = self.jobs[h].priority as i64;
         let cands: Vec<u32> = self.victims[r].range(..(prio, 0, 0)).map(|e| e.2).collect();
@@ -1301,28 +1303,55 @@ impl Sim<'_> {
         if cands.is_empty() || avail < self.jobs[h].milli_total() {
             return false;
         }
-        // Preempt only if `h` fits once every candidate is off: enough free GPUs in the
-        // region may still be on the wrong nodes (or domains, pods), and a preemption that
-        // does not start `h` costs its victims a restart for nothing.
+        // Preempt only if `h` fits once candidates are off: enough free GPUs in the region
+        // may still be on the wrong nodes (or domains, pods), and a preemption that does not
+        // start `h` costs its victims a restart for nothing. Candidates are released in
+        // order until `h` fits; then each released one but the last is taken back if `h`
+        // still fits without it (a victim whose GPUs `h` would not use keeps running).
         let t = self.t;
-        let release = |s: &mut State, runs: &[Run], jobs: &[Job], give: bool| {
-            for &c in &cands {
-                let pl = runs[c as usize].place.as_ref().expect("running");
-                let job = &jobs[c as usize];
-                s.apply(t, &pl.pieces, !give);
-                s.apply_cpu(pl.cpu_node as usize, job.cpu_milli, job.memory_mib, !give);
-            }
+        let toggle = |s: &mut State, runs: &[Run], jobs: &[Job], c: u32, give: bool| {
+            let pl = runs[c as usize].place.as_ref().expect("running");
+            let job = &jobs[c as usize];
+            s.apply(t, &pl.pieces, !give);
+            s.apply_cpu(pl.cpu_node as usize, job.cpu_milli, job.memory_mib, !give);
         };
-        release(&mut self.state, &self.runs, &self.jobs, true);
-        let fits = self
-            .state
-            .find(t, &self.jobs[h], self.p.placement, r, self.o.fgd.as_ref())
-            .is_some();
-        release(&mut self.state, &self.runs, &self.jobs, false);
-        if !fits {
+        let fits = |s: &Self| {
+            s.state
+                .find(t, &s.jobs[h], s.p.placement, r, s.o.fgd.as_ref())
+                .is_some()
+        };
+        let mut off: Vec<u32> = vec![];
+        for &c in &cands {
+            toggle(&mut self.state, &self.runs, &self.jobs, c, true);
+            off.push(c);
+            let job = &self.jobs[h];
+            let enough = job.milli != 1000 || self.state.reg_free_full[r] >= job.gpus as u64;
+            if enough && fits(self) {
+                break;
+            }
+        }
+        if !fits(self) {
+            for &c in off.iter().rev() {
+                toggle(&mut self.state, &self.runs, &self.jobs, c, false);
+            }
             return false;
         }
-        for c in cands {
+        let mut victims: Vec<u32> = vec![];
+        let last = off.len() - 1;
+        for (i, &c) in off.iter().enumerate() {
+            if i < last {
+                toggle(&mut self.state, &self.runs, &self.jobs, c, false);
+                if fits(self) {
+                    continue;
+                }
+                toggle(&mut self.state, &self.runs, &self.jobs, c, true);
+            }
+            victims.push(c);
+        }
+        for &c in victims.iter().rev() {
+            toggle(&mut self.state, &self.runs, &self.jobs, c, false);
+        }
+        for c in victims {
             let c = c as usize;
             let done = self.runs[c].progress(self.now);
             self.stop(c, St::Queued);
@@ -1330,11 +1359,8 @@ impl Sim<'_> {
             self.runs[c].preempted += 1;
             self.preemptions += 1;
             self.enqueue(c);
-            if self.try_start(h) {
-                return true;
-            }
         }
-        false
+        self.try_start(h)
     }
 
     fn after_pass(&mut self, r: usize) {

@@ -1571,6 +1571,43 @@ fn services_step_at_fractional_local_hours() {
     assert!((r.services[0].replica_hours - 1.0).abs() < 1e-9);
 }
 
+/// Preemption takes only the victims the preempting job needs. Two nodes of 8 GPUs: A (low,
+/// 8 GPUs, t=0) on node 0, D (high, 4 GPUs, t=1) and B (low, 4 GPUs, t=2) on node 1; H
+/// (high, 8 GPUs, t=3, 100 s) needs a whole node. Victims are tried latest started first:
+/// B, then A. Only A's node can take H (node 1 keeps D), so B keeps running and ends at
+/// 1,002 s (JCT 1,000 s): 1 preemption. It was preempted too, for nothing: 2 preemptions,
+/// and B restarted at once on the same GPUs, ending at 3 + 999 + 300 (restart) = 1,302 s.
+#[test]
+fn preemption_spares_victims_the_job_does_not_need() {
+    let mut jobs = vec![
+        Job::new(0, 0.0, 1000.0, 8),
+        Job::new(1, 1.0, 1000.0, 4),
+        Job::new(2, 2.0, 1000.0, 4),
+        Job::new(3, 3.0, 100.0, 8),
+    ];
+    for (i, (j, prio)) in jobs.iter_mut().zip([0, 10, 0, 10]).enumerate() {
+        j.class = i as u16;
+        j.priority = prio;
+    }
+    let w = Workload {
+        jobs,
+        classes: ["a", "d", "b", "h"].iter().map(|s| s.to_string()).collect(),
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let r = simulate(&two_nodes(), &w, &preset("priority").unwrap(), &o);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.preemptions, 1);
+    assert_eq!(r.classes[2].preemptions, 0, "{:?}", r.classes[2]);
+    assert_eq!(r.classes[2].jct_s.mean, 1000.0);
+    // H starts at once on A's node; A resumes after H (t=103) with 997 s left + 300 s.
+    assert_eq!(r.classes[3].wait_s.mean, 0.0);
+    assert_eq!(r.classes[0].jct_s.mean, 103.0 + 997.0 + 300.0);
+}
+
 /// Wait percentiles interpolate between order statistics: one 8-GPU node, two 100 s jobs
 /// arriving together wait 0 and 100 s, so the p50 is 50 s and the p99 99 s (the rounded
 /// rank gave the longer wait, 100 s, for both: a median equal to the maximum).
