@@ -458,8 +458,42 @@ impl State {
         {
             return Err("aggregated free counts differ from the per-GPU state".into());
         }
+        if let Some(g) = t.uniform_gpus {
+            if let Some(n) = t.nodes.iter().position(|n| n.gpus != g) {
+                return Err(format!(
+                    "node {n} has {} GPUs but the topology says every node has {g} (uniform_gpus)",
+                    t.nodes[n].gpus
+                ));
+            }
+        }
         for r in 0..t.regions() {
+            // The fragmentation figures against a recount from the per-GPU state.
+            let whole =
+                |n: usize| t.nodes[n].gpus > 0 && self.gpus_of(n).iter().all(|&m| m == 1000);
             let (a, b) = t.region_nodes(r);
+            let nodes: u64 = (a..b)
+                .filter(|&n| whole(n))
+                .map(|n| u64::from(t.nodes[n].gpus))
+                .sum();
+            let doms: u64 = t
+                .region_pods(r)
+                .flat_map(|p| t.pod_domains(p))
+                .filter(|&d| t.domain_nodes(d).all(whole))
+                .map(|d| {
+                    t.domain_nodes(d)
+                        .map(|n| u64::from(t.nodes[n].gpus))
+                        .sum::<u64>()
+                })
+                .sum();
+            let (fn_, fd) = (
+                self.free_in_free_nodes(t, r),
+                self.free_in_free_domains(t, r),
+            );
+            if (fn_, fd) != (nodes, doms) {
+                return Err(format!(
+                    "region {r}: {fn_} GPUs on free nodes and {fd} in free domains counted, {nodes} and {doms} recounted"
+                ));
+            }
             let used: u64 = (a..b)
                 .flat_map(|n| self.gpus_of(n).iter().map(|&m| 1000 - m as u64))
                 .sum();

@@ -1608,6 +1608,57 @@ fn preemption_spares_victims_the_job_does_not_need() {
     assert_eq!(r.classes[0].jct_s.mean, 103.0 + 997.0 + 300.0);
 }
 
+/// The fragmentation figures (GPUs on wholly free nodes and domains) match a recount from
+/// the per-GPU state after every event on a heterogeneous cluster (nodes of 8, 4, 2 and 0
+/// GPUs: no `uniform_gpus` shortcut), and a topology whose `uniform_gpus` disagrees with
+/// its nodes is reported, not used silently.
+#[test]
+fn free_capacity_figures_match_a_recount() {
+    let node = |gpus: u8| myriad_sched::Node {
+        gpus,
+        gpu_type: 0,
+        cpu_milli: 64_000,
+        memory_mib: 512_000,
+    };
+    let nodes: Vec<_> = (0..24).map(|i| node([8, 4, 2, 0][i % 4])).collect();
+    let t = Topology::from_nodes(nodes, vec!["h100".into()], 5);
+    assert_eq!(t.uniform_gpus, None);
+    let mut jobs = vec![];
+    for i in 0..300u32 {
+        let mut j = Job::new(
+            i,
+            f64::from(i) * 7.0,
+            200.0 + f64::from(i % 13) * 50.0,
+            [1, 2, 4, 8, 1][i as usize % 5],
+        );
+        if i % 5 == 4 {
+            j.milli = 250 + (i % 3) as u16 * 250;
+        }
+        j.cpu_milli = 1000;
+        jobs.push(j);
+    }
+    let w = Workload {
+        jobs,
+        classes: vec!["jobs".into()],
+        services: vec![],
+    };
+    let mut o = Options {
+        check: true,
+        ..Options::default()
+    };
+    o.fgd = Some(myriad_sched::Fgd::from_jobs(&w.jobs));
+    for p in ["fifo", "backfill", "best-fit", "fgd"] {
+        let r = simulate(&t, &w, &preset(p).unwrap(), &o);
+        assert!(r.violations.is_empty(), "{p}: {:?}", &r.violations[..1]);
+        assert_eq!(r.completed, 300, "{p}");
+    }
+    let mut stale = uneven_regions(2, 2);
+    stale.nodes[0].gpus = 4;
+    let st = State::new(&stale);
+    let e = st.check(&stale).unwrap_err();
+    assert!(e.contains("node 0 has 4 GPUs"), "{e}");
+}
+
 /// Wait percentiles interpolate between order statistics: one 8-GPU node, two 100 s jobs
 /// arriving together wait 0 and 100 s, so the p50 is 50 s and the p99 99 s (the rounded
 /// rank gave the longer wait, 100 s, for both: a median equal to the maximum).
