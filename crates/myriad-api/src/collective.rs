@@ -384,7 +384,7 @@ pub fn collective_analytical(
         .map(|(b, t)| {
             json!({
                 "bytes": *b as u64, "time_s": t.time_s, "algbw_gbps": t.algbw_gbps, "busbw_gbps": t.busbw_gbps,
-                "algorithm": t.algorithm, "protocol": format!("{:?}", t.protocol),
+                "algorithm": t.algorithm, "protocol": t.protocol.name(),
             })
         })
         .collect();
@@ -425,10 +425,7 @@ pub fn shaped(points: Vec<Value>, group_size: Value, spans: Value) -> Value {
 
 /// An algorithm's name as the JSON and the command line spell it (`ring`, `nvls`).
 pub fn algorithm_name(a: Algorithm) -> String {
-    match serde_json::to_value(a) {
-        Ok(Value::String(s)) => s,
-        _ => format!("{a:?}").to_lowercase(),
-    }
+    a.name().to_string()
 }
 
 /// How the analytical model approximates an uneven group it cannot time as it is.
@@ -473,6 +470,47 @@ mod tests {
         let i = collective_input(&s, "s.yaml", "all-reduce", Some("1MiB"), None, "dp", "auto")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(i.ranks.len(), 32);
+    }
+
+    /// `--json` spells protocols as it spells algorithms, lowercase (`ll`, `ll128`,
+    /// `simple`, `NCCL_PROTO`'s names): they were printed Debug-cased (`Ll`, `Ll128`,
+    /// `Simple`) beside `ring` and `nvls`.
+    #[test]
+    fn json_protocols_are_lowercase_as_the_algorithms() {
+        let s = crate::scenario(
+            "s.yaml",
+            "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 64, scale_up: hgx-h100, scale_out: {fabric: infiniband-ndr}}\n",
+        )
+        .unwrap();
+        let i = collective_input(
+            &s,
+            "s.yaml",
+            "all-reduce",
+            None,
+            Some("8B..1GiB"),
+            "all",
+            "ring",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let (_, out) = super::collective_analytical(&i, "s.yaml").unwrap();
+        let protocols: Vec<&str> = out["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                assert_eq!(p["algorithm"], "ring");
+                p["protocol"].as_str().unwrap()
+            })
+            .collect();
+        // The smallest ring all-reduce runs LL, the largest Simple.
+        assert_eq!(protocols.first(), Some(&"ll"), "{protocols:?}");
+        assert_eq!(protocols.last(), Some(&"simple"), "{protocols:?}");
+        assert!(
+            protocols
+                .iter()
+                .all(|p| ["ll", "ll128", "simple"].contains(p)),
+            "{protocols:?}"
+        );
     }
 
     /// `--group tp` on a scenario without a training block said so without naming the file.

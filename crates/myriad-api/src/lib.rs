@@ -365,7 +365,8 @@ pub fn plan(
         "tokens": r.tokens,
         "candidates": r.candidates.iter().map(|c| json!({
             "accelerator": c.accelerator, "scale_up": c.scale_up, "fabric": c.fabric,
-            "accelerators": c.accelerators, "days": c.days, "gpu_hours": c.gpu_hours,
+            "accelerators": c.accelerators, "cluster_accelerators": c.cluster_accelerators,
+            "days": c.days, "gpu_hours": c.gpu_hours,
             "capex_usd": c.capex_usd, "facility_power_mw": c.facility_power_mw,
             "energy_mwh": c.energy_mwh, "energy_cost_usd": c.energy_cost_usd,
             "pareto": c.pareto, "violations": c.violations, "notes": c.notes,

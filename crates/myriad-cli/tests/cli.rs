@@ -1859,3 +1859,64 @@ fn sched_hours_past_1e12_print_in_scientific_form() {
     assert!(out.lines().all(|l| l.len() <= 300), "{out:.2000}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `train` names the plan's recompute as `search` and the scenario spell it, through one
+/// label (`Plan::recompute_label`), in its plan line, its notes and `--json` notes: it
+/// printed `recompute None`, `recompute Full (25% of layers)` and `recompute Selective
+/// (core_attn)` where `search` printed `no-recompute`, `full 25%` and `selective(core_attn)`.
+#[test]
+fn train_prints_recompute_as_search_and_the_scenario_spell_it() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-rc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("rc.yaml");
+    let f = f.to_str().unwrap();
+    for (given, label) in [
+        ("recompute: none", "no-recompute"),
+        ("recompute: full, recompute_layers: 8", "full 25%"),
+        ("recompute: selective", "selective(core_attn)"),
+        (
+            "recompute: selective, recompute_modules: [core_attn, layernorm]",
+            "selective(core_attn+layernorm)",
+        ),
+    ] {
+        std::fs::write(
+            f,
+            format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 64, scale_up: hgx-h100}}\nmodel: {{preset: llama3-8b}}\ntraining: {{tp: 2, pp: 1, dp: 32, global_batch: 256, micro_batch: 1, zero_stage: 1, {given}}}\n"),
+        )
+        .unwrap();
+        let (code, out, err) = myriad(&["train", f]);
+        assert_eq!(code, 0, "{err}");
+        let plan = out.lines().find(|l| l.starts_with("plan: ")).unwrap();
+        assert!(
+            plan.contains(&format!(" · {label} · SP true ·")),
+            "{given}: {plan}"
+        );
+        assert!(!out.contains("Full") && !out.contains("Selective"), "{out}");
+    }
+    // Chosen by `train`: the note and `--json`'s notes use the label too.
+    std::fs::write(
+        f,
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 16384, scale_up: hgx-h100, scale_out: {fabric: infiniband-ndr}}\nmodel: {preset: llama3-405b}\ntraining: {tp: 8, pp: 16, dp: 128, vpp: 4, global_batch: 2048, micro_batch: 1, zero_stage: 1}\n",
+    )
+    .unwrap();
+    let (code, out, err) = myriad(&["train", f]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(" · selective(core_attn+layernorm) · SP true ·")
+            && out.contains("  chose recompute: selective(core_attn+layernorm) (not given; the fastest that fits)"),
+        "{out}"
+    );
+    let v = json(&["train", f, "--json"]);
+    let notes: Vec<&str> = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert!(
+        notes.contains(
+            &"recompute: selective(core_attn+layernorm) (not given; the fastest that fits)"
+        ),
+        "{notes:?}"
+    );
+}

@@ -159,6 +159,46 @@ pub enum Protocol {
     Simple,
 }
 
+impl Op {
+    /// The op as the command line takes it and every output spells it (`all-reduce`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::AllReduce => "all-reduce",
+            Op::AllGather => "all-gather",
+            Op::ReduceScatter => "reduce-scatter",
+            Op::AllToAll => "all-to-all",
+            Op::Broadcast => "broadcast",
+            Op::SendRecv => "send-recv",
+        }
+    }
+}
+
+impl Algorithm {
+    /// The algorithm as `--algorithm` takes it and every output spells it (`ring`, `nvls`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Auto => "auto",
+            Algorithm::Ring => "ring",
+            Algorithm::Tree => "tree",
+            Algorithm::Nvls => "nvls",
+            Algorithm::Hierarchical => "hierarchical",
+            Algorithm::Direct => "direct",
+        }
+    }
+}
+
+impl Protocol {
+    /// The protocol as every output spells it: lowercase, as the algorithms are, and as
+    /// `NCCL_PROTO` takes it (case-insensitively): `ll`, `ll128`, `simple`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Ll => "ll",
+            Protocol::Ll128 => "ll128",
+            Protocol::Simple => "simple",
+        }
+    }
+}
+
 /// One protocol's latency and bandwidth multipliers.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ProtocolCost {
@@ -1219,6 +1259,41 @@ impl CollectiveTimer for Analytical<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One spelling per name: the `name()` every table and JSON object prints is the serde
+    /// name (`myriad collective --json` printed protocols Debug-cased, `Simple`, `Ll128`,
+    /// beside lowercase algorithms).
+    #[test]
+    fn names_are_the_serde_names_in_lowercase() {
+        let serde = |v: serde_json::Value| v.as_str().unwrap().to_string();
+        for p in [Protocol::Ll, Protocol::Ll128, Protocol::Simple] {
+            assert_eq!(p.name(), serde(serde_json::to_value(p).unwrap()));
+        }
+        assert_eq!(
+            PROTOCOLS.map(|c| c.protocol.name()),
+            ["ll", "ll128", "simple"]
+        );
+        for a in [
+            Algorithm::Auto,
+            Algorithm::Ring,
+            Algorithm::Tree,
+            Algorithm::Nvls,
+            Algorithm::Hierarchical,
+            Algorithm::Direct,
+        ] {
+            assert_eq!(a.name(), serde(serde_json::to_value(a).unwrap()));
+        }
+        for o in [
+            Op::AllReduce,
+            Op::AllGather,
+            Op::ReduceScatter,
+            Op::AllToAll,
+            Op::Broadcast,
+            Op::SendRecv,
+        ] {
+            assert_eq!(o.name(), serde(serde_json::to_value(o).unwrap()));
+        }
+    }
 
     fn level(name: &str, size: u64, gbps: f64, lat: f64, eff: f64) -> Level {
         Level {

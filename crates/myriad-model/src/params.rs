@@ -159,6 +159,31 @@ impl Transformer {
         }
     }
 
+    /// Parameters of one layer that every tensor-parallel rank holds whole but, under
+    /// sequence parallelism, trains on its own share of the sequence only, so that their
+    /// gradients are all-reduced over TP once per step (Megatron marks them
+    /// `sequence_parallel`: `_allreduce_layernorm_grads` in `finalize_model_grads`): the
+    /// two norms, weights only (RMSNorm; models with a gated MLP, as
+    /// [`Transformer::tensors_per_layer`] takes them) or weights and biases (LayerNorm,
+    /// GPT-style models), the biases of the row-parallel layers of GPT-style models (the
+    /// attention output projection, and in a dense layer the MLP's second GEMM), MLA's
+    /// latent norms, and in an MoE layer the router. Returns (dense layer, MoE layer).
+    /// MLA's down projections are taken as the op list runs them, on every token of each
+    /// TP rank (whole gradients, nothing to reduce).
+    pub fn sequence_parallel_params_per_layer(&self) -> (f64, f64) {
+        let h = self.hidden as f64;
+        let gpt_style = !self.gated_mlp;
+        let norms = if gpt_style { 4.0 * h } else { 2.0 * h };
+        let latent_norms = self.mla.as_ref().map_or(0.0, |m| {
+            m.q_lora_rank.unwrap_or(0) as f64 + m.kv_lora_rank as f64
+        });
+        // Row-parallel biases: attention's output projection, the MLP's second GEMM.
+        let (attn_bias, mlp_bias) = if gpt_style { (h, h) } else { (0.0, 0.0) };
+        let common = norms + latent_norms + attn_bias;
+        let router = self.moe.as_ref().map_or(0.0, |m| h * m.experts as f64);
+        (common + mlp_bias, common + router)
+    }
+
     /// Parameter tensors of one layer as a framework's module tree holds them (what a
     /// framework gathering one tensor at a time, as DeepSpeed ZeRO-3 did before 2022,
     /// issues one collective for). Megatron-style fusion: one QKV matrix (MLA: its down

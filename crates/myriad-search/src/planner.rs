@@ -9,7 +9,9 @@
 //! domains (every site alike); the job runs the requested count in it, or, when no parallel
 //! plan divides that count, the largest subset of the built cluster that one divides (the
 //! built count, then it rounded down to multiples of 2, 4, 8, ...), noted; idle accelerators
-//! stay in the cost and power. The Pareto front is over time to train
+//! stay in the cost, the power and the GPU-hours (what is built is held, powered and paid
+//! for over the whole run: `gpu_hours` counts `cluster_accelerators`, as `energy_mwh` counts
+//! the whole facility). The Pareto front is over time to train
 //! and capital cost; the chosen design is the cheapest that meets every constraint
 //! (deadline, budget, power), or the fastest when there is no deadline.
 
@@ -38,6 +40,8 @@ pub struct Candidate {
     /// The best plan and its estimate; `None` when no plan fits.
     pub best: Option<Ranked>,
     pub days: Option<f64>,
+    /// Accelerator-hours of the built cluster over the run: `cluster_accelerators` × hours,
+    /// the idle ones included, as the capital cost and the energy include them.
     pub gpu_hours: Option<f64>,
     pub capex_usd: f64,
     pub facility_power_mw: f64,
@@ -321,10 +325,12 @@ pub fn plan(s: &Scenario, cat: &Catalog) -> Result<PlanResult, String> {
                 Some(b) if over_budget.is_none() => {
                     let steps = (tokens / tokens_per_step(b.plan.global_batch)).ceil();
                     let secs = steps * b.estimate.step_time_s;
+                    // The whole built cluster, idle accelerators included: the facility's
+                    // energy and every accelerator's hours, held for the run.
                     let mwh = report.facility_power_mw * secs / 3600.0;
                     (
                         Some(secs / 86400.0),
-                        Some(secs / 3600.0 * job as f64),
+                        Some(secs / 3600.0 * sc.cluster.count as f64),
                         Some(mwh),
                         Some(mwh * 1000.0 * sc.cluster.datacenter.usd_per_kwh),
                     )

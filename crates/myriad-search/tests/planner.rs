@@ -296,7 +296,10 @@ fn a_candidate_without_the_precision_says_so() {
 
 /// Time, GPU-hours, energy and its cost follow from the best plan's step time by hand:
 /// 1e12 tokens in steps of 512 × 8,192 tokens is 238,419 steps (the last one partial but
-/// whole); energy is the facility power (PUE included) over that time.
+/// whole); energy is the facility power (PUE included) over that time, and GPU-hours are
+/// every built accelerator's over that time, as the energy is every built one's: 256 GB200
+/// are built as four NVL72 racks, 288 GPUs (the GPU-hours counted the job's 256, 11% less
+/// than the accelerators held, powered and paid for).
 #[test]
 fn time_energy_and_cost_follow_from_the_step_time() {
     let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024, datacenter: {pue: 1.5, usd_per_kwh: 0.1}}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 512, precision: bf16, tokens: 1.0e12}\nplanning: {accelerators: [h100-sxm, gb200], counts: [256, 512]}\n";
@@ -311,8 +314,13 @@ fn time_energy_and_cost_follow_from_the_step_time() {
         assert!(close(c.days.unwrap(), secs / 86_400.0), "{}", c.accelerator);
         assert!(close(
             c.gpu_hours.unwrap(),
-            secs / 3600.0 * c.accelerators as f64
+            secs / 3600.0 * c.cluster_accelerators as f64
         ));
+        if c.accelerator == "gb200" {
+            // 256 and 512 GPUs in whole racks of 72: 288 and 576 held.
+            assert_eq!(c.cluster_accelerators, c.accelerators.next_multiple_of(72));
+            assert!(c.cluster_accelerators > c.accelerators);
+        }
         assert!(close(
             c.energy_mwh.unwrap(),
             c.facility_power_mw * secs / 3600.0
@@ -424,9 +432,12 @@ fn a_count_no_plan_divides_runs_on_the_largest_subset_that_does() {
     let (a, b) = (full.best.as_ref().unwrap(), odd.best.as_ref().unwrap());
     assert_eq!(a.estimate.step_time_s, b.estimate.step_time_s);
     assert_eq!(full.days, odd.days);
-    // The idle node still costs: one more HGX server than the 1,024.
+    // The idle node still costs: one more HGX server than the 1,024, its capital, its power
+    // and its GPU-hours (held for the run as the energy counts it).
     assert!(odd.capex_usd > full.capex_usd);
-    assert_eq!(odd.gpu_hours, full.gpu_hours);
+    assert!(odd.facility_power_mw > full.facility_power_mw);
+    let ratio = odd.gpu_hours.unwrap() / full.gpu_hours.unwrap();
+    assert!((ratio - 1032.0 / 1024.0).abs() < 1e-12, "{ratio}");
 }
 
 /// `offload_layers` needs a host memory link: a candidate system without one says so

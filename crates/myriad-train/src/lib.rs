@@ -313,19 +313,18 @@ pub fn train_choosing(
         "nothing fits; the smallest footprint"
     };
     if !recomputes.is_empty() {
+        // The plan line's label (`Plan::recompute_label`), block recompute with its layers.
+        let block = if plan.recompute == Recompute::Full && plan.recompute_fraction < 1.0 {
+            format!(
+                ", the first {} of {chunk} layers of every pipeline chunk",
+                (plan.recompute_fraction * chunk as f64).round()
+            )
+        } else {
+            String::new()
+        };
         notes.push(format!(
-            "recompute: {} (not given; {fit_note})",
-            match plan.recompute {
-                Recompute::None => "none".to_string(),
-                Recompute::Selective if plan.recompute_modules == RecomputeModules::CORE_ATTN =>
-                    "selective".to_string(),
-                Recompute::Selective => format!("selective ({})", plan.recompute_modules.names()),
-                Recompute::Full if plan.recompute_fraction < 1.0 => format!(
-                    "full on the first {} of {chunk} layers of every pipeline chunk (block)",
-                    (plan.recompute_fraction * chunk as f64).round()
-                ),
-                Recompute::Full => "full".to_string(),
-            }
+            "recompute: {}{block} (not given; {fit_note})",
+            plan.recompute_label()
         ));
     }
     if plan.offload_fraction > 0.0 && spec.offload_layers.is_none() {

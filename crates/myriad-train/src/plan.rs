@@ -104,6 +104,26 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The plan's activation recompute in the scenario's own spelling, one label for every
+    /// output (`myriad train`'s plan line and notes, `search` and `plan` tables): `full`,
+    /// block recompute as the share of every chunk's layers recomputed (`full 25%`,
+    /// `recompute_layers`), selective with its module set (`selective(core_attn)`,
+    /// `selective(core_attn+layernorm)`: `recompute_modules`), and `no-recompute` for
+    /// `recompute: none` (a word of its own in a plan summary, not a missing value).
+    pub fn recompute_label(&self) -> String {
+        match self.recompute {
+            Recompute::Full if self.recompute_fraction < 1.0 => {
+                format!("full {:.0}%", 100.0 * self.recompute_fraction)
+            }
+            Recompute::Full => "full".to_string(),
+            Recompute::Selective => format!(
+                "selective({})",
+                self.recompute_modules.names().replace(", ", "+")
+            ),
+            Recompute::None => "no-recompute".to_string(),
+        }
+    }
+
     /// Transformer layers of pipeline stage `s`, as a range `[lo, hi)` of layer indices
     /// (fractional when the split is uneven).
     pub fn stage_layers(&self, layers: u32, s: u32) -> (f64, f64) {

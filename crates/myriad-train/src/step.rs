@@ -1552,6 +1552,28 @@ pub fn estimate_with(
         _ => 0.0,
     };
 
+    // Sequence parallelism: the parameters every TP rank holds whole but trains on its own
+    // share of the sequence only (norms, GPT-style row-parallel biases, MoE routers:
+    // `Transformer::sequence_parallel_params_per_layer`) have their gradients all-reduced
+    // over TP once per step after the last backward, one coalesced all-reduce of every
+    // parameter Megatron-Core marks `sequence_parallel` (`_allreduce_layernorm_grads` in
+    // `finalize_model_grads`, after the data-parallel reduction), on the critical path
+    // before the optimizer: the critical stage's layers, and where it holds the head the
+    // final norm and the MTP modules (a layer of the last kind and three norms each).
+    let sp_ar = if plan.sequence_parallel && plan.tp > 1 {
+        let (dense_sp, moe_sp) = model.sequence_parallel_params_per_layer();
+        let (d, mo) = split(crit_idx as u32);
+        let mut p = d * dense_sp + mo * moe_sp;
+        if plan.holds_head(crit_idx as u32) {
+            let norm = if model.gated_mlp { h } else { 2.0 * h };
+            let mtp_layer = if mtp_layer_moe { moe_sp } else { dense_sp };
+            p += norm + mtp * (mtp_layer + 3.0 * norm);
+        }
+        ctx.coll(CollOp::AllReduce, p * grad_bytes, &g_tp)
+    } else {
+        0.0
+    };
+
     // Tied embeddings over a pipeline: the last stage keeps its own copy of the word
     // embeddings for the output layer, and the first and last pipeline ranks all-reduce
     // their gradients once per step after the backward pass (Megatron's
@@ -1651,7 +1673,7 @@ pub fn estimate_with(
         backward_s: m * crit.bwd,
         recompute_s: m * (crit.recompute - crit.eager_rec),
         moe_overhead_s: m * (crit.eager_fwd + crit.eager_rec),
-        tp_comm_s: m * crit.tp + kv_replica_ar,
+        tp_comm_s: m * crit.tp + kv_replica_ar + sp_ar,
         cp_comm_s: m * crit.cp,
         ep_comm_s: m * ep_slot,
         pp_comm_s: pp_comm,

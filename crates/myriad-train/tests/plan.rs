@@ -2230,3 +2230,79 @@ fn unstated_sharding_is_tried_over_context_parallelism_without_dp() {
         t.estimate.memory.optimizer_gib
     );
 }
+
+/// Under sequence parallelism each TP rank holds the norms (and an MoE layer's router)
+/// whole but computes their gradients from its own share of the sequence, so the TP group
+/// all-reduces them once per step (Megatron-Core's `_allreduce_layernorm_grads`), on the
+/// critical path; it was not charged. Llama 3 70B (hidden 8192, RMSNorm) at TP 8, PP 1:
+/// 80 layers of two norms and the final norm, 80 · 2 · 8192 + 8192 = 1,318,912 weights in
+/// fp32, 5,275,648 bytes. Qwen3-30B-A3B (hidden 2048, 128 experts) at TP 4: 48 layers of
+/// two norms and a 2048 × 128 router, and the final norm, 12,781,568 weights, 51,126,272
+/// bytes. Without sequence parallelism nothing of the kind runs.
+#[test]
+fn sequence_parallel_gradients_are_all_reduced_over_tp_once_per_step() {
+    use myriad_collective::{GroupSpan, Layout, Op};
+    use std::sync::Mutex;
+    // Analytical, plus 1000 s and a record for each all-reduce over the TP group.
+    struct Marked<'a> {
+        inner: myriad_train::Analytical<'a>,
+        tp: u64,
+        seen: Mutex<Vec<f64>>,
+    }
+    impl myriad_train::CollectiveTimer for Marked<'_> {
+        fn time(&self, op: Op, bytes: f64, span: &GroupSpan, layout: &Layout) -> f64 {
+            let t = self.inner.time(op, bytes, span, layout);
+            if op == Op::AllReduce && span.size() == self.tp && layout.stride == 1 {
+                self.seen.lock().unwrap().push(bytes);
+                return t + 1000.0;
+            }
+            t
+        }
+    }
+    let run = |cluster: &str, model: &str, tp: u64, training: &str| {
+        let text = format!(
+            "format: myriad/1\ncluster: {cluster}\nmodel: {{preset: {model}}}\ntraining: {training}\n"
+        );
+        let cat = myriad_catalog::catalog();
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        let n = s
+            .training
+            .as_ref()
+            .unwrap()
+            .accelerators
+            .unwrap_or(s.cluster.count);
+        let (plan, _) = myriad_train::resolve(s.training.as_ref().unwrap(), &m, &c, n).unwrap();
+        let plain = myriad_train::estimate(&m, &plan, &c);
+        let marked = Marked {
+            inner: myriad_train::Analytical { levels: &c.levels },
+            tp,
+            seen: Mutex::new(Vec::new()),
+        };
+        let e = myriad_train::estimate_with(&m, &plan, &c, &marked);
+        (plain, e, marked.seen.into_inner().unwrap())
+    };
+    let gb200 = "{accelerator: gb200, count: 72}";
+    let llama = "tp: 8, pp: 1, dp: 8, accelerators: 64, global_batch: 64, micro_batch: 1, precision: bf16, recompute: full";
+    let (plain, e, seen) = run(gb200, "llama3-70b", 8, &format!("{{{llama}}}"));
+    assert_eq!(seen, vec![5_275_648.0]);
+    let extra = e.breakdown.tp_comm_s - plain.breakdown.tp_comm_s;
+    assert!((extra - 1000.0).abs() < 1e-6, "{extra}");
+    assert!((e.step_time_s - plain.step_time_s - 1000.0).abs() < 1e-6);
+    // Without sequence parallelism the TP all-reduces are the layers' activations only.
+    let (_, _, seen) = run(
+        gb200,
+        "llama3-70b",
+        8,
+        &format!("{{{llama}, sequence_parallel: false}}"),
+    );
+    assert!(!seen.is_empty() && !seen.contains(&5_275_648.0), "{seen:?}");
+    let (_, _, seen) = run(
+        "{accelerator: h100-sxm, count: 8}",
+        "qwen3-30b-a3b",
+        4,
+        "{tp: 4, pp: 1, dp: 2, ep: 2, global_batch: 16, micro_batch: 1, precision: bf16, recompute: full}",
+    );
+    assert_eq!(seen, vec![51_126_272.0]);
+}

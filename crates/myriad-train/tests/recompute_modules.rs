@@ -103,7 +103,9 @@ fn the_cheapest_set_that_fits_is_chosen() {
     assert_eq!(t.plan.recompute, Recompute::Selective);
     let notes = t.notes.join(" | ");
     assert!(
-        notes.contains("recompute: selective (core_attn, layernorm, moe_act) (not given; the fastest that fits)"),
+        notes.contains(
+            "recompute: selective(core_attn+layernorm+moe_act) (not given; the fastest that fits)"
+        ),
         "{notes}"
     );
     let none = run("{global_batch: 1280, micro_batch: 5, tp: 1, pp: 1, dp: 64, ep: 8, precision: bf16, distributed_optimizer: true, grad_reduce_in_fp32: false, recompute: none}").unwrap();

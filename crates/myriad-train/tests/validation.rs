@@ -288,7 +288,7 @@ fn dgx_cloud_rows_take_their_recipes_settings() {
     );
     assert!(n.contains("bf16_master_weights: true"), "{n}");
     assert!(n.contains("optimizer sharding: ZeRO-1"), "{n}");
-    assert!(n.contains("recompute: none"), "{n}");
+    assert!(n.contains("recompute: no-recompute (not given"), "{n}");
     let n = notes_of(&r, "dgxc-35a9aec-nemotron4_15b-nemo-megatron-bf16-h100-16");
     assert!(!n.contains("bf16_master_weights"), "{n}");
 }

@@ -83,7 +83,7 @@ pub fn run(path: &Path, a: Args) -> Result<(), String> {
             algbw_gbps: c.algbw_gbps,
             busbw_gbps: c.busbw_gbps,
             algorithm: myriad_api::algorithm_name(c.algorithm),
-            protocol: format!("{:?}", c.protocol),
+            protocol: c.protocol.name().to_string(),
         })
         .collect();
     print_curve(&rows);
@@ -212,7 +212,7 @@ fn run_flow(
                 serde_json::json!({
                     "bytes": *b as u64, "time_s": t.time_s, "algbw_gbps": t.algbw_gbps,
                     "busbw_gbps": t.busbw_gbps, "algorithm": t.algorithm,
-                    "variant": t.variant, "protocol": format!("{:?}", t.protocol),
+                    "variant": t.variant, "protocol": t.protocol.name(),
                     "flows_simulated": t.sim.flows_simulated, "flows": t.sim.flows_total,
                     "steps_advanced_in_steady_state": t.sim.steps_skipped,
                     "reroutes": t.sim.reroutes,
@@ -256,7 +256,7 @@ fn run_flow(
                 Some(v) => format!("{} ({v})", myriad_api::algorithm_name(c.algorithm)),
                 None => myriad_api::algorithm_name(c.algorithm),
             },
-            protocol: format!("{:?}", c.protocol),
+            protocol: c.protocol.name().to_string(),
         })
         .collect();
     print_curve(&rows);

@@ -28,22 +28,8 @@ pub(crate) fn plan_summary(p: &myriad_train::Plan) -> String {
             String::new()
         },
         p.micro_batch,
-        // Lowercase, in the scenario's own spelling (`recompute: full`, `selective`,
-        // `recompute_modules: [core_attn, ...]`).
-        match p.recompute {
-            myriad_model::Recompute::Full if p.recompute_fraction < 1.0 => {
-                // Block recompute: the share of every chunk's layers recomputed.
-                format!("full {:.0}%", 100.0 * p.recompute_fraction)
-            }
-            myriad_model::Recompute::Full => "full".to_string(),
-            // The module set tells selective plans apart (core_attn alone is Megatron's).
-            myriad_model::Recompute::Selective => format!(
-                "selective({})",
-                p.recompute_modules.names().replace(", ", "+")
-            ),
-            // The scenario's `recompute: none`, not a missing value.
-            myriad_model::Recompute::None => "no-recompute".to_string(),
-        },
+        // Lowercase, in the scenario's own spelling, as `train` prints it.
+        p.recompute_label(),
         if p.offload_fraction > 0.0 {
             format!(
                 "{} offload{:.0}%",

@@ -236,13 +236,8 @@ pub(super) fn print_step(
 ) {
     let p = &t.plan;
     let e = &t.estimate;
-    let recompute = if p.recompute == myriad_model::Recompute::Full && p.recompute_fraction < 1.0 {
-        format!("Full ({:.0}% of layers)", 100.0 * p.recompute_fraction)
-    } else if p.recompute == myriad_model::Recompute::Selective {
-        format!("Selective ({})", p.recompute_modules.names())
-    } else {
-        format!("{:?}", p.recompute)
-    };
+    // In the scenario's spelling, as `search` and `plan` print it.
+    let recompute = p.recompute_label();
     let cp = match (p.cp, p.cp_comm) {
         (1, _) => "1".to_string(),
         (c, myriad_model::CpComm::P2p) => format!("{c} (ring)"),
@@ -256,7 +251,7 @@ pub(super) fn print_step(
         (prec, _) => prec.as_str().to_string(),
     };
     println!(
-        "plan: TP {} · PP {} (VPP {}) · CP {} · DP {} · EP {} · micro-batch {} · global batch {} · {} · recompute {} · SP {} · {} micro-batches",
+        "plan: TP {} · PP {} (VPP {}) · CP {} · DP {} · EP {} · micro-batch {} · global batch {} · {} · {} · SP {} · {} micro-batches",
         p.tp, p.pp, p.vpp, cp, p.dp, p.ep, p.micro_batch, p.global_batch, precision,
         recompute, p.sequence_parallel, e.micro_batches
     );
