@@ -373,15 +373,24 @@ pub fn setup(
     })
 }
 
-/// Accelerators needed to sustain `rate` requests/s, from the goodput per accelerator a
-/// simulation measured, rounded up to a whole number of `per_instance` (the accelerators
-/// of the smallest unit the deployment grows by).
-pub fn accelerators_for(rate: f64, r: &SimReport, per_instance: u64) -> Option<u64> {
-    let per_acc = r.goodput_requests_per_s / r.accelerators.max(1) as f64;
-    if per_acc <= 0.0 {
+/// Accelerators needed to sustain `rate` requests/s within the SLOs, from the deployment's
+/// capacity per accelerator (`max_rate_per_accelerator`: the highest Poisson rate at which
+/// the search's share of requests, `search::ATTAINMENT`, meets both SLOs, per accelerator;
+/// `search::capacity`), rounded up to a whole number of `per_instance` (the accelerators of
+/// the smallest unit the deployment grows by). `None` when no rate met the SLOs.
+///
+/// (It was scaled from the goodput of the run at the scenario's own arrival rate, which
+/// is that rate whenever the deployment keeps up: the same deployment needed 784
+/// accelerators for 100 requests/s when simulated at 1 request/s and 36 at 30.)
+pub fn accelerators_for(
+    rate: f64,
+    max_rate_per_accelerator: f64,
+    per_instance: u64,
+) -> Option<u64> {
+    if !(max_rate_per_accelerator > 0.0) {
         return None;
     }
-    let n = (rate / per_acc).ceil() as u64;
+    let n = (rate / max_rate_per_accelerator).ceil() as u64;
     Some(n.div_ceil(per_instance.max(1)) * per_instance.max(1))
 }
 
@@ -402,6 +411,9 @@ pub struct ServeReport {
     pub accelerators_per_node: u32,
     pub output_tokens_per_s_per_node: f64,
     pub input_tokens_per_s_per_node: f64,
+    /// Accelerators that serve `serving.target_rate` within the SLOs, from the deployment's
+    /// capacity (`search::capacity`, `accelerators_for`); `None` without a target or where
+    /// no rate met the SLOs.
     pub accelerators_for_target_rate: Option<u64>,
     /// Most output tokens/s per accelerator the decoding instances' memory traffic allows at
     /// this run's mean prompt and output lengths (`InstanceModel::decode_roofline`: every
@@ -531,9 +543,10 @@ pub fn run(setup: &Setup) -> ServeReport {
         accelerators_per_node: setup.accelerators_per_node,
         output_tokens_per_s_per_node: r.output_tokens_per_s_per_accelerator * per_node,
         input_tokens_per_s_per_node: r.input_tokens_per_s_per_accelerator * per_node,
-        accelerators_for_target_rate: setup
-            .target_rate
-            .and_then(|t| accelerators_for(t, &r, per_instance)),
+        accelerators_for_target_rate: setup.target_rate.and_then(|t| {
+            let c = search::capacity(&setup.deployment, &setup.workload, &setup.slo);
+            accelerators_for(t, c.max_rate / c.accelerators.max(1) as f64, per_instance)
+        }),
         decode_memory_roofline_output_tokens_per_s_per_accelerator: roofline,
         result: r,
         concurrency_sweep: concurrency_sweep(setup),

@@ -2795,13 +2795,58 @@ serving:
 ",
     );
     let rep = myriad_serve::run(&setup);
-    let r = &rep.result;
-    let per_acc = r.goodput_requests_per_s / r.accelerators as f64;
+    let c = myriad_serve::search::capacity(&setup.deployment, &setup.workload, &setup.slo);
+    assert!(c.feasible && c.accelerators == 6);
+    let per_acc = c.max_rate / 6.0;
     let units = (50.0 / per_acc / 6.0).ceil() as u64;
     assert_eq!(
         rep.accelerators_for_target_rate,
         Some(units * 6),
         "{per_acc}"
+    );
+}
+
+/// Guards the sizing for `target_rate`: it comes from the deployment's capacity (the
+/// highest Poisson rate at which 90% of requests meet both SLOs, `search::capacity`), not
+/// from the goodput of the run at the scenario's own rate. Four TP2 Llama 3 70B instances
+/// keep up at 1 and at 12 requests/s, so each run's goodput was its arrival rate (1.02 and
+/// 10.83 req/s over 3,000 requests) and the sizing for 100 requests/s was 8 × 100 / 1.02 →
+/// 784 accelerators at 1 request/s and 8 × 100 / 10.83 → 74 at 12: the same deployment,
+/// ten times apart. Now both are ⌈100 / (capacity / 8)⌉ rounded up to TP2 instances, the
+/// same number, and far below the 74 that a run at 12 requests/s (a tenth of what it
+/// holds at 20%+ KV use) had extrapolated.
+#[test]
+fn target_rate_sizing_uses_capacity_not_the_scenarios_own_rate() {
+    let sizing = |rate: f64| {
+        let setup = h100x8_llama3_70b_fp8(&format!(
+            "  kv_cache: fp8
+  instance: {{instances: 4, tp: 2, max_batch: 256, max_num_tokens: 8192}}
+  arrival_rate: {rate}
+  requests: 3000
+  input: {{dist: lognormal, mean: 1000, std: 800, min: 16, max: 8192}}
+  output: {{dist: lognormal, mean: 300, std: 250, min: 4, max: 2048}}
+  prefix_cache_hit: 0.2
+  slo: {{ttft_ms: 2000, tpot_ms: 100}}
+  target_rate: 100
+"
+        ));
+        let rep = myriad_serve::run(&setup);
+        let c = myriad_serve::search::capacity(&setup.deployment, &setup.workload, &setup.slo);
+        (rep.accelerators_for_target_rate.unwrap(), c.max_rate)
+    };
+    let (at_1, cap) = sizing(1.0);
+    let (at_12, cap_12) = sizing(12.0);
+    assert_eq!(
+        cap, cap_12,
+        "the capacity does not depend on the scenario's rate"
+    );
+    // By hand: ⌈100 / (cap / 8)⌉ accelerators, rounded up to an even count.
+    let by_hand = ((100.0 / (cap / 8.0)).ceil() as u64).div_ceil(2) * 2;
+    assert_eq!((at_1, at_12), (by_hand, by_hand), "capacity {cap} req/s");
+    // Well above the 12 req/s the old sizing took as the capacity of 8 accelerators.
+    assert!(
+        cap > 20.0 && by_hand < 40,
+        "capacity {cap} req/s, {by_hand} accelerators"
     );
 }
 
