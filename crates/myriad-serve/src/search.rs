@@ -114,6 +114,7 @@ pub fn with(base: &RoleSpec, par: Parallel, max_batch: u32, kv_fraction: f64) ->
     im.window = m.window;
     im.window_chunked = m.window_chunked;
     im.window_bounds_kv = m.window_bounds_kv;
+    im.max_context = m.max_context;
     let kv = im.kv_capacity_tokens(kv_fraction);
     (kv >= 1.0).then_some(RoleSpec {
         model: im,
@@ -195,7 +196,9 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String, n: u64) -> Ca
     for probe in 0..8 {
         let mid = if probe == 0 { hi } else { (lo + hi) / 2.0 };
         let r = run(mid.max(1e-6));
-        if r.slo_attainment >= ATTAINMENT && r.rejected == 0 {
+        // Requests longer than the maximum context are turned away by every deployment:
+        // they miss the SLOs, but do not fail a rate.
+        if r.slo_attainment >= ATTAINMENT && r.rejected == r.rejected_too_long {
             lo = mid;
             best = Some(r);
             if mid >= hi {

@@ -3026,7 +3026,8 @@ fn a_huge_speculative_draft_has_a_closed_form_tokens_per_step() {
 /// A disaggregated request whose prompt and output no decode rank's KV cache can hold is
 /// turned away at the prefill instance: no prefill iteration, no input or output tokens
 /// counted. (It was prefilled, its prompt and first token counted as throughput, its KV
-/// cache sent, and only then rejected at the decode instance.)
+/// cache sent, and only then rejected at the decode instance.) The engine's context limit is
+/// raised past the request, so that the KV cache is what turns it away.
 #[test]
 fn a_request_too_large_to_decode_is_rejected_before_its_prefill() {
     let setup = h100x8_llama3_70b_fp8(
@@ -3036,6 +3037,7 @@ fn a_request_too_large_to_decode_is_rejected_before_its_prefill() {
   input: {mean: 100}
   output: {mean: 100000000}
   requests: 3
+  max_context: 200000000
 ",
     );
     let r = myriad_serve::run(&setup).result;
@@ -3602,4 +3604,93 @@ fn search_candidates_keep_the_token_budget_per_attention_rank() {
     assert_eq!(dp2pp2.max_tokens, 4 * 8192);
     let same = myriad_serve::search::with(&dp4, Parallel::new(1, 1, 1), 256, 0.9).unwrap();
     assert_eq!(same.max_tokens, 8192);
+}
+
+/// Guards the model's maximum context: a request whose prompt + output exceed it is
+/// turned away on arrival and counted (`rejected_too_long`), as vLLM, SGLang and
+/// TensorRT-LLM reject it; lengths that can never fit are an error naming the limit, and
+/// lengths that sometimes exceed it a warning. Llama 3 70B holds 8,192 tokens (its
+/// config.json); before, an 8,500-token request ran whenever a KV cache held it.
+#[test]
+fn requests_longer_than_the_models_context_are_rejected() {
+    let cat = myriad_catalog::catalog();
+    let scenario = |serving: &str| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8}}\nmodel: {{preset: llama3-70b}}\nserving:\n  weights: fp8\n  instance: {{instances: 4, tp: 2}}\n  requests: 2000\n{serving}"
+        )
+    };
+    let setup_of = |text: &str, trace: Option<Vec<(f64, u32, u32)>>| {
+        let s = myriad_scenario::parse_scenario("ctx.yaml", text, cat).unwrap();
+        let b = myriad_cluster::build(&s, cat).unwrap();
+        myriad_serve::setup(&s, &b, cat, trace)
+    };
+    // Every request 8,000 + 500 = 8,500 tokens: nothing could run.
+    let err = setup_of(
+        &scenario("  input: {mean: 8000}\n  output: {mean: 500}\n"),
+        None,
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("8000 + 500 = 8500")
+            && err.contains("8192")
+            && err.contains("llama3-70b")
+            && err.contains("serving.input + serving.output"),
+        "{err}"
+    );
+    // Uniform prompts of 7,000-8,000 and 500 output tokens: a prompt past 8,192 − 500 =
+    // 7,692 exceeds it, 308 of the 1,001 lengths (7,693-8,000), 30.8% of the requests.
+    let text = scenario("  input: {dist: uniform, min: 7000, max: 8000}\n  output: {mean: 500}\n");
+    let setup = setup_of(&text, None).unwrap();
+    assert!(
+        setup
+            .warnings
+            .iter()
+            .any(|w| w.contains("8000 + 500 = 8500")),
+        "{:?}",
+        setup.warnings
+    );
+    let drawn = myriad_serve::sim::generate(&setup.workload);
+    let over = drawn.iter().filter(|r| r.1 > 7692).count() as u64;
+    assert!(
+        (over as f64 / 2000.0 - 308.0 / 1001.0).abs() < 0.03,
+        "{over} of 2000"
+    );
+    let r = myriad_serve::run(&setup).result;
+    assert_eq!((r.rejected_too_long, r.rejected), (over, over));
+    assert_eq!(r.completed, 2000 - over);
+    // Only requests that fit were served: the mean prompt of the completed ones is that
+    // of prompts up to 7,692, (7,000 + 7,692) / 2 = 7,346 (input tokens over completions).
+    let mean_in = r.input_tokens_per_s * r.duration_s / r.completed as f64;
+    assert!((mean_in - 7346.0).abs() < 40.0, "{mean_in}");
+    // A stated limit replaces the preset's (Llama 3.1 70B's 131,072), with a warning that
+    // it passes the preset's; then every request runs.
+    let setup = setup_of(&format!("{text}  max_context: 131072\n"), None).unwrap();
+    assert!(setup
+        .warnings
+        .iter()
+        .any(|w| w.contains("serving.max_context: 131072")));
+    let r = myriad_serve::run(&setup).result;
+    assert_eq!((r.rejected, r.completed), (0, 2000));
+    // A trace names its first request past the limit, and how many are.
+    let trace = vec![
+        (0.0, 1000, 100),
+        (0.5, 9000, 100),
+        (1.0, 8000, 500),
+        (2.0, 10, 10),
+    ];
+    let text = scenario("  trace: t.csv\n  input: {mean: 1}\n  output: {mean: 1}\n");
+    let setup = setup_of(&text, Some(trace)).unwrap();
+    assert!(
+        setup.warnings.iter().any(|w| w.contains("2 of 4 requests")
+            && w.contains("request 2 holds 9000 + 100 = 9100 tokens")),
+        "{:?}",
+        setup.warnings
+    );
+    let r = myriad_serve::run(&setup).result;
+    assert_eq!((r.completed, r.rejected_too_long), (2, 2));
+    // A model without a known limit (no preset) runs them all, as before.
+    let custom = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {layers: 80, hidden: 8192, ffn_hidden: 28672, heads: 64, kv_heads: 8, vocab: 128256, seq_len: 8192, gated_mlp: true}\nserving:\n  weights: fp8\n  instance: {instances: 4, tp: 2}\n  requests: 200\n  input: {mean: 8000}\n  output: {mean: 500}\n";
+    let setup = setup_of(custom, None).unwrap();
+    assert!(setup.warnings.is_empty());
+    assert_eq!(myriad_serve::run(&setup).result.completed, 200);
 }
