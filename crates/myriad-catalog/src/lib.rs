@@ -414,6 +414,12 @@ pub struct ModelPreset {
     pub id: String,
     pub model: Transformer,
     pub source: String,
+    /// Most tokens (prompt + output) one sequence may hold, as the checkpoint ships it
+    /// (`max_position_embeddings` or the model card's context length; not `seq_len`, the
+    /// pretraining sequence): the default of a serving engine's context limit. Its source
+    /// is in `source`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_context: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

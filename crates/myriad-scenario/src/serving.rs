@@ -115,6 +115,13 @@ pub struct ServingSpec {
     /// Requests to simulate; default 10,000, at most 10,000,000 (`--requests` overrides).
     #[serde(default)]
     pub requests: Option<u64>,
+    /// Most tokens (prompt + output) one request may hold: the serving engine's context
+    /// limit (vLLM `max_model_len`, TensorRT-LLM `max_seq_len`, SGLang `context_length`),
+    /// which turns longer requests away. Default: the model preset's maximum context where
+    /// the catalog knows it (e.g. 8,192 for `llama3-70b`, 131,072 for `llama3-405b`, Llama
+    /// 3.1); none for a custom model.
+    #[serde(default)]
+    pub max_context: Option<u32>,
     /// Requests drawn from a published dataset's per-sample (input, output) token counts
     /// instead of `input`/`output`: `mlperf-deepseek-r1`, `mlperf-llama3.1-405b`,
     /// `mlperf-llama3.1-8b`, `mlperf-llama2-70b` or `mlperf-mixtral-8x7b` (MLPerf
@@ -403,6 +410,12 @@ impl ServingSpec {
             return Err((
                 "mode".into(),
                 "`prefill`/`decode` are given but mode is aggregated; set mode: disaggregated or use `instance`".into(),
+            ));
+        }
+        if self.max_context.is_some_and(|c| c < 2) {
+            return Err((
+                "max_context".into(),
+                "must be at least 2 tokens (a prompt token and an output token)".into(),
             ));
         }
         if let Some(f) = &self.framework {

@@ -49,6 +49,9 @@ pub struct Setup {
     pub framework: &'static Framework,
     pub target_rate: Option<f64>,
     pub notes: Vec<String>,
+    /// What the user should know before trusting the run: requests the deployment's
+    /// maximum context turns away, a `serving.max_context` past the model's.
+    pub warnings: Vec<String>,
     pub accelerators_per_node: u32,
 }
 
@@ -291,6 +294,40 @@ pub fn setup(
             }
         }
     };
+    // The engine's context limit: stated, else the preset's maximum context.
+    let mut warnings = Vec::new();
+    let preset = s
+        .model
+        .as_ref()
+        .and_then(|m| m.preset.as_deref())
+        .and_then(|p| cat.model(p).ok());
+    let model_limit = preset.and_then(|p| p.max_context.map(|c| (c, p.id.as_str())));
+    let max_context = match (sv.max_context, model_limit) {
+        (Some(c), Some((m, id))) if c > m => {
+            warnings.push(format!(
+                "serving.max_context: {c} tokens is more than the {id} preset's maximum context of {m}: positions past it are beyond what the checkpoint supports"
+            ));
+            Some(c)
+        }
+        (Some(c), _) => Some(c),
+        (None, Some((m, id))) => {
+            notes.push(format!(
+                "max_context: {m} tokens (the {id} preset's maximum context; longer requests are rejected)"
+            ));
+            Some(m)
+        }
+        (None, None) => None,
+    };
+    let mut deployment = deployment;
+    match &mut deployment {
+        Deployment::Aggregated(r) => r.model.max_context = max_context,
+        Deployment::Disaggregated {
+            prefill, decode, ..
+        } => {
+            prefill.model.max_context = max_context;
+            decode.model.max_context = max_context;
+        }
+    }
     if deployment.accelerators() > cluster.accelerators {
         return Err(format!(
             "serving: the deployment needs {} accelerators but cluster.count is {}",
@@ -352,6 +389,60 @@ pub fn setup(
         .as_ref()
         .map(|t| t.len() as u64)
         .unwrap_or(sv.requests.unwrap_or(10_000));
+    if let Some(limit) = max_context {
+        let source = match (sv.max_context, model_limit) {
+            (Some(_), _) | (None, None) => "serving.max_context".to_string(),
+            (None, Some((_, id))) => format!("the {id} preset's maximum context"),
+        };
+        let field = if sv.dataset.is_some() {
+            "serving.dataset"
+        } else if sv.trace.is_some() {
+            "serving.trace"
+        } else {
+            "serving.input + serving.output"
+        };
+        let carried = match &arrivals {
+            Arrivals::Trace(t) => Some(check_context(
+                t.iter().map(|&(_, i, o)| (i, o)),
+                limit,
+                &source,
+                field,
+                &mut warnings,
+            )),
+            Arrivals::Closed { lengths, .. } if !lengths.is_empty() => Some(check_context(
+                lengths.iter().copied(),
+                limit,
+                &source,
+                field,
+                &mut warnings,
+            )),
+            _ => None,
+        };
+        match carried {
+            Some(checked) => checked?,
+            None => {
+                let (input, output) = (length(&sv.input), length(&sv.output));
+                let (lo, hi) = (
+                    input.min_len() as u64 + output.min_len() as u64,
+                    input.max_len() as u64 + output.max_len() as u64,
+                );
+                if lo > limit as u64 {
+                    return Err(format!(
+                        "{field}: every request holds at least {} + {} = {lo} tokens, more than the maximum context of {limit} tokens ({source}); shorten the lengths or set serving.max_context",
+                        input.min_len(),
+                        output.min_len()
+                    ));
+                }
+                if hi > limit as u64 {
+                    warnings.push(format!(
+                        "{field}: requests reach {} + {} = {hi} tokens, more than the maximum context of {limit} tokens ({source}): those drawn longer are rejected on arrival (rejected_too_long)",
+                        input.max_len(),
+                        output.max_len()
+                    ));
+                }
+            }
+        }
+    }
     Ok(Setup {
         deployment,
         workload: Workload {
@@ -369,19 +460,67 @@ pub fn setup(
         framework: fw,
         target_rate: sv.target_rate,
         notes,
+        warnings,
         accelerators_per_node: cluster.scale_up.accelerators_per_node,
     })
 }
 
-/// Accelerators needed to sustain `rate` requests/s, from the goodput per accelerator a
-/// simulation measured, rounded up to a whole number of `per_instance` (the accelerators
-/// of the smallest unit the deployment grows by).
-pub fn accelerators_for(rate: f64, r: &SimReport, per_instance: u64) -> Option<u64> {
-    let per_acc = r.goodput_requests_per_s / r.accelerators.max(1) as f64;
-    if per_acc <= 0.0 {
+/// Checks given request lengths `(input, output)` against the maximum context `limit`
+/// (`source` names where it comes from, `field` the scenario key the lengths come from):
+/// an error when every request exceeds it (nothing would run), else a warning naming how
+/// many do and the first of them.
+fn check_context(
+    lengths: impl Iterator<Item = (u32, u32)>,
+    limit: u32,
+    source: &str,
+    field: &str,
+    warnings: &mut Vec<String>,
+) -> Result<(), String> {
+    let (mut total, mut over, mut first) = (0usize, 0usize, None);
+    for (k, (i, o)) in lengths.enumerate() {
+        total += 1;
+        if i.max(1) as u64 + o.max(1) as u64 > limit as u64 {
+            over += 1;
+            first.get_or_insert((k, i, o));
+        }
+    }
+    let Some((k, i, o)) = first else {
+        return Ok(());
+    };
+    let first = format!(
+        "request {} holds {i} + {o} = {} tokens",
+        k + 1,
+        i as u64 + o as u64
+    );
+    if over == total {
+        return Err(format!(
+            "{field}: all {total} requests exceed the maximum context of {limit} tokens ({source}; {first}); set serving.max_context if the deployment allows more"
+        ));
+    }
+    warnings.push(format!(
+        "{field}: {over} of {total} requests exceed the maximum context of {limit} tokens ({source}; the first, {first}): they are rejected on arrival (rejected_too_long)"
+    ));
+    Ok(())
+}
+
+/// Accelerators needed to sustain `rate` requests/s within the SLOs, from the deployment's
+/// capacity per accelerator (`max_rate_per_accelerator`: the highest Poisson rate at which
+/// the search's share of requests, `search::ATTAINMENT`, meets both SLOs, per accelerator;
+/// `search::capacity`), rounded up to a whole number of `per_instance` (the accelerators of
+/// the smallest unit the deployment grows by). `None` when no rate met the SLOs.
+///
+/// (It was scaled from the goodput of the run at the scenario's own arrival rate, which
+/// is that rate whenever the deployment keeps up: the same deployment needed 784
+/// accelerators for 100 requests/s when simulated at 1 request/s and 36 at 30.)
+pub fn accelerators_for(
+    rate: f64,
+    max_rate_per_accelerator: f64,
+    per_instance: u64,
+) -> Option<u64> {
+    if !(max_rate_per_accelerator > 0.0) {
         return None;
     }
-    let n = (rate / per_acc).ceil() as u64;
+    let n = (rate / max_rate_per_accelerator).ceil() as u64;
     Some(n.div_ceil(per_instance.max(1)) * per_instance.max(1))
 }
 
@@ -397,11 +536,17 @@ fn gcd(a: u64, b: u64) -> u64 {
 #[derive(Debug, Clone, Serialize)]
 pub struct ServeReport {
     pub notes: Vec<String>,
+    /// The setup's warnings (`Setup::warnings`); absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     pub framework: &'static str,
     pub accelerators: u64,
     pub accelerators_per_node: u32,
     pub output_tokens_per_s_per_node: f64,
     pub input_tokens_per_s_per_node: f64,
+    /// Accelerators that serve `serving.target_rate` within the SLOs, from the deployment's
+    /// capacity (`search::capacity`, `accelerators_for`); `None` without a target or where
+    /// no rate met the SLOs.
     pub accelerators_for_target_rate: Option<u64>,
     /// Most output tokens/s per accelerator the decoding instances' memory traffic allows at
     /// this run's mean prompt and output lengths (`InstanceModel::decode_roofline`: every
@@ -526,14 +671,16 @@ pub fn run(setup: &Setup) -> ServeReport {
         .flatten();
     ServeReport {
         notes: setup.notes.clone(),
+        warnings: setup.warnings.clone(),
         framework: setup.framework.id,
         accelerators: r.accelerators,
         accelerators_per_node: setup.accelerators_per_node,
         output_tokens_per_s_per_node: r.output_tokens_per_s_per_accelerator * per_node,
         input_tokens_per_s_per_node: r.input_tokens_per_s_per_accelerator * per_node,
-        accelerators_for_target_rate: setup
-            .target_rate
-            .and_then(|t| accelerators_for(t, &r, per_instance)),
+        accelerators_for_target_rate: setup.target_rate.and_then(|t| {
+            let c = search::capacity(&setup.deployment, &setup.workload, &setup.slo);
+            accelerators_for(t, c.max_rate / c.accelerators.max(1) as f64, per_instance)
+        }),
         decode_memory_roofline_output_tokens_per_s_per_accelerator: roofline,
         result: r,
         concurrency_sweep: concurrency_sweep(setup),

@@ -388,6 +388,11 @@ pub struct InstanceModel {
     /// The KV cache holds only the window of windowed layers (`kv_need` shrinks); false
     /// where the framework keeps (and reserves) the whole sequence for every layer.
     pub window_bounds_kv: bool,
+    /// Most tokens (prompt + output) one request may hold: the engine's context limit
+    /// (`serving.max_context`, by default the model preset's maximum context). The
+    /// simulation turns longer requests away on arrival, as vLLM, SGLang and TensorRT-LLM
+    /// reject them (`SimReport::rejected_too_long`). `None`: no limit.
+    pub max_context: Option<u32>,
     /// Decode batch sizes (per attention rank) with a captured CUDA graph, ascending, when
     /// the framework pads a decode-only batch up to the next one (empty: no padding).
     pub graph_batch_sizes: Vec<u32>,
@@ -580,6 +585,7 @@ impl InstanceModel {
             window: None,
             window_chunked: false,
             window_bounds_kv: false,
+            max_context: None,
             graph_batch_sizes: Vec::new(),
             expert_load_cv: published_expert_load_cv(model),
             placement: Placement::Static,

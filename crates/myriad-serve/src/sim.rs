@@ -23,8 +23,9 @@
 //! Invariants: deterministic for a seed; time never goes backwards; every admitted request
 //! completes (a request larger than one attention rank's KV cache is rejected and counted).
 //!
-//! Not modelled: the model's maximum context length (no preset carries one); a request
-//! longer than the model supports runs if a rank's KV cache holds it (docs/serving.md).
+//! A request whose prompt + output exceed the deployment's maximum context
+//! (`InstanceModel::max_context`: `serving.max_context`, or the model preset's) is turned
+//! away on arrival and counted (`SimReport::rejected_too_long`), as the engines reject it.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
@@ -63,6 +64,26 @@ impl LengthDist {
             LengthDist::Fixed(n) => n as f64,
             LengthDist::Uniform { min, max } => (min as f64 + max as f64) / 2.0,
             LengthDist::Normal { mean, .. } | LengthDist::LogNormal { mean, .. } => mean,
+        }
+    }
+
+    /// The shortest length `sample` can draw.
+    pub fn min_len(&self) -> u32 {
+        match *self {
+            LengthDist::Fixed(n) => n.max(1),
+            LengthDist::Uniform { min, .. }
+            | LengthDist::Normal { min, .. }
+            | LengthDist::LogNormal { min, .. } => min.max(1),
+        }
+    }
+
+    /// The longest length `sample` can draw.
+    pub fn max_len(&self) -> u32 {
+        match *self {
+            LengthDist::Fixed(n) => n.max(1),
+            LengthDist::Uniform { min, max }
+            | LengthDist::Normal { min, max, .. }
+            | LengthDist::LogNormal { min, max, .. } => max.max(min.max(1)),
         }
     }
 
@@ -282,6 +303,10 @@ pub struct SimReport {
     pub requests: u64,
     pub completed: u64,
     pub rejected: u64,
+    /// Of `rejected`, the requests whose prompt + output exceed the deployment's maximum
+    /// context (`InstanceModel::max_context`), turned away on arrival; the others were
+    /// larger than one attention rank's KV cache.
+    pub rejected_too_long: u64,
     pub accelerators: u64,
     /// First arrival to last completion, s.
     pub duration_s: f64,
@@ -517,6 +542,7 @@ struct Sim<'a> {
     kv_total_used: f64,
     completed: u64,
     rejected: u64,
+    rejected_too_long: u64,
     out_tokens: f64,
     in_tokens: f64,
     prefill_tokens: f64,
@@ -585,6 +611,16 @@ impl Sim<'_> {
         touched.clear();
         for r in range {
             let i = self.pick(entry);
+            // Longer than the engine's context limit: rejected on arrival (vLLM's "This
+            // model's maximum context length is … tokens", TensorRT-LLM's and SGLang's
+            // request checks), holding no queue place or cache.
+            let q = &self.reqs[r];
+            let limit = self.specs[self.insts[i].spec].model.max_context;
+            if limit.is_some_and(|m| q.input as u64 + q.output as u64 > m as u64) {
+                self.rejected += 1;
+                self.rejected_too_long += 1;
+                continue;
+            }
             self.insts[i].waiting.push_back(r as u32);
             self.in_system += 1.0;
             if !touched.contains(&i) {
@@ -1134,6 +1170,7 @@ fn run(
         kv_total_used: 0.0,
         completed: 0,
         rejected: 0,
+        rejected_too_long: 0,
         out_tokens: 0.0,
         in_tokens: 0.0,
         prefill_tokens: 0.0,
@@ -1295,6 +1332,7 @@ fn run(
         requests: n,
         completed: sim.completed,
         rejected: sim.rejected,
+        rejected_too_long: sim.rejected_too_long,
         accelerators: accs,
         duration_s: duration,
         input_tokens_per_s: sim.in_tokens / duration,

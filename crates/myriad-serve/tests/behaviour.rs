@@ -2620,6 +2620,55 @@ serving:
     assert!(c.goodput_tokens_per_s_per_accelerator > 0.0 && c.ttft_p90_s.unwrap() <= 0.3);
 }
 
+/// A candidate that meets the SLOs at its offline rate is searched above it. The offline
+/// rate of a short run (completions over first arrival to last completion) counts the
+/// drain of its last long outputs, so it is no upper bound; the search stopped there. The
+/// example's four TP2 Llama 3 70B instances complete 1,000 requests offline at 18.67/s
+/// (1000 / 53.6 s; their steady output is 2,160 tokens/s per accelerator against 716 over
+/// the whole run), yet at 30 requests/s every request meets TTFT 2 s and TPOT 100 ms (p99
+/// 380 ms and 39.5 ms): the search reported 18.67, now at least 30.
+#[test]
+fn search_looks_above_an_offline_rate_that_meets_the_slos() {
+    let setup = h100x8_llama3_70b_fp8(
+        "  kv_cache: fp8
+  instance: {instances: 4, tp: 2, max_batch: 256, max_num_tokens: 8192}
+  requests: 1000
+  input: {dist: lognormal, mean: 1000, std: 800, min: 16, max: 8192}
+  output: {dist: lognormal, mean: 300, std: 250, min: 4, max: 2048}
+  prefix_cache_hit: 0.2
+  slo: {ttft_ms: 2000, tpot_ms: 100}
+",
+    );
+    let w = &setup.workload;
+    let off = myriad_serve::simulate_requests(
+        &setup.deployment,
+        &w.requests_at(None, 1000),
+        w.prefix_hit,
+        &setup.slo,
+    );
+    let offline_rate = off.completed as f64 / off.duration_s;
+    assert!((offline_rate - 18.67).abs() < 0.01, "{offline_rate}");
+    let at_30 = myriad_serve::simulate_requests(
+        &setup.deployment,
+        &w.requests_at(Some(30.0), 1000),
+        w.prefix_hit,
+        &setup.slo,
+    );
+    assert_eq!((at_30.slo_attainment, at_30.rejected), (1.0, 0));
+    let c = myriad_serve::search::capacity(&setup.deployment, w, &setup.slo);
+    assert!(c.feasible && c.max_rate >= 30.0, "{c:?}");
+    // Within the SLOs at the rate found, and not far beyond what a long run holds (at 45
+    // requests/s over 20,000 requests only 21% meet them).
+    let at = myriad_serve::simulate_requests(
+        &setup.deployment,
+        &w.requests_at(Some(c.max_rate), 1000),
+        w.prefix_hit,
+        &setup.slo,
+    );
+    assert!(at.slo_attainment >= myriad_serve::search::ATTAINMENT);
+    assert!(c.max_rate < 75.0, "{c:?}");
+}
+
 /// Every deployment the search returns fits in the cluster it searched: a disaggregated
 /// pair of the best shapes at 1:2 or 2:1 instances can need more accelerators than the
 /// cluster has. (On 8 H100s it once listed pairs of 12, e.g. `P 2×(TP2 DP1 EP1 PP2) / D
@@ -2746,13 +2795,58 @@ serving:
 ",
     );
     let rep = myriad_serve::run(&setup);
-    let r = &rep.result;
-    let per_acc = r.goodput_requests_per_s / r.accelerators as f64;
+    let c = myriad_serve::search::capacity(&setup.deployment, &setup.workload, &setup.slo);
+    assert!(c.feasible && c.accelerators == 6);
+    let per_acc = c.max_rate / 6.0;
     let units = (50.0 / per_acc / 6.0).ceil() as u64;
     assert_eq!(
         rep.accelerators_for_target_rate,
         Some(units * 6),
         "{per_acc}"
+    );
+}
+
+/// Guards the sizing for `target_rate`: it comes from the deployment's capacity (the
+/// highest Poisson rate at which 90% of requests meet both SLOs, `search::capacity`), not
+/// from the goodput of the run at the scenario's own rate. Four TP2 Llama 3 70B instances
+/// keep up at 1 and at 12 requests/s, so each run's goodput was its arrival rate (1.02 and
+/// 10.83 req/s over 3,000 requests) and the sizing for 100 requests/s was 8 × 100 / 1.02 →
+/// 784 accelerators at 1 request/s and 8 × 100 / 10.83 → 74 at 12: the same deployment,
+/// ten times apart. Now both are ⌈100 / (capacity / 8)⌉ rounded up to TP2 instances, the
+/// same number, and far below the 74 that a run at 12 requests/s (a tenth of what it
+/// holds at 20%+ KV use) had extrapolated.
+#[test]
+fn target_rate_sizing_uses_capacity_not_the_scenarios_own_rate() {
+    let sizing = |rate: f64| {
+        let setup = h100x8_llama3_70b_fp8(&format!(
+            "  kv_cache: fp8
+  instance: {{instances: 4, tp: 2, max_batch: 256, max_num_tokens: 8192}}
+  arrival_rate: {rate}
+  requests: 3000
+  input: {{dist: lognormal, mean: 1000, std: 800, min: 16, max: 8192}}
+  output: {{dist: lognormal, mean: 300, std: 250, min: 4, max: 2048}}
+  prefix_cache_hit: 0.2
+  slo: {{ttft_ms: 2000, tpot_ms: 100}}
+  target_rate: 100
+"
+        ));
+        let rep = myriad_serve::run(&setup);
+        let c = myriad_serve::search::capacity(&setup.deployment, &setup.workload, &setup.slo);
+        (rep.accelerators_for_target_rate.unwrap(), c.max_rate)
+    };
+    let (at_1, cap) = sizing(1.0);
+    let (at_12, cap_12) = sizing(12.0);
+    assert_eq!(
+        cap, cap_12,
+        "the capacity does not depend on the scenario's rate"
+    );
+    // By hand: ⌈100 / (cap / 8)⌉ accelerators, rounded up to an even count.
+    let by_hand = ((100.0 / (cap / 8.0)).ceil() as u64).div_ceil(2) * 2;
+    assert_eq!((at_1, at_12), (by_hand, by_hand), "capacity {cap} req/s");
+    // Well above the 12 req/s the old sizing took as the capacity of 8 accelerators.
+    assert!(
+        cap > 20.0 && by_hand < 40,
+        "capacity {cap} req/s, {by_hand} accelerators"
     );
 }
 
@@ -2932,7 +3026,8 @@ fn a_huge_speculative_draft_has_a_closed_form_tokens_per_step() {
 /// A disaggregated request whose prompt and output no decode rank's KV cache can hold is
 /// turned away at the prefill instance: no prefill iteration, no input or output tokens
 /// counted. (It was prefilled, its prompt and first token counted as throughput, its KV
-/// cache sent, and only then rejected at the decode instance.)
+/// cache sent, and only then rejected at the decode instance.) The engine's context limit is
+/// raised past the request, so that the KV cache is what turns it away.
 #[test]
 fn a_request_too_large_to_decode_is_rejected_before_its_prefill() {
     let setup = h100x8_llama3_70b_fp8(
@@ -2942,6 +3037,7 @@ fn a_request_too_large_to_decode_is_rejected_before_its_prefill() {
   input: {mean: 100}
   output: {mean: 100000000}
   requests: 3
+  max_context: 200000000
 ",
     );
     let r = myriad_serve::run(&setup).result;
@@ -3508,4 +3604,93 @@ fn search_candidates_keep_the_token_budget_per_attention_rank() {
     assert_eq!(dp2pp2.max_tokens, 4 * 8192);
     let same = myriad_serve::search::with(&dp4, Parallel::new(1, 1, 1), 256, 0.9).unwrap();
     assert_eq!(same.max_tokens, 8192);
+}
+
+/// Guards the model's maximum context: a request whose prompt + output exceed it is
+/// turned away on arrival and counted (`rejected_too_long`), as vLLM, SGLang and
+/// TensorRT-LLM reject it; lengths that can never fit are an error naming the limit, and
+/// lengths that sometimes exceed it a warning. Llama 3 70B holds 8,192 tokens (its
+/// config.json); before, an 8,500-token request ran whenever a KV cache held it.
+#[test]
+fn requests_longer_than_the_models_context_are_rejected() {
+    let cat = myriad_catalog::catalog();
+    let scenario = |serving: &str| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 8}}\nmodel: {{preset: llama3-70b}}\nserving:\n  weights: fp8\n  instance: {{instances: 4, tp: 2}}\n  requests: 2000\n{serving}"
+        )
+    };
+    let setup_of = |text: &str, trace: Option<Vec<(f64, u32, u32)>>| {
+        let s = myriad_scenario::parse_scenario("ctx.yaml", text, cat).unwrap();
+        let b = myriad_cluster::build(&s, cat).unwrap();
+        myriad_serve::setup(&s, &b, cat, trace)
+    };
+    // Every request 8,000 + 500 = 8,500 tokens: nothing could run.
+    let err = setup_of(
+        &scenario("  input: {mean: 8000}\n  output: {mean: 500}\n"),
+        None,
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("8000 + 500 = 8500")
+            && err.contains("8192")
+            && err.contains("llama3-70b")
+            && err.contains("serving.input + serving.output"),
+        "{err}"
+    );
+    // Uniform prompts of 7,000-8,000 and 500 output tokens: a prompt past 8,192 − 500 =
+    // 7,692 exceeds it, 308 of the 1,001 lengths (7,693-8,000), 30.8% of the requests.
+    let text = scenario("  input: {dist: uniform, min: 7000, max: 8000}\n  output: {mean: 500}\n");
+    let setup = setup_of(&text, None).unwrap();
+    assert!(
+        setup
+            .warnings
+            .iter()
+            .any(|w| w.contains("8000 + 500 = 8500")),
+        "{:?}",
+        setup.warnings
+    );
+    let drawn = myriad_serve::sim::generate(&setup.workload);
+    let over = drawn.iter().filter(|r| r.1 > 7692).count() as u64;
+    assert!(
+        (over as f64 / 2000.0 - 308.0 / 1001.0).abs() < 0.03,
+        "{over} of 2000"
+    );
+    let r = myriad_serve::run(&setup).result;
+    assert_eq!((r.rejected_too_long, r.rejected), (over, over));
+    assert_eq!(r.completed, 2000 - over);
+    // Only requests that fit were served: the mean prompt of the completed ones is that
+    // of prompts up to 7,692, (7,000 + 7,692) / 2 = 7,346 (input tokens over completions).
+    let mean_in = r.input_tokens_per_s * r.duration_s / r.completed as f64;
+    assert!((mean_in - 7346.0).abs() < 40.0, "{mean_in}");
+    // A stated limit replaces the preset's (Llama 3.1 70B's 131,072), with a warning that
+    // it passes the preset's; then every request runs.
+    let setup = setup_of(&format!("{text}  max_context: 131072\n"), None).unwrap();
+    assert!(setup
+        .warnings
+        .iter()
+        .any(|w| w.contains("serving.max_context: 131072")));
+    let r = myriad_serve::run(&setup).result;
+    assert_eq!((r.rejected, r.completed), (0, 2000));
+    // A trace names its first request past the limit, and how many are.
+    let trace = vec![
+        (0.0, 1000, 100),
+        (0.5, 9000, 100),
+        (1.0, 8000, 500),
+        (2.0, 10, 10),
+    ];
+    let text = scenario("  trace: t.csv\n  input: {mean: 1}\n  output: {mean: 1}\n");
+    let setup = setup_of(&text, Some(trace)).unwrap();
+    assert!(
+        setup.warnings.iter().any(|w| w.contains("2 of 4 requests")
+            && w.contains("request 2 holds 9000 + 100 = 9100 tokens")),
+        "{:?}",
+        setup.warnings
+    );
+    let r = myriad_serve::run(&setup).result;
+    assert_eq!((r.completed, r.rejected_too_long), (2, 2));
+    // A model without a known limit (no preset) runs them all, as before.
+    let custom = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {layers: 80, hidden: 8192, ffn_hidden: 28672, heads: 64, kv_heads: 8, vocab: 128256, seq_len: 8192, gated_mlp: true}\nserving:\n  weights: fp8\n  instance: {instances: 4, tp: 2}\n  requests: 200\n  input: {mean: 8000}\n  output: {mean: 500}\n";
+    let setup = setup_of(custom, None).unwrap();
+    assert!(setup.warnings.is_empty());
+    assert_eq!(myriad_serve::run(&setup).result.completed, 200);
 }

@@ -37,6 +37,10 @@ pub fn run(
         seed,
         requests,
     )?;
+    // On stderr, so that `--json` stays one document (which carries them too).
+    for w in &setup.warnings {
+        eprintln!("warning: {file}: {w}");
+    }
     if search {
         let kv = s
             .serving
@@ -191,11 +195,20 @@ pub fn run(
         fixed(r.per_user_output_tokens_per_s, 1),
         fixed(r.per_user_output_tokens_per_s_with_ctx, 1)
     );
+    let rejected = if r.rejected_too_long > 0 {
+        format!(
+            "{} rejected: {} larger than a KV cache, {} longer than the maximum context",
+            r.rejected,
+            r.rejected - r.rejected_too_long,
+            r.rejected_too_long
+        )
+    } else {
+        format!("{} rejected: larger than a KV cache", r.rejected)
+    };
     println!(
-        "completed {} of {} ({} rejected: larger than a KV cache) in {} s · SLO attainment {:.1}% · goodput {} req/s",
+        "completed {} of {} ({rejected}) in {} s · SLO attainment {:.1}% · goodput {} req/s",
         r.completed,
         r.requests,
-        r.rejected,
         fixed(r.duration_s, 1),
         r.slo_attainment * 100.0,
         fixed(r.goodput_requests_per_s, 2)
