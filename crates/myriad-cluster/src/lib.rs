@@ -982,9 +982,12 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
         r,
         island_acc,
         sites,
-        dci: dci
-            .as_ref()
-            .map(|d| (d.gbps_per_site, d.distance_km * DCI_US_PER_KM)),
+        dci: dci.as_ref().map(|d| {
+            (
+                dci_gbps_built(&topo, link_gbps),
+                d.distance_km * DCI_US_PER_KM,
+            )
+        }),
     };
     let levels = levels(&lv);
 
@@ -1013,6 +1016,23 @@ pub fn fmt_num(x: f64) -> String {
     } else {
         format!("{x}")
     }
+}
+
+/// DCI bandwidth leaving each site as built, Gb/s: the DCI cables with an end in the site
+/// times the link rate, the least over the sites (they are built alike). Not the requested
+/// `dci.gbps_per_site`: the ports round up to whole links, to one per peer site and to an
+/// even total, and are capped at 1:1 with the site top's down ports.
+fn dci_gbps_built(t: &Topology, link_gbps: f64) -> f64 {
+    let mut ends = vec![0u64; t.sites as usize];
+    let l = &t.links;
+    for i in 0..l.len() {
+        if l.kind[i] == LinkKind::Dci {
+            for v in [l.lower[i], l.upper[i]] {
+                ends[t.switches.site[(v - t.endpoints) as usize] as usize] += l.cables[i] as u64;
+            }
+        }
+    }
+    ends.iter().copied().min().unwrap_or(0) as f64 * link_gbps
 }
 
 /// Transceivers of the graph's optical cables, one per cable end at a physical port: a
@@ -1197,7 +1217,7 @@ struct LevelInputs<'a> {
     r: f64,
     island_acc: Option<u64>,
     sites: u32,
-    /// (gbps_per_site, latency us)
+    /// (Gb/s per site as built, latency us)
     dci: Option<(f64, f64)>,
 }
 
@@ -1276,6 +1296,9 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
         }
     }
     let last = cand.len() - 1;
+    // Scale-out bandwidth per accelerator across a whole site: what the DCI level can reach
+    // at most (the level before it may be the scale-up domain when a site is one domain).
+    let site_bw = cand[last].2;
     for (i, (name, size, bw, l)) in cand.into_iter().enumerate() {
         let prev = out.last().map(|l| l.size).unwrap_or(1);
         let size = if i == last {
@@ -1300,7 +1323,9 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
     }
     if let Some((gbps_site, dci_lat)) = x.dci {
         let prev = out.last().cloned().expect("domain level");
-        let bw = (gbps_site / 8.0 / x.acc_per_site as f64).min(prev.gbps_per_accelerator);
+        let bw = (gbps_site / 8.0 / x.acc_per_site as f64)
+            .min(site_bw)
+            .min(prev.gbps_per_accelerator);
         if x.count > prev.size {
             out.push(Level {
                 name: "cluster".into(),

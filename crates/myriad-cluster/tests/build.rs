@@ -1130,3 +1130,37 @@ fn dci_beyond_the_ports_on_three_sites_takes_one_to_one() {
         assert!(t.switches.down_ports[i] + t.switches.up_ports[i] <= b.network.plane_radix);
     }
 }
+
+/// Guards against the DCI level taking the requested `dci.gbps_per_site` instead of the DCI
+/// built, and capping it with the level below it even when that is the scale-up domain.
+#[test]
+fn dci_level_has_the_dci_built() {
+    let y = |per: u64, sites: u64, gbps: f64| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {}, scale_up: hgx-h100, sites: {sites}, dci: {{gbps_per_site: {gbps}, distance_km: 10}}, scale_out: {{fabric: infiniband-ndr}}}}",
+            per * sites
+        )
+    };
+    // 3 sites asking 400 Gb/s each: one port per peer, 2 x 400G = 800 Gb/s leave each site,
+    // 800 / 8 / 1,024 = 0.09765625 GB/s per GPU (was 400 / 8 / 1,024 = 0.048828125).
+    let b = built(&y(1024, 3, 400.0));
+    assert_eq!(dci_ports_per_site(&b), vec![2; 3]);
+    let top = b.levels.last().unwrap();
+    assert_eq!((top.name.as_str(), top.size), ("cluster", 3072));
+    assert!(
+        (top.gbps_per_accelerator - 0.09765625).abs() < 1e-12,
+        "{top:?}"
+    );
+    // One HGX per site, 1e6 Gb/s asked: the DCI is capped 1:1 at the site's 8 NIC ports,
+    // 8 x 400 = 3,200 Gb/s, 3,200 / 8 / 8 = 50 GB/s per GPU, the NICs' rate (was
+    // min(1e6 / 8 / 8, 450) = 450 GB/s: NVLink's rate, over a DCI of 3.2 Tb/s).
+    let b = built(&y(8, 2, 1e6));
+    assert_eq!(dci_ports_per_site(&b), vec![8; 2]);
+    let top = b.levels.last().unwrap();
+    assert_eq!((top.name.as_str(), top.size), ("cluster", 16));
+    assert!((top.gbps_per_accelerator - 50.0).abs() < 1e-12, "{top:?}");
+    // A larger site never gets more DCI per GPU from the same request: 16 per site, 16
+    // ports, 16 x 400 / 8 / 16 = 50 GB/s.
+    let b = built(&y(16, 2, 1e6));
+    assert!((b.levels.last().unwrap().gbps_per_accelerator - 50.0).abs() < 1e-12);
+}
