@@ -312,8 +312,8 @@ def test_negative_counts_and_seeds_are_value_errors_naming_the_range():
     srv = ROOT / "examples" / "serve-llama3-70b-h100.yaml"
     u64 = (1 << 64) - 1
     cases = [
-        (lambda: myriad.search(SUPERPOD, top=-1), rf"^top: -1 is not an integer from 0 to {u64}$"),
-        (lambda: myriad.search(SUPERPOD, top=1 << 64), rf"^top: {1 << 64} is not an integer from 0 to {u64}$"),
+        (lambda: myriad.search(SUPERPOD, top=-1), rf"^top: -1 is not an integer from 1 to {u64}$"),
+        (lambda: myriad.search(SUPERPOD, top=1 << 64), rf"^top: {1 << 64} is not an integer from 1 to {u64}$"),
         (lambda: myriad.reliability(rel, seed=-1), rf"^seed: -1 is not an integer from 0 to {u64}$"),
         (lambda: myriad.reliability(rel, seed=1 << 64), rf"^seed: {1 << 64} is not an integer"),
         (lambda: myriad.reliability(rel, replicas=-1), r"^replicas: -1 is not an integer from 1 to 1000000$"),
@@ -354,7 +354,7 @@ def test_sweep_takes_the_clis_shard_text():
         assert "--shard" not in str(e.value)
     # The engine's own check (myriad.ray's shards) names the keyword too.
     with pytest.raises(ValueError, match=r"^shard: `3/2`: K must be 1 to 2"):
-        myriad._myriad.sweep_csv(str(SWEEP), 3, 2)
+        myriad._myriad.sweep_csv(str(SWEEP), SWEEP.read_text(), str(SWEEP.parent), 3, 2)
 
 
 def test_collective_errors_name_the_keywords_not_the_clis_flags():
@@ -496,3 +496,225 @@ def test_a_trace_that_is_not_utf8_is_a_value_error_naming_it(tmp_path):
     (tmp_path / "t.csv").write_bytes(b"0,100,10\n0.5,100,10\n")
     assert myriad.serve(s, requests=2)["result"]["completed"] == 2
 
+
+
+def test_bad_input_is_a_myriad_error_a_value_error_documented_in_the_module():
+    # One class to catch the engine's refusals by, apart from Python's own ValueErrors.
+    assert issubclass(myriad.Error, ValueError)
+    assert myriad.Error.__module__ == "myriad"
+    assert "myriad.Error" in myriad.__doc__
+    bad = {"format": "myriad/1", "cluster": {"accelerator": "h100-sxm", "count": 1001}}
+    with pytest.raises(myriad.Error, match=r"^<dict>: cluster\.count: 1001 does not fill"):
+        myriad.cluster(bad)
+    with pytest.raises(myriad.Error, match=r"cluster\.cont: unknown key; did you mean count\?"):
+        myriad.train({"format": "myriad/1", "cluster": {"accelerator": "h100-sxm", "cont": 8}})
+    # The package's own checks of keyword values raise it too.
+    with pytest.raises(myriad.Error, match="seed: -1"):
+        myriad.serve(SUPERPOD, seed=-1)
+    with pytest.raises(myriad.Error, match="shard"):
+        myriad.sweep(SWEEP, shard="0/2")
+    with pytest.raises(myriad.Error, match="global_batch"):
+        myriad.search(SUPERPOD, global_batch=0)
+
+
+def test_arguments_of_the_wrong_type_or_range_name_their_keyword():
+    # A scenario that is neither a path nor a dict was os.fsdecode's nameless TypeError; a
+    # compare or policies that is not a string or a list was "'int' object is not
+    # iterable"; bytes=True was a ValueError quoting `True`.
+    for bad in (42, None, ["a.yaml"]):
+        with pytest.raises(TypeError, match=r"^scenario: a \w+ is not a path \(str or os\.PathLike\) or a dict$"):
+            myriad.train(bad)
+    with pytest.raises(TypeError, match=r"^spec: a int is not a path"):
+        myriad.sweep(3)
+    with pytest.raises(TypeError, match=r"^openb: a int is not a path"):
+        myriad.sched(openb=3)
+    rel = ROOT / "examples" / "reliability-llama3.yaml"
+    with pytest.raises(TypeError, match=r"^compare: 3 is not a string or a list of strings$"):
+        myriad.reliability(rel, compare=3)
+    with pytest.raises(TypeError, match=r"^policies: 3 is not a string or a list of strings$"):
+        myriad.sched(ROOT / "examples" / "sched-llama3-islands.yaml", policies=3)
+    with pytest.raises(TypeError, match=r"^bytes: True is not a size"):
+        myriad.collective(SUPERPOD, "all-reduce", bytes=True)
+    with pytest.raises(TypeError, match=r"^bytes: \[8\] is not a size"):
+        myriad.collective(SUPERPOD, "all-reduce", bytes=[8])
+    # A batch given twice, or too many, named the engine's global_batches, not the keyword.
+    with pytest.raises(myriad.Error, match=r"^global_batch\[1\]: 512 is given twice"):
+        myriad.search(SUPERPOD, global_batch=[512, 512])
+    with pytest.raises(myriad.Error, match=r"^global_batch: 17 global batches"):
+        myriad.search(SUPERPOD, global_batch=list(range(1, 18)))
+    # top is at least 1 (the range said "from 0").
+    with pytest.raises(myriad.Error, match=r"^top: -1 is not an integer from 1 to"):
+        myriad.search(SUPERPOD, top=-1)
+
+
+def _cli():
+    """The release CLI beside the package (CI builds it before the Python tests)."""
+    cli = ROOT / "target" / "release" / "myriad"
+    if not cli.exists():
+        pytest.skip("target/release/myriad not built")
+    return cli
+
+
+def _cli_json(*args):
+    import subprocess
+
+    out = subprocess.run([str(_cli()), *map(str, args), "--json"], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def test_serve_search_is_the_clis_serve_search():
+    # The CLI's --search had no keyword: serve(search=True) gives its object.
+    srv = ROOT / "examples" / "serve-llama3-70b-h100.yaml"
+    r = myriad.serve(srv, requests=300, search=True)
+    assert set(r) == {"candidates", "no_feasible_candidate"}
+    assert r["candidates"] and all("description" in c for c in r["candidates"])
+    with pytest.raises(myriad.Error, match="^load_sweep: a deployment search has no load sweep"):
+        myriad.serve(srv, requests=300, search=True, load_sweep=True)
+    with pytest.raises(TypeError, match="^search: 1 is not True or False$"):
+        myriad.serve(srv, search=1)
+    assert json.dumps(_cli_json("serve", srv, "--requests", "300", "--search")) == json.dumps(r)
+
+
+def test_every_command_returns_the_clis_json_byte_for_byte():
+    rel = ROOT / "examples" / "reliability-llama3.yaml"
+    srv = ROOT / "examples" / "serve-llama3-70b-h100.yaml"
+    sch = ROOT / "examples" / "sched-llama3-islands.yaml"
+    cases = [
+        (("cluster", SUPERPOD), lambda: myriad.cluster(SUPERPOD)),
+        (("train", SUPERPOD), lambda: myriad.train(str(SUPERPOD))),
+        (("plan", ROOT / "examples" / "plan-llama3-70b.yaml"), lambda: myriad.plan(ROOT / "examples" / "plan-llama3-70b.yaml")),
+        (
+            ("reliability", rel, "--days", "54", "--replicas", "40", "--seed", "3", "--compare", "domain"),
+            lambda: myriad.reliability(rel, days=54, replicas=40, seed=3, compare="domain"),
+        ),
+        (("serve", srv, "--requests", "400", "--seed", "5"), lambda: myriad.serve(srv, requests=400, seed=5)),
+        (("sched", sch, "--policies", "fifo,backfill", "--seed", "2"), lambda: myriad.sched(sch, policies=["fifo", "backfill"], seed=2)),
+        (
+            ("collective", SUPERPOD, "--op", "all-gather", "--sweep", "1KiB..1GiB", "--group", "dp", "--algorithm", "ring"),
+            lambda: myriad.collective(SUPERPOD, "all-gather", sweep="1KiB..1GiB", group="dp", algorithm="ring"),
+        ),
+        (("validate", ROOT / "validation" / "training-heldout-megascale.json"), lambda: myriad.validate(ROOT / "validation" / "training-heldout-megascale.json")),
+    ]
+    for args, call in cases:
+        assert json.dumps(call()) == json.dumps(_cli_json(*args)), args[0]
+    # search's wall time aside.
+    a = _cli_json("search", SUPERPOD, "--top", "3", "--global-batch", "1024,2048")
+    b = myriad.search(SUPERPOD, top=3, global_batch="1024,2048")
+    for r in (a, b):
+        del r["seconds"], r["configs_per_second"]
+    assert json.dumps(a) == json.dumps(b)
+
+
+NODE = {"format": "myriad/1", "cluster": {"accelerator": "h100-sxm", "count": 8, "scale_out": {"fabric": "infiniband-ndr"}}}
+
+
+def test_sweep_takes_a_dict_spec(tmp_path, monkeypatch):
+    # A spec was a file only ("expected str, bytes or os.PathLike object, not dict").
+    spec = {"format": "myriad-sweep/1", "base": NODE, "vary": {"cluster.count": [8, 16, 32]}, "outputs": ["switches_total", "capex_usd"]}
+    df = myriad.sweep(spec)
+    assert list(df["cluster.count"]) == [8, 16, 32]
+    p = tmp_path / "spec.json"
+    p.write_text(json.dumps(spec))
+    assert df.equals(myriad.sweep(p))
+    # A base given as a path is relative to the working directory, as a dict scenario's files.
+    (tmp_path / "node.json").write_text(json.dumps(NODE))
+    monkeypatch.chdir(tmp_path)
+    assert df.equals(myriad.sweep(dict(spec, base="node.json")))
+    with pytest.raises(FileNotFoundError) as e:
+        myriad.sweep(dict(spec, base="missing.json"))
+    assert e.value.filename == "missing.json"
+    with pytest.raises(myriad.Error, match=r"^<dict>: vary: empty"):
+        myriad.sweep(dict(spec, vary={}))
+
+
+def test_sweep_columns_have_their_kinds_dtypes():
+    import pandas as pd
+
+    df = myriad.sweep(SWEEP)
+    # error, all empty, was a float64 column of NaN.
+    assert df["error"].dtype == object and df["error"].isna().all()
+    assert df["fits"].dtype == bool and df["switches_total"].dtype == "int64"
+    assert df["cluster.scale_out.oversubscription"].dtype == "int64" and df["step_time_s"].dtype == "float64"
+    # A row that fails (12 accelerators do not fill a scale-up domain of 8): its outputs
+    # are missing, so the integer and boolean columns are pandas' nullable types, not float
+    # and object; a varied text column stays text even where it reads as a number.
+    spec = {
+        "format": "myriad-sweep/1",
+        "base": dict(NODE, model={"preset": "llama3-8b"}, training={"tp": 8, "global_batch": 64}),
+        "vary": {"cluster.count": [8, 12], "name": ["1e3", "NA"]},
+    }
+    df = myriad.sweep(spec)
+    assert df["switches_total"].dtype == pd.Int64Dtype() and df["switches_total"].isna().sum() == 2
+    assert df["fits"].dtype == pd.BooleanDtype()
+    assert df["step_time_s"].dtype == "float64"
+    assert list(df["name"]) == ["1e3", "NA", "1e3", "NA"] and df["name"].dtype == object
+    assert df["error"].notna().sum() == 2
+    numeric = [c for c in df.columns if c not in ("name", "error")]
+    assert not [c for c in numeric if df[c].dtype == object]
+
+
+def test_every_public_function_has_a_runnable_example(monkeypatch):
+    import doctest
+    import inspect
+
+    monkeypatch.chdir(ROOT)
+    import myriad.ray
+
+    for name in [n for n in myriad.__all__ if n not in ("Error", "__version__")]:
+        f = getattr(myriad, name)
+        doc = inspect.getdoc(f)
+        assert doc and len(doc.splitlines()) > 2, name
+        test = doctest.DocTestParser().get_doctest(doc, {"myriad": myriad}, name, None, 0)
+        assert test.examples, f"{name} has no example"
+        assert not [e for e in test.examples if doctest.SKIP in e.options], name
+        runner = doctest.DocTestRunner()
+        runner.run(test)
+        assert runner.failures == 0, name
+    sig = inspect.signature(myriad.reliability)
+    assert list(sig.parameters) == ["scenario", "days", "replicas", "seed", "compare"]
+    assert inspect.getdoc(myriad.ray.sweep)
+
+
+def test_the_package_is_typed_for_ides():
+    pkg = pathlib.Path(myriad.__file__).parent
+    assert (pkg / "py.typed").exists()
+    stub = (pkg / "_myriad.pyi").read_text()
+    # Every function of the extension has its stub.
+    for name in dir(myriad._myriad):
+        if callable(getattr(myriad._myriad, name)) and not name.startswith("_") and name != "Error":
+            assert f"def {name}(" in stub, name
+    assert "class Error(ValueError)" in stub
+
+
+def test_threads_run_at_once_and_give_the_same_results():
+    # The engine releases the GIL: two searches in threads both finish with the single
+    # thread's answer (their wall time is not asserted; it depends on the machine's cores).
+    import threading
+    import time
+
+    want = myriad.search(SUPERPOD, top=3)
+    out, spans = [], []
+
+    def run():
+        t0 = time.perf_counter()
+        out.append(myriad.search(SUPERPOD, top=3))
+        spans.append((t0, time.perf_counter()))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    # The main thread keeps the GIL usable while the engine runs.
+    ticks = 0
+    while any(t.is_alive() for t in threads):
+        ticks += 1
+        time.sleep(0.001)
+    for t in threads:
+        t.join()
+    drop = lambda r: {k: v for k, v in r.items() if k not in ("seconds", "configs_per_second")}
+    assert [drop(r) for r in out] == [drop(want)] * 2
+    assert ticks > 0
+    rel = ROOT / "examples" / "reliability-llama3.yaml"
+    srv = ROOT / "examples" / "serve-llama3-70b-h100.yaml"
+    assert myriad.reliability(rel, days=30, replicas=30, seed=9) == myriad.reliability(rel, days=30, replicas=30, seed=9)
+    assert myriad.serve(srv, requests=300, seed=9) == myriad.serve(srv, requests=300, seed=9)
+    assert myriad.serve(srv, requests=300, seed=9) != myriad.serve(srv, requests=300, seed=10)

@@ -578,6 +578,39 @@ pub fn serve_setup(
     Ok((setup, cluster))
 }
 
+/// `myriad serve --search`: roles, TP/EP and batch limits searched for the most goodput
+/// per accelerator on the scenario's cluster (`setup` and `cluster` from `serve_setup`),
+/// ranked best first, with the `{"candidates", "no_feasible_candidate"}` object `--json`
+/// prints (the closest candidate and its shortfall when none met the SLOs).
+pub fn serve_search(
+    s: &Scenario,
+    setup: &myriad_serve::Setup,
+    cluster: &BuiltCluster,
+) -> (Vec<myriad_serve::search::Candidate>, Value) {
+    let kv = s
+        .serving
+        .as_ref()
+        .and_then(|v| v.kv_cache_fraction)
+        .unwrap_or(setup.framework.kv_fraction);
+    let c = myriad_serve::search::search(
+        &setup.deployment,
+        &setup.workload,
+        &setup.slo,
+        cluster.scale_up.accelerators_per_domain,
+        cluster.accelerators,
+        kv,
+    );
+    let none = myriad_serve::search::no_feasible(&c);
+    let v = json!({
+        "candidates": c,
+        "no_feasible_candidate": none.map(|x| json!({
+            "closest": x.description,
+            "shortfall": x.shortfall,
+        })),
+    });
+    (c, v)
+}
+
 /// Latency and throughput at 25%…150% of the scenario's arrival rate (Poisson, or a
 /// trace's or dataset's mean rate, with its own lengths; at most 5,000 requests each), for
 /// the report's charts against load (`load_sweep` in the serve report's JSON). Empty for

@@ -6,8 +6,16 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+pyo3::create_exception!(
+    myriad,
+    Error,
+    PyValueError,
+    "Bad input the engine refuses (a scenario, spec or argument): the CLI's message, naming \
+     the file, the field path, the value and what was expected. A `ValueError`."
+);
+
 fn err(e: String) -> PyErr {
-    PyValueError::new_err(e)
+    Error::new_err(e)
 }
 
 fn to_json(v: &serde_json::Value) -> PyResult<String> {
@@ -48,6 +56,10 @@ fn search(
     top: usize,
     global_batches: Option<Vec<u64>>,
 ) -> PyResult<String> {
+    // Named by the keyword (the engine's own check names `global_batches`).
+    if let Some(b) = &global_batches {
+        myriad_api::check_global_batches(b, "global_batch").map_err(err)?;
+    }
     py.detach(|| {
         let s = myriad_api::scenario(file, text)?;
         let start = std::time::Instant::now();
@@ -126,15 +138,39 @@ fn validate(py: Python<'_>, file: &str, text: &str) -> PyResult<String> {
         .and_then(|v| to_json(&v))
 }
 
+/// The `myriad-sweep/1` spec `text` (from `file`, for messages) with its `base:` scenario
+/// file read relative to the folder `base` (through `files`, as `Sweep::load` reads it).
+fn sweep_spec(
+    file: &str,
+    text: &str,
+    base: &str,
+    files: &Files,
+) -> Result<myriad_sweep::Sweep, String> {
+    myriad_sweep::Sweep::parse(file, text, |rel| {
+        let p = std::path::Path::new(base).join(rel);
+        let name = p.display().to_string();
+        let t = files.read(&p).map_err(|m| format!("base: {m}"))?;
+        myriad_scenario::parse_value(&name, &t).map_err(|e| format!("base: {e}"))
+    })
+    .map_err(|e| e.to_string())
+}
+
 /// Shard `k` of `n` (1-based `k`: the rows `k - 1`, `k - 1 + n`, … of the grid, whose row
-/// ids are 0-based) of the sweep spec at `path`, as CSV text with a header (the same
-/// columns as `myriad sweep`).
+/// ids are 0-based) of the sweep spec `text` (its `base:` file relative to the folder
+/// `base`), as CSV text with a header (the same columns as `myriad sweep`).
 #[pyfunction]
-#[pyo3(signature = (path, k=1, n=1))]
-fn sweep_csv(py: Python<'_>, path: &str, k: u64, n: u64) -> PyResult<String> {
+#[pyo3(signature = (file, text, base, k=1, n=1))]
+fn sweep_csv(
+    py: Python<'_>,
+    file: &str,
+    text: &str,
+    base: &str,
+    k: u64,
+    n: u64,
+) -> PyResult<String> {
+    let files = Files::default();
     py.detach(|| {
-        let sweep =
-            myriad_sweep::Sweep::load(std::path::Path::new(path)).map_err(|e| e.to_string())?;
+        let sweep = sweep_spec(file, text, base, &files)?;
         // The CLI's `--shard: `0/2`: ...` names the keyword here.
         let shard = myriad_sweep::Shard::parse(&format!("{k}/{n}")).map_err(|e| {
             let m = e.to_string();
@@ -152,7 +188,25 @@ fn sweep_csv(py: Python<'_>, path: &str, k: u64, n: u64) -> PyResult<String> {
         }
         Ok::<_, String>(out)
     })
-    .map_err(err)
+    .map_err(|m| files.error(m))
+}
+
+/// The type of each column of the sweep's CSV (`int`, `float`, `bool` or `str`, as its
+/// Parquet output stores them), for the DataFrame's dtypes.
+#[pyfunction]
+fn sweep_kinds(file: &str, text: &str, base: &str) -> PyResult<Vec<&'static str>> {
+    let files = Files::default();
+    let sweep = sweep_spec(file, text, base, &files).map_err(|m| files.error(m))?;
+    Ok(sweep
+        .kinds()
+        .into_iter()
+        .map(|k| match k {
+            myriad_sweep::Kind::Int => "int",
+            myriad_sweep::Kind::Float => "float",
+            myriad_sweep::Kind::Bool => "bool",
+            myriad_sweep::Kind::Str => "str",
+        })
+        .collect())
 }
 
 /// Reads the files a scenario names (traces, the openb CSVs) as the CLI does, keeping the
@@ -204,9 +258,11 @@ impl Files {
 
 /// `myriad serve`: the request-level simulation of the scenario's `serving` block (JSON
 /// text); a trace it names is read relative to `base`. With `load_sweep`, also the points
-/// `--report` charts against load (`load_sweep`, as the report's JSON holds them).
+/// `--report` charts against load (`load_sweep`, as the report's JSON holds them). With
+/// `search`, `myriad serve --search`'s object instead: the deployments searched, ranked.
 #[pyfunction]
-#[pyo3(signature = (file, text, base, seed=None, requests=None, load_sweep=false))]
+#[pyo3(signature = (file, text, base, seed=None, requests=None, load_sweep=false, search=false))]
+#[allow(clippy::too_many_arguments)]
 fn serve(
     py: Python<'_>,
     file: &str,
@@ -215,16 +271,23 @@ fn serve(
     seed: Option<u64>,
     requests: Option<u64>,
     load_sweep: bool,
+    search: bool,
 ) -> PyResult<String> {
     // As the CLI's `--requests`: past the cap the simulation's buffers would not fit in
     // memory, and a failed allocation aborts the interpreter.
     if let Some(n) = requests {
         myriad_scenario::serving::check_requests(n).map_err(|m| err(format!("requests: {m}")))?;
     }
+    if search && load_sweep {
+        return Err(err(
+            "load_sweep: a deployment search has no load sweep (it is the simulation's, for report(\"serve\", ...)); give search or load_sweep"
+                .into(),
+        ));
+    }
     let files = Files::default();
     py.detach(|| {
         let s = myriad_api::scenario(file, text)?;
-        let (setup, _) = myriad_api::serve_setup(
+        let (setup, cluster) = myriad_api::serve_setup(
             &s,
             file,
             std::path::Path::new(base),
@@ -232,6 +295,9 @@ fn serve(
             seed,
             requests,
         )?;
+        if search {
+            return Ok(myriad_api::serve_search(&s, &setup, &cluster).1);
+        }
         let mut v = serde_json::to_value(myriad_serve::run(&setup)).map_err(|e| e.to_string())?;
         if load_sweep {
             v["load_sweep"] = myriad_api::serve_load_sweep(&setup);
@@ -355,11 +421,13 @@ fn _myriad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reliability, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add_function(wrap_pyfunction!(serve_validate, m)?)?;
     m.add_function(wrap_pyfunction!(sched, m)?)?;
     m.add_function(wrap_pyfunction!(collective, m)?)?;
     m.add_function(wrap_pyfunction!(report, m)?)?;
+    m.add("Error", m.py().get_type::<Error>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The ranges of `replicas` and `requests`, for the package's messages.
     m.add("MAX_REPLICAS", myriad_reliability::MAX_REPLICAS)?;

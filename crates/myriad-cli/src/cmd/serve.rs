@@ -42,29 +42,11 @@ pub fn run(
         eprintln!("warning: {file}: {w}");
     }
     if search {
-        let kv = s
-            .serving
-            .as_ref()
-            .and_then(|v| v.kv_cache_fraction)
-            .unwrap_or(setup.framework.kv_fraction);
-        let c = myriad_serve::search::search(
-            &setup.deployment,
-            &setup.workload,
-            &setup.slo,
-            cluster.scale_up.accelerators_per_domain,
-            cluster.accelerators,
-            kv,
-        );
+        let (c, v) = myriad_api::serve_search(&s, &setup, &cluster);
         // When no candidate met the SLOs, the closest and where it fell short.
         let none = myriad_serve::search::no_feasible(&c);
         if json {
-            super::print_json(&serde_json::json!({
-                "candidates": c,
-                "no_feasible_candidate": none.map(|x| serde_json::json!({
-                    "closest": x.description,
-                    "shortfall": x.shortfall,
-                })),
-            }))?;
+            super::print_json(&v)?;
             return Ok(());
         }
         println!(
