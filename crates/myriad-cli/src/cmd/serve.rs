@@ -55,6 +55,14 @@ pub fn run(
             c.len(),
             myriad_serve::search::ATTAINMENT * 100.0
         );
+        let screen = c.iter().map(|x| x.requests).min().unwrap_or(0);
+        let full = c.iter().map(|x| x.requests).max().unwrap_or(0);
+        if full > screen {
+            println!(
+                "each rate simulated over {screen} requests; the {} best again over {full}",
+                c.iter().filter(|x| x.requests == full).count()
+            );
+        }
         let mut t = Table::new();
         t.set_header(vec![
             "#",
