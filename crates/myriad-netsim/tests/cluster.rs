@@ -1170,7 +1170,7 @@ fn a_tree_pays_its_longest_root_path_across_sites() {
 /// The destination leaf's spine is taken only toward a leaf cabled unlike the source's:
 /// taken between all leaves, it moved flows of the 100,000-H100 XDR fat-tree's auto
 /// all-reduce (NVLS inside, trees across 12,500 DGX) off the source-side spread d-mod-k
-/// gives them, and 1 GiB took 10.27 ms instead of 8.84 ms (the non-blocking fabric's
+/// gives them, and 1 GiB took 10.27 ms instead of 8.84 ms (8.30 ms since d-mod-k counts bundles, not cables; the non-blocking fabric's
 /// analytical time is 6.47 ms; docs/netsim.md).
 #[test]
 fn destination_routing_between_full_leaves_keeps_the_source_spread() {
@@ -1333,4 +1333,66 @@ fn a_flow_all_to_all_is_monotone_in_size() {
         prev = f.time_s;
         b *= 2.0;
     }
+}
+
+/// Destination routing across a 3-tier fat-tree whose last pod is partial (NDR, 64-port
+/// switches: a leaf has 32 NICs and 32 uplinks, a pod 32 leaves = 128 DGX; the core is
+/// one stripe per spine position). Ring all-reduce over every GPU, 8 channels (one per
+/// NIC), so each domain crossing is 8 flows of one NIC's load each, from one leaf to one
+/// leaf.
+///
+/// - 4,608 H100 (576 DGX): pod 4 holds 64 DGX on 16 leaves, so 16 spines, each leaf with a
+///   2-cable bundle to each, wired to core stripes 0-15. The crossing pod 4 -> pod 0 (node
+///   575 -> node 0, destination ports 0-7) can take 8 distinct spines, hence 8 stripes
+///   and 8 distinct spine -> leaf 0 cables: no fabric link carries more than a NIC does.
+///   Counting d-mod-k by cable (`q % 32` over 16 bundles of 2) sent ports 2k and 2k+1
+///   through the same spine: 2 NIC loads on 4 spine -> leaf 0 cables, and the ring took
+///   38.5 ms against the analytical 22.4 (22.6 ms now).
+/// - 4,160 H100 (520 DGX): pod 4 holds 8 DGX on 2 leaves and 2 spines (16 cables from each
+///   leaf to each), wired to stripes 0 and 1 only. Node 519 -> node 0 reaches leaf 0 only
+///   through pod 0's spines 0 and 1, one cable each: 8 flows on 2 cables, 4 NIC loads per
+///   cable at best; node 511 (leaf 127) -> node 512 likewise leaves leaf 127 over its 2
+///   cables to spines 0 and 1. By cable, all 8 destination ports (`q % 32` < 16) went
+///   through the first spine and one core: 8 NIC loads on spine 130 -> leaf 0 (67.0 ms;
+///   41.4 ms now).
+#[test]
+fn destination_routing_spreads_flows_into_and_out_of_a_partial_pod() {
+    for (count, most) in [(4608u64, 1.0), (4160, 4.0)] {
+        let c = build(
+            "partial-pod.yaml",
+            &format!(
+                "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: {count}\n  scale_up: hgx-h100\n  scale_out:\n    fabric: infiniband-ndr\n    topology: fat-tree\n"
+            ),
+        );
+        assert_eq!(c.topology.tiers, 3);
+        let net = Network::from_cluster(&c);
+        let (f, _) = time_collective(
+            &net,
+            Op::AllReduce,
+            Choice::simple(Algorithm::Ring),
+            GIB,
+            &strided(0, count, 1),
+            &SimOptions::default(),
+        )
+        .unwrap();
+        let l = &c.topology.links;
+        let busiest = |kind: LinkKind| {
+            (0..l.len())
+                .filter(|&b| l.kind[b] == kind)
+                .flat_map(|b| [f.sim.link_bytes[2 * b], f.sim.link_bytes[2 * b + 1]])
+                .fold(0.0, f64::max)
+        };
+        let ratio = busiest(LinkKind::Fabric) / busiest(LinkKind::Nic);
+        assert!(
+            (ratio - most).abs() < 1e-6,
+            "{count} GPUs: the busiest fabric cable carries {ratio} NIC loads, {most} at best"
+        );
+    }
+    // Where the routing spreads the flows, the flow ring is the analytical one.
+    let c = build(
+        "partial-pod.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 4608\n  scale_up: hgx-h100\n  scale_out:\n    fabric: infiniband-ndr\n    topology: fat-tree\n",
+    );
+    let (f, a) = both(&c, Op::AllReduce, GIB, 4608, 1);
+    assert!(f / a < 1.03, "flow {f} s, analytical {a} s");
 }
