@@ -328,10 +328,12 @@ impl RankGroup {
 
 /// Time one collective on an explicit group of ranks. A symmetric group is timed by
 /// [`time`] on its span. An uneven group running a ring (`Ring`, or `Auto` for all-reduce,
-/// all-gather, reduce-scatter and broadcast: NCCL's tree and hierarchical shapes need even
-/// groups, and the flow backend falls back to the ring on them as NCCL does; `Auto` on a
-/// group that [`RankGroup::holds_hierarchical`] takes the hierarchical algorithm, timed on
-/// the span, where it is faster) is timed exactly: the ring's steps at each level counted over the units it touches, `Λ = phases ·
+/// all-gather, reduce-scatter and broadcast: NCCL's hierarchical shapes need the same
+/// members in every domain, and the flow backend falls back to the ring on other groups as
+/// NCCL does; `Auto` on a group that [`RankGroup::holds_hierarchical`] takes the
+/// hierarchical algorithm, timed on the span, where it is faster; `Auto` for all-reduce
+/// also weighs the tree, which runs on any group, and `Tree` is timed exactly, see
+/// `tree_exact`) is timed exactly: the ring's steps at each level counted over the units it touches, `Λ = phases ·
 /// Σ_i (units[i] − units[i+1]) · lat_i`, and each level's share set by its busiest unit,
 /// `f_0 = 1 − 1/most[1]` (inside the domain with the most members) and `f_i = 1/fewest[i]`
 /// (the unit with the fewest members, whose NICs carry all its crossings), which are the
@@ -350,11 +352,24 @@ pub fn time_group(
         op,
         Op::AllReduce | Op::AllGather | Op::ReduceScatter | Op::Broadcast
     );
+    if !group.is_symmetric() && op == Op::AllReduce && algorithm == Algorithm::Tree {
+        return tree_exact(bytes, group, levels).map(|t| (t, true));
+    }
     if group.is_symmetric() || !(ring_op && matches!(algorithm, Algorithm::Auto | Algorithm::Ring))
     {
         return time(op, algorithm, bytes, &span, levels).map(|t| (t, group.is_symmetric()));
     }
-    let ring = ring_exact(op, bytes, group, levels)?;
+    let mut ring = ring_exact(op, bytes, group, levels)?;
+    // Auto weighs NCCL's double binary tree too: it runs on any set of nodes (a chain
+    // inside each domain, binary trees over the domains), so the tuner weighs it on uneven
+    // groups as on even ones. Ranks 0-1000 of 1,024 H100 (125 full DGX and one rank of the
+    // next) took the ring's 1,001 steps, 1.43 ms for 64 KiB, where the tree takes 27 µs.
+    if algorithm == Algorithm::Auto && op == Op::AllReduce {
+        let tree = tree_exact(bytes, group, levels)?;
+        if tree.time_s < ring.time_s {
+            ring = tree;
+        }
+    }
     // Auto on a group that runs the hierarchical algorithm (the same members in each of
     // several domains, uneven higher up: ranks 0-999 of 1,000 H100, whose last leaf holds
     // one domain) weighs it too, timed on the span, as NCCL's tuner would.
@@ -371,6 +386,59 @@ pub fn time_group(
         }
     }
     Ok((ring, true))
+}
+
+/// NCCL's double binary tree over exactly `group`'s ranks, as [`Algorithm::Tree`] on a
+/// span: a chain inside the domain with the most members, `(most[1] − 1)` steps at
+/// `lat_0`, binary trees over the units of each scale-out level, `log2(spans[i])` steps
+/// at `lat_i`, up and down; `W = 2S · max_i(g_i / bw_i) / TREE_BANDWIDTH_FACTOR` with
+/// `g_0 = 1` (the chain) and `g_i = 1/fewest[i]` (the unit with the fewest members, whose
+/// NICs carry all its tree traffic), the span's `P_i / n` for a symmetric group.
+fn tree_exact(
+    bytes: f64,
+    group: &RankGroup,
+    levels: &[Level],
+) -> Result<CollectiveTime, CollectiveError> {
+    if !bytes.is_finite() || bytes < 0.0 {
+        return Err(CollectiveError::InvalidBytes { bytes });
+    }
+    validate(&group.span(), levels)?;
+    let mut steps = 0.0;
+    let mut worst = 0.0f64; // max_i g_i / bw_i
+    for (i, l) in levels.iter().enumerate() {
+        if i == 0 {
+            let m = group.most.get(1).copied().unwrap_or(group.n) as f64;
+            if m > 1.0 {
+                steps += (m - 1.0) * l.latency_us;
+                worst = worst.max(1.0 / bw(l));
+            }
+        } else {
+            if group.spans[i] > 1 {
+                steps += (group.spans[i] as f64).log2() * l.latency_us;
+            }
+            if group.units[i] > 1 {
+                worst = worst.max(1.0 / group.fewest[i] as f64 / bw(l));
+            }
+        }
+    }
+    let sent = 2.0 * bytes;
+    let ev = if group.n <= 1 || bytes == 0.0 {
+        Eval {
+            time_us: 0.0,
+            protocol: Protocol::Simple,
+            bytes_per_rank: 0.0,
+        }
+    } else {
+        Cost {
+            steps_us: 2.0 * steps,
+            fixed_us: 0.0,
+            wire_us: sent * worst / TREE_BANDWIDTH_FACTOR,
+            bytes_per_rank: sent,
+            simple_only: false,
+        }
+        .resolve()
+    };
+    result(Op::AllReduce, bytes, group.n, Algorithm::Tree, ev)
 }
 
 /// The ring over exactly `group`'s ranks (see [`time_group`]).
