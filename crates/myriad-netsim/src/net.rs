@@ -56,7 +56,9 @@
 //!   use. When the choice leads to no live path (a stripe that does not reach a partial
 //!   block, a failed element), d-mod-k picks among the uplinks that do lead there.
 //!
-//! In both, the NIC slot is `h % slots`. Under hash routing, when the chosen uplink leads
+//! In both, the NIC slot is `(flow id + flow_hash(source, destination, 0)) % slots` (the
+//! host's choice: a connection's flows are split one per slot, with consecutive ids,
+//! `program::split_connections`). Under hash routing, when the chosen uplink leads
 //! to no live path (a failed link or switch, or a stripe that does not reach a partial
 //! block), the choice is re-drawn by a per-attempt hash of the flow, destination and switch
 //! (so displaced flows spread over the remaining uplinks, as ECMP re-hashing over the live
@@ -728,6 +730,12 @@ impl Network {
         self.apd
     }
 
+    /// NIC port slots per accelerator (planes × NICs × ports it owns; 1 without a
+    /// scale-out router).
+    pub fn nic_slots(&self) -> u32 {
+        self.router.as_ref().map_or(1, |r| r.slots().max(1))
+    }
+
     /// Flows per NIC-to-NIC connection (1 unless the scenario sets
     /// `cluster.scale_out.qps_per_connection`).
     pub fn qps_per_connection(&self) -> u32 {
@@ -822,7 +830,15 @@ impl Network {
         if k == 0 {
             return Err(NoRoute);
         }
-        let s0 = (h % k as u64) as u32;
+        // The NIC slot (plane, NIC, port) is the host's choice, not the fabric's: NCCL
+        // and RoCE LAG place a connection's channels and queue pairs on the ports in turn,
+        // so it is a function of the flow id (the program gives each of a connection's
+        // `slots` flows consecutive ids, `program::split_connections`), offset by a hash
+        // of the pair (the peers of an all-to-all, one flow each, spread over the ports),
+        // never a hash of the flow id, which put both of a dual-plane NIC's flows on one
+        // plane half the time.
+        let k64 = k as u64;
+        let s0 = ((flow_id as u64 % k64 + flow_hash(src, dst, 0) % k64) % k64) as u32;
         for i in 0..k {
             let slot = (s0 + i) % k;
             let (p, q) = (r.port(sender, slot), r.port(dst, slot));

@@ -1417,3 +1417,45 @@ fn auto_on_an_uneven_group_weighs_the_tree() {
         time_collective(&net, Op::AllReduce, auto, b, &ranks, &SimOptions::default()).unwrap();
     assert!(f.time_s < 100e-6, "{} s", f.time_s);
 }
+
+/// Alibaba HPN's NICs are 2 × 200G, one port in each of two planes (`planes: 2`): every
+/// connection's traffic uses both, as NCCL's channels and RoCE LAG's queue pairs do, and
+/// the analytical model prices the whole 400G NIC. One rank per node over 16 nodes
+/// (ranks 0, 8, …, 120): a send-recv of 256 MiB is one connection per rank, S through a
+/// 400G NIC (5.97 ms); a ring all-reduce two channels per NIC, 2 · 15/16 · S / 2 per
+/// channel through the same NIC (11.3 ms). One flow per connection on a port chosen by
+/// the flow hash used one 200G plane: the send-recv took 11.94 ms, and the ring, whose
+/// two channels hashed onto the same plane, 22.52 ms.
+#[test]
+fn a_dual_plane_nic_carries_each_connection_on_both_planes() {
+    let c = build(
+        "alibaba-hpn.yaml",
+        include_str!("../../../examples/alibaba-hpn.yaml"),
+    );
+    let net = Network::from_cluster(&c);
+    assert_eq!(net.nic_slots(), 2);
+    let b = 256.0 * 1024.0 * 1024.0;
+    for (op, alg) in [
+        (Op::SendRecv, Algorithm::Direct),
+        (Op::AllReduce, Algorithm::Ring),
+    ] {
+        let span = myriad_train::Plan::span(&c.levels, 16, 8);
+        let choice = flow_choice(op, alg, b, &span, &c.levels);
+        let (f, _) = time_collective(
+            &net,
+            op,
+            choice,
+            b,
+            &strided(0, 16, 8),
+            &SimOptions::default(),
+        )
+        .unwrap();
+        let a = myriad_collective::time(op, alg, b, &span, &c.levels).unwrap();
+        assert!(
+            (f.time_s / a.time_s - 1.0).abs() < 0.01,
+            "{op:?}: flow {} s, analytical {} s",
+            f.time_s,
+            a.time_s
+        );
+    }
+}
