@@ -1055,6 +1055,56 @@ fn nvls_cost(op: Op, s: f64, n: f64, l: &Level) -> Cost {
 }
 
 fn hierarchical(op: Op, c: &Ctx) -> Eval {
+    hierarchical_pick(op, c).0
+}
+
+/// The halves of the hierarchical algorithm the model weighs: what runs inside the
+/// domains and what across them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct HierarchicalVariant {
+    /// NVLS inside the domains (else a ring).
+    pub inner_nvls: bool,
+    /// Across the domains: a ring, a double binary tree or an in-network (SHARP) reduction.
+    pub outer: Outer,
+}
+
+/// The outer half of [`HierarchicalVariant`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outer {
+    Ring,
+    Tree,
+    InNetwork,
+}
+
+/// Which halves [`Algorithm::Hierarchical`] runs for `op` and `bytes` on `group`: the
+/// combination (and its protocol) with the smallest time, the one [`time`] prices. Errors
+/// as [`time`] does where the group cannot run it.
+pub fn hierarchical_variant(
+    op: Op,
+    bytes: f64,
+    group: &GroupSpan,
+    levels: &[Level],
+) -> Result<HierarchicalVariant, CollectiveError> {
+    if !bytes.is_finite() || bytes < 0.0 {
+        return Err(CollectiveError::InvalidBytes { bytes });
+    }
+    let sh = validate(group, levels)?;
+    let ctx = Ctx {
+        spans: &group.spans,
+        levels,
+        sh,
+        bytes,
+    };
+    eval(op, Algorithm::Hierarchical, &ctx)?;
+    Ok(hierarchical_pick(op, &ctx).1)
+}
+
+fn hierarchical_pick(op: Op, c: &Ctx) -> (Eval, HierarchicalVariant) {
+    let ring_ring = HierarchicalVariant {
+        inner_nvls: false,
+        outer: Outer::Ring,
+    };
     let l0 = &c.levels[0];
     let s = c.bytes;
     let (s0, p1) = (c.sh.s0, c.sh.p1);
@@ -1062,11 +1112,14 @@ fn hierarchical(op: Op, c: &Ctx) -> Eval {
     let (ring_steps, ring_x, _) = ring_terms(c.spans, c.levels, 1);
     let zero = c.sh.n <= 1.0 || s == 0.0;
     if zero {
-        return Eval {
-            time_us: 0.0,
-            protocol: Protocol::Simple,
-            bytes_per_rank: 0.0,
-        };
+        return (
+            Eval {
+                time_us: 0.0,
+                protocol: Protocol::Simple,
+                bytes_per_rank: 0.0,
+            },
+            ring_ring,
+        );
     }
     if op != Op::AllReduce {
         // All-gather: outer all-gather of the S/s0 shard across domains, then inner
@@ -1087,7 +1140,7 @@ fn hierarchical(op: Op, c: &Ctx) -> Eval {
             bytes_per_rank: outer_sent,
             simple_only: false,
         };
-        return inner.pipeline(outer).resolve();
+        return (inner.pipeline(outer).resolve(), ring_ring);
     }
     // Inner reduce-scatter + all-gather of S among s0 members.
     let inner_sent = 2.0 * (s0 - 1.0) / s0 * s;
@@ -1139,22 +1192,22 @@ fn hierarchical(op: Op, c: &Ctx) -> Eval {
             simple_only: true,
         })
     };
-    let mut best = inner_ring.pipeline(outer_ring).resolve();
-    let mut consider = |a: Cost, b: Cost| {
+    let mut best = (inner_ring.pipeline(outer_ring).resolve(), ring_ring);
+    let mut consider = |a: Cost, b: Cost, inner_nvls: bool, outer: Outer| {
         let e = a.pipeline(b).resolve();
-        if e.time_us < best.time_us {
-            best = e;
+        if e.time_us < best.0.time_us {
+            best = (e, HierarchicalVariant { inner_nvls, outer });
         }
     };
-    consider(inner_ring, outer_tree);
+    consider(inner_ring, outer_tree, false, Outer::Tree);
     if let Some(o) = outer_inr {
-        consider(inner_ring, o);
+        consider(inner_ring, o, false, Outer::InNetwork);
     }
     if let Some(i) = inner_nvls {
-        consider(i, outer_ring);
-        consider(i, outer_tree);
+        consider(i, outer_ring, true, Outer::Ring);
+        consider(i, outer_tree, true, Outer::Tree);
         if let Some(o) = outer_inr {
-            consider(i, o);
+            consider(i, o, true, Outer::InNetwork);
         }
     }
     best
