@@ -336,8 +336,10 @@ impl RankGroup {
 /// `tree_exact`) is timed exactly: the ring's steps at each level counted over the units it touches, `Λ = phases ·
 /// Σ_i (units[i] − units[i+1]) · lat_i`, and each level's share set by its busiest unit,
 /// `f_0 = 1 − 1/most[1]` (inside the domain with the most members) and `f_i = 1/fewest[i]`
-/// (the unit with the fewest members, whose NICs carry all its crossings), which are the
-/// crate docs' `1 − P_1/n` and `P_i/n` for a symmetric group. Anything else is timed on
+/// (the unit with the fewest members, whose NICs carry all its crossings), except at the
+/// NICs (level 1), where the ring's `C` channels (`most[1]`, or 2 when that is 1) cross
+/// whole, `ceil(C / fewest[1]) / C` on the busiest NIC; these are the crate docs'
+/// `1 − P_1/n` and `P_i/n` for a symmetric group. Anything else is timed on
 /// the smallest symmetric group that holds it ([`RankGroup::span`]). Returns the time and
 /// whether it is exact (false: timed on the span).
 pub fn time_group(
@@ -465,6 +467,16 @@ fn ring_exact(
                 let f0 = if p_next <= 1.0 { 1.0 } else { 1.0 - 1.0 / m };
                 worst = worst.max(f0 / bw(l));
             }
+        } else if i == 1 && p > 1.0 {
+            // The NICs: NCCL runs one ring channel per member of the largest domain (two
+            // when it holds one), and a channel enters and leaves a domain through one
+            // member's NIC, so the domain with the fewest members has some NICs carrying
+            // ceil(C / fewest) channels' crossings: ranks 0-100 on DGX (8 channels, the
+            // last domain 5 members) put 2 of the 8 on a NIC, 1/4 of the traffic, not 1/5.
+            let most = group.most.get(1).copied().unwrap_or(1);
+            let channels = if most > 1 { most } else { 2 };
+            let share = channels.div_ceil(group.fewest[1]) as f64 / channels as f64;
+            worst = worst.max(share / bw(l));
         } else if p > 1.0 {
             worst = worst.max(1.0 / group.fewest[i] as f64 / bw(l));
         }

@@ -179,3 +179,28 @@ fn uneven_group_weighs_the_tree() {
     let (big, _) = time_group(Op::AllReduce, Algorithm::Auto, GIB, &g, &levels).unwrap();
     assert_eq!(big.algorithm, Algorithm::Ring);
 }
+
+/// Guards that an uneven ring counts whole channels on the NICs. Ranks 0-100 on DGX H100
+/// nodes: 12 full domains and 5 ranks (96-100) in the 13th; NCCL runs C = 8 ring channels
+/// (one per member of a full domain), each entering and leaving every domain through one
+/// member's NIC, so in the 5-member domain 3 NICs carry 2 channels' crossings: 2/8 of
+/// the ring's traffic, not 1/5. All-reduce of 1 GiB, Simple: W = 2 · 100/101 · S · (2/8)
+/// / 47 GB/s = 11.310 ms (it was 1/5 of that traffic, 9.048 ms; the flow backend, which
+/// runs the 8 channels, took 1.21× the old time), plus the launch, 5 µs, and Simple's
+/// 1.25 × Λ, Λ = 2 · ((101 − 13) + (13 − 1)) · 2 µs = 400 µs: 11.815 ms (9.553 before).
+#[test]
+fn uneven_ring_counts_whole_channels_on_the_nics() {
+    let levels = dgx_h100_cluster(16);
+    let g = RankGroup::new(&range(0, 100), &levels);
+    assert_eq!((g.fewest[1], g.most[1], g.units[1]), (5, 8, 13));
+    let (t, exact) = time_group(Op::AllReduce, Algorithm::Ring, GIB, &g, &levels).unwrap();
+    assert!(exact);
+    assert_eq!(t.protocol, myriad_collective::Protocol::Simple);
+    let wire = 2.0 * 100.0 / 101.0 * GIB * (2.0 / 8.0) / (50.0 * 0.94 * 1e9);
+    let want = 5e-6 + 1.25 * 400e-6 + wire;
+    assert!(
+        (t.time_s / want - 1.0).abs() < 1e-9,
+        "{} s, want {want} s",
+        t.time_s
+    );
+}
