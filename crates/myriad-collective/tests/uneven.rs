@@ -145,10 +145,10 @@ fn uneven_group_with_even_domains_weighs_hierarchical() {
 /// Ranks 0-1000 on 1,024 H100 under 32-GPU leaves (all latencies 2 µs): 125 full DGX and
 /// rank 1000 alone in the next, so most[1] = 8, fewest[1] = 1, spans [8, 4, 32].
 /// Tree: one way (8 − 1)·2 + log2(4)·2 + log2(32)·2 = 28 µs, Λ = 56 µs; the lone rank's
-/// NIC carries the tree's 2S: W = 2 · 64 KiB / 47 GB/s / 0.9 = 3.10 µs; on LL 5 + 0.35·56
-/// + 3.10/0.36 = 33.2 µs. The exact ring: Λ = 2·2·((1001 − 126) + (126 − 32) + (32 − 1))
-/// = 4,000 µs, 1.4 ms on LL, which Auto took before. At 1 GiB the ring's 2·1000/1001 S
-/// through the same NIC beats the tree's 2S/0.9.
+/// NIC carries the tree's 2S: W = 2 · 64 KiB / 47 GB/s / 0.9 = 3.10 µs; on LL
+/// 5 + 0.35·56 + 3.10/0.36 = 33.2 µs. The exact ring: Λ = 2·2·((1001 − 126) +
+/// (126 − 32) + (32 − 1)) = 4,000 µs, 1.4 ms on LL, which Auto took before. At 1 GiB the
+/// ring's 2·1000/1001 S through the same NIC beats the tree's 2S/0.9.
 #[test]
 fn uneven_group_weighs_the_tree() {
     let leaf = Level {
