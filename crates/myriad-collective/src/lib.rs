@@ -368,14 +368,18 @@ impl RankGroup {
 
 /// Time one collective on an explicit group of ranks. A symmetric group is timed by
 /// [`time`] on its span. An uneven group running a ring (`Ring`, or `Auto` for all-reduce,
-/// all-gather, reduce-scatter and broadcast: NCCL's tree and hierarchical shapes need even
-/// groups, and the flow backend falls back to the ring on them as NCCL does; `Auto` on a
-/// group that [`RankGroup::holds_hierarchical`] takes the hierarchical algorithm, timed on
-/// the span, where it is faster) is timed exactly: the ring's steps at each level counted over the units it touches, `Λ = phases ·
+/// all-gather, reduce-scatter and broadcast: NCCL's hierarchical shapes need the same
+/// members in every domain, and the flow backend falls back to the ring on other groups as
+/// NCCL does; `Auto` on a group that [`RankGroup::holds_hierarchical`] takes the
+/// hierarchical algorithm, timed on the span, where it is faster; `Auto` for all-reduce
+/// also weighs the tree, which runs on any group, and `Tree` is timed exactly, see
+/// `tree_exact`) is timed exactly: the ring's steps at each level counted over the units it touches, `Λ = phases ·
 /// Σ_i (units[i] − units[i+1]) · lat_i`, and each level's share set by its busiest unit,
 /// `f_0 = 1 − 1/most[1]` (inside the domain with the most members) and `f_i = 1/fewest[i]`
-/// (the unit with the fewest members, whose NICs carry all its crossings), which are the
-/// crate docs' `1 − P_1/n` and `P_i/n` for a symmetric group. Anything else is timed on
+/// (the unit with the fewest members, whose NICs carry all its crossings), except at the
+/// NICs (level 1), where the ring's `C` channels (`most[1]`, or 2 when that is 1) cross
+/// whole, `ceil(C / fewest[1]) / C` on the busiest NIC; these are the crate docs'
+/// `1 − P_1/n` and `P_i/n` for a symmetric group. Anything else is timed on
 /// the smallest symmetric group that holds it ([`RankGroup::span`]). Returns the time and
 /// whether it is exact (false: timed on the span).
 pub fn time_group(
@@ -390,11 +394,24 @@ pub fn time_group(
         op,
         Op::AllReduce | Op::AllGather | Op::ReduceScatter | Op::Broadcast
     );
+    if !group.is_symmetric() && op == Op::AllReduce && algorithm == Algorithm::Tree {
+        return tree_exact(bytes, group, levels).map(|t| (t, true));
+    }
     if group.is_symmetric() || !(ring_op && matches!(algorithm, Algorithm::Auto | Algorithm::Ring))
     {
         return time(op, algorithm, bytes, &span, levels).map(|t| (t, group.is_symmetric()));
     }
-    let ring = ring_exact(op, bytes, group, levels)?;
+    let mut ring = ring_exact(op, bytes, group, levels)?;
+    // Auto weighs NCCL's double binary tree too: it runs on any set of nodes (a chain
+    // inside each domain, binary trees over the domains), so the tuner weighs it on uneven
+    // groups as on even ones. Ranks 0-1000 of 1,024 H100 (125 full DGX and one rank of the
+    // next) took the ring's 1,001 steps, 1.43 ms for 64 KiB, where the tree takes 27 µs.
+    if algorithm == Algorithm::Auto && op == Op::AllReduce {
+        let tree = tree_exact(bytes, group, levels)?;
+        if tree.time_s < ring.time_s {
+            ring = tree;
+        }
+    }
     // Auto on a group that runs the hierarchical algorithm (the same members in each of
     // several domains, uneven higher up: ranks 0-999 of 1,000 H100, whose last leaf holds
     // one domain) weighs it too, timed on the span, as NCCL's tuner would.
@@ -411,6 +428,59 @@ pub fn time_group(
         }
     }
     Ok((ring, true))
+}
+
+/// NCCL's double binary tree over exactly `group`'s ranks, as [`Algorithm::Tree`] on a
+/// span: a chain inside the domain with the most members, `(most[1] − 1)` steps at
+/// `lat_0`, binary trees over the units of each scale-out level, `log2(spans[i])` steps
+/// at `lat_i`, up and down; `W = 2S · max_i(g_i / bw_i) / TREE_BANDWIDTH_FACTOR` with
+/// `g_0 = 1` (the chain) and `g_i = 1/fewest[i]` (the unit with the fewest members, whose
+/// NICs carry all its tree traffic), the span's `P_i / n` for a symmetric group.
+fn tree_exact(
+    bytes: f64,
+    group: &RankGroup,
+    levels: &[Level],
+) -> Result<CollectiveTime, CollectiveError> {
+    if !bytes.is_finite() || bytes < 0.0 {
+        return Err(CollectiveError::InvalidBytes { bytes });
+    }
+    validate(&group.span(), levels)?;
+    let mut steps = 0.0;
+    let mut worst = 0.0f64; // max_i g_i / bw_i
+    for (i, l) in levels.iter().enumerate() {
+        if i == 0 {
+            let m = group.most.get(1).copied().unwrap_or(group.n) as f64;
+            if m > 1.0 {
+                steps += (m - 1.0) * l.latency_us;
+                worst = worst.max(1.0 / bw(l));
+            }
+        } else {
+            if group.spans[i] > 1 {
+                steps += (group.spans[i] as f64).log2() * l.latency_us;
+            }
+            if group.units[i] > 1 {
+                worst = worst.max(1.0 / group.fewest[i] as f64 / bw(l));
+            }
+        }
+    }
+    let sent = 2.0 * bytes;
+    let ev = if group.n <= 1 || bytes == 0.0 {
+        Eval {
+            time_us: 0.0,
+            protocol: Protocol::Simple,
+            bytes_per_rank: 0.0,
+        }
+    } else {
+        Cost {
+            steps_us: 2.0 * steps,
+            fixed_us: 0.0,
+            wire_us: sent * worst / TREE_BANDWIDTH_FACTOR,
+            bytes_per_rank: sent,
+            simple_only: false,
+        }
+        .resolve()
+    };
+    result(Op::AllReduce, bytes, group.n, Algorithm::Tree, ev)
 }
 
 /// The ring over exactly `group`'s ranks (see [`time_group`]).
@@ -437,6 +507,16 @@ fn ring_exact(
                 let f0 = if p_next <= 1.0 { 1.0 } else { 1.0 - 1.0 / m };
                 worst = worst.max(f0 / bw(l));
             }
+        } else if i == 1 && p > 1.0 {
+            // The NICs: NCCL runs one ring channel per member of the largest domain (two
+            // when it holds one), and a channel enters and leaves a domain through one
+            // member's NIC, so the domain with the fewest members has some NICs carrying
+            // ceil(C / fewest) channels' crossings: ranks 0-100 on DGX (8 channels, the
+            // last domain 5 members) put 2 of the 8 on a NIC, 1/4 of the traffic, not 1/5.
+            let most = group.most.get(1).copied().unwrap_or(1);
+            let channels = if most > 1 { most } else { 2 };
+            let share = channels.div_ceil(group.fewest[1]) as f64 / channels as f64;
+            worst = worst.max(share / bw(l));
         } else if p > 1.0 {
             worst = worst.max(1.0 / group.fewest[i] as f64 / bw(l));
         }
@@ -1027,6 +1107,56 @@ fn nvls_cost(op: Op, s: f64, n: f64, l: &Level) -> Cost {
 }
 
 fn hierarchical(op: Op, c: &Ctx) -> Eval {
+    hierarchical_pick(op, c).0
+}
+
+/// The halves of the hierarchical algorithm the model weighs: what runs inside the
+/// domains and what across them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct HierarchicalVariant {
+    /// NVLS inside the domains (else a ring).
+    pub inner_nvls: bool,
+    /// Across the domains: a ring, a double binary tree or an in-network (SHARP) reduction.
+    pub outer: Outer,
+}
+
+/// The outer half of [`HierarchicalVariant`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outer {
+    Ring,
+    Tree,
+    InNetwork,
+}
+
+/// Which halves [`Algorithm::Hierarchical`] runs for `op` and `bytes` on `group`: the
+/// combination (and its protocol) with the smallest time, the one [`time`] prices. Errors
+/// as [`time`] does where the group cannot run it.
+pub fn hierarchical_variant(
+    op: Op,
+    bytes: f64,
+    group: &GroupSpan,
+    levels: &[Level],
+) -> Result<HierarchicalVariant, CollectiveError> {
+    if !bytes.is_finite() || bytes < 0.0 {
+        return Err(CollectiveError::InvalidBytes { bytes });
+    }
+    let sh = validate(group, levels)?;
+    let ctx = Ctx {
+        spans: &group.spans,
+        levels,
+        sh,
+        bytes,
+    };
+    eval(op, Algorithm::Hierarchical, &ctx)?;
+    Ok(hierarchical_pick(op, &ctx).1)
+}
+
+fn hierarchical_pick(op: Op, c: &Ctx) -> (Eval, HierarchicalVariant) {
+    let ring_ring = HierarchicalVariant {
+        inner_nvls: false,
+        outer: Outer::Ring,
+    };
     let l0 = &c.levels[0];
     let s = c.bytes;
     let (s0, p1) = (c.sh.s0, c.sh.p1);
@@ -1034,11 +1164,14 @@ fn hierarchical(op: Op, c: &Ctx) -> Eval {
     let (ring_steps, ring_x, _) = ring_terms(c.spans, c.levels, 1);
     let zero = c.sh.n <= 1.0 || s == 0.0;
     if zero {
-        return Eval {
-            time_us: 0.0,
-            protocol: Protocol::Simple,
-            bytes_per_rank: 0.0,
-        };
+        return (
+            Eval {
+                time_us: 0.0,
+                protocol: Protocol::Simple,
+                bytes_per_rank: 0.0,
+            },
+            ring_ring,
+        );
     }
     if op != Op::AllReduce {
         // All-gather: outer all-gather of the S/s0 shard across domains, then inner
@@ -1059,7 +1192,7 @@ fn hierarchical(op: Op, c: &Ctx) -> Eval {
             bytes_per_rank: outer_sent,
             simple_only: false,
         };
-        return inner.pipeline(outer).resolve();
+        return (inner.pipeline(outer).resolve(), ring_ring);
     }
     // Inner reduce-scatter + all-gather of S among s0 members.
     let inner_sent = 2.0 * (s0 - 1.0) / s0 * s;
@@ -1111,22 +1244,22 @@ fn hierarchical(op: Op, c: &Ctx) -> Eval {
             simple_only: true,
         })
     };
-    let mut best = inner_ring.pipeline(outer_ring).resolve();
-    let mut consider = |a: Cost, b: Cost| {
+    let mut best = (inner_ring.pipeline(outer_ring).resolve(), ring_ring);
+    let mut consider = |a: Cost, b: Cost, inner_nvls: bool, outer: Outer| {
         let e = a.pipeline(b).resolve();
-        if e.time_us < best.time_us {
-            best = e;
+        if e.time_us < best.0.time_us {
+            best = (e, HierarchicalVariant { inner_nvls, outer });
         }
     };
-    consider(inner_ring, outer_tree);
+    consider(inner_ring, outer_tree, false, Outer::Tree);
     if let Some(o) = outer_inr {
-        consider(inner_ring, o);
+        consider(inner_ring, o, false, Outer::InNetwork);
     }
     if let Some(i) = inner_nvls {
-        consider(i, outer_ring);
-        consider(i, outer_tree);
+        consider(i, outer_ring, true, Outer::Ring);
+        consider(i, outer_tree, true, Outer::Tree);
         if let Some(o) = outer_inr {
-            consider(i, o);
+            consider(i, o, true, Outer::InNetwork);
         }
     }
     best

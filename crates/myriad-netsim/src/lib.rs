@@ -127,11 +127,21 @@ pub fn flow_choice(
             .map(|t| t.protocol)
             .unwrap_or(Protocol::Simple),
     );
-    // The hierarchical halves as the analytical model weighs them: inside, NVLS against a
-    // ring on one domain's members; across, a tree against a ring on one member per domain
-    // carrying the shard.
+    // The hierarchical halves the analytical model picks, with the protocol it priced
+    // them at: weighing each half on its own (NVLS against a ring inside, a tree against a
+    // ring across) ran NVLS inside at the 32 MiB all-reduce over 8 DGX where the model's
+    // best was a ring inside on LL128 (NVLS is Simple only): 284 µs against 241, and 235
+    // at 16 MiB on the other variant. Where the model takes an in-network reduction
+    // across, which the flow backend does not run, the halves are weighed apart.
     let mut hier = Hier::default();
-    if algo == Algorithm::Hierarchical && span.spans.len() > 1 {
+    let picked = (algo == Algorithm::Hierarchical)
+        .then(|| myriad_collective::hierarchical_variant(op, bytes, span, levels).ok())
+        .flatten()
+        .filter(|v| v.outer != myriad_collective::Outer::InNetwork);
+    if let Some(v) = picked {
+        hier.inner_nvls = v.inner_nvls;
+        hier.outer_tree = v.outer == myriad_collective::Outer::Tree;
+    } else if algo == Algorithm::Hierarchical && span.spans.len() > 1 {
         let s0 = span.spans[0];
         let shard = bytes / s0 as f64;
         let mut inner = vec![1; span.spans.len()];

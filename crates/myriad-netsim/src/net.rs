@@ -45,19 +45,24 @@
 //!   (the switch's uplink cables in bundle order). Flows can collide on an uplink while
 //!   others idle, as ECMP does.
 //! - **Destination** (InfiniBand static routing, OpenSM's fat-tree "d-mod-k"): the uplink
-//!   holds cable number `(q / D) % cables`, where `q` is the destination NIC port vertex and
-//!   `D` the product of the cable counts chosen from at the tiers below; flows to
-//!   different destinations under one leaf spread over distinct uplinks. From a leaf to
-//!   the spines above both ends, toward a leaf with fewer uplinks than the source's (a
-//!   partial last leaf), the spine is the one holding cable `q % cables` of the *destination's* leaf
-//!   (OpenSM assigns each destination one of its own leaf's uplinks), reached over the
-//!   source leaf's bundle to it, so every uplink of the partial leaf is in use.
+//!   is bundle number `(q / D) % bundles`, where `q` is the destination NIC port vertex and
+//!   `D` the product of the bundle counts chosen from at the tiers below: destinations
+//!   spread over the switches above (OpenSM's port groups), whatever the cables per
+//!   bundle; flows to different destinations under one leaf spread over distinct uplinks.
+//!   From a leaf to the spines above both ends, toward a leaf with fewer uplinks than the
+//!   source's (a partial last leaf), the spine is the one of bundle `q % bundles` of the
+//!   *destination's* leaf (OpenSM assigns each destination one of its own leaf's uplinks),
+//!   reached over the source leaf's bundle to it, so every uplink of the partial leaf is in
+//!   use. When the choice leads to no live path (a stripe that does not reach a partial
+//!   block, a failed element), d-mod-k picks among the uplinks that do lead there.
 //!
-//! In both, the NIC slot is `h % slots`. When the chosen uplink leads to no live path (a
-//! failed link or switch, or a stripe that does not reach a partial block), the choice is
-//! re-drawn by a per-attempt hash of the flow, destination and switch (so displaced flows
-//! spread over the remaining uplinks, as ECMP re-hashing over the live next hops does), and
-//! last every uplink is tried in order.
+//! In both, the NIC slot is `(flow id + flow_hash(source, destination, 0)) % slots` (the
+//! host's choice: a connection's flows are split one per slot, with consecutive ids,
+//! `program::split_connections`). Under hash routing, when the chosen uplink leads
+//! to no live path (a failed link or switch, or a stripe that does not reach a partial
+//! block), the choice is re-drawn by a per-attempt hash of the flow, destination and switch
+//! (so displaced flows spread over the remaining uplinks, as ECMP re-hashing over the live
+//! next hops does), and last every uplink is tried in order.
 //! Pure functions of the flow's (source, destination, flow id): the same input always
 //! takes the same path, and a collective's channel keeps its path across steps (NCCL's
 //! connections are persistent).
@@ -411,18 +416,32 @@ impl Router {
             return false;
         }
         let total = self.up_cum[z - 1];
-        let c = match self.routing {
+        let n = z - a;
+        let pick = |c: u32| (a..z).position(|i| self.up_cum[i] > c).unwrap_or(0);
+        // The routing's choice of uplink bundle, and d-mod-k's divisor for the tier above.
+        // Destination routing spreads destinations over the switches above (OpenSM's
+        // fat-tree routing assigns each destination the least loaded *port group*, all
+        // the cables to one switch being one group), not over cables: counted by cable, a
+        // partial pod's leaf with 16 cables to each of its 2 spines sent the 8 NICs of a
+        // node (consecutive ports) all through its first spine, and on to one core and
+        // one spine-to-leaf cable of the destination pod (8 flows on one cable).
+        // The destination's index among those this switch's choice spreads.
+        let spread = q as u64 / div.max(1);
+        let (first, div) = match self.routing {
             Routing::Hash => {
                 let hs = splitmix64(
                     h ^ ((s + self.endpoints) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                 );
-                (hs % total as u64) as u32
+                (
+                    pick((hs % total as u64) as u32),
+                    div.saturating_mul(total as u64),
+                )
             }
-            Routing::Destination => ((q as u64 / div) % total as u64) as u32,
+            Routing::Destination => (
+                ((q as u64 / div) % n as u64) as usize,
+                div.saturating_mul(n as u64),
+            ),
         };
-        let div = div.saturating_mul(total as u64);
-        let n = z - a;
-        let pick = |c: u32| (a..z).position(|i| self.up_cum[i] > c).unwrap_or(0);
         // First the routing's choice; if it leads nowhere (a failed link or switch, or a
         // partial block), re-draw among the cables with a per-attempt hash, so that the
         // flows it displaces spread over the remaining uplinks instead of piling onto the
@@ -450,7 +469,7 @@ impl Router {
         };
         // Destination routing from a leaf to the spines above both ends: OpenSM's fat-tree
         // routing assigns each destination port one of its own leaf's uplinks (d-mod-k over
-        // the destination leaf's cables), and every source reaches it through that uplink's
+        // the destination leaf's port groups), and every source reaches it through that uplink's
         // spine. On full leaves the source's cable of the same number leads to the same
         // spine; a partial leaf (the last 8 NICs of 1,000 on leaves of 32) has fewer
         // uplinks, and choosing by the source's cables sent its 8 ports through 4 of its
@@ -465,12 +484,8 @@ impl Router {
             // the cabling, d-mod-k's spread over the source's uplinks is kept); from a
             // partial leaf, its own cables spread its flows over all its uplinks.
             if qa < qz && self.up_cum[qz - 1] < total {
-                let q_total = self.up_cum[qz - 1] as u64;
-                // At a leaf d-mod-k's divisor is 1.
-                let cq_cable = (q as u64 % q_total) as u32;
-                let k = (qa..qz)
-                    .position(|i| self.up_cum[i] > cq_cable)
-                    .unwrap_or(0);
+                // At a leaf d-mod-k's divisor is 1; one group per spine, as above.
+                let k = (q as u64 % (qz - qa) as u64) as usize;
                 let spine = self.upper[self.up_b[qa + k] as usize];
                 if let Some(i) = (a..z).position(|i| self.upper[self.up_b[i] as usize] == spine) {
                     if try_one(i, out) {
@@ -479,8 +494,41 @@ impl Router {
                 }
             }
         }
-        if try_one(pick(c), out) {
+        if try_one(first, out) {
             return true;
+        }
+        if self.routing == Routing::Destination {
+            // Where the choice leads nowhere (a stripe that does not reach a partial block,
+            // or a failed element), d-mod-k over the uplinks that do lead to the
+            // destination, as a fat-tree routing computed on the live fabric would: the
+            // destinations stay spread over those uplinks, where a re-drawn hash piled 5
+            // of the 8 flows from a full pod's leaf into a 2-leaf pod onto one of its
+            // 2 usable uplinks.
+            let leads = |i: usize, out: &mut Vec<u32>| -> bool {
+                let b = self.up_b[a + i];
+                if !alive[2 * b as usize] {
+                    return false;
+                }
+                let base = out.len();
+                out.push(2 * b);
+                let next = self.upper[b as usize] - self.endpoints;
+                let ok = self.up(alive, next, target, h, q, div, leaf_q, cq, dci_site, out);
+                out.truncate(base);
+                ok
+            };
+            let live = (0..n).filter(|&i| leads(i, out)).count();
+            if live == 0 {
+                return false;
+            }
+            let k = (spread % live as u64) as usize;
+            let i = (0..n)
+                .filter(|&i| leads(i, out))
+                .nth(k)
+                .expect("the k-th uplink that leads to the destination");
+            let b = self.up_b[a + i];
+            out.push(2 * b);
+            let next = self.upper[b as usize] - self.endpoints;
+            return self.up(alive, next, target, h, q, div, leaf_q, cq, dci_site, out);
         }
         let h2 = splitmix64(h ^ (q as u64).rotate_left(17) ^ (s as u64).rotate_left(40));
         for k in 1..=n as u64 {
@@ -682,6 +730,12 @@ impl Network {
         self.apd
     }
 
+    /// NIC port slots per accelerator (planes × NICs × ports it owns; 1 without a
+    /// scale-out router).
+    pub fn nic_slots(&self) -> u32 {
+        self.router.as_ref().map_or(1, |r| r.slots().max(1))
+    }
+
     /// Flows per NIC-to-NIC connection (1 unless the scenario sets
     /// `cluster.scale_out.qps_per_connection`).
     pub fn qps_per_connection(&self) -> u32 {
@@ -776,7 +830,15 @@ impl Network {
         if k == 0 {
             return Err(NoRoute);
         }
-        let s0 = (h % k as u64) as u32;
+        // The NIC slot (plane, NIC, port) is the host's choice, not the fabric's: NCCL
+        // and RoCE LAG place a connection's channels and queue pairs on the ports in turn,
+        // so it is a function of the flow id (the program gives each of a connection's
+        // `slots` flows consecutive ids, `program::split_connections`), offset by a hash
+        // of the pair (the peers of an all-to-all, one flow each, spread over the ports),
+        // never a hash of the flow id, which put both of a dual-plane NIC's flows on one
+        // plane half the time.
+        let k64 = k as u64;
+        let s0 = ((flow_id as u64 % k64 + flow_hash(src, dst, 0) % k64) % k64) as u32;
         for i in 0..k {
             let slot = (s0 + i) % k;
             let (p, q) = (r.port(sender, slot), r.port(dst, slot));

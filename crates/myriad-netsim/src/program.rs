@@ -513,16 +513,23 @@ pub fn collective_variant(
         &mut p,
         net.accelerators_per_domain(),
         net.qps_per_connection(),
+        net.nic_slots(),
     );
     Ok(p)
 }
 
 /// Splits every flow between two scale-up domains into `qps` flows of equal share with
 /// their own flow ids (`NCCL_IB_QPS_PER_CONNECTION`): under hash ECMP each is hashed on its
-/// own. All-to-all rounds (already one flow per peer) and broadcast chains (whose latency
-/// is a sum over flows) are left whole.
-fn split_connections(p: &mut Program, apd: u32, qps: u32) {
-    if qps <= 1 {
+/// own; and each of those into one flow per NIC port slot of the accelerator (`slots`:
+/// planes × NICs × ports), whose ids put them on distinct slots (`Network::route` takes
+/// slots by `flow id % slots` plus a hash of the pair), as NCCL's channels and RoCE LAG's queue pairs
+/// use every port of a dual-plane NIC: one flow per connection used one 200G plane of
+/// Alibaba HPN's 2 × 200G NICs, and a send-recv or a one-rank-per-node ring took twice the
+/// analytical time. All-to-all rounds (already one flow per peer, spread over the slots by
+/// the pair's hash) and broadcast chains (whose latency is a sum over flows) are left whole.
+fn split_connections(p: &mut Program, apd: u32, qps: u32, slots: u32) {
+    let (qps, slots) = (qps.max(1), slots.max(1));
+    if qps * slots <= 1 {
         return;
     }
     let apd = apd.max(1);
@@ -540,12 +547,15 @@ fn split_connections(p: &mut Program, apd: u32, qps: u32) {
                 continue;
             }
             for q in 0..qps {
-                out.push(FlowSpec {
-                    bytes: f.bytes / qps as f64,
-                    split: qps,
-                    flow_id: f.flow_id.wrapping_mul(qps).wrapping_add(q),
-                    ..*f
-                });
+                let id = f.flow_id.wrapping_mul(qps).wrapping_add(q);
+                for s in 0..slots {
+                    out.push(FlowSpec {
+                        bytes: f.bytes / (qps * slots) as f64,
+                        split: f.split * qps * slots,
+                        flow_id: id.wrapping_mul(slots).wrapping_add(s),
+                        ..*f
+                    });
+                }
             }
         }
         *flows = out;

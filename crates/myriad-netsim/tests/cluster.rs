@@ -1170,7 +1170,7 @@ fn a_tree_pays_its_longest_root_path_across_sites() {
 /// The destination leaf's spine is taken only toward a leaf cabled unlike the source's:
 /// taken between all leaves, it moved flows of the 100,000-H100 XDR fat-tree's auto
 /// all-reduce (NVLS inside, trees across 12,500 DGX) off the source-side spread d-mod-k
-/// gives them, and 1 GiB took 10.27 ms instead of 8.84 ms (the non-blocking fabric's
+/// gives them, and 1 GiB took 10.27 ms instead of 8.84 ms (8.27 ms since d-mod-k counts bundles, not cables, and the flow runs the hierarchical halves the model priced; the non-blocking fabric's
 /// analytical time is 6.47 ms; docs/netsim.md).
 #[test]
 fn destination_routing_between_full_leaves_keeps_the_source_spread() {
@@ -1333,4 +1333,189 @@ fn a_flow_all_to_all_is_monotone_in_size() {
         prev = f.time_s;
         b *= 2.0;
     }
+}
+
+/// Destination routing across a 3-tier fat-tree whose last pod is partial (NDR, 64-port
+/// switches: a leaf has 32 NICs and 32 uplinks, a pod 32 leaves = 128 DGX; the core is
+/// one stripe per spine position). Ring all-reduce over every GPU, 8 channels (one per
+/// NIC), so each domain crossing is 8 flows of one NIC's load each, from one leaf to one
+/// leaf.
+///
+/// - 4,608 H100 (576 DGX): pod 4 holds 64 DGX on 16 leaves, so 16 spines, each leaf with a
+///   2-cable bundle to each, wired to core stripes 0-15. The crossing pod 4 -> pod 0 (node
+///   575 -> node 0, destination ports 0-7) can take 8 distinct spines, hence 8 stripes
+///   and 8 distinct spine -> leaf 0 cables: no fabric link carries more than a NIC does.
+///   Counting d-mod-k by cable (`q % 32` over 16 bundles of 2) sent ports 2k and 2k+1
+///   through the same spine: 2 NIC loads on 4 spine -> leaf 0 cables, and the ring took
+///   38.5 ms against the analytical 22.4 (22.6 ms now).
+/// - 4,160 H100 (520 DGX): pod 4 holds 8 DGX on 2 leaves and 2 spines (16 cables from each
+///   leaf to each), wired to stripes 0 and 1 only. Node 519 -> node 0 reaches leaf 0 only
+///   through pod 0's spines 0 and 1, one cable each: 8 flows on 2 cables, 4 NIC loads per
+///   cable at best; node 511 (leaf 127) -> node 512 likewise leaves leaf 127 over its 2
+///   cables to spines 0 and 1. By cable, all 8 destination ports (`q % 32` < 16) went
+///   through the first spine and one core: 8 NIC loads on spine 130 -> leaf 0 (67.0 ms;
+///   41.4 ms now).
+#[test]
+fn destination_routing_spreads_flows_into_and_out_of_a_partial_pod() {
+    for (count, most) in [(4608u64, 1.0), (4160, 4.0)] {
+        let c = build(
+            "partial-pod.yaml",
+            &format!(
+                "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: {count}\n  scale_up: hgx-h100\n  scale_out:\n    fabric: infiniband-ndr\n    topology: fat-tree\n"
+            ),
+        );
+        assert_eq!(c.topology.tiers, 3);
+        let net = Network::from_cluster(&c);
+        let (f, _) = time_collective(
+            &net,
+            Op::AllReduce,
+            Choice::simple(Algorithm::Ring),
+            GIB,
+            &strided(0, count, 1),
+            &SimOptions::default(),
+        )
+        .unwrap();
+        let l = &c.topology.links;
+        let busiest = |kind: LinkKind| {
+            (0..l.len())
+                .filter(|&b| l.kind[b] == kind)
+                .flat_map(|b| [f.sim.link_bytes[2 * b], f.sim.link_bytes[2 * b + 1]])
+                .fold(0.0, f64::max)
+        };
+        let ratio = busiest(LinkKind::Fabric) / busiest(LinkKind::Nic);
+        assert!(
+            (ratio - most).abs() < 1e-6,
+            "{count} GPUs: the busiest fabric cable carries {ratio} NIC loads, {most} at best"
+        );
+    }
+    // Where the routing spreads the flows, the flow ring is the analytical one.
+    let c = build(
+        "partial-pod.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 4608\n  scale_up: hgx-h100\n  scale_out:\n    fabric: infiniband-ndr\n    topology: fat-tree\n",
+    );
+    let (f, a) = both(&c, Op::AllReduce, GIB, 4608, 1);
+    assert!(f / a < 1.03, "flow {f} s, analytical {a} s");
+}
+
+/// NCCL's tree runs on any set of nodes, so the tuner weighs it on an uneven group too:
+/// ranks 0-1000 of 1,024 H100 (125 full DGX and one rank of the next) at 64 KiB ran the
+/// exact ring's 1,001 steps, 1.48 ms in the flow backend, where the tree takes tens of µs
+/// (the analytical tree 33 µs, `myriad-collective`'s `uneven_group_weighs_the_tree`).
+#[test]
+fn auto_on_an_uneven_group_weighs_the_tree() {
+    let c = build(
+        "h100-1024.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 1024\n  scale_up: hgx-h100\n  scale_out:\n    fabric: infiniband-ndr\n    topology: fat-tree\n",
+    );
+    let net = Network::from_cluster(&c);
+    let ranks = strided(0, 1001, 1);
+    let group = myriad_collective::RankGroup::new(&ranks, &c.levels);
+    let b = 65536.0;
+    let auto = myriad_netsim::flow_choice_for(Op::AllReduce, Algorithm::Auto, b, &group, &c.levels);
+    assert_eq!(auto.algorithm, Algorithm::Tree);
+    let (f, _) =
+        time_collective(&net, Op::AllReduce, auto, b, &ranks, &SimOptions::default()).unwrap();
+    assert!(f.time_s < 100e-6, "{} s", f.time_s);
+}
+
+/// Alibaba HPN's NICs are 2 × 200G, one port in each of two planes (`planes: 2`): every
+/// connection's traffic uses both, as NCCL's channels and RoCE LAG's queue pairs do, and
+/// the analytical model prices the whole 400G NIC. One rank per node over 16 nodes
+/// (ranks 0, 8, …, 120): a send-recv of 256 MiB is one connection per rank, S through a
+/// 400G NIC (5.97 ms); a ring all-reduce two channels per NIC, 2 · 15/16 · S / 2 per
+/// channel through the same NIC (11.3 ms). One flow per connection on a port chosen by
+/// the flow hash used one 200G plane: the send-recv took 11.94 ms, and the ring, whose
+/// two channels hashed onto the same plane, 22.52 ms.
+#[test]
+fn a_dual_plane_nic_carries_each_connection_on_both_planes() {
+    let c = build(
+        "alibaba-hpn.yaml",
+        include_str!("../../../examples/alibaba-hpn.yaml"),
+    );
+    let net = Network::from_cluster(&c);
+    assert_eq!(net.nic_slots(), 2);
+    let b = 256.0 * 1024.0 * 1024.0;
+    for (op, alg) in [
+        (Op::SendRecv, Algorithm::Direct),
+        (Op::AllReduce, Algorithm::Ring),
+    ] {
+        let span = myriad_train::Plan::span(&c.levels, 16, 8);
+        let choice = flow_choice(op, alg, b, &span, &c.levels);
+        let (f, _) = time_collective(
+            &net,
+            op,
+            choice,
+            b,
+            &strided(0, 16, 8),
+            &SimOptions::default(),
+        )
+        .unwrap();
+        let a = myriad_collective::time(op, alg, b, &span, &c.levels).unwrap();
+        assert!(
+            (f.time_s / a.time_s - 1.0).abs() < 0.01,
+            "{op:?}: flow {} s, analytical {} s",
+            f.time_s,
+            a.time_s
+        );
+    }
+}
+
+/// The flow backend runs the hierarchical halves the analytical model priced, at its
+/// protocol. All-reduce over 8 DGX H100 of the SuperPOD (ranks 0-63), 32 MiB: the model's
+/// best is a ring inside and a ring across on LL128 (241 µs); weighing each half on its
+/// own picked NVLS inside (faster alone, on Simple) and ran it with LL128's factors:
+/// 284 µs, 18% over. NVLS runs on Simple only, so a variant with NVLS inside never comes
+/// with another protocol.
+#[test]
+fn a_hierarchical_flow_runs_the_variant_the_model_priced() {
+    let c = superpod();
+    let net = Network::from_cluster(&c);
+    let span = myriad_train::Plan::span(&c.levels, 64, 1);
+    let mut b = 1024.0 * 1024.0;
+    while b <= GIB {
+        let ch = flow_choice(Op::AllReduce, Algorithm::Auto, b, &span, &c.levels);
+        if ch.algorithm == Algorithm::Hierarchical {
+            let v = myriad_collective::hierarchical_variant(Op::AllReduce, b, &span, &c.levels)
+                .unwrap();
+            assert_eq!(ch.hier.inner_nvls, v.inner_nvls, "{b} B");
+            assert_eq!(
+                ch.hier.outer_tree,
+                v.outer == myriad_collective::Outer::Tree,
+                "{b} B"
+            );
+            assert!(
+                !ch.hier.inner_nvls || ch.protocol == Protocol::Simple,
+                "{b} B: NVLS on {:?}",
+                ch.protocol
+            );
+        }
+        b *= 2.0;
+    }
+    let b = 32.0 * 1024.0 * 1024.0;
+    let ch = flow_choice(Op::AllReduce, Algorithm::Auto, b, &span, &c.levels);
+    assert_eq!(
+        (
+            ch.algorithm,
+            ch.protocol,
+            ch.hier.inner_nvls,
+            ch.hier.outer_tree
+        ),
+        (Algorithm::Hierarchical, Protocol::Ll128, false, false)
+    );
+    let (f, _) = time_collective(
+        &net,
+        Op::AllReduce,
+        ch,
+        b,
+        &strided(0, 64, 1),
+        &SimOptions::default(),
+    )
+    .unwrap();
+    let a = myriad_collective::time(Op::AllReduce, Algorithm::Auto, b, &span, &c.levels).unwrap();
+    assert!(
+        f.time_s / a.time_s < 1.05,
+        "flow {} s, analytical {} s",
+        f.time_s,
+        a.time_s
+    );
 }
