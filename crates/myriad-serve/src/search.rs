@@ -6,7 +6,9 @@
 //! `ATTAINMENT` of requests meet both SLOs is found by bisection below the offline run's
 //! steady rate (short seeded
 //! simulations of the workload's own lengths: its distributions', or a trace's or
-//! dataset's), and goodput per accelerator = that rate × the output tokens of the run's
+//! dataset's: 1,000 requests a rate to screen every candidate, then the best
+//! [`REFINED_TOP`] again over the workload's requests, up to [`CAPACITY_REQUESTS`], long
+//! enough to fill a loaded deployment's batch), and goodput per accelerator = that rate × the output tokens of the run's
 //! requests that met both SLOs per request of the run / accelerators of the unit. (Rate × mean output × attainment, as it was, counted the
 //! misses' tokens as met: long outputs that missed the TPOT SLO inflated it.) Candidates are evaluated in parallel (rayon); the result is
 //! deterministic (sorted by goodput, then by description).
@@ -39,6 +41,10 @@ pub struct Candidate {
     /// Where an infeasible candidate fell short, at the rate it came closest (`None` when
     /// feasible).
     pub shortfall: Option<Shortfall>,
+    /// The deployment evaluated (`None` only for candidates built by hand); not in the
+    /// JSON, which describes it by `description`.
+    #[serde(skip)]
+    pub deployment: Option<Deployment>,
 }
 
 /// How far an infeasible candidate's best run (highest attainment, then lowest rate) was
@@ -236,6 +242,7 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String, n: u64) -> Ca
             tpot_p90_s: Some(r.tpot.p90),
             feasible: true,
             shortfall: None,
+            deployment: Some(d.clone()),
         },
         None => Candidate {
             description: desc,
@@ -260,6 +267,7 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String, n: u64) -> Ca
                     tpot_p90_over_s: over(r.tpot.p90, slo.tpot_s),
                 }
             }),
+            deployment: Some(d.clone()),
         },
     }
 }
@@ -560,6 +568,7 @@ mod tests {
             description: d.into(),
             accelerators: 1,
             requests: 1000,
+            deployment: None,
             max_rate: 0.0,
             goodput_tokens_per_s_per_accelerator: 0.0,
             ttft_p90_s: None,
