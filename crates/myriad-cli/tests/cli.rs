@@ -702,6 +702,36 @@ fn train_flow_backend_times_every_collective_of_the_step() {
     assert_eq!(flow["analytical"]["step_time_s"].as_f64().unwrap(), ta);
     // Non-blocking fabric, no faults: the simulated step is the analytical one within 3%.
     assert!((tf / ta - 1.0).abs() < 0.03, "flow {tf} vs analytical {ta}");
+    // The table names each collective as `myriad collective` and the JSON spell it
+    // (`DP reduce-scatter (ring)`, `send-recv x …`), not Debug-cased (`ReduceScatter (Ring)`).
+    let (code, out, err) = myriad(&[
+        "train",
+        "examples/dgx-superpod-h100.yaml",
+        "--backend",
+        "flow",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for c in flow["collectives"].as_array().unwrap() {
+        let row = format!(
+            " {} ({}) ",
+            c["op"].as_str().unwrap(),
+            c["algorithm"].as_str().unwrap()
+        );
+        assert!(out.contains(&row), "`{row}` not in the table:\n{out}");
+        for b in c["background"].as_array().unwrap() {
+            assert!(b.as_str().unwrap().starts_with("send-recv x "), "{b}");
+        }
+    }
+    for debug in [
+        "ReduceScatter",
+        "AllGather",
+        "SendRecv",
+        "(Ring)",
+        "(Nvls)",
+        "(Tree)",
+    ] {
+        assert!(!out.contains(debug), "{debug} in:\n{out}");
+    }
 
     // A dead scale-up domain leaves part of the DP group unreachable: a clear error.
     let text = std::fs::read_to_string(concat!(
@@ -1111,7 +1141,7 @@ fn train_flow_backend_writes_a_step_trace() {
         .collect();
     assert_eq!(names[0], "step (model timeline)");
     assert!(
-        names.iter().any(|n| n.starts_with("ReduceScatter")),
+        names.iter().any(|n| n.starts_with("reduce-scatter ")),
         "{names:?}"
     );
     // The step's phases add up to the step time.
