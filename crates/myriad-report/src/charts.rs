@@ -5,6 +5,8 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use crate::num::{fix, fixed, grouped, tick};
+
 type Res = Result<(), Box<dyn std::error::Error>>;
 
 /// Okabe–Ito, then greys: distinguishable with the common colour-vision deficiencies.
@@ -100,6 +102,7 @@ pub fn stacked_bar(
             .disable_y_mesh()
             .y_labels(0)
             .x_desc(unit)
+            .x_label_formatter(&|v| tick(*v, xmax))
             .label_style((FONT, 14))
             .max_light_lines(0)
             .draw()?;
@@ -115,7 +118,7 @@ pub fn stacked_bar(
                 [(x, top - 0.9), (x + v, top - 0.1)],
                 col.filled(),
             )))?
-            .label(format!("{name}: {v:.3} {unit} ({share:.1}%)"))
+            .label(format!("{name}: {} {unit} ({share:.1}%)", fix(*v, 3)))
             .legend(move |(lx, ly)| {
                 Rectangle::new([(lx, ly - 6), (lx + 12, ly + 6)], col.filled())
             });
@@ -126,7 +129,7 @@ pub fn stacked_bar(
                 vec![(r, 0.0), (r, top)],
                 BLACK.stroke_width(3),
             )))?
-            .label(format!("{name}: {r:.1} {unit}"))
+            .label(format!("{name}: {} {unit}", fixed(r, 1)))
             .legend(|(lx, ly)| {
                 PathElement::new(vec![(lx, ly), (lx + 12, ly)], BLACK.stroke_width(3))
             });
@@ -165,6 +168,7 @@ fn row_chart<'a, 'b>(
     c.configure_mesh()
         .disable_y_mesh()
         .x_desc(xdesc)
+        .x_label_formatter(&|v| tick(*v, xmax))
         .y_labels(n)
         .y_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => labels
@@ -240,6 +244,8 @@ pub fn front(
         c.configure_mesh()
             .x_desc(xdesc)
             .y_desc(ydesc)
+            .x_label_formatter(&|v| tick(*v, xmax))
+            .y_label_formatter(&|v| tick(*v, ymax))
             .label_style((FONT, 14))
             .max_light_lines(0)
             .draw()?;
@@ -327,12 +333,16 @@ pub fn lines(
             .margin(12)
             .x_label_area_size(45)
             .y_label_area_size(80);
+        let yscale = y0.abs().max(y1.abs());
+        let xscale = x0.abs().max(x1.abs());
         macro_rules! body {
             ($c:expr) => {{
                 let mut c = $c;
                 c.configure_mesh()
                     .x_desc(xdesc)
                     .y_desc(ydesc)
+                    .x_label_formatter(&|v| tick(*v, if log { *v } else { xscale }))
+                    .y_label_formatter(&|v| tick(*v, yscale))
                     .label_style((FONT, 14))
                     .max_light_lines(0)
                     .draw()?;
@@ -400,9 +410,12 @@ pub fn intervals(title: &str, xdesc: &str, ydesc: &str, pts: &[(f64, f64, f64, f
                 ((x0 * 0.7).max(1e-9)..x1 * 1.4).log_scale(),
                 (y0 - pad)..(y1 + pad),
             )?;
+        let yscale = (y0 - pad).abs().max((y1 + pad).abs());
         c.configure_mesh()
             .x_desc(xdesc)
             .y_desc(ydesc)
+            .x_label_formatter(&|v| tick(*v, *v))
+            .y_label_formatter(&|v| tick(*v, yscale))
             .label_style((FONT, 14))
             .max_light_lines(0)
             .draw()?;
@@ -520,7 +533,7 @@ pub fn hierarchy(title: &str, layers: &[Layer]) -> String {
             }
             let more = if l.count > 16 { " (16 drawn)" } else { "" };
             root.draw(&Text::new(
-                format!("{} × {}{more}", l.name, l.count),
+                format!("{} × {}{more}", l.name, grouped(l.count as f64, 0)),
                 (left + area_w + 20, y + 4),
                 (FONT, 16).into_font().color(&BLACK),
             ))?;
@@ -538,6 +551,105 @@ pub fn hierarchy(title: &str, layers: &[Layer]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The text nodes of an SVG (labels, ticks, legend), without its coordinates.
+    fn texts(svg: &str) -> Vec<String> {
+        svg.split('>')
+            .filter_map(|t| t.split('<').next())
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Guards the axis labels and legends, which printed the float's every digit: ticks
+    /// were plotters' `{}` (`1000000000.0` on a checkpoint-interval axis, 300 digits on an
+    /// axis of 1e289 days) and a bar's legend `{:.3}` (300 digits for a 1e300 part).
+    #[test]
+    fn axis_labels_and_legends_print_numbers_as_the_tables_do() {
+        let one = |pts: Vec<(f64, f64)>| {
+            vec![Series {
+                name: "a".into(),
+                points: pts,
+            }]
+        };
+        let t = texts(&lines(
+            "t",
+            "x (s)",
+            "y",
+            &one(vec![(1e3, 0.5), (1e9, 0.9)]),
+            true,
+            None,
+        ));
+        assert!(t.iter().any(|x| x == "1,000,000,000"), "{t:?}");
+        assert!(!t.iter().any(|x| x.ends_with(".0")), "{t:?}");
+        let p = |x, y| Point {
+            x,
+            y,
+            front: true,
+            label: "a".into(),
+        };
+        let t = texts(&front(
+            "t",
+            "days",
+            "M USD",
+            &[p(2.5e289, 7e290), p(1e289, 9e290)],
+            Some(0),
+        ));
+        assert!(t.iter().any(|x| x == "1e289"), "{t:?}");
+        let t = texts(&stacked_bar(
+            "t",
+            "M USD",
+            &[("a".into(), 1e300), ("b".into(), 1.0)],
+            Some(("cap", 1e300)),
+        ));
+        assert!(
+            t.iter().any(|x| x == "a: 1.000e300 M USD (100.0%)"),
+            "{t:?}"
+        );
+        assert!(t.iter().any(|x| x == "cap: 1.000e300 M USD"), "{t:?}");
+        let t = texts(&hierarchy(
+            "h",
+            &[Layer {
+                name: "leaf".into(),
+                count: 4096,
+                detail: String::new(),
+            }],
+        ));
+        assert!(t.iter().any(|x| x == "leaf × 4,096 (16 drawn)"), "{t:?}");
+        for svg in [
+            lines(
+                "t",
+                "x",
+                "y",
+                &one(vec![(0.0, 1e300), (1.0, 2e300)]),
+                false,
+                None,
+            ),
+            intervals(
+                "t",
+                "x",
+                "y",
+                &[(1e3, 1e300, 0.0, 2e300), (1e6, 1.0, 0.0, 2e300)],
+            ),
+            hbars("t", "u", &[("a".into(), 1e300)], None),
+            timeline(
+                "t",
+                "s",
+                &["s".into()],
+                &[Block {
+                    lane: 0,
+                    start: 0.0,
+                    end: 1e300,
+                    kind: 0,
+                }],
+                &["f"],
+            ),
+        ] {
+            let t = texts(&svg);
+            assert!(t.iter().all(|x| x.len() < 40), "{t:?}");
+        }
+    }
 
     /// Guards values near f64::MAX (any JSON number reaches the reports, e.g. from Python's
     /// `report()`): the axis ranges overflowed to infinity and plotters looped forever. A

@@ -27,6 +27,7 @@ pub mod charts;
 pub mod num;
 
 use charts::{Block, Layer, Point, Series};
+use num::{grouped, sig};
 use serde_json::Value;
 
 /// An HTML page under construction.
@@ -153,33 +154,6 @@ fn s(v: &Value, path: &str) -> String {
     }
 }
 
-fn sig(x: f64) -> String {
-    if x == 0.0 {
-        "0".into()
-    } else if x.fract() == 0.0 && x.abs() < 1e15 {
-        // Whole numbers (counts) with thousands separators.
-        let d = format!("{}", x.abs() as u64);
-        let mut out = String::new();
-        for (i, c) in d.chars().enumerate() {
-            if i > 0 && (d.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        if x < 0.0 {
-            format!("-{out}")
-        } else {
-            out
-        }
-    } else if x.abs() >= 1e6 || x.abs() < 1e-3 {
-        format!("{x:.3e}")
-    } else if x.abs() >= 100.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.3}")
-    }
-}
-
 /// An oversubscription ratio as `myriad cluster` prints it: `6.86:1`, not the float's
 /// every digit (`6.857142857142857:1`, Llama 3's 3,584 uplinks under 24,576 downlinks).
 fn ratio(o: f64) -> String {
@@ -249,10 +223,10 @@ pub fn cluster(j: &Value) -> String {
         &format!("Cluster: {}", s(j, "name")),
         &format!(
             "{} × {} in {} scale-up domains of {} ({}), {} {} scale-out",
-            f(j, "accelerators"),
+            sig(f(j, "accelerators")),
             s(j, "accelerator.name"),
-            f(j, "scale_up_domains"),
-            f(j, "scale_up.accelerators_per_domain"),
+            sig(f(j, "scale_up_domains")),
+            sig(f(j, "scale_up.accelerators_per_domain")),
             s(j, "scale_up.name"),
             s(j, "network.fabric"),
             s(j, "network.topology"),
@@ -290,8 +264,8 @@ pub fn cluster(j: &Value) -> String {
             detail: format!(
                 "{}; {} down / {} up ports{}",
                 s(t, "switch_model"),
-                f(t, "down_ports"),
-                f(t, "up_ports"),
+                sig(f(t, "down_ports")),
+                sig(f(t, "up_ports")),
                 os.map(|o| format!("; {} above", ratio(o)))
                     .unwrap_or_default()
             ),
@@ -302,9 +276,9 @@ pub fn cluster(j: &Value) -> String {
         count: f(j, "scale_up_domains") as u64,
         detail: format!(
             "{} accelerators each, {} GB/s per accelerator; {} GB/s scale-out per accelerator",
-            f(j, "scale_up.accelerators_per_domain"),
-            f(j, "scale_up.bandwidth_gbps"),
-            f(j, "network.gbps_per_accelerator")
+            sig(f(j, "scale_up.accelerators_per_domain")),
+            num::given(f(j, "scale_up.bandwidth_gbps")),
+            num::given(f(j, "network.gbps_per_accelerator"))
         ),
     });
     p.chart(
@@ -453,7 +427,7 @@ pub fn train(j: &Value) -> String {
         &format!(
             "{} on {} × {}: {}",
             s(j, "name"),
-            f(j, "accelerators"),
+            sig(f(j, "accelerators")),
             s(j, "accelerator"),
             plan_label(&plan)
         ),
@@ -465,9 +439,9 @@ pub fn train(j: &Value) -> String {
         (
             "memory per accelerator (GiB)".into(),
             format!(
-                "{:.1} of {:.0}",
-                f(j, "memory_gib_per_accelerator"),
-                f(j, "memory.capacity_gib")
+                "{} of {}",
+                grouped(f(j, "memory_gib_per_accelerator"), 1),
+                grouped(f(j, "memory.capacity_gib"), 0)
             ),
         ),
         ("fits".into(), s(j, "fits")),
@@ -481,7 +455,7 @@ pub fn train(j: &Value) -> String {
                 "×{:.3} (slowest chip ×{:.3}; {} ranks in lockstep ×{:.3})",
                 f(j, "pace.slowest_chip") * f(j, "pace.lockstep"),
                 f(j, "pace.slowest_chip"),
-                f(j, "pace.lockstep_ranks"),
+                sig(f(j, "pace.lockstep_ranks")),
                 f(j, "pace.lockstep")
             ),
         ));
@@ -584,7 +558,7 @@ pub fn search(j: &Value) -> String {
         &format!(
             "{} on {} accelerators: {} of {} plans evaluated, {} feasible",
             s(j, "name"),
-            f(j, "accelerators"),
+            sig(f(j, "accelerators")),
             sig(f(j, "evaluated")),
             sig(f(j, "space")),
             sig(f(j, "feasible"))
@@ -749,9 +723,9 @@ pub fn reliability(j: &Value) -> String {
         &format!(
             "{} on {} × {}, {} Monte Carlo replicas, seed {}",
             s(j, "model"),
-            f(j, "accelerators"),
+            sig(f(j, "accelerators")),
             s(j, "accelerator"),
-            f(j, "replicas"),
+            sig(f(j, "replicas")),
             f(j, "seed")
         ),
     );
@@ -855,17 +829,17 @@ pub fn serve(j: &Value) -> String {
         "Serving",
         &format!(
             "{} requests on {} accelerators ({})",
-            f(&r, "requests"),
-            f(j, "accelerators"),
+            sig(f(&r, "requests")),
+            sig(f(j, "accelerators")),
             s(j, "framework")
         ),
     );
     let ms = |k: &str| {
         format!(
-            "{:.1} / {:.1} / {:.1}",
-            1e3 * f(&r, &format!("{k}.p50")),
-            1e3 * f(&r, &format!("{k}.p90")),
-            1e3 * f(&r, &format!("{k}.p99"))
+            "{} / {} / {}",
+            grouped(1e3 * f(&r, &format!("{k}.p50")), 1),
+            grouped(1e3 * f(&r, &format!("{k}.p90")), 1),
+            grouped(1e3 * f(&r, &format!("{k}.p99")), 1)
         )
     };
     let mut rows = vec![
@@ -1039,15 +1013,15 @@ fn iteration_mix(p: &mut Page, r: &Value) {
         .map(|(c, name)| {
             vec![
                 name.to_string(),
-                format!("{}", f(r, &format!("iteration_mix.{c}.iterations"))),
+                sig(f(r, &format!("iteration_mix.{c}.iterations"))),
                 format!(
                     "{:.1}%",
                     100.0 * f(r, &format!("iteration_mix.{c}.time.total_s")) / total
                 ),
-                format!("{:.2}", 1e3 * mean(c, "time.total_s")),
-                format!("{:.1}", mean(c, "decode_seqs_per_rank")),
-                format!("{:.0}", mean(c, "decode_context")),
-                format!("{:.0}", mean(c, "prompt_tokens_per_rank")),
+                grouped(1e3 * mean(c, "time.total_s"), 2),
+                grouped(mean(c, "decode_seqs_per_rank"), 1),
+                grouped(mean(c, "decode_context"), 0),
+                grouped(mean(c, "prompt_tokens_per_rank"), 0),
             ]
         })
         .collect();
@@ -1097,10 +1071,10 @@ pub fn sched(j: &Value) -> String {
         &format!("Scheduling: {}", s(j, "name")),
         &format!(
             "{} jobs on {} × {} ({} nodes), seed {}",
-            f(j, "jobs"),
-            f(j, "accelerators"),
+            sig(f(j, "jobs")),
+            sig(f(j, "accelerators")),
             s(j, "accelerator"),
-            f(j, "nodes"),
+            sig(f(j, "nodes")),
             f(j, "seed")
         ),
     );
@@ -1110,7 +1084,7 @@ pub fn sched(j: &Value) -> String {
         .map(|x| {
             vec![
                 name(x),
-                format!("{} / {}", f(x, "completed"), f(x, "rejected")),
+                format!("{} / {}", sig(f(x, "completed")), sig(f(x, "rejected"))),
                 sig(f(x, "all.wait_s.mean") / 3600.0),
                 sig(f(x, "all.wait_s.p99") / 3600.0),
                 sig(f(x, "all.jct_s.mean") / 3600.0),
@@ -1417,6 +1391,45 @@ mod tests {
         assert_eq!(ratios, ["1.00:1", "6.86:1", "-"]);
         assert!(html.contains("; 6.86:1 above"));
         assert!(!html.contains("6.857"));
+    }
+
+    /// Guards the pages' numbers against the CLI's: tokens/s read `469159` beside a
+    /// `2,048` global batch, 1e12 USD/kWh made a 14-digit energy cost (`myriad cluster`
+    /// says `1.494e13`), and counts in subtitles, the hierarchy, the policies' completed
+    /// jobs and the iteration counts had no separators (`4000 / 0`, `297794`).
+    #[test]
+    fn pages_print_numbers_as_the_cli_does() {
+        let row = |html: &str, k: &str, v: &str| {
+            let want = format!("<th scope=\"row\">{k}</th><td>{v}</td>");
+            assert!(html.contains(&want), "{want}");
+        };
+        let t = train(
+            &serde_json::json!({"name": "t", "accelerators": 16384, "accelerator": "h100-sxm",
+            "tokens_per_s": 469159.4, "step_time_s": 8.94, "memory_gib_per_accelerator": 1234.56,
+            "memory": {"capacity_gib": 1e4}, "plan": {"global_batch": 2048}}),
+        );
+        row(&t, "tokens/s", "469,159");
+        row(&t, "global batch", "2,048");
+        row(&t, "memory per accelerator (GiB)", "1,234.6 of 10,000");
+        assert!(t.contains("t on 16,384 × h100-sxm"));
+        let c = cluster(
+            &serde_json::json!({"name": "c", "accelerators": 1024, "scale_up_domains": 128,
+            "energy_cost_usd_per_year": 1.4936795136e19,
+            "tiers": [{"tier": 1, "name": "leaf", "switches": 32, "down_ports": 1024, "up_ports": 1024}]}),
+        );
+        row(&c, "energy cost (M USD per year)", "1.494e13");
+        assert!(c.contains("1,024 × "), "subtitle");
+        assert!(c.contains("1,024 down / 1,024 up ports"), "hierarchy");
+        let pol = serde_json::json!({"policy": {"name": "fifo"}, "completed": 4000, "rejected": 0});
+        let h = sched(&serde_json::json!({"name": "s", "jobs": 4000, "policies": [pol]}));
+        assert_eq!(table_cells(&h, "Policies side by side")[0][1], "4,000 / 0");
+        let mix = |n: f64| serde_json::json!({"iterations": n, "time": {"total_s": n * 0.018}});
+        let v = serve(
+            &serde_json::json!({"result": {"requests": 20000, "ttft": {"p50": 12.3456},
+            "iteration_mix": {"decode_only": mix(297794.0), "with_prompts": mix(19465.0)}}}),
+        );
+        assert_eq!(table_cells(&v, "Iterations")[0][1], "297,794");
+        row(&v, "TTFT p50 / p90 / p99 (ms)", "12,345.6 / 0.0 / 0.0");
     }
 
     #[test]
