@@ -60,6 +60,23 @@ fn error_svg(w: u32, h: u32) -> String {
     )
 }
 
+/// A chart given nothing to draw says so (the reports put a note in its place; this is for
+/// other callers): an empty frame with axes from 0 to 1 read as data.
+fn no_data_svg(w: u32, h: u32, title: &str) -> String {
+    let mut t = String::new();
+    for c in title.chars() {
+        match c {
+            '<' => t.push_str("&lt;"),
+            '>' => t.push_str("&gt;"),
+            '&' => t.push_str("&amp;"),
+            c => t.push(c),
+        }
+    }
+    format!(
+        r#"<svg width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg"><text x="10" y="20">{t}: no data to draw</text></svg>"#
+    )
+}
+
 fn nice_max(x: f64) -> f64 {
     if !(x.is_finite() && x > 0.0) {
         return 1.0;
@@ -190,6 +207,9 @@ fn row_chart<'a, 'b>(
 /// Horizontal bars, one per labelled row, largest first as given; `highlight` is drawn in
 /// the second colour.
 pub fn hbars(title: &str, unit: &str, rows: &[(String, f64)], highlight: Option<usize>) -> String {
+    if rows.is_empty() {
+        return no_data_svg(900, 120, title);
+    }
     let n = rows.len().max(1);
     let xmax = nice_max(rows.iter().map(|r| r.1).fold(0.0, f64::max));
     let labels: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
@@ -232,6 +252,9 @@ pub fn front(
     pts: &[Point],
     chosen: Option<usize>,
 ) -> String {
+    if pts.is_empty() {
+        return no_data_svg(900, 120, title);
+    }
     let xmax = nice_max(pts.iter().map(|p| p.x).fold(0.0, f64::max));
     let ymax = nice_max(pts.iter().map(|p| p.y).fold(0.0, f64::max));
     render(900, 560, |root| {
@@ -306,6 +329,9 @@ pub fn lines(
     mark: Option<(&str, f64)>,
 ) -> String {
     let all = || series.iter().flat_map(|s| s.points.iter());
+    if all().next().is_none() {
+        return no_data_svg(900, 120, title);
+    }
     let (mut x0, mut x1) = all().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
         (a.min(p.0), b.max(p.0))
     });
@@ -389,6 +415,9 @@ pub fn lines(
 
 /// A point with an interval: x, mean, low, high.
 pub fn intervals(title: &str, xdesc: &str, ydesc: &str, pts: &[(f64, f64, f64, f64)]) -> String {
+    if pts.is_empty() {
+        return no_data_svg(900, 120, title);
+    }
     let x0 = pts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
     let x1 = pts.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
     let y0 = pts.iter().map(|p| p.2).fold(f64::INFINITY, f64::min);
@@ -648,6 +677,31 @@ mod tests {
         ] {
             let t = texts(&svg);
             assert!(t.iter().all(|x| x.len() < 40), "{t:?}");
+        }
+    }
+
+    /// Guards charts given nothing: `lines` drew axes from 0 to 1 and `hbars`, `front` an
+    /// empty frame, as if they held data; `intervals` said it "could not be drawn".
+    #[test]
+    fn charts_without_data_say_so() {
+        for svg in [
+            lines(
+                "T",
+                "x",
+                "y",
+                &[Series {
+                    name: "a".into(),
+                    points: vec![],
+                }],
+                false,
+                None,
+            ),
+            lines("T", "x", "y", &[], true, None),
+            hbars("T", "u", &[], None),
+            front("T", "x", "y", &[], None),
+            intervals("T", "x", "y", &[]),
+        ] {
+            assert_eq!(texts(&svg), ["T: no data to draw"]);
         }
     }
 

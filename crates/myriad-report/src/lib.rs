@@ -96,6 +96,17 @@ impl Page {
         );
     }
 
+    /// In place of a chart with nothing to draw: its title and why, so an empty chart is
+    /// never shown as if it held data (`<figure class="no-data">`, not counted as a chart).
+    pub fn no_data(&mut self, id: &str, title: &str, why: &str) {
+        self.body += &format!(
+            "<figure class=\"no-data\" id=\"{}\"><p><strong>{}</strong>: nothing to draw ({}).</p></figure>\n",
+            esc(id),
+            esc(title),
+            esc(why)
+        );
+    }
+
     pub fn note(&mut self, text: &str) {
         self.body += &format!("<p class=\"note\">{}</p>\n", esc(text));
     }
@@ -120,7 +131,7 @@ const CSS: &str = "body{font-family:sans-serif;max-width:1000px;margin:2em auto;
 h1{margin-bottom:0}.sub{color:#555;margin-top:.3em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em}\
 table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;font-size:14px}\
 th{background:#f4f4f4}td{font-variant-numeric:tabular-nums}figure{margin:1.5em 0}figure svg{max-width:100%;height:auto}\
-figcaption{color:#444;font-size:14px}.note{color:#555;font-size:14px}footer{color:#777;font-size:12px;margin-top:3em}\
+figcaption{color:#444;font-size:14px}.no-data{color:#555;border:1px dashed #bbb;padding:.5em 1em}.note{color:#555;font-size:14px}footer{color:#777;font-size:12px;margin-top:3em}\
 @media print{figure{break-inside:avoid}}";
 
 /// Marks every chart with the size the browser laid its SVG out at, and the page with the
@@ -133,6 +144,11 @@ if(b.width>0&&b.height>0&&shapes>3)n++;});document.body.setAttribute('data-chart
 
 fn f(v: &Value, path: &str) -> f64 {
     get(v, path).and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+/// Whether some bar of `rows` has a length to draw.
+fn drawable(rows: &[(String, f64)]) -> bool {
+    rows.iter().any(|r| r.1.is_finite() && r.1 > 0.0)
 }
 
 fn get<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
@@ -326,11 +342,15 @@ pub fn cluster(j: &Value) -> String {
     .iter()
     .map(|(n, k)| (n.to_string(), f(j, k) / 1e6))
     .collect();
-    p.chart(
-        "capex",
-        "Capital cost by part.",
-        charts::stacked_bar("Capex", "M USD", &capex, None),
-    );
+    if drawable(&capex) {
+        p.chart(
+            "capex",
+            "Capital cost by part.",
+            charts::stacked_bar("Capex", "M USD", &capex, None),
+        );
+    } else {
+        p.no_data("capex", "Capex", "no part has a cost");
+    }
     let power: Vec<(String, f64)> = [
         ("nodes", "power.nodes_kw"),
         ("scale-up fabric", "power.scale_up_fabric_kw"),
@@ -341,11 +361,15 @@ pub fn cluster(j: &Value) -> String {
     .iter()
     .map(|(n, k)| (n.to_string(), f(j, k) / 1e3))
     .collect();
-    p.chart(
-        "power",
-        "IT power by part (the facility adds the PUE on top).",
-        charts::stacked_bar("IT power", "MW", &power, None),
-    );
+    if drawable(&power) {
+        p.chart(
+            "power",
+            "IT power by part (the facility adds the PUE on top).",
+            charts::stacked_bar("IT power", "MW", &power, None),
+        );
+    } else {
+        p.no_data("power", "IT power", "no part draws power");
+    }
     p.finish()
 }
 
@@ -484,11 +508,19 @@ pub fn train(j: &Value) -> String {
         .iter()
         .map(|(n, k)| (n.to_string(), f(j, &format!("breakdown.{k}"))))
         .collect();
-    p.chart(
-        "step-breakdown",
-        "Where one step's time goes (exposed communication only; overlapped traffic is hidden under compute).",
-        charts::stacked_bar("Step time breakdown", "seconds", &seg, None),
-    );
+    if drawable(&seg) {
+        p.chart(
+            "step-breakdown",
+            "Where one step's time goes (exposed communication only; overlapped traffic is hidden under compute).",
+            charts::stacked_bar("Step time breakdown", "seconds", &seg, None),
+        );
+    } else {
+        p.no_data(
+            "step-breakdown",
+            "Step time breakdown",
+            "no part of the step takes time",
+        );
+    }
     let pp = f(&plan, "pp").max(1.0) as usize;
     let m_total = (f(&plan, "global_batch")
         / (f(&plan, "micro_batch").max(1.0) * f(&plan, "dp").max(1.0)))
@@ -529,16 +561,20 @@ pub fn train(j: &Value) -> String {
     .iter()
     .map(|(n, k)| (n.to_string(), f(j, &format!("memory.{k}"))))
     .collect();
-    p.chart(
-        "memory",
-        "Memory per accelerator on the peak pipeline stage against HBM capacity.",
-        charts::stacked_bar(
-            "Memory per accelerator",
-            "GiB",
-            &mem,
-            Some(("HBM capacity", f(j, "memory.capacity_gib"))),
-        ),
-    );
+    if drawable(&mem) {
+        p.chart(
+            "memory",
+            "Memory per accelerator on the peak pipeline stage against HBM capacity.",
+            charts::stacked_bar(
+                "Memory per accelerator",
+                "GiB",
+                &mem,
+                Some(("HBM capacity", f(j, "memory.capacity_gib"))),
+            ),
+        );
+    } else {
+        p.no_data("memory", "Memory per accelerator", "no memory use given");
+    }
     if let Some(notes) = get(j, "notes").and_then(Value::as_array) {
         for n in notes.iter().filter_map(Value::as_str) {
             p.note(&format!("chose {n}"));
@@ -578,11 +614,19 @@ pub fn search(j: &Value) -> String {
             )
         })
         .collect();
-    p.chart(
-        "top-plans",
-        "Step time of the fastest plans (the best highlighted).",
-        charts::hbars("Top plans by step time", "seconds per step", &rows, Some(0)),
-    );
+    if rows.is_empty() {
+        p.no_data(
+            "top-plans",
+            "Top plans by step time",
+            "no feasible plan: every plan of the space was rejected, for the reasons below",
+        );
+    } else {
+        p.chart(
+            "top-plans",
+            "Step time of the fastest plans (the best highlighted).",
+            charts::hbars("Top plans by step time", "seconds per step", &rows, Some(0)),
+        );
+    }
     let table: Vec<Vec<String>> = top
         .iter()
         .enumerate()
@@ -596,22 +640,32 @@ pub fn search(j: &Value) -> String {
             ]
         })
         .collect();
-    p.table(
-        "Top plans",
-        &["rank", "plan", "step time (s)", "MFU", "memory (GiB)"],
-        &table,
-    );
+    if !table.is_empty() {
+        p.table(
+            "Top plans",
+            &["rank", "plan", "step time (s)", "MFU", "memory (GiB)"],
+            &table,
+        );
+    }
     if let Some(inf) = get(j, "infeasible").and_then(Value::as_object) {
         let mut rows: Vec<(String, f64)> = inf
             .iter()
             .map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(0.0)))
             .collect();
         rows.sort_by(|a, b| b.1.total_cmp(&a.1));
-        p.chart(
-            "rejected",
-            "Why plans were rejected (counts over the search space).",
-            charts::hbars("Rejected plans by reason", "plans", &rows, None),
-        );
+        if drawable(&rows) {
+            p.chart(
+                "rejected",
+                "Why plans were rejected (counts over the search space).",
+                charts::hbars("Rejected plans by reason", "plans", &rows, None),
+            );
+        } else {
+            p.no_data(
+                "rejected",
+                "Rejected plans by reason",
+                "no plan was rejected",
+            );
+        }
     }
     p.finish()
 }
@@ -652,17 +706,25 @@ pub fn plan(j: &Value) -> String {
                 && s(c, "scale_up") == s(ch, "scale_up")
         })
     });
-    p.chart(
-        "pareto",
-        "Time to train against capital cost; the Pareto front joined, the chosen cluster ringed.",
-        charts::front(
+    if pts.is_empty() {
+        p.no_data(
+            "pareto",
             "Time versus cost",
-            "days to train",
-            "capex (M USD)",
-            &pts,
-            chosen_idx,
-        ),
-    );
+            "no candidate cluster has a plan, so none has a time to train",
+        );
+    } else {
+        p.chart(
+            "pareto",
+            "Time to train against capital cost; the Pareto front joined, the chosen cluster ringed.",
+            charts::front(
+                "Time versus cost",
+                "days to train",
+                "capex (M USD)",
+                &pts,
+                chosen_idx,
+            ),
+        );
+    }
     // Fastest first, by the number (the formatted text sorts "10.2" before "5.7").
     let mut by_days: Vec<&Value> = cands.iter().collect();
     let days = |c: &Value| num(c, "days").unwrap_or(f64::INFINITY);
@@ -768,13 +830,24 @@ pub fn reliability(j: &Value) -> String {
             .map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(0.0)))
             .collect();
         rows.sort_by(|a, b| b.1.total_cmp(&a.1));
-        p.chart(
-            "causes",
-            "Interruptions over the simulated window by cause (mean over replicas).",
-            charts::hbars("Interruptions by cause", "interruptions", &rows, None),
-        );
+        if drawable(&rows) {
+            p.chart(
+                "causes",
+                "Interruptions over the simulated window by cause (mean over replicas).",
+                charts::hbars("Interruptions by cause", "interruptions", &rows, None),
+            );
+        } else {
+            p.no_data(
+                "causes",
+                "Interruptions by cause",
+                "nothing interrupted the job in the simulated window",
+            );
+        }
     }
-    if let Some(sw) = get(j, "sweep").and_then(Value::as_array) {
+    if let Some(sw) = get(j, "sweep")
+        .and_then(Value::as_array)
+        .filter(|v| !v.is_empty())
+    {
         let pts: Vec<(f64, f64)> = sw
             .iter()
             .map(|x| (f(x, "interval_s"), f(x, "ettr")))
@@ -795,7 +868,10 @@ pub fn reliability(j: &Value) -> String {
             ),
         );
     }
-    if let Some(sz) = get(j, "compare.size").and_then(Value::as_array) {
+    if let Some(sz) = get(j, "compare.size")
+        .and_then(Value::as_array)
+        .filter(|v| !v.is_empty())
+    {
         let pts: Vec<(f64, f64, f64, f64)> = sz
             .iter()
             .map(|x| {
@@ -834,7 +910,12 @@ pub fn serve(j: &Value) -> String {
             s(j, "framework")
         ),
     );
+    // No request completed: no latency was measured (the JSON's zeros are not 0 ms).
+    let none_completed = get(&r, "completed").and_then(Value::as_f64) == Some(0.0);
     let ms = |k: &str| {
+        if none_completed {
+            return "none completed".to_string();
+        }
         format!(
             "{} / {} / {}",
             grouped(1e3 * f(&r, &format!("{k}.p50")), 1),
@@ -875,42 +956,56 @@ pub fn serve(j: &Value) -> String {
         .cloned()
         .unwrap_or_default();
     if sweep.len() >= 2 {
+        // Latencies only at the rates where a request completed (a completed request has
+        // a first token after some time; the JSON writes 0 where none did).
+        let completed: Vec<&Value> = sweep.iter().filter(|x| f(x, "ttft.p50") > 0.0).collect();
         let series = |key: &str| -> Vec<Series> {
             ["p50", "p90", "p99"]
                 .iter()
                 .map(|q| Series {
                     name: format!("{} {q}", key.to_uppercase()),
-                    points: sweep
+                    points: completed
                         .iter()
                         .map(|x| (f(x, "rate"), 1e3 * f(x, &format!("{key}.{q}"))))
                         .collect(),
                 })
                 .collect()
         };
-        p.chart(
-            "ttft-load",
-            "Time to first token against the arrival rate (the scenario's rate scaled).",
-            charts::lines(
+        for (key, id, title, caption) in [
+            (
+                "ttft",
+                "ttft-load",
                 "TTFT against load",
-                "arrival rate (requests/s)",
-                "TTFT (ms)",
-                &series("ttft"),
-                false,
-                None,
+                "Time to first token against the arrival rate (the scenario's rate scaled).",
             ),
-        );
-        p.chart(
-            "tpot-load",
-            "Time per output token against the arrival rate.",
-            charts::lines(
+            (
+                "tpot",
+                "tpot-load",
                 "TPOT against load",
-                "arrival rate (requests/s)",
-                "TPOT (ms)",
-                &series("tpot"),
-                false,
-                None,
+                "Time per output token against the arrival rate.",
             ),
-        );
+        ] {
+            if completed.is_empty() {
+                p.no_data(
+                    id,
+                    title,
+                    "no request completed at any of the rates simulated",
+                );
+                continue;
+            }
+            p.chart(
+                id,
+                caption,
+                charts::lines(
+                    title,
+                    "arrival rate (requests/s)",
+                    &format!("{} (ms)", key.to_uppercase()),
+                    &series(key),
+                    false,
+                    None,
+                ),
+            );
+        }
         p.chart(
             "throughput-load",
             "Output tokens/s per accelerator against the arrival rate: it follows the load until the deployment saturates.",
@@ -942,11 +1037,19 @@ pub fn serve(j: &Value) -> String {
                     .map(move |q| (format!("{k} {q}"), 1e3 * f(r, &format!("{k}.{q}"))))
             })
             .collect();
-        p.chart(
-            "latency",
-            "Latency percentiles at the simulated load.",
-            charts::hbars("Latency percentiles", "milliseconds", &rows, None),
-        );
+        if none_completed || !drawable(&rows) {
+            p.no_data(
+                "latency",
+                "Latency percentiles",
+                "no request completed, so no latency was measured",
+            );
+        } else {
+            p.chart(
+                "latency",
+                "Latency percentiles at the simulated load.",
+                charts::hbars("Latency percentiles", "milliseconds", &rows, None),
+            );
+        }
     }
     let cs = get(j, "concurrency_sweep")
         .and_then(Value::as_array)
@@ -1156,11 +1259,15 @@ pub fn sched(j: &Value) -> String {
         .iter()
         .map(|x| (name(x), f(x, "all.wait_s.mean") / 3600.0))
         .collect();
-    p.chart(
-        "wait",
-        "Mean queueing delay of all jobs, per policy.",
-        charts::hbars("Mean wait by policy", "hours", &waits, None),
-    );
+    if waits.is_empty() {
+        p.no_data("wait", "Mean wait by policy", "no policy was simulated");
+    } else {
+        p.chart(
+            "wait",
+            "Mean queueing delay of all jobs, per policy.",
+            charts::hbars("Mean wait by policy", "hours", &waits, None),
+        );
+    }
     if let Some(ls) = get(j, "load_sweep")
         .and_then(Value::as_array)
         .filter(|v| !v.is_empty())
@@ -1430,6 +1537,57 @@ mod tests {
         );
         assert_eq!(table_cells(&v, "Iterations")[0][1], "297,794");
         row(&v, "TTFT p50 / p90 / p99 (ms)", "12,345.6 / 0.0 / 0.0");
+    }
+
+    /// Guards charts with nothing to draw: a search with no feasible plan drew an empty
+    /// "Top plans" frame (and an empty table), a plan whose candidates have no plan an
+    /// empty time-versus-cost frame, a run with no interruption bars of 0, and a serving run
+    /// where no request completed drew its latencies at 0 ms (summary `0.0 / 0.0 / 0.0`,
+    /// TTFT and TPOT "against load" flat at 0) as if measured.
+    #[test]
+    fn charts_with_nothing_to_draw_say_so() {
+        let charts = |h: &str| h.matches("<figure class=\"chart\"").count();
+        let none = |h: &str, id: &str| {
+            assert!(
+                h.contains(&format!("<figure class=\"no-data\" id=\"{id}\">")),
+                "{id}"
+            );
+            assert!(
+                !h.contains(&format!("<figure class=\"chart\" id=\"{id}\"")),
+                "{id}"
+            );
+        };
+        let h = search(&serde_json::json!({"name": "s", "top": [], "feasible": 0,
+            "infeasible": {"does not fit in memory": 8760}}));
+        none(&h, "top-plans");
+        assert!(h.contains("no feasible plan"));
+        assert!(!h.contains("<h2>Top plans</h2>"));
+        assert_eq!(charts(&h), 1, "the reasons are still drawn");
+        let h = plan(
+            &serde_json::json!({"candidates": [{"accelerator": "h100-sxm",
+            "accelerators": 8, "days": null, "capex_usd": 3e5}]}),
+        );
+        none(&h, "pareto");
+        let h = reliability(&serde_json::json!({"name": "r",
+            "interruptions": {"total": 0, "by_cause": {"accelerator": 0.0, "planned": 0.0}},
+            "sweep": [], "compare": {"size": []}}));
+        none(&h, "causes");
+        assert_eq!(charts(&h), 0);
+        let lat = serde_json::json!({"mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0});
+        let pt = |rate: f64| {
+            serde_json::json!({"rate": rate, "ttft": lat, "tpot": lat,
+            "output_tokens_per_s_per_accelerator": 0.0,
+            "goodput_output_tokens_per_s_per_accelerator": 0.0})
+        };
+        let r = serde_json::json!({"requests": 50, "completed": 0, "rejected": 50,
+            "ttft": lat, "tpot": lat, "latency": lat});
+        let h = serve(&serde_json::json!({"result": r, "load_sweep": [pt(3.0), pt(6.0)]}));
+        let want = "<th scope=\"row\">TTFT p50 / p90 / p99 (ms)</th><td>none completed</td>";
+        assert!(h.contains(want), "{want}");
+        none(&h, "ttft-load");
+        none(&h, "tpot-load");
+        assert_eq!(charts(&h), 1, "throughput against load is still drawn");
+        none(&serve(&serde_json::json!({"result": r})), "latency");
     }
 
     #[test]
