@@ -1364,6 +1364,30 @@ fn reliability_text_writes_huge_and_tiny_values_in_scientific_form() {
     );
 }
 
+/// A whole run of `tokens: 1e300` printed its failure-free days and time to train as
+/// 300-digit numbers (`{:.1}`), in the header and the time-to-train line.
+#[test]
+fn reliability_whole_run_of_absurd_tokens_prints_short_days() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-rel-days-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("long.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\nname: r\ncluster: {accelerator: h100-sxm, count: 1024, scale_up: hgx-h100, scale_out: {fabric: roce-400g, topology: fat-tree}}\nmodel: {preset: llama3-70b, seq_len: 8192}\ntraining: {accelerators: 1024, tp: 8, pp: 4, dp: 32, global_batch: 512, micro_batch: 1, precision: bf16, tokens: 1e300}\nreliability: {}\n",
+    )
+    .unwrap();
+    let (code, out, err) = myriad(&["reliability", f.to_str().unwrap(), "--replicas", "2"]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(code, 0, "{err}");
+    let digits = out
+        .split(|c: char| !c.is_ascii_digit())
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    assert!(digits <= 15, "a number of {digits} digits:\n{out}");
+    assert!(out.contains("e289 failure-free days)"), "{out}");
+}
+
 #[test]
 fn reliability_text_never_prints_inf() {
     // A window where many replicas keep no work (a 10 h interval, no spare servers, a
