@@ -347,8 +347,22 @@ pub fn lines(
     if x1 <= x0 {
         x1 = x0 + 1.0;
     }
-    let pad = ((y1 - y0) * 0.08).max(y1.abs() * 1e-3).max(1e-9);
-    let (y0, y1) = (y0 - pad, y1 + pad);
+    // A flat series (no job ever queued, an ETTR of 1) gets a tenth of its value, or 1,
+    // either side: a billionth made an axis of `-1e-9 … 1e-9` jobs. An axis of values that
+    // are never negative starts at 0 at the lowest.
+    let pad = if y1 > y0 {
+        ((y1 - y0) * 0.08).max(y1.abs() * 1e-3)
+    } else if y1 != 0.0 {
+        y1.abs() * 0.1
+    } else {
+        1.0
+    };
+    let lo = if y0 >= 0.0 {
+        (y0 - pad).max(0.0)
+    } else {
+        y0 - pad
+    };
+    let (y0, y1) = (lo, y1 + pad);
     let log = log_x && x0 > 0.0;
     if !(spans(x0, x1) && spans(y0, y1) && (!log || log_spans(x0 * 0.9, x1 * 1.1))) {
         return error_svg(900, 500);
@@ -678,6 +692,32 @@ mod tests {
             let t = texts(&svg);
             assert!(t.iter().all(|x| x.len() < 40), "{t:?}");
         }
+    }
+
+    /// Guards flat series: all-zero queue lengths drew an axis from -1e-9 to 1e-9 jobs.
+    #[test]
+    fn a_flat_series_gets_a_readable_axis() {
+        let flat = |y: f64| {
+            texts(&lines(
+                "t",
+                "time (hours)",
+                "jobs queued",
+                &[Series {
+                    name: "a".into(),
+                    points: vec![(0.0, y), (10.0, y)],
+                }],
+                false,
+                None,
+            ))
+        };
+        let t = flat(0.0);
+        assert!(t.iter().any(|x| x == "1"), "{t:?}");
+        assert!(
+            !t.iter().any(|x| x.contains("e-") || x.starts_with('-')),
+            "{t:?}"
+        );
+        let t = flat(0.994);
+        assert!(t.iter().any(|x| x == "1"), "{t:?}");
     }
 
     /// Guards charts given nothing: `lines` drew axes from 0 to 1 and `hbars`, `front` an
