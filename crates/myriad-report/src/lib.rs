@@ -944,6 +944,21 @@ pub fn serve(j: &Value) -> String {
             sig(f(&r, "goodput_output_tokens_per_s")),
         ),
     ];
+    // How many requests the figures above are over (none: why every latency is missing).
+    if get(&r, "completed").is_some_and(Value::is_number) {
+        rows.insert(
+            0,
+            (
+                "requests completed".into(),
+                format!(
+                    "{} of {} ({} rejected: larger than a KV cache)",
+                    sig(f(&r, "completed")),
+                    sig(f(&r, "requests")),
+                    sig(f(&r, "rejected"))
+                ),
+            ),
+        );
+    }
     // Only a scenario with a target rate is sized for one.
     if get(j, "accelerators_for_target_rate").is_some_and(|v| !v.is_null()) {
         rows.push((
@@ -1584,8 +1599,12 @@ mod tests {
         let r = serde_json::json!({"requests": 50, "completed": 0, "rejected": 50,
             "ttft": lat, "tpot": lat, "latency": lat});
         let h = serve(&serde_json::json!({"result": r, "load_sweep": [pt(3.0), pt(6.0)]}));
-        let want = "<th scope=\"row\">TTFT p50 / p90 / p99 (ms)</th><td>none completed</td>";
-        assert!(h.contains(want), "{want}");
+        for want in [
+            "<th scope=\"row\">TTFT p50 / p90 / p99 (ms)</th><td>none completed</td>",
+            "<th scope=\"row\">requests completed</th><td>0 of 50 (50 rejected: larger than a KV cache)</td>",
+        ] {
+            assert!(h.contains(want), "{want}");
+        }
         none(&h, "ttft-load");
         none(&h, "tpot-load");
         assert_eq!(charts(&h), 1, "throughput against load is still drawn");
