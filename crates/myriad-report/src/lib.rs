@@ -469,7 +469,20 @@ pub fn train(j: &Value) -> String {
                 grouped(f(j, "memory.capacity_gib"), 0)
             ),
         ),
-        ("fits".into(), s(j, "fits")),
+        (
+            "fits".into(),
+            // As `myriad train` says it: `true`/`false` read as code, and a plan that
+            // does not fit needs saying by how much.
+            match get(j, "fits").and_then(Value::as_bool) {
+                Some(true) => "yes".into(),
+                Some(false) => format!(
+                    "NO: {} GiB needed of {}",
+                    grouped(f(j, "memory_gib_per_accelerator"), 1),
+                    grouped(f(j, "memory.capacity_gib"), 1)
+                ),
+                None => s(j, "fits"),
+            },
+        ),
         ("global batch".into(), sig(f(&plan, "global_batch"))),
         ("precision".into(), s(&plan, "precision")),
     ];
@@ -1528,11 +1541,12 @@ mod tests {
         };
         let t = train(
             &serde_json::json!({"name": "t", "accelerators": 16384, "accelerator": "h100-sxm",
-            "tokens_per_s": 469159.4, "step_time_s": 8.94, "memory_gib_per_accelerator": 1234.56,
+            "tokens_per_s": 469159.4, "step_time_s": 8.94, "fits": false, "memory_gib_per_accelerator": 1234.56,
             "memory": {"capacity_gib": 1e4}, "plan": {"global_batch": 2048}}),
         );
         row(&t, "tokens/s", "469,159");
         row(&t, "global batch", "2,048");
+        row(&t, "fits", "NO: 1,234.6 GiB needed of 10,000.0");
         row(&t, "memory per accelerator (GiB)", "1,234.6 of 10,000");
         assert!(t.contains("t on 16,384 × h100-sxm"));
         let c = cluster(
