@@ -702,6 +702,36 @@ fn train_flow_backend_times_every_collective_of_the_step() {
     assert_eq!(flow["analytical"]["step_time_s"].as_f64().unwrap(), ta);
     // Non-blocking fabric, no faults: the simulated step is the analytical one within 3%.
     assert!((tf / ta - 1.0).abs() < 0.03, "flow {tf} vs analytical {ta}");
+    // The table names each collective as `myriad collective` and the JSON spell it
+    // (`DP reduce-scatter (ring)`, `send-recv x …`), not Debug-cased (`ReduceScatter (Ring)`).
+    let (code, out, err) = myriad(&[
+        "train",
+        "examples/dgx-superpod-h100.yaml",
+        "--backend",
+        "flow",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for c in flow["collectives"].as_array().unwrap() {
+        let row = format!(
+            " {} ({}) ",
+            c["op"].as_str().unwrap(),
+            c["algorithm"].as_str().unwrap()
+        );
+        assert!(out.contains(&row), "`{row}` not in the table:\n{out}");
+        for b in c["background"].as_array().unwrap() {
+            assert!(b.as_str().unwrap().starts_with("send-recv x "), "{b}");
+        }
+    }
+    for debug in [
+        "ReduceScatter",
+        "AllGather",
+        "SendRecv",
+        "(Ring)",
+        "(Nvls)",
+        "(Tree)",
+    ] {
+        assert!(!out.contains(debug), "{debug} in:\n{out}");
+    }
 
     // A dead scale-up domain leaves part of the DP group unreachable: a clear error.
     let text = std::fs::read_to_string(concat!(
@@ -1111,7 +1141,7 @@ fn train_flow_backend_writes_a_step_trace() {
         .collect();
     assert_eq!(names[0], "step (model timeline)");
     assert!(
-        names.iter().any(|n| n.starts_with("ReduceScatter")),
+        names.iter().any(|n| n.starts_with("reduce-scatter ")),
         "{names:?}"
     );
     // The step's phases add up to the step time.
@@ -1332,6 +1362,30 @@ fn reliability_text_writes_huge_and_tiny_values_in_scientific_form() {
             .any(|l| l.starts_with("interval: ") && l.contains("e299 s")),
         "{out}"
     );
+}
+
+/// A whole run of `tokens: 1e300` printed its failure-free days and time to train as
+/// 300-digit numbers (`{:.1}`), in the header and the time-to-train line.
+#[test]
+fn reliability_whole_run_of_absurd_tokens_prints_short_days() {
+    let dir = std::env::temp_dir().join(format!("myriad-cli-rel-days-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("long.yaml");
+    std::fs::write(
+        &f,
+        "format: myriad/1\nname: r\ncluster: {accelerator: h100-sxm, count: 1024, scale_up: hgx-h100, scale_out: {fabric: roce-400g, topology: fat-tree}}\nmodel: {preset: llama3-70b, seq_len: 8192}\ntraining: {accelerators: 1024, tp: 8, pp: 4, dp: 32, global_batch: 512, micro_batch: 1, precision: bf16, tokens: 1e300}\nreliability: {}\n",
+    )
+    .unwrap();
+    let (code, out, err) = myriad(&["reliability", f.to_str().unwrap(), "--replicas", "2"]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(code, 0, "{err}");
+    let digits = out
+        .split(|c: char| !c.is_ascii_digit())
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    assert!(digits <= 15, "a number of {digits} digits:\n{out}");
+    assert!(out.contains("e289 failure-free days)"), "{out}");
 }
 
 #[test]

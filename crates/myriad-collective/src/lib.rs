@@ -662,7 +662,7 @@ impl fmt::Display for CollectiveError {
                 algorithm,
                 reason,
             } => {
-                write!(f, "{algorithm:?} cannot run {op:?}: {reason}")
+                write!(f, "{} cannot run {}: {reason}", algorithm.name(), op.name())
             }
         }
     }
@@ -1426,6 +1426,13 @@ mod tests {
         ] {
             assert_eq!(o.name(), serde(serde_json::to_value(o).unwrap()));
         }
+        // Errors too (`Tree cannot run AllGather` beside `--algorithm tree --op all-gather`).
+        let e = CollectiveError::Unsupported {
+            op: Op::AllGather,
+            algorithm: Algorithm::Tree,
+            reason: "why",
+        };
+        assert_eq!(e.to_string(), "tree cannot run all-gather: why");
     }
 
     fn level(name: &str, size: u64, gbps: f64, lat: f64, eff: f64) -> Level {

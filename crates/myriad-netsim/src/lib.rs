@@ -672,7 +672,9 @@ pub fn groups_program(
     let mut prog = merged.expect("at least one group");
     if groups.len() > 1 {
         prog.name = format!(
-            "{op:?} {algorithm:?} x{} groups of {}",
+            "{} {} x{} groups of {}",
+            op.name(),
+            algorithm.name(),
             groups.len(),
             first.len()
         );

@@ -604,7 +604,7 @@ fn build_variant(
     r.dedup();
     let n = r.len() as u32;
     let nf = n as f64;
-    let name = format!("{op:?} {algorithm:?} n={n}");
+    let name = format!("{} {} n={n}", op.name(), algorithm.name());
     let mut p = Program {
         name,
         setup_s: LAUNCH_S,
@@ -612,7 +612,9 @@ fn build_variant(
     };
     let unsupported = |why: &str| {
         Err(BuildError(format!(
-            "the flow backend cannot run {op:?} with {algorithm:?}: {why}"
+            "the flow backend cannot run {} with {}: {why}",
+            op.name(),
+            algorithm.name()
         )))
     };
     // What the algorithm cannot run is refused whatever the size and group, before the

@@ -117,7 +117,8 @@ impl<'a> FlowTimer<'a> {
         let groups = self.groups(layout, if inside_domain { 1 } else { usize::MAX });
         if groups.is_empty() {
             return Err(format!(
-                "{op:?}: no group of {} ranks at stride {} fits the {} accelerators",
+                "{}: no group of {} ranks at stride {} fits the {} accelerators",
+                op.name(),
                 layout.n,
                 layout.stride,
                 self.net.accelerators()
@@ -141,8 +142,8 @@ impl<'a> FlowTimer<'a> {
             let (p, _) = groups_program(self.net, c.op, bg_choice, c.bytes, &bg_groups)
                 .map_err(|e| e.to_string())?;
             names.push(format!(
-                "{:?} x {} groups of {}",
-                c.op,
+                "{} x {} groups of {}",
+                c.op.name(),
                 bg_groups.len(),
                 c.layout.n
             ));

@@ -101,6 +101,9 @@ fn flow_timer_agrees_on_an_idle_fabric_and_background_only_slows() {
     let alone = timer.time(Op::ReduceScatter, 2e9, &span, &dp);
     let during = timer.time_during(Op::ReduceScatter, 2e9, &span, &dp, &bg);
     assert!(during >= alone * (1.0 - 1e-12), "{during} < {alone}");
+    // The background is named as `myriad collective` spells ops (it read `SendRecv x …`).
+    let beside: Vec<String> = timer.log().into_iter().flat_map(|c| c.background).collect();
+    assert_eq!(beside, ["send-recv x 128 groups of 8"]);
     let simulated = timer.log().len();
     assert_eq!(timer.time(Op::ReduceScatter, 2e9, &span, &dp), alone);
     assert_eq!(
@@ -252,7 +255,7 @@ fn a_background_collective_runs_the_protocol_nccl_picks() {
             e["name"] == "process_name"
                 && e["args"]["name"]
                     .as_str()
-                    .is_some_and(|n| n.starts_with("SendRecv"))
+                    .is_some_and(|n| n.starts_with("send-recv "))
         })
         .map(|e| e["pid"].clone())
         .expect("the background program is traced");

@@ -5,6 +5,8 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use crate::num::{fix, fixed, grouped, tick};
+
 type Res = Result<(), Box<dyn std::error::Error>>;
 
 /// Okabe–Ito, then greys: distinguishable with the common colour-vision deficiencies.
@@ -58,6 +60,23 @@ fn error_svg(w: u32, h: u32) -> String {
     )
 }
 
+/// A chart given nothing to draw says so (the reports put a note in its place; this is for
+/// other callers): an empty frame with axes from 0 to 1 read as data.
+fn no_data_svg(w: u32, h: u32, title: &str) -> String {
+    let mut t = String::new();
+    for c in title.chars() {
+        match c {
+            '<' => t.push_str("&lt;"),
+            '>' => t.push_str("&gt;"),
+            '&' => t.push_str("&amp;"),
+            c => t.push(c),
+        }
+    }
+    format!(
+        r#"<svg width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg"><text x="10" y="20">{t}: no data to draw</text></svg>"#
+    )
+}
+
 fn nice_max(x: f64) -> f64 {
     if !(x.is_finite() && x > 0.0) {
         return 1.0;
@@ -100,6 +119,7 @@ pub fn stacked_bar(
             .disable_y_mesh()
             .y_labels(0)
             .x_desc(unit)
+            .x_label_formatter(&|v| tick(*v, xmax))
             .label_style((FONT, 14))
             .max_light_lines(0)
             .draw()?;
@@ -115,7 +135,7 @@ pub fn stacked_bar(
                 [(x, top - 0.9), (x + v, top - 0.1)],
                 col.filled(),
             )))?
-            .label(format!("{name}: {v:.3} {unit} ({share:.1}%)"))
+            .label(format!("{name}: {} {unit} ({share:.1}%)", fix(*v, 3)))
             .legend(move |(lx, ly)| {
                 Rectangle::new([(lx, ly - 6), (lx + 12, ly + 6)], col.filled())
             });
@@ -126,7 +146,7 @@ pub fn stacked_bar(
                 vec![(r, 0.0), (r, top)],
                 BLACK.stroke_width(3),
             )))?
-            .label(format!("{name}: {r:.1} {unit}"))
+            .label(format!("{name}: {} {unit}", fixed(r, 1)))
             .legend(|(lx, ly)| {
                 PathElement::new(vec![(lx, ly), (lx + 12, ly)], BLACK.stroke_width(3))
             });
@@ -165,6 +185,7 @@ fn row_chart<'a, 'b>(
     c.configure_mesh()
         .disable_y_mesh()
         .x_desc(xdesc)
+        .x_label_formatter(&|v| tick(*v, xmax))
         .y_labels(n)
         .y_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => labels
@@ -186,6 +207,9 @@ fn row_chart<'a, 'b>(
 /// Horizontal bars, one per labelled row, largest first as given; `highlight` is drawn in
 /// the second colour.
 pub fn hbars(title: &str, unit: &str, rows: &[(String, f64)], highlight: Option<usize>) -> String {
+    if rows.is_empty() {
+        return no_data_svg(900, 120, title);
+    }
     let n = rows.len().max(1);
     let xmax = nice_max(rows.iter().map(|r| r.1).fold(0.0, f64::max));
     let labels: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
@@ -228,6 +252,9 @@ pub fn front(
     pts: &[Point],
     chosen: Option<usize>,
 ) -> String {
+    if pts.is_empty() {
+        return no_data_svg(900, 120, title);
+    }
     let xmax = nice_max(pts.iter().map(|p| p.x).fold(0.0, f64::max));
     let ymax = nice_max(pts.iter().map(|p| p.y).fold(0.0, f64::max));
     render(900, 560, |root| {
@@ -240,6 +267,8 @@ pub fn front(
         c.configure_mesh()
             .x_desc(xdesc)
             .y_desc(ydesc)
+            .x_label_formatter(&|v| tick(*v, xmax))
+            .y_label_formatter(&|v| tick(*v, ymax))
             .label_style((FONT, 14))
             .max_light_lines(0)
             .draw()?;
@@ -300,6 +329,9 @@ pub fn lines(
     mark: Option<(&str, f64)>,
 ) -> String {
     let all = || series.iter().flat_map(|s| s.points.iter());
+    if all().next().is_none() {
+        return no_data_svg(900, 120, title);
+    }
     let (mut x0, mut x1) = all().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
         (a.min(p.0), b.max(p.0))
     });
@@ -315,8 +347,22 @@ pub fn lines(
     if x1 <= x0 {
         x1 = x0 + 1.0;
     }
-    let pad = ((y1 - y0) * 0.08).max(y1.abs() * 1e-3).max(1e-9);
-    let (y0, y1) = (y0 - pad, y1 + pad);
+    // A flat series (no job ever queued, an ETTR of 1) gets a tenth of its value, or 1,
+    // either side: a billionth made an axis of `-1e-9 … 1e-9` jobs. An axis of values that
+    // are never negative starts at 0 at the lowest.
+    let pad = if y1 > y0 {
+        ((y1 - y0) * 0.08).max(y1.abs() * 1e-3)
+    } else if y1 != 0.0 {
+        y1.abs() * 0.1
+    } else {
+        1.0
+    };
+    let lo = if y0 >= 0.0 {
+        (y0 - pad).max(0.0)
+    } else {
+        y0 - pad
+    };
+    let (y0, y1) = (lo, y1 + pad);
     let log = log_x && x0 > 0.0;
     if !(spans(x0, x1) && spans(y0, y1) && (!log || log_spans(x0 * 0.9, x1 * 1.1))) {
         return error_svg(900, 500);
@@ -327,12 +373,16 @@ pub fn lines(
             .margin(12)
             .x_label_area_size(45)
             .y_label_area_size(80);
+        let yscale = y0.abs().max(y1.abs());
+        let xscale = x0.abs().max(x1.abs());
         macro_rules! body {
             ($c:expr) => {{
                 let mut c = $c;
                 c.configure_mesh()
                     .x_desc(xdesc)
                     .y_desc(ydesc)
+                    .x_label_formatter(&|v| tick(*v, if log { *v } else { xscale }))
+                    .y_label_formatter(&|v| tick(*v, yscale))
                     .label_style((FONT, 14))
                     .max_light_lines(0)
                     .draw()?;
@@ -379,6 +429,9 @@ pub fn lines(
 
 /// A point with an interval: x, mean, low, high.
 pub fn intervals(title: &str, xdesc: &str, ydesc: &str, pts: &[(f64, f64, f64, f64)]) -> String {
+    if pts.is_empty() {
+        return no_data_svg(900, 120, title);
+    }
     let x0 = pts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
     let x1 = pts.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
     let y0 = pts.iter().map(|p| p.2).fold(f64::INFINITY, f64::min);
@@ -400,9 +453,12 @@ pub fn intervals(title: &str, xdesc: &str, ydesc: &str, pts: &[(f64, f64, f64, f
                 ((x0 * 0.7).max(1e-9)..x1 * 1.4).log_scale(),
                 (y0 - pad)..(y1 + pad),
             )?;
+        let yscale = (y0 - pad).abs().max((y1 + pad).abs());
         c.configure_mesh()
             .x_desc(xdesc)
             .y_desc(ydesc)
+            .x_label_formatter(&|v| tick(*v, *v))
+            .y_label_formatter(&|v| tick(*v, yscale))
             .label_style((FONT, 14))
             .max_light_lines(0)
             .draw()?;
@@ -520,7 +576,7 @@ pub fn hierarchy(title: &str, layers: &[Layer]) -> String {
             }
             let more = if l.count > 16 { " (16 drawn)" } else { "" };
             root.draw(&Text::new(
-                format!("{} × {}{more}", l.name, l.count),
+                format!("{} × {}{more}", l.name, grouped(l.count as f64, 0)),
                 (left + area_w + 20, y + 4),
                 (FONT, 16).into_font().color(&BLACK),
             ))?;
@@ -538,6 +594,156 @@ pub fn hierarchy(title: &str, layers: &[Layer]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The text nodes of an SVG (labels, ticks, legend), without its coordinates.
+    fn texts(svg: &str) -> Vec<String> {
+        svg.split('>')
+            .filter_map(|t| t.split('<').next())
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Guards the axis labels and legends, which printed the float's every digit: ticks
+    /// were plotters' `{}` (`1000000000.0` on a checkpoint-interval axis, 300 digits on an
+    /// axis of 1e289 days) and a bar's legend `{:.3}` (300 digits for a 1e300 part).
+    #[test]
+    fn axis_labels_and_legends_print_numbers_as_the_tables_do() {
+        let one = |pts: Vec<(f64, f64)>| {
+            vec![Series {
+                name: "a".into(),
+                points: pts,
+            }]
+        };
+        let t = texts(&lines(
+            "t",
+            "x (s)",
+            "y",
+            &one(vec![(1e3, 0.5), (1e9, 0.9)]),
+            true,
+            None,
+        ));
+        assert!(t.iter().any(|x| x == "1,000,000,000"), "{t:?}");
+        assert!(!t.iter().any(|x| x.ends_with(".0")), "{t:?}");
+        let p = |x, y| Point {
+            x,
+            y,
+            front: true,
+            label: "a".into(),
+        };
+        let t = texts(&front(
+            "t",
+            "days",
+            "M USD",
+            &[p(2.5e289, 7e290), p(1e289, 9e290)],
+            Some(0),
+        ));
+        assert!(t.iter().any(|x| x == "1e289"), "{t:?}");
+        let t = texts(&stacked_bar(
+            "t",
+            "M USD",
+            &[("a".into(), 1e300), ("b".into(), 1.0)],
+            Some(("cap", 1e300)),
+        ));
+        assert!(
+            t.iter().any(|x| x == "a: 1.000e300 M USD (100.0%)"),
+            "{t:?}"
+        );
+        assert!(t.iter().any(|x| x == "cap: 1.000e300 M USD"), "{t:?}");
+        let t = texts(&hierarchy(
+            "h",
+            &[Layer {
+                name: "leaf".into(),
+                count: 4096,
+                detail: String::new(),
+            }],
+        ));
+        assert!(t.iter().any(|x| x == "leaf × 4,096 (16 drawn)"), "{t:?}");
+        for svg in [
+            lines(
+                "t",
+                "x",
+                "y",
+                &one(vec![(0.0, 1e300), (1.0, 2e300)]),
+                false,
+                None,
+            ),
+            intervals(
+                "t",
+                "x",
+                "y",
+                &[(1e3, 1e300, 0.0, 2e300), (1e6, 1.0, 0.0, 2e300)],
+            ),
+            hbars("t", "u", &[("a".into(), 1e300)], None),
+            timeline(
+                "t",
+                "s",
+                &["s".into()],
+                &[Block {
+                    lane: 0,
+                    start: 0.0,
+                    end: 1e300,
+                    kind: 0,
+                }],
+                &["f"],
+            ),
+        ] {
+            let t = texts(&svg);
+            assert!(t.iter().all(|x| x.len() < 40), "{t:?}");
+        }
+    }
+
+    /// Guards flat series: all-zero queue lengths drew an axis from -1e-9 to 1e-9 jobs.
+    #[test]
+    fn a_flat_series_gets_a_readable_axis() {
+        let flat = |y: f64| {
+            texts(&lines(
+                "t",
+                "time (hours)",
+                "jobs queued",
+                &[Series {
+                    name: "a".into(),
+                    points: vec![(0.0, y), (10.0, y)],
+                }],
+                false,
+                None,
+            ))
+        };
+        let t = flat(0.0);
+        assert!(t.iter().any(|x| x == "1"), "{t:?}");
+        assert!(
+            !t.iter().any(|x| x.contains("e-") || x.starts_with('-')),
+            "{t:?}"
+        );
+        let t = flat(0.994);
+        assert!(t.iter().any(|x| x == "1"), "{t:?}");
+    }
+
+    /// Guards charts given nothing: `lines` drew axes from 0 to 1 and `hbars`, `front` an
+    /// empty frame, as if they held data; `intervals` said it "could not be drawn".
+    #[test]
+    fn charts_without_data_say_so() {
+        for svg in [
+            lines(
+                "T",
+                "x",
+                "y",
+                &[Series {
+                    name: "a".into(),
+                    points: vec![],
+                }],
+                false,
+                None,
+            ),
+            lines("T", "x", "y", &[], true, None),
+            hbars("T", "u", &[], None),
+            front("T", "x", "y", &[], None),
+            intervals("T", "x", "y", &[]),
+        ] {
+            assert_eq!(texts(&svg), ["T: no data to draw"]);
+        }
+    }
 
     /// Guards values near f64::MAX (any JSON number reaches the reports, e.g. from Python's
     /// `report()`): the axis ranges overflowed to infinity and plotters looped forever. A

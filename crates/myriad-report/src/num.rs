@@ -37,6 +37,93 @@ pub fn given(x: f64) -> String {
     }
 }
 
+/// A string of digits with thousands separators: `1234567` -> `1,234,567`.
+fn group(digits: &str) -> String {
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `x` with `d` decimals and thousands separators (`1,013.1`), as `myriad cluster`'s
+/// tables print quantities; from 1e12 up in scientific form, as [`fixed`].
+pub fn grouped(x: f64, d: usize) -> String {
+    if !x.is_finite() || x.abs() >= BIG {
+        return fixed(x, d);
+    }
+    let s = format!("{:.d$}", x.abs());
+    let (i, f) = s.split_once('.').unwrap_or((&s, ""));
+    // `-0.0` and values that round to 0 print without a sign.
+    let neg = x < 0.0 && s.bytes().any(|b| (b'1'..=b'9').contains(&b));
+    let mut out = String::new();
+    if neg {
+        out.push('-');
+    }
+    out.push_str(&group(i));
+    if !f.is_empty() {
+        out.push('.');
+        out.push_str(f);
+    }
+    out
+}
+
+/// A value in a report's tables: `0`; whole numbers (counts) and values from 100 up with
+/// thousands separators and no decimals (`1,024`, `469,159`); smaller ones with three
+/// decimals; from 1e12 up and under a thousandth in scientific form (`{:.3e}`), where
+/// the CLI's [`fixed`] switches too. Not a number: `-`.
+pub fn sig(x: f64) -> String {
+    let a = x.abs();
+    if !x.is_finite() {
+        "-".into()
+    } else if x == 0.0 {
+        "0".into()
+    } else if !(1e-3..BIG).contains(&a) {
+        format!("{x:.3e}")
+    } else if x.fract() == 0.0 || a >= 100.0 {
+        grouped(x, 0)
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// An axis tick label on an axis whose ends reach `scale` in magnitude: the value as short
+/// as it is exact to six decimals, with thousands separators (`1,000,000`, `0.25`); on an
+/// axis of absurd or tiny values (from 1e12 up, under a thousandth) in scientific form
+/// (`5e288`, `2.5e-4`), as the tables print them. A tick within a billionth of the scale of
+/// 0 reads `0` (not `-0.0`, nor `5.6e-17` from the tick arithmetic). On a log axis pass the
+/// tick itself as `scale`.
+pub fn tick(x: f64, scale: f64) -> String {
+    if !x.is_finite() {
+        return String::new();
+    }
+    let scale = scale.abs();
+    if x == 0.0 || x.abs() <= scale * 1e-9 {
+        return "0".into();
+    }
+    let trim = |s: &str| s.trim_end_matches('0').trim_end_matches('.').to_string();
+    if !(1e-3..BIG).contains(&scale) {
+        let e = format!("{x:.3e}");
+        let (m, exp) = e.split_once('e').unwrap_or((&e, "0"));
+        return format!("{}e{exp}", trim(m));
+    }
+    let s = trim(&format!("{:.6}", x.abs()));
+    let (i, f) = s.split_once('.').unwrap_or((&s, ""));
+    let mut out = String::new();
+    if x < 0.0 {
+        out.push('-');
+    }
+    out.push_str(&group(i));
+    if !f.is_empty() {
+        out.push('.');
+        out.push_str(f);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +150,48 @@ mod tests {
             assert!(s.len() < 24, "{s}");
         }
         assert_eq!(fixed(f64::INFINITY, 1), "inf");
+    }
+
+    /// Guards the reports' numbers: `sig` printed non-integers from 100 up without
+    /// separators (`469159` tokens/s beside a `2,048` global batch), whole numbers up to
+    /// 1e15 in full (`14,936,795,136,000` M USD a year at 1e12 USD/kWh, where the CLI says
+    /// `1.494e13`) and non-integers from a million up in scientific form.
+    #[test]
+    fn report_values_group_thousands_and_go_scientific_where_the_cli_does() {
+        assert_eq!(sig(0.0), "0");
+        assert_eq!(sig(2048.0), "2,048");
+        assert_eq!(sig(469_159.4), "469,159");
+        assert_eq!(sig(9969.9), "9,970");
+        assert_eq!(sig(2_500_000.7), "2,500,001");
+        assert_eq!(sig(8.9401), "8.940");
+        assert_eq!(sig(14_936_795_136_000.0), "1.494e13");
+        assert_eq!(sig(-1e300), "-1.000e300");
+        assert_eq!(sig(2e-5), "2.000e-5");
+        assert_eq!(sig(f64::NAN), "-");
+        assert_eq!(grouped(1013.14, 1), "1,013.1");
+        assert_eq!(grouped(-1234567.0, 0), "-1,234,567");
+        assert_eq!(grouped(-0.01, 1), "0.0");
+        assert_eq!(grouped(1e300, 1), "1.000e300");
+    }
+
+    /// Guards the charts' axis labels: plotters printed its ticks as `{}` of the float,
+    /// `1000000000.0` on a checkpoint-interval axis and 300 digits on an axis of 1e289 days.
+    #[test]
+    fn ticks_are_short_grouped_and_scientific_on_absurd_axes() {
+        assert_eq!(tick(1e9, 1e9), "1,000,000,000");
+        assert_eq!(tick(10_000.0, 1e5), "10,000");
+        assert_eq!(tick(0.9932, 1.0), "0.9932");
+        assert_eq!(tick(0.30000000000000004, 1.0), "0.3");
+        assert_eq!(tick(2.5, 10.0), "2.5");
+        assert_eq!(tick(-0.0, 1.0), "0");
+        assert_eq!(tick(5.6e-17, 1.0), "0");
+        assert_eq!(tick(-2.0, 10.0), "-2");
+        assert_eq!(tick(5e288, 2.5e289), "5e288");
+        assert_eq!(tick(2.5e289, 2.5e289), "2.5e289");
+        assert_eq!(tick(2.5e-4, 1e-3 / 2.0), "2.5e-4");
+        assert_eq!(tick(1e-5, 1e-5), "1e-5");
+        for s in [tick(f64::MAX, f64::MAX), tick(1.7e308 / 3.0, 1.7e308)] {
+            assert!(s.len() < 12, "{s}");
+        }
     }
 }

@@ -127,8 +127,8 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
     let window = match r.days {
         Some(d) => format!("{d} days"),
         None => format!(
-            "the whole run ({:.1} failure-free days)",
-            r.failure_free_days.unwrap_or(0.0)
+            "the whole run ({} failure-free days)",
+            fix(r.failure_free_days.unwrap_or(0.0), 1)
         ),
     };
     println!(
@@ -284,14 +284,17 @@ fn print_text(s: &Setup, r: &Report, tables: &[(&str, Vec<CompareRow>)]) {
     if let (Some(t), Some(ff)) = (r.time_to_train_days, r.failure_free_days) {
         if t.mean.is_finite() {
             println!(
-                "time to train: {:.1} days (95% of replicas {} – {}); failure-free {:.1} days",
-                t.mean,
+                "time to train: {} days (95% of replicas {} – {}); failure-free {} days",
+                days(t.mean),
                 days(t.lo),
                 days(t.hi),
-                ff
+                fix(ff, 1)
             );
         } else {
-            println!("time to train: never (some replicas kept no work at all); failure-free {ff:.1} days");
+            println!(
+                "time to train: never (some replicas kept no work at all); failure-free {} days",
+                fix(ff, 1)
+            );
         }
     }
     if m.capped > 0 {

@@ -63,10 +63,10 @@ fn flow_report(
     for c in &log {
         tc.add_row(vec![
             Cell::new(format!(
-                "{} {:?} ({:?})",
+                "{} {} ({})",
                 dim(c.group_size, c.stride),
-                c.op,
-                c.algorithm
+                c.op.name(),
+                c.algorithm.name()
             )),
             right(format!("{} x {}", c.groups, c.group_size)),
             right(format!("{:.3e}", c.bytes)),
