@@ -2,7 +2,7 @@
 use std::path::Path;
 
 use comfy_table::{Cell, CellAlignment, Table};
-use myriad_report::num::fixed;
+use myriad_report::num::{fixed, grouped};
 
 struct FlowStep {
     json: serde_json::Value,
@@ -213,12 +213,12 @@ pub fn run(
             format!("{} k USD", fixed(t.energy_cost_usd / 1e3, 1))
         };
         println!(
-            "\ntime to train {:.3e} tokens: {} steps, {} days, {:.3e} GPU-hours, {} MWh at the facility, {cost} of energy",
+            "\ntime to train {:.3e} tokens: {} steps, {} days, {} GPU-hours, {} MWh at the facility, {cost} of energy",
             t.tokens,
-            fixed(t.steps, 0),
-            fixed(t.days, 1),
-            t.gpu_hours,
-            fixed(t.energy_mwh, 0)
+            grouped(t.steps, 0),
+            grouped(t.days, 1),
+            grouped(t.gpu_hours, 0),
+            grouped(t.energy_mwh, 0)
         );
     }
     if let Some(f) = flow_rows {
@@ -314,12 +314,12 @@ pub(super) fn print_step(
         String::new()
     };
     println!(
-        "MFU {:.1}% (of {} peak{bf16_too}) · HFU {:.1}% · {:.0} tokens/s · {:.0} tokens/s per accelerator",
+        "MFU {:.1}% (of {} peak{bf16_too}) · HFU {:.1}% · {} tokens/s · {} tokens/s per accelerator",
         100.0 * e.mfu,
         p.precision.as_str(),
         100.0 * e.hfu,
-        e.tokens_per_s,
-        e.tokens_per_s / accelerators as f64
+        grouped(e.tokens_per_s, 0),
+        grouped(e.tokens_per_s / accelerators as f64, 0)
     );
     // What stretches compute beyond the median chip's speed.
     let pc = &e.pace;
