@@ -9,7 +9,8 @@
 //! - Every accelerator belongs to exactly one scale-up domain.
 //! - BOM counts follow from the built structure (switches and links of the graph), not from
 //!   a separate formula table.
-//! - More accelerators never means fewer switches.
+//! - More accelerators never means fewer switches, cables or transceivers (a partly filled
+//!   pod or island is cabled as a full one, `topology`).
 //! - `levels` is ordered innermost first and sizes divide each other where they can.
 //!
 //! Rules and assumptions (each one a choice, documented here and in the README):
@@ -813,6 +814,7 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     let dci_latency_us = dci.as_ref().map(|d| d.distance_km * DCI_US_PER_KM);
     let plan = Plan {
         k,
+        breakout,
         link_gbps,
         nic_link_gbps,
         ports_per_nic,
