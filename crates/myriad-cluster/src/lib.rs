@@ -40,8 +40,8 @@
 //!   per peer site, and one more where an odd number of sites would leave a port unpaired,
 //!   so every pair of sites is joined and every site gets what it asked). A top switch
 //!   takes at most `k` minus its share of the DCI in a full tree of that many tiers (so a
-//!   larger site never fits fewer tiers), and each top stripe gets the switches its uplinks
-//!   and its share of the DCI ports need. The DCI ports are long-haul optical links to the
+//!   larger site never fits fewer tiers), and the top gets the switches its uplinks and the
+//!   DCI ports need, the whole top together (so a larger site never has fewer). The DCI ports are long-haul optical links to the
 //!   same-position top switch of every other site, split evenly over the peers (5 us/km);
 //!   what a position cannot split evenly (three sites with one port each there) is paired
 //!   across positions, evenly over the peers.

@@ -417,49 +417,92 @@ fn grouped_loads(l: u64, s: u64, b: u32) -> Vec<u32> {
 type Targets = Vec<Vec<u32>>;
 
 impl Plan {
-    /// Loads of the switches of one stripe taking `l` uplinks (`total` over the block's
-    /// positions): front-first up to a full block's loads where the tier's blocks have a
-    /// full size (`full`), else `ceil(l / d)` switches evenly (a site top with DCI: enough
-    /// for its share of the DCI ports too, in whole physical ports).
-    fn stripe_loads(&self, tier: u32, l: u64, total: u64, full: Option<&[u32]>) -> Vec<u32> {
+    /// Loads of the switches of one stripe taking `l` uplinks: front-first up to a full
+    /// block's loads where the tier's blocks have a full size (`full`), else `ceil(l / d)`
+    /// switches evenly.
+    fn stripe_loads(&self, tier: u32, l: u64, full: Option<&[u32]>) -> Vec<u32> {
         if let Some(f) = full {
             if l <= f.iter().map(|&x| x as u64).sum::<u64>() {
                 return front_first_loads(l, f);
             }
         }
         let d = self.down[tier as usize].max(1) as u64;
-        let s = l.div_ceil(d);
-        // Site top with DCI: enough switches for this position's uplinks and its share
-        // of the DCI ports (`dci_ports` spreads them over the block's free ports), the
-        // DCI never more than the down ports (1:1, as `dci_top_down` caps it).
-        if let Rule::Dci(g) = self.rule[tier as usize] {
-            let want = dci_ports_wanted(g, self.link_gbps, self.sites) as u128;
-            let share = (want * l as u128).div_ceil(total.max(1) as u128);
-            let k = self.k as u64;
-            let most = l.div_ceil(k / 2);
-            let need = ((l as u128 + share).div_ceil(k as u128)).min(most as u128) as u64;
-            return grouped_loads(l, s.max(need), self.breakout);
-        }
-        even_loads(l, s)
+        even_loads(l, l.div_ceil(d))
     }
 
     /// Stripe loads of one block over `chunk` (the up ports of each lower block's
     /// switches, in position order), `[position][switch]`.
     fn block_loads(&self, tier: u32, chunk: &[Vec<u32>], full: Option<&Targets>) -> Targets {
         let positions = chunk.iter().map(|b| b.len()).max().unwrap_or(0);
-        let total: u64 = chunk.iter().flatten().map(|&u| u as u64).sum();
-        (0..positions)
+        let ls: Vec<u64> = (0..positions)
             .map(|p| {
-                let l: u64 = chunk
+                chunk
                     .iter()
                     .filter_map(|b| b.get(p))
                     .map(|&u| u as u64)
-                    .sum();
+                    .sum()
+            })
+            .collect();
+        if let Rule::Dci(g) = self.rule[tier as usize] {
+            return self.dci_top_loads(g, &ls);
+        }
+        ls.iter()
+            .enumerate()
+            .map(|(p, &l)| {
                 if l == 0 {
                     return Vec::new();
                 }
                 let f = full.and_then(|f| f.get(p)).map(|v| v.as_slice());
-                self.stripe_loads(tier, l, total, f)
+                self.stripe_loads(tier, l, f)
+            })
+            .collect()
+    }
+
+    /// Stripe loads of a site-top block with `gbps` of DCI, over its positions' uplinks
+    /// `ls`. Each stripe takes at least `ceil(l / d)` switches, `d` the top's down ports
+    /// (`dci_top_down`); the block as a whole takes enough for its uplinks and the DCI ports
+    /// it keeps (`dci_ports`: at most 1:1 with its down ports), `ceil((L + W) / k)` for
+    /// `L` uplinks and `W` DCI ports, but never so many that a switch has fewer than half
+    /// its ports down. The switches beyond `ceil(l / d)` go one at a time to the stripe
+    /// whose switches carry the most. Every term grows with the uplinks, so a larger site
+    /// never has fewer top switches (per stripe, the share of the DCI a stripe's uplinks
+    /// asked for shrank when another stripe grew: 2 sites of 184 H100 on 16-port switches
+    /// with 25.6 Tb/s of DCI took 46 top switches, of 192, 32). Loads are spread in whole
+    /// physical ports (`grouped_loads`).
+    fn dci_top_loads(&self, gbps: f64, ls: &[u64]) -> Targets {
+        let k = self.k.max(2) as u64;
+        let d = self.down[self.tiers as usize].max(1) as u64;
+        let total: u64 = ls.iter().sum();
+        let want = dci_ports_wanted(gbps, self.link_gbps, self.sites);
+        let w = pair_up(want.min(total).max(self.sites as u64 - 1), self.sites);
+        let mut s: Vec<u64> = ls.iter().map(|&l| l.div_ceil(d)).collect();
+        let most: Vec<u64> = ls
+            .iter()
+            .map(|&l| l.div_ceil(k / 2).max(l.div_ceil(d)))
+            .collect();
+        let need = (total.saturating_add(w)).div_ceil(k).min(most.iter().sum());
+        let mut extra = need.saturating_sub(s.iter().sum());
+        while extra > 0 {
+            // The stripe whose switches carry the most, that may still take one more.
+            let Some(p) = (0..ls.len()).filter(|&p| s[p] < most[p]).max_by(|&a, &b| {
+                // ls[a] / s[a] against ls[b] / s[b], the first on ties.
+                (ls[a] as u128 * s[b] as u128)
+                    .cmp(&(ls[b] as u128 * s[a] as u128))
+                    .then(b.cmp(&a))
+            }) else {
+                break;
+            };
+            s[p] += 1;
+            extra -= 1;
+        }
+        ls.iter()
+            .zip(&s)
+            .map(|(&l, &n)| {
+                if l == 0 {
+                    Vec::new()
+                } else {
+                    grouped_loads(l, n, self.breakout)
+                }
             })
             .collect()
     }

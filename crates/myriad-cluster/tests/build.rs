@@ -492,6 +492,18 @@ fn more_accelerators_never_fewer_switches() {
         );
         never_drops("cables", &|b| b.bom.cables, &yaml, counts.iter().copied());
     }
+    // A site top's share of a large DCI: 2 x 368 -> 2 x 384 H100 on 16-port NDR with 25.6
+    // Tb/s per site took 138 switches to 128 (46 top switches to 32).
+    never_drops(
+        "switches",
+        &|b| b.bom.switches_total,
+        &|c| {
+            format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {c}, scale_up: hgx-h100, sites: 2, dci: {{gbps_per_site: 25600, distance_km: 10}}, scale_out: {{fabric: infiniband-ndr, switch_radix: 16}}}}"
+        )
+        },
+        (16..=2400).step_by(16),
+    );
     // Large clusters, one step per 256 nodes.
     never_drops(
         "switches",
