@@ -9,7 +9,8 @@
 //! - Every accelerator belongs to exactly one scale-up domain.
 //! - BOM counts follow from the built structure (switches and links of the graph), not from
 //!   a separate formula table.
-//! - More accelerators never means fewer switches.
+//! - More accelerators never means fewer switches, cables or transceivers (a partly filled
+//!   pod or island is cabled as a full one, `topology`).
 //! - `levels` is ordered innermost first and sizes divide each other where they can.
 //!
 //! Rules and assumptions (each one a choice, documented here and in the README):
@@ -39,8 +40,8 @@
 //!   per peer site, and one more where an odd number of sites would leave a port unpaired,
 //!   so every pair of sites is joined and every site gets what it asked). A top switch
 //!   takes at most `k` minus its share of the DCI in a full tree of that many tiers (so a
-//!   larger site never fits fewer tiers), and each top stripe gets the switches its uplinks
-//!   and its share of the DCI ports need. The DCI ports are long-haul optical links to the
+//!   larger site never fits fewer tiers), and the top gets the switches its uplinks and the
+//!   DCI ports need, the whole top together (so a larger site never has fewer). The DCI ports are long-haul optical links to the
 //!   same-position top switch of every other site, split evenly over the peers (5 us/km);
 //!   what a position cannot split evenly (three sites with one port each there) is paired
 //!   across positions, evenly over the peers.
@@ -813,6 +814,7 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     let dci_latency_us = dci.as_ref().map(|d| d.distance_km * DCI_US_PER_KM);
     let plan = Plan {
         k,
+        breakout,
         link_gbps,
         nic_link_gbps,
         ports_per_nic,

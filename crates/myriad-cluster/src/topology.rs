@@ -13,10 +13,19 @@
 //! - A tier-`j` switch group ("block") gathers up to `fan-in` lower blocks. For each switch
 //!   position `p` of the lower blocks, a stripe of `ceil(L_p / d_j)` switches takes the
 //!   `L_p` uplinks of the position-`p` switches, spread round-robin so that loads differ by
-//!   at most one port: this is the folded Clos (k-ary fat-tree when full), and in a
-//!   partially filled block it builds only the switches the ports need, with parallel
+//!   at most one port: this is the folded Clos (k-ary fat-tree when full), with parallel
 //!   cables where a block is small (the DGX SuperPOD 2-tier: 32 leaves x 32 uplinks over
 //!   16 spines = 2 cables per leaf-spine pair).
+//! - A partly filled block (the last pod of a site, the last island) is cabled as a full
+//!   one: its stripe's switches fill front-first, each up to the load it carries in a full
+//!   block (`Plan::targets`), switches added as the block grows (the round-robin passes over
+//!   the full ones). So a switch's load, and the uplinks it passes to the tier above, only
+//!   grow with the cluster: more accelerators never mean fewer switches, cables or
+//!   transceivers (an island of 248 NIC ports spreading them evenly over 3 spines, where a
+//!   full one of 256 takes 4 of 64, passed 83 uplinks per spine up: 1,016 H100 in islands
+//!   of 256 took 7 core switches, 1,024 took 4). A site or rail top has no full size: its
+//!   stripes stay even, and with DCI (and broken-out ports) take whole physical ports, so
+//!   the ports used, and their transceivers, are `ceil(L_p / breakout)`.
 //! - Uplinks of a new switch: equal to its used down ports (non-blocking), `ceil(down / r)`
 //!   at an oversubscribed boundary (island top, oversubscribed leaf, site top with DCI), or
 //!   none at the top.
@@ -276,6 +285,8 @@ pub(crate) enum LeafKind {
 pub(crate) struct Plan {
     /// Ports per switch in one plane (after breakout).
     pub k: u32,
+    /// Cables one physical switch port is split into (`k / switch_radix`).
+    pub breakout: u32,
     pub link_gbps: f64,
     pub nic_link_gbps: f64,
     pub ports_per_nic: u32,
@@ -350,25 +361,257 @@ pub(crate) fn up_ports(down: u32, r: f64) -> u32 {
     ((down as f64 / r) - 1e-9).ceil().max(1.0) as u32
 }
 
+/// Up ports of a switch with `down` used down ports under `rule` (the DCI's are allotted
+/// after the site top is built, `Ctx::dci_ports`).
+pub(crate) fn uplinks(rule: Rule, down: u32) -> u32 {
+    match rule {
+        Rule::Equal => down,
+        Rule::Ratio(r) => up_ports(down, r),
+        Rule::Top | Rule::Dci(_) => 0,
+    }
+}
+
+/// `l` cables over `s` switches, loads differing by at most one, the larger first: what
+/// laying them round-robin from switch 0 gives.
+fn even_loads(l: u64, s: u64) -> Vec<u32> {
+    let s = s.max(1);
+    (0..s)
+        .map(|t| (l / s + (t < l % s) as u64) as u32)
+        .collect()
+}
+
+/// `l` cables filling switches front-first, switch `t` up to `full[t]`: a partly filled
+/// block cabled as a full one, its switches added as it grows. Every switch's load grows
+/// with `l`, so the tiers above never lose ports when a block fills.
+fn front_first_loads(l: u64, full: &[u32]) -> Vec<u32> {
+    let mut left = l;
+    let mut out = Vec::new();
+    for &f in full {
+        if left == 0 {
+            break;
+        }
+        let x = left.min(f as u64);
+        out.push(x as u32);
+        left -= x;
+    }
+    out
+}
+
+/// `l` cables over `s` switches in whole physical ports of `b` cables: whole ports spread
+/// evenly (the larger first), the part port after them. Every switch's ports stay full but
+/// one, so the ports used (and the transceivers in them) are `ceil(l / b)`, and each
+/// switch's load grows with `l`.
+fn grouped_loads(l: u64, s: u64, b: u32) -> Vec<u32> {
+    let b = b.max(1) as u64;
+    let s = s.max(1);
+    let (g, r) = (l / b, l % b);
+    (0..s)
+        .map(|t| {
+            let whole = g / s + (t < g % s) as u64;
+            (whole * b + if t == g % s { r } else { 0 }) as u32
+        })
+        .collect()
+}
+
+/// Target loads of the stripes of a full block of one tier, `[position][switch]`.
+type Targets = Vec<Vec<u32>>;
+
+impl Plan {
+    /// Loads of the switches of one stripe taking `l` uplinks: front-first up to a full
+    /// block's loads where the tier's blocks have a full size (`full`), else `ceil(l / d)`
+    /// switches evenly.
+    fn stripe_loads(&self, tier: u32, l: u64, full: Option<&[u32]>) -> Vec<u32> {
+        if let Some(f) = full {
+            if l <= f.iter().map(|&x| x as u64).sum::<u64>() {
+                return front_first_loads(l, f);
+            }
+        }
+        let d = self.down[tier as usize].max(1) as u64;
+        even_loads(l, l.div_ceil(d))
+    }
+
+    /// Stripe loads of one block over `chunk` (the up ports of each lower block's
+    /// switches, in position order), `[position][switch]`.
+    fn block_loads(&self, tier: u32, chunk: &[Vec<u32>], full: Option<&Targets>) -> Targets {
+        let positions = chunk.iter().map(|b| b.len()).max().unwrap_or(0);
+        let ls: Vec<u64> = (0..positions)
+            .map(|p| {
+                chunk
+                    .iter()
+                    .filter_map(|b| b.get(p))
+                    .map(|&u| u as u64)
+                    .sum()
+            })
+            .collect();
+        if let Rule::Dci(g) = self.rule[tier as usize] {
+            return self.dci_top_loads(g, &ls);
+        }
+        ls.iter()
+            .enumerate()
+            .map(|(p, &l)| {
+                if l == 0 {
+                    return Vec::new();
+                }
+                let f = full.and_then(|f| f.get(p)).map(|v| v.as_slice());
+                self.stripe_loads(tier, l, f)
+            })
+            .collect()
+    }
+
+    /// Stripe loads of a site-top block with `gbps` of DCI, over its positions' uplinks
+    /// `ls`. Each stripe takes at least `ceil(l / d)` switches, `d` the top's down ports
+    /// (`dci_top_down`); the block as a whole takes enough for its uplinks and the DCI ports
+    /// it keeps (`dci_ports`: at most 1:1 with its down ports), `ceil((L + W) / k)` for
+    /// `L` uplinks and `W` DCI ports, but never so many that a switch has fewer than half
+    /// its ports down. The switches beyond `ceil(l / d)` go one at a time to the stripe
+    /// whose switches carry the most. Every term grows with the uplinks, so a larger site
+    /// never has fewer top switches (per stripe, the share of the DCI a stripe's uplinks
+    /// asked for shrank when another stripe grew: 2 sites of 184 H100 on 16-port switches
+    /// with 25.6 Tb/s of DCI took 46 top switches, of 192, 32). Loads are spread in whole
+    /// physical ports (`grouped_loads`).
+    fn dci_top_loads(&self, gbps: f64, ls: &[u64]) -> Targets {
+        let k = self.k.max(2) as u64;
+        let d = self.down[self.tiers as usize].max(1) as u64;
+        let total: u64 = ls.iter().sum();
+        let want = dci_ports_wanted(gbps, self.link_gbps, self.sites);
+        let w = pair_up(want.min(total).max(self.sites as u64 - 1), self.sites);
+        let mut s: Vec<u64> = ls.iter().map(|&l| l.div_ceil(d)).collect();
+        let most: Vec<u64> = ls
+            .iter()
+            .map(|&l| l.div_ceil(k / 2).max(l.div_ceil(d)))
+            .collect();
+        let need = (total.saturating_add(w)).div_ceil(k).min(most.iter().sum());
+        let mut extra = need.saturating_sub(s.iter().sum());
+        while extra > 0 {
+            // The stripe whose switches carry the most, that may still take one more.
+            let Some(p) = (0..ls.len()).filter(|&p| s[p] < most[p]).max_by(|&a, &b| {
+                // ls[a] / s[a] against ls[b] / s[b], the first on ties.
+                (ls[a] as u128 * s[b] as u128)
+                    .cmp(&(ls[b] as u128 * s[a] as u128))
+                    .then(b.cmp(&a))
+            }) else {
+                break;
+            };
+            s[p] += 1;
+            extra -= 1;
+        }
+        ls.iter()
+            .zip(&s)
+            .map(|(&l, &n)| {
+                if l == 0 {
+                    Vec::new()
+                } else {
+                    grouped_loads(l, n, self.breakout)
+                }
+            })
+            .collect()
+    }
+
+    /// Up ports of the switches a block's stripe loads give, in position order.
+    fn block_ups(&self, tier: u32, loads: &Targets) -> Vec<u32> {
+        let rule = self.rule[tier as usize];
+        loads.iter().flatten().map(|&x| uplinks(rule, x)).collect()
+    }
+
+    /// Leaf sizes (NIC ports) for nodes `0..nodes` of a scope, in leaf order.
+    fn leaf_sizes(&self, nodes: u64) -> Vec<u32> {
+        let eps = self.endpoints_per_node_per_plane() as u64;
+        let d1 = self.down[1].max(1) as u64;
+        let mut out = Vec::new();
+        match self.leaf_kind {
+            LeafKind::Consecutive => {
+                let mut left = nodes * eps;
+                while left > 0 {
+                    let c = left.min(d1);
+                    out.push(c as u32);
+                    left -= c;
+                }
+            }
+            LeafKind::Rails => {
+                let mut g0 = 0;
+                while g0 < nodes {
+                    let g1 = (g0 + d1).min(nodes);
+                    out.extend((0..eps).map(|_| (g1 - g0) as u32));
+                    g0 = g1;
+                }
+            }
+        }
+        out
+    }
+
+    /// The stripe loads of a full block at each tier whose blocks have a full size: below
+    /// a scope's top, `down[j]` full blocks of the tier below; an island's top, a full
+    /// island; between the islands and the site top, `down[j]` full islands' tops. `None`
+    /// at the top of a site or rail, which has no full size. A partly filled block fills
+    /// its switches front-first up to these loads, so the loads a block's switches pass up
+    /// only grow as it fills, and a full block is built as before.
+    fn targets(&self) -> Vec<Option<Targets>> {
+        let mut out: Vec<Option<Targets>> = vec![None; self.tiers as usize + 1];
+        if self.tiers == 0 {
+            return out;
+        }
+        // Up ports of the switches of a full block of the tier below, in position order.
+        let mut lower = vec![uplinks(self.rule[1], self.down[1])];
+        if let (Scope::Islands { nodes }, 1) = (self.scope, self.scope_tiers) {
+            // One leaf per island.
+            let ports = nodes * self.endpoints_per_node_per_plane() as u64;
+            lower = vec![uplinks(self.rule[1], ports as u32)];
+        }
+        for j in 2..self.tiers {
+            let loads =
+                if let (Scope::Islands { nodes }, true) = (self.scope, j == self.scope_tiers) {
+                    // A full island, built as the tree builds it: leaves, then blocks of
+                    // `down[i]` (the last one partly filled), then its top over all of them.
+                    let mut blocks: Vec<Vec<u32>> = self
+                        .leaf_sizes(nodes)
+                        .into_iter()
+                        .map(|n| vec![uplinks(self.rule[1], n)])
+                        .collect();
+                    for i in 2..j {
+                        let n = self.down[i as usize].max(1) as usize;
+                        blocks = blocks
+                            .chunks(n)
+                            .map(|c| {
+                                let l = self.block_loads(i, c, out[i as usize].as_ref());
+                                self.block_ups(i, &l)
+                            })
+                            .collect();
+                    }
+                    self.block_loads(j, &blocks, None)
+                } else {
+                    let n = self.down[j as usize].max(1) as u64;
+                    let d = self.down[j as usize].max(1) as u64;
+                    lower
+                        .iter()
+                        .map(|&u| {
+                            let l = n * u as u64;
+                            if l == 0 {
+                                Vec::new()
+                            } else {
+                                even_loads(l, l.div_ceil(d))
+                            }
+                        })
+                        .collect()
+                };
+            lower = self.block_ups(j, &loads);
+            out[j as usize] = Some(loads);
+        }
+        out
+    }
+}
+
 struct Ctx<'a> {
     plan: &'a Plan,
+    /// `Plan::targets`, per tier.
+    targets: Vec<Option<Targets>>,
     topo: Topology,
     site: u32,
     plane: u32,
 }
 
 impl Ctx<'_> {
-    fn uplinks(&self, tier: u32, down: u32, block_down_total: u64) -> u32 {
-        match self.plan.rule[tier as usize] {
-            Rule::Equal => down,
-            Rule::Ratio(r) => up_ports(down, r),
-            Rule::Top => 0,
-            // Allotted per block after the site top is built (`dci_ports`).
-            Rule::Dci(_) => {
-                let _ = block_down_total;
-                0
-            }
-        }
+    fn uplinks(&self, tier: u32, down: u32) -> u32 {
+        uplinks(self.plan.rule[tier as usize], down)
     }
 
     /// Up ports for the DCI on a site-top block: `ceil(gbps / link_gbps)` ports, spread over
@@ -424,7 +667,6 @@ impl Ctx<'_> {
     /// Leaves for one scope: `ports` in leaf order, cut into leaves of `chunks[i]` ports.
     fn leaves(&mut self, ports: &[u32], chunks: &[u32]) -> Vec<Block> {
         let p = self.plan;
-        let total: u64 = ports.len() as u64;
         let mut out = Vec::with_capacity(chunks.len());
         let mut at = 0usize;
         for &n in chunks {
@@ -446,7 +688,7 @@ impl Ctx<'_> {
                 self.topo
                     .add_link(v, sv, 1, p.nic_link_gbps, lat, optical, 1, LinkKind::Nic);
             }
-            let up = self.uplinks(1, n, total);
+            let up = self.uplinks(1, n);
             self.topo.switches.down_ports[sw as usize] = n;
             self.topo.switches.up_ports[sw as usize] = up;
             out.push(Block { switches: vec![sw] });
@@ -468,13 +710,18 @@ impl Ctx<'_> {
     }
 
     fn combine(&mut self, chunk: &[Block], tier: u32) -> Block {
-        let d = self.plan.down[tier as usize].max(1) as u64;
-        let positions = chunk.iter().map(|b| b.switches.len()).max().unwrap_or(0);
-        let total: u64 = chunk
+        let ups: Vec<Vec<u32>> = chunk
             .iter()
-            .flat_map(|b| b.switches.iter())
-            .map(|&s| self.topo.switches.up_ports[s as usize] as u64)
-            .sum();
+            .map(|b| {
+                b.switches
+                    .iter()
+                    .map(|&s| self.topo.switches.up_ports[s as usize])
+                    .collect()
+            })
+            .collect();
+        let loads = self
+            .plan
+            .block_loads(tier, &ups, self.targets[tier as usize].as_ref());
         let len_m = if tier == 2 {
             LEAF_TO_SPINE_M
         } else {
@@ -483,65 +730,81 @@ impl Ctx<'_> {
         let lat = len_m * NS_PER_M / 1000.0;
         let link_gbps = self.plan.link_gbps;
         let mut out = Vec::new();
-        for p in 0..positions {
-            let l: u64 = chunk
-                .iter()
-                .filter_map(|b| b.switches.get(p))
-                .map(|&s| self.topo.switches.up_ports[s as usize] as u64)
-                .sum();
-            if l == 0 {
+        let mut got: Vec<u32> = Vec::new();
+        for (p, stripe) in loads.iter().enumerate() {
+            if stripe.is_empty() {
                 continue;
             }
-            let mut s = l.div_ceil(d);
-            // Site top with DCI: enough switches for this position's uplinks and its share
-            // of the DCI ports (`dci_ports` spreads them over the block's free ports), the
-            // DCI never more than the down ports (1:1, as `dci_top_down` caps it).
-            if let Rule::Dci(g) = self.plan.rule[tier as usize] {
-                let want = dci_ports_wanted(g, link_gbps, self.plan.sites) as u128;
-                let share = (want * l as u128).div_ceil(total.max(1) as u128);
-                let k = self.plan.k as u64;
-                let most = l.div_ceil(k / 2);
-                let need = ((l as u128 + share).div_ceil(k as u128)).min(most as u128) as u64;
-                s = s.max(need);
-            }
-            let s = s as u32;
+            let s = stripe.len();
             let first = self.topo.switches.len() as u32;
             for _ in 0..s {
                 self.topo.add_switch(tier, self.plane, self.site, NO_RACK);
             }
-            let mut off: u32 = 0;
-            for b in chunk {
-                let Some(&x) = b.switches.get(p) else {
+            // Each lower switch's uplinks round-robin over the stripe, continuing where the
+            // last one stopped and passing over switches already at their load: in a full
+            // block (even loads) no switch is passed over and the loads differ by at most
+            // one; in a partly filled one the front switches fill first.
+            let mut room = stripe.clone();
+            let mut off = 0usize;
+            for (b, u) in chunk.iter().zip(&ups) {
+                let (Some(&x), Some(&u)) = (b.switches.get(p), u.get(p)) else {
                     continue;
                 };
-                let u = self.topo.switches.up_ports[x as usize];
                 let xv = self.topo.switch_vertex(x);
-                let base = u / s;
-                let extra = u % s;
-                let add = |topo: &mut Topology, t: u32, c: u32| {
-                    let up = first + t;
+                let start = off;
+                got.clear();
+                got.resize(s, 0);
+                let (base, extra) = (u as usize / s, u as usize % s);
+                let fits = (0..s)
+                    .all(|t| base + (((t + s - off) % s) < extra) as usize <= room[t] as usize);
+                if fits {
+                    for t in 0..s {
+                        got[t] = (base + (((t + s - off) % s) < extra) as usize) as u32;
+                        room[t] -= got[t];
+                    }
+                    off = (off + u as usize) % s;
+                } else {
+                    let mut left = u;
+                    while left > 0 {
+                        if room.iter().all(|&r| r == 0) {
+                            break;
+                        }
+                        if room[off] > 0 {
+                            room[off] -= 1;
+                            got[off] += 1;
+                            left -= 1;
+                        }
+                        off = (off + 1) % s;
+                    }
+                }
+                let add = |topo: &mut Topology, t: usize| {
+                    let c = got[t];
+                    if c == 0 {
+                        return;
+                    }
+                    let up = first + t as u32;
                     let uv = topo.switch_vertex(up);
                     topo.add_link(xv, uv, c, link_gbps, lat, true, tier, LinkKind::Fabric);
                     topo.switches.down_ports[up as usize] += c;
                 };
-                if base == 0 {
-                    for m in 0..u {
-                        add(&mut self.topo, (off + m) % s, 1);
+                // Bundles in the order the cables were laid: from `start` round the stripe
+                // when a switch has fewer uplinks than the stripe has switches.
+                if (u as usize) < s {
+                    for i in 0..s {
+                        add(&mut self.topo, (start + i) % s);
                     }
                 } else {
                     for t in 0..s {
-                        let extra_here = ((t + s - off % s) % s) < extra;
-                        add(&mut self.topo, t, base + extra_here as u32);
+                        add(&mut self.topo, t);
                     }
                 }
-                off = (off + u) % s;
             }
             for t in 0..s {
-                let sw = (first + t) as usize;
+                let sw = (first + t as u32) as usize;
                 let down = self.topo.switches.down_ports[sw];
-                self.topo.switches.up_ports[sw] = self.uplinks(tier, down, total);
+                self.topo.switches.up_ports[sw] = self.uplinks(tier, down);
             }
-            out.extend(first..first + s);
+            out.extend(first..first + s as u32);
         }
         Block { switches: out }
     }
@@ -689,6 +952,7 @@ pub(crate) fn build_graph(p: &Plan) -> Topology {
     };
     let mut ctx = Ctx {
         plan: p,
+        targets: p.targets(),
         topo,
         site: 0,
         plane: 0,

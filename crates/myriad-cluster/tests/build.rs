@@ -404,43 +404,137 @@ fn invariants_domains_and_capacity() {
     }
 }
 
+/// A cluster of `count` `acc` on `su`, over `sites` sites with a 400 Gb/s DCI each when
+/// more than one.
+fn cluster(acc: &str, su: &str, count: u64, sites: u32, scale_out: &str) -> String {
+    let dci = if sites > 1 {
+        format!("sites: {sites}, dci: {{gbps_per_site: 400, distance_km: 10}}, ")
+    } else {
+        String::new()
+    };
+    format!(
+        "format: myriad/1\ncluster: {{accelerator: {acc}, count: {count}, scale_up: {su}, {dci}scale_out: {{{scale_out}}}}}"
+    )
+}
+
+/// Builds `yaml(c)` for each count and checks that `metric` never drops from one count to
+/// the next.
+fn never_drops(
+    what: &str,
+    metric: &dyn Fn(&BuiltCluster) -> u64,
+    yaml: &dyn Fn(u64) -> String,
+    counts: impl Iterator<Item = u64>,
+) {
+    let mut prev: Option<(u64, u64)> = None;
+    for c in counts {
+        let n = metric(&built(&yaml(c)));
+        if let Some((pc, pn)) = prev {
+            assert!(
+                n >= pn,
+                "{}: {pc} -> {c} accelerators take {what} from {pn} to {n}",
+                yaml(c)
+            );
+        }
+        prev = Some((c, n));
+    }
+}
+
+/// Designs whose partly filled pods, islands and site tops the tests below step through one
+/// node (one per site) at a time: (accelerator, scale-up, sites, scale_out, counts).
+fn partial_pod_designs() -> Vec<(&'static str, &'static str, u32, &'static str, Vec<u64>)> {
+    let h = ("h100-sxm", "hgx-h100");
+    let a = ("a100-sxm-80gb", "hgx-a100");
+    let by = |from: u64, to: u64, step: u64| (from..=to).step_by(step as usize).collect();
+    vec![
+        // A partial island built ceil(L/d) spines (3 for 248 uplinks, where a full island
+        // spreads 256 over 4): 1,016 -> 1,024 H100 took switches from 38 to 36.
+        (h.0, h.1, 1, "fabric: roce-800g, island: 256, oversubscription: 2", by(256, 2048, 8)),
+        // The same on NDR: 1,784 -> 1,792 took 124 to 123.
+        (h.0, h.1, 1, "fabric: infiniband-ndr, island: 256, oversubscription: 2", by(1024, 2560, 8)),
+        // Partial pods under a 2-site top: 1,632 -> 1,648 took 274 to 272.
+        (a.0, a.1, 2, "fabric: infiniband-ndr, switch_radix: 16", by(16, 2400, 16)),
+        // Site tops in 4-way breakout: 2,256 -> 2,272 took transceivers 1,144 to 1,142.
+        (a.0, a.1, 2, "fabric: roce-800g, switch_radix: 16", by(128, 2400, 16)),
+        // 2,256 -> 2,272 took transceivers 2,284 to 2,280.
+        (h.0, h.1, 2, "fabric: roce-800g, switch_radix: 16, planes: 2", by(128, 2400, 16)),
+        (h.0, h.1, 1, "fabric: infiniband-ndr", by(8, 6000, 8)),
+        (h.0, h.1, 1, "fabric: infiniband-ndr, topology: rail-optimized", by(8, 5000, 8)),
+        (h.0, h.1, 1, "fabric: roce-400g, switch_radix: 64, planes: 2", by(8, 5000, 8)),
+        (
+            h.0,
+            h.1,
+            1,
+            "fabric: roce-400g, switch_radix: 64, topology: spine-leaf, oversubscription: 3",
+            by(8, 3072, 8),
+        ),
+        (
+            a.0,
+            a.1,
+            1,
+            "fabric: roce-400g, topology: rail-optimized, switch_radix: 16, island: 128, oversubscription: 3",
+            by(128, 2048, 8),
+        ),
+        (h.0, h.1, 1, "fabric: roce-800g, switch_radix: 16, tiers: 4", by(8, 1536, 8)),
+        (h.0, h.1, 1, "fabric: roce-200g, topology: rail-only, switch_radix: 16", by(8, 2048, 8)),
+        (h.0, h.1, 3, "fabric: roce-400g, switch_radix: 32, island: 144, oversubscription: 2", by(432, 3600, 24)),
+    ]
+}
+
 #[test]
 fn more_accelerators_never_fewer_switches() {
-    let sweep = |so: &str, counts: &mut dyn Iterator<Item = u64>| {
-        let mut prev = 0u64;
-        let mut prev_c = 0u64;
-        for c in counts {
-            let b = built(&h100(c, so));
-            let n = b.bom.switches_total;
-            assert!(
-                n >= prev,
-                "{so}: {c} accelerators -> {n} switches, {prev_c} -> {prev}"
-            );
-            prev = n;
-            prev_c = c;
-        }
-    };
-    sweep("fabric: infiniband-ndr", &mut (8..=6000).step_by(8));
-    sweep(
-        "fabric: infiniband-ndr",
-        &mut (6000..=140000).step_by(2048).map(|c| c / 8 * 8),
+    for (acc, su, sites, so, counts) in partial_pod_designs() {
+        let yaml = |c: u64| cluster(acc, su, c, sites, so);
+        never_drops(
+            "switches",
+            &|b| b.bom.switches_total,
+            &yaml,
+            counts.iter().copied(),
+        );
+        never_drops("cables", &|b| b.bom.cables, &yaml, counts.iter().copied());
+    }
+    // A site top's share of a large DCI: 2 x 368 -> 2 x 384 H100 on 16-port NDR with 25.6
+    // Tb/s per site took 138 switches to 128 (46 top switches to 32).
+    never_drops(
+        "switches",
+        &|b| b.bom.switches_total,
+        &|c| {
+            format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {c}, scale_up: hgx-h100, sites: 2, dci: {{gbps_per_site: 25600, distance_km: 10}}, scale_out: {{fabric: infiniband-ndr, switch_radix: 16}}}}"
+        )
+        },
+        (16..=2400).step_by(16),
     );
-    sweep(
-        "fabric: infiniband-ndr, topology: rail-optimized",
-        &mut (8..=5000).step_by(8),
+    // Large clusters, one step per 256 nodes.
+    never_drops(
+        "switches",
+        &|b| b.bom.switches_total,
+        &|c| h100(c, "fabric: infiniband-ndr"),
+        (6000..=140000).step_by(2048).map(|c| c / 8 * 8),
     );
-    sweep(
-        "fabric: roce-400g, switch_radix: 64, planes: 2",
-        &mut (8..=5000).step_by(8),
+    never_drops(
+        "switches",
+        &|b| b.bom.switches_total,
+        &|c| {
+            h100(
+                c,
+                "fabric: roce-400g, switch_radix: 64, island: 1024, oversubscription: 4",
+            )
+        },
+        (1032..=40000).step_by(1024).map(|c| c / 8 * 8),
     );
-    sweep(
-        "fabric: roce-400g, switch_radix: 64, topology: spine-leaf, oversubscription: 3",
-        &mut (8..=3072).step_by(8),
-    );
-    sweep(
-        "fabric: roce-400g, switch_radix: 64, island: 1024, oversubscription: 4",
-        &mut (1032..=40000).step_by(1024).map(|c| c / 8 * 8),
-    );
+}
+
+#[test]
+fn more_accelerators_never_fewer_transceivers() {
+    for (acc, su, sites, so, counts) in partial_pod_designs() {
+        let yaml = |c: u64| cluster(acc, su, c, sites, so);
+        never_drops(
+            "transceivers",
+            &|b| b.bom.transceivers,
+            &yaml,
+            counts.into_iter(),
+        );
+    }
 }
 
 fn err(s: &Scenario) -> BuildError {
