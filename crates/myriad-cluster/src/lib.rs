@@ -990,6 +990,7 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
                 d.distance_km * DCI_US_PER_KM,
             )
         }),
+        cross_prop: topo.crossing_propagation_us(),
     };
     let levels = levels(&lv);
 
@@ -1221,6 +1222,9 @@ struct LevelInputs<'a> {
     sites: u32,
     /// (Gb/s per site as built, latency us)
     dci: Option<(f64, f64)>,
+    /// Cable propagation of a crossing at tier `j`, up and down, µs, from the built
+    /// topology (`Topology::crossing_propagation_us`).
+    cross_prop: Vec<f64>,
 }
 
 /// Hierarchy levels for the step model (see `Level`): the scale-up domain, then one level
@@ -1242,7 +1246,13 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
         return out;
     }
     let sw = f.switch.latency_ns / 1000.0;
-    let lat = |j: u32| f.base_latency_us + (2 * j - 1) as f64 * sw;
+    // One switch and short cables (the catalog's figure, less its own cables), the 2j − 1
+    // switches of a tier-`j` crossing, and the cables that crossing runs over, up and down,
+    // as the built topology has them (what the flow backend charges per link).
+    let base = topology::base_without_cables_us(f.base_latency_us);
+    let lat = |j: u32| {
+        base + (2 * j - 1) as f64 * sw + x.cross_prop.get(j as usize).copied().unwrap_or(0.0)
+    };
     // SHARP exists on InfiniBand switches, but NCCL uses it only with the SHARP plugin
     // (CollNet) configured; the published per-NIC bus bandwidths are ring figures. Off.
     let inr = false;

@@ -173,6 +173,46 @@ impl Topology {
         }
     }
 
+    /// Mean one-way cable propagation, µs, of the bundles into each tier: index `j` for
+    /// tier `j` (1: NIC to leaf, 2: leaf to spine, 3 and 4: above; index 0 unused), DCI
+    /// links left out; 0 for a tier without bundles. A tier mixing cable kinds (top-of-rack
+    /// leaves on in-rack copper beside out-of-rack ones) gives the mean over its bundles.
+    /// The per-link figures are the ones the flow backend charges (`Links::latency_us`).
+    pub fn tier_propagation_us(&self) -> Vec<f64> {
+        let l = &self.links;
+        let mut sum = vec![0.0f64; self.tiers as usize + 1];
+        let mut n = vec![0u64; self.tiers as usize + 1];
+        for i in 0..l.len() {
+            let t = l.tier[i] as usize;
+            if l.kind[i] == LinkKind::Dci || t >= sum.len() {
+                continue;
+            }
+            sum[t] += l.latency_us[i] as f64;
+            n[t] += 1;
+        }
+        sum.iter()
+            .zip(&n)
+            .map(|(&s, &c)| if c == 0 { 0.0 } else { s / c as f64 })
+            .collect()
+    }
+
+    /// One-way cable propagation, µs, of a crossing at tier `j`, by tier (index `j`, 0 for
+    /// none): up from a NIC port to a tier-`j` switch and down again, each tier's cables at
+    /// their mean (`tier_propagation_us`), `2 · Σ_{i ≤ j} prop(i)`.
+    pub fn crossing_propagation_us(&self) -> Vec<f64> {
+        let mut acc = 0.0;
+        self.tier_propagation_us()
+            .iter()
+            .enumerate()
+            .map(|(j, &p)| {
+                if j > 0 {
+                    acc += 2.0 * p;
+                }
+                acc
+            })
+            .collect()
+    }
+
     /// Vertices in all: NIC ports then switches.
     pub fn vertices(&self) -> u32 {
         self.endpoints + self.switches.len() as u32
@@ -245,6 +285,20 @@ pub const IN_RACK_M: f64 = 3.0;
 pub const NIC_TO_LEAF_M: f64 = 30.0;
 pub const LEAF_TO_SPINE_M: f64 = 100.0;
 pub const UPPER_TIER_M: f64 = 300.0;
+
+/// One-way propagation, µs, that a fabric's `base_latency_us` already holds: the catalog's
+/// figure is a small-message latency measured across one switch, both NICs on short
+/// cables, taken as in-rack ones (`IN_RACK_M` each). Both backends charge
+/// `base_latency_us` less this (`base_without_cables_us`) plus every cable of the built
+/// path, so a path of two in-rack cables through one switch costs exactly the catalog's
+/// figure and no cable is counted twice.
+pub const BASE_CABLES_US: f64 = 2.0 * IN_RACK_M * NS_PER_M / 1000.0;
+
+/// A fabric's `base_latency_us` without the propagation of its own two short cables
+/// (`BASE_CABLES_US`), µs; never below 0.
+pub fn base_without_cables_us(base_latency_us: f64) -> f64 {
+    (base_latency_us - BASE_CABLES_US).max(0.0)
+}
 
 /// How a tier's switches size their uplinks.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -95,9 +95,72 @@ fn dgx_superpod_1024_h100() {
     assert!(!b.levels[1].in_network_reduction && !b.levels[2].in_network_reduction);
     // 8 x 400 Gb/s / 8 / 8 GPUs = 50 GB/s per GPU.
     assert_eq!(b.levels[2].gbps_per_accelerator, 50.0);
-    // Latency: base + 3 switch hops (leaf, spine, leaf).
-    let lat = f.base_latency_us + 3.0 * f.switch.latency_ns / 1000.0;
-    assert!((b.levels[2].latency_us - lat).abs() < 1e-12);
+    // Latency: base (2.0 us across one switch, which holds two 3 m in-rack cables:
+    // 2 x 3 x 5 ns = 0.03 us) + 3 switch hops (leaf, spine, leaf: 3 x 0.13 us) + the
+    // cables up and down: NIC to an out-of-rack leaf 30 m (150 ns), leaf to spine 100 m
+    // (500 ns), 2 x 650 ns = 1.3 us. 2.0 - 0.03 + 0.39 + 1.3 = 3.66 us.
+    assert_eq!(f.base_latency_us, 2.0);
+    assert_eq!(f.switch.latency_ns, 130.0);
+    assert!(
+        (b.levels[2].latency_us - 3.66).abs() < 1e-6,
+        "{:?}",
+        b.levels
+    );
+    // The leaf: 2.0 - 0.03 + 0.13 + 2 x 0.15 = 2.40 us.
+    assert!(
+        (b.levels[1].latency_us - 2.40).abs() < 1e-6,
+        "{:?}",
+        b.levels
+    );
+}
+
+/// A level's latency holds the propagation of the cables a crossing at that level runs
+/// over, up and down, as the built topology has them; the fabric's base (one switch, short
+/// cables) is not counted twice. 8,192 H100 on a 3-tier NDR fat-tree (64-port switches):
+/// leaf of 32 GPUs, pod of 1,024, cluster.
+#[test]
+fn level_latency_adds_the_cables_of_the_crossing() {
+    let b = built(&h100(8192, "fabric: infiniband-ndr, topology: fat-tree"));
+    let names: Vec<&str> = b.levels.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["domain", "leaf", "pod", "cluster"]);
+    // Cross-pod: NIC -> leaf 30 m, leaf -> spine 100 m, spine -> core 300 m, and down:
+    // 2 x 430 m = 860 m x 5 ns = 4.3 us; 5 switches x 0.13 = 0.65 us; base 2.0 us less its
+    // two in-rack cables (0.03 us): 2.0 - 0.03 + 0.65 + 4.3 = 6.92 us (was 2.65 without the
+    // cables).
+    assert!(
+        (b.levels[3].latency_us - 6.92).abs() < 1e-6,
+        "{:?}",
+        b.levels
+    );
+    // Cross-leaf inside a pod: 2 x 130 m = 1.3 us + 3 x 0.13: 1.97 + 0.39 + 1.3 = 3.66 us.
+    assert!(
+        (b.levels[2].latency_us - 3.66).abs() < 1e-6,
+        "{:?}",
+        b.levels
+    );
+    // RoCE on a fat-tree: top-of-rack leaves on in-rack copper (3 m), so a crossing at the
+    // leaf is exactly the base's one switch and two short cables: 3.0 + 0.6 (Tomahawk 4's
+    // 600 ns) = 3.6 us; cross-pod 3.0 - 0.03 + 5 x 0.6 + 2 x (3 + 100 + 300) m x 5 ns
+    // (4.03 us) = 10.0 us.
+    let r = built(&h100(8192, "fabric: roce-400g, topology: fat-tree"));
+    assert_eq!(r.fabric.base_latency_us, 3.0);
+    assert_eq!(r.fabric.switch.latency_ns, 600.0);
+    assert!(r.network.top_of_rack_leaves);
+    assert!(
+        (r.levels[1].latency_us - 3.6).abs() < 1e-6,
+        "{:?}",
+        r.levels
+    );
+    assert!(
+        (r.levels[3].latency_us - 10.0).abs() < 1e-6,
+        "{:?}",
+        r.levels
+    );
+    // Rail-optimized leaves sit out of the rack (30 m): cross-rail-group 2 x 430 m again,
+    // 3.0 - 0.03 + 3.0 + 4.3 = 10.27 us.
+    let o = built(&h100(8192, "fabric: roce-400g, topology: rail-optimized"));
+    let top = o.levels.last().unwrap();
+    assert!((top.latency_us - 10.27).abs() < 1e-6, "{:?}", o.levels);
 }
 
 #[test]

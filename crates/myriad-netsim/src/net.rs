@@ -315,7 +315,10 @@ impl Router {
             nic_b,
             chain,
             switch_lat: t.switch_latency_us * 1e-6,
-            base_lat: c.fabric.base_latency_us * 1e-6,
+            // The catalog's one-switch figure holds two short cables; every cable of a
+            // route is added in `route` (`prop`), so they are taken out here.
+            base_lat: myriad_cluster::topology::base_without_cables_us(c.fabric.base_latency_us)
+                * 1e-6,
         }
     }
 
