@@ -322,6 +322,19 @@ impl Batch {
     }
 }
 
+/// The busiest attention-DP rank of an iteration, where the caller knows which rank holds
+/// each sequence (the request-level simulation places every request on one rank): the
+/// iteration is paced by it instead of the statistical estimate of
+/// `InstanceModel::busiest_context_factor`. Each is the maximum over the ranks on its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BusiestRank {
+    /// The largest sum of decode contexts on one rank (its attention's KV reads).
+    pub decode_ctx: f64,
+    /// The most sequences on one rank: its decodes and its prompts with a chunk in this
+    /// iteration (the host loop's work, `Framework::host_us_per_seq`).
+    pub seqs: f64,
+}
+
 /// Where an iteration's time goes (seconds); the parts add up to `total_s`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct IterTime {
@@ -960,7 +973,21 @@ impl InstanceModel {
     /// (`host_per_seq_s` × the busiest rank's sequences) and the excess is counted as
     /// overhead.
     pub fn iteration(&self, b: &Batch) -> IterTime {
-        let f = self.busiest_context_factor(b);
+        self.iteration_on_ranks(b, None)
+    }
+
+    /// `iteration` where the busiest attention-DP rank is known (`BusiestRank`): its decode
+    /// contexts set the attention core and its sequences the host-loop floor. `None`: the
+    /// statistical estimate (`busiest_context_factor`) and the mean rank's sequences.
+    pub fn iteration_on_ranks(&self, b: &Batch, busiest: Option<&BusiestRank>) -> IterTime {
+        let dp = self.par.attention_dp as f64;
+        let f = match busiest {
+            Some(r) if dp > 1.0 && b.decode_ctx > 0.0 => {
+                (dp * r.decode_ctx / b.decode_ctx).max(1.0)
+            }
+            Some(_) => 1.0,
+            None => self.busiest_context_factor(b),
+        };
         // The busiest rank's contexts: their spread scaled with their mean (it still sets
         // the windowed layers' spans, `attended_context`).
         let b = &Batch {
@@ -973,8 +1000,11 @@ impl InstanceModel {
         } else {
             self.iteration_gpu(b)
         };
-        let dp = self.par.attention_dp as f64;
-        let host = self.host_per_seq_s * ((b.decode_seqs + b.prefill_seqs) / dp).ceil();
+        let rank_seqs = match busiest {
+            Some(r) => r.seqs,
+            None => ((b.decode_seqs + b.prefill_seqs) / dp).ceil(),
+        };
+        let host = self.host_per_seq_s * rank_seqs;
         if host > t.total_s {
             t.overhead_s += host - t.total_s;
             t.total_s = host;

@@ -34,7 +34,7 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::model::{Batch, InstanceModel};
+use crate::model::{Batch, BusiestRank, InstanceModel};
 
 /// A length distribution (tokens), clipped to `[min, max]` where given.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -471,6 +471,12 @@ struct Inst {
     /// KV tokens reserved on each attention-DP rank (each rank has its own cache, of
     /// `kv_tokens / attention_dp`: vLLM's and SGLang's DP attention, TensorRT-LLM's ADP).
     rank_kv: Vec<f64>,
+    /// Running (decoding) sequences on each attention-DP rank, and the sum of their
+    /// contexts: the busiest rank paces the iteration (`BusiestRank`).
+    rank_running: Vec<u32>,
+    rank_ctx: Vec<f64>,
+    /// Prompts with a chunk in the iteration being formed, per rank (scratch).
+    rank_prompts: Vec<u32>,
     /// Ranks whose line is held by a waiting request their cache cannot yet hold (scratch
     /// of an admission pass).
     blocked: Vec<bool>,
@@ -518,6 +524,8 @@ impl Inst {
         self.running += 1;
         self.ctx += ctx;
         self.ctx_sq += ctx * ctx;
+        self.rank_running[q.rank as usize] += 1;
+        self.rank_ctx[q.rank as usize] += ctx;
         let steps = ((q.output - 1) as f64 / tps).ceil() as u64;
         self.finish.push(Reverse((self.steps + steps.max(1), r)));
     }
@@ -854,6 +862,15 @@ impl Sim<'_> {
             };
             b.prefill_tokens += take;
             b.prefill_seqs += 1.0;
+            if ranks > 1 {
+                let q = &self.reqs[r as usize];
+                let k = if role == Role::Prefill {
+                    q.src_rank
+                } else {
+                    q.rank
+                };
+                inst.rank_prompts[k as usize] += 1;
+            }
             b.prefill_pairs += take * done as f64 + take * (take + 1.0) / 2.0;
             budget -= take;
             inst.prefill[k].1 = done + take as u32;
@@ -875,7 +892,21 @@ impl Sim<'_> {
             self.decode_batch_sum += dec;
             self.decode_iters += 1;
         }
-        let it = spec.model.iteration(&b);
+        // The busiest attention-DP rank, from where each sequence runs.
+        let busiest = (ranks > 1).then(|| {
+            let inst = &mut self.insts[i];
+            let mut r = BusiestRank::default();
+            for k in 0..ranks as usize {
+                let running = if dec > 0.0 { inst.rank_running[k] } else { 0 };
+                r.seqs = r.seqs.max((running + inst.rank_prompts[k]) as f64);
+                if dec > 0.0 {
+                    r.decode_ctx = r.decode_ctx.max(inst.rank_ctx[k]);
+                }
+                inst.rank_prompts[k] = 0;
+            }
+            r
+        });
+        let it = spec.model.iteration_on_ranks(&b, busiest.as_ref());
         let class = if b.prefill_tokens > 0.0 {
             &mut self.mix.with_prompts
         } else {
@@ -896,6 +927,9 @@ impl Sim<'_> {
             // Every decoding sequence's context grows by `tps`: Σ(c + t)² = Σc² + 2tΣc + nt².
             inst.ctx_sq += 2.0 * tps * inst.ctx + dec * tps * tps;
             inst.ctx += dec * tps;
+            for (c, &n) in inst.rank_ctx.iter_mut().zip(&inst.rank_running) {
+                *c += n as f64 * tps;
+            }
             self.out_tokens += dec * tps;
             loop {
                 let inst = &mut self.insts[i];
@@ -911,6 +945,12 @@ impl Sim<'_> {
                         let reached = final_context(q.input, q.output, tps);
                         inst.ctx -= reached;
                         inst.ctx_sq -= reached * reached;
+                        let k = q.rank as usize;
+                        inst.rank_running[k] -= 1;
+                        inst.rank_ctx[k] -= reached;
+                        if inst.rank_running[k] == 0 {
+                            inst.rank_ctx[k] = 0.0;
+                        }
                         // Tokens emitted beyond the request's output (speculative rounding)
                         // were never its output: they count as none.
                         self.out_tokens -= (reached - ctx).max(0.0);
@@ -923,6 +963,7 @@ impl Sim<'_> {
             if self.insts[i].running == 0 {
                 self.insts[i].ctx = 0.0;
                 self.insts[i].ctx_sq = 0.0;
+                self.insts[i].rank_ctx.iter_mut().for_each(|c| *c = 0.0);
             }
         }
         let n = self.insts[i].done_front;
@@ -1129,6 +1170,9 @@ fn run(
                 finish: BinaryHeap::new(),
                 kv_used: 0.0,
                 rank_kv: vec![0.0; s.model.par.attention_dp.max(1) as usize],
+                rank_running: vec![0; s.model.par.attention_dp.max(1) as usize],
+                rank_ctx: vec![0.0; s.model.par.attention_dp.max(1) as usize],
+                rank_prompts: vec![0; s.model.par.attention_dp.max(1) as usize],
                 blocked: vec![false; s.model.par.attention_dp.max(1) as usize],
                 busy: false,
                 done_front: 0,

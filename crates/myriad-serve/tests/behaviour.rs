@@ -2,8 +2,8 @@
 //! rooflines, determinism, input errors and the validation ratchet.
 use myriad_scenario::Precision;
 use myriad_serve::{
-    simulate, Arrivals, Batch, Deployment, InstanceModel, LengthDist, Parallel, Precisions,
-    RoleSpec, SchedulePolicy, Slo, Workload,
+    simulate, Arrivals, Batch, BusiestRank, Deployment, InstanceModel, LengthDist, Parallel,
+    Precisions, RoleSpec, SchedulePolicy, Slo, Workload,
 };
 
 fn levels(acc: &str, count: u32) -> Vec<myriad_cluster::Level> {
@@ -375,6 +375,100 @@ fn busiest_attention_rank_follows_the_context_spread() {
     assert!(spread.attention_s > flat.attention_s);
     assert_eq!(spread.gemm_s, flat.gemm_s);
     assert!(spread.attention_s <= flat.attention_s * f * (1.0 + 1e-9));
+}
+
+/// Llama 3 8B on two H100 as two attention-DP ranks (each holds the whole model and its
+/// own sequences), bf16 weights and KV cache, no framework overhead.
+fn llama3_8b_h100_dp2() -> InstanceModel {
+    try_model(
+        ("h100-sxm", 8),
+        "llama3-8b",
+        Parallel::new(1, 2, 1),
+        (Precision::Bf16, Precision::Bf16, Precision::Bf16),
+        0.0,
+        false,
+        None,
+    )
+    .unwrap()
+}
+
+/// Where the caller knows each rank's sequences (`BusiestRank`), the busiest rank's own
+/// context sum sets the decode attention and its own sequence count the host floor, not
+/// the statistical estimate from the spread. Hand-worked: two ranks, one decoding a
+/// sequence of 8,000 tokens of context, the other one of 1,000. The attention follows
+/// the long rank: 3,500 tokens more than the mean rank's 4,500, each 131,072 bytes of KV
+/// (32 layers × 8 KV heads × 128 × 2 × 2 bytes) read at 3.35 TB/s × 0.90 = 3.015e12 B/s:
+/// 0.1522 ms more. The spread's estimate gave the busiest rank only
+/// `1 + 0.5642 · 3500/4500 = 1.439` × the mean, 6,475 tokens.
+#[test]
+fn the_known_busiest_attention_rank_paces_the_iteration() {
+    let m = llama3_8b_h100_dp2();
+    let b = Batch {
+        decode_seqs: 2.0,
+        decode_ctx: 9_000.0,
+        decode_ctx_sq: 8_000.0f64.powi(2) + 1_000.0f64.powi(2),
+        ..Batch::default()
+    };
+    let long = BusiestRank {
+        decode_ctx: 8_000.0,
+        seqs: 1.0,
+    };
+    let even = |ctx: f64| {
+        m.iteration(&Batch {
+            decode_seqs: 2.0,
+            decode_ctx: 2.0 * ctx,
+            ..Batch::default()
+        })
+    };
+    let known = m.iteration_on_ranks(&b, Some(&long));
+    // Exactly the attention of two ranks that each hold 8,000 tokens.
+    let both_long = even(8_000.0);
+    assert!((known.attention_s / both_long.attention_s - 1.0).abs() < 1e-12);
+    assert_eq!(known.gemm_s, both_long.gemm_s);
+    let extra = known.attention_s - even(4_500.0).attention_s;
+    assert!((extra / 0.1522e-3 - 1.0).abs() < 0.01, "extra {extra}");
+    // The spread's estimate (no per-rank assignment) falls short of the long rank.
+    let f = 1.0 + myriad_train::step::expected_max_std_normal(2) * 3_500.0 / 4_500.0;
+    assert!((m.busiest_context_factor(&b) / f - 1.0).abs() < 1e-9);
+    let stat = m.iteration(&b);
+    assert!((stat.attention_s / even(4_500.0 * f).attention_s - 1.0).abs() < 1e-12);
+    assert!(stat.attention_s < known.attention_s - 0.05e-3);
+    // The host floor counts the busiest rank's sequences: 3 on one rank, 1 on the other,
+    // against the mean rank's 2.
+    let host = m.clone().with_host_per_seq(10_000.0);
+    let four = Batch {
+        decode_seqs: 4.0,
+        decode_ctx: 4_000.0,
+        ..Batch::default()
+    };
+    let three = BusiestRank {
+        decode_ctx: 3_000.0,
+        seqs: 3.0,
+    };
+    assert!((host.iteration(&four).total_s - 0.020).abs() < 1e-12);
+    assert!((host.iteration_on_ranks(&four, Some(&three)).total_s - 0.030).abs() < 1e-12);
+}
+
+/// The simulation places each request on one attention-DP rank and paces every iteration
+/// by the busiest rank's own contexts: a 3,000-token and a 500-token prompt land on the two
+/// ranks of an instance and decode in lockstep, and their decode iterations cost the same
+/// attention as two 3,000-token requests would (the long rank is the busiest either way);
+/// the spread's estimate priced the first pair below the second.
+#[test]
+fn the_simulation_paces_attention_by_the_rank_holding_the_long_request() {
+    let run = |short: u32| {
+        let d = Deployment::Aggregated(role(llama3_8b_h100_dp2(), 1, 64));
+        let w = Workload {
+            arrivals: Arrivals::Trace(vec![(0.0, 3_000, 200), (0.0, short, 200)]),
+            ..chat(Arrivals::Offline, 2, 1)
+        };
+        simulate(&d, &w, &NO_SLO).iteration_mix.decode_only
+    };
+    let (mixed, long) = (run(500), run(3_000));
+    assert_eq!(mixed.iterations, 199);
+    assert_eq!(mixed.iterations, long.iterations);
+    let (a, b) = (mixed.time.attention_s, long.time.attention_s);
+    assert!((a / b - 1.0).abs() < 1e-9, "{a} vs {b}");
 }
 
 #[test]
