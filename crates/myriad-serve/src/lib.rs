@@ -34,7 +34,9 @@ use myriad_scenario::{Precision, Scenario};
 use serde::Serialize;
 
 pub use framework::{framework, Framework};
-pub use model::{Batch, InstanceModel, IterTime, MoeStages, Parallel, Precisions, Speculative};
+pub use model::{
+    Batch, InstanceModel, IterMemo, IterTime, MoeStages, Parallel, Precisions, Speculative,
+};
 pub use sim::{
     simulate, simulate_closed, simulate_requests, Arrivals, Deployment, IterationClass,
     IterationMix, LengthDist, Percentiles, RoleSpec, SchedulePolicy, SimReport, Slo, Workload,

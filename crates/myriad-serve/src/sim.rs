@@ -34,7 +34,7 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::model::{Batch, InstanceModel};
+use crate::model::{Batch, InstanceModel, IterMemo};
 
 /// A length distribution (tokens), clipped to `[min, max]` where given.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -525,6 +525,8 @@ impl Inst {
 
 struct Sim<'a> {
     specs: Vec<&'a RoleSpec>,
+    /// One iteration memo per spec (`InstanceModel::iteration_memo`).
+    memos: Vec<IterMemo>,
     insts: Vec<Inst>,
     reqs: Vec<Req>,
     ev: BinaryHeap<Reverse<Ev>>,
@@ -875,7 +877,9 @@ impl Sim<'_> {
             self.decode_batch_sum += dec;
             self.decode_iters += 1;
         }
-        let it = spec.model.iteration(&b);
+        let it = spec
+            .model
+            .iteration_memo(&b, &mut self.memos[self.insts[i].spec]);
         let class = if b.prefill_tokens > 0.0 {
             &mut self.mix.with_prompts
         } else {
@@ -1138,6 +1142,7 @@ fn run(
     }
     let n = reqs_in.len() as u64;
     let mut sim = Sim {
+        memos: specs.iter().map(|_| IterMemo::new()).collect(),
         specs,
         insts,
         reqs: reqs_in
