@@ -968,7 +968,7 @@ impl InstanceModel {
     /// repeat the same counts): the same result, computed once per distinct count. `memo`
     /// must come from [`IterMemo::new`] and serve only this model, unchanged since.
     pub fn iteration_memo(&self, b: &Batch, memo: &mut IterMemo) -> IterTime {
-        let f = self.busiest_context_factor_z(b, memo.dp_max_z(self));
+        let f = self.busiest_context_factor_memo(b, memo);
         // The busiest rank's contexts: their spread scaled with their mean (it still sets
         // the windowed layers' spans, `attended_context`).
         let b = &Batch {
@@ -998,15 +998,12 @@ impl InstanceModel {
     /// (μ √n)` (normal approximation of the sums; at most `dp`, one rank holding all).
     /// 1 without attention DP or without the contexts' squares (`Batch::decode_ctx_sq`).
     pub fn busiest_context_factor(&self, b: &Batch) -> f64 {
-        self.busiest_context_factor_z(
-            b,
-            expected_max_std_normal(self.par.attention_dp.max(1) as u64),
-        )
+        self.busiest_context_factor_memo(b, &mut IterMemo::off())
     }
 
-    /// As [`Self::busiest_context_factor`], with `z` the expected maximum of
-    /// `attention_dp` standard normals.
-    fn busiest_context_factor_z(&self, b: &Batch, z: f64) -> f64 {
+    /// As [`Self::busiest_context_factor`], with the expected maximum of `attention_dp`
+    /// standard normals from `memo`.
+    fn busiest_context_factor_memo(&self, b: &Batch, memo: &mut IterMemo) -> f64 {
         let dp = self.par.attention_dp.max(1) as u64;
         if dp <= 1 || b.decode_seqs < 2.0 || b.decode_ctx <= 0.0 || b.decode_ctx_sq <= 0.0 {
             return 1.0;
@@ -1015,7 +1012,7 @@ impl InstanceModel {
         let mean = b.decode_ctx / n;
         let sd = (b.decode_ctx_sq / n - mean * mean).max(0.0).sqrt();
         let per_rank = (n / dp as f64).max(1.0);
-        (1.0 + z * sd / (mean * per_rank.sqrt())).min(dp as f64)
+        (1.0 + memo.dp_max_z(self) * sd / (mean * per_rank.sqrt())).min(dp as f64)
     }
 
     /// One iteration of every running sequence under pipeline parallelism: the batch runs
@@ -1232,11 +1229,9 @@ impl InstanceModel {
         let m = &self.model;
         let acc = &self.acc;
         let dp = self.par.attention_dp as f64;
-        let tps = self.tokens_per_step();
         let draft = self.spec.map(|s| s.draft_tokens as f64).unwrap_or(0.0);
         let dec_tokens = b.decode_seqs * (1.0 + draft);
         let tokens = dec_tokens + b.prefill_tokens;
-        let _ = tps;
         if tokens <= 0.0 {
             return (IterTime::default(), MoeStages::default());
         }
@@ -1376,11 +1371,9 @@ impl InstanceModel {
         let dp = self.par.attention_dp as f64;
         let gpus = self.par.stage_gpus() as f64;
         let h = m.hidden as f64;
-        let tps = self.tokens_per_step();
         let draft = self.spec.map(|s| s.draft_tokens as f64).unwrap_or(0.0);
         let dec_tokens = b.decode_seqs * (1.0 + draft);
         let tokens = dec_tokens + b.prefill_tokens;
-        let _ = tps;
         if tokens <= 0.0 {
             return TokenParts::default();
         }
@@ -1392,7 +1385,6 @@ impl InstanceModel {
             dp
         };
         let t_r = dec_tokens / dp + b.prefill_tokens / prefill_ranks;
-        let pdp = prefill_ranks;
         let ov = acc.efficiency.gemm_overhead_us * 1e-6;
 
         // --- attention block (every layer)
@@ -1415,7 +1407,6 @@ impl InstanceModel {
         let attn_pre_gemm = attn_whole * (1.0 - post_share);
         let attn_post_gemm = attn_whole * (post_share - out_share) + out_whole * out_share;
         let attn_gemm = attn_pre_gemm + attn_post_gemm;
-        let _ = pdp;
         // Norms, rotary, residuals: about 10 reads/writes of the hidden state per token.
         // An fp8 decode attention kernel takes its queries in fp8: the rotary kernel reads
         // every decode token's bf16 queries (`heads × d_qk`; MLA's absorbed queries are 10×
