@@ -35,7 +35,8 @@ use serde::Serialize;
 
 pub use framework::{framework, Framework};
 pub use model::{
-    Batch, BusiestRank, InstanceModel, IterTime, MoeStages, Parallel, Precisions, Speculative,
+    Batch, BusiestRank, InstanceModel, IterMemo, IterTime, MoeStages, Parallel, Precisions,
+    Speculative,
 };
 pub use sim::{
     simulate, simulate_closed, simulate_requests, Arrivals, Deployment, IterationClass,

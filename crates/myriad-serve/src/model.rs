@@ -973,20 +973,34 @@ impl InstanceModel {
     /// (`host_per_seq_s` × the busiest rank's sequences) and the excess is counted as
     /// overhead.
     pub fn iteration(&self, b: &Batch) -> IterTime {
-        self.iteration_on_ranks(b, None)
+        self.iteration_memo(b, None, &mut IterMemo::off())
     }
 
     /// `iteration` where the busiest attention-DP rank is known (`BusiestRank`): its decode
     /// contexts set the attention core and its sequences the host-loop floor. `None`: the
     /// statistical estimate (`busiest_context_factor`) and the mean rank's sequences.
     pub fn iteration_on_ranks(&self, b: &Batch, busiest: Option<&BusiestRank>) -> IterTime {
+        self.iteration_memo(b, busiest, &mut IterMemo::off())
+    }
+
+    /// As [`Self::iteration_on_ranks`], with the parts that depend only on the batch's
+    /// token and sequence counts taken from `memo` where it holds them (a simulation's
+    /// iterations repeat the same counts): the same result, computed once per distinct
+    /// count. `memo` must come from [`IterMemo::new`] and serve only this model, unchanged
+    /// since.
+    pub fn iteration_memo(
+        &self,
+        b: &Batch,
+        busiest: Option<&BusiestRank>,
+        memo: &mut IterMemo,
+    ) -> IterTime {
         let dp = self.par.attention_dp as f64;
         let f = match busiest {
             Some(r) if dp > 1.0 && b.decode_ctx > 0.0 => {
                 (dp * r.decode_ctx / b.decode_ctx).max(1.0)
             }
             Some(_) => 1.0,
-            None => self.busiest_context_factor(b),
+            None => self.busiest_context_factor_memo(b, memo),
         };
         // The busiest rank's contexts: their spread scaled with their mean (it still sets
         // the windowed layers' spans, `attended_context`).
@@ -996,9 +1010,9 @@ impl InstanceModel {
             ..*b
         };
         let mut t = if self.par.pp > 1 {
-            self.pipeline_cycle(b)
+            self.pipeline_cycle(b, memo)
         } else {
-            self.iteration_gpu(b)
+            self.iteration_gpu(b, memo)
         };
         let rank_seqs = match busiest {
             Some(r) => r.seqs,
@@ -1020,6 +1034,12 @@ impl InstanceModel {
     /// (μ √n)` (normal approximation of the sums; at most `dp`, one rank holding all).
     /// 1 without attention DP or without the contexts' squares (`Batch::decode_ctx_sq`).
     pub fn busiest_context_factor(&self, b: &Batch) -> f64 {
+        self.busiest_context_factor_memo(b, &mut IterMemo::off())
+    }
+
+    /// As [`Self::busiest_context_factor`], with the expected maximum of `attention_dp`
+    /// standard normals from `memo`.
+    fn busiest_context_factor_memo(&self, b: &Batch, memo: &mut IterMemo) -> f64 {
         let dp = self.par.attention_dp.max(1) as u64;
         if dp <= 1 || b.decode_seqs < 2.0 || b.decode_ctx <= 0.0 || b.decode_ctx_sq <= 0.0 {
             return 1.0;
@@ -1028,7 +1048,7 @@ impl InstanceModel {
         let mean = b.decode_ctx / n;
         let sd = (b.decode_ctx_sq / n - mean * mean).max(0.0).sqrt();
         let per_rank = (n / dp as f64).max(1.0);
-        (1.0 + expected_max_std_normal(dp) * sd / (mean * per_rank.sqrt())).min(dp as f64)
+        (1.0 + memo.dp_max_z(self) * sd / (mean * per_rank.sqrt())).min(dp as f64)
     }
 
     /// One iteration of every running sequence under pipeline parallelism: the batch runs
@@ -1048,7 +1068,7 @@ impl InstanceModel {
     /// rank); vLLM's pipeline-parallel engine (one virtual engine per stage, each with its
     /// own batch). Weights and KV cache are cut by layer (`weight_bytes_per_gpu`,
     /// `kv_bytes_per_token_per_gpu`).
-    fn pipeline_cycle(&self, b: &Batch) -> IterTime {
+    fn pipeline_cycle(&self, b: &Batch, memo: &mut IterMemo) -> IterTime {
         let q = self.par.pp.max(1) as f64;
         let micro = Batch {
             decode_seqs: b.decode_seqs / q,
@@ -1060,19 +1080,15 @@ impl InstanceModel {
             prefill_done: b.prefill_done / q,
             prefill_seqs: b.prefill_seqs / q,
         };
-        let full = self.iteration_gpu(&micro);
-        let (_, head) = self.sequential_lm_head(&micro);
+        let full = self.iteration_gpu(&micro, memo);
+        let head = memo.lm_head(self, &micro);
         let head = head.min(full.gemm_s);
         // The busiest stage's share of the layers against an even cut (1 when pp divides).
         let uneven = q * self.stage_layers() as f64 / self.model.layers.max(1) as f64;
         let dp = self.par.attention_dp.max(1) as f64;
         let draft = self.spec.map(|s| s.draft_tokens as f64).unwrap_or(0.0);
         let rank_tokens = (micro.decode_seqs * (1.0 + draft) + micro.prefill_tokens) / dp;
-        let send = self.coll(
-            CollOp::SendRecv,
-            rank_tokens * self.model.hidden as f64 / self.par.tp as f64 * self.act_bytes,
-            &self.pp_span,
-        );
+        let send = memo.pp_send(self, rank_tokens);
         let layers = full.total_s - full.overhead_s - head;
         let bound_by_stage = uneven * layers + q * head;
         let bound_by_trip = layers + head + q * send;
@@ -1100,28 +1116,31 @@ impl InstanceModel {
         }
     }
 
-    fn iteration_gpu(&self, b: &Batch) -> IterTime {
+    fn iteration_gpu(&self, b: &Batch, memo: &mut IterMemo) -> IterTime {
         if b.prefill_tokens <= 0.0 && b.decode_seqs > 0.0 && !self.graph_batch_sizes.is_empty() {
             let padded = self.padded_decode_seqs(b.decode_seqs);
             if padded > b.decode_seqs {
                 // Padding rows: GEMM rows without context (decode_ctx unchanged).
-                return self.iteration_unpadded(&Batch {
-                    decode_seqs: padded,
-                    decode_ctx_seqs: b.context_seqs(),
-                    ..*b
-                });
+                return self.iteration_unpadded(
+                    &Batch {
+                        decode_seqs: padded,
+                        decode_ctx_seqs: b.context_seqs(),
+                        ..*b
+                    },
+                    memo,
+                );
             }
         }
-        self.iteration_unpadded(b)
+        self.iteration_unpadded(b, memo)
     }
 
-    fn iteration_unpadded(&self, b: &Batch) -> IterTime {
+    fn iteration_unpadded(&self, b: &Batch, memo: &mut IterMemo) -> IterTime {
         let tokens = b.decode_seqs + b.prefill_tokens;
         if !self.overlap_comm || tokens < 2.0 {
-            return self.iteration_sequential(b);
+            return self.sequential(b, memo).0;
         }
         if b.prefill_tokens <= 0.0 && self.par.ep > 1 && self.model.moe.is_some() {
-            return self.decode_two_batch_overlap(b);
+            return self.decode_two_batch_overlap(b, memo);
         }
         let half = Batch {
             decode_seqs: b.decode_seqs / 2.0,
@@ -1133,7 +1152,7 @@ impl InstanceModel {
             prefill_done: b.prefill_done / 2.0,
             prefill_seqs: (b.prefill_seqs / 2.0).max(b.prefill_seqs.min(1.0)),
         };
-        let h = self.iteration_sequential(&half);
+        let h = self.sequential(&half, memo).0;
         let compute = h.gemm_s + h.attention_s + h.memory_s;
         // Hidden communication still takes SMs and HBM bandwidth from the compute it hides
         // under (`efficiency.comm_overlap_slowdown`).
@@ -1185,7 +1204,7 @@ impl InstanceModel {
     ///   computation, causing communication kernels to busy-wait" (the combine hides only under
     ///   ATTN-1); decode communication kernels "either fully utilize SMs (during send/receive)
     ///   or none (during inflight waiting), avoiding resource contention with computation".
-    fn decode_two_batch_overlap(&self, b: &Batch) -> IterTime {
+    fn decode_two_batch_overlap(&self, b: &Batch, memo: &mut IterMemo) -> IterTime {
         let half = Batch {
             decode_seqs: b.decode_seqs / 2.0,
             decode_ctx: b.decode_ctx / 2.0,
@@ -1193,8 +1212,8 @@ impl InstanceModel {
             decode_ctx_seqs: b.decode_ctx_seqs / 2.0,
             ..*b
         };
-        let (h, st) = self.sequential(&half);
-        let (_, full) = self.sequential_lm_head(b);
+        let (h, st) = self.sequential(&half, memo);
+        let full = memo.lm_head(self, b);
         let moe_layers = self.model.moe_layers() as f64;
         let compute = h.gemm_s + h.attention_s + h.memory_s;
         let moe_compute = moe_layers * (st.pre + st.core + st.shared + st.mlp);
@@ -1240,25 +1259,15 @@ impl InstanceModel {
         (logits, t)
     }
 
-    /// One iteration with every collective exposed.
-    fn iteration_sequential(&self, b: &Batch) -> IterTime {
-        self.sequential(b).0
-    }
-
     /// One iteration with every collective exposed, and the parts of one MoE layer that the
     /// decode two-batch overlap schedules (`MoeStages`).
-    fn sequential(&self, b: &Batch) -> (IterTime, MoeStages) {
+    fn sequential(&self, b: &Batch, memo: &mut IterMemo) -> (IterTime, MoeStages) {
         let m = &self.model;
         let acc = &self.acc;
-        let tp = self.par.tp as f64;
         let dp = self.par.attention_dp as f64;
-        let gpus = self.par.stage_gpus() as f64;
-        let h = m.hidden as f64;
-        let tps = self.tokens_per_step();
         let draft = self.spec.map(|s| s.draft_tokens as f64).unwrap_or(0.0);
         let dec_tokens = b.decode_seqs * (1.0 + draft);
         let tokens = dec_tokens + b.prefill_tokens;
-        let _ = tps;
         if tokens <= 0.0 {
             return (IterTime::default(), MoeStages::default());
         }
@@ -1269,30 +1278,24 @@ impl InstanceModel {
         } else {
             dp
         };
-        let t_r = dec_tokens / dp + b.prefill_tokens / prefill_ranks;
         let pdp = prefill_ranks;
         let ov = acc.efficiency.gemm_overhead_us * 1e-6;
 
-        // --- attention block (every layer)
-        // The part after the core (MLA's absorbed value up-projection and the output
-        // projection), by weight share: the rest (query and key/value projections) runs
-        // before it. Each share is priced at its own precision (NVIDIA's DeepSeek-R1
-        // NVFP4 v2 checkpoint quantises only `o_proj` of the attention), at the shape of
-        // the whole block, so that one precision throughout gives one block's time.
-        let whole = |p: Precision| self.weight_gemm(p, t_r, self.attn_params / tp, self.attn_gemms);
-        let attn_whole = whole(self.prec.attention);
-        let out_whole = if self.prec.attention_out == self.prec.attention {
-            attn_whole
-        } else {
-            whole(self.prec.attention_out)
-        };
-        let (post_share, out_share) = (
-            self.attn_post_params / self.attn_params,
-            self.attn_out_params / self.attn_params,
-        );
-        let attn_pre_gemm = attn_whole * (1.0 - post_share);
-        let attn_post_gemm = attn_whole * (post_share - out_share) + out_whole * out_share;
-        let attn_gemm = attn_pre_gemm + attn_post_gemm;
+        let TokenParts {
+            attn_post_gemm,
+            attn_gemm,
+            norm_mem,
+            mla_kernels,
+            tp_ar,
+            dense_gemm,
+            dense_act,
+            moe_t,
+            moe_comm,
+            moe_quant,
+            router,
+            mut stages,
+            lm_head,
+        } = memo.token_parts(self, b);
         let mut attn_core = 0.0;
         if b.decode_seqs > 0.0 {
             let (dq, dv) = self.dims_decode;
@@ -1344,6 +1347,102 @@ impl InstanceModel {
             attn_core += (compute * self.compute_pace)
                 .max(pairs / PREFILL_QUERY_TILE / pdp * self.kv_token_layer / self.hbm_bps);
         }
+        if m.moe.is_some() {
+            stages.core = attn_core + attn_post_gemm + router + 2.0 * ov;
+        }
+        let layers = m.layers as f64;
+        let moe_layers = m.moe_layers() as f64;
+        let dense_layers = layers - moe_layers;
+        let attention_s = layers * attn_core;
+        let mut gemm_s = layers * attn_gemm + dense_layers * dense_gemm + moe_layers * moe_t;
+        // Memory-bound kernels pay the same fixed launch-and-tail cost as a GEMM: per layer
+        // the norms, rotary + KV append, residual and activation (MLA layers also their two
+        // latent norms and the cache write); MoE layers add the router top-k, token permute
+        // and un-permute.
+        let kernels = layers * (DENSE_LAYER_KERNELS + mla_kernels) + moe_layers * MOE_EXTRA_KERNELS;
+        let memory_s =
+            layers * norm_mem + dense_layers * dense_act + moe_layers * moe_quant + kernels * ov;
+        // TP all-reduce after attention on every layer, after the MLP on dense layers and on
+        // MoE layers without EP (TP-sharded experts reduce like a dense MLP).
+        let mlp_ar_layers = if self.par.ep > 1 {
+            dense_layers
+        } else {
+            layers
+        };
+        let comm = (layers + mlp_ar_layers) * tp_ar + moe_layers * moe_comm;
+
+        // LM head over the tokens that sample (bf16 weights, vocab sharded over TP).
+        stages.lm_head = lm_head;
+        gemm_s += lm_head;
+
+        // Speculative decoding: the draft (MTP) module runs one layer per draft token.
+        if draft > 0.0 && b.decode_seqs > 0.0 {
+            let per_layer = (attn_gemm + attn_core + norm_mem)
+                + if moe_layers > 0.0 { moe_t } else { dense_gemm };
+            gemm_s += draft * per_layer;
+        }
+
+        let compute = gemm_s + attention_s + memory_s;
+        let overhead_s = self.overhead_s;
+        (
+            IterTime {
+                gemm_s,
+                attention_s,
+                memory_s,
+                comm_s: comm,
+                overhead_s,
+                total_s: compute + comm + overhead_s,
+            },
+            stages,
+        )
+    }
+
+    /// The parts of `sequential` that depend only on the token and sequence counts of `b`
+    /// (`decode_seqs`, `prefill_tokens`, `prefill_seqs`, `prefill_done`): everything but
+    /// the attention core, which also depends on the contexts. `b` carries tokens.
+    fn token_parts(&self, b: &Batch) -> TokenParts {
+        let m = &self.model;
+        let acc = &self.acc;
+        let tp = self.par.tp as f64;
+        let dp = self.par.attention_dp as f64;
+        let gpus = self.par.stage_gpus() as f64;
+        let h = m.hidden as f64;
+        let draft = self.spec.map(|s| s.draft_tokens as f64).unwrap_or(0.0);
+        let dec_tokens = b.decode_seqs * (1.0 + draft);
+        let tokens = dec_tokens + b.prefill_tokens;
+        if tokens <= 0.0 {
+            return TokenParts::default();
+        }
+        // Tokens on the busiest attention rank: decode sequences spread evenly; prompts
+        // are whole units, so fewer prompts than ranks cannot use every rank.
+        let prefill_ranks = if b.prefill_seqs > 0.0 {
+            b.prefill_seqs.min(dp).max(1.0)
+        } else {
+            dp
+        };
+        let t_r = dec_tokens / dp + b.prefill_tokens / prefill_ranks;
+        let ov = acc.efficiency.gemm_overhead_us * 1e-6;
+
+        // --- attention block (every layer)
+        // The part after the core (MLA's absorbed value up-projection and the output
+        // projection), by weight share: the rest (query and key/value projections) runs
+        // before it. Each share is priced at its own precision (NVIDIA's DeepSeek-R1
+        // NVFP4 v2 checkpoint quantises only `o_proj` of the attention), at the shape of
+        // the whole block, so that one precision throughout gives one block's time.
+        let whole = |p: Precision| self.weight_gemm(p, t_r, self.attn_params / tp, self.attn_gemms);
+        let attn_whole = whole(self.prec.attention);
+        let out_whole = if self.prec.attention_out == self.prec.attention {
+            attn_whole
+        } else {
+            whole(self.prec.attention_out)
+        };
+        let (post_share, out_share) = (
+            self.attn_post_params / self.attn_params,
+            self.attn_out_params / self.attn_params,
+        );
+        let attn_pre_gemm = attn_whole * (1.0 - post_share);
+        let attn_post_gemm = attn_whole * (post_share - out_share) + out_whole * out_share;
+        let attn_gemm = attn_pre_gemm + attn_post_gemm;
         // Norms, rotary, residuals: about 10 reads/writes of the hidden state per token.
         // An fp8 decode attention kernel takes its queries in fp8: the rotary kernel reads
         // every decode token's bf16 queries (`heads × d_qk`; MLA's absorbed queries are 10×
@@ -1370,6 +1469,7 @@ impl InstanceModel {
         // --- MoE layer
         let mut stages = MoeStages::default();
         let mut moe_quant = 0.0;
+        let mut router_s = 0.0;
         let (moe_t, moe_comm) = match &m.moe {
             Some(moe) => {
                 // Padded to the busiest attention rank's tokens on every rank
@@ -1411,6 +1511,7 @@ impl InstanceModel {
                 let routed = compute.max(memory) + ov;
                 let shared = self.weight_gemm(self.prec.weights, t_r, self.shared_params / tp, 2.0);
                 let router = self.weight_gemm(Precision::Bf16, t_r, h * e, 1.0);
+                router_s = router;
                 // Token bytes on the wire when the tokens are all-gathered: NVFP4 values and
                 // scales for NVFP4 experts, else 16-bit.
                 let gathered_bytes = if self.prec.experts == Precision::Fp4 {
@@ -1482,7 +1583,7 @@ impl InstanceModel {
                 // `MLA_EXTRA_KERNELS` before the core).
                 stages = MoeStages {
                     pre: attn_pre_gemm + norm_mem + (2.0 + mla_kernels) * ov,
-                    core: attn_core + attn_post_gemm + router + 2.0 * ov,
+                    core: 0.0,
                     shared,
                     mlp: routed + act + moe_quant + 3.0 * ov,
                     dispatch,
@@ -1494,58 +1595,29 @@ impl InstanceModel {
             None => (0.0, 0.0),
         };
 
-        let layers = m.layers as f64;
-        let moe_layers = m.moe_layers() as f64;
-        let dense_layers = layers - moe_layers;
-        let attention_s = layers * attn_core;
-        let mut gemm_s = layers * attn_gemm + dense_layers * dense_gemm + moe_layers * moe_t;
-        // Memory-bound kernels pay the same fixed launch-and-tail cost as a GEMM: per layer
-        // the norms, rotary + KV append, residual and activation (MLA layers also their two
-        // latent norms and the cache write); MoE layers add the router top-k, token permute
-        // and un-permute.
-        let kernels = layers * (DENSE_LAYER_KERNELS + mla_kernels) + moe_layers * MOE_EXTRA_KERNELS;
-        let memory_s =
-            layers * norm_mem + dense_layers * dense_act + moe_layers * moe_quant + kernels * ov;
-        // TP all-reduce after attention on every layer, after the MLP on dense layers and on
-        // MoE layers without EP (TP-sharded experts reduce like a dense MLP).
-        let mlp_ar_layers = if self.par.ep > 1 {
-            dense_layers
-        } else {
-            layers
-        };
-        let comm = (layers + mlp_ar_layers) * tp_ar + moe_layers * moe_comm;
-
         // LM head over the tokens that sample (bf16 weights, vocab sharded over TP).
         let (_, lm_head) = self.sequential_lm_head(b);
-        stages.lm_head = lm_head;
-        gemm_s += lm_head;
-
-        // Speculative decoding: the draft (MTP) module runs one layer per draft token.
-        if draft > 0.0 && b.decode_seqs > 0.0 {
-            let per_layer = (attn_gemm + attn_core + norm_mem)
-                + if moe_layers > 0.0 { moe_t } else { dense_gemm };
-            gemm_s += draft * per_layer;
-        }
-
-        let compute = gemm_s + attention_s + memory_s;
-        let overhead_s = self.overhead_s;
-        (
-            IterTime {
-                gemm_s,
-                attention_s,
-                memory_s,
-                comm_s: comm,
-                overhead_s,
-                total_s: compute + comm + overhead_s,
-            },
+        TokenParts {
+            attn_post_gemm,
+            attn_gemm,
+            norm_mem,
+            mla_kernels,
+            tp_ar,
+            dense_gemm,
+            dense_act,
+            moe_t,
+            moe_comm,
+            moe_quant,
+            router: router_s,
             stages,
-        )
+            lm_head,
+        }
     }
 
     /// The parts of one MoE layer of `b` as the decode two-batch overlap schedules them
     /// (seconds; zero without MoE layers).
     pub fn moe_stages(&self, b: &Batch) -> MoeStages {
-        self.sequential(b).1
+        self.sequential(b, &mut IterMemo::off()).1
     }
 }
 
@@ -1568,4 +1640,147 @@ pub struct MoeStages {
     pub combine: f64,
     /// The LM head over the iteration's sampling tokens (once per iteration).
     pub lm_head: f64,
+}
+
+/// The parts of [`InstanceModel::sequential`] that depend only on a batch's token and
+/// sequence counts (seconds; what `token_parts` computes).
+#[derive(Debug, Clone, Copy, Default)]
+struct TokenParts {
+    attn_post_gemm: f64,
+    attn_gemm: f64,
+    norm_mem: f64,
+    mla_kernels: f64,
+    tp_ar: f64,
+    dense_gemm: f64,
+    dense_act: f64,
+    moe_t: f64,
+    moe_comm: f64,
+    moe_quant: f64,
+    router: f64,
+    /// One MoE layer's stages, all but `core` (which holds the attention core) and
+    /// `lm_head`.
+    stages: MoeStages,
+    lm_head: f64,
+}
+
+/// Slots of [`IterMemo`]'s token-parts table and of its table of single values (powers of
+/// two).
+const MEMO_PARTS: usize = 1024;
+const MEMO_VALUES: usize = 512;
+
+/// A memo of an instance's iteration parts that depend only on token and sequence counts
+/// (`InstanceModel::iteration_memo`): direct-mapped tables keyed by the counts' exact bits,
+/// allocated once, so a lookup neither allocates nor changes a result (a miss computes
+/// what `InstanceModel::iteration` computes, and a hit returns the value a miss stored).
+/// One memo serves one model, unchanged while the memo is in use (a simulation's).
+#[derive(Debug, Clone)]
+pub struct IterMemo {
+    /// Expected maximum of `attention_dp` standard normals (NaN until first needed).
+    dp_max_z: f64,
+    parts: Vec<Option<([u64; 4], TokenParts)>>,
+    values: Vec<Option<([u64; 3], f64)>>,
+}
+
+impl Default for IterMemo {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Kinds of the single values [`IterMemo`] holds.
+const MEMO_LM_HEAD: u64 = 1;
+const MEMO_PP_SEND: u64 = 2;
+
+fn memo_slot(key: &[u64], slots: usize) -> usize {
+    let mut h = 0u64;
+    for &k in key {
+        h = (h ^ k).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+    }
+    (h.wrapping_mul(0xD6E8_FEB8_6659_FD93) >> 32) as usize & (slots - 1)
+}
+
+impl IterMemo {
+    /// An empty memo (its tables allocated now).
+    pub fn new() -> Self {
+        Self {
+            dp_max_z: f64::NAN,
+            parts: vec![None; MEMO_PARTS],
+            values: vec![None; MEMO_VALUES],
+        }
+    }
+
+    /// A memo that holds nothing (every lookup computes; no allocation).
+    fn off() -> Self {
+        Self {
+            dp_max_z: f64::NAN,
+            parts: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    fn dp_max_z(&mut self, m: &InstanceModel) -> f64 {
+        if self.dp_max_z.is_nan() {
+            self.dp_max_z = expected_max_std_normal(m.par.attention_dp.max(1) as u64);
+        }
+        self.dp_max_z
+    }
+
+    fn token_parts(&mut self, m: &InstanceModel, b: &Batch) -> TokenParts {
+        if self.parts.is_empty() {
+            return m.token_parts(b);
+        }
+        let key = [
+            b.decode_seqs.to_bits(),
+            b.prefill_tokens.to_bits(),
+            b.prefill_seqs.to_bits(),
+            b.prefill_done.to_bits(),
+        ];
+        let i = memo_slot(&key, self.parts.len());
+        match &self.parts[i] {
+            Some((k, p)) if *k == key => *p,
+            _ => {
+                let p = m.token_parts(b);
+                self.parts[i] = Some((key, p));
+                p
+            }
+        }
+    }
+
+    fn value(&mut self, key: [u64; 3], f: impl FnOnce() -> f64) -> f64 {
+        if self.values.is_empty() {
+            return f();
+        }
+        let i = memo_slot(&key, self.values.len());
+        match &self.values[i] {
+            Some((k, v)) if *k == key => *v,
+            _ => {
+                let v = f();
+                self.values[i] = Some((key, v));
+                v
+            }
+        }
+    }
+
+    /// The LM head's time over the sampling tokens of `b`.
+    fn lm_head(&mut self, m: &InstanceModel, b: &Batch) -> f64 {
+        self.value(
+            [
+                MEMO_LM_HEAD,
+                b.decode_seqs.to_bits(),
+                b.prefill_done.to_bits(),
+            ],
+            || m.sequential_lm_head(b).1,
+        )
+    }
+
+    /// The send of `rank_tokens` tokens' hidden states to the next pipeline stage.
+    fn pp_send(&mut self, m: &InstanceModel, rank_tokens: f64) -> f64 {
+        self.value([MEMO_PP_SEND, rank_tokens.to_bits(), 0], || {
+            m.coll(
+                CollOp::SendRecv,
+                rank_tokens * m.model.hidden as f64 / m.par.tp as f64 * m.act_bytes,
+                &m.pp_span,
+            )
+        })
+    }
 }

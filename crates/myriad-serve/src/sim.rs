@@ -34,7 +34,7 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::model::{Batch, BusiestRank, InstanceModel};
+use crate::model::{Batch, BusiestRank, InstanceModel, IterMemo};
 
 /// A length distribution (tokens), clipped to `[min, max]` where given.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -533,6 +533,8 @@ impl Inst {
 
 struct Sim<'a> {
     specs: Vec<&'a RoleSpec>,
+    /// One iteration memo per spec (`InstanceModel::iteration_memo`).
+    memos: Vec<IterMemo>,
     insts: Vec<Inst>,
     reqs: Vec<Req>,
     ev: BinaryHeap<Reverse<Ev>>,
@@ -906,7 +908,9 @@ impl Sim<'_> {
             }
             r
         });
-        let it = spec.model.iteration_on_ranks(&b, busiest.as_ref());
+        let it =
+            spec.model
+                .iteration_memo(&b, busiest.as_ref(), &mut self.memos[self.insts[i].spec]);
         let class = if b.prefill_tokens > 0.0 {
             &mut self.mix.with_prompts
         } else {
@@ -1182,6 +1186,7 @@ fn run(
     }
     let n = reqs_in.len() as u64;
     let mut sim = Sim {
+        memos: specs.iter().map(|_| IterMemo::new()).collect(),
         specs,
         insts,
         reqs: reqs_in
