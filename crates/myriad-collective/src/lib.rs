@@ -718,22 +718,13 @@ pub fn time(
     group: &GroupSpan,
     levels: &[Level],
 ) -> Result<CollectiveTime, CollectiveError> {
-    if !bytes.is_finite() || bytes < 0.0 {
-        return Err(CollectiveError::InvalidBytes { bytes });
-    }
-    let sh = validate(group, levels)?;
-    let ctx = Ctx {
-        spans: &group.spans,
-        levels,
-        sh,
-        bytes,
-    };
+    let ctx = Ctx::new(bytes, group, levels)?;
     let (alg, ev) = if algorithm == Algorithm::Auto {
         auto(op, &ctx)?
     } else {
         (algorithm, eval(op, algorithm, &ctx)?)
     };
-    result(op, bytes, sh.n as u64, alg, ev)
+    result(op, bytes, ctx.sh.n as u64, alg, ev)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -756,6 +747,21 @@ struct Ctx<'a> {
     levels: &'a [Level],
     sh: Shape,
     bytes: f64,
+}
+
+impl<'a> Ctx<'a> {
+    /// `bytes` (finite, not negative) on `group` over `levels`, checked.
+    fn new(bytes: f64, group: &'a GroupSpan, levels: &'a [Level]) -> Result<Self, CollectiveError> {
+        if !bytes.is_finite() || bytes < 0.0 {
+            return Err(CollectiveError::InvalidBytes { bytes });
+        }
+        Ok(Ctx {
+            spans: &group.spans,
+            levels,
+            sh: validate(group, levels)?,
+            bytes,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -1139,16 +1145,7 @@ pub fn hierarchical_variant(
     group: &GroupSpan,
     levels: &[Level],
 ) -> Result<HierarchicalVariant, CollectiveError> {
-    if !bytes.is_finite() || bytes < 0.0 {
-        return Err(CollectiveError::InvalidBytes { bytes });
-    }
-    let sh = validate(group, levels)?;
-    let ctx = Ctx {
-        spans: &group.spans,
-        levels,
-        sh,
-        bytes,
-    };
+    let ctx = Ctx::new(bytes, group, levels)?;
     eval(op, Algorithm::Hierarchical, &ctx)?;
     Ok(hierarchical_pick(op, &ctx).1)
 }
