@@ -40,6 +40,7 @@ pub struct SchedulingSpec {
     /// Most queued jobs examined for backfill behind the head (default 500, as Slurm's
     /// `bf_max_job_test`).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub backfill_depth: Option<u32>,
     /// Seconds a preempted job loses when it resumes (checkpoint reload; default 300).
     #[serde(default)]
@@ -420,6 +421,12 @@ impl SchedulingSpec {
     /// Range checks; errors are `(field path below scheduling, message)`.
     pub fn check(&self) -> Result<(), (String, String)> {
         let e = |p: String, m: String| Err((p, m));
+        if self.backfill_depth == Some(0) {
+            return e(
+                "backfill_depth".into(),
+                "0 would examine no queued job, so backfill would quietly not run; give at least 1 (Slurm's bf_max_job_test, default 500), or leave backfill out of the policies".into(),
+            );
+        }
         let a = &self.arrivals;
         if a.jobs == 0 {
             return e("arrivals.jobs".into(), "must be at least 1".into());

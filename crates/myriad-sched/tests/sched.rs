@@ -321,6 +321,10 @@ fn bad_values_name_the_field() {
         scenario_err("  classes: [{name: a, segment: 72, size: {dist: fixed, value: 144}}]\n"),
         "ok"
     );
+    // A backfill depth of 0 examined no queued job: backfill quietly did not run.
+    assert!(scenario_err("  backfill_depth: 0\n")
+        .starts_with("s.yaml: scheduling.backfill_depth: 0 would examine no queued job"));
+    assert_eq!(scenario_err("  backfill_depth: 1\n"), "ok");
     assert_eq!(
         scenario_err("  failures: {checkpoint_h: 0}\n"),
         "s.yaml: scheduling.failures.checkpoint_h: 0 must be a positive number of hours"
