@@ -330,6 +330,16 @@ pub fn from_scenario(
             format!("{pod} accelerators is not a whole number of scale-up domains of {dom}"),
         ));
     }
+    // A pod is part of one site (region): a larger one was silently the whole region.
+    if sc.pod.is_some() && pod > h.accelerators_per_site.max(dom) {
+        return Err(err(
+            "scheduling.pod",
+            format!(
+                "{pod} accelerators is more than a site holds ({} per site); a pod lies within one site",
+                h.accelerators_per_site
+            ),
+        ));
+    }
     let sites = h.sites.max(1) as usize;
     let names_r: Vec<String> = (0..sites)
         .map(|i| {

@@ -311,6 +311,10 @@ fn bad_values_name_the_field() {
         scenario_err("  policies: [{name: mine, placement: fgd}]\n"),
         "ok"
     );
+    // A pod lies within one site: a larger one was silently the whole region.
+    assert!(scenario_err("  pod: 2304\n").starts_with(
+        "s.yaml: scheduling.pod: 2304 accelerators is more than a site holds (1152 per site)"
+    ));
     // A segment sits inside one scale-up domain (NVL72: 72 accelerators): segments of 144
     // ran, and every job of the class was rejected `constraint`.
     assert_eq!(
