@@ -52,7 +52,8 @@ pub struct Candidate {
 #[derive(Debug, Clone, Serialize)]
 pub struct Shortfall {
     pub rate: f64,
-    /// Share of requests within both SLOs (`ATTAINMENT` needed).
+    /// Share of requests within both SLOs (`ATTAINMENT` needed), of those the model's
+    /// maximum context admits.
     pub slo_attainment: f64,
     /// Requests turned away (the KV cache cannot hold them); any makes a rate fail.
     pub rejected: u64,
@@ -208,7 +209,7 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String, n: u64) -> Ca
         let r = run(mid.max(1e-6));
         // Requests longer than the maximum context are turned away by every deployment:
         // they miss the SLOs, but do not fail a rate.
-        if r.slo_attainment >= ATTAINMENT && r.rejected == r.rejected_too_long {
+        if attainment(&r) >= ATTAINMENT && r.rejected == r.rejected_too_long {
             lo = mid;
             best = Some(r);
             if mid >= hi {
@@ -218,7 +219,7 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String, n: u64) -> Ca
             hi = mid;
             if closest
                 .as_ref()
-                .is_none_or(|(_, c)| r.slo_attainment >= c.slo_attainment)
+                .is_none_or(|(_, c)| attainment(&r) >= attainment(c))
             {
                 closest = Some((mid.max(1e-6), r));
             }
@@ -257,7 +258,7 @@ fn evaluate(d: &Deployment, w: &Workload, slo: &Slo, desc: String, n: u64) -> Ca
                 let over = |p90: f64, slo: Option<f64>| slo.filter(|&s| p90 > s).map(|s| p90 - s);
                 Shortfall {
                     rate,
-                    slo_attainment: r.slo_attainment,
+                    slo_attainment: attainment(&r),
                     rejected: r.rejected,
                     ttft_p90_s: r.ttft.p90,
                     tpot_p90_s: r.tpot.p90,
@@ -405,6 +406,20 @@ pub fn search(
     refine(&cands, &mut out, w, slo);
     out.sort_by(rank);
     out
+}
+
+/// Share of the requests a deployment could take that met both SLOs: those longer than
+/// the model's maximum context are turned away by every deployment alike, so they do not
+/// count against one (with 30% of a workload too long, no deployment reached 90% of all
+/// requests and sizing found none).
+fn attainment(r: &crate::sim::SimReport) -> f64 {
+    let all = (r.completed + r.rejected) as f64;
+    let eligible = all - r.rejected_too_long as f64;
+    if eligible <= 0.0 {
+        0.0
+    } else {
+        (r.slo_attainment * all / eligible).min(1.0)
+    }
 }
 
 /// How many of the best candidates are re-run over the workload's requests (up to

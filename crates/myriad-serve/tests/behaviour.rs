@@ -3751,6 +3751,22 @@ fn search_candidates_keep_the_token_budget_per_attention_rank() {
 /// TensorRT-LLM reject it; lengths that can never fit are an error naming the limit, and
 /// lengths that sometimes exceed it a warning. Llama 3 70B holds 8,192 tokens (its
 /// config.json); before, an 8,500-token request ran whenever a KV cache held it.
+/// Requests longer than the model's maximum context are turned away by every deployment
+/// alike, so they do not count against a deployment's SLO attainment in sizing and the
+/// search: with 30.8% of the requests too long (prompts of 7,000-8,000 tokens and 500
+/// output on Llama 3 70B's 8,192), attainment over all requests cannot reach 90%, and the
+/// capacity came out infeasible (rate 0) under SLOs every admitted request meets.
+#[test]
+fn requests_past_the_context_do_not_fail_a_deployment() {
+    let cat = myriad_catalog::catalog();
+    let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 8}\nmodel: {preset: llama3-70b}\nserving:\n  weights: fp8\n  instance: {instances: 4, tp: 2}\n  requests: 1000\n  input: {dist: uniform, min: 7000, max: 8000}\n  output: {mean: 500}\n  slo: {ttft_ms: 20000, tpot_ms: 500}\n";
+    let s = myriad_scenario::parse_scenario("ctx.yaml", text, cat).unwrap();
+    let b = myriad_cluster::build(&s, cat).unwrap();
+    let setup = myriad_serve::setup(&s, &b, cat, None).unwrap();
+    let c = myriad_serve::search::capacity(&setup.deployment, &setup.workload, &setup.slo);
+    assert!(c.feasible && c.max_rate > 0.0, "{c:?}");
+}
+
 #[test]
 fn requests_longer_than_the_models_context_are_rejected() {
     let cat = myriad_catalog::catalog();
