@@ -442,10 +442,8 @@ fn tree_exact(
     group: &RankGroup,
     levels: &[Level],
 ) -> Result<CollectiveTime, CollectiveError> {
-    if !bytes.is_finite() || bytes < 0.0 {
-        return Err(CollectiveError::InvalidBytes { bytes });
-    }
-    validate(&group.span(), levels)?;
+    // The bytes and the group's span checked as `time` checks them.
+    Ctx::new(bytes, &group.span(), levels)?;
     let mut steps = 0.0;
     let mut worst = 0.0f64; // max_i g_i / bw_i
     for (i, l) in levels.iter().enumerate() {
@@ -491,10 +489,8 @@ fn ring_exact(
     group: &RankGroup,
     levels: &[Level],
 ) -> Result<CollectiveTime, CollectiveError> {
-    if !bytes.is_finite() || bytes < 0.0 {
-        return Err(CollectiveError::InvalidBytes { bytes });
-    }
-    validate(&group.span(), levels)?;
+    // The bytes and the group's span checked as `time` checks them.
+    Ctx::new(bytes, &group.span(), levels)?;
     let n = group.n as f64;
     let mut steps = 0.0;
     let mut worst = 0.0f64; // max_i f_i / bw_i
