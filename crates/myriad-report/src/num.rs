@@ -56,9 +56,15 @@ pub fn grouped(x: f64, d: usize) -> String {
         return fixed(x, d);
     }
     let s = format!("{:.d$}", x.abs());
-    let (i, f) = s.split_once('.').unwrap_or((&s, ""));
     // `-0.0` and values that round to 0 print without a sign.
     let neg = x < 0.0 && s.bytes().any(|b| (b'1'..=b'9').contains(&b));
+    signed_grouped(neg, &s)
+}
+
+/// The unsigned decimal `s` (`1234.5`) with thousands separators in its whole part, after
+/// a `-` where `neg`.
+fn signed_grouped(neg: bool, s: &str) -> String {
+    let (i, f) = s.split_once('.').unwrap_or((s, ""));
     let mut out = String::new();
     if neg {
         out.push('-');
@@ -110,18 +116,7 @@ pub fn tick(x: f64, scale: f64) -> String {
         let (m, exp) = e.split_once('e').unwrap_or((&e, "0"));
         return format!("{}e{exp}", trim(m));
     }
-    let s = trim(&format!("{:.6}", x.abs()));
-    let (i, f) = s.split_once('.').unwrap_or((&s, ""));
-    let mut out = String::new();
-    if x < 0.0 {
-        out.push('-');
-    }
-    out.push_str(&group(i));
-    if !f.is_empty() {
-        out.push('.');
-        out.push_str(f);
-    }
-    out
+    signed_grouped(x < 0.0, &trim(&format!("{:.6}", x.abs())))
 }
 
 #[cfg(test)]
