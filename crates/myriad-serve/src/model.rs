@@ -63,6 +63,22 @@ pub const MLA_EXTRA_KERNELS: f64 = 3.0;
 /// multiple of this (CUTLASS/DeepGEMM grouped GEMMs use 64- or 128-row tiles; 64 taken).
 pub const GROUPED_GEMM_TILE_M: f64 = 64.0;
 
+/// Rows per tile of the grouped expert GEMM on weights the tensor cores cannot read, at
+/// `tokens_per_expert` routed rows per local expert on average. TensorRT-LLM runs MXFP4
+/// experts on Hopper with the Triton MoE backend (triton_kernels `matmul_ogs`, the weights
+/// widened in the main loop), whose tile is sized to the expected tokens per expert:
+/// `block_m = max(16, min(next_power_of_2(m // n_expts_tot), 128))` (triton-lang/triton
+/// `python/triton_kernels/triton_kernels/matmul_ogs_details/opt_flags.py`,
+/// `make_default_opt_flags_nvidia`; the routing's `block_m` pads each expert's rows to
+/// it, `routing.py`; the rule of the 2025 versions, which TensorRT-LLM's perf-overview
+/// runs used; 2026 revisions size experts of at most 64 tokens to twice their tokens, up to
+/// 64). So gpt-oss-120b's ~5 tokens an expert at batch 157 take 16-row tiles, not 64: its
+/// decode reads the expert weights with little MMA work, bound by the weight stream.
+pub fn widened_expert_tile_rows(tokens_per_expert: f64) -> f64 {
+    let tpe = tokens_per_expert.floor().max(1.0);
+    tpe.log2().ceil().exp2().clamp(16.0, 128.0)
+}
+
 /// Bytes per element of a storage precision. NVFP4 stores 4-bit values plus one fp8 scale
 /// per 16 elements: 0.5 + 1/16 bytes.
 pub fn bytes_of(p: Precision) -> f64 {
@@ -1490,9 +1506,17 @@ impl InstanceModel {
                 let hot = assign * imbalance;
                 let distinct = Self::distinct_experts(e, k, tokens) / ep;
                 let shard = self.expert_params / etp;
-                // Tokens per activated local expert, padded to whole tiles.
+                // Tokens per activated local expert, padded to whole tiles: 64 rows for
+                // the native grouped GEMMs; the weight-only kernel sizes its tile to the
+                // mean tokens per expert (`widened_expert_tile_rows`).
                 let per_expert = hot / distinct.max(1.0);
-                let padded = (per_expert / GROUPED_GEMM_TILE_M).ceil() * GROUPED_GEMM_TILE_M;
+                let widened = compute_precision(acc, self.prec.experts) != self.prec.experts;
+                let tile = if widened {
+                    widened_expert_tile_rows(assign / (e / ep))
+                } else {
+                    GROUPED_GEMM_TILE_M
+                };
+                let padded = (per_expert / tile).ceil() * tile;
                 let compute = gemm_time(
                     acc,
                     compute_precision(acc, self.prec.experts),
