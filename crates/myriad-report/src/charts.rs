@@ -513,8 +513,20 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// The y axis's ends: the data's `lo..hi` with `pad` either side, kept within `bounds`
+/// (the range the quantity cannot leave, such as 0 to 1 for a fraction) where the data lie
+/// in it: padding never takes the axis past a bound, and data outside it stay on the axis.
+fn y_axis(lo: f64, hi: f64, pad: f64, bounds: Option<(f64, f64)>) -> (f64, f64) {
+    let (a, b) = (lo - pad, hi + pad);
+    match bounds {
+        Some((min, max)) => (a.max(min.min(lo)), b.min(max.max(hi))),
+        None => (a, b),
+    }
+}
+
 /// Lines (with markers) over a shared x axis, optionally logarithmic; `mark` draws a
-/// labelled vertical line (the optimum).
+/// labelled vertical line (the optimum); `y_bounds` is the range the values cannot leave
+/// (0 to 1 for ETTR), which the y axis does not pass.
 pub fn lines(
     title: &str,
     xdesc: &str,
@@ -522,6 +534,7 @@ pub fn lines(
     series: &[Series],
     log_x: bool,
     mark: Option<(&str, f64)>,
+    y_bounds: Option<(f64, f64)>,
 ) -> String {
     let all = || series.iter().flat_map(|s| s.points.iter());
     if all().next().is_none() {
@@ -552,12 +565,9 @@ pub fn lines(
     } else {
         1.0
     };
-    let lo = if y0 >= 0.0 {
-        (y0 - pad).max(0.0)
-    } else {
-        y0 - pad
-    };
-    let (y0, y1) = (lo, y1 + pad);
+    let floor = if y0 >= 0.0 { 0.0 } else { f64::NEG_INFINITY };
+    let (lo, hi) = y_bounds.unwrap_or((floor, f64::INFINITY));
+    let (y0, y1) = y_axis(y0, y1, pad, Some((lo.max(floor), hi)));
     let log = log_x && x0 > 0.0;
     if !(spans(x0, x1) && spans(y0, y1) && (!log || log_spans(x0 * 0.9, x1 * 1.1))) {
         return error_svg(900, 500);
@@ -622,8 +632,14 @@ pub fn lines(
     })
 }
 
-/// A point with an interval: x, mean, low, high.
-pub fn intervals(title: &str, xdesc: &str, ydesc: &str, pts: &[(f64, f64, f64, f64)]) -> String {
+/// A point with an interval: x, mean, low, high; `y_bounds` as in `lines`.
+pub fn intervals(
+    title: &str,
+    xdesc: &str,
+    ydesc: &str,
+    pts: &[(f64, f64, f64, f64)],
+    y_bounds: Option<(f64, f64)>,
+) -> String {
     if pts.is_empty() {
         return no_data_svg(900, 120, title);
     }
@@ -634,8 +650,16 @@ pub fn intervals(title: &str, xdesc: &str, ydesc: &str, pts: &[(f64, f64, f64, f
     if !(x0.is_finite() && x1 > 0.0 && y0.is_finite() && y1.is_finite()) {
         return error_svg(900, 500);
     }
-    let pad = ((y1 - y0) * 0.1).max(1e-3);
-    if !(log_spans((x0 * 0.7).max(1e-9), x1 * 1.4) && spans(y0 - pad, y1 + pad)) {
+    // A flat chart (every size at an ETTR of 1) gets a tenth of its value below, as `lines`.
+    let pad = if y1 > y0 {
+        ((y1 - y0) * 0.1).max(1e-3)
+    } else if y1 != 0.0 {
+        y1.abs() * 0.1
+    } else {
+        1.0
+    };
+    let (y0, y1) = y_axis(y0, y1, pad, y_bounds);
+    if !(log_spans((x0 * 0.7).max(1e-9), x1 * 1.4) && spans(y0, y1)) {
         return error_svg(900, 500);
     }
     render(900, 500, |root| {
@@ -644,11 +668,8 @@ pub fn intervals(title: &str, xdesc: &str, ydesc: &str, pts: &[(f64, f64, f64, f
             .margin(12)
             .x_label_area_size(45)
             .y_label_area_size(80)
-            .build_cartesian_2d(
-                ((x0 * 0.7).max(1e-9)..x1 * 1.4).log_scale(),
-                (y0 - pad)..(y1 + pad),
-            )?;
-        let yscale = (y0 - pad).abs().max((y1 + pad).abs());
+            .build_cartesian_2d(((x0 * 0.7).max(1e-9)..x1 * 1.4).log_scale(), y0..y1)?;
+        let yscale = y0.abs().max(y1.abs());
         c.configure_mesh()
             .x_desc(xdesc)
             .y_desc(ydesc)
@@ -818,6 +839,7 @@ mod tests {
             &one(vec![(1e3, 0.5), (1e9, 0.9)]),
             true,
             None,
+            None,
         ));
         assert!(t.iter().any(|x| x == "1,000,000,000"), "{t:?}");
         assert!(!t.iter().any(|x| x.ends_with(".0")), "{t:?}");
@@ -863,12 +885,14 @@ mod tests {
                 &one(vec![(0.0, 1e300), (1.0, 2e300)]),
                 false,
                 None,
+                None,
             ),
             intervals(
                 "t",
                 "x",
                 "y",
                 &[(1e3, 1e300, 0.0, 2e300), (1e6, 1.0, 0.0, 2e300)],
+                None,
             ),
             hbars("t", "u", &[("a".into(), 1e300)], None),
             timeline(
@@ -1072,6 +1096,7 @@ mod tests {
                 }],
                 false,
                 None,
+                None,
             ))
         };
         let t = flat(0.0);
@@ -1099,11 +1124,12 @@ mod tests {
                 }],
                 false,
                 None,
+                None,
             ),
-            lines("T", "x", "y", &[], true, None),
+            lines("T", "x", "y", &[], true, None, None),
             hbars("T", "u", &[], None),
             front("T", "x", "y", &[], None),
-            intervals("T", "x", "y", &[]),
+            intervals("T", "x", "y", &[], None),
         ] {
             assert_eq!(texts(&svg), ["T: no data to draw"]);
         }
@@ -1148,6 +1174,7 @@ mod tests {
             &one(vec![(-big, 0.0), (big, 1.0)]),
             false,
             None,
+            None,
         );
         lines(
             "t",
@@ -1155,6 +1182,7 @@ mod tests {
             "y",
             &one(vec![(0.0, 0.0), (1.0, big)]),
             false,
+            None,
             None,
         );
         lines(
@@ -1164,12 +1192,14 @@ mod tests {
             &one(vec![(1.0, 0.0), (1.5e308, 1.0)]),
             true,
             None,
+            None,
         );
         intervals(
             "t",
             "x",
             "y",
             &[(1.0, 0.0, -big, big), (big, 0.5, 0.0, 1.0)],
+            None,
         );
     }
 }
