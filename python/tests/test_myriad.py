@@ -547,6 +547,22 @@ def test_arguments_of_the_wrong_type_or_range_name_their_keyword():
         myriad.search(SUPERPOD, top=-1)
 
 
+def test_the_flow_backend_is_a_keyword_of_train_and_collective():
+    # train and collective had no backend: the flow-level simulation was the CLI's only.
+    t = myriad.train(SUPERPOD, backend="flow")
+    assert t["flow"]["backend"] == "flow" and t["flow"]["collectives"]
+    assert t["flow"]["analytical"]["step_time_s"] == myriad.train(SUPERPOD)["step_time_s"]
+    assert "flow" not in myriad.train(SUPERPOD)
+    c = myriad.collective(SUPERPOD, "all-reduce", bytes="1GiB", group="tp", backend="flow")
+    assert c["backend"] == "flow" and c["links"] and c["bytes"] == 1 << 30
+    assert "backend" not in myriad.collective(SUPERPOD, "all-reduce", bytes="1GiB", group="tp")
+    for call in (lambda b: myriad.train(SUPERPOD, backend=b), lambda b: myriad.collective(SUPERPOD, "all-reduce", bytes=8, backend=b)):
+        with pytest.raises(myriad.Error, match=r"^backend: `netsim` is not analytical or flow$"):
+            call("netsim")
+        with pytest.raises(TypeError, match=r"^backend: None is not a string$"):
+            call(None)
+
+
 def _cli():
     """The release CLI beside the package (CI builds it before the Python tests)."""
     cli = ROOT / "target" / "release" / "myriad"
@@ -592,6 +608,17 @@ def test_every_command_returns_the_clis_json_byte_for_byte():
         (
             ("collective", SUPERPOD, "--op", "all-gather", "--sweep", "1KiB..1GiB", "--group", "dp", "--algorithm", "ring"),
             lambda: myriad.collective(SUPERPOD, "all-gather", sweep="1KiB..1GiB", group="dp", algorithm="ring"),
+        ),
+        # The flow backend was the CLI's only.
+        (("train", SUPERPOD, "--backend", "flow"), lambda: myriad.train(SUPERPOD, backend="flow")),
+        (("train", SUPERPOD, "--backend", "analytical"), lambda: myriad.train(SUPERPOD, backend="analytical")),
+        (
+            ("collective", SUPERPOD, "--op", "all-reduce", "--sweep", "1MiB..64MiB", "--group", "dp", "--backend", "flow"),
+            lambda: myriad.collective(SUPERPOD, "all-reduce", sweep="1MiB..64MiB", group="dp", backend="flow"),
+        ),
+        (
+            ("collective", ROOT / "examples" / "netsim-islands-7to1.yaml", "--op", "all-to-all", "--bytes", "64MiB", "--group", "all", "--backend", "flow"),
+            lambda: myriad.collective(ROOT / "examples" / "netsim-islands-7to1.yaml", "all-to-all", bytes=64 << 20, backend="flow"),
         ),
         (("validate", ROOT / "validation" / "training-heldout-megascale.json"), lambda: myriad.validate(ROOT / "validation" / "training-heldout-megascale.json")),
     ]

@@ -15,7 +15,7 @@ pub enum Naming {
 
 impl Naming {
     /// `--name` or `name`.
-    fn arg(self, name: &str) -> String {
+    pub(crate) fn arg(self, name: &str) -> String {
         match self {
             Naming::Cli => format!("--{name}"),
             Naming::Keywords => name.to_string(),
