@@ -419,11 +419,12 @@ def collective(
 ) -> dict:
     """Time a collective on a group of the scenario's cluster, nccl-tests conventions
     (``myriad collective --json``): ``op`` all-reduce, all-gather, reduce-scatter,
-    all-to-all, broadcast, send-recv; ``bytes`` (``1 << 30`` or ``"1GiB"``) or ``sweep``
-    (``"8B..16GiB"``); ``group`` tp, dp, ep, pp, cp, all or ranks ``"0-7"``; ``algorithm``
-    ring, tree, nvls, hierarchical, direct or auto; ``backend`` ``"analytical"`` (the
-    collective model) or ``"flow"`` (simulated flow by flow on the routed topology, with
-    the scenario's ``cluster.faults``; adds the most loaded ``links`` of the largest size).
+    all-to-all, broadcast, send-recv; ``bytes`` (a whole number of bytes, ``1 << 30``, or a
+    size, ``"1GiB"``; a fraction of a byte is an error) or ``sweep`` (``"8B..16GiB"``);
+    ``group`` tp, dp, ep, pp, cp, all or ranks ``"0-7"``; ``algorithm`` ring, tree, nvls,
+    hierarchical, direct or auto; ``backend`` ``"analytical"`` (the collective model) or
+    ``"flow"`` (simulated flow by flow on the routed topology, with the scenario's
+    ``cluster.faults``; adds the most loaded ``links`` of the largest size).
 
     >>> r = myriad.collective("examples/dgx-superpod-h100.yaml", "all-reduce",
     ...                       bytes="1GiB", group="tp")

@@ -563,6 +563,20 @@ def test_the_flow_backend_is_a_keyword_of_train_and_collective():
             call(None)
 
 
+def test_a_byte_count_with_a_fraction_is_an_error_naming_bytes():
+    # bytes=1.5 was sent as "1.5" and simulated as 2 B without a word.
+    for bad in (1.5, "1.5", 0.25, "1.3KiB"):
+        with pytest.raises(myriad.Error, match=r"^bytes: `[0-9.KiB]+` is .*not a whole number of bytes$"):
+            myriad.collective(SUPERPOD, "all-reduce", bytes=bad, group="tp")
+    with pytest.raises(myriad.Error, match=r"^bytes: `nan` is not a size"):
+        myriad.collective(SUPERPOD, "all-reduce", bytes=float("nan"), group="tp")
+    with pytest.raises(myriad.Error, match=r"^sweep: `0.5` is not a whole number of bytes$"):
+        myriad.collective(SUPERPOD, "all-reduce", sweep="0.5..8", group="tp")
+    # A float holding a whole count is that count; a size with a unit is whole bytes.
+    for ok, want in ((1e9, 10**9), (1024.0, 1024), ("1.5KiB", 1536), ("0.1KB", 100)):
+        assert myriad.collective(SUPERPOD, "all-reduce", bytes=ok, group="tp")["bytes"] == want
+
+
 def _cli():
     """The release CLI beside the package (CI builds it before the Python tests)."""
     cli = ROOT / "target" / "release" / "myriad"
