@@ -184,21 +184,30 @@ def cluster(scenario: Scenario) -> dict:
     return json.loads(_myriad.cluster(*_text(scenario)))
 
 
-def train(scenario: Scenario) -> dict:
+def train(scenario: Scenario, backend: str = "analytical") -> dict:
     """Estimate one training step: time and breakdown, MFU, memory, time to train
-    (``myriad train --json``, analytical backend; the flow-level backend is the CLI's
-    ``--backend flow``).
+    (``myriad train --json``; ``backend`` is its ``--backend``).
 
     ``scenario``: a ``myriad/1`` file (str or pathlib.Path) or a dict with its keys. The
-    result's ``breakdown`` components (``*_s``) add up to ``step_time_s``.
+    result's ``breakdown`` components (``*_s``) add up to ``step_time_s``. ``backend``:
+    ``"analytical"`` (the collective model), or ``"flow"``: every collective of the step
+    simulated flow by flow on the built topology (every group of a dimension at once, the
+    scenario's ``cluster.faults``), which adds ``flow``: each collective simulated and the
+    analytical step of the same plan beside it.
 
     >>> t = myriad.train("examples/dgx-superpod-h100.yaml")
     >>> t["format"], t["model"], t["accelerators"], t["fits"]
     ('myriad-train/1', 'GPT-3 175B', 1024, True)
     >>> 0 < t["mfu"] < 1
     True
+    >>> f = myriad.train("examples/dgx-superpod-h100.yaml", backend="flow")
+    >>> f["flow"]["backend"], len(f["flow"]["collectives"]) > 0
+    ('flow', True)
+    >>> f["flow"]["analytical"]["step_time_s"] == t["step_time_s"]
+    True
     """
-    return json.loads(_myriad.train(*_text(scenario)))
+    backend = _str("backend", backend)
+    return json.loads(_myriad.train(*_text(scenario), backend))
 
 
 def _global_batches(gb: Union[int, str, Sequence[int]]) -> list:
@@ -406,25 +415,34 @@ def collective(
     sweep: Optional[str] = None,
     group: str = "all",
     algorithm: str = "auto",
+    backend: str = "analytical",
 ) -> dict:
-    """Time a collective on a group of the scenario's cluster with the analytical model,
-    nccl-tests conventions (``myriad collective --json``): ``op`` all-reduce, all-gather,
-    reduce-scatter, all-to-all, broadcast, send-recv; ``bytes`` (``1 << 30`` or ``"1GiB"``)
-    or ``sweep`` (``"8B..16GiB"``); ``group`` tp, dp, ep, pp, cp, all or ranks ``"0-7"``;
-    ``algorithm`` ring, tree, nvls, hierarchical, direct or auto. (The flow-level backend
-    is the CLI's ``--backend flow``.)
+    """Time a collective on a group of the scenario's cluster, nccl-tests conventions
+    (``myriad collective --json``): ``op`` all-reduce, all-gather, reduce-scatter,
+    all-to-all, broadcast, send-recv; ``bytes`` (a whole number of bytes, ``1 << 30``, or a
+    size, ``"1GiB"``; a fraction of a byte is an error) or ``sweep`` (``"8B..16GiB"``);
+    ``group`` tp, dp, ep, pp, cp, all or ranks ``"0-7"``; ``algorithm`` ring, tree, nvls,
+    hierarchical, direct or auto; ``backend`` ``"analytical"`` (the collective model) or
+    ``"flow"`` (simulated flow by flow on the routed topology, with the scenario's
+    ``cluster.faults``; adds the most loaded ``links`` of the largest size).
 
     >>> r = myriad.collective("examples/dgx-superpod-h100.yaml", "all-reduce",
     ...                       bytes="1GiB", group="tp")
     >>> r["format"], r["bytes"], r["time_s"] > 0
     ('myriad-collective/1', 1073741824, True)
+    >>> f = myriad.collective("examples/dgx-superpod-h100.yaml", "all-reduce",
+    ...                       bytes=1 << 30, group="tp", backend="flow")
+    >>> f["backend"], f["algorithm"], len(f["links"]) > 0
+    ('flow', 'nvls', True)
     """
     if isinstance(bytes, bool) or not isinstance(bytes, (str, numbers.Real, type(None))):
         raise TypeError(f"bytes: {bytes!r} is not a size (a number of bytes or \"1GiB\")")
     b = None if bytes is None else str(bytes)
     op, group, algorithm = _str("op", op), _str("group", group), _str("algorithm", algorithm)
-    sweep = _str("sweep", sweep, none=True)
-    return json.loads(_myriad.collective(*_text(scenario), op, b, sweep, group, algorithm))
+    sweep, backend = _str("sweep", sweep, none=True), _str("backend", backend)
+    return json.loads(
+        _myriad.collective(*_text(scenario), op, b, sweep, group, algorithm, backend)
+    )
 
 
 def _shard(shard: Union[str, Sequence[int]]) -> tuple[int, int]:

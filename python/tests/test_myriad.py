@@ -547,6 +547,36 @@ def test_arguments_of_the_wrong_type_or_range_name_their_keyword():
         myriad.search(SUPERPOD, top=-1)
 
 
+def test_the_flow_backend_is_a_keyword_of_train_and_collective():
+    # train and collective had no backend: the flow-level simulation was the CLI's only.
+    t = myriad.train(SUPERPOD, backend="flow")
+    assert t["flow"]["backend"] == "flow" and t["flow"]["collectives"]
+    assert t["flow"]["analytical"]["step_time_s"] == myriad.train(SUPERPOD)["step_time_s"]
+    assert "flow" not in myriad.train(SUPERPOD)
+    c = myriad.collective(SUPERPOD, "all-reduce", bytes="1GiB", group="tp", backend="flow")
+    assert c["backend"] == "flow" and c["links"] and c["bytes"] == 1 << 30
+    assert "backend" not in myriad.collective(SUPERPOD, "all-reduce", bytes="1GiB", group="tp")
+    for call in (lambda b: myriad.train(SUPERPOD, backend=b), lambda b: myriad.collective(SUPERPOD, "all-reduce", bytes=8, backend=b)):
+        with pytest.raises(myriad.Error, match=r"^backend: `netsim` is not analytical or flow$"):
+            call("netsim")
+        with pytest.raises(TypeError, match=r"^backend: None is not a string$"):
+            call(None)
+
+
+def test_a_byte_count_with_a_fraction_is_an_error_naming_bytes():
+    # bytes=1.5 was sent as "1.5" and simulated as 2 B without a word.
+    for bad in (1.5, "1.5", 0.25, "1.3KiB"):
+        with pytest.raises(myriad.Error, match=r"^bytes: `[0-9.KiB]+` is .*not a whole number of bytes$"):
+            myriad.collective(SUPERPOD, "all-reduce", bytes=bad, group="tp")
+    with pytest.raises(myriad.Error, match=r"^bytes: `nan` is not a size"):
+        myriad.collective(SUPERPOD, "all-reduce", bytes=float("nan"), group="tp")
+    with pytest.raises(myriad.Error, match=r"^sweep: `0.5` is not a whole number of bytes$"):
+        myriad.collective(SUPERPOD, "all-reduce", sweep="0.5..8", group="tp")
+    # A float holding a whole count is that count; a size with a unit is whole bytes.
+    for ok, want in ((1e9, 10**9), (1024.0, 1024), ("1.5KiB", 1536), ("0.1KB", 100)):
+        assert myriad.collective(SUPERPOD, "all-reduce", bytes=ok, group="tp")["bytes"] == want
+
+
 def _cli():
     """The release CLI beside the package (CI builds it before the Python tests)."""
     cli = ROOT / "target" / "release" / "myriad"
@@ -592,6 +622,17 @@ def test_every_command_returns_the_clis_json_byte_for_byte():
         (
             ("collective", SUPERPOD, "--op", "all-gather", "--sweep", "1KiB..1GiB", "--group", "dp", "--algorithm", "ring"),
             lambda: myriad.collective(SUPERPOD, "all-gather", sweep="1KiB..1GiB", group="dp", algorithm="ring"),
+        ),
+        # The flow backend was the CLI's only.
+        (("train", SUPERPOD, "--backend", "flow"), lambda: myriad.train(SUPERPOD, backend="flow")),
+        (("train", SUPERPOD, "--backend", "analytical"), lambda: myriad.train(SUPERPOD, backend="analytical")),
+        (
+            ("collective", SUPERPOD, "--op", "all-reduce", "--sweep", "1MiB..64MiB", "--group", "dp", "--backend", "flow"),
+            lambda: myriad.collective(SUPERPOD, "all-reduce", sweep="1MiB..64MiB", group="dp", backend="flow"),
+        ),
+        (
+            ("collective", ROOT / "examples" / "netsim-islands-7to1.yaml", "--op", "all-to-all", "--bytes", "64MiB", "--group", "all", "--backend", "flow"),
+            lambda: myriad.collective(ROOT / "examples" / "netsim-islands-7to1.yaml", "all-to-all", bytes=64 << 20, backend="flow"),
         ),
         (("validate", ROOT / "validation" / "training-heldout-megascale.json"), lambda: myriad.validate(ROOT / "validation" / "training-heldout-megascale.json")),
     ]

@@ -15,7 +15,7 @@ pub enum Naming {
 
 impl Naming {
     /// `--name` or `name`.
-    fn arg(self, name: &str) -> String {
+    pub(crate) fn arg(self, name: &str) -> String {
         match self {
             Naming::Cli => format!("--{name}"),
             Naming::Keywords => name.to_string(),
@@ -114,17 +114,27 @@ pub fn parse_bytes(s: &str) -> Result<f64, String> {
     .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n, *m)))
     .unwrap_or((t, 1.0));
     // Finite after the unit too: `1e300GiB` is infinite, and a sweep up to it never ended.
-    // Whole bytes (`0.1KB` is 100 B, not 100.00000000000001), at most `MAX_BYTES`, so the
-    // JSON gives every size as an exact integer.
-    let v = num
+    let exact = num
         .trim()
         .parse::<f64>()
         .ok()
-        .map(|v| (v * mult).round())
+        .map(|v| v * mult)
         .filter(|v| v.is_finite() && *v >= 0.0)
         .ok_or_else(|| format!("`{s}` is not a size (8B, 64KiB, 1MiB, 16GiB)"))?;
-    if v > MAX_BYTES {
+    if exact > MAX_BYTES {
         return Err(format!("`{s}` is more than 8 PiB, the largest size"));
+    }
+    // Whole bytes, so the JSON gives every size as an exact integer: `0.1KB` is 100 B (not
+    // 100.00000000000001: a few units in the last place are the decimal's rounding), but
+    // `1.5` was rounded to 2 B without a word; a fraction of a byte is an error.
+    let v = exact.round();
+    if (exact - v).abs() > 8.0 * f64::EPSILON * exact.max(1.0) {
+        let bytes = if mult == 1.0 {
+            String::new()
+        } else {
+            format!("{exact} bytes, ")
+        };
+        return Err(format!("`{s}` is {bytes}not a whole number of bytes"));
     }
     Ok(v)
 }
@@ -444,7 +454,27 @@ pub fn timed_as_note(size: u64, span: &GroupSpan) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::collective_input;
+    use super::{collective_input, parse_bytes};
+
+    /// Guards sizes with a fraction of a byte: `1.5` was rounded to 2 B without a word
+    /// (Python's `collective(bytes=1.5)` too); the decimal's own rounding is not a fraction.
+    #[test]
+    fn a_fraction_of_a_byte_is_an_error() {
+        assert_eq!(parse_bytes("0.1KB"), Ok(100.0));
+        assert_eq!(parse_bytes("1.5KiB"), Ok(1536.0));
+        assert_eq!(parse_bytes("1e9"), Ok(1e9));
+        assert_eq!(parse_bytes("1000000000.0"), Ok(1e9));
+        assert_eq!(parse_bytes("0.3GB"), Ok(3e8));
+        assert_eq!(
+            parse_bytes("1.5"),
+            Err("`1.5` is not a whole number of bytes".into())
+        );
+        assert_eq!(
+            parse_bytes("1.3KiB"),
+            Err("`1.3KiB` is 1331.2 bytes, not a whole number of bytes".into())
+        );
+        assert!(parse_bytes("0.5B").is_err());
+    }
 
     fn scenario(training: &str) -> myriad_scenario::Scenario {
         let text = format!(
@@ -535,8 +565,7 @@ mod tests {
     #[test]
     fn a_sweep_ending_below_one_byte_says_so() {
         let s = scenario("{global_batch: 512, micro_batch: 1}");
-        // (Sizes are whole bytes: `0.4` is 0 B, `0.5` would be 1 B.)
-        for sw in ["0B..0B", "0..0.4"] {
+        for sw in ["0B..0B", "0..0"] {
             let e = collective_input(&s, "s.yaml", "all-reduce", None, Some(sw), "0-7", "auto")
                 .err()
                 .expect("an error");

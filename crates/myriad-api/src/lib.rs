@@ -17,11 +17,15 @@
 //! (`format` keys name their version); fields are added, never renamed.
 
 mod collective;
+mod flow;
 
 pub use collective::{
     algorithm_name, collective_analytical, collective_input, collective_input_named, group_span,
     parse_algorithm, parse_bytes, parse_op, shaped, timed_as_note, CollectiveInput, Naming,
     MAX_BYTES,
+};
+pub use flow::{
+    collective_flow, faults, parse_backend, train_flow, Backend, CollectiveFlow, FlowTrain,
 };
 use myriad_cluster::BuiltCluster;
 use myriad_model::Transformer;

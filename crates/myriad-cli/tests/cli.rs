@@ -1295,6 +1295,13 @@ fn collective_sizes_are_one_size_or_one_increasing_range() {
     let (code, out, err) = run(&["--bytes", "1e300GiB"]);
     assert_eq!(code, 2, "{out}");
     assert!(err.contains("--bytes: `1e300GiB` is not a size"), "{err}");
+    // A fraction of a byte was rounded without a word (`1.5` ran 2 B).
+    let (code, out, err) = run(&["--bytes", "1.5"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        err.contains("--bytes: `1.5` is not a whole number of bytes"),
+        "{err}"
+    );
     // A rank twice was dropped silently (`0,0,1` ran on 2 ranks).
     let (code, out, err) = run(&["--bytes", "1MiB", "--group", "0,0,1"]);
     assert_eq!(code, 2, "{out}");

@@ -33,12 +33,20 @@ fn cluster(py: Python<'_>, file: &str, text: &str) -> PyResult<String> {
     .and_then(|v| to_json(&v))
 }
 
-/// `myriad train` (analytical backend): the step estimate (JSON text).
+/// `myriad train --backend BACKEND`: the step estimate (JSON text); with `flow`, every
+/// collective of the step simulated, and the `flow` section.
 #[pyfunction]
-fn train(py: Python<'_>, file: &str, text: &str) -> PyResult<String> {
+#[pyo3(signature = (file, text, backend="analytical"))]
+fn train(py: Python<'_>, file: &str, text: &str, backend: &str) -> PyResult<String> {
+    let backend = myriad_api::parse_backend(backend, myriad_api::Naming::Keywords).map_err(err)?;
     py.detach(|| {
         let s = myriad_api::scenario(file, text)?;
         let input = myriad_api::train_input(&s, file)?;
+        if backend == myriad_api::Backend::Flow {
+            let net = myriad_netsim::Network::from_cluster(&input.cluster);
+            let run = myriad_api::train_flow(&s, file, &input, &net, false)?;
+            return Ok(run.json(&s, &input));
+        }
         let run = myriad_api::train(&s, file, &input, None)?;
         Ok::<_, String>(run.json(&s, &input))
     })
@@ -356,10 +364,11 @@ fn sched(
     .and_then(|v| to_json(&v))
 }
 
-/// `myriad collective` (analytical model): time, algorithm and bus bandwidth of one size or
-/// a doubling sweep (JSON text).
+/// `myriad collective --backend BACKEND`: time, algorithm and bus bandwidth of one size or
+/// a doubling sweep (JSON text); with `flow`, simulated flow by flow, with the most loaded
+/// links.
 #[pyfunction]
-#[pyo3(signature = (file, text, op, bytes=None, sweep=None, group="all", algorithm="auto"))]
+#[pyo3(signature = (file, text, op, bytes=None, sweep=None, group="all", algorithm="auto", backend="analytical"))]
 #[allow(clippy::too_many_arguments)]
 fn collective(
     py: Python<'_>,
@@ -370,7 +379,9 @@ fn collective(
     sweep: Option<&str>,
     group: &str,
     algorithm: &str,
+    backend: &str,
 ) -> PyResult<String> {
+    let backend = myriad_api::parse_backend(backend, myriad_api::Naming::Keywords).map_err(err)?;
     py.detach(|| {
         let s = myriad_api::scenario(file, text)?;
         let input = myriad_api::collective_input_named(
@@ -383,7 +394,14 @@ fn collective(
             algorithm,
             myriad_api::Naming::Keywords,
         )?;
-        myriad_api::collective_analytical(&input, file).map(|(_, v)| v)
+        match backend {
+            myriad_api::Backend::Flow => {
+                myriad_api::collective_flow(&s, &input, file, false).map(|f| f.json)
+            }
+            myriad_api::Backend::Analytical => {
+                myriad_api::collective_analytical(&input, file).map(|(_, v)| v)
+            }
+        }
     })
     .map_err(err)
     .and_then(|v| to_json(&v))

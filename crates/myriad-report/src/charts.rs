@@ -244,7 +244,158 @@ pub struct Point {
     pub label: String,
 }
 
-/// Candidates as points, the Pareto front joined, the chosen one ringed.
+/// A box in SVG pixels: left, top, right, bottom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rect {
+    pub x0: i32,
+    pub y0: i32,
+    pub x1: i32,
+    pub y1: i32,
+}
+
+impl Rect {
+    /// Whether the two boxes share any area (touching edges do not).
+    pub fn intersects(&self, o: &Rect) -> bool {
+        self.x0 < o.x1 && o.x0 < self.x1 && self.y0 < o.y1 && o.y0 < self.y1
+    }
+
+    fn inside(&self, o: &Rect) -> bool {
+        self.x0 >= o.x0 && self.x1 <= o.x1 && self.y0 >= o.y0 && self.y1 <= o.y1
+    }
+
+    /// A square of half-side `r` around `(x, y)`.
+    fn around((x, y): (i32, i32), r: i32) -> Rect {
+        Rect {
+            x0: x - r,
+            y0: y - r,
+            x1: x + r,
+            y1: y + r,
+        }
+    }
+
+    /// Whether the segment from `a` to `b` passes through the box (sampled every 2 pixels).
+    fn crossed_by(&self, a: (i32, i32), b: (i32, i32)) -> bool {
+        let len = (b.0 - a.0).abs().max((b.1 - a.1).abs()).max(1);
+        (0..=(len + 1) / 2).any(|k| {
+            let t = (2 * k).min(len) as f64 / len as f64;
+            let x = a.0 as f64 + t * (b.0 - a.0) as f64;
+            let y = a.1 as f64 + t * (b.1 - a.1) as f64;
+            x > self.x0 as f64 && x < self.x1 as f64 && y > self.y0 as f64 && y < self.y1 as f64
+        })
+    }
+}
+
+/// The pixels a one-line label of `size` points takes in the SVG, with a pixel of margin:
+/// plotters writes the font size as `size / 1.24`, and a browser's sans-serif (DejaVu Sans,
+/// Arial, Helvetica) fits each character within these widths (in ems: digits 0.64, `×`
+/// 0.84).
+pub fn label_size(text: &str, size: f64) -> (i32, i32) {
+    let px = size / 1.24;
+    let ems: f64 = text
+        .chars()
+        .map(|c| match c {
+            ' ' => 0.33,
+            '.' | ',' | ':' | ';' | '|' | '!' | 'i' | 'j' | 'l' | '\'' => 0.34,
+            '-' | '(' | ')' | 'f' | 't' | 'r' => 0.45,
+            'm' | 'w' | 'M' | 'W' | '%' | '@' => 1.0,
+            '×' => 0.84,
+            c if c.is_ascii_uppercase() => 0.78,
+            _ => 0.64,
+        })
+        .sum();
+    ((ems * px).ceil() as i32 + 2, (1.1 * px).ceil() as i32 + 2)
+}
+
+/// A line from one pixel to another.
+pub type Segment = ((i32, i32), (i32, i32));
+
+/// Where each label goes, as the box its text takes, or `None` where no room was found:
+/// near its anchor, in the first of rings of growing radius around it and eight directions
+/// on each ring, inside `area`, over no other placed label and no obstacle (the markers,
+/// the legend); a box that also keeps off the `avoid` segments (the front's line) is taken
+/// first. Labels are placed in the order given, so the first ones sit closest.
+pub fn place_labels(
+    anchors: &[(i32, i32)],
+    sizes: &[(i32, i32)],
+    area: Rect,
+    obstacles: &[Rect],
+    avoid: &[Segment],
+) -> Vec<Option<Rect>> {
+    const RINGS: [i32; 9] = [7, 12, 20, 30, 44, 62, 86, 116, 150];
+    let mut placed: Vec<Rect> = Vec::new();
+    anchors
+        .iter()
+        .zip(sizes)
+        .map(|(&(ax, ay), &(w, h))| {
+            let candidates = RINGS.iter().flat_map(|&r| {
+                let d = (r as f64 * 0.71).round() as i32;
+                [
+                    (ax + r, ay - h / 2),
+                    (ax - r - w, ay - h / 2),
+                    (ax + d, ay - d - h),
+                    (ax + d, ay + d),
+                    (ax - d - w, ay - d - h),
+                    (ax - d - w, ay + d),
+                    (ax - w / 2, ay - r - h),
+                    (ax - w / 2, ay + r),
+                ]
+                .map(|(x0, y0)| Rect {
+                    x0,
+                    y0,
+                    x1: x0 + w,
+                    y1: y0 + h,
+                })
+            });
+            let free = |b: &Rect| {
+                b.inside(&area)
+                    && !placed.iter().any(|p| p.intersects(b))
+                    && !obstacles.iter().any(|o| o.intersects(b))
+            };
+            let clear = |b: &Rect| !avoid.iter().any(|&(a, e)| b.crossed_by(a, e));
+            let best = candidates
+                .clone()
+                .find(|b| free(b) && clear(b))
+                .or_else(|| candidates.clone().find(free));
+            if let Some(b) = best {
+                placed.push(b);
+            }
+            best
+        })
+        .collect()
+}
+
+/// The nearest point of `b` to `p`: where a leader line from a point to its label ends.
+fn nearest_on(b: &Rect, (x, y): (i32, i32)) -> (i32, i32) {
+    (x.clamp(b.x0, b.x1), y.clamp(b.y0, b.y1))
+}
+
+/// The legend box plotters draws at the upper right of `area` for these lines at `size`
+/// points (its 30-pixel marker column and 10-pixel margins), widened to the browser's text.
+fn legend_box(area: Rect, lines: &[String], size: f64) -> Rect {
+    let w = lines
+        .iter()
+        .map(|l| label_size(l, size).0)
+        .max()
+        .unwrap_or(0)
+        + 30
+        + 20
+        + 4;
+    let h = (lines.len() as f64 * 1.45 * size / 1.24).ceil() as i32 + 20 + 4;
+    Rect {
+        x0: area.x1 - 5 - w,
+        y0: area.y0,
+        x1: area.x1,
+        y1: area.y0 + 5 + h,
+    }
+}
+
+/// Font size of the front's point labels.
+const POINT_LABEL: f64 = 13.0;
+
+/// Candidates as points, the Pareto front joined, the chosen one ringed. The front's points
+/// and the chosen one are labelled, each label placed where it overlaps no other label,
+/// marker or the legend (`place_labels`), joined to its point by a line when set apart; a
+/// label with no room left is not drawn (the report's table names every candidate).
 pub fn front(
     title: &str,
     xdesc: &str,
@@ -291,14 +442,8 @@ pub fn front(
         )?
         .label("Pareto front")
         .legend(|(x, y)| Circle::new((x + 6, y), 5, color(0).filled()));
-        c.draw_series(f.iter().map(|p| {
-            Text::new(
-                p.label.clone(),
-                (p.x, p.y),
-                (FONT, 12).into_font().color(&BLACK),
-            )
-        }))?;
-        if let Some(p) = chosen.and_then(|i| pts.get(i)) {
+        let chosen = chosen.and_then(|i| pts.get(i));
+        if let Some(p) = chosen {
             c.draw_series(std::iter::once(Circle::new(
                 (p.x, p.y),
                 10,
@@ -306,6 +451,56 @@ pub fn front(
             )))?
             .label(format!("chosen: {}", p.label))
             .legend(|(x, y)| Circle::new((x + 6, y), 6, color(3).stroke_width(3)));
+        }
+        // Labels: the chosen point's first, then the front's from the fastest.
+        let (xr, yr) = c.plotting_area().get_pixel_range();
+        let area = Rect {
+            x0: xr.start,
+            y0: yr.start,
+            x1: xr.end,
+            y1: yr.end,
+        };
+        let at = |p: &Point| c.backend_coord(&(p.x, p.y));
+        let mut labelled: Vec<&Point> = chosen.into_iter().collect();
+        labelled.extend(
+            f.iter()
+                .copied()
+                .filter(|p| !chosen.is_some_and(|q| std::ptr::eq(*p, q))),
+        );
+        let mut legend = vec!["candidate".to_string(), "Pareto front".to_string()];
+        if let Some(p) = chosen {
+            legend.push(format!("chosen: {}", p.label));
+        }
+        let mut obstacles: Vec<Rect> = pts
+            .iter()
+            .map(|p| Rect::around(at(p), if p.front { 6 } else { 5 }))
+            .collect();
+        obstacles.extend(chosen.map(|p| Rect::around(at(p), 12)));
+        obstacles.push(legend_box(area, &legend, 13.0));
+        let line: Vec<(i32, i32)> = f.iter().map(|p| at(p)).collect();
+        let segments: Vec<_> = line.windows(2).map(|w| (w[0], w[1])).collect();
+        let anchors: Vec<(i32, i32)> = labelled.iter().map(|p| at(p)).collect();
+        let sizes: Vec<(i32, i32)> = labelled
+            .iter()
+            .map(|p| label_size(&p.label, POINT_LABEL))
+            .collect();
+        let boxes = place_labels(&anchors, &sizes, area, &obstacles, &segments);
+        let font = (FONT, POINT_LABEL).into_font().color(&BLACK);
+        for ((p, a), b) in labelled.iter().zip(&anchors).zip(&boxes) {
+            let Some(b) = b else { continue };
+            let end = nearest_on(b, *a);
+            if (end.0 - a.0).abs().max((end.1 - a.1).abs()) > 10 {
+                root.draw(&PathElement::new(
+                    vec![*a, end],
+                    BLACK.mix(0.45).stroke_width(1),
+                ))?;
+            }
+            // plotters anchors text at its top left (`dy="0.76em"`); one pixel in from the box.
+            root.draw(&Text::new(
+                p.label.clone(),
+                (b.x0 + 1, b.y0 + 1),
+                font.clone(),
+            ))?;
         }
         legend!(c, SeriesLabelPosition::UpperRight);
         Ok(())
@@ -318,8 +513,20 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// The y axis's ends: the data's `lo..hi` with `pad` either side, kept within `bounds`
+/// (the range the quantity cannot leave, such as 0 to 1 for a fraction) where the data lie
+/// in it: padding never takes the axis past a bound, and data outside it stay on the axis.
+fn y_axis(lo: f64, hi: f64, pad: f64, bounds: Option<(f64, f64)>) -> (f64, f64) {
+    let (a, b) = (lo - pad, hi + pad);
+    match bounds {
+        Some((min, max)) => (a.max(min.min(lo)), b.min(max.max(hi))),
+        None => (a, b),
+    }
+}
+
 /// Lines (with markers) over a shared x axis, optionally logarithmic; `mark` draws a
-/// labelled vertical line (the optimum).
+/// labelled vertical line (the optimum); `y_bounds` is the range the values cannot leave
+/// (0 to 1 for ETTR), which the y axis does not pass.
 pub fn lines(
     title: &str,
     xdesc: &str,
@@ -327,6 +534,7 @@ pub fn lines(
     series: &[Series],
     log_x: bool,
     mark: Option<(&str, f64)>,
+    y_bounds: Option<(f64, f64)>,
 ) -> String {
     let all = || series.iter().flat_map(|s| s.points.iter());
     if all().next().is_none() {
@@ -357,12 +565,9 @@ pub fn lines(
     } else {
         1.0
     };
-    let lo = if y0 >= 0.0 {
-        (y0 - pad).max(0.0)
-    } else {
-        y0 - pad
-    };
-    let (y0, y1) = (lo, y1 + pad);
+    let floor = if y0 >= 0.0 { 0.0 } else { f64::NEG_INFINITY };
+    let (lo, hi) = y_bounds.unwrap_or((floor, f64::INFINITY));
+    let (y0, y1) = y_axis(y0, y1, pad, Some((lo.max(floor), hi)));
     let log = log_x && x0 > 0.0;
     if !(spans(x0, x1) && spans(y0, y1) && (!log || log_spans(x0 * 0.9, x1 * 1.1))) {
         return error_svg(900, 500);
@@ -427,8 +632,14 @@ pub fn lines(
     })
 }
 
-/// A point with an interval: x, mean, low, high.
-pub fn intervals(title: &str, xdesc: &str, ydesc: &str, pts: &[(f64, f64, f64, f64)]) -> String {
+/// A point with an interval: x, mean, low, high; `y_bounds` as in `lines`.
+pub fn intervals(
+    title: &str,
+    xdesc: &str,
+    ydesc: &str,
+    pts: &[(f64, f64, f64, f64)],
+    y_bounds: Option<(f64, f64)>,
+) -> String {
     if pts.is_empty() {
         return no_data_svg(900, 120, title);
     }
@@ -439,8 +650,16 @@ pub fn intervals(title: &str, xdesc: &str, ydesc: &str, pts: &[(f64, f64, f64, f
     if !(x0.is_finite() && x1 > 0.0 && y0.is_finite() && y1.is_finite()) {
         return error_svg(900, 500);
     }
-    let pad = ((y1 - y0) * 0.1).max(1e-3);
-    if !(log_spans((x0 * 0.7).max(1e-9), x1 * 1.4) && spans(y0 - pad, y1 + pad)) {
+    // A flat chart (every size at an ETTR of 1) gets a tenth of its value below, as `lines`.
+    let pad = if y1 > y0 {
+        ((y1 - y0) * 0.1).max(1e-3)
+    } else if y1 != 0.0 {
+        y1.abs() * 0.1
+    } else {
+        1.0
+    };
+    let (y0, y1) = y_axis(y0, y1, pad, y_bounds);
+    if !(log_spans((x0 * 0.7).max(1e-9), x1 * 1.4) && spans(y0, y1)) {
         return error_svg(900, 500);
     }
     render(900, 500, |root| {
@@ -449,11 +668,8 @@ pub fn intervals(title: &str, xdesc: &str, ydesc: &str, pts: &[(f64, f64, f64, f
             .margin(12)
             .x_label_area_size(45)
             .y_label_area_size(80)
-            .build_cartesian_2d(
-                ((x0 * 0.7).max(1e-9)..x1 * 1.4).log_scale(),
-                (y0 - pad)..(y1 + pad),
-            )?;
-        let yscale = (y0 - pad).abs().max((y1 + pad).abs());
+            .build_cartesian_2d(((x0 * 0.7).max(1e-9)..x1 * 1.4).log_scale(), y0..y1)?;
+        let yscale = y0.abs().max(y1.abs());
         c.configure_mesh()
             .x_desc(xdesc)
             .y_desc(ydesc)
@@ -623,6 +839,7 @@ mod tests {
             &one(vec![(1e3, 0.5), (1e9, 0.9)]),
             true,
             None,
+            None,
         ));
         assert!(t.iter().any(|x| x == "1,000,000,000"), "{t:?}");
         assert!(!t.iter().any(|x| x.ends_with(".0")), "{t:?}");
@@ -668,12 +885,14 @@ mod tests {
                 &one(vec![(0.0, 1e300), (1.0, 2e300)]),
                 false,
                 None,
+                None,
             ),
             intervals(
                 "t",
                 "x",
                 "y",
                 &[(1e3, 1e300, 0.0, 2e300), (1e6, 1.0, 0.0, 2e300)],
+                None,
             ),
             hbars("t", "u", &[("a".into(), 1e300)], None),
             timeline(
@@ -694,6 +913,175 @@ mod tests {
         }
     }
 
+    /// A number attribute of an SVG element: `name="…"` in `el`.
+    fn attr(el: &str, name: &str) -> Option<f64> {
+        let at = el.find(&format!(" {name}=\""))? + name.len() + 3;
+        el[at..at + el[at..].find('"')?].parse().ok()
+    }
+
+    /// The boxes of the SVG's text elements whose text is one of `labels`: where the
+    /// browser draws them (`label_size` at the written font size, which plotters scaled by
+    /// 1/1.24; plotters anchors a text at its top left, and `front` writes it one pixel in).
+    fn label_boxes(svg: &str, labels: &[&str]) -> Vec<(String, Rect)> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let (el, rest) = t.split_once('>')?;
+                let text = rest.split('<').next()?.trim();
+                if !labels.contains(&text) {
+                    return None;
+                }
+                let (x, y) = (attr(el, "x")? as i32, attr(el, "y")? as i32);
+                let (w, h) = label_size(text, attr(el, "font-size")? * 1.24);
+                let b = Rect {
+                    x0: x - 1,
+                    y0: y - 1,
+                    x1: x - 1 + w,
+                    y1: y - 1 + h,
+                };
+                Some((text.to_string(), b))
+            })
+            .collect()
+    }
+
+    /// Guards the plan report's time-versus-cost chart: every label of the front was drawn
+    /// at its point, so close points' labels overlapped each other and the markers
+    /// (`myriad plan examples/plan-llama3-70b.yaml`: 2048 × h200, 2048 × h100-sxm and the
+    /// chosen 2048 × mi300x ran into one another). No label's box now meets another's, a
+    /// marker, the legend, or the chart's edge, on that plan's candidates and on a front
+    /// of points packed closer still.
+    #[test]
+    fn front_labels_do_not_overlap() {
+        let example: Vec<Point> = [
+            (77.918, 87.341, true, "2048 × h100-sxm"),
+            (41.748, 186.278, false, "4096 × h100-sxm"),
+            (22.784, 372.557, false, "8192 × h100-sxm"),
+            (13.405, 745.114, false, "16384 × h100-sxm"),
+            (76.509, 100.141, true, "2048 × h200"),
+            (41.036, 211.878, false, "4096 × h200"),
+            (22.877, 423.757, false, "8192 × h200"),
+            (13.365, 847.514, false, "16384 × h200"),
+            (41.936, 112.941, false, "2048 × b200"),
+            (23.486, 237.478, false, "4096 × b200"),
+            (13.509, 474.957, false, "8192 × b200"),
+            (8.488, 949.914, false, "16384 × b200"),
+            (35.088, 103.753, true, "2048 × gb200"),
+            (18.434, 203.821, true, "4096 × gb200"),
+            (10.197, 407.542, true, "8192 × gb200"),
+            (5.964, 814.985, true, "16384 × gb200"),
+            (85.433, 52.954, true, "2048 × mi300x"),
+            (46.331, 117.120, false, "4096 × mi300x"),
+            (25.909, 234.240, false, "8192 × mi300x"),
+            (14.993, 468.480, false, "16384 × mi300x"),
+        ]
+        .into_iter()
+        .map(|(x, y, front, l)| Point {
+            x,
+            y,
+            front,
+            label: l.into(),
+        })
+        .collect();
+        // Twelve front points a day and a few M USD apart.
+        let packed: Vec<Point> = (0..12)
+            .map(|i| Point {
+                x: 60.0 + i as f64,
+                y: 100.0 - 4.0 * i as f64,
+                front: true,
+                label: format!("{} × h100-sxm", 1024 << (i % 5)),
+            })
+            .collect();
+        for (pts, chosen, all_drawn) in [(&example, 16, true), (&packed, 11, false)] {
+            let svg = front("Time versus cost", "days", "M USD", pts, Some(chosen));
+            let labels: Vec<&str> = pts
+                .iter()
+                .filter(|p| p.front)
+                .map(|p| p.label.as_str())
+                .collect();
+            let boxes = label_boxes(&svg, &labels);
+            if all_drawn {
+                assert_eq!(boxes.len(), labels.len(), "{boxes:?}");
+            } else {
+                assert!(boxes.len() >= labels.len() / 2, "{boxes:?}");
+            }
+            // The chosen point is labelled first: it always has one.
+            assert!(boxes.iter().any(|b| b.0 == pts[chosen].label), "{boxes:?}");
+            let markers: Vec<Rect> = svg
+                .split("<circle")
+                .skip(1)
+                .filter_map(|c| {
+                    let (x, y, r) = (attr(c, "cx")?, attr(c, "cy")?, attr(c, "r")?);
+                    Some(Rect::around((x as i32, y as i32), r as i32))
+                })
+                .collect();
+            let legend = svg
+                .split("<rect")
+                .skip(1)
+                .find(|r| r.contains("opacity=\"0.9\""))
+                .map(|r| {
+                    let (x, y) = (attr(r, "x").unwrap() as i32, attr(r, "y").unwrap() as i32);
+                    let (w, h) = (attr(r, "width").unwrap(), attr(r, "height").unwrap());
+                    Rect {
+                        x0: x,
+                        y0: y,
+                        x1: x + w as i32,
+                        y1: y + h as i32,
+                    }
+                })
+                .expect("legend");
+            let chart = Rect {
+                x0: 0,
+                y0: 0,
+                x1: 900,
+                y1: 560,
+            };
+            for (i, (l, b)) in boxes.iter().enumerate() {
+                for (k, c) in &boxes[i + 1..] {
+                    assert!(!b.intersects(c), "{l} {b:?} overlaps {k} {c:?}");
+                }
+                assert!(b.inside(&chart), "{l} {b:?}");
+                assert!(!b.intersects(&legend), "{l} {b:?} legend {legend:?}");
+                for m in &markers {
+                    assert!(!b.intersects(m), "{l} {b:?} covers the marker {m:?}");
+                }
+            }
+        }
+    }
+
+    /// `place_labels` itself: nothing placed meets another label, an obstacle or the edge,
+    /// and a label finds room near its point when there is some.
+    #[test]
+    fn placed_labels_keep_apart() {
+        let area = Rect {
+            x0: 0,
+            y0: 0,
+            x1: 400,
+            y1: 300,
+        };
+        let anchors: Vec<(i32, i32)> = (0..30).map(|i| (150 + 3 * i, 150 + (i % 3))).collect();
+        let sizes = vec![(60, 12); anchors.len()];
+        let obstacles: Vec<Rect> = anchors.iter().map(|&a| Rect::around(a, 5)).collect();
+        let boxes = place_labels(&anchors, &sizes, area, &obstacles, &[]);
+        let placed: Vec<Rect> = boxes.iter().flatten().copied().collect();
+        assert!(placed.len() >= 10, "{placed:?}");
+        for (i, b) in placed.iter().enumerate() {
+            assert!(b.inside(&area));
+            assert!(!obstacles.iter().any(|o| o.intersects(b)));
+            assert!(!placed[i + 1..].iter().any(|c| c.intersects(b)));
+        }
+        // Alone, a label sits just right of its point.
+        let one = place_labels(&[(100, 100)], &[(60, 12)], area, &[], &[]);
+        assert_eq!(
+            one,
+            [Some(Rect {
+                x0: 107,
+                y0: 94,
+                x1: 167,
+                y1: 106
+            })]
+        );
+    }
+
     /// Guards flat series: all-zero queue lengths drew an axis from -1e-9 to 1e-9 jobs.
     #[test]
     fn a_flat_series_gets_a_readable_axis() {
@@ -707,6 +1095,7 @@ mod tests {
                     points: vec![(0.0, y), (10.0, y)],
                 }],
                 false,
+                None,
                 None,
             ))
         };
@@ -735,11 +1124,12 @@ mod tests {
                 }],
                 false,
                 None,
+                None,
             ),
-            lines("T", "x", "y", &[], true, None),
+            lines("T", "x", "y", &[], true, None, None),
             hbars("T", "u", &[], None),
             front("T", "x", "y", &[], None),
-            intervals("T", "x", "y", &[]),
+            intervals("T", "x", "y", &[], None),
         ] {
             assert_eq!(texts(&svg), ["T: no data to draw"]);
         }
@@ -784,6 +1174,7 @@ mod tests {
             &one(vec![(-big, 0.0), (big, 1.0)]),
             false,
             None,
+            None,
         );
         lines(
             "t",
@@ -791,6 +1182,7 @@ mod tests {
             "y",
             &one(vec![(0.0, 0.0), (1.0, big)]),
             false,
+            None,
             None,
         );
         lines(
@@ -800,12 +1192,14 @@ mod tests {
             &one(vec![(1.0, 0.0), (1.5e308, 1.0)]),
             true,
             None,
+            None,
         );
         intervals(
             "t",
             "x",
             "y",
             &[(1.0, 0.0, -big, big), (big, 0.5, 0.0, 1.0)],
+            None,
         );
     }
 }

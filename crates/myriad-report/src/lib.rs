@@ -879,6 +879,8 @@ pub fn reliability(j: &Value) -> String {
                 }],
                 true,
                 Some(("optimal interval", f(j, "optimal_checkpoint_interval_s"))),
+                // A fraction: the axis ends at 1 at the most.
+                Some((0.0, 1.0)),
             ),
         );
     }
@@ -905,6 +907,7 @@ pub fn reliability(j: &Value) -> String {
                 "accelerators (log scale)",
                 "ETTR",
                 &pts,
+                Some((0.0, 1.0)),
             ),
         );
     }
@@ -1032,6 +1035,7 @@ pub fn serve(j: &Value) -> String {
                     &series(key),
                     false,
                     None,
+                    None,
                 ),
             );
         }
@@ -1053,6 +1057,7 @@ pub fn serve(j: &Value) -> String {
                     },
                 ],
                 false,
+                None,
                 None,
             ),
         );
@@ -1105,6 +1110,7 @@ pub fn serve(j: &Value) -> String {
                         .collect(),
                 }],
                 false,
+                None,
                 None,
             ),
         );
@@ -1269,6 +1275,7 @@ pub fn sched(j: &Value) -> String {
                 &alloc,
                 false,
                 None,
+                Some((0.0, 100.0)),
             ),
         );
         p.chart(
@@ -1280,6 +1287,7 @@ pub fn sched(j: &Value) -> String {
                 "jobs queued",
                 &over("queued", 1.0),
                 false,
+                None,
                 None,
             ),
         );
@@ -1318,7 +1326,7 @@ pub fn sched(j: &Value) -> String {
         p.chart(
             "openb-load",
             "Unallocated GPUs against the arrived load (tasks sampled from the trace, as in the FGD paper): lower is better once the cluster is loaded.",
-            charts::lines("Unallocated GPUs against load", "arrived load (% of GPUs)", "unallocated GPUs", &series, false, None),
+            charts::lines("Unallocated GPUs against load", "arrived load (% of GPUs)", "unallocated GPUs", &series, false, None, None),
         );
     }
     p.finish()
@@ -1493,6 +1501,91 @@ mod tests {
     /// Guards the reliability summary's nulls: a job with no failure rate has no MTBF
     /// (JSON null) and one whose replicas kept no work never finishes (null); both read
     /// "0", the opposite of what they mean.
+    /// The value at the top of a chart's y axis, read off the SVG: the axis line's top
+    /// pixel, placed between two y tick labels (plotters centres each at its tick's pixel).
+    fn y_axis_top(svg: &str) -> f64 {
+        let num = |el: &str, name: &str| -> f64 {
+            let at = el.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            el[at..at + el[at..].find('"').unwrap()].parse().unwrap()
+        };
+        let ticks: Vec<(f64, f64)> = svg
+            .split("<text")
+            .skip(1)
+            .filter(|t| t.contains("text-anchor=\"end\""))
+            .filter_map(|t| {
+                let (el, rest) = t.split_once('>')?;
+                let v: f64 = rest
+                    .split('<')
+                    .next()?
+                    .trim()
+                    .replace(',', "")
+                    .parse()
+                    .ok()?;
+                Some((v, num(el, "y")))
+            })
+            .collect();
+        // The y axis: the first vertical line plotters draws.
+        let top = svg
+            .split("points=\"")
+            .skip(1)
+            .find_map(|p| {
+                let p = &p[..p.find('"').unwrap()];
+                let xy: Vec<(f64, f64)> = p
+                    .split_whitespace()
+                    .map(|q| {
+                        let (x, y) = q.split_once(',').unwrap();
+                        (x.parse().unwrap(), y.parse().unwrap())
+                    })
+                    .collect();
+                (xy.len() == 2 && xy[0].0 == xy[1].0).then(|| xy[0].1.min(xy[1].1))
+            })
+            .expect("y axis");
+        let (a, b) = (ticks[0], ticks[ticks.len() - 1]);
+        a.0 + (b.0 - a.0) * (a.1 - top) / (a.1 - b.1)
+    }
+
+    /// Guards the reliability report's ETTR axes, which ran past 1 (a fraction): the
+    /// cluster-size chart's padding above its highest interval (0.98) ended the axis at
+    /// 1.005 (`myriad reliability examples/reliability-llama3.yaml --report`), and a
+    /// sweep without failures (an ETTR of 1 throughout) at 1.1. The axis ends at 1 now.
+    #[test]
+    fn ettr_axes_end_at_one() {
+        let chart = |html: &str, id: &str| {
+            let at = html.find(&format!("id=\"{id}\"")).expect(id);
+            html[at..at + html[at..].find("</svg>").unwrap()].to_string()
+        };
+        let size = |lo: f64, mean: f64, hi: f64, n: u64| serde_json::json!({"accelerators": n, "ettr": {"mean": mean, "lo": lo, "hi": hi}});
+        let sweep = |e: &[f64]| -> Vec<serde_json::Value> {
+            e.iter()
+                .enumerate()
+                .map(|(i, e)| serde_json::json!({"interval_s": 60.0 * (i + 1) as f64, "ettr": e}))
+                .collect()
+        };
+        // The example's ETTRs, and a run without failures.
+        let runs = [
+            serde_json::json!({"name": "r", "ettr": 0.9287, "optimal_checkpoint_interval_s": 269.0,
+                "sweep": sweep(&[0.905, 0.915, 0.926, 0.9287, 0.925, 0.91, 0.903]),
+                "compare": {"size": [size(0.9709, 0.9754, 0.9802, 1024),
+                    size(0.9595, 0.9649, 0.9698, 4096), size(0.9241, 0.9287, 0.9335, 16384),
+                    size(0.8021, 0.8120, 0.8220, 65536), size(0.7309, 0.7421, 0.7529, 100000)]}}),
+            serde_json::json!({"name": "r", "ettr": 1.0, "optimal_checkpoint_interval_s": 120.0,
+                "sweep": sweep(&[1.0, 1.0, 1.0]),
+                "compare": {"size": [size(1.0, 1.0, 1.0, 1024), size(1.0, 1.0, 1.0, 4096)]}}),
+        ];
+        for j in runs {
+            let html = reliability(&j);
+            for id in ["ettr-interval", "ettr-size"] {
+                let top = y_axis_top(&chart(&html, id));
+                assert!(top <= 1.0 + 1e-3, "{id}: the axis ends at {top}");
+            }
+        }
+        // Headroom within 1 stays: an ETTR peaking at 0.8 is not drawn up to 1.
+        let html = reliability(&serde_json::json!({"name": "r", "ettr": 0.8,
+            "optimal_checkpoint_interval_s": 120.0, "sweep": sweep(&[0.5, 0.8, 0.6])}));
+        let top = y_axis_top(&chart(&html, "ettr-interval"));
+        assert!(top > 0.8 && top < 0.9, "{top}");
+    }
+
     #[test]
     fn reliability_nulls_are_not_zero() {
         let row = |j: serde_json::Value, k: &str, v: &str| {

@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use comfy_table::{Cell, CellAlignment, Table};
-use myriad_collective::{Algorithm, GroupSpan, Op};
 
 pub struct Args<'a> {
     pub op: &'a str,
@@ -20,42 +19,16 @@ pub struct Args<'a> {
 pub fn run(path: &Path, a: Args) -> Result<(), String> {
     let s = super::load_scenario(path)?;
     let file = path.display().to_string();
-    let flow = match a.backend {
-        "analytical" => false,
-        "flow" => true,
-        b => return Err(format!("--backend: `{b}` is not analytical or flow")),
-    };
+    let flow =
+        myriad_api::parse_backend(a.backend, myriad_api::Naming::Cli)? == myriad_api::Backend::Flow;
     if a.trace.is_some() && !flow {
         return Err("--trace needs --backend flow".into());
     }
     let input =
         myriad_api::collective_input(&s, &file, a.op, a.bytes, a.sweep, a.group, a.algorithm)?;
-    let (cluster, op, algo, span, ranks, sizes) = (
-        &input.cluster,
-        input.op,
-        input.algorithm,
-        &input.span,
-        &input.ranks,
-        &input.sizes,
-    );
+    let (cluster, span) = (&input.cluster, &input.span);
     if flow {
-        return run_flow(
-            &file,
-            &s,
-            cluster,
-            FlowRequest {
-                op,
-                op_name: a.op,
-                group: a.group,
-                algorithm: algo,
-                span,
-                ranks,
-                rank_group: input.group.as_ref(),
-                sizes,
-                trace: a.trace,
-                json: a.json,
-            },
-        );
+        return run_flow(&file, &s, &input, a);
     }
     let (points, out) = myriad_api::collective_analytical(&input, &file)?;
     if a.json {
@@ -128,111 +101,31 @@ fn print_curve(rows: &[CurveRow]) {
     println!("{t}");
 }
 
-struct FlowRequest<'a> {
-    op: Op,
-    op_name: &'a str,
-    group: &'a str,
-    algorithm: Algorithm,
-    span: &'a GroupSpan,
-    ranks: &'a [u32],
-    /// Explicit ranks, which may be uneven (see `myriad_api::CollectiveInput::group`).
-    rank_group: Option<&'a myriad_collective::RankGroup>,
-    sizes: &'a [f64],
-    trace: Option<&'a Path>,
-    json: bool,
-}
-
-/// The scenario's `cluster.faults`, for the flow backend.
-pub(crate) fn faults(s: &myriad_scenario::Scenario) -> Vec<myriad_netsim::Fault> {
-    use myriad_netsim::{Fault, FaultTarget};
-    s.cluster
-        .faults
-        .iter()
-        .filter_map(|f| {
-            let target = match (f.link, f.switch, f.nic, f.domain) {
-                (Some(l), ..) => FaultTarget::Link(l),
-                (_, Some(x), ..) => FaultTarget::Switch(x),
-                (_, _, Some(n), _) => FaultTarget::Nic(n),
-                (.., Some(d)) => FaultTarget::Domain(d),
-                _ => return None, // rejected by the scenario check
-            };
-            Some(Fault {
-                at_s: f.at_s,
-                target,
-            })
-        })
-        .collect()
-}
-
 /// `--backend flow`: every size simulated by `myriad-netsim`; the most loaded links and the
 /// trace are those of the largest size.
 fn run_flow(
     file: &str,
     s: &myriad_scenario::Scenario,
-    cluster: &myriad_cluster::BuiltCluster,
-    r: FlowRequest,
+    input: &myriad_api::CollectiveInput,
+    a: Args,
 ) -> Result<(), String> {
-    use myriad_netsim::{
-        flow_choice, flow_choice_for, time_collective, top_links, Network, SimOptions,
-    };
-    let net = Network::from_cluster(cluster);
-    let faults = faults(s);
-    let mut points = Vec::with_capacity(r.sizes.len());
-    let mut last = None;
-    for (i, &b) in r.sizes.iter().enumerate() {
-        // The protocol for the algorithm and ranks actually simulated (an uneven group runs
-        // the ring).
-        let choice = match r.rank_group {
-            Some(g) => flow_choice_for(r.op, r.algorithm, b, g, &cluster.levels),
-            None => flow_choice(r.op, r.algorithm, b, r.span, &cluster.levels),
-        };
-        let opts = SimOptions {
-            faults: faults.clone(),
-            trace: r.trace.is_some() && i + 1 == r.sizes.len(),
-            ..Default::default()
-        };
-        let (t, prog) = time_collective(&net, r.op, choice, b, r.ranks, &opts)
-            .map_err(|e| format!("{file}: {e}"))?;
-        if i + 1 == r.sizes.len() {
-            last = Some((t.sim.clone(), prog));
-        }
-        points.push((b, t));
-    }
-    let (sim, prog) = last.ok_or("no sizes to simulate")?;
-    let links = top_links(&net, Some(&cluster.topology), &sim, 5);
-    if let Some(path) = r.trace {
-        let text = myriad_netsim::chrome_trace(&sim, std::slice::from_ref(&prog));
+    let f = myriad_api::collective_flow(s, input, file, a.trace.is_some())?;
+    if let Some(path) = a.trace {
+        let text = myriad_netsim::chrome_trace(&f.sim, std::slice::from_ref(&f.program));
         std::fs::write(path, text).map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
     }
-    let n = r.ranks.len();
-    if r.json {
-        let pts: Vec<_> = points
-            .iter()
-            .map(|(b, t)| {
-                serde_json::json!({
-                    "bytes": *b as u64, "time_s": t.time_s, "algbw_gbps": t.algbw_gbps,
-                    "busbw_gbps": t.busbw_gbps, "algorithm": t.algorithm,
-                    "variant": t.variant, "protocol": t.protocol.name(),
-                    "flows_simulated": t.sim.flows_simulated, "flows": t.sim.flows_total,
-                    "steps_advanced_in_steady_state": t.sim.steps_skipped,
-                    "reroutes": t.sim.reroutes,
-                })
-            })
-            .collect();
-        let mut out =
-            myriad_api::shaped(pts, serde_json::json!(n), serde_json::json!(r.span.spans));
-        out["backend"] = serde_json::json!("flow");
-        out["links"] = serde_json::json!(links);
-        out["faults"] = serde_json::json!(faults);
-        super::print_json(&out)?;
+    if a.json {
+        super::print_json(&f.json)?;
         return Ok(());
     }
+    let (cluster, span, n) = (&input.cluster, &input.span, input.ranks.len());
+    let (points, links, faults, sim) = (&f.points, &f.links, &f.faults, &f.sim);
     println!(
         "{} on a group of {} ({}; ranks per level {:?} over {}), flow-level simulation{}",
-        r.op_name,
+        a.op,
         n,
-        r.group,
-        r.span.spans,
+        a.group,
+        span.spans,
         cluster
             .levels
             .iter()
@@ -268,7 +161,7 @@ fn run_flow(
     );
     let mut t = Table::new();
     t.set_header(vec!["link", "GB carried", "busy (us)", "utilisation"]);
-    for l in &links {
+    for l in links {
         t.add_row(vec![
             Cell::new(&l.name),
             right(format!("{:.3}", l.bytes / 1e9)),
@@ -277,7 +170,7 @@ fn run_flow(
         ]);
     }
     println!("{t}");
-    if let Some(path) = r.trace {
+    if let Some(path) = a.trace {
         println!(
             "trace: {} ({} slices; open in chrome://tracing or ui.perfetto.dev)",
             path.display(),

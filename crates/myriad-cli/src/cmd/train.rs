@@ -4,21 +4,17 @@ use std::path::Path;
 use comfy_table::{Cell, CellAlignment, Table};
 use myriad_report::num::{fixed, grouped};
 
-struct FlowStep {
-    json: serde_json::Value,
-    text: String,
-}
-
 /// The `--backend flow` section: each exposed communication term and the step time from
 /// the flow backend beside the analytical model's for the same plan, and every distinct
-/// collective the simulation ran.
-fn flow_report(
-    plan: &myriad_train::Plan,
-    timer: &myriad_netsim::FlowTimer,
-    flow: &myriad_train::StepEstimate,
-    analytical: &myriad_train::StepEstimate,
-    faults: &[myriad_netsim::Fault],
-) -> FlowStep {
+/// collective the simulation ran (the JSON's `flow`: `myriad_api::FlowTrain::json`).
+fn flow_report(f: &myriad_api::FlowTrain) -> String {
+    let (plan, timer, flow, analytical, faults) = (
+        &f.run.result.plan,
+        &f.timer,
+        &f.run.result.estimate,
+        &f.analytical,
+        &f.faults,
+    );
     let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
     let ratio = |a: f64, f: f64| {
         if a > 0.0 {
@@ -103,24 +99,14 @@ fn flow_report(
             right(ratio(x, y)),
         ]);
     }
-    let text = format!(
+    format!(
         "flow-level network simulation{} (the step above is timed with it):\n{tc}\n{tb}",
         if faults.is_empty() {
             String::new()
         } else {
             format!(" with {} fault(s)", faults.len())
         }
-    );
-    let json = serde_json::json!({
-        "backend": "flow",
-        "collectives": log,
-        "analytical": {
-            "step_time_s": analytical.step_time_s,
-            "breakdown": analytical.breakdown,
-        },
-        "faults": faults,
-    });
-    FlowStep { json, text }
+    )
 }
 
 pub fn run(
@@ -130,11 +116,8 @@ pub fn run(
     json: bool,
     html: Option<&Path>,
 ) -> Result<(), String> {
-    let flow = match backend {
-        "analytical" => false,
-        "flow" => true,
-        b => return Err(format!("--backend: `{b}` is not analytical or flow")),
-    };
+    let flow =
+        myriad_api::parse_backend(backend, myriad_api::Naming::Cli)? == myriad_api::Backend::Flow;
     if trace.is_some() && !flow {
         return Err("--trace needs --backend flow".into());
     }
@@ -145,54 +128,37 @@ pub fn run(
     // The flow backend times every collective of the step by simulation (all groups of a
     // dimension at once, DP beside PP, the scenario's faults); the analytical estimate of
     // the same plan is kept for comparison.
-    let faults = super::collective::faults(&s);
     let net = flow.then(|| myriad_netsim::Network::from_cluster(cluster));
-    let timer = net.as_ref().map(|net| {
-        myriad_netsim::FlowTimer::new(
-            net,
-            &cluster.levels,
-            myriad_netsim::SimOptions {
-                faults: faults.clone(),
-                trace: trace.is_some(),
-                ..Default::default()
-            },
-        )
-    });
-    let run = myriad_api::train(
-        &s,
-        &file,
-        &input,
-        timer
-            .as_ref()
-            .map(|t| t as &dyn myriad_train::CollectiveTimer),
-    )?;
-    if let Some(tm) = &timer {
-        let errors = tm.errors();
-        if !errors.is_empty() {
-            return Err(format!("{file}: flow backend: {}", errors.join("; ")));
-        }
-    }
+    let flow_run = net
+        .as_ref()
+        .map(|net| myriad_api::train_flow(&s, &file, &input, net, trace.is_some()))
+        .transpose()?;
+    let analytical_run = match &flow_run {
+        Some(_) => None,
+        None => Some(myriad_api::train(&s, &file, &input, None)?),
+    };
+    let run = flow_run
+        .as_ref()
+        .map(|f| &f.run)
+        .or(analytical_run.as_ref())
+        .expect("one backend ran");
     let (t, ttt) = (&run.result, run.time_to_train);
     let e = &t.estimate;
-    if let (Some(out), Some(tm)) = (trace, &timer) {
+    if let (Some(out), Some(f)) = (trace, &flow_run) {
         let b = &e.breakdown;
         let timeline: Vec<(String, f64)> = b
             .parts()
             .iter()
             .map(|(_, n, v)| (n.to_string(), *v))
             .collect();
-        std::fs::write(out, tm.chrome_trace(&timeline))
+        std::fs::write(out, f.timer.chrome_trace(&timeline))
             .map_err(|e| format!("{}: cannot write the trace: {e}", out.display()))?;
         eprintln!("trace written to {}", out.display());
     }
-    let mut report = run.json(&s, &input);
-    let flow_rows = timer.as_ref().map(|tm| {
-        let analytical = myriad_train::estimate(model, &t.plan, cluster);
-        flow_report(&t.plan, tm, e, &analytical, &faults)
-    });
-    if let Some(f) = &flow_rows {
-        report["flow"] = f.json.clone();
-    }
+    let report = match &flow_run {
+        Some(f) => f.json(&s, &input),
+        None => run.json(&s, &input),
+    };
     super::write_report(html, &report, myriad_report::train)?;
     if json {
         super::print_json(&report)?;
@@ -221,8 +187,8 @@ pub fn run(
             grouped(t.energy_mwh, 0)
         );
     }
-    if let Some(f) = flow_rows {
-        println!("\n{}", f.text);
+    if let Some(f) = &flow_run {
+        println!("\n{}", flow_report(f));
     }
     Ok(())
 }
