@@ -20,7 +20,9 @@ pub struct ParamCount {
     pub experts_per_moe_layer: f64,
     /// Shared-expert and router weights of one MoE layer.
     pub moe_shared_per_layer: f64,
-    /// Norm weights of one layer.
+    /// Norm weights of one layer (its two norms; MLA's latent norms are in
+    /// `attention_per_layer`). Every tensor-parallel rank holds them whole, as it holds the
+    /// final norm (`hidden` weights, in `total`).
     pub norms_per_layer: f64,
     /// Multi-token-prediction modules, all of them (their layer, projection and three
     /// norms; they share the embedding and the output layer).
@@ -80,15 +82,28 @@ impl Transformer {
         }
     }
 
+    /// MLA's latent norm weights in one attention block (the query latent's, where queries
+    /// are compressed, and the key-value latent's); 0 without MLA.
+    pub fn latent_norm_params(&self) -> f64 {
+        self.mla.as_ref().map_or(0.0, |m| {
+            m.q_lora_rank.unwrap_or(0) as f64 + m.kv_lora_rank as f64
+        })
+    }
+
     /// Attention weights one of `tp` tensor-parallel ranks holds: `attention_params / tp`,
     /// except that a rank holds the key and value projections of whole KV heads
     /// ([`Transformer::kv_heads_per_rank`]): with TP beyond `kv_heads` the replicated K/V
     /// weights (`2·h·d` per head) sit whole on each rank that needs them. MLA shards its
-    /// per-head projections over TP and is counted as `attention_params / tp`.
+    /// projections over TP and is counted as `attention_params / tp`, except its latent
+    /// norms, which every rank holds whole (as every norm: Megatron replicates norm weights
+    /// over TP, with or without sequence parallelism).
     pub fn attention_params_per_rank(&self, tp: u32) -> f64 {
         let tp_f = tp.max(1) as f64;
         match &self.mla {
-            Some(_) => self.attention_params() / tp_f,
+            Some(_) => {
+                let norms = self.latent_norm_params();
+                (self.attention_params() - norms) / tp_f + norms
+            }
             None => {
                 let h = self.hidden as f64;
                 let d = self.head_dim() as f64;
@@ -174,9 +189,7 @@ impl Transformer {
         let h = self.hidden as f64;
         let gpt_style = !self.gated_mlp;
         let norms = if gpt_style { 4.0 * h } else { 2.0 * h };
-        let latent_norms = self.mla.as_ref().map_or(0.0, |m| {
-            m.q_lora_rank.unwrap_or(0) as f64 + m.kv_lora_rank as f64
-        });
+        let latent_norms = self.latent_norm_params();
         // Row-parallel biases: attention's output projection, the MLP's second GEMM.
         let (attn_bias, mlp_bias) = if gpt_style { (h, h) } else { (0.0, 0.0) };
         let common = norms + latent_norms + attn_bias;

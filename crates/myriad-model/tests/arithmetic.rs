@@ -839,3 +839,19 @@ fn recompute_rebuilds_one_layer_at_a_time() {
     assert_eq!(sm.dense_rebuilt, (102_400.0 - 16_384.0) * tokens);
     assert_eq!(sm.dense_layer, (36_992.0 + 16_384.0) * tokens);
 }
+
+/// MLA's latent norms (the query latent's and the key-value latent's) are norm weights: every
+/// TP rank holds them whole, as it holds the layer norms; the rest of MLA's attention is
+/// counted split over TP. DeepSeek-V3 (q_lora_rank 1,536, kv_lora_rank 512): at TP `t` the
+/// ranks together hold (t − 1)·2,048 weights more than the block.
+#[test]
+fn mla_latent_norms_are_whole_on_every_tp_rank() {
+    let m = dsv3(61, 1);
+    assert_eq!(m.latent_norm_params(), 2048.0);
+    let whole = m.attention_params();
+    assert_eq!(m.attention_params_per_rank(1), whole);
+    for tp in [2u32, 4, 8] {
+        let per = m.attention_params_per_rank(tp);
+        assert_eq!(per, (whole - 2048.0) / tp as f64 + 2048.0, "tp {tp}");
+    }
+}

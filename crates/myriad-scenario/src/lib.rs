@@ -116,9 +116,11 @@ pub struct PlanningSpec {
     /// default: h100-sxm, h200, b200, gb200, mi300x.
     #[serde(default)]
     pub accelerators: Vec<String>,
-    /// Accelerator counts to consider (rounded up to whole scale-up domains); default:
-    /// powers of two from 1,024 to 32,768.
+    /// Accelerator counts to consider (rounded up to whole scale-up domains), each from 1 to
+    /// 16,777,216 (2^24, `MAX_ACCELERATORS`) and given once; default: powers of two from
+    /// 1,024 to 32,768.
     #[serde(default)]
+    #[schemars(extend("uniqueItems" = true, "items" = {"type": "integer", "format": "uint64", "minimum": 1, "maximum": 16777216}))]
     pub counts: Vec<u64>,
     /// Training must finish within this many days.
     #[serde(default)]
@@ -286,9 +288,9 @@ pub struct DatacenterSpec {
     #[serde(default = "default_pue")]
     #[schemars(range(min = 1.0, max = 3.0))]
     pub pue: f64,
-    /// Electricity price, USD per kWh.
+    /// Electricity price, USD per kWh, from 0 to 10 (`MAX_USD_PER_KWH`).
     #[serde(default = "default_usd_per_kwh")]
-    #[schemars(range(min = 0.0))]
+    #[schemars(range(min = 0.0, max = 10.0))]
     pub usd_per_kwh: f64,
 }
 
@@ -847,6 +849,10 @@ pub const MAX_ACCELERATORS: u64 = 1 << 24;
 /// Most sites in a cluster: every pair of sites gets DCI links (a million pairs at this
 /// limit) and a switch records its site in 16 bits.
 pub const MAX_SITES: u32 = 1024;
+/// Highest electricity price, USD per kWh, `cluster.datacenter.usd_per_kwh` takes: ten times
+/// the dearest yearly retail prices (about 0.5-1 USD/kWh, Europe 2022); the price is charged
+/// on every MWh of a year or a whole run, so only a yearly mean makes sense there.
+pub const MAX_USD_PER_KWH: f64 = 10.0;
 /// The Earth's equatorial circumference, km: no DCI route between two sites is longer.
 pub const EARTH_CIRCUMFERENCE_KM: f64 = 40_075.0;
 
@@ -1011,11 +1017,14 @@ impl Scenario {
                 format!("{} is not between 1.0 and 3.0", dc.pue),
             ));
         }
-        if !(dc.usd_per_kwh >= 0.0) {
+        if !(dc.usd_per_kwh >= 0.0 && dc.usd_per_kwh <= MAX_USD_PER_KWH) {
             return Err(err(
                 file,
                 "cluster.datacenter.usd_per_kwh",
-                "must not be negative",
+                format!(
+                    "{} must be a non-negative price in USD per kWh, at most {MAX_USD_PER_KWH}",
+                    dc.usd_per_kwh
+                ),
             ));
         }
         for (i, f) in c.faults.iter().enumerate() {
@@ -1063,12 +1072,24 @@ impl Scenario {
                 cat.accelerator(a)
                     .map_err(|e| unknown(file, &format!("planning.accelerators[{i}]"), e))?;
             }
-            if let Some((i, _)) = p.counts.iter().enumerate().find(|(_, c)| **c == 0) {
-                return Err(err(
-                    file,
-                    &format!("planning.counts[{i}]"),
-                    "must be at least 1",
-                ));
+            for (i, &c) in p.counts.iter().enumerate() {
+                if !(1..=MAX_ACCELERATORS).contains(&c) {
+                    return Err(err(
+                        file,
+                        &format!("planning.counts[{i}]"),
+                        format!(
+                            "{c} must be an accelerator count from 1 to {MAX_ACCELERATORS}, the most a cluster holds"
+                        ),
+                    ));
+                }
+                // A candidate given twice was planned, listed and put on the front twice.
+                if let Some(j) = p.counts[..i].iter().position(|x| *x == c) {
+                    return Err(err(
+                        file,
+                        &format!("planning.counts[{i}]"),
+                        format!("{c} is given twice (also [{j}]); give each count once"),
+                    ));
+                }
             }
             for (k, v) in [
                 ("deadline_days", p.deadline_days),

@@ -89,6 +89,20 @@ fn numbers_have_the_parser_s_bounds() {
         (Some(1.0), Some(3.0)),
         "{pue}"
     );
+    let price = &d["DatacenterSpec"]["properties"]["usd_per_kwh"];
+    assert_eq!(
+        (price["minimum"].as_f64(), price["maximum"].as_f64()),
+        (Some(0.0), Some(myriad_scenario::MAX_USD_PER_KWH)),
+        "{price}"
+    );
+    let counts = &d["PlanningSpec"]["properties"]["counts"];
+    assert_eq!(counts["uniqueItems"], true, "{counts}");
+    assert_eq!(counts["items"]["minimum"], 1, "{counts}");
+    assert_eq!(
+        counts["items"]["maximum"],
+        myriad_scenario::MAX_ACCELERATORS,
+        "{counts}"
+    );
     let class = &d["ClassSpec"]["properties"];
     assert_eq!(class["comm_share"]["maximum"].as_f64(), Some(1.0));
     assert_eq!(class["share"]["minimum"].as_f64(), Some(0.0));

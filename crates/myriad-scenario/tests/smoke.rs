@@ -651,3 +651,79 @@ fn a_dci_longer_than_the_earth_is_an_error() {
     assert!(parse(&doc("40075")).is_ok());
     assert!(parse(&doc("80")).is_ok());
 }
+
+/// The energy price was bounded below only, with a message that named neither the value nor
+/// the unit (`must not be negative`), and `usd_per_kwh: 1e12` or `1e300` was accepted and
+/// priced a year's energy at 1e298 B USD. Now a price from 0 to `MAX_USD_PER_KWH`, and an
+/// error naming the file, the field, the value and what it takes.
+#[test]
+fn energy_price_is_bounded_and_named() {
+    let dc = |v: &str| format!("{BASE}  datacenter: {{usd_per_kwh: {v}}}\n");
+    for v in ["-0.1", "-1e-9", "10.001", "1e12", "1e300"] {
+        let e = parse(&dc(v)).unwrap_err();
+        assert_eq!(e.path, "cluster.datacenter.usd_per_kwh", "{v}: {e}");
+        assert!(
+            e.to_string()
+                .starts_with("s.yaml: cluster.datacenter.usd_per_kwh: "),
+            "{v}: {e}"
+        );
+        assert!(
+            e.message
+                .contains("must be a non-negative price in USD per kWh, at most 10"),
+            "{v}: {e}"
+        );
+    }
+    assert_eq!(
+        parse(&dc("-0.1")).unwrap_err().to_string(),
+        "s.yaml: cluster.datacenter.usd_per_kwh: -0.1 must be a non-negative price in USD per kWh, at most 10"
+    );
+    // Non-finite prices stop at the reader, naming the field.
+    for v in [".nan", ".inf"] {
+        let e = parse(&dc(v)).unwrap_err();
+        assert_eq!(e.path, "cluster.datacenter.usd_per_kwh", "{v}: {e}");
+    }
+    for v in ["0", "0.0", "1e-300", "0.08", "10"] {
+        let s = parse(&dc(v)).unwrap_or_else(|e| panic!("{v}: {e}"));
+        assert_eq!(s.cluster.datacenter.usd_per_kwh, v.parse::<f64>().unwrap());
+    }
+}
+
+/// `planning.counts` took any u64 (`[99999999999]`, `[18446744073709551615]`) and only
+/// `plan` skipped it; a count given twice passed the parser. Each count is now an error
+/// naming its entry unless it is from 1 to `MAX_ACCELERATORS` and given once.
+#[test]
+fn planning_counts_are_bounded_and_given_once() {
+    let pl = |v: &str| format!("{BASE}planning: {{counts: {v}}}\n");
+    for (v, path, msg) in [
+        (
+            "[0]",
+            "planning.counts[0]",
+            "0 must be an accelerator count from 1 to 16777216, the most a cluster holds",
+        ),
+        (
+            "[1024, 16777217]",
+            "planning.counts[1]",
+            "16777217 must be an accelerator count from 1 to 16777216, the most a cluster holds",
+        ),
+        (
+            "[18446744073709551615]",
+            "planning.counts[0]",
+            "18446744073709551615 must be an accelerator count from 1 to 16777216, the most a cluster holds",
+        ),
+        (
+            "[256, 512, 256]",
+            "planning.counts[2]",
+            "256 is given twice (also [0]); give each count once",
+        ),
+    ] {
+        let e = parse(&pl(v)).unwrap_err();
+        assert_eq!((e.path.as_str(), e.message.as_str()), (path, msg), "{v}: {e}");
+        assert!(e.to_string().starts_with("s.yaml: planning.counts["), "{e}");
+    }
+    for v in ["[-1]", "[1.5]"] {
+        let e = parse(&pl(v)).unwrap_err();
+        assert_eq!(e.path, "planning.counts[0]", "{v}: {e}");
+    }
+    let s = parse(&pl("[1, 16777216]")).unwrap();
+    assert_eq!(s.planning.unwrap().counts, [1, 16777216]);
+}

@@ -592,7 +592,48 @@ impl State {
         g: u8,
     ) -> Option<Placement> {
         let need = job.gpus.div_ceil(g as u32) as usize;
-        if (self.reg_free_nodes[r] as usize) < need {
+        // A node the job may take: wholly free and of one of its GPU types (as `find_scan`
+        // checks each node; regions, or nodes within one, may hold different types).
+        let ok = |n: usize| {
+            is_free(&t.nodes[n], self.node_full[n]) && job.allows_type(t.nodes[n].gpu_type)
+        };
+        // Free nodes the job may take per domain and per pod of region `r`: the aggregates
+        // for an untyped job, counted over the region's nodes for a typed one.
+        let typed = job.gpu_types != 0;
+        let pods = t.region_pods(r);
+        let (p0, d0) = (pods.start, t.pod_first_domain[pods.start] as usize);
+        let (mut dom_ok, mut pod_ok) = (Vec::new(), Vec::new());
+        if typed {
+            dom_ok = vec![0u32; t.pod_first_domain[pods.end] as usize - d0];
+            pod_ok = vec![0u32; pods.len()];
+            for p in t.region_pods(r) {
+                for d in t.pod_domains(p) {
+                    let k = t.domain_nodes(d).filter(|&n| ok(n)).count() as u32;
+                    dom_ok[d - d0] = k;
+                    pod_ok[p - p0] += k;
+                }
+            }
+        }
+        let dom_free = |d: usize| -> usize {
+            if typed {
+                dom_ok[d - d0] as usize
+            } else {
+                self.dom_free_nodes[d] as usize
+            }
+        };
+        let pod_free = |p: usize| -> usize {
+            if typed {
+                pod_ok[p - p0] as usize
+            } else {
+                self.pod_free_nodes[p] as usize
+            }
+        };
+        let reg_free = if typed {
+            pod_ok.iter().map(|&k| k as usize).sum()
+        } else {
+            self.reg_free_nodes[r] as usize
+        };
+        if reg_free < need {
             return None;
         }
         let ds = self.ds;
@@ -600,17 +641,29 @@ impl State {
             if need >= ds {
                 return None;
             }
+            if typed {
+                // The same choice as the histograms' below, read from the counts: the first
+                // domain (in index order) with the fewest (best fit) or any (first fit)
+                // nodes enough.
+                let mut doms = t
+                    .region_pods(r)
+                    .flat_map(|p| t.pod_domains(p))
+                    .filter(|&d| dom_free(d) >= need);
+                return if best {
+                    doms.min_by_key(|&d| dom_free(d))
+                } else {
+                    doms.next()
+                };
+            }
             if best {
                 let want = Self::smallest_ge(&self.dh_reg[r * ds..(r + 1) * ds], need)?;
                 let p = t.region_pods(r).find(|&p| self.dh_pod[p * ds + want] > 0)?;
-                t.pod_domains(p)
-                    .find(|&d| self.dom_free_nodes[d] as usize == want)
+                t.pod_domains(p).find(|&d| dom_free(d) == want)
             } else {
                 let p = t
                     .region_pods(r)
                     .find(|&p| Self::any_ge(&self.dh_pod[p * ds..(p + 1) * ds], need))?;
-                t.pod_domains(p)
-                    .find(|&d| self.dom_free_nodes[d] as usize >= need)
+                t.pod_domains(p).find(|&d| dom_free(d) >= need)
             }
         };
         let mut nodes: Vec<usize> = Vec::with_capacity(need);
@@ -619,7 +672,7 @@ impl State {
                 if nodes.len() >= max {
                     break;
                 }
-                if is_free(&t.nodes[n], self.node_full[n]) {
+                if ok(n) {
                     nodes.push(n);
                 }
             }
@@ -633,13 +686,12 @@ impl State {
             Constraint::Pod => {
                 let p = if best {
                     t.region_pods(r)
-                        .filter(|&p| self.pod_free_nodes[p] as usize >= need)
-                        .min_by_key(|&p| self.pod_free_nodes[p])?
+                        .filter(|&p| pod_free(p) >= need)
+                        .min_by_key(|&p| pod_free(p))?
                 } else {
-                    t.region_pods(r)
-                        .find(|&p| self.pod_free_nodes[p] as usize >= need)?
+                    t.region_pods(r).find(|&p| pod_free(p) >= need)?
                 };
-                self.fill_pod(t, p, need, mode, &mut nodes);
+                self.fill_pod(t, p, need, mode, &dom_free, &ok, &mut nodes);
             }
             Constraint::Segment(k) => {
                 let per = (k / g as u32).max(1) as usize;
@@ -647,15 +699,9 @@ impl State {
                     return None;
                 }
                 let segs = need / per;
-                let cap = |p: usize| -> usize {
-                    t.pod_domains(p)
-                        .map(|d| self.dom_free_nodes[d] as usize / per)
-                        .sum()
-                };
-                let mut pods: Vec<usize> = t
-                    .region_pods(r)
-                    .filter(|&p| self.pod_free_nodes[p] as usize >= per)
-                    .collect();
+                let cap = |p: usize| -> usize { t.pod_domains(p).map(|d| dom_free(d) / per).sum() };
+                let mut pods: Vec<usize> =
+                    t.region_pods(r).filter(|&p| pod_free(p) >= per).collect();
                 if best {
                     // The tightest single pod that holds every segment; else pods fullest of
                     // segments first (fewest pods).
@@ -673,15 +719,13 @@ impl State {
                 }
                 let mut left = segs;
                 'outer: for p in pods {
-                    let mut doms: Vec<usize> = t
-                        .pod_domains(p)
-                        .filter(|&d| self.dom_free_nodes[d] as usize >= per)
-                        .collect();
+                    let mut doms: Vec<usize> =
+                        t.pod_domains(p).filter(|&d| dom_free(d) >= per).collect();
                     if best {
-                        doms.sort_by_key(|&d| self.dom_free_nodes[d] as usize % per);
+                        doms.sort_by_key(|&d| dom_free(d) % per);
                     }
                     for d in doms {
-                        let s = (self.dom_free_nodes[d] as usize / per).min(left);
+                        let s = (dom_free(d) / per).min(left);
                         take_from(d, nodes.len() + s * per, &mut nodes);
                         left -= s;
                         if left == 0 {
@@ -701,8 +745,8 @@ impl State {
                 }
                 let tightest_pod = || {
                     t.region_pods(r)
-                        .filter(|&p| self.pod_free_nodes[p] as usize >= need)
-                        .min_by_key(|&p| self.pod_free_nodes[p])
+                        .filter(|&p| pod_free(p) >= need)
+                        .min_by_key(|&p| pod_free(p))
                 };
                 let done = !nodes.is_empty();
                 if done {
@@ -710,8 +754,8 @@ impl State {
                 } else if mode == Mode::FirstFit || mode == Mode::BestFit {
                     // Lowest-index free nodes, pod by pod.
                     for p in t.region_pods(r) {
-                        if self.pod_free_nodes[p] > 0 {
-                            self.fill_pod(t, p, need, Mode::FirstFit, &mut nodes);
+                        if pod_free(p) > 0 {
+                            self.fill_pod(t, p, need, Mode::FirstFit, &dom_free, &ok, &mut nodes);
                         }
                         if nodes.len() >= need {
                             break;
@@ -719,16 +763,14 @@ impl State {
                     }
                 } else if let Some(p) = tightest_pod() {
                     // Topology: the tightest pod that holds the job.
-                    self.fill_pod(t, p, need, mode, &mut nodes);
+                    self.fill_pod(t, p, need, mode, &dom_free, &ok, &mut nodes);
                 } else {
                     // Topology, no pod holds it: pods with the most free nodes first.
-                    let mut pods: Vec<usize> = t
-                        .region_pods(r)
-                        .filter(|&p| self.pod_free_nodes[p] > 0)
-                        .collect();
-                    pods.sort_by_key(|&p| std::cmp::Reverse(self.pod_free_nodes[p]));
+                    let mut pods: Vec<usize> =
+                        t.region_pods(r).filter(|&p| pod_free(p) > 0).collect();
+                    pods.sort_by_key(|&p| std::cmp::Reverse(pod_free(p)));
                     for p in pods {
-                        self.fill_pod(t, p, need, mode, &mut nodes);
+                        self.fill_pod(t, p, need, mode, &dom_free, &ok, &mut nodes);
                         if nodes.len() >= need {
                             break;
                         }
@@ -755,22 +797,30 @@ impl State {
         })
     }
 
-    /// Adds free nodes of pod `p` to `nodes` until it holds `need`: index order
-    /// (first-fit), or domains with the most free nodes first (fewest domains spanned).
-    fn fill_pod(&self, t: &Topology, p: usize, need: usize, mode: Mode, nodes: &mut Vec<usize>) {
-        let mut doms: Vec<usize> = t
-            .pod_domains(p)
-            .filter(|&d| self.dom_free_nodes[d] > 0)
-            .collect();
+    /// Adds the nodes of pod `p` the job may take (`ok`; `dom_free` of them per domain) to
+    /// `nodes` until it holds `need`: index order (first-fit), or domains with the most such
+    /// nodes first (fewest domains spanned).
+    #[allow(clippy::too_many_arguments)]
+    fn fill_pod(
+        &self,
+        t: &Topology,
+        p: usize,
+        need: usize,
+        mode: Mode,
+        dom_free: &dyn Fn(usize) -> usize,
+        ok: &dyn Fn(usize) -> bool,
+        nodes: &mut Vec<usize>,
+    ) {
+        let mut doms: Vec<usize> = t.pod_domains(p).filter(|&d| dom_free(d) > 0).collect();
         if mode != Mode::FirstFit {
-            doms.sort_by_key(|&d| std::cmp::Reverse(self.dom_free_nodes[d]));
+            doms.sort_by_key(|&d| std::cmp::Reverse(dom_free(d)));
         }
         for d in doms {
             for n in t.domain_nodes(d) {
                 if nodes.len() >= need {
                     return;
                 }
-                if is_free(&t.nodes[n], self.node_full[n]) {
+                if ok(n) {
                     nodes.push(n);
                 }
             }
@@ -796,7 +846,7 @@ impl State {
             if job.gpus > node.gpus as u32
                 || self.cpu_free[n] < job.cpu_milli
                 || self.mem_free[n] < job.memory_mib
-                || (job.gpus > 0 && job.gpu_types != 0 && job.gpu_types & (1 << node.gpu_type) == 0)
+                || (job.gpus > 0 && !job.allows_type(node.gpu_type))
             {
                 continue;
             }

@@ -150,6 +150,11 @@ impl Job {
             comm_share: 0.0,
         }
     }
+    /// Whether the job may run on GPUs of type `gpu_type` (an index into
+    /// `Topology::gpu_types`): every type when `gpu_types` is 0.
+    pub fn allows_type(&self, gpu_type: u8) -> bool {
+        self.gpu_types == 0 || (gpu_type < 64 && self.gpu_types >> gpu_type & 1 == 1)
+    }
     /// Milli-GPU the job holds.
     pub fn milli_total(&self) -> u64 {
         self.gpus as u64 * self.milli as u64

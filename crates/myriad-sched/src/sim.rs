@@ -729,9 +729,7 @@ impl Sim<'_> {
         }
         let t = self.t;
         let (a, b) = t.region_nodes(r);
-        let typed = |n: &crate::Node| {
-            job.gpu_types == 0 || (n.gpu_type < 64 && job.gpu_types >> n.gpu_type & 1 == 1)
-        };
+        let typed = |n: &crate::Node| job.allows_type(n.gpu_type);
         let why = 'why: {
             let gpus = |n: &crate::Node| if typed(n) { u64::from(n.gpus) } else { 0 };
             let total: u64 = t.nodes[a..b].iter().map(gpus).sum();

@@ -1869,3 +1869,114 @@ fn cross_region_counts_a_full_regions_running_jobs() {
     assert_eq!(r.classes[0].wait_s.mean, 0.0);
     assert_eq!(r.classes[1].wait_s.mean, 0.0, "{:?}", r.classes[1]);
 }
+
+/// Two regions of 4 domains (2 per pod) of 2 nodes of 8 GPUs, built uniform as h100 and then
+/// given another type where `a100` says (node indices): a cluster whose regions, or nodes in
+/// one region, hold different accelerators (library callers can build any).
+fn typed_regions(a100: &[usize]) -> Topology {
+    let names = vec!["r0".to_string(), "r1".to_string()];
+    let mut t = Topology::uniform(&names, 4, 2, 2, 8, "h100");
+    t.gpu_types.push("a100".into());
+    for &n in a100 {
+        t.nodes[n].gpu_type = 1;
+    }
+    t
+}
+
+/// Multi-node placement (`find_multi`) ignored the job's GPU types: a 16-GPU job asking for
+/// h100 was placed on a100 nodes (first fit: nodes 0 and 1, both a100; in region 1, on
+/// a100 only), where single-node placement skips every node of another type. Now every
+/// mode and constraint places it on h100 nodes only, and nowhere in an a100-only region.
+#[test]
+fn multi_node_placement_respects_gpu_types() {
+    // Region 0: nodes 0, 1 (domain 0) and 2 (domain 1) are a100; region 1 (nodes 8..16)
+    // is all a100.
+    let t = typed_regions(&[0, 1, 2, 8, 9, 10, 11, 12, 13, 14, 15]);
+    let s = State::new(&t);
+    let modes = [Mode::FirstFit, Mode::BestFit, Mode::Topology, Mode::Fgd];
+    let constraints = [
+        Constraint::None,
+        Constraint::Domain,
+        Constraint::Pod,
+        Constraint::Segment(8),
+        Constraint::Segment(16),
+    ];
+    for mode in modes {
+        for c in constraints {
+            let mut job = Job::new(0, 0.0, 100.0, 16);
+            job.constraint = c;
+            job.gpu_types = 1 << 0; // h100 only
+            let pl = s
+                .find(&t, &job, mode, 0, None)
+                .unwrap_or_else(|| panic!("{mode:?} {c:?}: no place in region 0"));
+            assert_eq!(pl.pieces.len(), 16, "{mode:?} {c:?}");
+            for p in &pl.pieces {
+                assert_eq!(
+                    t.nodes[p.node as usize].gpu_type, 0,
+                    "{mode:?} {c:?}: placed on node {} (a100): {:?}",
+                    p.node, pl.pieces
+                );
+            }
+            // Domain: the first domain with two h100 nodes free is domain 2 (nodes 4, 5).
+            if c == Constraint::Domain {
+                let mut nodes: Vec<u32> = pl.pieces.iter().map(|p| p.node).collect();
+                nodes.dedup();
+                assert_eq!(nodes, [4, 5], "{mode:?}");
+            }
+            assert!(
+                s.find(&t, &job, mode, 1, None).is_none(),
+                "{mode:?} {c:?}: placed in the a100-only region 1"
+            );
+            // Either type: region 1 holds it, and an untyped job takes the first nodes.
+            job.gpu_types = 0b11;
+            assert!(s.find(&t, &job, mode, 1, None).is_some(), "{mode:?} {c:?}");
+            job.gpu_types = 0;
+            assert!(s.find(&t, &job, mode, 1, None).is_some(), "{mode:?} {c:?}");
+        }
+        // Region 0's five h100 nodes: node 3 in pod 0, nodes 4-7 in pod 1. Five nodes fit
+        // the region but no pod; six do not fit.
+        let mut job = Job::new(0, 0.0, 100.0, 40);
+        job.gpu_types = 1 << 0;
+        assert!(s.find(&t, &job, mode, 0, None).is_some(), "{mode:?}");
+        job.constraint = Constraint::Pod;
+        assert!(s.find(&t, &job, mode, 0, None).is_none(), "{mode:?}");
+        job.constraint = Constraint::None;
+        job.gpus = 48; // six nodes: region 0 has five h100
+        assert!(s.find(&t, &job, mode, 0, None).is_none(), "{mode:?}");
+    }
+    // First fit, untyped: the lowest-index free nodes, whatever their type.
+    let job = Job::new(0, 0.0, 100.0, 16);
+    let pl = s.find(&t, &job, Mode::FirstFit, 0, None).unwrap();
+    let mut nodes: Vec<u32> = pl.pieces.iter().map(|p| p.node).collect();
+    nodes.dedup();
+    assert_eq!(nodes, [0, 1]);
+}
+
+/// A 16-GPU job homed in an a100-only region that asks for h100: staying home it is
+/// rejected for its GPU type (it ran there on a100), and cross-region routing sends it to
+/// the h100 region, where it runs.
+#[test]
+fn a_typed_gang_job_runs_only_where_its_type_is() {
+    use myriad_sched::RejectReason;
+    let t = typed_regions(&(0..8).collect::<Vec<_>>());
+    let mut job = Job::new(0, 0.0, 100.0, 16);
+    job.gpu_types = 1 << 0; // h100: region 1 only
+    let w = Workload {
+        jobs: vec![job],
+        classes: vec!["typed".into()],
+        services: vec![],
+    };
+    let o = Options {
+        check: true,
+        ..Options::default()
+    };
+    let home = simulate(&t, &w, &preset("fifo").unwrap(), &o);
+    assert_eq!((home.completed, home.rejected), (0, 1));
+    assert_eq!(home.rejections.get(&RejectReason::GpuType), Some(&1));
+    let routed = simulate(&t, &w, &preset("cross-region").unwrap(), &o);
+    assert!(routed.violations.is_empty(), "{:?}", routed.violations);
+    assert_eq!(
+        (routed.completed, routed.rejected, routed.moved_jobs),
+        (1, 0, 1)
+    );
+}

@@ -68,19 +68,17 @@ fn equal_capex_choice_is_the_faster_and_on_the_front() {
     assert!(chosen.pareto);
 }
 
-/// A count that cannot be rounded up to whole scale-up domains in 64 bits is skipped with
-/// its field, not wrapped round to an empty cluster.
+/// A count past the largest cluster (here past what 64 bits round up to whole scale-up
+/// domains) is refused by the parser, naming its entry, before any candidate is planned
+/// (`plan` used to skip it).
 #[test]
-fn a_count_beyond_u64_domains_is_skipped_with_its_field() {
+fn a_count_beyond_the_largest_cluster_is_an_error_naming_its_entry() {
     let text = "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 1024}\nmodel: {preset: llama3-8b}\ntraining: {precision: bf16, tokens: 1.0e12}\nplanning: {accelerators: [h100-sxm], counts: [18446744073709551615]}\n";
     let cat = myriad_catalog::catalog();
-    let s = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap();
-    let r = myriad_search::planner::plan(&s, cat).unwrap();
-    assert!(r.candidates.is_empty());
-    assert_eq!(r.skipped.len(), 1);
+    let e = myriad_scenario::parse_scenario("p.yaml", text, cat).unwrap_err();
     assert_eq!(
-        r.skipped[0],
-        "18446744073709551615 x h100-sxm: planning.counts[0]: 18446744073709551615 is more than the 16777216 accelerators supported"
+        e.to_string(),
+        "p.yaml: planning.counts[0]: 18446744073709551615 must be an accelerator count from 1 to 16777216, the most a cluster holds"
     );
 }
 
@@ -386,26 +384,33 @@ fn a_violation_shows_the_value_above_its_limit() {
 }
 
 /// A count or an accelerator given twice was planned twice: two identical rows, both on
-/// the Pareto front (neither strictly dominates the other). Now an error naming the entry.
+/// the Pareto front (neither strictly dominates the other). Now an error naming the entry:
+/// the count from the parser (a scenario check), the accelerator (which only the catalog
+/// resolves to one id) from the planner.
 #[test]
 fn a_candidate_given_twice_is_an_error() {
     let cat = myriad_catalog::catalog();
-    for (planning, want) in [
-        (
-            "{accelerators: [h100-sxm], counts: [256, 512, 256]}",
-            "planning.counts[2]: 256 is given twice (also [0]); give each count once",
+    let text = |planning: &str| {
+        format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 256}}\nmodel: {{preset: llama3-8b}}\ntraining: {{global_batch: 512, precision: bf16, tokens: 1.0e12}}\nplanning: {planning}\n")
+    };
+    let e = myriad_scenario::parse_scenario(
+        "p.yaml",
+        &text("{accelerators: [h100-sxm], counts: [256, 512, 256]}"),
+        cat,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "p.yaml: planning.counts[2]: 256 is given twice (also [0]); give each count once"
+    );
+    let planning = "{accelerators: [h100-sxm, b200, h100-sxm], counts: [256]}";
+    let s = myriad_scenario::parse_scenario("p.yaml", &text(planning), cat).unwrap();
+    match myriad_search::planner::plan(&s, cat) {
+        Ok(r) => panic!("{planning}: {} candidates", r.candidates.len()),
+        Err(e) => assert_eq!(
+            e,
+            "planning.accelerators[2]: `h100-sxm` is given twice (also [0]); give each accelerator once"
         ),
-        (
-            "{accelerators: [h100-sxm, b200, h100-sxm], counts: [256]}",
-            "planning.accelerators[2]: `h100-sxm` is given twice (also [0]); give each accelerator once",
-        ),
-    ] {
-        let text = format!("format: myriad/1\ncluster: {{accelerator: h100-sxm, count: 256}}\nmodel: {{preset: llama3-8b}}\ntraining: {{global_batch: 512, precision: bf16, tokens: 1.0e12}}\nplanning: {planning}\n");
-        let s = myriad_scenario::parse_scenario("p.yaml", &text, cat).unwrap();
-        match myriad_search::planner::plan(&s, cat) {
-            Ok(r) => panic!("{planning}: {} candidates", r.candidates.len()),
-            Err(e) => assert_eq!(e, want),
-        }
     }
 }
 

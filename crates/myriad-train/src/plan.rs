@@ -103,6 +103,19 @@ pub struct Plan {
     pub edge_stage_layers: Option<(u32, u32)>,
 }
 
+/// An activation recompute in the scenario's own spelling, the one label every output uses
+/// ([`Plan::recompute_label`] for a plan; the validator's notes for what it fills before a
+/// plan exists): `full`, `full 25%` (`fraction` of every chunk's layers), `selective(…)`
+/// with `modules` joined by `+`, `no-recompute`.
+pub fn recompute_label(recompute: Recompute, fraction: f64, modules: RecomputeModules) -> String {
+    match recompute {
+        Recompute::Full if fraction < 1.0 => format!("full {:.0}%", 100.0 * fraction),
+        Recompute::Full => "full".to_string(),
+        Recompute::Selective => format!("selective({})", modules.names().replace(", ", "+")),
+        Recompute::None => "no-recompute".to_string(),
+    }
+}
+
 impl Plan {
     /// The plan's activation recompute in the scenario's own spelling, one label for every
     /// output (`myriad train`'s plan line and notes, `search` and `plan` tables): `full`,
@@ -111,17 +124,11 @@ impl Plan {
     /// `selective(core_attn+layernorm)`: `recompute_modules`), and `no-recompute` for
     /// `recompute: none` (a word of its own in a plan summary, not a missing value).
     pub fn recompute_label(&self) -> String {
-        match self.recompute {
-            Recompute::Full if self.recompute_fraction < 1.0 => {
-                format!("full {:.0}%", 100.0 * self.recompute_fraction)
-            }
-            Recompute::Full => "full".to_string(),
-            Recompute::Selective => format!(
-                "selective({})",
-                self.recompute_modules.names().replace(", ", "+")
-            ),
-            Recompute::None => "no-recompute".to_string(),
-        }
+        recompute_label(
+            self.recompute,
+            self.recompute_fraction,
+            self.recompute_modules,
+        )
     }
 
     /// Transformer layers of pipeline stage `s`, as a range `[lo, hi)` of layer indices

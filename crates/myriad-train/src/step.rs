@@ -1360,11 +1360,17 @@ pub fn estimate_with(
     // its gradient reduced) per layer, MTP layers included.
     let attn_rank = model.attention_params_per_rank(plan.tp);
     let attn_replicated = attn_rank - params.attention_per_layer / plan.tp as f64;
-    let p_layer_dense = attn_rank
-        + params.norms_per_layer / plan.tp as f64
-        + params.dense_mlp_per_layer / plan.tp as f64;
+    // Norm weights (LayerNorm/RMSNorm: a layer's two, MLA's latent norms in `attn_rank`, the
+    // final norm, the MTP modules' three each) sit whole on every TP rank: Megatron
+    // replicates them, with or without sequence parallelism.
+    let p_layer_dense =
+        attn_rank + params.norms_per_layer + params.dense_mlp_per_layer / plan.tp as f64;
     let p_layer_moe_dense =
-        attn_rank + (params.norms_per_layer + params.moe_shared_per_layer) / plan.tp as f64;
+        attn_rank + params.norms_per_layer + params.moe_shared_per_layer / plan.tp as f64;
+    // The head's rank: the final norm, and the MTP modules' norms (a layer's two, those of
+    // the hidden state and of the embedding, its final norm).
+    let head_norms = model.hidden as f64;
+    let mtp_norms = model.mtp_layers as f64 * (params.norms_per_layer + 3.0 * model.hidden as f64);
     let p_layer_experts = params.experts_per_moe_layer / (plan.ep as f64 * plan.etp as f64);
     // Whether rank `s` holds an output-layer weight of its own: untied, the head's rank;
     // tied to the input embedding, the head's rank where it is not the embedding's (Megatron
@@ -1383,7 +1389,9 @@ pub fn estimate_with(
             dense += params.embedding / plan.tp as f64;
         }
         if plan.holds_head(s) {
-            dense += (params.mtp - params.mtp_experts) / plan.tp as f64
+            dense += head_norms
+                + mtp_norms
+                + (params.mtp - params.mtp_experts - mtp_norms) / plan.tp as f64
                 + model.mtp_layers as f64 * attn_replicated;
             experts += params.mtp_experts / (plan.ep as f64 * plan.etp as f64);
         }

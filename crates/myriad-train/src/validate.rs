@@ -831,12 +831,15 @@ pub fn explain(
                 {
                     training.recompute = Some(Recompute::Selective);
                     training.recompute_modules = Some(mods.clone());
-                    let names: Vec<&str> = mods.iter().map(|m| m.name()).collect();
+                    // The label `train`, `search` and `plan` print (`Plan::recompute_label`).
+                    let label = crate::plan::recompute_label(
+                        Recompute::Selective,
+                        1.0,
+                        myriad_model::RecomputeModules::of(mods),
+                    );
                     notes.push(format!(
-                        "recompute: selective {} (not given; recompute_modules in Megatron-Bridge {} recipe {})",
-                        names.join(", "),
-                        r.tag,
-                        r.config
+                        "recompute: {label} (not given; recompute_modules in Megatron-Bridge {} recipe {})",
+                        r.tag, r.config
                     ));
                 }
             }
@@ -878,18 +881,23 @@ pub fn explain(
     let t = if era_recompute {
         training.recompute = Some(Recompute::None);
         let none = run(&training);
+        // Named by the plan's own label (`Plan::recompute_label`), as `train` names it.
         match none {
             Ok(t) if t.estimate.fits => {
-                notes.push("recompute: none (not given; fits)".into());
+                notes.push(format!(
+                    "recompute: {} (not given; fits)",
+                    t.plan.recompute_label()
+                ));
                 t
             }
             _ => {
                 training.recompute = Some(Recompute::Full);
-                notes.push(
-                    "recompute: full on every layer (not given; none does not fit, and a source from before 2022 had no selective or partial recompute)"
-                        .into(),
-                );
-                run(&training).map_err(|e| e.to_string())?
+                let t = run(&training).map_err(|e| e.to_string())?;
+                notes.push(format!(
+                    "recompute: {} (not given; no-recompute does not fit, and a source from before 2022 had no selective or partial recompute)",
+                    t.plan.recompute_label()
+                ));
+                t
             }
         }
     } else {

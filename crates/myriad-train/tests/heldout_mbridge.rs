@@ -131,7 +131,7 @@ fn archived_rows_take_their_releases_recipe() {
     let dsv3 = notes("mb-26.04.01-deepseekv3-dgx-b200-256gpu-mxfp8");
     assert!(
         dsv3.iter().any(|n| n
-            == "recompute: selective mla_up_proj, mlp (not given; recompute_modules in Megatron-Bridge v0.5.0 (26.06: no config of the row's release has its plan) recipe DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2)"),
+            == "recompute: selective(mla_up_proj+mlp) (not given; recompute_modules in Megatron-Bridge v0.5.0 (26.06: no config of the row's release has its plan) recipe DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2)"),
         "{dsv3:?}"
     );
     // 25.09 predates the per-release config files: its recipe is v0.1.0rc4's plan matrix.
@@ -219,7 +219,7 @@ fn rows_find_their_recipe_by_model_and_precision() {
     for want in [
         "ep_dispatcher: deepep (not given; Megatron-Bridge v0.1.0rc4 recipe DEEPSEEK_V3_PRETRAIN_CONFIG_H100_FP8_CS)",
         "ep_overlap: true (not given; moe_a2a_overlap in Megatron-Bridge v0.1.0rc4 recipe DEEPSEEK_V3_PRETRAIN_CONFIG_H100_FP8_CS)",
-        "recompute: selective mla_up_proj, mlp (not given; recompute_modules in Megatron-Bridge v0.1.0rc4 recipe DEEPSEEK_V3_PRETRAIN_CONFIG_H100_FP8_CS)",
+        "recompute: selective(mla_up_proj+mlp) (not given; recompute_modules in Megatron-Bridge v0.1.0rc4 recipe DEEPSEEK_V3_PRETRAIN_CONFIG_H100_FP8_CS)",
     ] {
         assert!(n.contains(want), "{want}: {n}");
     }

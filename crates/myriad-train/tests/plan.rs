@@ -558,7 +558,8 @@ fn zero3_prefetch_hides_gathers_under_compute() {
     // Memory: prefetch holds two whole layers (the one computing and the next) and one
     // layer's whole gradient; on demand one weight matrix of each (GPT-3: 4 per layer).
     let p = m.params();
-    let layer = (p.attention_per_layer + p.norms_per_layer + p.dense_mlp_per_layer) / 8.0;
+    // A layer on one of 8 TP ranks: its matrices split, its norms whole.
+    let layer = (p.attention_per_layer + p.dense_mlp_per_layer) / 8.0 + p.norms_per_layer;
     let gib = 1024f64.powi(3);
     let grad_bytes = if on.plan.grad_reduce_in_fp32 {
         4.0
@@ -1773,8 +1774,9 @@ fn interleaved_warm_up_and_cool_down_expose_every_virtual_stage_boundary() {
 /// copy of the word embeddings of its own (Megatron's `setup_embeddings_and_output_layer`:
 /// the copy's gradients are all-reduced with the first stage's), which the memory model
 /// left out. GPipe holds every micro-batch on every stage and the last adds the logits, so
-/// the last stage is the peak: its weights by hand, 48 layers of 12·h² + 2·h and the
-/// 51,200 × h copy over TP 8, in bf16.
+/// the last stage is the peak: its weights by hand, 48 layers of 12·h² over TP 8 and 2·h
+/// (norms, whole on every rank), the 51,200 × h copy over TP 8 and the final norm h, in
+/// bf16.
 #[test]
 fn tied_embeddings_keep_a_copy_on_the_last_pipeline_stage() {
     let (s, c, m) = setup(
@@ -1785,8 +1787,8 @@ fn tied_embeddings_keep_a_copy_on_the_last_pipeline_stage() {
     let mem = &t.estimate.memory;
     assert_eq!(mem.peak_stage, 1);
     let h = 12288.0f64;
-    let params = 48.0 * (12.0 * h * h + 2.0 * h) + 51200.0 * h;
-    let want = params / 8.0 * 2.0 / (1u64 << 30) as f64;
+    let params = 48.0 * (12.0 * h * h / 8.0 + 2.0 * h) + 51200.0 * h / 8.0 + h;
+    let want = params * 2.0 / (1u64 << 30) as f64;
     assert!(
         (mem.weights_gib - want).abs() < 1e-9 * want,
         "{} GiB vs {want} by hand",
@@ -1965,27 +1967,29 @@ fn folded_expert_parallelism_that_does_not_tile_is_an_error() {
 /// Llama 3 70B (8 KV heads of 128) at TP 16: each KV head is replicated on two ranks, and
 /// each rank holds its K and V projections whole (2·8192·128 = 2,097,152 weights), not half
 /// of them. Weights per rank (pp 1, bf16): 80 layers of Q and O 2·8192·8192/16 =
-/// 8,388,608, K and V 2,097,152, norms 2·8192/16 = 1,024 and the MLP 3·8192·28672/16 =
-/// 44,040,192, plus the untied embedding and output layer 2·128256·8192/16 = 131,334,144:
-/// 4,493,492,224 weights (the old kv_heads/TP count gave 80·1,048,576 fewer).
+/// 8,388,608, K and V 2,097,152, norms 2·8192 = 16,384 (whole on every rank) and the MLP
+/// 3·8192·28672/16 = 44,040,192, plus the untied embedding and output layer
+/// 2·128256·8192/16 = 131,334,144 and the final norm 8,192: 4,494,721,024 weights (the old
+/// kv_heads/TP count gave 80·1,048,576 fewer).
 #[test]
 fn replicated_kv_heads_hold_whole_kv_projections() {
     let t = gb200("{tp: 16, pp: 1, dp: 4, global_batch: 64, micro_batch: 1, precision: bf16}");
-    let per_layer = 8_388_608.0 + 2_097_152.0 + 1_024.0 + 44_040_192.0;
-    let weights = 80.0 * per_layer + 131_334_144.0;
+    let per_layer = 8_388_608.0 + 2_097_152.0 + 16_384.0 + 44_040_192.0;
+    let weights = 80.0 * per_layer + 131_334_144.0 + 8_192.0;
     let got = t.estimate.memory.weights_gib * 1024f64.powi(3) / 2.0;
     assert!((got / weights - 1.0).abs() < 1e-12, "{got} vs {weights}");
-    // At TP 8 nothing is replicated: the rank holds exactly 1/8 of every layer's weights.
+    // At TP 8 no KV head is replicated: the rank holds exactly 1/8 of every layer's
+    // attention and MLP weights (and the norms whole).
     let t8 = gb200("{tp: 8, pp: 1, dp: 8, global_batch: 64, micro_batch: 1, precision: bf16}");
     let p = myriad_catalog::catalog()
         .model("llama3-70b")
         .unwrap()
         .model
         .params();
-    let w8 = (80.0 * (p.attention_per_layer + p.norms_per_layer + p.dense_mlp_per_layer)
-        + p.embedding
-        + p.output)
-        / 8.0;
+    let w8 = (80.0 * (p.attention_per_layer + p.dense_mlp_per_layer) + p.embedding + p.output)
+        / 8.0
+        + 80.0 * p.norms_per_layer
+        + 8192.0;
     let got8 = t8.estimate.memory.weights_gib * 1024f64.powi(3) / 2.0;
     assert!((got8 / w8 - 1.0).abs() < 1e-12, "{got8} vs {w8}");
 }
@@ -2305,4 +2309,41 @@ fn sequence_parallel_gradients_are_all_reduced_over_tp_once_per_step() {
         "{tp: 4, pp: 1, dp: 2, ep: 2, global_batch: 16, micro_batch: 1, precision: bf16, recompute: full}",
     );
     assert_eq!(seen, vec![51_126_272.0]);
+}
+
+/// Norm weights sit whole on every tensor-parallel rank (Megatron replicates LayerNorm and
+/// RMSNorm weights over TP, with or without sequence parallelism); they were counted split
+/// over TP, and the final norm not at all. Llama 3 70B at TP 8, PP 1, by hand: 80 layers of
+/// attention 150,994,944/8 = 18,874,368, MLP 3·8192·28672/8 = 88,080,384 and two norms
+/// 2·8192 = 16,384 whole; embedding and output 2·128256·8192/8 = 262,668,288; the final
+/// norm 8,192: 8,820,367,360 weights per rank (the old count: 8,819,212,288, 80·14,336 +
+/// 8,192 = 1,155,072 fewer). Gradients and the optimizer state count the same weights.
+#[test]
+fn norm_weights_are_held_whole_on_every_tp_rank() {
+    let want = 80.0 * (18_874_368.0 + 88_080_384.0 + 16_384.0) + 262_668_288.0 + 8_192.0;
+    assert_eq!(want, 8_820_367_360.0);
+    let gib = 1024f64.powi(3);
+    for sp in [true, false] {
+        let t = gb200(&format!(
+            "{{tp: 8, pp: 1, dp: 8, global_batch: 64, micro_batch: 1, precision: bf16, sequence_parallel: {sp}, zero_stage: 1}}"
+        ));
+        let m = &t.estimate.memory;
+        let weights = m.weights_gib * gib / 2.0;
+        assert!(
+            (weights / want - 1.0).abs() < 1e-12,
+            "SP {sp}: {weights} vs {want}"
+        );
+        // fp32 main gradients of every weight the rank holds; ZeRO-1 shards the fp32 master
+        // weights and two fp32 moments (12 bytes) over DP 8.
+        let grads = m.gradients_gib * gib / 4.0;
+        assert!(
+            (grads / want - 1.0).abs() < 1e-12,
+            "SP {sp}: {grads} vs {want}"
+        );
+        let optim = m.optimizer_gib * gib / 12.0 * 8.0;
+        assert!(
+            (optim / want - 1.0).abs() < 1e-12,
+            "SP {sp}: {optim} vs {want}"
+        );
+    }
 }

@@ -170,7 +170,10 @@ fn zero3_before_2022_is_gathered_on_demand() {
         "megatron-sc21-t2-zero3-529.6b-640gpu",
     ] {
         let n = notes(id);
-        assert!(n.contains("recompute: full on every layer"), "{n}");
+        assert!(
+            n.contains("recompute: full (not given; no-recompute does not fit"),
+            "{n}"
+        );
         assert!(
             !n.contains("recompute: selective") && !n.contains("(block)"),
             "{n}"
@@ -464,4 +467,49 @@ fn a_case_with_an_impossible_system_fails_with_the_field() {
     // The case as stated still scores.
     let r = myriad_train::validate::validate(&cases, cat);
     assert!(r.cases[0].failure.is_none() && r.cases[0].error.is_some());
+}
+
+/// The validator's recompute notes use the label `train`, `search` and `plan` print
+/// (`plan::recompute_label`): they said `recompute: selective layernorm, moe_act` and
+/// `recompute: full on every layer` where the rest of the CLI says
+/// `selective(layernorm+moe_act)` and `full`.
+#[test]
+fn recompute_notes_use_the_one_label() {
+    let Some(r) = report() else { return };
+    let n = notes_of(&r, "mb-26.04.01-gpt-oss-120b-dgx-b200-64gpu-bf16");
+    assert!(
+        n.contains("recompute: selective(layernorm+moe_act) (not given; recompute_modules in Megatron-Bridge v0.4.1 recipe GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2)"),
+        "{n}"
+    );
+    let n = notes_of(&r, "megatron-sc21-t2-zero3-174.6b-384gpu");
+    assert!(
+        n.contains("recompute: full (not given; no-recompute does not fit, and a source from before 2022 had no selective or partial recompute)"),
+        "{n}"
+    );
+    // Every recompute note, whoever filled it, names one of the label's forms.
+    let mut seen = 0;
+    for c in &r.cases {
+        for note in c.notes.iter().filter_map(|n| n.strip_prefix("recompute: ")) {
+            // The label ends at its reason (` (not given; …)`) or a block's layers (`, the
+            // first 3 of 32 layers …`).
+            let label = note.split(" (").next().unwrap().split(',').next().unwrap();
+            let ok = label == "no-recompute"
+                || label == "full"
+                || label
+                    .strip_prefix("full ")
+                    .and_then(|p| p.strip_suffix('%'))
+                    .is_some_and(|p| p.parse::<u32>().is_ok())
+                || label
+                    .strip_prefix("selective(")
+                    .and_then(|m| m.strip_suffix(')'))
+                    .is_some_and(|m| {
+                        m.split('+').all(|x| {
+                            !x.is_empty() && x.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                        })
+                    });
+            assert!(ok, "{}: `{label}` in `recompute: {note}`", c.id);
+            seen += 1;
+        }
+    }
+    assert!(seen >= 4, "{seen} recompute notes");
 }

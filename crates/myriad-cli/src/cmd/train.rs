@@ -171,8 +171,7 @@ pub fn run(
     print_step(t, accelerators, cluster.scale_up.host_memory_gib);
     if let Some(t) = ttt {
         // Millions of dollars for a frontier run, thousands for a small one.
-        // Each figure in scientific form where it would run past 12 digits (`tokens: 1e300`,
-        // `usd_per_kwh: 1e12`).
+        // Each figure in scientific form where it would run past 12 digits (`tokens: 1e300`).
         let cost = if t.energy_cost_usd >= 1e5 {
             format!("{} M USD", fixed(t.energy_cost_usd / 1e6, 2))
         } else {
