@@ -109,9 +109,14 @@ pub enum Algorithm {
     /// complementary binary trees across domains, reduce up then broadcast down, pipelined.
     /// Each rank sends about `2S`; `Λ = 2 · ((spans[0] − 1) · lat_0 + Σ_{i≥1} log2(spans[i])
     /// · lat_i)` — logarithmic in the number of nodes, which is why NCCL uses it for small
-    /// and medium all-reduces at large node counts. `W = 2S · max_i(g_i / bw_i) /
-    /// TREE_BANDWIDTH_FACTOR`, `g_0 = 1` (the chain), `g_i = P_i / n`. For large n its
-    /// bus bandwidth is within `TREE_BANDWIDTH_FACTOR` of the ring's.
+    /// and medium all-reduces at large node counts. `W = S · max_i(b_i · g_i / bw_i) /
+    /// TREE_BANDWIDTH_FACTOR`, `g_0 = 1` (the chain), `g_i = P_i / n`, `b_0 = 2` (a member
+    /// in the middle of the chain sends up and down; 1 for a chain of two, which has no
+    /// middle: [`tree_chain_factor`]) and `b_i` the trees' busiest NIC over
+    /// the `P_1` domains ([`tree_fanout_factor`]: 2 from four domains, 3/2 over three, 1
+    /// over two, where each tree is one edge). For large n its bus bandwidth is within
+    /// `TREE_BANDWIDTH_FACTOR` of the ring's; with two members it degenerates to the
+    /// two-rank ring's `S` each way.
     Tree,
     /// In-switch reduction (NVLink SHARP) inside one scale-up domain whose level has
     /// `in_network_reduction` (all-reduce, all-gather, reduce-scatter). All-reduce is a
@@ -434,9 +439,11 @@ pub fn time_group(
 /// NCCL's double binary tree over exactly `group`'s ranks, as [`Algorithm::Tree`] on a
 /// span: a chain inside the domain with the most members, `(most[1] − 1)` steps at
 /// `lat_0`, binary trees over the units of each scale-out level, `log2(spans[i])` steps
-/// at `lat_i`, up and down; `W = 2S · max_i(g_i / bw_i) / TREE_BANDWIDTH_FACTOR` with
+/// at `lat_i`, up and down; `W = S · max_i(b_i · g_i / bw_i) / TREE_BANDWIDTH_FACTOR` with
 /// `g_0 = 1` (the chain) and `g_i = 1/fewest[i]` (the unit with the fewest members, whose
-/// NICs carry all its tree traffic), the span's `P_i / n` for a symmetric group.
+/// NICs carry all its tree traffic), the span's `P_i / n` for a symmetric group, and `b_i`
+/// as on a span: the chain's [`tree_chain_factor`] of `most[1]`, the trees'
+/// [`tree_fanout_factor`] over the `units[1]` domains.
 fn tree_exact(
     bytes: f64,
     group: &RankGroup,
@@ -445,24 +452,26 @@ fn tree_exact(
     // The bytes and the group's span checked as `time` checks them.
     Ctx::new(bytes, &group.span(), levels)?;
     let mut steps = 0.0;
-    let mut worst = 0.0f64; // max_i g_i / bw_i
+    let mut worst = 0.0f64; // max_i b_i · g_i / bw_i
+    let m = group.most.get(1).copied().unwrap_or(group.n) as f64;
+    let p = group.units.get(1).copied().unwrap_or(1) as f64;
+    let fan = tree_fanout_factor(p);
     for (i, l) in levels.iter().enumerate() {
         if i == 0 {
-            let m = group.most.get(1).copied().unwrap_or(group.n) as f64;
             if m > 1.0 {
                 steps += (m - 1.0) * l.latency_us;
-                worst = worst.max(1.0 / bw(l));
+                worst = worst.max(tree_chain_factor(m) / bw(l));
             }
         } else {
             if group.spans[i] > 1 {
                 steps += (group.spans[i] as f64).log2() * l.latency_us;
             }
             if group.units[i] > 1 {
-                worst = worst.max(1.0 / group.fewest[i] as f64 / bw(l));
+                worst = worst.max(fan / group.fewest[i] as f64 / bw(l));
             }
         }
     }
-    let sent = 2.0 * bytes;
+    let sent = tree_sent(bytes, m, p);
     let ev = if group.n <= 1 || bytes == 0.0 {
         Eval {
             time_us: 0.0,
@@ -473,7 +482,7 @@ fn tree_exact(
         Cost {
             steps_us: 2.0 * steps,
             fixed_us: 0.0,
-            wire_us: sent * worst / TREE_BANDWIDTH_FACTOR,
+            wire_us: bytes * worst / TREE_BANDWIDTH_FACTOR,
             bytes_per_rank: sent,
             simple_only: false,
         }
@@ -543,7 +552,7 @@ fn ring_exact(
 }
 
 /// The result of an evaluated collective: its time in µs, with the bandwidths derived; a
-/// time that is not finite (the bytes overflowed) is an error.
+/// time or a traffic that is not finite (the bytes overflowed) is an error.
 fn result(
     op: Op,
     bytes: f64,
@@ -551,7 +560,7 @@ fn result(
     algorithm: Algorithm,
     ev: Eval,
 ) -> Result<CollectiveTime, CollectiveError> {
-    if !ev.time_us.is_finite() {
+    if !ev.time_us.is_finite() || !ev.bytes_per_rank.is_finite() {
         return Err(CollectiveError::TooLarge { bytes });
     }
     let time_s = ev.time_us * 1e-6;
@@ -1030,13 +1039,51 @@ fn ring_terms(spans: &[u64], levels: &[Level], from: usize) -> (f64, f64, f64) {
     (steps, worst / n_sub, n_sub)
 }
 
+/// Bytes per direction, in units of the buffer `S`, on the busiest scale-up link of NCCL's
+/// chain of `m` members inside a domain (reduce toward its head, broadcast back): a member
+/// in the middle of the chain sends `S` up and `S` down, `2S`; a chain of two has no
+/// middle, each member sends `S` once (up, or down): `S`.
+pub fn tree_chain_factor(m: f64) -> f64 {
+    if m <= 1.0 {
+        0.0
+    } else if m <= 2.0 {
+        1.0
+    } else {
+        2.0
+    }
+}
+
+/// Bytes per direction, in units of the data it carries (`S` per member), on the busiest
+/// NIC of NCCL's double binary tree over `p` units (two complementary binary trees, half
+/// the data each): a node with two children in one tree sends `3/2 · S` there (half up,
+/// both halves down) and `S/2` as a leaf in the other, `2S`; over three units no node has
+/// two children (`3/2 · S`), and over two the trees are one edge each way (each node
+/// sends its half up one tree and the other half down the other): `S`, half the long
+/// tree's `2S`.
+pub fn tree_fanout_factor(p: f64) -> f64 {
+    if p <= 1.0 {
+        0.0
+    } else if p <= 2.0 {
+        1.0
+    } else if p <= 3.0 {
+        1.5
+    } else {
+        2.0
+    }
+}
+
 /// Tree steps (one direction) and bottleneck over `spans[from..]`.
-/// Returns (Λ one direction, max_i g_i / bw_i in µs per byte).
+/// Returns (Λ one direction, max_i b_i · g_i / bw_i in µs per byte of the buffer, with
+/// `b_0` the chain's [`tree_chain_factor`] and `b_i` the trees' [`tree_fanout_factor`]
+/// over the units the trees join).
 fn tree_terms(spans: &[u64], levels: &[Level], from: usize) -> (f64, f64) {
     let mut steps = 0.0;
     let mut worst = 0.0f64;
     let mut p_next = 1.0;
     let n_sub: f64 = spans[from..].iter().map(|&s| s as f64).product();
+    // The trees join the domains (from = 0) or the sub-group's members (from = 1).
+    let units: f64 = spans[from.max(1)..].iter().map(|&s| s as f64).product();
+    let fan = tree_fanout_factor(units);
     for i in (from..spans.len()).rev() {
         let s = spans[i] as f64;
         let p = p_next * s;
@@ -1044,14 +1091,14 @@ fn tree_terms(spans: &[u64], levels: &[Level], from: usize) -> (f64, f64) {
         if i == 0 {
             if spans[0] > 1 {
                 steps += (s - 1.0) * l.latency_us;
-                worst = worst.max(1.0 / bw(l));
+                worst = worst.max(tree_chain_factor(s) / bw(l));
             }
         } else {
             if spans[i] > 1 {
                 steps += s.log2() * l.latency_us;
             }
             if p > 1.0 {
-                worst = worst.max(p / n_sub / bw(l));
+                worst = worst.max(fan * p / n_sub / bw(l));
             }
         }
         p_next = p;
@@ -1077,13 +1124,19 @@ fn ring_cost(op: Op, c: &Ctx) -> Cost {
     }
 }
 
+/// Bytes the busiest member of a tree all-reduce sends: its chain's and its trees' shares
+/// (`2S` for long chains and trees; `S` for two members).
+fn tree_sent(bytes: f64, m: f64, p: f64) -> f64 {
+    bytes * tree_chain_factor(m).max(tree_fanout_factor(p))
+}
+
 fn tree_cost(c: &Ctx) -> Cost {
     let (steps, x) = tree_terms(c.spans, c.levels, 0);
-    let sent = 2.0 * c.bytes;
+    let sent = tree_sent(c.bytes, c.sh.s0, c.sh.p1);
     Cost {
         steps_us: 2.0 * steps,
         fixed_us: 0.0,
-        wire_us: sent * x / TREE_BANDWIDTH_FACTOR,
+        wire_us: c.bytes * x / TREE_BANDWIDTH_FACTOR,
         bytes_per_rank: sent,
         simple_only: false,
     }
@@ -1213,8 +1266,8 @@ fn hierarchical_pick(op: Op, c: &Ctx) -> (Eval, HierarchicalVariant) {
     let outer_tree = Cost {
         steps_us: 2.0 * tree_steps,
         fixed_us: 0.0,
-        wire_us: 2.0 * shard * tree_x / TREE_BANDWIDTH_FACTOR,
-        bytes_per_rank: 2.0 * shard,
+        wire_us: shard * tree_x / TREE_BANDWIDTH_FACTOR,
+        bytes_per_rank: shard * tree_fanout_factor(p1),
         simple_only: false,
     };
     // In-network (SHARP) all-reduce across domains: each member sends its shard up once

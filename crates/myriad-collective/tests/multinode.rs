@@ -218,3 +218,53 @@ fn auto_picks_tree_for_small_all_reduce_at_scale_and_ring_or_hierarchical_for_la
     // NCCL picks tree/NVLSTree which can exceed the network bottleneck").
     assert!(big.busbw_gbps > 8.0 * 47.0 && big.busbw_gbps < 520.0);
 }
+
+/// NCCL's double binary tree degenerates with few members: over two domains each of its two
+/// trees is one edge (each node sends half the data up one and the other half down the
+/// other), so a NIC carries `S` each way, not the long tree's `2S`; over three, `3S/2`
+/// (no node has two children); a chain of two ranks in a domain sends `S` each way too. A
+/// 2-rank tree all-reduce of 1 MiB across two DGX was charged `2S` (60.6 µs against the
+/// flow simulation's 33.3 µs, which sends `S` over each NIC).
+#[test]
+fn a_tree_of_two_or_three_members_moves_what_its_edges_carry() {
+    let levels = dgx_h100_cluster(16);
+    let nic = 50.0 * 0.94 * 1e9; // ndr_cluster: bytes/s per accelerator × efficiency
+    let nvlink = 450.0 * 0.80 * 1e9; // hgx_h100_domain
+    let s = 64.0 * GIB;
+    let tree = |spans: Vec<u64>| {
+        time(
+            Op::AllReduce,
+            Algorithm::Tree,
+            s,
+            &GroupSpan::new(spans),
+            &levels,
+        )
+        .unwrap()
+        .time_s
+    };
+    let f = myriad_collective::TREE_BANDWIDTH_FACTOR;
+    for (spans, wire) in [
+        (vec![1, 2], s / nic / f),
+        (vec![1, 3], 1.5 * s / nic / f),
+        (vec![1, 4], 2.0 * s / nic / f),
+        (vec![2, 1], s / nvlink / f),
+    ] {
+        let t = tree(spans.clone());
+        assert!(
+            t > wire && t < wire * 1.001,
+            "{spans:?}: {t} s, the busiest link's {wire} s"
+        );
+    }
+    // Two ranks: the tree moves what the 2-rank ring moves (S each way), at the tree's
+    // bandwidth factor.
+    let ring = time(
+        Op::AllReduce,
+        Algorithm::Ring,
+        s,
+        &GroupSpan::new(vec![1, 2]),
+        &levels,
+    )
+    .unwrap()
+    .time_s;
+    assert!((tree(vec![1, 2]) * f / ring - 1.0).abs() < 0.01);
+}
