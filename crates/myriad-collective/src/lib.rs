@@ -97,8 +97,13 @@ pub enum Algorithm {
     /// `2(n-1)/n · S`; all-gather and reduce-scatter n-1 steps, `(n-1)/n · S`; broadcast is
     /// a pipelined chain, n-1 steps, `S` per rank.
     ///
-    /// `Λ = phases · Σ_i (P_i − P_{i+1}) · lat_i` (the ring's steps at each level; phases =
-    /// 2 for all-reduce), `W = sent · max_i(f_i / bw_i)` with `f_0 = 1 − P_1/n` (or 1 in a
+    /// `Λ` is the longest chain of consecutive hops one chunk travels around the closed
+    /// loop, which leaves every level-(i-1) unit once (`P_i − P_{i+1}` hops at level i, the
+    /// outermost level's `P_top` including the hop that closes the loop): the loop but its
+    /// cheapest hop for all-gather and reduce-scatter (`n − 1` steps), twice the loop but
+    /// its cheapest two consecutive hops for all-reduce (`2(n − 1)` steps; across two sites
+    /// both DCI hops twice, as NCCL's tuner counts `2 · nNodes` network steps), the loop but
+    /// the hop into the root for broadcast; `W = sent · max_i(f_i / bw_i)` with `f_0 = 1 − P_1/n` (or 1 in a
     /// single domain) and `f_i = P_i / n` for scale-out levels: the slowest level crossed
     /// limits the ring, with each unit's `m_i` NICs sharing its crossings. Steps are
     /// charged at the latency of the level each one crosses (as NCCL's tuner does: intra-
@@ -379,8 +384,9 @@ impl RankGroup {
 /// NCCL does; `Auto` on a group that [`RankGroup::holds_hierarchical`] takes the
 /// hierarchical algorithm, timed on the span, where it is faster; `Auto` for all-reduce
 /// also weighs the tree, which runs on any group, and `Tree` is timed exactly, see
-/// `tree_exact`) is timed exactly: the ring's steps at each level counted over the units it touches, `Λ = phases ·
-/// Σ_i (units[i] − units[i+1]) · lat_i`, and each level's share set by its busiest unit,
+/// `tree_exact`) is timed exactly: the ring's hops at each level counted over the units it
+/// touches (`units[i] − units[i+1]`, the loop closed at the outermost level), `Λ` the
+/// longest chain of them a chunk travels as on a span (see [`Algorithm::Ring`]), and each level's share set by its busiest unit,
 /// `f_0 = 1 − 1/most[1]` (inside the domain with the most members) and `f_i = 1/fewest[i]`
 /// (the unit with the fewest members, whose NICs carry all its crossings), except at the
 /// NICs (level 1), where the ring's `C` channels (`most[1]`, or 2 when that is 1) cross
@@ -501,12 +507,10 @@ fn ring_exact(
     // The bytes and the group's span checked as `time` checks them.
     Ctx::new(bytes, &group.span(), levels)?;
     let n = group.n as f64;
-    let mut steps = 0.0;
     let mut worst = 0.0f64; // max_i f_i / bw_i
     for (i, l) in levels.iter().enumerate() {
         let p = group.units[i] as f64;
         let p_next = group.units.get(i + 1).copied().unwrap_or(1) as f64;
-        steps += (p - p_next) * l.latency_us;
         if i == 0 {
             let m = group.most.get(1).copied().unwrap_or(group.n) as f64;
             if m > 1.0 {
@@ -527,10 +531,19 @@ fn ring_exact(
             worst = worst.max(1.0 / group.fewest[i] as f64 / bw(l));
         }
     }
-    let (phases, sent) = match op {
-        Op::AllReduce => (2.0, 2.0 * (n - 1.0) / n * bytes),
-        Op::AllGather | Op::ReduceScatter => (1.0, (n - 1.0) / n * bytes),
-        _ => (1.0, bytes),
+    // The loop leaves each touched level-(i-1) unit once.
+    let lat = RingLat::new(levels, &group.spans, 0, |i| {
+        let u = group.units[i] as f64;
+        if u > 1.0 {
+            u
+        } else {
+            0.0
+        }
+    });
+    let (steps, sent) = match op {
+        Op::AllReduce => (lat.chain(2.0), 2.0 * (n - 1.0) / n * bytes),
+        Op::AllGather | Op::ReduceScatter => (lat.chain(1.0), (n - 1.0) / n * bytes),
+        _ => (lat.open, bytes),
     };
     let ev = if n <= 1.0 || bytes == 0.0 {
         Eval {
@@ -540,7 +553,7 @@ fn ring_exact(
         }
     } else {
         Cost {
-            steps_us: phases * steps,
+            steps_us: steps,
             fixed_us: 0.0,
             wire_us: sent * worst,
             bytes_per_rank: sent,
@@ -1014,17 +1027,103 @@ fn eval(op: Op, alg: Algorithm, c: &Ctx) -> Result<Eval, CollectiveError> {
     Ok(cost.resolve())
 }
 
-/// Ring steps and bottleneck over `spans[from..]` with one member per level-(from-1) unit
-/// (from = 0: the whole group; from = 1: the cross-domain sub-group of the hierarchical
-/// algorithm). Returns (Λ per phase, max_i f_i / bw_i in µs per byte, sub-group size).
-fn ring_terms(spans: &[u64], levels: &[Level], from: usize) -> (f64, f64, f64) {
-    let mut steps = 0.0;
+/// The latency a ring's data waits on, from the links of one of its channels: NCCL's ring
+/// is a closed loop (a channel leaves every unit it touches once, the last unit's exit
+/// going back to the first), and a step's send can leave only once the previous step's
+/// data has come in, so the collective lasts as long as the longest chain of consecutive
+/// hops one chunk's data travels: `n − 1` hops for a reduce-scatter or an all-gather (the
+/// whole loop but its cheapest hop), `2(n − 1)` for an all-reduce (the loop twice but its
+/// cheapest two consecutive hops). A ring over two sites therefore waits on both of its DCI
+/// crossings in each half (NCCL's tuner counts `2 · nNodes` network steps for a ring
+/// all-reduce for the same reason), not on one.
+#[derive(Debug, Clone, Copy)]
+struct RingLat {
+    /// Σ of the loop's hop latencies but the one that closes it (into the first unit, at
+    /// the outermost level): a chain from the first member (broadcast).
+    open: f64,
+    /// The closing hop's latency.
+    closing: f64,
+    /// The cheapest hop, and the cheapest two consecutive hops.
+    min1: f64,
+    min2: f64,
+}
+
+impl RingLat {
+    /// Over levels `from..` of `levels`, `crossing(i)` being the loop's hops that leave a
+    /// level-(i-1) unit (cross level i or higher; 0 where the ring stays inside one) and
+    /// `spans[i]` the most level-(i-1) units inside one level-i unit.
+    fn new(levels: &[Level], spans: &[u64], from: usize, crossing: impl Fn(usize) -> f64) -> Self {
+        let mut r = RingLat {
+            open: 0.0,
+            closing: 0.0,
+            min1: 0.0,
+            min2: 0.0,
+        };
+        // The lowest level with hops, whether two of them follow each other, and the
+        // cheapest hop above it.
+        let (mut low, mut above) = (None::<usize>, f64::INFINITY);
+        let mut min1 = f64::INFINITY;
+        for i in from..levels.len() {
+            let here = crossing(i);
+            let next = if i + 1 < levels.len() {
+                crossing(i + 1)
+            } else {
+                0.0
+            };
+            let hops = here - next;
+            if hops <= 0.0 {
+                continue;
+            }
+            let lat = levels[i].latency_us;
+            min1 = min1.min(lat);
+            match low {
+                None => low = Some(i),
+                Some(_) => above = above.min(lat),
+            }
+            if next > 0.0 {
+                r.open += hops * lat;
+            } else {
+                r.open += (hops - 1.0) * lat;
+                r.closing = lat;
+            }
+        }
+        let Some(a) = low else { return r };
+        let la = levels[a].latency_us;
+        r.min1 = min1;
+        // Two hops at the lowest level in a row where one of its units holds three or more
+        // of the units below (or the whole loop is at that level); else every hop there is
+        // followed by one above it.
+        r.min2 = if above.is_infinite() {
+            2.0 * la
+        } else if spans[a] >= 3 {
+            (2.0 * la).min(la + above)
+        } else {
+            la + above
+        };
+        r
+    }
+
+    /// Λ of a ring running `phases` passes (1: reduce-scatter, all-gather; 2: all-reduce).
+    fn chain(&self, phases: f64) -> f64 {
+        let closed = self.open + self.closing;
+        if phases >= 2.0 {
+            2.0 * closed - self.min2
+        } else {
+            closed - self.min1
+        }
+    }
+}
+
+/// Ring latency and bottleneck over `spans[from..]` with one member per level-(from-1)
+/// unit (from = 0: the whole group; from = 1: the cross-domain sub-group of the
+/// hierarchical algorithm). Returns (the loop's latencies, max_i f_i / bw_i in µs per
+/// byte, sub-group size).
+fn ring_terms(spans: &[u64], levels: &[Level], from: usize) -> (RingLat, f64, f64) {
     let mut worst = 0.0f64; // max_i c_i / bw_i, with f_i = c_i / n_sub
     let mut p_next = 1.0; // P_{i+1}
     for i in (from..spans.len()).rev() {
         let p = p_next * spans[i] as f64; // P_i
         let l = &levels[i];
-        steps += (p - p_next) * l.latency_us;
         if i == 0 {
             if spans[0] > 1 {
                 let c0 = if p_next == 1.0 { p } else { p - p_next };
@@ -1036,7 +1135,16 @@ fn ring_terms(spans: &[u64], levels: &[Level], from: usize) -> (f64, f64, f64) {
         p_next = p;
     }
     let n_sub = p_next;
-    (steps, worst / n_sub, n_sub)
+    // P_i over the sub-group: the loop leaves each of its level-(i-1) units once.
+    let lat = RingLat::new(levels, spans, from, |i| {
+        let p: f64 = spans[i..].iter().map(|&s| s as f64).product();
+        if p > 1.0 {
+            p
+        } else {
+            0.0
+        }
+    });
+    (lat, worst / n_sub, n_sub)
 }
 
 /// Bytes per direction, in units of the buffer `S`, on the busiest scale-up link of NCCL's
@@ -1107,16 +1215,17 @@ fn tree_terms(spans: &[u64], levels: &[Level], from: usize) -> (f64, f64) {
 }
 
 fn ring_cost(op: Op, c: &Ctx) -> Cost {
-    let (steps, x, n) = ring_terms(c.spans, c.levels, 0);
+    let (lat, x, n) = ring_terms(c.spans, c.levels, 0);
     let s = c.bytes;
-    let (phases, sent) = match op {
-        Op::AllReduce => (2.0, 2.0 * (n - 1.0) / n * s),
-        Op::AllGather | Op::ReduceScatter => (1.0, (n - 1.0) / n * s),
-        // Broadcast: a pipelined chain, every rank but the root receives and forwards S.
-        _ => (1.0, s),
+    let (steps, sent) = match op {
+        Op::AllReduce => (lat.chain(2.0), 2.0 * (n - 1.0) / n * s),
+        Op::AllGather | Op::ReduceScatter => (lat.chain(1.0), (n - 1.0) / n * s),
+        // Broadcast: a pipelined chain from the root, every rank but the root receives and
+        // forwards S; no hop goes back into the root.
+        _ => (lat.open, s),
     };
     Cost {
-        steps_us: phases * steps,
+        steps_us: steps,
         fixed_us: 0.0,
         wire_us: sent * x,
         bytes_per_rank: sent,
@@ -1208,7 +1317,7 @@ fn hierarchical_pick(op: Op, c: &Ctx) -> (Eval, HierarchicalVariant) {
     let s = c.bytes;
     let (s0, p1) = (c.sh.s0, c.sh.p1);
     let shard = s / s0;
-    let (ring_steps, ring_x, _) = ring_terms(c.spans, c.levels, 1);
+    let (ring_lat, ring_x, _) = ring_terms(c.spans, c.levels, 1);
     let zero = c.sh.n <= 1.0 || s == 0.0;
     if zero {
         return (
@@ -1233,7 +1342,7 @@ fn hierarchical_pick(op: Op, c: &Ctx) -> (Eval, HierarchicalVariant) {
         };
         let outer_sent = (p1 - 1.0) / p1 * shard;
         let outer = Cost {
-            steps_us: ring_steps,
+            steps_us: ring_lat.chain(1.0),
             fixed_us: 0.0,
             wire_us: outer_sent * ring_x,
             bytes_per_rank: outer_sent,
@@ -1256,7 +1365,7 @@ fn hierarchical_pick(op: Op, c: &Ctx) -> (Eval, HierarchicalVariant) {
     // Outer all-reduce of the shard among p1 members, one per domain.
     let outer_sent = 2.0 * (p1 - 1.0) / p1 * shard;
     let outer_ring = Cost {
-        steps_us: 2.0 * ring_steps,
+        steps_us: ring_lat.chain(2.0),
         fixed_us: 0.0,
         wire_us: outer_sent * ring_x,
         bytes_per_rank: outer_sent,

@@ -268,3 +268,56 @@ fn a_tree_of_two_or_three_members_moves_what_its_edges_carry() {
     .time_s;
     assert!((tree(vec![1, 2]) * f / ring - 1.0).abs() < 0.01);
 }
+
+/// A ring is a closed loop: a channel leaves every unit it touches once, the last unit's
+/// exit going back to the first, and a step's send leaves only once the previous step's
+/// data has come in, so a small collective lasts as long as the longest chain of
+/// consecutive hops one chunk travels: for an all-reduce (2(n − 1) steps) twice the loop
+/// but its cheapest two consecutive hops, for a reduce-scatter (n − 1 steps) the loop but
+/// its cheapest hop. Over two sites the loop crosses the DCI twice, so each pass waits on
+/// both crossings (NCCL's tuner counts 2 · nNodes network steps for a ring all-reduce). The
+/// model charged the open chain of n − 1 hops per pass, one DCI crossing: an 8 B
+/// all-reduce over 4 + 4 nodes of two sites 80 km apart took 314.7 µs against the flow
+/// simulation's 517.4 µs.
+#[test]
+fn a_ring_across_two_sites_waits_on_both_dci_crossings() {
+    let lat1 = 2.0;
+    let dci = 400.0;
+    let site = ndr_cluster(128);
+    let mut two = ndr_cluster(256);
+    two.name = "dci".into();
+    two.latency_us = dci;
+    let levels = vec![hgx_h100_domain(), site, two];
+    let ll = myriad_collective::PROTOCOLS[0];
+    let small = |op: Op, spans: Vec<u64>| {
+        let t = time(op, Algorithm::Ring, 8.0, &GroupSpan::new(spans), &levels).unwrap();
+        assert_eq!(t.protocol, ll.protocol);
+        (t.time_s * 1e6 - myriad_collective::LAUNCH_US) / ll.hop
+    };
+    // One rank in each of 4 nodes per site: the loop is 6 node hops and 2 DCI hops.
+    let spans = vec![1, 4, 2];
+    // The 8 B wire term is a few ns.
+    let close = |a: f64, b: f64| (a - b).abs() < 0.01;
+    let ar = small(Op::AllReduce, spans.clone());
+    assert!(close(ar, 10.0 * lat1 + 4.0 * dci), "{ar}");
+    let rs = small(Op::ReduceScatter, spans.clone());
+    assert!(close(rs, 5.0 * lat1 + 2.0 * dci), "{rs}");
+    // A broadcast is a chain from the root: no hop goes back into it.
+    let bc = small(Op::Broadcast, spans);
+    assert!(close(bc, 6.0 * lat1 + dci), "{bc}");
+    // One rank per site: the loop is the two DCI hops, crossed once each per pass.
+    assert!(close(small(Op::AllReduce, vec![1, 1, 2]), 2.0 * dci));
+    // Two ranks in each of two nodes per site: no two node hops follow each other, the
+    // cheapest consecutive pair is a domain hop and a node hop.
+    let lat0 = 2.0;
+    let ar = small(Op::AllReduce, vec![2, 2, 2]);
+    assert!(
+        close(
+            ar,
+            2.0 * (4.0 * lat0 + 2.0 * lat1 + 2.0 * dci) - (lat0 + lat1)
+        ),
+        "{ar}"
+    );
+    // Inside one domain nothing changes: 2(n − 1) domain hops.
+    assert!(close(small(Op::AllReduce, vec![8, 1, 1]), 14.0 * lat0));
+}

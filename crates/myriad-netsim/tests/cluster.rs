@@ -1613,3 +1613,59 @@ fn a_two_rank_tree_agrees_in_both_backends() {
         );
     }
 }
+
+/// A ring over two sites 80 km apart (a 406 µs DCI hop; one rank in each of 4 DGX per
+/// site) waits on both DCI crossings of its loop in every pass, in both backends: the
+/// chunk that finishes last travels 2(n − 1) consecutive hops of the loop, which is all of
+/// it twice but its two cheapest consecutive hops. The analytical model charged the open
+/// chain (one crossing a pass: 8 B took 314.7 µs), the flow backend the mean hop times the
+/// steps (7/8 of the loop a pass: 517.4 µs); both now charge the chain, 594.7 and 587.9 µs
+/// (the flow's node hops take their routes' latency).
+#[test]
+fn a_ring_across_two_sites_waits_on_both_dci_crossings_in_both_backends() {
+    let c = build(
+        "two-site-256.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 256\n  scale_up: hgx-h100\n  scale_out:\n    fabric: roce-400g\n    topology: rail-optimized\n  sites: 2\n  dci: {gbps_per_site: 102400, distance_km: 80}\n",
+    );
+    let net = Network::from_cluster(&c);
+    let dci_s = c.levels.last().unwrap().latency_us * 1e-6;
+    assert!(dci_s > 400e-6, "{dci_s}");
+    let ranks = [0u32, 8, 16, 24, 128, 136, 144, 152];
+    let group = myriad_collective::RankGroup::new(&ranks, &c.levels);
+    for (op, crossings) in [
+        (Op::AllReduce, 4.0),
+        (Op::ReduceScatter, 2.0),
+        (Op::AllGather, 2.0),
+    ] {
+        for bytes in [8.0, 1024.0 * 1024.0] {
+            let choice =
+                myriad_netsim::flow_choice_for(op, Algorithm::Ring, bytes, &group, &c.levels);
+            let (f, _) =
+                time_collective(&net, op, choice, bytes, &ranks, &SimOptions::default()).unwrap();
+            let (a, _) =
+                myriad_collective::time_group(op, Algorithm::Ring, bytes, &group, &c.levels)
+                    .unwrap();
+            let hop = myriad_collective::PROTOCOLS
+                .iter()
+                .find(|p| p.protocol == choice.protocol)
+                .unwrap()
+                .hop;
+            let floor = myriad_netsim::LAUNCH_S + crossings * dci_s * hop;
+            for (name, t) in [("flow", f.time_s), ("analytical", a.time_s)] {
+                assert!(
+                    t >= floor,
+                    "{op:?} {bytes} B {name}: {:.1} µs, below {crossings} DCI crossings {:.1} µs",
+                    t * 1e6,
+                    floor * 1e6
+                );
+            }
+            let ratio = f.time_s / a.time_s;
+            assert!(
+                (ratio - 1.0).abs() < 0.02,
+                "{op:?} {bytes} B: flow {:.1} µs, analytical {:.1} µs",
+                f.time_s * 1e6,
+                a.time_s * 1e6
+            );
+        }
+    }
+}
