@@ -113,8 +113,11 @@ pub enum Algorithm {
     /// NCCL's double binary tree (all-reduce only): a chain inside the domain, two
     /// complementary binary trees across domains, reduce up then broadcast down, pipelined.
     /// Each rank sends about `2S`; `Λ = 2 · ((spans[0] − 1) · lat_0 + Σ_{i≥1} log2(spans[i])
-    /// · lat_i)` — logarithmic in the number of nodes, which is why NCCL uses it for small
-    /// and medium all-reduces at large node counts. `W = S · max_i(b_i · g_i / bw_i) /
+    /// · lat_i + lat_top − lat_low)` — logarithmic in the number of nodes, which is why NCCL
+    /// uses it for small and medium all-reduces at large node counts; the trees follow the
+    /// domains' order, so their longest root path crosses the outermost level once more and
+    /// the lowest scale-out level once less than a tree built level by level would
+    /// (`tree_outer_extra`: a tree over two sites crosses the DCI twice each way). `W = S · max_i(b_i · g_i / bw_i) /
     /// TREE_BANDWIDTH_FACTOR`, `g_0 = 1` (the chain), `g_i = P_i / n`, `b_0 = 2` (a member
     /// in the middle of the chain sends up and down; 1 for a chain of two, which has no
     /// middle: [`tree_chain_factor`]) and `b_i` the trees' busiest NIC over
@@ -445,7 +448,8 @@ pub fn time_group(
 /// NCCL's double binary tree over exactly `group`'s ranks, as [`Algorithm::Tree`] on a
 /// span: a chain inside the domain with the most members, `(most[1] − 1)` steps at
 /// `lat_0`, binary trees over the units of each scale-out level, `log2(spans[i])` steps
-/// at `lat_i`, up and down; `W = S · max_i(b_i · g_i / bw_i) / TREE_BANDWIDTH_FACTOR` with
+/// at `lat_i` (one moved from the lowest scale-out level crossed to the outermost, as on a
+/// span), up and down; `W = S · max_i(b_i · g_i / bw_i) / TREE_BANDWIDTH_FACTOR` with
 /// `g_0 = 1` (the chain) and `g_i = 1/fewest[i]` (the unit with the fewest members, whose
 /// NICs carry all its tree traffic), the span's `P_i / n` for a symmetric group, and `b_i`
 /// as on a span: the chain's [`tree_chain_factor`] of `most[1]`, the trees'
@@ -477,6 +481,7 @@ fn tree_exact(
             }
         }
     }
+    steps += tree_outer_extra(&group.spans, levels, 0);
     let sent = tree_sent(bytes, m, p);
     let ev = if group.n <= 1 || bytes == 0.0 {
         Eval {
@@ -1180,6 +1185,26 @@ pub fn tree_fanout_factor(p: f64) -> f64 {
     }
 }
 
+/// The hop NCCL's in-order binary trees add at the outermost level over the domains'
+/// levels: the trees follow the domains' order, not the hierarchy, so the longest root
+/// path does not cross each level `log2(spans[i])` times. Going up, each hop of a leaf's
+/// root path doubles its length; one that goes right lands on a multiple of twice its
+/// length, the first domain of a unit of that size, and so crosses one level more than a
+/// left one. Taking every hop to the right but the last (into the root), the path crosses
+/// the outermost level `log2(spans[top]) + 1` times and the lowest scale-out level with a
+/// span `log2(spans[low]) − 1` times (for unit sizes in powers of two): one hop moves from
+/// the lowest scale-out level the trees cross to the outermost. Over two sites of two
+/// domains each the in-order tree is 0 ← 2 ← 1, 3: a chunk from domain 1 crosses the DCI
+/// twice up and twice down, not once each way. Returns that hop's extra latency, 0 where
+/// the trees cross one scale-out level only.
+fn tree_outer_extra(spans: &[u64], levels: &[Level], from: usize) -> f64 {
+    let mut crossed = (from.max(1)..spans.len()).filter(|&i| spans[i] > 1);
+    match (crossed.next(), crossed.next_back()) {
+        (Some(low), Some(top)) if top > low => levels[top].latency_us - levels[low].latency_us,
+        _ => 0.0,
+    }
+}
+
 /// Tree steps (one direction) and bottleneck over `spans[from..]`.
 /// Returns (Λ one direction, max_i b_i · g_i / bw_i in µs per byte of the buffer, with
 /// `b_0` the chain's [`tree_chain_factor`] and `b_i` the trees' [`tree_fanout_factor`]
@@ -1211,7 +1236,7 @@ fn tree_terms(spans: &[u64], levels: &[Level], from: usize) -> (f64, f64) {
         }
         p_next = p;
     }
-    (steps, worst)
+    (steps + tree_outer_extra(spans, levels, from), worst)
 }
 
 fn ring_cost(op: Op, c: &Ctx) -> Cost {

@@ -321,3 +321,46 @@ fn a_ring_across_two_sites_waits_on_both_dci_crossings() {
     // Inside one domain nothing changes: 2(n − 1) domain hops.
     assert!(close(small(Op::AllReduce, vec![8, 1, 1]), 14.0 * lat0));
 }
+
+/// NCCL's binary trees follow the domains' order, not the hierarchy: over two sites of two
+/// nodes each (one rank a node), the in-order tree is 0 ← 2 ← 1, 3, so a chunk from node 1
+/// crosses the DCI to 2 and back to 0 going up, and again twice coming down. The model
+/// charged `log2(spans[i])` hops at each level, one DCI crossing each way: 8 B took
+/// 293.5 µs against the flow simulation's 574.3 µs over two sites 80 km apart. Now one
+/// hop of the root path moves from the lowest scale-out level the trees cross to the
+/// outermost; inside one level nothing changes.
+#[test]
+fn a_tree_across_two_sites_crosses_the_dci_twice_each_way() {
+    let (lat0, lat1, dci) = (2.0, 2.0, 400.0);
+    let mut two = ndr_cluster(256);
+    two.name = "dci".into();
+    two.latency_us = dci;
+    let levels = vec![hgx_h100_domain(), ndr_cluster(128), two];
+    let ll = myriad_collective::PROTOCOLS[0];
+    let small = |spans: Vec<u64>| {
+        let t = time(
+            Op::AllReduce,
+            Algorithm::Tree,
+            8.0,
+            &GroupSpan::new(spans),
+            &levels,
+        )
+        .unwrap();
+        assert_eq!(t.protocol, ll.protocol);
+        (t.time_s * 1e6 - myriad_collective::LAUNCH_US) / ll.hop
+    };
+    // The 8 B wire term is a few ns.
+    let close = |a: f64, b: f64| (a - b).abs() < 0.01;
+    // Two nodes a site: up 1 → 2 → 0 (two DCI hops), and down.
+    let t = small(vec![1, 2, 2]);
+    assert!(close(t, 2.0 * (2.0 * dci)), "{t}");
+    // Four nodes a site: up 1 → 2 (a node hop) → 4 → 0 (two DCI hops).
+    let t = small(vec![1, 4, 2]);
+    assert!(close(t, 2.0 * (lat1 + 2.0 * dci)), "{t}");
+    // With 8 ranks a node the chain adds its 7 NVLink hops each way.
+    let t = small(vec![8, 4, 2]);
+    assert!(close(t, 2.0 * (7.0 * lat0 + lat1 + 2.0 * dci)), "{t}");
+    // One site: log2 of the nodes, as before; one node a site: the one DCI hop.
+    assert!(close(small(vec![1, 8, 1]), 2.0 * 3.0 * lat1));
+    assert!(close(small(vec![1, 1, 2]), 2.0 * dci));
+}
