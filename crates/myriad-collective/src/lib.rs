@@ -97,8 +97,13 @@ pub enum Algorithm {
     /// `2(n-1)/n · S`; all-gather and reduce-scatter n-1 steps, `(n-1)/n · S`; broadcast is
     /// a pipelined chain, n-1 steps, `S` per rank.
     ///
-    /// `Λ = phases · Σ_i (P_i − P_{i+1}) · lat_i` (the ring's steps at each level; phases =
-    /// 2 for all-reduce), `W = sent · max_i(f_i / bw_i)` with `f_0 = 1 − P_1/n` (or 1 in a
+    /// `Λ` is the longest chain of consecutive hops one chunk travels around the closed
+    /// loop, which leaves every level-(i-1) unit once (`P_i − P_{i+1}` hops at level i, the
+    /// outermost level's `P_top` including the hop that closes the loop): the loop but its
+    /// cheapest hop for all-gather and reduce-scatter (`n − 1` steps), twice the loop but
+    /// its cheapest two consecutive hops for all-reduce (`2(n − 1)` steps; across two sites
+    /// both DCI hops twice, as NCCL's tuner counts `2 · nNodes` network steps), the loop but
+    /// the hop into the root for broadcast; `W = sent · max_i(f_i / bw_i)` with `f_0 = 1 − P_1/n` (or 1 in a
     /// single domain) and `f_i = P_i / n` for scale-out levels: the slowest level crossed
     /// limits the ring, with each unit's `m_i` NICs sharing its crossings. Steps are
     /// charged at the latency of the level each one crosses (as NCCL's tuner does: intra-
@@ -108,10 +113,18 @@ pub enum Algorithm {
     /// NCCL's double binary tree (all-reduce only): a chain inside the domain, two
     /// complementary binary trees across domains, reduce up then broadcast down, pipelined.
     /// Each rank sends about `2S`; `Λ = 2 · ((spans[0] − 1) · lat_0 + Σ_{i≥1} log2(spans[i])
-    /// · lat_i)` — logarithmic in the number of nodes, which is why NCCL uses it for small
-    /// and medium all-reduces at large node counts. `W = 2S · max_i(g_i / bw_i) /
-    /// TREE_BANDWIDTH_FACTOR`, `g_0 = 1` (the chain), `g_i = P_i / n`. For large n its
-    /// bus bandwidth is within `TREE_BANDWIDTH_FACTOR` of the ring's.
+    /// · lat_i + lat_top − lat_low)` — logarithmic in the number of nodes, which is why NCCL
+    /// uses it for small and medium all-reduces at large node counts; the trees follow the
+    /// domains' order, so their longest root path crosses the outermost level once more and
+    /// the lowest scale-out level once less than a tree built level by level would
+    /// (`tree_outer_extra`: a tree over two sites crosses the DCI twice each way). `W = S · max_i(b_i · g_i / bw_i) /
+    /// TREE_BANDWIDTH_FACTOR`, `g_0 = 1` (the chain), `g_i = P_i / n`, `b_0 = 2` (a member
+    /// in the middle of the chain sends up and down; 1 for a chain of two, which has no
+    /// middle: [`tree_chain_factor`]) and `b_i` the trees' busiest NIC over
+    /// the `P_1` domains ([`tree_fanout_factor`]: 2 from four domains, 3/2 over three, 1
+    /// over two, where each tree is one edge). For large n its bus bandwidth is within
+    /// `TREE_BANDWIDTH_FACTOR` of the ring's; with two members it degenerates to the
+    /// two-rank ring's `S` each way.
     Tree,
     /// In-switch reduction (NVLink SHARP) inside one scale-up domain whose level has
     /// `in_network_reduction` (all-reduce, all-gather, reduce-scatter). All-reduce is a
@@ -374,8 +387,9 @@ impl RankGroup {
 /// NCCL does; `Auto` on a group that [`RankGroup::holds_hierarchical`] takes the
 /// hierarchical algorithm, timed on the span, where it is faster; `Auto` for all-reduce
 /// also weighs the tree, which runs on any group, and `Tree` is timed exactly, see
-/// `tree_exact`) is timed exactly: the ring's steps at each level counted over the units it touches, `Λ = phases ·
-/// Σ_i (units[i] − units[i+1]) · lat_i`, and each level's share set by its busiest unit,
+/// `tree_exact`) is timed exactly: the ring's hops at each level counted over the units it
+/// touches (`units[i] − units[i+1]`, the loop closed at the outermost level), `Λ` the
+/// longest chain of them a chunk travels as on a span (see [`Algorithm::Ring`]), and each level's share set by its busiest unit,
 /// `f_0 = 1 − 1/most[1]` (inside the domain with the most members) and `f_i = 1/fewest[i]`
 /// (the unit with the fewest members, whose NICs carry all its crossings), except at the
 /// NICs (level 1), where the ring's `C` channels (`most[1]`, or 2 when that is 1) cross
@@ -434,9 +448,12 @@ pub fn time_group(
 /// NCCL's double binary tree over exactly `group`'s ranks, as [`Algorithm::Tree`] on a
 /// span: a chain inside the domain with the most members, `(most[1] − 1)` steps at
 /// `lat_0`, binary trees over the units of each scale-out level, `log2(spans[i])` steps
-/// at `lat_i`, up and down; `W = 2S · max_i(g_i / bw_i) / TREE_BANDWIDTH_FACTOR` with
+/// at `lat_i` (one moved from the lowest scale-out level crossed to the outermost, as on a
+/// span), up and down; `W = S · max_i(b_i · g_i / bw_i) / TREE_BANDWIDTH_FACTOR` with
 /// `g_0 = 1` (the chain) and `g_i = 1/fewest[i]` (the unit with the fewest members, whose
-/// NICs carry all its tree traffic), the span's `P_i / n` for a symmetric group.
+/// NICs carry all its tree traffic), the span's `P_i / n` for a symmetric group, and `b_i`
+/// as on a span: the chain's [`tree_chain_factor`] of `most[1]`, the trees'
+/// [`tree_fanout_factor`] over the `units[1]` domains.
 fn tree_exact(
     bytes: f64,
     group: &RankGroup,
@@ -445,24 +462,27 @@ fn tree_exact(
     // The bytes and the group's span checked as `time` checks them.
     Ctx::new(bytes, &group.span(), levels)?;
     let mut steps = 0.0;
-    let mut worst = 0.0f64; // max_i g_i / bw_i
+    let mut worst = 0.0f64; // max_i b_i · g_i / bw_i
+    let m = group.most.get(1).copied().unwrap_or(group.n) as f64;
+    let p = group.units.get(1).copied().unwrap_or(1) as f64;
+    let fan = tree_fanout_factor(p);
     for (i, l) in levels.iter().enumerate() {
         if i == 0 {
-            let m = group.most.get(1).copied().unwrap_or(group.n) as f64;
             if m > 1.0 {
                 steps += (m - 1.0) * l.latency_us;
-                worst = worst.max(1.0 / bw(l));
+                worst = worst.max(tree_chain_factor(m) / bw(l));
             }
         } else {
             if group.spans[i] > 1 {
                 steps += (group.spans[i] as f64).log2() * l.latency_us;
             }
             if group.units[i] > 1 {
-                worst = worst.max(1.0 / group.fewest[i] as f64 / bw(l));
+                worst = worst.max(fan / group.fewest[i] as f64 / bw(l));
             }
         }
     }
-    let sent = 2.0 * bytes;
+    steps += tree_outer_extra(&group.spans, levels, 0);
+    let sent = tree_sent(bytes, m, p);
     let ev = if group.n <= 1 || bytes == 0.0 {
         Eval {
             time_us: 0.0,
@@ -473,7 +493,7 @@ fn tree_exact(
         Cost {
             steps_us: 2.0 * steps,
             fixed_us: 0.0,
-            wire_us: sent * worst / TREE_BANDWIDTH_FACTOR,
+            wire_us: bytes * worst / TREE_BANDWIDTH_FACTOR,
             bytes_per_rank: sent,
             simple_only: false,
         }
@@ -492,12 +512,10 @@ fn ring_exact(
     // The bytes and the group's span checked as `time` checks them.
     Ctx::new(bytes, &group.span(), levels)?;
     let n = group.n as f64;
-    let mut steps = 0.0;
     let mut worst = 0.0f64; // max_i f_i / bw_i
     for (i, l) in levels.iter().enumerate() {
         let p = group.units[i] as f64;
         let p_next = group.units.get(i + 1).copied().unwrap_or(1) as f64;
-        steps += (p - p_next) * l.latency_us;
         if i == 0 {
             let m = group.most.get(1).copied().unwrap_or(group.n) as f64;
             if m > 1.0 {
@@ -518,10 +536,19 @@ fn ring_exact(
             worst = worst.max(1.0 / group.fewest[i] as f64 / bw(l));
         }
     }
-    let (phases, sent) = match op {
-        Op::AllReduce => (2.0, 2.0 * (n - 1.0) / n * bytes),
-        Op::AllGather | Op::ReduceScatter => (1.0, (n - 1.0) / n * bytes),
-        _ => (1.0, bytes),
+    // The loop leaves each touched level-(i-1) unit once.
+    let lat = RingLat::new(levels, &group.spans, 0, |i| {
+        let u = group.units[i] as f64;
+        if u > 1.0 {
+            u
+        } else {
+            0.0
+        }
+    });
+    let (steps, sent) = match op {
+        Op::AllReduce => (lat.chain(2.0), 2.0 * (n - 1.0) / n * bytes),
+        Op::AllGather | Op::ReduceScatter => (lat.chain(1.0), (n - 1.0) / n * bytes),
+        _ => (lat.open, bytes),
     };
     let ev = if n <= 1.0 || bytes == 0.0 {
         Eval {
@@ -531,7 +558,7 @@ fn ring_exact(
         }
     } else {
         Cost {
-            steps_us: phases * steps,
+            steps_us: steps,
             fixed_us: 0.0,
             wire_us: sent * worst,
             bytes_per_rank: sent,
@@ -543,7 +570,7 @@ fn ring_exact(
 }
 
 /// The result of an evaluated collective: its time in µs, with the bandwidths derived; a
-/// time that is not finite (the bytes overflowed) is an error.
+/// time or a traffic that is not finite (the bytes overflowed) is an error.
 fn result(
     op: Op,
     bytes: f64,
@@ -551,7 +578,7 @@ fn result(
     algorithm: Algorithm,
     ev: Eval,
 ) -> Result<CollectiveTime, CollectiveError> {
-    if !ev.time_us.is_finite() {
+    if !ev.time_us.is_finite() || !ev.bytes_per_rank.is_finite() {
         return Err(CollectiveError::TooLarge { bytes });
     }
     let time_s = ev.time_us * 1e-6;
@@ -1005,17 +1032,103 @@ fn eval(op: Op, alg: Algorithm, c: &Ctx) -> Result<Eval, CollectiveError> {
     Ok(cost.resolve())
 }
 
-/// Ring steps and bottleneck over `spans[from..]` with one member per level-(from-1) unit
-/// (from = 0: the whole group; from = 1: the cross-domain sub-group of the hierarchical
-/// algorithm). Returns (Λ per phase, max_i f_i / bw_i in µs per byte, sub-group size).
-fn ring_terms(spans: &[u64], levels: &[Level], from: usize) -> (f64, f64, f64) {
-    let mut steps = 0.0;
+/// The latency a ring's data waits on, from the links of one of its channels: NCCL's ring
+/// is a closed loop (a channel leaves every unit it touches once, the last unit's exit
+/// going back to the first), and a step's send can leave only once the previous step's
+/// data has come in, so the collective lasts as long as the longest chain of consecutive
+/// hops one chunk's data travels: `n − 1` hops for a reduce-scatter or an all-gather (the
+/// whole loop but its cheapest hop), `2(n − 1)` for an all-reduce (the loop twice but its
+/// cheapest two consecutive hops). A ring over two sites therefore waits on both of its DCI
+/// crossings in each half (NCCL's tuner counts `2 · nNodes` network steps for a ring
+/// all-reduce for the same reason), not on one.
+#[derive(Debug, Clone, Copy)]
+struct RingLat {
+    /// Σ of the loop's hop latencies but the one that closes it (into the first unit, at
+    /// the outermost level): a chain from the first member (broadcast).
+    open: f64,
+    /// The closing hop's latency.
+    closing: f64,
+    /// The cheapest hop, and the cheapest two consecutive hops.
+    min1: f64,
+    min2: f64,
+}
+
+impl RingLat {
+    /// Over levels `from..` of `levels`, `crossing(i)` being the loop's hops that leave a
+    /// level-(i-1) unit (cross level i or higher; 0 where the ring stays inside one) and
+    /// `spans[i]` the most level-(i-1) units inside one level-i unit.
+    fn new(levels: &[Level], spans: &[u64], from: usize, crossing: impl Fn(usize) -> f64) -> Self {
+        let mut r = RingLat {
+            open: 0.0,
+            closing: 0.0,
+            min1: 0.0,
+            min2: 0.0,
+        };
+        // The lowest level with hops, whether two of them follow each other, and the
+        // cheapest hop above it.
+        let (mut low, mut above) = (None::<usize>, f64::INFINITY);
+        let mut min1 = f64::INFINITY;
+        for i in from..levels.len() {
+            let here = crossing(i);
+            let next = if i + 1 < levels.len() {
+                crossing(i + 1)
+            } else {
+                0.0
+            };
+            let hops = here - next;
+            if hops <= 0.0 {
+                continue;
+            }
+            let lat = levels[i].latency_us;
+            min1 = min1.min(lat);
+            match low {
+                None => low = Some(i),
+                Some(_) => above = above.min(lat),
+            }
+            if next > 0.0 {
+                r.open += hops * lat;
+            } else {
+                r.open += (hops - 1.0) * lat;
+                r.closing = lat;
+            }
+        }
+        let Some(a) = low else { return r };
+        let la = levels[a].latency_us;
+        r.min1 = min1;
+        // Two hops at the lowest level in a row where one of its units holds three or more
+        // of the units below (or the whole loop is at that level); else every hop there is
+        // followed by one above it.
+        r.min2 = if above.is_infinite() {
+            2.0 * la
+        } else if spans[a] >= 3 {
+            (2.0 * la).min(la + above)
+        } else {
+            la + above
+        };
+        r
+    }
+
+    /// Λ of a ring running `phases` passes (1: reduce-scatter, all-gather; 2: all-reduce).
+    fn chain(&self, phases: f64) -> f64 {
+        let closed = self.open + self.closing;
+        if phases >= 2.0 {
+            2.0 * closed - self.min2
+        } else {
+            closed - self.min1
+        }
+    }
+}
+
+/// Ring latency and bottleneck over `spans[from..]` with one member per level-(from-1)
+/// unit (from = 0: the whole group; from = 1: the cross-domain sub-group of the
+/// hierarchical algorithm). Returns (the loop's latencies, max_i f_i / bw_i in µs per
+/// byte, sub-group size).
+fn ring_terms(spans: &[u64], levels: &[Level], from: usize) -> (RingLat, f64, f64) {
     let mut worst = 0.0f64; // max_i c_i / bw_i, with f_i = c_i / n_sub
     let mut p_next = 1.0; // P_{i+1}
     for i in (from..spans.len()).rev() {
         let p = p_next * spans[i] as f64; // P_i
         let l = &levels[i];
-        steps += (p - p_next) * l.latency_us;
         if i == 0 {
             if spans[0] > 1 {
                 let c0 = if p_next == 1.0 { p } else { p - p_next };
@@ -1027,16 +1140,83 @@ fn ring_terms(spans: &[u64], levels: &[Level], from: usize) -> (f64, f64, f64) {
         p_next = p;
     }
     let n_sub = p_next;
-    (steps, worst / n_sub, n_sub)
+    // P_i over the sub-group: the loop leaves each of its level-(i-1) units once.
+    let lat = RingLat::new(levels, spans, from, |i| {
+        let p: f64 = spans[i..].iter().map(|&s| s as f64).product();
+        if p > 1.0 {
+            p
+        } else {
+            0.0
+        }
+    });
+    (lat, worst / n_sub, n_sub)
+}
+
+/// Bytes per direction, in units of the buffer `S`, on the busiest scale-up link of NCCL's
+/// chain of `m` members inside a domain (reduce toward its head, broadcast back): a member
+/// in the middle of the chain sends `S` up and `S` down, `2S`; a chain of two has no
+/// middle, each member sends `S` once (up, or down): `S`.
+pub fn tree_chain_factor(m: f64) -> f64 {
+    if m <= 1.0 {
+        0.0
+    } else if m <= 2.0 {
+        1.0
+    } else {
+        2.0
+    }
+}
+
+/// Bytes per direction, in units of the data it carries (`S` per member), on the busiest
+/// NIC of NCCL's double binary tree over `p` units (two complementary binary trees, half
+/// the data each): a node with two children in one tree sends `3/2 · S` there (half up,
+/// both halves down) and `S/2` as a leaf in the other, `2S`; over three units no node has
+/// two children (`3/2 · S`), and over two the trees are one edge each way (each node
+/// sends its half up one tree and the other half down the other): `S`, half the long
+/// tree's `2S`.
+pub fn tree_fanout_factor(p: f64) -> f64 {
+    if p <= 1.0 {
+        0.0
+    } else if p <= 2.0 {
+        1.0
+    } else if p <= 3.0 {
+        1.5
+    } else {
+        2.0
+    }
+}
+
+/// The hop NCCL's in-order binary trees add at the outermost level over the domains'
+/// levels: the trees follow the domains' order, not the hierarchy, so the longest root
+/// path does not cross each level `log2(spans[i])` times. Going up, each hop of a leaf's
+/// root path doubles its length; one that goes right lands on a multiple of twice its
+/// length, the first domain of a unit of that size, and so crosses one level more than a
+/// left one. Taking every hop to the right but the last (into the root), the path crosses
+/// the outermost level `log2(spans[top]) + 1` times and the lowest scale-out level with a
+/// span `log2(spans[low]) − 1` times (for unit sizes in powers of two): one hop moves from
+/// the lowest scale-out level the trees cross to the outermost. Over two sites of two
+/// domains each the in-order tree is 0 ← 2 ← 1, 3: a chunk from domain 1 crosses the DCI
+/// twice up and twice down, not once each way. Returns that hop's extra latency, 0 where
+/// the trees cross one scale-out level only.
+fn tree_outer_extra(spans: &[u64], levels: &[Level], from: usize) -> f64 {
+    let mut crossed = (from.max(1)..spans.len()).filter(|&i| spans[i] > 1);
+    match (crossed.next(), crossed.next_back()) {
+        (Some(low), Some(top)) if top > low => levels[top].latency_us - levels[low].latency_us,
+        _ => 0.0,
+    }
 }
 
 /// Tree steps (one direction) and bottleneck over `spans[from..]`.
-/// Returns (Λ one direction, max_i g_i / bw_i in µs per byte).
+/// Returns (Λ one direction, max_i b_i · g_i / bw_i in µs per byte of the buffer, with
+/// `b_0` the chain's [`tree_chain_factor`] and `b_i` the trees' [`tree_fanout_factor`]
+/// over the units the trees join).
 fn tree_terms(spans: &[u64], levels: &[Level], from: usize) -> (f64, f64) {
     let mut steps = 0.0;
     let mut worst = 0.0f64;
     let mut p_next = 1.0;
     let n_sub: f64 = spans[from..].iter().map(|&s| s as f64).product();
+    // The trees join the domains (from = 0) or the sub-group's members (from = 1).
+    let units: f64 = spans[from.max(1)..].iter().map(|&s| s as f64).product();
+    let fan = tree_fanout_factor(units);
     for i in (from..spans.len()).rev() {
         let s = spans[i] as f64;
         let p = p_next * s;
@@ -1044,32 +1224,33 @@ fn tree_terms(spans: &[u64], levels: &[Level], from: usize) -> (f64, f64) {
         if i == 0 {
             if spans[0] > 1 {
                 steps += (s - 1.0) * l.latency_us;
-                worst = worst.max(1.0 / bw(l));
+                worst = worst.max(tree_chain_factor(s) / bw(l));
             }
         } else {
             if spans[i] > 1 {
                 steps += s.log2() * l.latency_us;
             }
             if p > 1.0 {
-                worst = worst.max(p / n_sub / bw(l));
+                worst = worst.max(fan * p / n_sub / bw(l));
             }
         }
         p_next = p;
     }
-    (steps, worst)
+    (steps + tree_outer_extra(spans, levels, from), worst)
 }
 
 fn ring_cost(op: Op, c: &Ctx) -> Cost {
-    let (steps, x, n) = ring_terms(c.spans, c.levels, 0);
+    let (lat, x, n) = ring_terms(c.spans, c.levels, 0);
     let s = c.bytes;
-    let (phases, sent) = match op {
-        Op::AllReduce => (2.0, 2.0 * (n - 1.0) / n * s),
-        Op::AllGather | Op::ReduceScatter => (1.0, (n - 1.0) / n * s),
-        // Broadcast: a pipelined chain, every rank but the root receives and forwards S.
-        _ => (1.0, s),
+    let (steps, sent) = match op {
+        Op::AllReduce => (lat.chain(2.0), 2.0 * (n - 1.0) / n * s),
+        Op::AllGather | Op::ReduceScatter => (lat.chain(1.0), (n - 1.0) / n * s),
+        // Broadcast: a pipelined chain from the root, every rank but the root receives and
+        // forwards S; no hop goes back into the root.
+        _ => (lat.open, s),
     };
     Cost {
-        steps_us: phases * steps,
+        steps_us: steps,
         fixed_us: 0.0,
         wire_us: sent * x,
         bytes_per_rank: sent,
@@ -1077,13 +1258,19 @@ fn ring_cost(op: Op, c: &Ctx) -> Cost {
     }
 }
 
+/// Bytes the busiest member of a tree all-reduce sends: its chain's and its trees' shares
+/// (`2S` for long chains and trees; `S` for two members).
+fn tree_sent(bytes: f64, m: f64, p: f64) -> f64 {
+    bytes * tree_chain_factor(m).max(tree_fanout_factor(p))
+}
+
 fn tree_cost(c: &Ctx) -> Cost {
     let (steps, x) = tree_terms(c.spans, c.levels, 0);
-    let sent = 2.0 * c.bytes;
+    let sent = tree_sent(c.bytes, c.sh.s0, c.sh.p1);
     Cost {
         steps_us: 2.0 * steps,
         fixed_us: 0.0,
-        wire_us: sent * x / TREE_BANDWIDTH_FACTOR,
+        wire_us: c.bytes * x / TREE_BANDWIDTH_FACTOR,
         bytes_per_rank: sent,
         simple_only: false,
     }
@@ -1155,7 +1342,7 @@ fn hierarchical_pick(op: Op, c: &Ctx) -> (Eval, HierarchicalVariant) {
     let s = c.bytes;
     let (s0, p1) = (c.sh.s0, c.sh.p1);
     let shard = s / s0;
-    let (ring_steps, ring_x, _) = ring_terms(c.spans, c.levels, 1);
+    let (ring_lat, ring_x, _) = ring_terms(c.spans, c.levels, 1);
     let zero = c.sh.n <= 1.0 || s == 0.0;
     if zero {
         return (
@@ -1180,7 +1367,7 @@ fn hierarchical_pick(op: Op, c: &Ctx) -> (Eval, HierarchicalVariant) {
         };
         let outer_sent = (p1 - 1.0) / p1 * shard;
         let outer = Cost {
-            steps_us: ring_steps,
+            steps_us: ring_lat.chain(1.0),
             fixed_us: 0.0,
             wire_us: outer_sent * ring_x,
             bytes_per_rank: outer_sent,
@@ -1203,7 +1390,7 @@ fn hierarchical_pick(op: Op, c: &Ctx) -> (Eval, HierarchicalVariant) {
     // Outer all-reduce of the shard among p1 members, one per domain.
     let outer_sent = 2.0 * (p1 - 1.0) / p1 * shard;
     let outer_ring = Cost {
-        steps_us: 2.0 * ring_steps,
+        steps_us: ring_lat.chain(2.0),
         fixed_us: 0.0,
         wire_us: outer_sent * ring_x,
         bytes_per_rank: outer_sent,
@@ -1213,8 +1400,8 @@ fn hierarchical_pick(op: Op, c: &Ctx) -> (Eval, HierarchicalVariant) {
     let outer_tree = Cost {
         steps_us: 2.0 * tree_steps,
         fixed_us: 0.0,
-        wire_us: 2.0 * shard * tree_x / TREE_BANDWIDTH_FACTOR,
-        bytes_per_rank: 2.0 * shard,
+        wire_us: shard * tree_x / TREE_BANDWIDTH_FACTOR,
+        bytes_per_rank: shard * tree_fanout_factor(p1),
         simple_only: false,
     };
     // In-network (SHARP) all-reduce across domains: each member sends its shard up once

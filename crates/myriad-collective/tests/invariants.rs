@@ -177,10 +177,15 @@ fn ring_all_reduce_conservation_and_rs_plus_ag() {
             let ag = time(Op::AllGather, Algorithm::Ring, s, &g, &levels).unwrap();
             assert!((rs.bytes_per_rank + ag.bytes_per_rank - ar.bytes_per_rank).abs() <= 1e-9 * s);
             // Same protocol: RS + AG = AR + one extra launch. The model may pick different
-            // protocols for the halves, which can only make the halves cheaper.
+            // protocols for the halves, which can only make the halves cheaper. Each half
+            // alone waits on the loop but its cheapest hop, where the all-reduce's one
+            // pipeline skips its cheapest two consecutive hops: where no two of the
+            // cheapest follow each other ([2, 1, 16]: each domain's hop is followed by a
+            // top-level one), the halves pay one top-level hop more in place of one
+            // domain hop (at most the Simple protocol's 1.25 × the top level's 3 µs).
             let sum = rs.time_s + ag.time_s;
             assert!(
-                sum <= ar.time_s + 5.0e-6 + 1e-12,
+                sum <= ar.time_s + 5.0e-6 + 1.25 * 3.0e-6 + 1e-12,
                 "{:?} {s}: {sum} vs {}",
                 g.spans,
                 ar.time_s

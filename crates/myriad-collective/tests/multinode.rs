@@ -218,3 +218,149 @@ fn auto_picks_tree_for_small_all_reduce_at_scale_and_ring_or_hierarchical_for_la
     // NCCL picks tree/NVLSTree which can exceed the network bottleneck").
     assert!(big.busbw_gbps > 8.0 * 47.0 && big.busbw_gbps < 520.0);
 }
+
+/// NCCL's double binary tree degenerates with few members: over two domains each of its two
+/// trees is one edge (each node sends half the data up one and the other half down the
+/// other), so a NIC carries `S` each way, not the long tree's `2S`; over three, `3S/2`
+/// (no node has two children); a chain of two ranks in a domain sends `S` each way too. A
+/// 2-rank tree all-reduce of 1 MiB across two DGX was charged `2S` (60.6 µs against the
+/// flow simulation's 33.3 µs, which sends `S` over each NIC).
+#[test]
+fn a_tree_of_two_or_three_members_moves_what_its_edges_carry() {
+    let levels = dgx_h100_cluster(16);
+    let nic = 50.0 * 0.94 * 1e9; // ndr_cluster: bytes/s per accelerator × efficiency
+    let nvlink = 450.0 * 0.80 * 1e9; // hgx_h100_domain
+    let s = 64.0 * GIB;
+    let tree = |spans: Vec<u64>| {
+        time(
+            Op::AllReduce,
+            Algorithm::Tree,
+            s,
+            &GroupSpan::new(spans),
+            &levels,
+        )
+        .unwrap()
+        .time_s
+    };
+    let f = myriad_collective::TREE_BANDWIDTH_FACTOR;
+    for (spans, wire) in [
+        (vec![1, 2], s / nic / f),
+        (vec![1, 3], 1.5 * s / nic / f),
+        (vec![1, 4], 2.0 * s / nic / f),
+        (vec![2, 1], s / nvlink / f),
+    ] {
+        let t = tree(spans.clone());
+        assert!(
+            t > wire && t < wire * 1.001,
+            "{spans:?}: {t} s, the busiest link's {wire} s"
+        );
+    }
+    // Two ranks: the tree moves what the 2-rank ring moves (S each way), at the tree's
+    // bandwidth factor.
+    let ring = time(
+        Op::AllReduce,
+        Algorithm::Ring,
+        s,
+        &GroupSpan::new(vec![1, 2]),
+        &levels,
+    )
+    .unwrap()
+    .time_s;
+    assert!((tree(vec![1, 2]) * f / ring - 1.0).abs() < 0.01);
+}
+
+/// A ring is a closed loop: a channel leaves every unit it touches once, the last unit's
+/// exit going back to the first, and a step's send leaves only once the previous step's
+/// data has come in, so a small collective lasts as long as the longest chain of
+/// consecutive hops one chunk travels: for an all-reduce (2(n − 1) steps) twice the loop
+/// but its cheapest two consecutive hops, for a reduce-scatter (n − 1 steps) the loop but
+/// its cheapest hop. Over two sites the loop crosses the DCI twice, so each pass waits on
+/// both crossings (NCCL's tuner counts 2 · nNodes network steps for a ring all-reduce). The
+/// model charged the open chain of n − 1 hops per pass, one DCI crossing: an 8 B
+/// all-reduce over 4 + 4 nodes of two sites 80 km apart took 314.7 µs against the flow
+/// simulation's 517.4 µs.
+#[test]
+fn a_ring_across_two_sites_waits_on_both_dci_crossings() {
+    let lat1 = 2.0;
+    let dci = 400.0;
+    let site = ndr_cluster(128);
+    let mut two = ndr_cluster(256);
+    two.name = "dci".into();
+    two.latency_us = dci;
+    let levels = vec![hgx_h100_domain(), site, two];
+    let ll = myriad_collective::PROTOCOLS[0];
+    let small = |op: Op, spans: Vec<u64>| {
+        let t = time(op, Algorithm::Ring, 8.0, &GroupSpan::new(spans), &levels).unwrap();
+        assert_eq!(t.protocol, ll.protocol);
+        (t.time_s * 1e6 - myriad_collective::LAUNCH_US) / ll.hop
+    };
+    // One rank in each of 4 nodes per site: the loop is 6 node hops and 2 DCI hops.
+    let spans = vec![1, 4, 2];
+    // The 8 B wire term is a few ns.
+    let close = |a: f64, b: f64| (a - b).abs() < 0.01;
+    let ar = small(Op::AllReduce, spans.clone());
+    assert!(close(ar, 10.0 * lat1 + 4.0 * dci), "{ar}");
+    let rs = small(Op::ReduceScatter, spans.clone());
+    assert!(close(rs, 5.0 * lat1 + 2.0 * dci), "{rs}");
+    // A broadcast is a chain from the root: no hop goes back into it.
+    let bc = small(Op::Broadcast, spans);
+    assert!(close(bc, 6.0 * lat1 + dci), "{bc}");
+    // One rank per site: the loop is the two DCI hops, crossed once each per pass.
+    assert!(close(small(Op::AllReduce, vec![1, 1, 2]), 2.0 * dci));
+    // Two ranks in each of two nodes per site: no two node hops follow each other, the
+    // cheapest consecutive pair is a domain hop and a node hop.
+    let lat0 = 2.0;
+    let ar = small(Op::AllReduce, vec![2, 2, 2]);
+    assert!(
+        close(
+            ar,
+            2.0 * (4.0 * lat0 + 2.0 * lat1 + 2.0 * dci) - (lat0 + lat1)
+        ),
+        "{ar}"
+    );
+    // Inside one domain nothing changes: 2(n − 1) domain hops.
+    assert!(close(small(Op::AllReduce, vec![8, 1, 1]), 14.0 * lat0));
+}
+
+/// NCCL's binary trees follow the domains' order, not the hierarchy: over two sites of two
+/// nodes each (one rank a node), the in-order tree is 0 ← 2 ← 1, 3, so a chunk from node 1
+/// crosses the DCI to 2 and back to 0 going up, and again twice coming down. The model
+/// charged `log2(spans[i])` hops at each level, one DCI crossing each way: 8 B took
+/// 293.5 µs against the flow simulation's 574.3 µs over two sites 80 km apart. Now one
+/// hop of the root path moves from the lowest scale-out level the trees cross to the
+/// outermost; inside one level nothing changes.
+#[test]
+fn a_tree_across_two_sites_crosses_the_dci_twice_each_way() {
+    let (lat0, lat1, dci) = (2.0, 2.0, 400.0);
+    let mut two = ndr_cluster(256);
+    two.name = "dci".into();
+    two.latency_us = dci;
+    let levels = vec![hgx_h100_domain(), ndr_cluster(128), two];
+    let ll = myriad_collective::PROTOCOLS[0];
+    let small = |spans: Vec<u64>| {
+        let t = time(
+            Op::AllReduce,
+            Algorithm::Tree,
+            8.0,
+            &GroupSpan::new(spans),
+            &levels,
+        )
+        .unwrap();
+        assert_eq!(t.protocol, ll.protocol);
+        (t.time_s * 1e6 - myriad_collective::LAUNCH_US) / ll.hop
+    };
+    // The 8 B wire term is a few ns.
+    let close = |a: f64, b: f64| (a - b).abs() < 0.01;
+    // Two nodes a site: up 1 → 2 → 0 (two DCI hops), and down.
+    let t = small(vec![1, 2, 2]);
+    assert!(close(t, 2.0 * (2.0 * dci)), "{t}");
+    // Four nodes a site: up 1 → 2 (a node hop) → 4 → 0 (two DCI hops).
+    let t = small(vec![1, 4, 2]);
+    assert!(close(t, 2.0 * (lat1 + 2.0 * dci)), "{t}");
+    // With 8 ranks a node the chain adds its 7 NVLink hops each way.
+    let t = small(vec![8, 4, 2]);
+    assert!(close(t, 2.0 * (7.0 * lat0 + lat1 + 2.0 * dci)), "{t}");
+    // One site: log2 of the nodes, as before; one node a site: the one DCI hop.
+    assert!(close(small(vec![1, 8, 1]), 2.0 * 3.0 * lat1));
+    assert!(close(small(vec![1, 1, 2]), 2.0 * dci));
+}

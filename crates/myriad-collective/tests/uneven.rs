@@ -25,9 +25,14 @@ fn uneven_group_is_counted_not_rounded() {
     assert!(!g.is_symmetric());
     assert!(!g.holds_hierarchical());
     assert_eq!(g.span().size(), 16);
-    let (t, exact) = time_group(Op::AllReduce, Algorithm::Auto, 1e9, &g, &levels).unwrap();
+    let (t, exact) = time_group(Op::AllReduce, Algorithm::Ring, 1e9, &g, &levels).unwrap();
     assert!(exact);
     assert_eq!(t.algorithm, Algorithm::Ring);
+    // Auto takes the tree: over two domains each of its two trees is one edge, so the
+    // lone rank's NIC carries S each way, not the ring's 2·8/9 S.
+    let (auto, _) = time_group(Op::AllReduce, Algorithm::Auto, 1e9, &g, &levels).unwrap();
+    assert_eq!(auto.algorithm, Algorithm::Tree);
+    assert!(auto.time_s < t.time_s);
     // The rank alone in its domain sends the ring's 2·8/9 S through its one NIC.
     let nic = 50.0 * 0.94; // ndr_cluster: GB/s per accelerator × efficiency
     let wire = 2.0 * 8.0 / 9.0 * 1e9 / (nic * 1e9);

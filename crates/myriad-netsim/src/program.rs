@@ -20,7 +20,11 @@
 //!   changes between steps, advances the remaining ones in one go (exact for this barrier
 //!   model; see the engine docs). The intra-domain hops of all channels between the same
 //!   pair share one path, so they are one flow of weight `C - 1` (exact under max-min
-//!   fairness, which gives flows on identical paths identical rates).
+//!   fairness, which gives flows on identical paths identical rates). The latency is the
+//!   longest chain of consecutive hops a chunk travels around a channel's closed loop
+//!   (`ring_chain_latency`: the loop but its cheapest hop, or for all-reduce twice the loop
+//!   but its cheapest two consecutive hops), each hop at its route's latency, spread over
+//!   the steps: a ring across two sites waits on both DCI hops in every pass.
 //! - **Broadcast**: the ring's channels as chains from the root (every flow into the root
 //!   dropped), `S / C` per channel, one phase: a pipelined chain is bandwidth-bound by its
 //!   slowest hop.
@@ -129,9 +133,10 @@ pub enum LatencyRule {
     /// flows (all-to-all rounds, send-recv, NVLS, hand-made traffic).
     Max,
     /// At the last drain plus the weighted mean latency of the phase's flows: one step of a
-    /// pipelined ring, whose data crosses each hop in turn, so that over a collective the
-    /// latency adds up to the sum of the hop latencies a chunk travels (the analytical
-    /// model's `Λ`), not to steps × the slowest hop.
+    /// pipelined ring whose hops have no route to price its chunk chain ahead (a hand-built
+    /// network; rings on built clusters pay `ring_chain_latency` instead), so that over a
+    /// collective the latency adds up to about the hop latencies a chunk travels, not to
+    /// steps × the slowest hop.
     Mean,
     /// At the last drain plus the sum of the flows' latencies (× weight) divided by the
     /// number of chains: a pipelined chain (broadcast) pays every hop once.
@@ -337,6 +342,72 @@ pub fn ring_step(ranks: &[u32], apd: u32, bytes: f64, skip_into: Option<u32>) ->
         }
     }
     out
+}
+
+/// The latency of a ring over `ranks` (sorted) running `phases` passes (2: all-reduce; 1:
+/// all-gather, reduce-scatter), as `myriad_collective`'s ring charges it: a step's send
+/// leaves once the previous step's data has come in, so the collective waits on the
+/// longest chain of consecutive hops one chunk's data travels around a channel's closed
+/// loop, each hop at its route's latency: the loop but its cheapest hop (`n − 1` steps),
+/// or twice the loop but its cheapest two consecutive hops (`2(n − 1)` steps). The mean
+/// hop times the steps paid `(n − 1)/n` of the loop a pass; a ring over two sites waits on
+/// both DCI hops in every pass. The most over the channels [`ring_step`] builds; `None`
+/// where a hop has no route (a hand-built network).
+fn ring_chain_latency(net: &Network, ranks: &[u32], apd: u32, phases: u32) -> Option<f64> {
+    let apd = apd.max(1);
+    let n = ranks.len();
+    if n < 2 {
+        return Some(0.0);
+    }
+    let (alive, mut buf) = (vec![true; net.links()], Vec::new());
+    let runs = domain_runs(ranks, apd);
+    // Each member's hop to the next member of its domain (the loop inside the domain).
+    let mut intra = vec![0.0; n];
+    for &(s, len) in &runs {
+        if len < 2 && runs.len() > 1 {
+            continue;
+        }
+        for i in 0..len {
+            let (a, b) = (ranks[s + i], ranks[s + (i + 1) % len]);
+            intra[s + i] = net.route(&alive, a, b, 0, &mut buf).ok()?;
+        }
+    }
+    let chain = |hops: &[f64]| {
+        let (mut sum, mut min1, mut min2) = (0.0, f64::INFINITY, f64::INFINITY);
+        for (j, &h) in hops.iter().enumerate() {
+            sum += h;
+            min1 = min1.min(h);
+            min2 = min2.min(h + hops[(j + 1) % hops.len()]);
+        }
+        if phases >= 2 {
+            2.0 * sum - min2
+        } else {
+            sum - min1
+        }
+    };
+    if runs.len() == 1 {
+        return Some(chain(&intra));
+    }
+    let mut hops = Vec::with_capacity(n);
+    let mut worst = 0.0f64;
+    let nd = runs.len();
+    for c in 0..ring_channels(ranks, apd) as usize {
+        hops.clear();
+        for k in 0..nd {
+            // Channel c enters domain k at member c % len, walks its loop and leaves from
+            // the member before, to the next domain's entry (as `ring_step`).
+            let (s, len) = runs[k];
+            let (s2, len2) = runs[(k + 1) % nd];
+            for t in 0..len - 1 {
+                hops.push(intra[s + (c + t) % len]);
+            }
+            let exit = ranks[s + (c + len - 1) % len];
+            let entry = ranks[s2 + c % len2];
+            hops.push(net.route(&alive, exit, entry, c as u32, &mut buf).ok()?);
+        }
+        worst = worst.max(chain(&hops));
+    }
+    Some(worst)
 }
 
 /// Chunks a tree is pipelined in: a tree runs as this many identical steps, every edge
@@ -659,18 +730,23 @@ fn build_variant(
                     )
                 }
             };
+            // Broadcast chains pay each hop once (the sum over their flows); the other rings
+            // their longest chunk chain, spread over the steps.
+            let (latency, extra_latency_s) = match skip {
+                Some(_) => (LatencyRule::SumPerChain(chains), 0.0),
+                None => match ring_chain_latency(net, &r, apd, if steps > n - 1 { 2 } else { 1 }) {
+                    Some(l) => (LatencyRule::Scaled(0.0), l / steps as f64),
+                    None => (LatencyRule::Mean, 0.0),
+                },
+            };
             p.phases.push(Phase {
                 flows: PhaseFlows::List(ring_step(&r, apd, per_step, skip)),
-                latency: if skip.is_some() {
-                    LatencyRule::SumPerChain(chains)
-                } else {
-                    LatencyRule::Mean
-                },
+                latency,
                 repeat: steps,
                 extra_s: 0.0,
                 label: "step",
                 fixed_rates: false,
-                extra_latency_s: 0.0,
+                extra_latency_s,
             });
         }
         Algorithm::Direct => match op {
@@ -839,8 +915,22 @@ fn build_variant(
                     }
                 }
             }
+            // The outer rings' longest chunk chain (member j of every domain), spread over
+            // the steps.
+            let mut ring_lat = Some(0.0f64);
+            if !hier.outer_tree {
+                for j in 0..s0 {
+                    let sub: Vec<u32> = runs.iter().map(|&(s, _)| r[s + j]).collect();
+                    let phases = if all_reduce { 2 } else { 1 };
+                    ring_lat = ring_lat
+                        .and_then(|w| ring_chain_latency(net, &sub, apd, phases).map(|l| w.max(l)));
+                }
+            }
             let (latency, extra_latency_s) = match (hier.outer_tree, tree_lat) {
-                (false, _) => (LatencyRule::Mean, 0.0),
+                (false, _) => match ring_lat {
+                    Some(l) => (LatencyRule::Scaled(0.0), l / outer_steps as f64),
+                    None => (LatencyRule::Mean, 0.0),
+                },
                 // Paid once over the chunks.
                 (true, Some(l)) => (LatencyRule::Scaled(0.0), l / TREE_CHUNKS as f64),
                 (true, None) => (
