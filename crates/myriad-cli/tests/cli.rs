@@ -638,9 +638,13 @@ fn uneven_group_is_reported_as_asked_and_monotone_on_both_backends() {
                 "{alg} {name}: time falls as the size grows: {t:?}"
             );
         }
+        // Auto picks NCCL's tree here (the lone rank's NIC carries S, not the ring's
+        // 1.78 S); the analytical tree keeps its 0.9 bandwidth factor, which the flow
+        // backend does not apply, so the tree's band is wider than the ring's.
+        let band = if alg == "auto" { 0.11 } else { 0.05 };
         for (x, y) in ta.iter().zip(&tf) {
             assert!(
-                (y / x - 1.0).abs() < 0.05,
+                (y / x - 1.0).abs() < band,
                 "{alg}: flow {y} vs analytical {x}"
             );
         }
