@@ -1073,13 +1073,16 @@ fn a_broken_out_port_holds_one_transceiver() {
     assert_eq!(b.bom.optical_cables, 2048);
     assert_eq!(b.bom.copper_cables, 0);
     assert_eq!(b.bom.transceivers, 1024 + 16 * (32 + 32) + 8 * 64);
+    assert_eq!(b.bom.nic_transceivers, 1024);
+    // The 1,024 NIC-end modules are 400G, half the catalog's 800G module in power and
+    // price: 1,536 + 1,024 / 2 = 2,048 800G-module equivalents.
     let f = &b.fabric;
     assert!(
-        (b.power.transceivers_kw - 2560.0 * f.transceiver.power_w / 1000.0).abs() < 1e-9,
+        (b.power.transceivers_kw - 2048.0 * f.transceiver.power_w / 1000.0).abs() < 1e-9,
         "{}",
         b.power.transceivers_kw
     );
-    assert!((b.capex.transceivers_usd - 2560.0 * f.transceiver.price_usd).abs() < 1e-6);
+    assert!((b.capex.transceivers_usd - 2048.0 * f.transceiver.price_usd).abs() < 1e-6);
     // Without breakout (400G ports) the same cables take two transceivers each.
     let b = built(&h100(
         1024,
@@ -1320,4 +1323,44 @@ fn dci_level_has_the_dci_built() {
     // ports, 16 x 400 / 8 / 16 = 50 GB/s.
     let b = built(&y(16, 2, 1e6));
     assert!((b.levels.last().unwrap().gbps_per_accelerator - 50.0).abs() < 1e-12);
+}
+
+/// Guards against counting a NIC faster than a switch port as one transceiver (and one DAC)
+/// per switch port it takes: 1,024 B300 with 800G ConnectX-8 NICs on 400G NDR ports
+/// counted 2 transceivers at each NIC (8,192 in all) where the NIC holds one 800G twin-port
+/// module broken out to its two 400G switch ports: 1,024 at the NICs, 64 leaves x (32
+/// down + 32 up) and 32 spines x 64 down: 7,168. The 800G modules cost and draw two 400G
+/// ports' worth, so the optics' price is unchanged. On 400G RoCE top-of-rack leaves the
+/// same NIC takes one breakout DAC (800G to 2 x 400G), not two: 1,024 DACs, was 2,048.
+#[test]
+fn a_nic_faster_than_a_port_holds_one_transceiver() {
+    let y = |fabric: &str| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: b300, count: 1024, scale_up: hgx-b300, scale_out: {{fabric: {fabric}, tiers: 2}}}}"
+        )
+    };
+    let b = built(&y("infiniband-ndr"));
+    assert_eq!(b.network.ports_per_nic, 2);
+    assert_eq!(b.network.breakout, 1);
+    assert_eq!(tier_counts(&b), vec![64, 32]);
+    // Fibres: 2,048 NIC to leaf (two per NIC), 2,048 leaf to spine.
+    assert_eq!(b.bom.optical_cables, 4096);
+    assert_eq!(b.bom.nic_transceivers, 1024);
+    assert_eq!(b.bom.transceivers, 1024 + 64 * (32 + 32) + 32 * 64);
+    assert_eq!(b.bom.nic_transceiver_gbps, 800.0);
+    let f = &b.fabric;
+    // 6,144 400G ports and 1,024 800G modules: 8,192 400G-port equivalents.
+    assert!((b.capex.transceivers_usd - 8192.0 * f.transceiver.price_usd).abs() < 1e-6);
+    assert!(
+        (b.power.transceivers_kw - 8192.0 * f.transceiver.power_w / 1000.0).abs() < 1e-9,
+        "{}",
+        b.power.transceivers_kw
+    );
+    let b = built(&y("roce-400g"));
+    assert!(b.network.top_of_rack_leaves);
+    assert_eq!(b.bom.copper_cables, 1024);
+    assert_eq!(b.bom.nic_transceivers, 0);
+    // Leaf-spine only: 2,048 cables, a transceiver at each end.
+    assert_eq!(b.bom.optical_cables, 2048);
+    assert_eq!(b.bom.transceivers, 4096);
 }
