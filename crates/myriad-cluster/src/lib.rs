@@ -36,7 +36,9 @@
 //!   rail `i` holds port slot `i` of every scale-up domain and is its own tree (usually one
 //!   tier); no spine joins rails, cross-rail traffic goes over the scale-up fabric first.
 //! - Sites > 1: every site is its own tree; its top tier keeps `ceil(dci.gbps_per_site /
-//!   link rate)` up ports for the DCI (at most as many as its down ports, 1:1; at least one
+//!   link rate)` up ports for the DCI (at most as many as the site's NIC ports in that
+//!   plane, 1:1 with what its accelerators send, so a site that outgrows its island and
+//!   takes only the islands' oversubscribed uplinks at its top keeps its DCI; at least one
 //!   per peer site, and one more where an odd number of sites would leave a port unpaired,
 //!   so every pair of sites is joined and every site gets what it asked). A top switch
 //!   takes at most `k` minus its share of the DCI in a full tree of that many tiers (so a
@@ -1042,7 +1044,7 @@ pub fn fmt_num(x: f64) -> String {
 /// DCI bandwidth leaving each site as built, Gb/s: the DCI cables with an end in the site
 /// times the link rate, the least over the sites (they are built alike). Not the requested
 /// `dci.gbps_per_site`: the ports round up to whole links, to one per peer site and to an
-/// even total, and are capped at 1:1 with the site top's down ports.
+/// even total, and are capped at 1:1 with the site's NIC ports.
 fn dci_gbps_built(t: &Topology, link_gbps: f64) -> f64 {
     let mut ends = vec![0u64; t.sites as usize];
     let l = &t.links;

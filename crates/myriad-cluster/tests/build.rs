@@ -1364,3 +1364,63 @@ fn a_nic_faster_than_a_port_holds_one_transceiver() {
     assert_eq!(b.bom.optical_cables, 2048);
     assert_eq!(b.bom.transceivers, 4096);
 }
+
+/// Guards against a site that outgrows its island losing DCI: the DCI was capped 1:1 at
+/// the site top's down ports, which fall by the oversubscription when the site holds a
+/// second island (the top then takes the islands' `1/r` uplinks, not every NIC port). 2 x
+/// 576 H100 in islands of 576 at 3:1 on NDR, asking 102.4 Tb/s per site (256 ports),
+/// built 256 DCI cables; 2 x 584 built 195. The DCI is capped 1:1 at the site's NIC ports,
+/// so both build 256, and the DCI never drops as sites grow past islands or past one leaf.
+#[test]
+fn dci_stays_when_a_site_outgrows_its_island() {
+    let y = |count: u64, sites: u32, dci: u64, so: &str| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {count}, scale_up: hgx-h100, sites: {sites}, dci: {{gbps_per_site: {dci}, distance_km: 10}}, scale_out: {{{so}}}}}"
+        )
+    };
+    let isl = "fabric: infiniband-ndr, island: 576, oversubscription: 3";
+    let a = built(&y(1152, 2, 102400, isl));
+    let b = built(&y(1168, 2, 102400, isl));
+    assert_eq!((a.network.tiers, b.network.tiers), (2, 3));
+    assert_eq!(a.bom.dci_cables, 256);
+    assert_eq!(b.bom.dci_cables, 256);
+    assert_eq!(dci_ports_per_site(&b), vec![256; 2]);
+    // The top holds the DCI ports beside the islands' uplinks, within its ports.
+    let t = &b.topology;
+    for i in 0..t.switches.len() {
+        assert!(t.switches.down_ports[i] + t.switches.up_ports[i] <= b.network.plane_radix);
+    }
+    // The DCI level still runs at the site's 1/r rate: 50 / 3 GB/s per GPU.
+    let top = b.levels.last().unwrap();
+    assert!(
+        (top.gbps_per_accelerator - 50.0 / 3.0).abs() < 1e-9,
+        "{top:?}"
+    );
+    for (sites, dci, so, counts) in [
+        (2u32, 102400u64, isl, (1152..=2400).step_by(16)),
+        (
+            3,
+            25600,
+            "fabric: roce-400g, island: 256, oversubscription: 2",
+            (768..=2400).step_by(24),
+        ),
+        // Leaves at 3:1: one leaf (1 tier, the top takes every NIC port) to 2 and 3 tiers.
+        (
+            2,
+            51200,
+            "fabric: roce-400g, switch_radix: 16, oversubscription: 3",
+            (16..=1600).step_by(16),
+        ),
+    ] {
+        for (what, metric) in [
+            (
+                "DCI cables",
+                &(|b: &BuiltCluster| b.bom.dci_cables) as &dyn Fn(&BuiltCluster) -> u64,
+            ),
+            ("switches", &|b: &BuiltCluster| b.bom.switches_total),
+            ("transceivers", &|b: &BuiltCluster| b.bom.transceivers),
+        ] {
+            never_drops(what, metric, &|c| y(c, sites, dci, so), counts.clone());
+        }
+    }
+}
