@@ -10,7 +10,10 @@
 //! - BOM counts follow from the built structure (switches and links of the graph), not from
 //!   a separate formula table.
 //! - More accelerators never means fewer switches, cables or transceivers (a partly filled
-//!   pod or island is cabled as a full one, `topology`).
+//!   pod or island is cabled as a full one, `topology`), also across a change in the number
+//!   of tiers, except that a one-switch site with fibre to every NIC becoming top-of-rack
+//!   leaves on DACs can hold fewer transceiver modules (never less transceiver power or
+//!   price: a NIC's module is priced at its rate).
 //! - `levels` is ordered innermost first and sizes divide each other where they can.
 //!
 //! Rules and assumptions (each one a choice, documented here and in the README):

@@ -1424,3 +1424,108 @@ fn dci_stays_when_a_site_outgrows_its_island() {
         }
     }
 }
+
+/// Guards against optics falling when a design changes its number of tiers as it grows
+/// (1 -> 2 -> 3 -> 4, islands 1 -> 3, sites with DCI), one node (per site) at a time:
+/// switches, cables, DCI cables and the transceivers' power and price never fall; the
+/// transceiver count never falls once a site has more than one tier. A one-switch site
+/// whose NICs reach it over fibre (its ports span compute racks) becoming top-of-rack
+/// leaves on DACs can hold fewer modules (64 H100, 2 planes, on 16-port 800G RoCE: 128
+/// 200G modules at the NICs and 32 800G at the switches, 160; 72 H100: 72 800G modules on
+/// the leaves' uplinks and the spines), but not fewer 800G ports' worth of optics (64 ->
+/// 72): each NIC's module is a quarter of a switch port's. Counted per module at the
+/// switch port's power and price, the NICs' small modules made the optics' power fall by
+/// more than half there (160 -> 72 modules' worth).
+#[test]
+fn optics_never_fall_across_tier_changes() {
+    let h = ("h100-sxm", "hgx-h100");
+    let a = ("a100-sxm-80gb", "hgx-a100");
+    let b3 = ("b300", "hgx-b300");
+    let by = |from: u64, to: u64, step: u64| (from..=to).step_by(step as usize);
+    let designs = [
+        // Breakout 4, top-of-rack leaves: 1 -> 2 tiers at 72, 2 -> 3 past 2,048.
+        (
+            h.0,
+            h.1,
+            1,
+            "fabric: roce-800g, switch_radix: 16, planes: 2",
+            by(8, 2400, 8),
+        ),
+        // Breakout 8.
+        (
+            a.0,
+            a.1,
+            1,
+            "fabric: roce-800g, switch_radix: 8, planes: 2",
+            by(8, 2400, 8),
+        ),
+        // No breakout: 1 -> 2 -> 3 -> 4 tiers.
+        (
+            h.0,
+            h.1,
+            1,
+            "fabric: infiniband-ndr, switch_radix: 16",
+            by(8, 2400, 8),
+        ),
+        // An 800G NIC on two 400G ports.
+        (
+            b3.0,
+            b3.1,
+            1,
+            "fabric: roce-400g, switch_radix: 16",
+            by(8, 2400, 8),
+        ),
+        (
+            h.0,
+            h.1,
+            1,
+            "fabric: roce-400g, switch_radix: 16, topology: rail-optimized",
+            by(8, 2400, 8),
+        ),
+        // Islands of 64 at 2:1: 1 -> 3 tiers.
+        (
+            h.0,
+            h.1,
+            1,
+            "fabric: roce-800g, switch_radix: 16, planes: 2, island: 64, oversubscription: 2",
+            by(64, 2400, 8),
+        ),
+        // Two sites with DCI, breakout 2.
+        (
+            h.0,
+            h.1,
+            2,
+            "fabric: roce-400g, switch_radix: 32, planes: 2",
+            by(16, 2400, 16),
+        ),
+    ];
+    for (acc, su, sites, so, counts) in designs {
+        let mut prev: Option<(u64, BuiltCluster)> = None;
+        for c in counts {
+            let b = built(&cluster(acc, su, c, sites, so));
+            if let Some((pc, p)) = &prev {
+                let ctx = format!("{acc}, {sites} sites, {so}: {pc} -> {c}");
+                let (pb, nb) = (&p.bom, &b.bom);
+                assert!(nb.switches_total >= pb.switches_total, "{ctx}: switches");
+                assert!(nb.cables >= pb.cables, "{ctx}: cables");
+                assert!(nb.dci_cables >= pb.dci_cables, "{ctx}: DCI cables");
+                assert!(
+                    b.power.transceivers_kw >= p.power.transceivers_kw - 1e-9,
+                    "{ctx}: transceiver power {} -> {} kW ({} -> {} modules)",
+                    p.power.transceivers_kw,
+                    b.power.transceivers_kw,
+                    pb.transceivers,
+                    nb.transceivers
+                );
+                assert!(
+                    b.capex.optics_and_cables_usd >= p.capex.optics_and_cables_usd - 1e-6,
+                    "{ctx}: optics and cables price"
+                );
+                if p.network.tiers > 1 {
+                    assert!(nb.transceivers >= pb.transceivers, "{ctx}: transceivers");
+                }
+            }
+            prev = Some((c, b));
+        }
+    }
+}
