@@ -515,9 +515,10 @@ impl Plan {
     /// Stripe loads of a site-top block with `gbps` of DCI, over its positions' uplinks
     /// `ls`. Each stripe takes at least `ceil(l / d)` switches, `d` the top's down ports
     /// (`dci_top_down`); the block as a whole takes enough for its uplinks and the DCI ports
-    /// it keeps (`dci_ports`: at most 1:1 with its down ports), `ceil((L + W) / k)` for
-    /// `L` uplinks and `W` DCI ports, but never so many that a switch has fewer than half
-    /// its ports down. The switches beyond `ceil(l / d)` go one at a time to the stripe
+    /// it keeps (`dci_ports_kept`: at most 1:1 with the NIC ports under it),
+    /// `ceil((L + W) / k)` for `L` uplinks and `W` DCI ports, but never so many that a
+    /// switch has fewer than half its ports down (unless `W` is more than `L`, a site
+    /// oversubscribed below its top: then at least one down). The switches beyond `ceil(l / d)` go one at a time to the stripe
     /// whose switches carry the most. Every term grows with the uplinks, so a larger site
     /// never has fewer top switches (per stripe, the share of the DCI a stripe's uplinks
     /// asked for shrank when another stripe grew: 2 sites of 184 H100 on 16-port switches
