@@ -10,7 +10,10 @@
 //! - BOM counts follow from the built structure (switches and links of the graph), not from
 //!   a separate formula table.
 //! - More accelerators never means fewer switches, cables or transceivers (a partly filled
-//!   pod or island is cabled as a full one, `topology`).
+//!   pod or island is cabled as a full one, `topology`), also across a change in the number
+//!   of tiers, except that a one-switch site with fibre to every NIC becoming top-of-rack
+//!   leaves on DACs can hold fewer transceiver modules (never less transceiver power or
+//!   price: a NIC's module is priced at its rate).
 //! - `levels` is ordered innermost first and sizes divide each other where they can.
 //!
 //! Rules and assumptions (each one a choice, documented here and in the README):
@@ -36,7 +39,9 @@
 //!   rail `i` holds port slot `i` of every scale-up domain and is its own tree (usually one
 //!   tier); no spine joins rails, cross-rail traffic goes over the scale-up fabric first.
 //! - Sites > 1: every site is its own tree; its top tier keeps `ceil(dci.gbps_per_site /
-//!   link rate)` up ports for the DCI (at most as many as its down ports, 1:1; at least one
+//!   link rate)` up ports for the DCI (at most as many as the site's NIC ports in that
+//!   plane, 1:1 with what its accelerators send, so a site that outgrows its island and
+//!   takes only the islands' oversubscribed uplinks at its top keeps its DCI; at least one
 //!   per peer site, and one more where an odd number of sites would leave a port unpaired,
 //!   so every pair of sites is joined and every site gets what it asked). A top switch
 //!   takes at most `k` minus its share of the DCI in a full tree of that many tiers (so a
@@ -53,9 +58,14 @@
 //!   DCI cables count two fabric transceivers each (long-haul optics are dearer; the catalog
 //!   has no price for them). Transceivers are counted per physical port: a switch port
 //!   broken out to `breakout` cables (400G NICs on an 800G port, or one port per plane)
-//!   holds one transceiver for all of them, and each NIC-side end holds one. Likewise a
-//!   top-of-rack port broken out to several NICs takes one breakout DAC: copper cables are
-//!   counted per switch port.
+//!   holds one transceiver for all of them, and each NIC-side end holds one. A NIC faster
+//!   than a switch port (an 800G NIC on 400G ports) holds one module in each plane, broken
+//!   out to its `ports_per_nic` switch ports: one 800G twin-port module at the NIC, a 400G
+//!   transceiver at each switch port, two fibres. Optical cables are counted per fibre
+//!   run. Likewise a top-of-rack port broken out to several NICs takes one breakout DAC,
+//!   and a NIC broken out to several top-of-rack ports one: copper cables are counted at
+//!   the broken-out end. The catalog's transceiver is one switch port's; a NIC-end module
+//!   at another rate draws and costs in proportion to its rate.
 //! - Racks: compute racks = domains x `racks_per_domain` (rounded up per site); network racks
 //!   = one per 16 switches outside compute racks, per site.
 //! - Power: IT = nodes x `node_power_kw` + domains x `fabric_power_kw_per_domain` + switches x
@@ -240,7 +250,15 @@ pub struct Bom {
     pub optical_cables: u64,
     pub copper_cables: u64,
     pub dci_cables: u64,
+    /// Optical transceivers, one per physical port at each optical cable end (switch
+    /// ends, DCI ends and NIC ends).
     pub transceivers: u64,
+    /// Of `transceivers`, those at NICs: one per NIC and plane, each at the NIC's rate in
+    /// that plane (`nic_transceiver_gbps`).
+    pub nic_transceivers: u64,
+    /// Rate of one NIC-end transceiver, Gb/s (NIC rate / planes); the others run at the
+    /// fabric's port rate.
+    pub nic_transceiver_gbps: f64,
     pub compute_racks: u64,
     pub network_racks: u64,
     pub racks: u64,
@@ -922,7 +940,12 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     let nodes_kw = nodes as f64 * su.node_power_kw;
     let scale_up_fabric_kw = domains as f64 * su.fabric_power_kw_per_domain;
     let switches_kw = bom.switches_total as f64 * fabric.switch.power_w / 1000.0;
-    let transceivers_kw = bom.transceivers as f64 * fabric.transceiver.power_w / 1000.0;
+    // The catalog's transceiver is one switch port's (`port_gbps`); a NIC-end module at
+    // another rate (a 400G NIC on an 800G port, an 800G NIC on 400G ports) draws and costs
+    // in proportion to its rate, as the catalog's twin-port modules halve per port.
+    let port_equivalents = (bom.transceivers - bom.nic_transceivers) as f64
+        + bom.nic_transceivers as f64 * bom.nic_transceiver_gbps / fabric.port_gbps;
+    let transceivers_kw = port_equivalents * fabric.transceiver.power_w / 1000.0;
     let it_mw = (nodes_kw + scale_up_fabric_kw + switches_kw + transceivers_kw) / 1000.0;
     let facility_mw = it_mw * dc.pue;
     let energy_mwh = facility_mw * 8760.0;
@@ -942,7 +965,7 @@ pub fn build(s: &Scenario, cat: &Catalog) -> Result<BuiltCluster, BuildError> {
     let servers_usd = nodes as f64 * su.node_price_usd;
     let scale_up_fabric_usd = domains as f64 * su.fabric_price_usd_per_domain;
     let switches_usd = bom.switches_total as f64 * fabric.switch.price_usd;
-    let transceivers_usd = bom.transceivers as f64 * fabric.transceiver.price_usd;
+    let transceivers_usd = port_equivalents * fabric.transceiver.price_usd;
     let copper_cables_usd = bom.copper_cables as f64 * fabric.copper_cable.price_usd;
     let optics_and_cables_usd = transceivers_usd + copper_cables_usd;
     let capex = Capex {
@@ -1024,7 +1047,7 @@ pub fn fmt_num(x: f64) -> String {
 /// DCI bandwidth leaving each site as built, Gb/s: the DCI cables with an end in the site
 /// times the link rate, the least over the sites (they are built alike). Not the requested
 /// `dci.gbps_per_site`: the ports round up to whole links, to one per peer site and to an
-/// even total, and are capped at 1:1 with the site top's down ports.
+/// even total, and are capped at 1:1 with the site's NIC ports.
 fn dci_gbps_built(t: &Topology, link_gbps: f64) -> f64 {
     let mut ends = vec![0u64; t.sites as usize];
     let l = &t.links;
@@ -1038,18 +1061,30 @@ fn dci_gbps_built(t: &Topology, link_gbps: f64) -> f64 {
     ends.iter().copied().min().unwrap_or(0) as f64 * link_gbps
 }
 
-/// Transceivers of the graph's optical cables, one per cable end at a physical port: a
-/// switch port split `breakout` ways (an 800G port to 2 x 400G NICs, or to two 200G planes)
-/// holds one transceiver for its `breakout` cables, and every NIC-side end holds its own.
-/// A switch's cables are packed into whole physical ports, down and up apart, so
-/// `breakout` 1 gives two per optical cable. A DCI cable counts two (long-haul optics are
-/// not broken out).
-fn transceivers(t: &Topology, breakout: u32) -> u64 {
+/// Vertex id of the NIC port behind NIC port vertex `v`: the `ports_per_nic` vertices of one
+/// NIC in one plane are consecutive (`Topology::port_vertex`) and leave it through one
+/// physical port, broken out to that many switch ports when the NIC is faster than a port.
+fn nic_port_of(t: &Topology, v: u32) -> usize {
+    (v / t.ports_per_nic.max(1)) as usize
+}
+
+/// Transceivers of the graph's optical cables, one per physical port at each cable end,
+/// as `(switch ends and DCI, NIC ends)`. A switch port split `breakout` ways (an 800G port
+/// to 2 x 400G NICs, or to two 200G planes) holds one transceiver for its `breakout`
+/// cables; a switch's cables are packed into whole physical ports, down and up apart, so
+/// `breakout` 1 gives one per cable end. A NIC holds one transceiver per plane: when it is
+/// faster than a switch port (an 800G NIC on 400G ports) that one module is broken out to
+/// its `ports_per_nic` cables, each into a switch port of its own (one 800G twin-port
+/// module at the NIC, two 400G at the switches); when it is slower, one per cable. A DCI
+/// cable counts two (long-haul optics are not broken out).
+fn transceivers(t: &Topology, breakout: u32) -> (u64, u64) {
     let l = &t.links;
     let b = breakout.max(1) as u64;
     // Per switch: optical cables down, up (fabric).
     let mut ends = vec![[0u64; 2]; t.switches.len()];
-    let mut unsplit = 0u64;
+    // NIC ports (per NIC and plane) holding an optical cable.
+    let mut nic_optical = vec![false; (t.endpoints / t.ports_per_nic.max(1)) as usize + 1];
+    let mut dci = 0u64;
     for i in 0..l.len() {
         if !l.optical[i] {
             continue;
@@ -1059,21 +1094,22 @@ fn transceivers(t: &Topology, breakout: u32) -> u64 {
         match l.kind[i] {
             LinkKind::Nic => {
                 ends[up][0] += c;
-                unsplit += c;
+                nic_optical[nic_port_of(t, l.lower[i])] = true;
             }
             LinkKind::Fabric => {
                 ends[up][0] += c;
                 ends[(l.lower[i] - t.endpoints) as usize][1] += c;
             }
-            LinkKind::Dci => unsplit += 2 * c,
+            LinkKind::Dci => dci += 2 * c,
         }
     }
-    unsplit
-        + ends
-            .iter()
-            .flat_map(|e| e.iter())
-            .map(|&n| n.div_ceil(b))
-            .sum::<u64>()
+    let switch_ends: u64 = ends
+        .iter()
+        .flat_map(|e| e.iter())
+        .map(|&n| n.div_ceil(b))
+        .sum();
+    let nic_ends = nic_optical.iter().filter(|&&x| x).count() as u64;
+    (switch_ends + dci, nic_ends)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1122,7 +1158,8 @@ fn bill_of_materials(
     let l = &t.links;
     let (mut optical, mut dci) = (0u64, 0u64);
     // Copper NIC links per switch: a broken-out port takes one breakout DAC for its
-    // `breakout` NICs, so the DACs are the switch ports they use.
+    // `breakout` NICs, so the DACs are the switch ports they use (a NIC faster than a port
+    // takes one breakout DAC to its ports, counted per NIC below).
     let mut copper_at = vec![0u64; sw.len()];
     for i in 0..l.len() {
         let c = l.cables[i] as u64;
@@ -1154,12 +1191,27 @@ fn bill_of_materials(
     }
     let b = breakout.max(1) as u64;
     let mut copper = 0u64;
-    for (i, &n) in copper_at.iter().enumerate() {
-        let dacs = n.div_ceil(b);
-        let row = &mut rows[sw.tier[i] as usize - 1];
-        row.copper_cables += dacs;
-        row.cables += dacs;
+    if t.ports_per_nic > 1 {
+        // A NIC faster than a switch port: one breakout DAC from its port (per plane) to
+        // its `ports_per_nic` switch ports, counted at the NIC.
+        let mut at_nic = vec![false; (t.endpoints / t.ports_per_nic) as usize + 1];
+        for i in 0..l.len() {
+            if l.kind[i] == LinkKind::Nic && !l.optical[i] {
+                at_nic[nic_port_of(t, l.lower[i])] = true;
+            }
+        }
+        let dacs = at_nic.iter().filter(|&&x| x).count() as u64;
+        rows[0].copper_cables += dacs;
+        rows[0].cables += dacs;
         copper += dacs;
+    } else {
+        for (i, &n) in copper_at.iter().enumerate() {
+            let dacs = n.div_ceil(b);
+            let row = &mut rows[sw.tier[i] as usize - 1];
+            row.copper_cables += dacs;
+            row.cables += dacs;
+            copper += dacs;
+        }
     }
     for (j, row) in rows.iter_mut().enumerate() {
         row.ports_used = row.down_ports + row.up_ports;
@@ -1168,6 +1220,7 @@ fn bill_of_materials(
             row.oversubscription = Some(down_cap[j + 1] / up);
         }
     }
+    let (switch_ends, nic_ends) = transceivers(t, breakout);
     let network_racks: u64 = network_per_site
         .iter()
         .map(|n| n.div_ceil(SWITCHES_PER_NETWORK_RACK))
@@ -1182,7 +1235,9 @@ fn bill_of_materials(
         optical_cables: optical,
         copper_cables: copper,
         dci_cables: dci,
-        transceivers: transceivers(t, breakout),
+        transceivers: switch_ends + nic_ends,
+        nic_transceivers: nic_ends,
+        nic_transceiver_gbps: su.nic_gbps / t.planes.max(1) as f64,
         compute_racks,
         network_racks,
         racks: compute_racks + network_racks,

@@ -41,6 +41,8 @@ pub struct ClusterReport {
     pub nics: u64,
     pub nic_ports: u64,
     pub transceivers: u64,
+    /// Of `transceivers`, those at the NICs (one per NIC and plane).
+    pub nic_transceivers: u64,
     /// All cables: optical plus copper.
     pub cables: u64,
     pub optical_cables: u64,
@@ -111,6 +113,7 @@ impl ClusterReport {
             nics: bom.nics,
             nic_ports: bom.nic_ports,
             transceivers: bom.transceivers,
+            nic_transceivers: bom.nic_transceivers,
             cables: bom.cables,
             optical_cables: bom.optical_cables,
             copper_cables: bom.copper_cables,

@@ -515,9 +515,10 @@ impl Plan {
     /// Stripe loads of a site-top block with `gbps` of DCI, over its positions' uplinks
     /// `ls`. Each stripe takes at least `ceil(l / d)` switches, `d` the top's down ports
     /// (`dci_top_down`); the block as a whole takes enough for its uplinks and the DCI ports
-    /// it keeps (`dci_ports`: at most 1:1 with its down ports), `ceil((L + W) / k)` for
-    /// `L` uplinks and `W` DCI ports, but never so many that a switch has fewer than half
-    /// its ports down. The switches beyond `ceil(l / d)` go one at a time to the stripe
+    /// it keeps (`dci_ports_kept`: at most 1:1 with the NIC ports under it),
+    /// `ceil((L + W) / k)` for `L` uplinks and `W` DCI ports, but never so many that a
+    /// switch has fewer than half its ports down (unless `W` is more than `L`, a site
+    /// oversubscribed below its top: then at least one down). The switches beyond `ceil(l / d)` go one at a time to the stripe
     /// whose switches carry the most. Every term grows with the uplinks, so a larger site
     /// never has fewer top switches (per stripe, the share of the DCI a stripe's uplinks
     /// asked for shrank when another stripe grew: 2 sites of 184 H100 on 16-port switches
@@ -527,12 +528,20 @@ impl Plan {
         let k = self.k.max(2) as u64;
         let d = self.down[self.tiers as usize].max(1) as u64;
         let total: u64 = ls.iter().sum();
-        let want = dci_ports_wanted(gbps, self.link_gbps, self.sites);
-        let w = pair_up(want.min(total).max(self.sites as u64 - 1), self.sites);
+        let w = self.dci_ports_kept(gbps);
         let mut s: Vec<u64> = ls.iter().map(|&l| l.div_ceil(d)).collect();
+        // At least half of a top switch's ports down, unless the DCI kept is more than the
+        // uplinks into the top (an oversubscribed site: islands, or leaves at `r`:1), where
+        // a top switch may hold more DCI ports than down ports (at least one down).
         let most: Vec<u64> = ls
             .iter()
-            .map(|&l| l.div_ceil(k / 2).max(l.div_ceil(d)))
+            .map(|&l| {
+                if w > total {
+                    l
+                } else {
+                    l.div_ceil(k / 2).max(l.div_ceil(d))
+                }
+            })
             .collect();
         let need = (total.saturating_add(w)).div_ceil(k).min(most.iter().sum());
         let mut extra = need.saturating_sub(s.iter().sum());
@@ -559,6 +568,31 @@ impl Plan {
                 }
             })
             .collect()
+    }
+
+    /// NIC ports under one site-top block in one plane: a site's, or a rail's (one per
+    /// scale-up domain) under rail-only.
+    fn block_nic_ports(&self) -> u64 {
+        match self.scope {
+            Scope::Rails => self.nodes_per_site / self.nodes_per_domain.max(1),
+            _ => self.nodes_per_site * self.endpoints_per_node_per_plane() as u64,
+        }
+    }
+
+    /// DCI ports a site-top block keeps for `gbps` of DCI: `dci_ports_wanted`, at most 1:1
+    /// with the NIC ports under the block (a DCI beyond what the site's NICs send adds
+    /// nothing, and a small site's free top ports would give it more DCI than a larger
+    /// one's), still one per peer and an even total over the sites. The cap is the NICs',
+    /// not the top's down ports: those fall by `r` when a site outgrows its island (or
+    /// its one leaf) and the tiers above it are oversubscribed, which dropped the DCI (2 x
+    /// 584 GB200 in islands of 576 at 3:1 on NDR, asking 102.4 Tb/s: 256 DCI cables at 2 x
+    /// 576, 195 at 2 x 584).
+    pub(crate) fn dci_ports_kept(&self, gbps: f64) -> u64 {
+        let want = dci_ports_wanted(gbps, self.link_gbps, self.sites);
+        pair_up(
+            want.min(self.block_nic_ports()).max(self.sites as u64 - 1),
+            self.sites,
+        )
     }
 
     /// Up ports of the switches a block's stripe loads give, in position order.
@@ -673,8 +707,7 @@ impl Ctx<'_> {
     fn dci_ports(&mut self, block: &Block, gbps: f64) {
         let sw = &mut self.topo.switches;
         let k = self.plan.k;
-        let sites = self.plan.sites;
-        let want = dci_ports_wanted(gbps, self.plan.link_gbps, sites);
+        let want = self.plan.dci_ports_kept(gbps);
         let total: u64 = block
             .switches
             .iter()
@@ -683,11 +716,6 @@ impl Ctx<'_> {
         if total == 0 {
             return;
         }
-        // At most 1:1: a DCI beyond what the site's top takes from below adds nothing the
-        // site could send (and a small site's free ports would give it more DCI than a
-        // larger one's).
-        // Still one per peer, and an even total over the sites.
-        let want = pair_up(want.min(total).max(sites as u64 - 1), sites);
         let mut given = 0u64;
         for &x in &block.switches {
             let d = sw.down_ports[x as usize];

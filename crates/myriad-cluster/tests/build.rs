@@ -1073,13 +1073,16 @@ fn a_broken_out_port_holds_one_transceiver() {
     assert_eq!(b.bom.optical_cables, 2048);
     assert_eq!(b.bom.copper_cables, 0);
     assert_eq!(b.bom.transceivers, 1024 + 16 * (32 + 32) + 8 * 64);
+    assert_eq!(b.bom.nic_transceivers, 1024);
+    // The 1,024 NIC-end modules are 400G, half the catalog's 800G module in power and
+    // price: 1,536 + 1,024 / 2 = 2,048 800G-module equivalents.
     let f = &b.fabric;
     assert!(
-        (b.power.transceivers_kw - 2560.0 * f.transceiver.power_w / 1000.0).abs() < 1e-9,
+        (b.power.transceivers_kw - 2048.0 * f.transceiver.power_w / 1000.0).abs() < 1e-9,
         "{}",
         b.power.transceivers_kw
     );
-    assert!((b.capex.transceivers_usd - 2560.0 * f.transceiver.price_usd).abs() < 1e-6);
+    assert!((b.capex.transceivers_usd - 2048.0 * f.transceiver.price_usd).abs() < 1e-6);
     // Without breakout (400G ports) the same cables take two transceivers each.
     let b = built(&h100(
         1024,
@@ -1320,4 +1323,209 @@ fn dci_level_has_the_dci_built() {
     // ports, 16 x 400 / 8 / 16 = 50 GB/s.
     let b = built(&y(16, 2, 1e6));
     assert!((b.levels.last().unwrap().gbps_per_accelerator - 50.0).abs() < 1e-12);
+}
+
+/// Guards against counting a NIC faster than a switch port as one transceiver (and one DAC)
+/// per switch port it takes: 1,024 B300 with 800G ConnectX-8 NICs on 400G NDR ports
+/// counted 2 transceivers at each NIC (8,192 in all) where the NIC holds one 800G twin-port
+/// module broken out to its two 400G switch ports: 1,024 at the NICs, 64 leaves x (32
+/// down + 32 up) and 32 spines x 64 down: 7,168. The 800G modules cost and draw two 400G
+/// ports' worth, so the optics' price is unchanged. On 400G RoCE top-of-rack leaves the
+/// same NIC takes one breakout DAC (800G to 2 x 400G), not two: 1,024 DACs, was 2,048.
+#[test]
+fn a_nic_faster_than_a_port_holds_one_transceiver() {
+    let y = |fabric: &str| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: b300, count: 1024, scale_up: hgx-b300, scale_out: {{fabric: {fabric}, tiers: 2}}}}"
+        )
+    };
+    let b = built(&y("infiniband-ndr"));
+    assert_eq!(b.network.ports_per_nic, 2);
+    assert_eq!(b.network.breakout, 1);
+    assert_eq!(tier_counts(&b), vec![64, 32]);
+    // Fibres: 2,048 NIC to leaf (two per NIC), 2,048 leaf to spine.
+    assert_eq!(b.bom.optical_cables, 4096);
+    assert_eq!(b.bom.nic_transceivers, 1024);
+    assert_eq!(b.bom.transceivers, 1024 + 64 * (32 + 32) + 32 * 64);
+    assert_eq!(b.bom.nic_transceiver_gbps, 800.0);
+    let f = &b.fabric;
+    // 6,144 400G ports and 1,024 800G modules: 8,192 400G-port equivalents.
+    assert!((b.capex.transceivers_usd - 8192.0 * f.transceiver.price_usd).abs() < 1e-6);
+    assert!(
+        (b.power.transceivers_kw - 8192.0 * f.transceiver.power_w / 1000.0).abs() < 1e-9,
+        "{}",
+        b.power.transceivers_kw
+    );
+    let b = built(&y("roce-400g"));
+    assert!(b.network.top_of_rack_leaves);
+    assert_eq!(b.bom.copper_cables, 1024);
+    assert_eq!(b.bom.nic_transceivers, 0);
+    // Leaf-spine only: 2,048 cables, a transceiver at each end.
+    assert_eq!(b.bom.optical_cables, 2048);
+    assert_eq!(b.bom.transceivers, 4096);
+}
+
+/// Guards against a site that outgrows its island losing DCI: the DCI was capped 1:1 at
+/// the site top's down ports, which fall by the oversubscription when the site holds a
+/// second island (the top then takes the islands' `1/r` uplinks, not every NIC port). 2 x
+/// 576 H100 in islands of 576 at 3:1 on NDR, asking 102.4 Tb/s per site (256 ports),
+/// built 256 DCI cables; 2 x 584 built 195. The DCI is capped 1:1 at the site's NIC ports,
+/// so both build 256, and the DCI never drops as sites grow past islands or past one leaf.
+#[test]
+fn dci_stays_when_a_site_outgrows_its_island() {
+    let y = |count: u64, sites: u32, dci: u64, so: &str| {
+        format!(
+            "format: myriad/1\ncluster: {{accelerator: h100-sxm, count: {count}, scale_up: hgx-h100, sites: {sites}, dci: {{gbps_per_site: {dci}, distance_km: 10}}, scale_out: {{{so}}}}}"
+        )
+    };
+    let isl = "fabric: infiniband-ndr, island: 576, oversubscription: 3";
+    let a = built(&y(1152, 2, 102400, isl));
+    let b = built(&y(1168, 2, 102400, isl));
+    assert_eq!((a.network.tiers, b.network.tiers), (2, 3));
+    assert_eq!(a.bom.dci_cables, 256);
+    assert_eq!(b.bom.dci_cables, 256);
+    assert_eq!(dci_ports_per_site(&b), vec![256; 2]);
+    // The top holds the DCI ports beside the islands' uplinks, within its ports.
+    let t = &b.topology;
+    for i in 0..t.switches.len() {
+        assert!(t.switches.down_ports[i] + t.switches.up_ports[i] <= b.network.plane_radix);
+    }
+    // The DCI level still runs at the site's 1/r rate: 50 / 3 GB/s per GPU.
+    let top = b.levels.last().unwrap();
+    assert!(
+        (top.gbps_per_accelerator - 50.0 / 3.0).abs() < 1e-9,
+        "{top:?}"
+    );
+    for (sites, dci, so, counts) in [
+        (2u32, 102400u64, isl, (1152..=2400).step_by(16)),
+        (
+            3,
+            25600,
+            "fabric: roce-400g, island: 256, oversubscription: 2",
+            (768..=2400).step_by(24),
+        ),
+        // Leaves at 3:1: one leaf (1 tier, the top takes every NIC port) to 2 and 3 tiers.
+        (
+            2,
+            51200,
+            "fabric: roce-400g, switch_radix: 16, oversubscription: 3",
+            (16..=1600).step_by(16),
+        ),
+    ] {
+        for (what, metric) in [
+            (
+                "DCI cables",
+                &(|b: &BuiltCluster| b.bom.dci_cables) as &dyn Fn(&BuiltCluster) -> u64,
+            ),
+            ("switches", &|b: &BuiltCluster| b.bom.switches_total),
+            ("transceivers", &|b: &BuiltCluster| b.bom.transceivers),
+        ] {
+            never_drops(what, metric, &|c| y(c, sites, dci, so), counts.clone());
+        }
+    }
+}
+
+/// Guards against optics falling when a design changes its number of tiers as it grows
+/// (1 -> 2 -> 3 -> 4, islands 1 -> 3, sites with DCI), one node (per site) at a time:
+/// switches, cables, DCI cables and the transceivers' power and price never fall; the
+/// transceiver count never falls once a site has more than one tier. A one-switch site
+/// whose NICs reach it over fibre (its ports span compute racks) becoming top-of-rack
+/// leaves on DACs can hold fewer modules (64 H100, 2 planes, on 16-port 800G RoCE: 128
+/// 200G modules at the NICs and 32 800G at the switches, 160; 72 H100: 72 800G modules on
+/// the leaves' uplinks and the spines), but not fewer 800G ports' worth of optics (64 ->
+/// 72): each NIC's module is a quarter of a switch port's. Counted per module at the
+/// switch port's power and price, the NICs' small modules made the optics' power fall by
+/// more than half there (160 -> 72 modules' worth).
+#[test]
+fn optics_never_fall_across_tier_changes() {
+    let h = ("h100-sxm", "hgx-h100");
+    let a = ("a100-sxm-80gb", "hgx-a100");
+    let b3 = ("b300", "hgx-b300");
+    let by = |from: u64, to: u64, step: u64| (from..=to).step_by(step as usize);
+    let designs = [
+        // Breakout 4, top-of-rack leaves: 1 -> 2 tiers at 72, 2 -> 3 past 2,048.
+        (
+            h.0,
+            h.1,
+            1,
+            "fabric: roce-800g, switch_radix: 16, planes: 2",
+            by(8, 2400, 8),
+        ),
+        // Breakout 8.
+        (
+            a.0,
+            a.1,
+            1,
+            "fabric: roce-800g, switch_radix: 8, planes: 2",
+            by(8, 2400, 8),
+        ),
+        // No breakout: 1 -> 2 -> 3 -> 4 tiers.
+        (
+            h.0,
+            h.1,
+            1,
+            "fabric: infiniband-ndr, switch_radix: 16",
+            by(8, 2400, 8),
+        ),
+        // An 800G NIC on two 400G ports.
+        (
+            b3.0,
+            b3.1,
+            1,
+            "fabric: roce-400g, switch_radix: 16",
+            by(8, 2400, 8),
+        ),
+        (
+            h.0,
+            h.1,
+            1,
+            "fabric: roce-400g, switch_radix: 16, topology: rail-optimized",
+            by(8, 2400, 8),
+        ),
+        // Islands of 64 at 2:1: 1 -> 3 tiers.
+        (
+            h.0,
+            h.1,
+            1,
+            "fabric: roce-800g, switch_radix: 16, planes: 2, island: 64, oversubscription: 2",
+            by(64, 2400, 8),
+        ),
+        // Two sites with DCI, breakout 2.
+        (
+            h.0,
+            h.1,
+            2,
+            "fabric: roce-400g, switch_radix: 32, planes: 2",
+            by(16, 2400, 16),
+        ),
+    ];
+    for (acc, su, sites, so, counts) in designs {
+        let mut prev: Option<(u64, BuiltCluster)> = None;
+        for c in counts {
+            let b = built(&cluster(acc, su, c, sites, so));
+            if let Some((pc, p)) = &prev {
+                let ctx = format!("{acc}, {sites} sites, {so}: {pc} -> {c}");
+                let (pb, nb) = (&p.bom, &b.bom);
+                assert!(nb.switches_total >= pb.switches_total, "{ctx}: switches");
+                assert!(nb.cables >= pb.cables, "{ctx}: cables");
+                assert!(nb.dci_cables >= pb.dci_cables, "{ctx}: DCI cables");
+                assert!(
+                    b.power.transceivers_kw >= p.power.transceivers_kw - 1e-9,
+                    "{ctx}: transceiver power {} -> {} kW ({} -> {} modules)",
+                    p.power.transceivers_kw,
+                    b.power.transceivers_kw,
+                    pb.transceivers,
+                    nb.transceivers
+                );
+                assert!(
+                    b.capex.optics_and_cables_usd >= p.capex.optics_and_cables_usd - 1e-6,
+                    "{ctx}: optics and cables price"
+                );
+                if p.network.tiers > 1 {
+                    assert!(nb.transceivers >= pb.transceivers, "{ctx}: transceivers");
+                }
+            }
+            prev = Some((c, b));
+        }
+    }
 }
