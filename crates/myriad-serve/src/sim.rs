@@ -475,8 +475,10 @@ struct Inst {
     /// contexts: the busiest rank paces the iteration (`BusiestRank`).
     rank_running: Vec<u32>,
     rank_ctx: Vec<f64>,
-    /// Prompts with a chunk in the iteration being formed, per rank (scratch).
+    /// Prompts with a chunk in the iteration being formed, per rank, and their tokens
+    /// (scratch).
     rank_prompts: Vec<u32>,
+    rank_prompt_tokens: Vec<f64>,
     /// Ranks whose line is held by a waiting request their cache cannot yet hold (scratch
     /// of an admission pass).
     blocked: Vec<bool>,
@@ -872,6 +874,7 @@ impl Sim<'_> {
                     q.rank
                 };
                 inst.rank_prompts[k as usize] += 1;
+                inst.rank_prompt_tokens[k as usize] += take;
             }
             b.prefill_pairs += take * done as f64 + take * (take + 1.0) / 2.0;
             budget -= take;
@@ -904,7 +907,12 @@ impl Sim<'_> {
                 if dec > 0.0 {
                     r.decode_ctx = r.decode_ctx.max(inst.rank_ctx[k]);
                 }
+                r.decode_seqs = r.decode_seqs.max(running as f64);
+                r.tokens = r
+                    .tokens
+                    .max(running as f64 * (1.0 + draft) + inst.rank_prompt_tokens[k]);
                 inst.rank_prompts[k] = 0;
+                inst.rank_prompt_tokens[k] = 0.0;
             }
             r
         });
@@ -1177,6 +1185,7 @@ fn run(
                 rank_running: vec![0; s.model.par.attention_dp.max(1) as usize],
                 rank_ctx: vec![0.0; s.model.par.attention_dp.max(1) as usize],
                 rank_prompts: vec![0; s.model.par.attention_dp.max(1) as usize],
+                rank_prompt_tokens: vec![0.0; s.model.par.attention_dp.max(1) as usize],
                 blocked: vec![false; s.model.par.attention_dp.max(1) as usize],
                 busy: false,
                 done_front: 0,
