@@ -657,6 +657,32 @@ fn the_simulation_runs_the_busiest_ranks_rows() {
     assert!((a / b - 1.0).abs() < 1e-9, "{a} vs {b}");
 }
 
+/// Each attention-DP rank schedules the prompts it holds into its own token budget: four
+/// 600-token prompts placed on ranks 0, 1, 0, 1 of an instance with 1,000 tokens a rank
+/// (2,000 in all) and chunked prefill run 600 + 400 on each rank in the first iteration
+/// and the last 200 of each second prompt in the next (1,000 + 200 tokens per prompted
+/// rank summed over the two). Packing the instance's budget in queue order ran the
+/// first three whole (rank 0 then held 1,200 tokens, above its budget) and the last 400
+/// alone next (1,000 + 400).
+#[test]
+fn each_attention_rank_packs_its_own_prompts_into_its_own_budget() {
+    let d = Deployment::Aggregated(RoleSpec {
+        max_tokens: 2_000,
+        ..role(llama3_8b_h100_dp2(), 1, 64)
+    });
+    let w = Workload {
+        arrivals: Arrivals::Trace(vec![(0.0, 600, 20); 4]),
+        ..chat(Arrivals::Offline, 4, 1)
+    };
+    let mix = simulate(&d, &w, &NO_SLO).iteration_mix.with_prompts;
+    assert_eq!(mix.iterations, 2);
+    assert!(
+        (mix.prompt_tokens_per_rank - 1_200.0).abs() < 1e-9,
+        "{}",
+        mix.prompt_tokens_per_rank
+    );
+}
+
 #[test]
 fn decode_step_grows_with_context_as_kv_traffic_predicts() {
     // Llama 3 8B on one H100, bf16 weights and KV cache, no framework overhead. One decode
