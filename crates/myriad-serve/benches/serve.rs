@@ -46,6 +46,7 @@ fn iteration_estimate(bencher: divan::Bencher) {
         prefill_pairs: 2048.0 * 1024.0,
         prefill_done: 2.0,
         prefill_seqs: 2.0,
+        ..Batch::default()
     };
     bencher.bench(|| divan::black_box(&m).iteration(divan::black_box(&b)));
 }

@@ -54,6 +54,7 @@ fn run() -> Result<(), String> {
         prefill_pairs: prompt * ranks * prompt / 2.0,
         prefill_done: if prompt > 0.0 { ranks } else { 0.0 },
         prefill_seqs: if prompt > 0.0 { ranks } else { 0.0 },
+        ..myriad_serve::Batch::default()
     };
     let t = r.model.iteration(&b);
     println!(

@@ -325,6 +325,21 @@ pub struct Batch {
     /// Prompts with a chunk in this iteration. With attention data parallelism a prompt
     /// runs on one rank, so fewer prompts than ranks leave ranks idle.
     pub prefill_seqs: f64,
+    /// With attention data parallelism, where the caller knows each rank's batch
+    /// (`BusiestRank`): the most decode sequences one rank runs. A decode-only iteration's
+    /// CUDA graph is the next captured size above it on every rank (the ranks run one
+    /// graph size, the largest any of them needs), and its LM head has that rank's rows.
+    /// 0: the even split, `decode_seqs / attention_dp`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rank_decode_seqs: f64,
+    /// With attention data parallelism, where the caller knows each rank's batch: the most
+    /// tokens one rank computes (its decode tokens, drafts included, and its prompt
+    /// tokens). Each rank runs its own batch through the attention-side GEMMs (projections,
+    /// dense and shared MLPs, router), norms and TP all-reduce, and every MoE layer waits
+    /// for the rank with the most rows. 0: the even split, the decode tokens over the
+    /// ranks plus the prompt tokens over the ranks that carry prompts.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rank_tokens: f64,
 }
 
 impl Batch {
@@ -349,6 +364,13 @@ pub struct BusiestRank {
     /// The most sequences on one rank: its decodes and its prompts with a chunk in this
     /// iteration (the host loop's work, `Framework::host_us_per_seq`).
     pub seqs: f64,
+    /// The most decode sequences on one rank (`Batch::rank_decode_seqs`; 0: unknown, the
+    /// even split).
+    pub decode_seqs: f64,
+    /// The most tokens one rank computes: its decode tokens (drafts included) and its
+    /// prompt tokens (`Batch::rank_tokens`, the rows of its attention-side GEMMs; 0:
+    /// unknown, the even split).
+    pub tokens: f64,
 }
 
 /// Where an iteration's time goes (seconds); the parts add up to `total_s`.
@@ -815,8 +837,21 @@ impl InstanceModel {
     /// The decode batch a decode-only iteration of `seqs` sequences computes: per rank,
     /// the next captured graph size, or `seqs` when none is larger (eager, unpadded).
     pub fn padded_decode_seqs(&self, seqs: f64) -> f64 {
+        self.padded_decode_seqs_on(seqs, 0.0)
+    }
+
+    /// As [`Self::padded_decode_seqs`], where the busiest attention-DP rank runs
+    /// `rank_seqs` of the sequences (0: the even split): every rank runs the graph of the
+    /// next captured size above the busiest rank's batch (SGLang's DP attention and
+    /// TensorRT-LLM's attention DP pick one graph size for all ranks from the largest
+    /// rank's batch, and a batch above every captured size runs eagerly on all of them).
+    pub fn padded_decode_seqs_on(&self, seqs: f64, rank_seqs: f64) -> f64 {
         let dp = self.par.attention_dp.max(1) as f64;
-        let per_rank = (seqs / dp).ceil();
+        let per_rank = if rank_seqs > 0.0 {
+            rank_seqs.ceil()
+        } else {
+            (seqs / dp).ceil()
+        };
         match self
             .graph_batch_sizes
             .iter()
@@ -993,8 +1028,10 @@ impl InstanceModel {
     }
 
     /// `iteration` where the busiest attention-DP rank is known (`BusiestRank`): its decode
-    /// contexts set the attention core and its sequences the host-loop floor. `None`: the
-    /// statistical estimate (`busiest_context_factor`) and the mean rank's sequences.
+    /// contexts set the attention core, its sequences the host-loop floor, its tokens the
+    /// rows of the attention-side GEMMs and its decode sequences the CUDA graph's size.
+    /// `None`: the statistical estimate (`busiest_context_factor`) and the mean rank's
+    /// sequences and tokens.
     pub fn iteration_on_ranks(&self, b: &Batch, busiest: Option<&BusiestRank>) -> IterTime {
         self.iteration_memo(b, busiest, &mut IterMemo::off())
     }
@@ -1019,10 +1056,16 @@ impl InstanceModel {
             None => self.busiest_context_factor_memo(b, memo),
         };
         // The busiest rank's contexts: their spread scaled with their mean (it still sets
-        // the windowed layers' spans, `attended_context`).
+        // the windowed layers' spans, `attended_context`); its rows, where known.
+        let (rank_decode_seqs, rank_tokens) = match busiest {
+            Some(r) if dp > 1.0 => (r.decode_seqs, r.tokens),
+            _ => (b.rank_decode_seqs, b.rank_tokens),
+        };
         let b = &Batch {
             decode_ctx: b.decode_ctx * f,
             decode_ctx_sq: b.decode_ctx_sq * f * f,
+            rank_decode_seqs,
+            rank_tokens,
             ..*b
         };
         let mut t = if self.par.pp > 1 {
@@ -1095,6 +1138,8 @@ impl InstanceModel {
             prefill_pairs: b.prefill_pairs / q,
             prefill_done: b.prefill_done / q,
             prefill_seqs: b.prefill_seqs / q,
+            rank_decode_seqs: b.rank_decode_seqs / q,
+            rank_tokens: b.rank_tokens / q,
         };
         let full = self.iteration_gpu(&micro, memo);
         let head = memo.lm_head(self, &micro);
@@ -1103,7 +1148,11 @@ impl InstanceModel {
         let uneven = q * self.stage_layers() as f64 / self.model.layers.max(1) as f64;
         let dp = self.par.attention_dp.max(1) as f64;
         let draft = self.spec.map(|s| s.draft_tokens as f64).unwrap_or(0.0);
-        let rank_tokens = (micro.decode_seqs * (1.0 + draft) + micro.prefill_tokens) / dp;
+        let rank_tokens = if micro.rank_tokens > 0.0 {
+            micro.rank_tokens
+        } else {
+            (micro.decode_seqs * (1.0 + draft) + micro.prefill_tokens) / dp
+        };
         let send = memo.pp_send(self, rank_tokens);
         let layers = full.total_s - full.overhead_s - head;
         let bound_by_stage = uneven * layers + q * head;
@@ -1134,13 +1183,22 @@ impl InstanceModel {
 
     fn iteration_gpu(&self, b: &Batch, memo: &mut IterMemo) -> IterTime {
         if b.prefill_tokens <= 0.0 && b.decode_seqs > 0.0 && !self.graph_batch_sizes.is_empty() {
-            let padded = self.padded_decode_seqs(b.decode_seqs);
+            let padded = self.padded_decode_seqs_on(b.decode_seqs, b.rank_decode_seqs);
             if padded > b.decode_seqs {
-                // Padding rows: GEMM rows without context (decode_ctx unchanged).
+                // Padding rows: GEMM rows without context (decode_ctx unchanged). Every rank
+                // runs the graph's size, the busiest one too.
+                let (rank_decode_seqs, rank_tokens) = if b.rank_decode_seqs > 0.0 {
+                    let size = padded / self.par.attention_dp.max(1) as f64;
+                    (size, size * (1.0 + self.draft_tokens()))
+                } else {
+                    (0.0, 0.0)
+                };
                 return self.iteration_unpadded(
                     &Batch {
                         decode_seqs: padded,
                         decode_ctx_seqs: b.context_seqs(),
+                        rank_decode_seqs,
+                        rank_tokens,
                         ..*b
                     },
                     memo,
@@ -1148,6 +1206,11 @@ impl InstanceModel {
             }
         }
         self.iteration_unpadded(b, memo)
+    }
+
+    /// Draft tokens a decoding sequence adds to each step (0 without speculative decoding).
+    fn draft_tokens(&self) -> f64 {
+        self.spec.map(|s| s.draft_tokens as f64).unwrap_or(0.0)
     }
 
     fn iteration_unpadded(&self, b: &Batch, memo: &mut IterMemo) -> IterTime {
@@ -1167,6 +1230,8 @@ impl InstanceModel {
             prefill_pairs: b.prefill_pairs / 2.0,
             prefill_done: b.prefill_done / 2.0,
             prefill_seqs: (b.prefill_seqs / 2.0).max(b.prefill_seqs.min(1.0)),
+            rank_decode_seqs: b.rank_decode_seqs / 2.0,
+            rank_tokens: b.rank_tokens / 2.0,
         };
         let h = self.sequential(&half, memo).0;
         let compute = h.gemm_s + h.attention_s + h.memory_s;
@@ -1226,6 +1291,8 @@ impl InstanceModel {
             decode_ctx: b.decode_ctx / 2.0,
             decode_ctx_sq: b.decode_ctx_sq / 2.0,
             decode_ctx_seqs: b.decode_ctx_seqs / 2.0,
+            rank_decode_seqs: b.rank_decode_seqs / 2.0,
+            rank_tokens: b.rank_tokens / 2.0,
             ..*b
         };
         let (h, st) = self.sequential(&half, memo);
@@ -1261,18 +1328,26 @@ impl InstanceModel {
             .is_some_and(|g| g.spans.iter().skip(1).any(|&s| s > 1))
     }
 
-    /// The LM head's time over the sampling tokens of `b` (busiest attention rank).
-    fn sequential_lm_head(&self, b: &Batch) -> (f64, f64) {
+    /// Sampling tokens of the busiest attention rank: its decode tokens (drafts included;
+    /// the even split where not known) and an even share of the prompts that finish.
+    fn lm_head_rows(&self, b: &Batch) -> f64 {
         let dp = self.par.attention_dp as f64;
-        let draft = self.spec.map(|s| s.draft_tokens as f64).unwrap_or(0.0);
-        let logits = (b.decode_seqs * (1.0 + draft) + b.prefill_done) / dp;
-        let t = self.weight_gemm(
+        let draft = self.draft_tokens();
+        if b.rank_decode_seqs > 0.0 {
+            b.rank_decode_seqs * (1.0 + draft) + b.prefill_done / dp
+        } else {
+            (b.decode_seqs * (1.0 + draft) + b.prefill_done) / dp
+        }
+    }
+
+    /// The LM head over `logits` rows on one rank (bf16 weights, vocab sharded over TP).
+    fn lm_head_time(&self, logits: f64) -> f64 {
+        self.weight_gemm(
             Precision::Bf16,
             logits,
             self.model.vocab as f64 * self.model.hidden as f64 / self.par.tp as f64,
             1.0,
-        );
-        (logits, t)
+        )
     }
 
     /// One iteration with every collective exposed, and the parts of one MoE layer that the
@@ -1414,7 +1489,8 @@ impl InstanceModel {
     }
 
     /// The parts of `sequential` that depend only on the token and sequence counts of `b`
-    /// (`decode_seqs`, `prefill_tokens`, `prefill_seqs`, `prefill_done`): everything but
+    /// (`decode_seqs`, `prefill_tokens`, `prefill_seqs`, `prefill_done`, and the busiest
+    /// rank's `rank_decode_seqs` and `rank_tokens`): everything but
     /// the attention core, which also depends on the contexts. `b` carries tokens.
     fn token_parts(&self, b: &Batch) -> TokenParts {
         let m = &self.model;
@@ -1436,7 +1512,19 @@ impl InstanceModel {
         } else {
             dp
         };
-        let t_r = dec_tokens / dp + b.prefill_tokens / prefill_ranks;
+        // Where the caller knows each rank's batch, the busiest rank's own tokens
+        // (`Batch::rank_tokens`): it runs them through the same GEMMs, and every MoE layer
+        // waits for it.
+        let t_r = if b.rank_tokens > 0.0 {
+            b.rank_tokens
+        } else {
+            dec_tokens / dp + b.prefill_tokens / prefill_ranks
+        };
+        let rank_dec_tokens = if b.rank_decode_seqs > 0.0 {
+            b.rank_decode_seqs * (1.0 + draft)
+        } else {
+            dec_tokens / dp
+        };
         let ov = acc.efficiency.gemm_overhead_us * 1e-6;
 
         // --- attention block (every layer)
@@ -1465,7 +1553,7 @@ impl InstanceModel {
         // the hidden state) and writes them quantised (SGLang's `RopeQuantizeKernel`,
         // TensorRT-LLM's fused MLA rope/quantise generation kernel).
         let q_quant = if self.fp8_decode_attention {
-            dec_tokens / dp * self.heads_gpu * self.dims_decode.0 * (self.act_bytes + 1.0)
+            rank_dec_tokens * self.heads_gpu * self.dims_decode.0 * (self.act_bytes + 1.0)
         } else {
             0.0
         };
@@ -1620,7 +1708,7 @@ impl InstanceModel {
         };
 
         // LM head over the tokens that sample (bf16 weights, vocab sharded over TP).
-        let (_, lm_head) = self.sequential_lm_head(b);
+        let lm_head = self.lm_head_time(self.lm_head_rows(b));
         TokenParts {
             attn_post_gemm,
             attn_gemm,
@@ -1701,7 +1789,7 @@ const MEMO_VALUES: usize = 512;
 pub struct IterMemo {
     /// Expected maximum of `attention_dp` standard normals (NaN until first needed).
     dp_max_z: f64,
-    parts: Vec<Option<([u64; 4], TokenParts)>>,
+    parts: Vec<Option<([u64; 6], TokenParts)>>,
     values: Vec<Option<([u64; 3], f64)>>,
 }
 
@@ -1758,6 +1846,8 @@ impl IterMemo {
             b.prefill_tokens.to_bits(),
             b.prefill_seqs.to_bits(),
             b.prefill_done.to_bits(),
+            b.rank_decode_seqs.to_bits(),
+            b.rank_tokens.to_bits(),
         ];
         let i = memo_slot(&key, self.parts.len());
         match &self.parts[i] {
@@ -1785,16 +1875,10 @@ impl IterMemo {
         }
     }
 
-    /// The LM head's time over the sampling tokens of `b`.
+    /// The LM head's time over the sampling tokens of `b` (the busiest rank's).
     fn lm_head(&mut self, m: &InstanceModel, b: &Batch) -> f64 {
-        self.value(
-            [
-                MEMO_LM_HEAD,
-                b.decode_seqs.to_bits(),
-                b.prefill_done.to_bits(),
-            ],
-            || m.sequential_lm_head(b).1,
-        )
+        let rows = m.lm_head_rows(b);
+        self.value([MEMO_LM_HEAD, rows.to_bits(), 0], || m.lm_head_time(rows))
     }
 
     /// The send of `rank_tokens` tokens' hidden states to the next pipeline stage.

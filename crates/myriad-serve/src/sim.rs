@@ -475,8 +475,12 @@ struct Inst {
     /// contexts: the busiest rank paces the iteration (`BusiestRank`).
     rank_running: Vec<u32>,
     rank_ctx: Vec<f64>,
-    /// Prompts with a chunk in the iteration being formed, per rank (scratch).
+    /// Prompts with a chunk in the iteration being formed, per rank, and their tokens
+    /// (scratch).
     rank_prompts: Vec<u32>,
+    rank_prompt_tokens: Vec<f64>,
+    /// Each rank's token budget left for prompts in the iteration being formed (scratch).
+    rank_room: Vec<f64>,
     /// Ranks whose line is held by a waiting request their cache cannot yet hold (scratch
     /// of an admission pass).
     blocked: Vec<bool>,
@@ -830,13 +834,20 @@ impl Sim<'_> {
         };
         let mut done_front = 0usize;
         // Each attention-DP rank has its own share of the token budget, less its own decode
-        // tokens (the running sequences are spread over the ranks): vLLM's, SGLang's and
-        // TensorRT-LLM's per-rank schedulers count a step's decode tokens and prompt chunks
-        // against one budget. Whole prompts (no chunking) are packed rank by rank into it;
-        // a chunk is at most one rank's room, in whole tokens.
+        // tokens: vLLM's, SGLang's and TensorRT-LLM's per-rank schedulers count a step's
+        // decode tokens and prompt chunks against one budget. With one rank, whole prompts
+        // (no chunking) are packed into it, and a chunk is at most its room, in whole tokens.
+        // With several, each rank schedules the prompts it holds, in order, into its own
+        // room: a chunk is at most that room, and a whole prompt that does not fit holds
+        // back the rank's later ones (the iteration's first prompt always runs).
         let rank_full = (per_rank_budget - dec * (1.0 + draft) / ranks as f64).max(0.0);
-        let mut rank = 0u32;
         let mut room = rank_full;
+        if ranks > 1 {
+            for k in 0..ranks as usize {
+                let own = if dec > 0.0 { inst.rank_running[k] } else { 0 } as f64;
+                inst.rank_room[k] = (per_rank_budget - own * (1.0 + draft)).max(0.0);
+            }
+        }
         for k in 0..inst.prefill.len() {
             if budget <= 0.0 || !allow_prefill {
                 break;
@@ -844,9 +855,29 @@ impl Sim<'_> {
             let (r, done) = inst.prefill[k];
             let total = self.reqs[r as usize].input;
             let rem = (total - done) as f64;
-            let take = if spec.chunked_prefill {
-                // With attention data parallelism each rank schedules its own share of the
-                // budget: one prompt gets at most one rank's room per iteration.
+            let take = if ranks > 1 {
+                let q = &self.reqs[r as usize];
+                let at = if role == Role::Prefill {
+                    q.src_rank
+                } else {
+                    q.rank
+                } as usize;
+                let room = &mut inst.rank_room[at];
+                let take = if spec.chunked_prefill {
+                    rem.min(budget).min(*room).floor()
+                } else if rem <= *room || b.prefill_tokens == 0.0 {
+                    rem
+                } else {
+                    // Held back, and the rank's later prompts with it.
+                    *room = f64::NEG_INFINITY;
+                    0.0
+                };
+                if take < 1.0 {
+                    continue;
+                }
+                *room -= take;
+                take
+            } else if spec.chunked_prefill {
                 let take = rem.min(budget).min(rank_full).floor();
                 if take < 1.0 {
                     break;
@@ -854,10 +885,6 @@ impl Sim<'_> {
                 take
             } else if b.prefill_tokens == 0.0 || rem <= room {
                 room -= rem;
-                rem
-            } else if rank + 1 < ranks && rem <= rank_full {
-                rank += 1;
-                room = rank_full - rem;
                 rem
             } else {
                 break;
@@ -872,6 +899,7 @@ impl Sim<'_> {
                     q.rank
                 };
                 inst.rank_prompts[k as usize] += 1;
+                inst.rank_prompt_tokens[k as usize] += take;
             }
             b.prefill_pairs += take * done as f64 + take * (take + 1.0) / 2.0;
             budget -= take;
@@ -904,7 +932,12 @@ impl Sim<'_> {
                 if dec > 0.0 {
                     r.decode_ctx = r.decode_ctx.max(inst.rank_ctx[k]);
                 }
+                r.decode_seqs = r.decode_seqs.max(running as f64);
+                r.tokens = r
+                    .tokens
+                    .max(running as f64 * (1.0 + draft) + inst.rank_prompt_tokens[k]);
                 inst.rank_prompts[k] = 0;
+                inst.rank_prompt_tokens[k] = 0.0;
             }
             r
         });
@@ -1177,6 +1210,8 @@ fn run(
                 rank_running: vec![0; s.model.par.attention_dp.max(1) as usize],
                 rank_ctx: vec![0.0; s.model.par.attention_dp.max(1) as usize],
                 rank_prompts: vec![0; s.model.par.attention_dp.max(1) as usize],
+                rank_prompt_tokens: vec![0.0; s.model.par.attention_dp.max(1) as usize],
+                rank_room: vec![0.0; s.model.par.attention_dp.max(1) as usize],
                 blocked: vec![false; s.model.par.attention_dp.max(1) as usize],
                 busy: false,
                 done_front: 0,

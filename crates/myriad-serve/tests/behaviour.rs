@@ -412,6 +412,7 @@ fn the_known_busiest_attention_rank_paces_the_iteration() {
     let long = BusiestRank {
         decode_ctx: 8_000.0,
         seqs: 1.0,
+        ..BusiestRank::default()
     };
     let even = |ctx: f64| {
         m.iteration(&Batch {
@@ -444,6 +445,7 @@ fn the_known_busiest_attention_rank_paces_the_iteration() {
     let three = BusiestRank {
         decode_ctx: 3_000.0,
         seqs: 3.0,
+        ..BusiestRank::default()
     };
     assert!((host.iteration(&four).total_s - 0.020).abs() < 1e-12);
     assert!((host.iteration_on_ranks(&four, Some(&three)).total_s - 0.030).abs() < 1e-12);
@@ -469,6 +471,216 @@ fn the_simulation_paces_attention_by_the_rank_holding_the_long_request() {
     assert_eq!(mixed.iterations, long.iterations);
     let (a, b) = (mixed.time.attention_s, long.time.attention_s);
     assert!((a / b - 1.0).abs() < 1e-9, "{a} vs {b}");
+}
+
+/// With attention DP each rank runs its own batch through the attention-side GEMMs, norms
+/// and LM head, and the iteration waits for the rank with the most rows: 1,024 decodes
+/// split 768/256 over two ranks cost what 768 on each rank cost (Llama 3 8B has no MoE
+/// layer, so every GEMM is per rank; 768 rows are compute-bound on an H100, so the mean
+/// rank's 512 rows priced the GEMMs a third lower). An even split gives the mean rank's
+/// iteration, as before.
+#[test]
+fn uneven_attention_dp_ranks_run_the_busiest_ranks_gemm_rows() {
+    let m = llama3_8b_h100_dp2();
+    let b = Batch {
+        decode_seqs: 1024.0,
+        decode_ctx: 1024.0 * 1000.0,
+        ..Batch::default()
+    };
+    let uneven = BusiestRank {
+        decode_ctx: 768.0 * 1000.0,
+        seqs: 768.0,
+        decode_seqs: 768.0,
+        tokens: 768.0,
+    };
+    let known = m.iteration_on_ranks(&b, Some(&uneven));
+    let both = m.iteration(&Batch {
+        decode_seqs: 1536.0,
+        decode_ctx: 1536.0 * 1000.0,
+        ..Batch::default()
+    });
+    let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-12;
+    assert!(close(known.gemm_s, both.gemm_s), "{known:?} vs {both:?}");
+    assert!(close(known.memory_s, both.memory_s));
+    assert!(close(known.attention_s, both.attention_s));
+    assert!(close(known.total_s, both.total_s));
+    // Only the contexts known (rows unknown): the mean rank's rows, shorter GEMMs.
+    let ctx_only = BusiestRank {
+        decode_ctx: 768.0 * 1000.0,
+        seqs: 768.0,
+        ..BusiestRank::default()
+    };
+    let mean = m.iteration_on_ranks(&b, Some(&ctx_only));
+    assert!(known.gemm_s > 1.2 * mean.gemm_s, "{known:?} vs {mean:?}");
+    assert_eq!(mean.attention_s, known.attention_s);
+    // A balanced split: the even split's iteration.
+    let even = BusiestRank {
+        decode_ctx: 512.0 * 1000.0,
+        seqs: 512.0,
+        decode_seqs: 512.0,
+        tokens: 512.0,
+    };
+    let balanced = m.iteration_on_ranks(&b, Some(&even));
+    let before = m.iteration(&b);
+    assert!(close(balanced.total_s, before.total_s));
+    assert!(close(balanced.gemm_s, before.gemm_s));
+    assert!(close(balanced.memory_s, before.memory_s));
+}
+
+/// The experts see every rank's tokens after the dispatch, not the busiest rank's rows on
+/// every rank: DeepSeek-V3 DEP8 with 512 decodes, 128 of them on one rank. The attention
+/// projections and shared experts run that rank's 128 rows (as when every rank holds 128),
+/// the routed experts the 512 tokens there are.
+#[test]
+fn the_busiest_attention_rank_sets_dense_rows_and_the_experts_see_all_tokens() {
+    let mut m = deepseek_dep(8);
+    m.expert_load_cv = 0.0;
+    let decode = |seqs: f64| Batch {
+        decode_seqs: seqs,
+        decode_ctx: seqs * 2000.0,
+        ..Batch::default()
+    };
+    let skewed = m.moe_stages(&Batch {
+        rank_decode_seqs: 128.0,
+        rank_tokens: 128.0,
+        ..decode(512.0)
+    });
+    let (mean, all) = (m.moe_stages(&decode(512.0)), m.moe_stages(&decode(1024.0)));
+    let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-12;
+    assert!(close(skewed.pre, all.pre), "{skewed:?} vs {all:?}");
+    assert!(close(skewed.shared, all.shared));
+    assert!(skewed.pre > mean.pre);
+    assert!(close(skewed.mlp, mean.mlp), "{skewed:?} vs {mean:?}");
+    assert!(skewed.mlp < all.mlp);
+    assert!(close(skewed.lm_head, all.lm_head));
+}
+
+/// Every attention-DP rank runs the CUDA graph of the next captured size above the busiest
+/// rank's batch (SGLang and TensorRT-LLM pick one size for all ranks): 8 decodes split 6/2
+/// over two ranks with graphs of 4, 8 and 16 run the 8-row graph on both ranks, 16 rows,
+/// where the mean rank's 4 needed no padding.
+#[test]
+fn cuda_graph_padding_follows_the_busiest_attention_rank() {
+    let m = llama3_8b_h100_dp2().with_graph_padding(vec![4, 8, 16]);
+    assert_eq!(m.padded_decode_seqs(8.0), 8.0);
+    assert_eq!(m.padded_decode_seqs_on(8.0, 6.0), 16.0);
+    assert_eq!(m.padded_decode_seqs_on(8.0, 4.0), 8.0);
+    // Beyond the largest graph: eager, unpadded.
+    assert_eq!(m.padded_decode_seqs_on(40.0, 20.0), 40.0);
+    let b = Batch {
+        decode_seqs: 8.0,
+        decode_ctx: 8.0 * 1000.0,
+        ..Batch::default()
+    };
+    let six = BusiestRank {
+        decode_ctx: 6.0 * 1000.0,
+        seqs: 6.0,
+        decode_seqs: 6.0,
+        tokens: 6.0,
+    };
+    let known = m.iteration_on_ranks(&b, Some(&six));
+    let sixteen = m.iteration(&Batch {
+        decode_seqs: 16.0,
+        decode_ctx: 16.0 * 1000.0,
+        ..Batch::default()
+    });
+    let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-12;
+    assert!(close(known.gemm_s, sixteen.gemm_s));
+    assert!(
+        close(known.memory_s, sixteen.memory_s),
+        "{known:?} vs {sixteen:?}"
+    );
+    let unpadded = m.iteration(&b);
+    assert!(known.memory_s > unpadded.memory_s);
+}
+
+/// The iteration memo (`IterMemo`) returns what direct computation gives, bit for bit,
+/// for batches that differ only in the busiest rank's rows (a memo keyed on the batch's
+/// totals alone would return the first one's parts for the second).
+#[test]
+fn the_iteration_memo_keys_on_the_busiest_ranks_rows() {
+    let dense = llama3_8b_h100_dp2().with_graph_padding(vec![4, 8, 16, 256, 512]);
+    let mut moe = deepseek_dep(8);
+    moe.expert_load_cv = 0.0;
+    let moe = moe.with_graph_padding(vec![8, 64, 128, 256]);
+    for m in [&dense, &moe] {
+        let mut memo = myriad_serve::IterMemo::new();
+        let dp = m.par.attention_dp as f64;
+        for (seqs, prompt) in [(8.0, 0.0), (8.0, 0.0), (512.0, 0.0), (64.0, 700.0)] {
+            let b = Batch {
+                decode_seqs: seqs,
+                decode_ctx: seqs * 1500.0,
+                decode_ctx_sq: seqs * 1500.0 * 1500.0,
+                prefill_tokens: prompt,
+                prefill_pairs: prompt * (prompt + 1.0) / 2.0,
+                prefill_done: if prompt > 0.0 { 1.0 } else { 0.0 },
+                prefill_seqs: if prompt > 0.0 { 1.0 } else { 0.0 },
+                ..Batch::default()
+            };
+            for extra in [0.0, 1.0, 3.0, 0.0] {
+                let rank = (seqs / dp).ceil() + extra;
+                let r = BusiestRank {
+                    decode_ctx: rank * 1500.0,
+                    seqs: rank + b.prefill_seqs,
+                    decode_seqs: rank,
+                    tokens: rank + prompt,
+                };
+                for busiest in [None, Some(&r)] {
+                    let direct = m.iteration_on_ranks(&b, busiest);
+                    for _ in 0..2 {
+                        assert_eq!(m.iteration_memo(&b, busiest, &mut memo), direct);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The simulation prices each iteration at its busiest rank's rows: three requests on two
+/// ranks (two on one, one on the other) decode with the norms and activations of two rows
+/// on every rank, as four requests (two on each) do; the mean rank's 1.5 rows priced them
+/// lower.
+#[test]
+fn the_simulation_runs_the_busiest_ranks_rows() {
+    let run = |n: usize| {
+        let d = Deployment::Aggregated(role(llama3_8b_h100_dp2(), 1, 64));
+        let w = Workload {
+            arrivals: Arrivals::Trace(vec![(0.0, 500, 200); n]),
+            ..chat(Arrivals::Offline, n as u64, 1)
+        };
+        simulate(&d, &w, &NO_SLO).iteration_mix.decode_only
+    };
+    let (three, four) = (run(3), run(4));
+    assert_eq!(three.iterations, 199);
+    assert_eq!(three.iterations, four.iterations);
+    let (a, b) = (three.time.memory_s, four.time.memory_s);
+    assert!((a / b - 1.0).abs() < 1e-9, "{a} vs {b}");
+}
+
+/// Each attention-DP rank schedules the prompts it holds into its own token budget: four
+/// 600-token prompts placed on ranks 0, 1, 0, 1 of an instance with 1,000 tokens a rank
+/// (2,000 in all) and chunked prefill run 600 + 400 on each rank in the first iteration
+/// and the last 200 of each second prompt in the next (1,000 + 200 tokens per prompted
+/// rank summed over the two). Packing the instance's budget in queue order ran the
+/// first three whole (rank 0 then held 1,200 tokens, above its budget) and the last 400
+/// alone next (1,000 + 400).
+#[test]
+fn each_attention_rank_packs_its_own_prompts_into_its_own_budget() {
+    let d = Deployment::Aggregated(RoleSpec {
+        max_tokens: 2_000,
+        ..role(llama3_8b_h100_dp2(), 1, 64)
+    });
+    let w = Workload {
+        arrivals: Arrivals::Trace(vec![(0.0, 600, 20); 4]),
+        ..chat(Arrivals::Offline, 4, 1)
+    };
+    let mix = simulate(&d, &w, &NO_SLO).iteration_mix.with_prompts;
+    assert_eq!(mix.iterations, 2);
+    assert!(
+        (mix.prompt_tokens_per_rank - 1_200.0).abs() < 1e-9,
+        "{}",
+        mix.prompt_tokens_per_rank
+    );
 }
 
 #[test]
@@ -1248,6 +1460,7 @@ fn graph_padding_costs_gemm_rows_not_context() {
             prefill_pairs: prefill * (prefill + 1.0) / 2.0,
             prefill_done: if prefill > 0.0 { 1.0 } else { 0.0 },
             prefill_seqs: if prefill > 0.0 { 1.0 } else { 0.0 },
+            ..Batch::default()
         })
     };
     // A padded decode step costs what 1024 rows of GEMM cost, with 600 sequences' KV.
@@ -1756,6 +1969,7 @@ fn a_prompt_on_one_attention_rank_makes_it_the_busiest_all_to_all_sender() {
         prefill_pairs: prompts * per_prompt * per_prompt / 2.0,
         prefill_done: prompts,
         prefill_seqs: prompts,
+        ..Batch::default()
     };
     let skewed = m.moe_stages(&one(1.0, 1024.0));
     let spread = m.moe_stages(&one(8.0, 128.0));
@@ -1900,6 +2114,7 @@ fn adp_padding_costs_the_experts_as_if_every_rank_prefilled() {
         prefill_pairs: prompts * 1024.0 * 1025.0 / 2.0,
         prefill_done: prompts,
         prefill_seqs: prompts,
+        ..Batch::default()
     };
     let moe = |m: &InstanceModel, b: &Batch| {
         let s = m.moe_stages(b);

@@ -56,6 +56,7 @@ fn worst_decode_error(file: &str, acc: &str) -> f64 {
             prefill_pairs: 0.0,
             prefill_done: 0.0,
             prefill_seqs: 0.0,
+            ..Batch::default()
         });
         let core = it.gemm_s + it.attention_s;
         let measured = r["graph_gemm_attn_only_ms"].as_f64().unwrap() / 1e3;
@@ -205,6 +206,7 @@ fn prefill_matches_the_measurement() {
                 prefill_pairs: t * (t + 1.0) / 2.0,
                 prefill_done: 1.0,
                 prefill_seqs: 1.0,
+                ..Batch::default()
             });
             let measured = r["ms"].as_f64().unwrap() / 1e3;
             let err = it.total_s / measured - 1.0;

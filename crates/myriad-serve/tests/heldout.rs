@@ -161,20 +161,30 @@ fn mlperf_dataset_mean_prompt_lengths() {
 /// of the peak (hipBLASLt on Azure ND MI300X v5; 0.41 by a rule before): its four rows,
 /// already over-predicted, 4-20 points higher (Interactive +64.7% -> +84.2%). 37.3% once
 /// GB300's bf16 GEMMs run at least at B300's measured rate (0.61 of its peak, was 0.55 by a
-/// rule): its two DeepSeek-R1 rows, over-predicted, 2-7 points higher.
+/// rule): its two DeepSeek-R1 rows, over-predicted, 2-7 points higher. 31.8%, median
+/// 15.7%, worst +157.8%, once the attention-side GEMM rows, the LM head and the CUDA graph
+/// follow the busiest attention-DP rank's own tokens and decodes (`BusiestRank::tokens`):
+/// a step in which some ranks prefill waits for the rank holding the most prompt tokens
+/// (GB300 DeepSeek-R1 Server +257% -> +158%, Offline +22% -> +6%; GB200 Server +106% ->
+/// +92%, Offline +8% -> -2%; B200 Offline -1% -> -10%). Part of that rank's surplus is the
+/// simulation's placement (the rank with the most free KV room), which balances prompt
+/// tokens less than TensorRT-LLM's `balance_requests_across_ranks`. 32.1%, worst
+/// +163.2%, once each rank packs the prompts it holds into its own token budget (its
+/// busiest rank no longer runs more prompt tokens than its budget: the DeepSeek-R1 rows
+/// 0.2-5 points higher).
 #[test]
 fn mlperf5_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf5.json");
     let s = &r.summary;
     assert_eq!(s.count, 23);
-    assert!(s.mae < 0.375, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.325, "MAE {:.3}", s.mae);
     assert!(
-        s.median_abs_error < 0.212,
+        s.median_abs_error < 0.16,
         "median {:.3}",
         s.median_abs_error
     );
     assert!(
-        s.worst_abs_error < 2.87,
+        s.worst_abs_error < 1.64,
         "{} {:.3}",
         s.worst_id,
         s.worst_abs_error
@@ -182,7 +192,7 @@ fn mlperf5_held_out_rows_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 37.3%, worst +257%: DeepSeek-R1 Server rows)"]
+#[ignore = "kept-aside bar not met on MLPerf v5.x rows (MAE 32.1%, worst +163%: DeepSeek-R1 Server rows)"]
 fn mlperf5_held_out_rows_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-mlperf5.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
@@ -211,20 +221,27 @@ fn mlperf6_rows_are_all_scored_with_their_dataset_prompt_length() {
 /// attention-DP rank at a 56-61 ms mean TPOT, where the model's step is about 10% shorter
 /// and the closed loop of arrivals amplifies it; docs/serving.md), the MI355X Llama 2 70B
 /// Interactive row +25.6%; the DeepSeek-R1 Offline rows are under-predicted 12-22%. The
-/// nine Llama 2 70B / 405B Offline and Server rows are within -3..+5%.
+/// nine Llama 2 70B / 405B Offline and Server rows are within -3..+5%. MAE 13.0%, median
+/// 5.3%, worst +42.1%, once the attention-side GEMM rows, the LM head and the CUDA graph
+/// follow the busiest attention-DP rank's own tokens and decodes (`BusiestRank::tokens`):
+/// the DeepSeek-R1 Server rows +47..+91% -> +16..+42%, the Offline rows -13..-22% ->
+/// -23..-32% (the Server rows gain most where the simulation's placement leaves one rank
+/// more prompt tokens than TensorRT-LLM's balancing would; the bar's 40% still not met).
+/// 13.7%, worst +48.6%, once each rank packs the prompts it holds into its own token
+/// budget (the DeepSeek-R1 rows 0.5-6.5 points higher).
 #[test]
 fn mlperf6_held_out_rows_do_not_regress() {
     let r = report_of("serving-heldout-mlperf6.json");
     let s = &r.summary;
     assert_eq!(s.count, 15);
-    assert!(s.mae < 0.19, "MAE {:.3}", s.mae);
+    assert!(s.mae < 0.138, "MAE {:.3}", s.mae);
     assert!(
         s.median_abs_error < 0.07,
         "median {:.3}",
         s.median_abs_error
     );
     assert!(
-        s.worst_abs_error < 0.93,
+        s.worst_abs_error < 0.49,
         "{} {:.3}",
         s.worst_id,
         s.worst_abs_error
@@ -232,7 +249,7 @@ fn mlperf6_held_out_rows_do_not_regress() {
 }
 
 #[test]
-#[ignore = "kept-aside bar not met on MLPerf v6.0 rows (MAE 18.4%, worst +90.8%: DeepSeek-R1 Server rows)"]
+#[ignore = "kept-aside bar not met on MLPerf v6.0 rows (MAE 13.7%, worst +48.6%: DeepSeek-R1 Server rows)"]
 fn mlperf6_held_out_rows_meet_the_kept_aside_bar() {
     let s = report_of("serving-heldout-mlperf6.json").summary;
     assert!(s.mae < 0.15 && s.worst_abs_error < 0.40, "{s:?}");
@@ -466,7 +483,16 @@ fn no_prediction_beats_its_roofline() {
 /// prices an iteration in which some ranks prefill while others decode below what the
 /// run paid (docs/serving.md). Ratchet: MAE 9.3% at session 40 (+6.4%, −9.8%, −11.9%: the
 /// full strategy's `batching_wait_iters` 10 modelled since then costs it 0.4%, where the
-/// blog measured +1.9%); 9.2% at session 38.
+/// blog measured +1.9%); 9.2% at session 38. 13.2% (−2.2%, −17.9%, −19.5%) since the
+/// attention-side GEMM rows follow the busiest rank's own tokens (`BusiestRank::tokens`):
+/// an iteration with prompts now waits for the rank holding the most prompt tokens, where
+/// the mean prompted rank was priced before (mixed iterations 72 → 90 ms, 82 → 183 ms,
+/// 101 → 214 ms). The simulation places a request on the rank with the most free KV room;
+/// TensorRT-LLM hands new requests to ranks balancing their counts and tokens
+/// (`balance_requests_across_ranks`), so the simulated busiest rank holds more prompt
+/// tokens than the run's did, most of all when the context wait gathers prompts. 12.5%
+/// (−1.4%, −17.4%, −18.6%) once each rank packs the prompts it holds into its own token
+/// budget.
 #[test]
 fn adp_balance_blog_rows_run_as_closed_loops_and_balance_helps() {
     let r = report_of("serving-heldout-trtllm-adp.json");
@@ -491,7 +517,7 @@ fn adp_balance_blog_rows_run_as_closed_loops_and_balance_helps() {
     };
     let gain = p("context-wait") / p("baseline");
     assert!(gain > 1.02 && gain < 1.31, "predicted balance gain {gain}");
-    assert!(r.summary.mae < 0.097, "MAE {}", r.summary.mae);
+    assert!(r.summary.mae < 0.128, "MAE {}", r.summary.mae);
 }
 
 /// Azure's MLPerf Inference v5.1 Llama 2 70B Offline run on 18 ND GB300 v6 VMs
