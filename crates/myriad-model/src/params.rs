@@ -90,19 +90,43 @@ impl Transformer {
         })
     }
 
+    /// MLA weights every tensor-parallel rank holds whole: the latent norms and the down
+    /// projections (`h → q_lora_rank` where queries are compressed, `h → kv_lora_rank +
+    /// rope`). Megatron-Core builds both down projections as `TELinear` with
+    /// `parallel_mode='duplicated'` (`MLASelfAttention.__init__`,
+    /// `megatron/core/transformer/multi_latent_attention.py`): each rank computes the
+    /// whole latent its sharded up projections read. 0 without MLA.
+    pub fn tp_replicated_attention_params(&self) -> f64 {
+        self.mla.as_ref().map_or(0.0, |m| {
+            let h = self.hidden as f64;
+            let q_down = m.q_lora_rank.map_or(0.0, |r| h * r as f64);
+            let kv_down = h * (m.kv_lora_rank + m.qk_rope_head_dim) as f64;
+            q_down + kv_down + self.latent_norm_params()
+        })
+    }
+
+    /// Router weights of one MoE layer (`hidden × experts`; 0 without MoE). Megatron's
+    /// `TopKRouter` holds its weight whole on every tensor-parallel rank.
+    pub fn router_params(&self) -> f64 {
+        self.moe
+            .as_ref()
+            .map_or(0.0, |m| self.hidden as f64 * m.experts as f64)
+    }
+
     /// Attention weights one of `tp` tensor-parallel ranks holds: `attention_params / tp`,
     /// except that a rank holds the key and value projections of whole KV heads
     /// ([`Transformer::kv_heads_per_rank`]): with TP beyond `kv_heads` the replicated K/V
     /// weights (`2·h·d` per head) sit whole on each rank that needs them. MLA shards its
-    /// projections over TP and is counted as `attention_params / tp`, except its latent
-    /// norms, which every rank holds whole (as every norm: Megatron replicates norm weights
-    /// over TP, with or without sequence parallelism).
+    /// per-head (up and output) projections over TP; its down projections and latent norms
+    /// sit whole on every rank ([`Transformer::tp_replicated_attention_params`]; every norm
+    /// is whole: Megatron replicates norm weights over TP, with or without sequence
+    /// parallelism).
     pub fn attention_params_per_rank(&self, tp: u32) -> f64 {
         let tp_f = tp.max(1) as f64;
         match &self.mla {
             Some(_) => {
-                let norms = self.latent_norm_params();
-                (self.attention_params() - norms) / tp_f + norms
+                let whole = self.tp_replicated_attention_params();
+                (self.attention_params() - whole) / tp_f + whole
             }
             None => {
                 let h = self.hidden as f64;
@@ -193,8 +217,7 @@ impl Transformer {
         // Row-parallel biases: attention's output projection, the MLP's second GEMM.
         let (attn_bias, mlp_bias) = if gpt_style { (h, h) } else { (0.0, 0.0) };
         let common = norms + latent_norms + attn_bias;
-        let router = self.moe.as_ref().map_or(0.0, |m| h * m.experts as f64);
-        (common + mlp_bias, common + router)
+        (common + mlp_bias, common + self.router_params())
     }
 
     /// Parameter tensors of one layer as a framework's module tree holds them (what a

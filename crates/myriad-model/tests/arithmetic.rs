@@ -840,18 +840,34 @@ fn recompute_rebuilds_one_layer_at_a_time() {
     assert_eq!(sm.dense_layer, (36_992.0 + 16_384.0) * tokens);
 }
 
-/// MLA's latent norms (the query latent's and the key-value latent's) are norm weights: every
-/// TP rank holds them whole, as it holds the layer norms; the rest of MLA's attention is
-/// counted split over TP. DeepSeek-V3 (q_lora_rank 1,536, kv_lora_rank 512): at TP `t` the
-/// ranks together hold (t − 1)·2,048 weights more than the block.
+/// MLA's latent norms and down projections sit whole on every TP rank (Megatron-Core
+/// builds `linear_q_down_proj` and `linear_kv_down_proj` as duplicated `TELinear`s; norms
+/// are replicated); the up and output projections are split. DeepSeek-V3 (hidden 7,168,
+/// q_lora_rank 1,536, kv_lora_rank 512, rope 64): whole per rank = 7,168 × 1,536 +
+/// 7,168 × (512 + 64) + 1,536 + 512 = 15,140,864; at TP `t` a rank holds
+/// (block − 15,140,864)/t + 15,140,864.
 #[test]
-fn mla_latent_norms_are_whole_on_every_tp_rank() {
+fn mla_latent_norms_and_down_projections_are_whole_on_every_tp_rank() {
     let m = dsv3(61, 1);
     assert_eq!(m.latent_norm_params(), 2048.0);
-    let whole = m.attention_params();
-    assert_eq!(m.attention_params_per_rank(1), whole);
+    let whole_per_rank = 7168.0 * 1536.0 + 7168.0 * 576.0 + 2048.0;
+    assert_eq!(whole_per_rank, 15_140_864.0);
+    assert_eq!(m.tp_replicated_attention_params(), whole_per_rank);
+    let block = m.attention_params();
+    assert_eq!(m.attention_params_per_rank(1), block);
     for tp in [2u32, 4, 8] {
         let per = m.attention_params_per_rank(tp);
-        assert_eq!(per, (whole - 2048.0) / tp as f64 + 2048.0, "tp {tp}");
+        assert_eq!(
+            per,
+            (block - whole_per_rank) / tp as f64 + whole_per_rank,
+            "tp {tp}"
+        );
     }
+}
+
+/// Megatron's `TopKRouter` holds its `experts × hidden` weight whole on every TP rank.
+#[test]
+fn router_weights_are_counted_whole() {
+    let m = dsv3(61, 1);
+    assert_eq!(m.router_params(), 7168.0 * 256.0);
 }

@@ -1365,12 +1365,22 @@ pub fn estimate_with(
     // replicates them, with or without sequence parallelism.
     let p_layer_dense =
         attn_rank + params.norms_per_layer + params.dense_mlp_per_layer / plan.tp as f64;
-    let p_layer_moe_dense =
-        attn_rank + params.norms_per_layer + params.moe_shared_per_layer / plan.tp as f64;
+    // The router's weight sits whole on every TP rank too (Megatron's `TopKRouter`).
+    let router = model.router_params();
+    let router_whole = router - router / plan.tp as f64;
+    let p_layer_moe_dense = attn_rank
+        + params.norms_per_layer
+        + params.moe_shared_per_layer / plan.tp as f64
+        + router_whole;
     // The head's rank: the final norm, and the MTP modules' norms (a layer's two, those of
     // the hidden state and of the embedding, its final norm).
     let head_norms = model.hidden as f64;
     let mtp_norms = model.mtp_layers as f64 * (params.norms_per_layer + 3.0 * model.hidden as f64);
+    let mtp_router_whole = if model.is_moe_layer(model.mtp_layer()) {
+        model.mtp_layers as f64 * router_whole
+    } else {
+        0.0
+    };
     let p_layer_experts = params.experts_per_moe_layer / (plan.ep as f64 * plan.etp as f64);
     // Whether rank `s` holds an output-layer weight of its own: untied, the head's rank;
     // tied to the input embedding, the head's rank where it is not the embedding's (Megatron
@@ -1392,7 +1402,8 @@ pub fn estimate_with(
             dense += head_norms
                 + mtp_norms
                 + (params.mtp - params.mtp_experts - mtp_norms) / plan.tp as f64
-                + model.mtp_layers as f64 * attn_replicated;
+                + model.mtp_layers as f64 * attn_replicated
+                + mtp_router_whole;
             experts += params.mtp_experts / (plan.ep as f64 * plan.etp as f64);
         }
         (dense, experts)

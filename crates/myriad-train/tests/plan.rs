@@ -2347,3 +2347,31 @@ fn norm_weights_are_held_whole_on_every_tp_rank() {
         );
     }
 }
+
+/// MLA's down projections and latent norms, every norm and the MoE routers sit whole on
+/// every TP rank (Megatron-Core: duplicated `TELinear` down projections, replicated norms,
+/// `TopKRouter`'s plain weight); everything else splits over TP. So the weights a rank
+/// holds are `S/tp + R`, and `R = 2·W(TP 2) − W(TP 1)` must be the hand count. DeepSeek-V3
+/// without MTP, PP 1: 61 layers × (two norms 14,336 + q_down 7,168 × 1,536 + kv_down
+/// 7,168 × 576 + latent norms 2,048) + 58 MoE layers × (router 7,168 × 256 + the rank's
+/// 256/64 experts of 3 × 7,168 × 2,048, which EP, not TP, divides) + final norm 7,168.
+#[test]
+fn mla_down_projections_and_routers_are_whole_on_every_tp_rank() {
+    let per_layer = 14_336.0 + 7_168.0 * 1_536.0 + 7_168.0 * 576.0 + 2_048.0;
+    let experts = 4.0 * 3.0 * 7_168.0 * 2_048.0;
+    let want = 61.0 * per_layer + 58.0 * (7_168.0 * 256.0 + experts) + 7_168.0;
+    let weights = |tp: u32| -> f64 {
+        let text = format!(
+            "format: myriad/1\ncluster: {{accelerator: h800, count: 2048, scale_out: {{fabric: infiniband-ndr}}}}\nmodel: {{preset: deepseek-v3, mtp_layers: 0}}\ntraining: {{micro_batch: 1, tp: {tp}, pp: 1, ep: 64, dp: {}, global_batch: 4096, precision: bf16, zero_stage: 1}}\n",
+            2048 / tp
+        );
+        let cat = myriad_catalog::catalog();
+        let s = parse_scenario("t.yaml", &text, cat).unwrap();
+        let c = myriad_cluster::build(&s, cat).unwrap();
+        let m = s.model.as_ref().unwrap().resolve(cat).unwrap();
+        let t = myriad_train::train(s.training.as_ref().unwrap(), &m, &c, 2048).unwrap();
+        t.estimate.memory.weights_gib * 1024f64.powi(3) / 2.0
+    };
+    let got = 2.0 * weights(2) - weights(1);
+    assert!((got / want - 1.0).abs() < 1e-9, "{got} vs {want}");
+}
