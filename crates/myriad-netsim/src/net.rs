@@ -836,9 +836,9 @@ impl Network {
         // The NIC slot (plane, NIC, port) is the host's choice, not the fabric's: NCCL
         // and RoCE LAG place a connection's channels and queue pairs on the ports in turn,
         // so it is a function of the flow id (the program gives each of a connection's
-        // `slots` flows consecutive ids, `program::split_connections`), offset by a hash
-        // of the pair (the peers of an all-to-all, one flow each, spread over the ports),
-        // never a hash of the flow id, which put both of a dual-plane NIC's flows on one
+        // `slots` flows consecutive ids, `program::split_connections`, and an all-to-all
+        // pair's flows ids `0..slots`, `PhaseFlows::AllToAll`), offset by a hash of the
+        // pair, never a hash of the flow id, which put both of a dual-plane NIC's flows on one
         // plane half the time.
         let k64 = k as u64;
         let s0 = ((flow_id as u64 % k64 + flow_hash(src, dst, 0) % k64) % k64) as u32;

@@ -806,15 +806,18 @@ fn assert_same_physics(a: &myriad_netsim::SimResult, b: &myriad_netsim::SimResul
 /// distinct times. A drained flow frees bandwidth only for flows at or above its rate, and
 /// in an all-to-all started at once those drained with it: every flow is rated about once.
 /// Re-rating the whole component at every finish (the rule before, `full_rerate`) does
-/// that work over 100 times for the same result (it made 384 ranks take 40 s).
+/// that work over 100 times for the same result (it made 384 ranks take 40 s). 256 ranks
+/// (32 hosts on 8 leaves) of the Llama 3 RoCE example; the Alibaba HPN example's 64 ranks,
+/// used before, stay under their rail's leaf and, since a pair uses both planes, finish
+/// together.
 #[test]
 fn a_roce_all_to_all_rates_each_flow_about_once() {
     let c = build(
-        "alibaba-hpn.yaml",
-        include_str!("../../../examples/alibaba-hpn.yaml"),
+        "llama3-24k-h100.yaml",
+        include_str!("../../../examples/llama3-24k-h100.yaml"),
     );
-    let (fast, full) = fast_and_full(&c, Op::AllToAll, 1024.0 * 1024.0, 64, &[]);
-    assert_eq!(fast.flows_simulated, 64 * 63);
+    let (fast, full) = fast_and_full(&c, Op::AllToAll, 1024.0 * 1024.0, 256, &[]);
+    assert_eq!(fast.flows_simulated, 256 * 255);
     assert!(
         fast.flows_rerated <= 2 * fast.flows_simulated && fast.rate_updates <= 4,
         "{} flows re-rated in {} updates",
@@ -1503,6 +1506,46 @@ fn a_dual_plane_nic_carries_each_connection_on_both_planes() {
         assert!(
             (f.time_s / a.time_s - 1.0).abs() < 0.01,
             "{op:?}: flow {} s, analytical {} s",
+            f.time_s,
+            a.time_s
+        );
+    }
+}
+
+/// An all-to-all's pairs across domains use both planes of a dual-plane NIC, as its
+/// connections do (above). On the Alibaba HPN example (2 × 200G per NIC, one port per
+/// plane), 64 MiB: with one flow per pair on a plane hashed from the pair, a NIC whose few
+/// peers all hashed to one plane left the other idle, and the flow/analytical ratio was
+/// 1.97 over 16 ranks (2 hosts), 1.32 over 64 (8 hosts) and 1.99 over one rank per host of
+/// 8 (1,504, 1,783 and 2,620 µs against 763, 1,351 and 1,319). Each pair is now one flow
+/// per plane: 0.99, 0.98 and 1.00.
+#[test]
+fn a_dual_plane_all_to_all_uses_both_planes() {
+    let c = build(
+        "alibaba-hpn.yaml",
+        include_str!("../../../examples/alibaba-hpn.yaml"),
+    );
+    let net = Network::from_cluster(&c);
+    assert_eq!(net.nic_slots(), 2);
+    let b = 64.0 * 1024.0 * 1024.0;
+    for (n, stride) in [(16, 1), (64, 1), (8, 8)] {
+        let span = myriad_train::Plan::span(&c.levels, n, stride);
+        let choice = flow_choice(Op::AllToAll, Algorithm::Auto, b, &span, &c.levels);
+        let (f, _) = time_collective(
+            &net,
+            Op::AllToAll,
+            choice,
+            b,
+            &strided(0, n, stride),
+            &SimOptions::default(),
+        )
+        .unwrap();
+        let a =
+            myriad_collective::time(Op::AllToAll, Algorithm::Auto, b, &span, &c.levels).unwrap();
+        let r = f.time_s / a.time_s;
+        assert!(
+            (0.95..=1.05).contains(&r),
+            "{n} ranks at stride {stride}: flow {} s, analytical {} s ({r:.3})",
             f.time_s,
             a.time_s
         );
