@@ -58,11 +58,14 @@
 //!   dual-plane NIC), `S / (n · slots)` each: NCCL spreads a peer's channels, and HPN's
 //!   hashing its queue pairs, over both planes (one flow per pair, its plane hashed, left
 //!   one plane idle on a NIC whose few peers all hashed to the other: 2.0× the analytical
-//!   time for 64 MiB over 16 ranks on the HPN example).
+//!   time for 64 MiB over 16 ranks on the HPN example). A round ends at its last arrival
+//!   plus the busiest sender's `Σ issue latency / P2P_CONCURRENCY` over its peers
+//!   (`Network::peer_issue_latency`: NCCL issues the peers in turn, a few at a time), the
+//!   analytical model's per-peer term, so the two agree on small all-to-alls.
 //! - **Send-recv**: rank `i` sends `S` to rank `i + 1` (nccl-tests `sendrecv`).
 
 use crate::net::Network;
-use myriad_collective::{Algorithm, Op, NVLS_BANDWIDTH_FACTOR, NVLS_FIXED_US};
+use myriad_collective::{Algorithm, Op, NVLS_BANDWIDTH_FACTOR, NVLS_FIXED_US, P2P_CONCURRENCY};
 
 /// One flow (or `weight` identical parallel flows) of a phase.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -794,6 +797,18 @@ fn build_variant(
                 let mut o = 1;
                 while o < n {
                     let last = (o + g - 1).min(n - 1);
+                    // NCCL issues the round's peers in turn, P2P_CONCURRENCY at a time: the
+                    // busiest sender's issue latencies, on top of the slowest flow's path.
+                    let issue = (0..n as usize)
+                        .map(|i| {
+                            (o..=last)
+                                .map(|k| {
+                                    net.peer_issue_latency(r[i], r[(i + k as usize) % n as usize])
+                                })
+                                .sum::<f64>()
+                        })
+                        .fold(0.0, f64::max)
+                        / P2P_CONCURRENCY;
                     p.phases.push(Phase {
                         flows: PhaseFlows::AllToAll {
                             first: o,
@@ -807,7 +822,7 @@ fn build_variant(
                         extra_s: 0.0,
                         label: "round",
                         fixed_rates: false,
-                        extra_latency_s: 0.0,
+                        extra_latency_s: issue,
                     });
                     o = last + 1;
                 }
