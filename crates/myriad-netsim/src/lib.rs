@@ -299,8 +299,9 @@ fn p2p_pruning(
 }
 
 /// A floor on a point-to-point program's time on Simple, past its setup: every round
-/// lasts at least its slowest flow's path latency at Simple's hop cost, sampled here on
-/// the round's first and last flows of its first rank (routes on the intact network).
+/// lasts at least its slowest flow's path latency plus its issue latencies
+/// (`Phase::extra_latency_s`) at Simple's hop cost, the path latency sampled here on the
+/// round's first and last flows of its first rank (routes on the intact network).
 pub(crate) fn p2p_latency_floor(net: &Network, prog: &Program) -> f64 {
     let hop = protocol_cost(Protocol::Simple).hop;
     let alive = vec![true; net.links()];
@@ -325,7 +326,7 @@ pub(crate) fn p2p_latency_floor(net: &Network, prog: &Program) -> f64 {
             .iter()
             .filter_map(|&(a, b, id)| net.route(&alive, a, b, id, &mut buf).ok())
             .fold(0.0, f64::max);
-        floor += hop * worst * f64::from(ph.repeat.max(1));
+        floor += hop * (worst + ph.extra_latency_s) * f64::from(ph.repeat.max(1));
     }
     floor
 }
@@ -659,6 +660,7 @@ pub fn groups_program(
         let off = m.paths.len() as u32;
         m.paths.extend(p.paths.iter().cloned());
         for (mp, ph) in m.phases.iter_mut().zip(&p.phases) {
+            mp.extra_latency_s = mp.extra_latency_s.max(ph.extra_latency_s);
             ph.materialize(&p.ranks, &mut scratch);
             if let PhaseFlows::List(v) = &mut mp.flows {
                 v.extend(scratch.iter().map(|f| FlowSpec {

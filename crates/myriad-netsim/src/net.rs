@@ -131,6 +131,10 @@ pub struct Network {
     /// Accelerators per scale-up domain.
     pub(crate) apd: u32,
     pub(crate) su_lat: f64,
+    /// What NCCL pays to issue one peer's message of an all-to-all, seconds: for a peer in
+    /// the same domain, and for one across (the hierarchy's first two level latencies, as
+    /// the analytical model charges them; see [`Network::peer_issue_latency`]).
+    pub(crate) issue_lat: [f64; 2],
     pub(crate) in_network_reduction: bool,
     pub(crate) router: Option<Router>,
     /// Flows per NIC-to-NIC connection (`cluster.scale_out.qps_per_connection`).
@@ -683,6 +687,7 @@ impl Network {
             accelerators: acc,
             apd: su.accelerators_per_domain,
             su_lat: su.latency_us * 1e-6,
+            issue_lat: [0, 1].map(|i| c.levels.get(i).map_or(0.0, |l| l.latency_us * 1e-6)),
             in_network_reduction: su.in_network_reduction,
             router,
             qps: c.network.qps_per_connection.max(1),
@@ -703,6 +708,7 @@ impl Network {
             accelerators: 0,
             apd: 1,
             su_lat: 0.0,
+            issue_lat: [0.0; 2],
             in_network_reduction: false,
             router: None,
             qps: 1,
@@ -784,6 +790,23 @@ impl Network {
         a / self.apd.max(1)
     }
 
+    /// What NCCL pays to issue `src`'s message to peer `dst` in an all-to-all, seconds:
+    /// the scale-up level's latency for a peer in the same domain, the nearest scale-out
+    /// level's (NIC, one switch and its cables) for any other, as the analytical model
+    /// charges it (`myriad_collective`'s direct all-to-all). NCCL issues the peers' sends
+    /// and receives in turn, [`myriad_collective::P2P_CONCURRENCY`] at a time (its proxy
+    /// thread posts each network peer's; the kernel's channels walk their peers), so a
+    /// round of all-to-all flows pays `Σ issue / P2P_CONCURRENCY` beyond its slowest
+    /// flow's path latency; a farther peer's extra hops are in flight meanwhile, and paid
+    /// once by that flow. 0 on a hand-built network.
+    pub fn peer_issue_latency(&self, src: u32, dst: u32) -> f64 {
+        if self.domain(src) == self.domain(dst) {
+            self.issue_lat[0]
+        } else {
+            self.issue_lat[1]
+        }
+    }
+
     /// Route a flow from accelerator `src` to `dst` with ECMP id `flow_id` over the live
     /// links; appends the directed links to `out` and returns the one-way latency, seconds.
     pub(crate) fn route(
@@ -836,9 +859,9 @@ impl Network {
         // The NIC slot (plane, NIC, port) is the host's choice, not the fabric's: NCCL
         // and RoCE LAG place a connection's channels and queue pairs on the ports in turn,
         // so it is a function of the flow id (the program gives each of a connection's
-        // `slots` flows consecutive ids, `program::split_connections`), offset by a hash
-        // of the pair (the peers of an all-to-all, one flow each, spread over the ports),
-        // never a hash of the flow id, which put both of a dual-plane NIC's flows on one
+        // `slots` flows consecutive ids, `program::split_connections`, and an all-to-all
+        // pair's flows ids `0..slots`, `PhaseFlows::AllToAll`), offset by a hash of the
+        // pair, never a hash of the flow id, which put both of a dual-plane NIC's flows on one
         // plane half the time.
         let k64 = k as u64;
         let s0 = ((flow_id as u64 % k64 + flow_hash(src, dst, 0) % k64) % k64) as u32;

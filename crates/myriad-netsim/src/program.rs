@@ -53,11 +53,19 @@
 //! - **Direct all-to-all**: each rank sends `S/n` to every other rank. Rounds of `g` peer
 //!   offsets (`rank i` sends to `i + o` for the round's offsets `o`), all of a round's
 //!   flows concurrently; `g = n - 1` (everything at once) up to 512 ranks, else
-//!   `max(8, 262144 / n)` so that a round holds about 256k flows.
+//!   `max(8, 262144 / (n · slots))` so that a round holds about 256k flows. A pair in
+//!   different domains is one flow per NIC port slot of the accelerator (`slots`, 2 on a
+//!   dual-plane NIC), `S / (n · slots)` each: NCCL spreads a peer's channels, and HPN's
+//!   hashing its queue pairs, over both planes (one flow per pair, its plane hashed, left
+//!   one plane idle on a NIC whose few peers all hashed to the other: 2.0× the analytical
+//!   time for 64 MiB over 16 ranks on the HPN example). A round ends at its last arrival
+//!   plus the busiest sender's `Σ issue latency / P2P_CONCURRENCY` over its peers
+//!   (`Network::peer_issue_latency`: NCCL issues the peers in turn, a few at a time), the
+//!   analytical model's per-peer term, so the two agree on small all-to-alls.
 //! - **Send-recv**: rank `i` sends `S` to rank `i + 1` (nccl-tests `sendrecv`).
 
 use crate::net::Network;
-use myriad_collective::{Algorithm, Op, NVLS_BANDWIDTH_FACTOR, NVLS_FIXED_US};
+use myriad_collective::{Algorithm, Op, NVLS_BANDWIDTH_FACTOR, NVLS_FIXED_US, P2P_CONCURRENCY};
 
 /// One flow (or `weight` identical parallel flows) of a phase.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -118,11 +126,17 @@ impl FlowSpec {
 pub enum PhaseFlows {
     List(Vec<FlowSpec>),
     /// All-to-all round: every `Program::ranks[i]` sends `bytes` to `ranks[(i + o) % n]`
-    /// for `o` in `first..=last` (generated when the phase starts).
+    /// for `o` in `first..=last` (generated when the phase starts). A pair in different
+    /// scale-up domains (of `apd` accelerators) is `slots` flows of `bytes / slots`, flow
+    /// ids `0..slots`, one on each NIC port slot of the sender (both planes of a dual-plane
+    /// NIC: NCCL's channels to a peer, and the queue pairs HPN's hashing spreads, use every
+    /// port); `slots = 1` leaves every pair one flow.
     AllToAll {
         first: u32,
         last: u32,
         bytes: f64,
+        slots: u32,
+        apd: u32,
     },
 }
 
@@ -184,19 +198,37 @@ impl Phase {
         out.clear();
         match &self.flows {
             PhaseFlows::List(v) => out.extend_from_slice(v),
-            PhaseFlows::AllToAll { first, last, bytes } => {
+            PhaseFlows::AllToAll {
+                first,
+                last,
+                bytes,
+                slots,
+                apd,
+            } => {
                 let n = ranks.len();
+                let (k, apd) = ((*slots).max(1), (*apd).max(1));
+                let part = *bytes / k as f64;
                 for o in *first..=*last {
                     for i in 0..n {
-                        let j = (i + o as usize) % n;
-                        out.push(FlowSpec::new(ranks[i], ranks[j], *bytes, 0));
+                        let (a, b) = (ranks[i], ranks[(i + o as usize) % n]);
+                        if k == 1 || a / apd == b / apd {
+                            out.push(FlowSpec::new(a, b, *bytes, 0));
+                            continue;
+                        }
+                        for s in 0..k {
+                            out.push(FlowSpec {
+                                split: k,
+                                ..FlowSpec::new(a, b, part, s)
+                            });
+                        }
                     }
                 }
             }
         }
     }
 
-    /// Flows per run of the phase.
+    /// Flows per run of the phase (an all-to-all pair split over NIC slots counts once:
+    /// the connections, which `MAX_ALLTOALL_FLOWS` bounds).
     pub fn flow_count(&self, ranks: usize) -> u64 {
         match &self.flows {
             PhaseFlows::List(v) => v.len() as u64,
@@ -428,12 +460,14 @@ pub const MAX_FLOW_RANKS: usize = 1 << 20;
 /// cluster would be 1.07 billion, over a quarter of an hour.
 pub const MAX_ALLTOALL_FLOWS: u64 = 4096 * 4095;
 
-/// Peer offsets per all-to-all round for a group of `n`.
-pub fn alltoall_round(n: u32) -> u32 {
+/// Peer offsets per all-to-all round for a group of `n` whose pairs across domains are
+/// `slots` flows each (NIC port slots): all at once up to 512 ranks, else rounds of about
+/// 256k flows.
+pub fn alltoall_round(n: u32, slots: u32) -> u32 {
     if n <= 512 {
         n.saturating_sub(1).max(1)
     } else {
-        (262_144 / n).max(8)
+        (262_144 / (n.saturating_mul(slots.max(1)))).max(8)
     }
 }
 
@@ -596,8 +630,9 @@ pub fn collective_variant(
 /// slots by `flow id % slots` plus a hash of the pair), as NCCL's channels and RoCE LAG's queue pairs
 /// use every port of a dual-plane NIC: one flow per connection used one 200G plane of
 /// Alibaba HPN's 2 × 200G NICs, and a send-recv or a one-rank-per-node ring took twice the
-/// analytical time. All-to-all rounds (already one flow per peer, spread over the slots by
-/// the pair's hash) and broadcast chains (whose latency is a sum over flows) are left whole.
+/// analytical time. All-to-all rounds (split over the slots, not the queue pairs, when
+/// they are generated: `PhaseFlows::AllToAll`) and broadcast chains (whose latency is a
+/// sum over flows) are left whole.
 fn split_connections(p: &mut Program, apd: u32, qps: u32, slots: u32) {
     let (qps, slots) = (qps.max(1), slots.max(1));
     if qps * slots <= 1 {
@@ -757,22 +792,37 @@ fn build_variant(
                         "an all-to-all over {n} ranks is {flows} flows; the flow backend simulates at most {MAX_ALLTOALL_FLOWS} (4,096 ranks): time a smaller group (--group ep, or explicit ranks), or use the analytical backend"
                     )));
                 }
-                let g = alltoall_round(n);
+                let slots = net.nic_slots();
+                let g = alltoall_round(n, slots);
                 let mut o = 1;
                 while o < n {
                     let last = (o + g - 1).min(n - 1);
+                    // NCCL issues the round's peers in turn, P2P_CONCURRENCY at a time: the
+                    // busiest sender's issue latencies, on top of the slowest flow's path.
+                    let issue = (0..n as usize)
+                        .map(|i| {
+                            (o..=last)
+                                .map(|k| {
+                                    net.peer_issue_latency(r[i], r[(i + k as usize) % n as usize])
+                                })
+                                .sum::<f64>()
+                        })
+                        .fold(0.0, f64::max)
+                        / P2P_CONCURRENCY;
                     p.phases.push(Phase {
                         flows: PhaseFlows::AllToAll {
                             first: o,
                             last,
                             bytes: bytes / nf,
+                            slots,
+                            apd: apd.max(1),
                         },
                         latency: LatencyRule::Max,
                         repeat: 1,
                         extra_s: 0.0,
                         label: "round",
                         fixed_rates: false,
-                        extra_latency_s: 0.0,
+                        extra_latency_s: issue,
                     });
                     o = last + 1;
                 }

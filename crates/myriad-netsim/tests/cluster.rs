@@ -806,15 +806,18 @@ fn assert_same_physics(a: &myriad_netsim::SimResult, b: &myriad_netsim::SimResul
 /// distinct times. A drained flow frees bandwidth only for flows at or above its rate, and
 /// in an all-to-all started at once those drained with it: every flow is rated about once.
 /// Re-rating the whole component at every finish (the rule before, `full_rerate`) does
-/// that work over 100 times for the same result (it made 384 ranks take 40 s).
+/// that work over 100 times for the same result (it made 384 ranks take 40 s). 256 ranks
+/// (32 hosts on 8 leaves) of the Llama 3 RoCE example; the Alibaba HPN example's 64 ranks,
+/// used before, stay under their rail's leaf and, since a pair uses both planes, finish
+/// together.
 #[test]
 fn a_roce_all_to_all_rates_each_flow_about_once() {
     let c = build(
-        "alibaba-hpn.yaml",
-        include_str!("../../../examples/alibaba-hpn.yaml"),
+        "llama3-24k-h100.yaml",
+        include_str!("../../../examples/llama3-24k-h100.yaml"),
     );
-    let (fast, full) = fast_and_full(&c, Op::AllToAll, 1024.0 * 1024.0, 64, &[]);
-    assert_eq!(fast.flows_simulated, 64 * 63);
+    let (fast, full) = fast_and_full(&c, Op::AllToAll, 1024.0 * 1024.0, 256, &[]);
+    assert_eq!(fast.flows_simulated, 256 * 255);
     assert!(
         fast.flows_rerated <= 2 * fast.flows_simulated && fast.rate_updates <= 4,
         "{} flows re-rated in {} updates",
@@ -1336,9 +1339,9 @@ fn auto_on_an_uneven_group_with_even_domains_runs_hierarchical() {
     );
 }
 
-/// A flow all-to-all took the analytical model's protocol, but the two price its latency
-/// differently (per peer against per round), so on 64 ranks (8 DGX of 8) it got faster as
-/// it grew: 19.85 µs at 256 KiB on LL, 19.29 µs at 512 KiB on LL128. NCCL's
+/// A flow all-to-all took the analytical model's protocol, but the two priced its latency
+/// differently then (per peer against per round), so on 64 ranks (8 DGX of 8) it got
+/// faster as it grew: 19.85 µs at 256 KiB on LL, 19.29 µs at 512 KiB on LL128. NCCL's
 /// point-to-point traffic runs LL or Simple, never LL128; the flow backend runs the faster
 /// of the two in its own simulation, so the time never falls as the size grows, and is
 /// never slower than either protocol alone.
@@ -1503,6 +1506,90 @@ fn a_dual_plane_nic_carries_each_connection_on_both_planes() {
         assert!(
             (f.time_s / a.time_s - 1.0).abs() < 0.01,
             "{op:?}: flow {} s, analytical {} s",
+            f.time_s,
+            a.time_s
+        );
+    }
+}
+
+/// A small all-to-all pays NCCL's issue latency per peer in both backends. NCCL issues a
+/// grouped all-to-all's sends and receives peer by peer, `P2P_CONCURRENCY` at a time; the
+/// analytical model charges each peer its link kind's latency over that concurrency, plus
+/// the farthest peer's latency once (DeepEP's EP256 low-latency dispatch checks it in
+/// myriad-serve). The flow backend charged one path latency per round, as if every peer
+/// were issued at once: flow/analytical on the SuperPOD example at 4 KiB / 64 KiB was
+/// 0.80 / 0.84 over 16 ranks (5.96 / 7.78 µs against 7.41 / 9.23) and 0.50 / 0.60 over
+/// 64 (6.49 / 9.67 µs against 12.99 / 16.16), 0.44 over 64 ranks of Alibaba HPN at 4 KiB
+/// (7.35 µs against 16.67). Now 1.000 on the SuperPOD; on HPN the flow is 4% slower,
+/// the NVLink hop to the rail twin (PXN) that the analytical levels do not count.
+#[test]
+fn a_small_all_to_all_pays_its_issue_latency_per_peer_in_both_backends() {
+    let hpn = build(
+        "alibaba-hpn.yaml",
+        include_str!("../../../examples/alibaba-hpn.yaml"),
+    );
+    let pod = superpod();
+    for (c, n, tol) in [(&pod, 16, 0.01), (&pod, 64, 0.01), (&hpn, 64, 0.06)] {
+        let net = Network::from_cluster(c);
+        let span = myriad_train::Plan::span(&c.levels, n, 1);
+        for b in [4096.0, 65536.0] {
+            let choice = flow_choice(Op::AllToAll, Algorithm::Auto, b, &span, &c.levels);
+            let (f, _) = time_collective(
+                &net,
+                Op::AllToAll,
+                choice,
+                b,
+                &strided(0, n, 1),
+                &SimOptions::default(),
+            )
+            .unwrap();
+            let a = myriad_collective::time(Op::AllToAll, Algorithm::Auto, b, &span, &c.levels)
+                .unwrap();
+            let r = f.time_s / a.time_s;
+            assert!(
+                r >= 1.0 - 1e-9 && r <= 1.0 + tol,
+                "{n} ranks, {b} B: flow {} s, analytical {} s ({r:.3})",
+                f.time_s,
+                a.time_s
+            );
+        }
+    }
+}
+
+/// An all-to-all's pairs across domains use both planes of a dual-plane NIC, as its
+/// connections do (above). On the Alibaba HPN example (2 × 200G per NIC, one port per
+/// plane), 64 MiB: with one flow per pair on a plane hashed from the pair, a NIC whose few
+/// peers all hashed to one plane left the other idle, and the flow/analytical ratio was
+/// 1.97 over 16 ranks (2 hosts), 1.32 over 64 (8 hosts) and 1.99 over one rank per host of
+/// 8 (1,504, 1,783 and 2,620 µs against 763, 1,351 and 1,319). Each pair is now one flow
+/// per plane: 0.99, 0.98 and 1.00.
+#[test]
+fn a_dual_plane_all_to_all_uses_both_planes() {
+    let c = build(
+        "alibaba-hpn.yaml",
+        include_str!("../../../examples/alibaba-hpn.yaml"),
+    );
+    let net = Network::from_cluster(&c);
+    assert_eq!(net.nic_slots(), 2);
+    let b = 64.0 * 1024.0 * 1024.0;
+    for (n, stride) in [(16, 1), (64, 1), (8, 8)] {
+        let span = myriad_train::Plan::span(&c.levels, n, stride);
+        let choice = flow_choice(Op::AllToAll, Algorithm::Auto, b, &span, &c.levels);
+        let (f, _) = time_collective(
+            &net,
+            Op::AllToAll,
+            choice,
+            b,
+            &strided(0, n, stride),
+            &SimOptions::default(),
+        )
+        .unwrap();
+        let a =
+            myriad_collective::time(Op::AllToAll, Algorithm::Auto, b, &span, &c.levels).unwrap();
+        let r = f.time_s / a.time_s;
+        assert!(
+            (0.95..=1.05).contains(&r),
+            "{n} ranks at stride {stride}: flow {} s, analytical {} s ({r:.3})",
             f.time_s,
             a.time_s
         );
