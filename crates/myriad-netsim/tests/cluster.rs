@@ -26,10 +26,26 @@ fn superpod() -> BuiltCluster {
 /// Flow time and analytical time of a ring collective on `n` ranks at `stride`.
 fn both(c: &BuiltCluster, op: Op, bytes: f64, n: u64, stride: u64) -> (f64, f64) {
     let net = Network::from_cluster(c);
+    let (f, a) = both_on(&net, c, op, Algorithm::Ring, bytes, n, stride);
+    assert_eq!(f.protocol, a.protocol);
+    (f.time_s, a.time_s)
+}
+
+/// Flow and analytical timing of `op` by `alg` on `n` ranks at `stride` of `net` (built
+/// from `c`), the flow backend running what the analytical model chose.
+fn both_on(
+    net: &Network,
+    c: &BuiltCluster,
+    op: Op,
+    alg: Algorithm,
+    bytes: f64,
+    n: u64,
+    stride: u64,
+) -> (FlowChoiceTiming, myriad_collective::CollectiveTime) {
     let span = myriad_train::Plan::span(&c.levels, n, stride);
-    let choice = flow_choice(op, Algorithm::Ring, bytes, &span, &c.levels);
+    let choice = flow_choice(op, alg, bytes, &span, &c.levels);
     let (f, _) = time_collective(
-        &net,
+        net,
         op,
         choice,
         bytes,
@@ -37,9 +53,20 @@ fn both(c: &BuiltCluster, op: Op, bytes: f64, n: u64, stride: u64) -> (f64, f64)
         &SimOptions::default(),
     )
     .unwrap();
-    let a = myriad_collective::time(op, Algorithm::Ring, bytes, &span, &c.levels).unwrap();
-    assert_eq!(choice.protocol, a.protocol);
-    (f.time_s, a.time_s)
+    let a = myriad_collective::time(op, alg, bytes, &span, &c.levels).unwrap();
+    (
+        FlowChoiceTiming {
+            time_s: f.time_s,
+            protocol: choice.protocol,
+        },
+        a,
+    )
+}
+
+/// The flow backend's time and the protocol it ran.
+struct FlowChoiceTiming {
+    time_s: f64,
+    protocol: Protocol,
 }
 
 #[test]
@@ -700,19 +727,7 @@ fn a_tree_uses_every_nic_of_its_domains() {
     let c = superpod();
     let net = Network::from_cluster(&c);
     for (n, stride) in [(64u64, 1u64), (16, 1), (8, 8)] {
-        let span = myriad_train::Plan::span(&c.levels, n, stride);
-        let choice = flow_choice(Op::AllReduce, Algorithm::Tree, GIB, &span, &c.levels);
-        let (f, _) = time_collective(
-            &net,
-            Op::AllReduce,
-            choice,
-            GIB,
-            &strided(0, n, stride),
-            &SimOptions::default(),
-        )
-        .unwrap();
-        let a =
-            myriad_collective::time(Op::AllReduce, Algorithm::Tree, GIB, &span, &c.levels).unwrap();
+        let (f, a) = both_on(&net, &c, Op::AllReduce, Algorithm::Tree, GIB, n, stride);
         let err = f.time_s / a.time_s - 1.0;
         assert!(
             err.abs() < 0.35,
@@ -1531,20 +1546,8 @@ fn a_small_all_to_all_pays_its_issue_latency_per_peer_in_both_backends() {
     let pod = superpod();
     for (c, n, tol) in [(&pod, 16, 0.01), (&pod, 64, 0.01), (&hpn, 64, 0.06)] {
         let net = Network::from_cluster(c);
-        let span = myriad_train::Plan::span(&c.levels, n, 1);
         for b in [4096.0, 65536.0] {
-            let choice = flow_choice(Op::AllToAll, Algorithm::Auto, b, &span, &c.levels);
-            let (f, _) = time_collective(
-                &net,
-                Op::AllToAll,
-                choice,
-                b,
-                &strided(0, n, 1),
-                &SimOptions::default(),
-            )
-            .unwrap();
-            let a = myriad_collective::time(Op::AllToAll, Algorithm::Auto, b, &span, &c.levels)
-                .unwrap();
+            let (f, a) = both_on(&net, c, Op::AllToAll, Algorithm::Auto, b, n, 1);
             let r = f.time_s / a.time_s;
             assert!(
                 r >= 1.0 - 1e-9 && r <= 1.0 + tol,
@@ -1573,19 +1576,7 @@ fn a_dual_plane_all_to_all_uses_both_planes() {
     assert_eq!(net.nic_slots(), 2);
     let b = 64.0 * 1024.0 * 1024.0;
     for (n, stride) in [(16, 1), (64, 1), (8, 8)] {
-        let span = myriad_train::Plan::span(&c.levels, n, stride);
-        let choice = flow_choice(Op::AllToAll, Algorithm::Auto, b, &span, &c.levels);
-        let (f, _) = time_collective(
-            &net,
-            Op::AllToAll,
-            choice,
-            b,
-            &strided(0, n, stride),
-            &SimOptions::default(),
-        )
-        .unwrap();
-        let a =
-            myriad_collective::time(Op::AllToAll, Algorithm::Auto, b, &span, &c.levels).unwrap();
+        let (f, a) = both_on(&net, &c, Op::AllToAll, Algorithm::Auto, b, n, stride);
         let r = f.time_s / a.time_s;
         assert!(
             (0.95..=1.05).contains(&r),
