@@ -1585,3 +1585,51 @@ fn a_partial_pod_reaches_every_plane_a_full_one_does() {
         }
     }
 }
+
+/// A rail-optimized site of at most one rail group (16 DGX H100 under RoCE leaves of 32
+/// ports: every rail's NICs on one leaf) is crossed at the leaf by a collective's channels,
+/// which keep to one rail: the site level is priced as a leaf crossing, as the leaf level
+/// of a larger rail-optimized site is, and the DCI level still starts from the site top
+/// (its links hang off the spines). The site level charged the spine crossing, 6.07 µs
+/// against the leaf's 3.87, so rings and trees over DGX under one leaf came out 0.7-0.9 of
+/// the analytical time in the flow backend.
+#[test]
+fn a_site_under_one_rail_group_is_crossed_at_its_leaf() {
+    let ro = "fabric: roce-400g, topology: rail-optimized";
+    let large = built(&h100(1024, ro));
+    let leaf = large.levels.iter().find(|l| l.name == "leaf").unwrap();
+    let top = large.levels.last().unwrap();
+    assert_eq!(leaf.size, 256);
+    assert!(leaf.latency_us < top.latency_us);
+    let one = built(&h100(128, ro));
+    assert_eq!(one.topology.tiers, 2);
+    let names: Vec<&str> = one.levels.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["domain", "cluster"]);
+    assert!(
+        (one.levels[1].latency_us - leaf.latency_us).abs() < 1e-9,
+        "{:?}",
+        one.levels
+    );
+    assert_eq!(
+        one.levels[1].gbps_per_accelerator,
+        leaf.gbps_per_accelerator
+    );
+    let two = built(
+        "format: myriad/1\ncluster: {accelerator: h100-sxm, count: 256, scale_up: hgx-h100, sites: 2, dci: {gbps_per_site: 102400, distance_km: 80}, scale_out: {fabric: roce-400g, topology: rail-optimized}}",
+    );
+    let names: Vec<&str> = two.levels.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["domain", "site", "cluster"]);
+    let (site, cluster) = (&two.levels[1], &two.levels[2]);
+    assert!(
+        (site.latency_us - leaf.latency_us).abs() < 1e-9,
+        "{:?}",
+        two.levels
+    );
+    // Across sites: up to the spine (the site top), 80 km of DCI (400 µs), down again.
+    assert!(
+        (cluster.latency_us - top.latency_us - 400.0).abs() < 1e-6,
+        "{:?} against a spine crossing of {} µs",
+        two.levels,
+        top.latency_us
+    );
+}

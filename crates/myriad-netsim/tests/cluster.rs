@@ -1726,8 +1726,10 @@ fn a_two_rank_tree_agrees_in_both_backends() {
 /// chunk that finishes last travels 2(n − 1) consecutive hops of the loop, which is all of
 /// it twice but its two cheapest consecutive hops. The analytical model charged the open
 /// chain (one crossing a pass: 8 B took 314.7 µs), the flow backend the mean hop times the
-/// steps (7/8 of the loop a pass: 517.4 µs); both now charge the chain, 594.7 and 587.9 µs
-/// (the flow's node hops take their routes' latency).
+/// steps (7/8 of the loop a pass: 517.4 µs); both now charge the chain, 587.0 and 587.9 µs
+/// (the flow's node hops take their routes' latency; the analytical in-site hops were a
+/// spine crossing, 594.7 µs, until the site level under one rail group was priced at its
+/// leaf: `collectives_under_one_leaf_pay_the_leaf_crossing_in_both_backends`).
 #[test]
 fn a_ring_across_two_sites_waits_on_both_dci_crossings_in_both_backends() {
     let c = build(
@@ -1818,6 +1820,81 @@ fn a_tree_across_two_sites_agrees_in_both_backends() {
                 "{alg:?} {bytes} B: flow {:.1} µs, analytical {:.1} µs",
                 f.time_s * 1e6,
                 a.time_s * 1e6
+            );
+        }
+    }
+}
+
+/// Rings and trees over DGX under one leaf price the leaf crossing in both backends: 256
+/// H100 over two sites (16 DGX a site, RoCE rail-optimized: every rail of a site on one
+/// leaf), one rank in each of 8 DGX of a site, or every GPU of 4 DGX. The hierarchy had no
+/// leaf level there (the rail group is the whole site), so the analytical model charged the
+/// site level's spine crossing, 6.07 µs a hop, where the flow backend routes each channel
+/// through its rail's leaf, 3.87 µs: 8 B ring 34.7 µs analytically against 24.0 µs, tree
+/// 17.8 against 13.1 (0.69 and 0.74). Both now match, and match the same group on 1,024
+/// H100 of the same fabric, whose hierarchy has the leaf level.
+#[test]
+fn collectives_under_one_leaf_pay_the_leaf_crossing_in_both_backends() {
+    let c = build(
+        "two-site-256.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 256\n  scale_up: hgx-h100\n  scale_out:\n    fabric: roce-400g\n    topology: rail-optimized\n  sites: 2\n  dci: {gbps_per_site: 102400, distance_km: 80}\n",
+    );
+    let large = build(
+        "rail-optimized-1024.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 1024\n  scale_up: hgx-h100\n  scale_out:\n    fabric: roce-400g\n    topology: rail-optimized\n",
+    );
+    assert!(large.levels.iter().any(|l| l.name == "leaf"));
+    let net = Network::from_cluster(&c);
+    let one_a_node: Vec<u32> = (0..8).map(|n| 8 * n).collect();
+    let whole_nodes: Vec<u32> = (0..32).collect();
+    for (ranks, alg, sizes) in [
+        (
+            &one_a_node,
+            Algorithm::Ring,
+            vec![8.0, 65536.0, 1024.0 * 1024.0],
+        ),
+        (&one_a_node, Algorithm::Tree, vec![8.0]),
+        (&whole_nodes, Algorithm::Tree, vec![8.0]),
+    ] {
+        let group = myriad_collective::RankGroup::new(ranks, &c.levels);
+        for bytes in sizes {
+            let choice =
+                myriad_netsim::flow_choice_for(Op::AllReduce, alg, bytes, &group, &c.levels);
+            let (f, _) = time_collective(
+                &net,
+                Op::AllReduce,
+                choice,
+                bytes,
+                ranks,
+                &SimOptions::default(),
+            )
+            .unwrap();
+            let (a, _) =
+                myriad_collective::time_group(Op::AllReduce, alg, bytes, &group, &c.levels)
+                    .unwrap();
+            let ratio = f.time_s / a.time_s;
+            assert!(
+                (ratio - 1.0).abs() < 0.01,
+                "{} ranks, {alg:?} {bytes} B: flow {:.2} µs, analytical {:.2} µs",
+                ranks.len(),
+                f.time_s * 1e6,
+                a.time_s * 1e6
+            );
+            let group_large = myriad_collective::RankGroup::new(ranks, &large.levels);
+            let (b, _) = myriad_collective::time_group(
+                Op::AllReduce,
+                alg,
+                bytes,
+                &group_large,
+                &large.levels,
+            )
+            .unwrap();
+            assert!(
+                (a.time_s / b.time_s - 1.0).abs() < 1e-9,
+                "{} ranks, {alg:?} {bytes} B: {:.2} µs on two sites of 128, {:.2} µs on 1,024",
+                ranks.len(),
+                a.time_s * 1e6,
+                b.time_s * 1e6
             );
         }
     }
