@@ -1319,11 +1319,15 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
     let d = x.down;
     let cap =
         |from: u32, to: u32| (from..=to).fold(1u64, |a, j| a.saturating_mul(d[j as usize] as u64));
+    // Bandwidth and latency of a crossing at the site top: what the DCI level starts from,
+    // when the site level itself is priced at a lower block that holds the whole site.
+    let mut site_top: Option<(f64, f64)> = None;
     match x.scope {
         Scope::Rails => {
             cand.push(("rail", x.acc_per_site, b, lat(x.tiers) + su.latency_us));
         }
         Scope::Site => {
+            let mut under_one: Option<(f64, f64)> = None;
             for j in 1..x.tiers {
                 let size = if j == 1 && x.kind == TopologyKind::RailOptimized {
                     d[1] as u64 * x.apn
@@ -1331,6 +1335,9 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
                     to_acc(cap(1, j))
                 };
                 let bw = if x.leaf_ratio && j >= 2 { b / x.r } else { b };
+                if size >= x.acc_per_site && under_one.is_none() {
+                    under_one = Some((bw, lat(j)));
+                }
                 cand.push((block_name(j), size, bw, lat(j)));
             }
             let bw = if x.leaf_ratio && x.tiers >= 2 {
@@ -1338,7 +1345,19 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
             } else {
                 b
             };
-            cand.push((site_name, x.acc_per_site, bw, lat(x.tiers)));
+            // A site that one tier-`j` block holds whole (a rail-optimized site of at most
+            // one rail group: 16 DGX under leaves of 32 ports) is crossed at that block:
+            // the ranks of a collective's channel share a rail, hence a leaf, and the flow
+            // backend routes them through it. Priced at the site top it paid a spine
+            // crossing no flow takes (256 H100 on RoCE over two sites, a ring over 4 DGX
+            // under one leaf: 6.07 µs a hop against the leaf's 3.87 µs).
+            match under_one {
+                Some((bw_j, lat_j)) => {
+                    site_top = Some((bw, lat(x.tiers)));
+                    cand.push((site_name, x.acc_per_site, bw_j, lat_j));
+                }
+                None => cand.push((site_name, x.acc_per_site, bw, lat(x.tiers))),
+            }
         }
         Scope::Islands { .. } => {
             let isl = x.island_acc.unwrap_or(x.acc_per_site);
@@ -1365,7 +1384,7 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
     let last = cand.len() - 1;
     // Scale-out bandwidth per accelerator across a whole site: what the DCI level can reach
     // at most (the level before it may be the scale-up domain when a site is one domain).
-    let site_bw = cand[last].2;
+    let site_bw = site_top.map_or(cand[last].2, |(bw, _)| bw);
     for (i, (name, size, bw, l)) in cand.into_iter().enumerate() {
         let prev = out.last().map(|l| l.size).unwrap_or(1);
         let size = if i == last {
@@ -1389,7 +1408,13 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
         });
     }
     if let Some((gbps_site, dci_lat)) = x.dci {
-        let prev = out.last().cloned().expect("domain level");
+        let mut prev = out.last().cloned().expect("domain level");
+        // DCI traffic leaves through the site top whatever block the site level was priced
+        // at (its links hang off the site-top switches).
+        if let (Some((bw, l)), true) = (site_top, prev.name == site_name) {
+            prev.gbps_per_accelerator = bw;
+            prev.latency_us = l;
+        }
         let bw = (gbps_site / 8.0 / x.acc_per_site as f64)
             .min(site_bw)
             .min(prev.gbps_per_accelerator);

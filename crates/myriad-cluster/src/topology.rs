@@ -17,13 +17,18 @@
 //!   cables where a block is small (the DGX SuperPOD 2-tier: 32 leaves x 32 uplinks over
 //!   16 spines = 2 cables per leaf-spine pair).
 //! - A partly filled block (the last pod of a site, the last island) is cabled as a full
-//!   one: its stripe's switches fill front-first, each up to the load it carries in a full
-//!   block (`Plan::targets`), switches added as the block grows (the round-robin passes over
-//!   the full ones). So a switch's load, and the uplinks it passes to the tier above, only
-//!   grow with the cluster: more accelerators never mean fewer switches, cables or
-//!   transceivers (an island of 248 NIC ports spreading them evenly over 3 spines, where a
-//!   full one of 256 takes 4 of 64, passed 83 uplinks per spine up: 1,016 H100 in islands
-//!   of 256 took 7 core switches, 1,024 took 4). A site or rail top has no full size: its
+//!   one: its lower switches spread their uplinks over the switches of a full block's
+//!   stripe (`Plan::targets`) as they do in a full block, so each reaches as many planes
+//!   of the tier above, the stripe's switches added as the block grows, never past the
+//!   load they carry in a full block. So a switch's load, and the uplinks it passes to the
+//!   tier above, only grow with the cluster: more accelerators never mean fewer switches,
+//!   cables or transceivers (an island of 248 NIC ports spreading them evenly over 3
+//!   spines, where a full one of 256 takes 4 of 64, passed 83 uplinks per spine up: 1,016
+//!   H100 in islands of 256 took 7 core switches, 1,024 took 4). Filling the stripe's
+//!   switches front-first instead cabled a pod of 2 leaves (of 32 uplinks) to 2 spines of
+//!   32, 16 cables each: its traffic reached 2 of the 32 core planes, and so only 2 of the
+//!   32 uplinks of any leaf in another pod (a ring over 4,160 H100 on NDR ran 3.2x slower
+//!   than over 4,096). A site or rail top has no full size: its
 //!   stripes stay even, and with DCI (and broken-out ports) take whole physical ports, so
 //!   the ports used, and their transceivers, are `ceil(L_p / breakout)`.
 //! - Uplinks of a new switch: equal to its used down ports (non-blocking), `ceil(down / r)`
@@ -434,20 +439,15 @@ fn even_loads(l: u64, s: u64) -> Vec<u32> {
         .collect()
 }
 
-/// `l` cables filling switches front-first, switch `t` up to `full[t]`: a partly filled
-/// block cabled as a full one, its switches added as it grows. Every switch's load grows
-/// with `l`, so the tiers above never lose ports when a block fills.
-fn front_first_loads(l: u64, full: &[u32]) -> Vec<u32> {
-    let mut left = l;
-    let mut out = Vec::new();
-    for &f in full {
-        if left == 0 {
-            break;
-        }
-        let x = left.min(f as u64);
-        out.push(x as u32);
-        left -= x;
-    }
+/// `l` cables of a partly filled block over the `full.len()` switches of a full block's
+/// stripe, spread as a full block spreads them (round-robin from switch 0, the larger
+/// first: each lower switch reaches as many switches, and so as many planes of the tier
+/// above, with the same cables to each, as it does in a full block), the switches left
+/// without cables not built. Every switch's load grows with `l` and stays within a full
+/// block's (`full` is itself even), so the tiers above never lose ports when a block fills.
+fn partial_loads(l: u64, full: &[u32]) -> Vec<u32> {
+    let mut out = even_loads(l, full.len() as u64);
+    out.retain(|&x| x > 0);
     out
 }
 
@@ -471,13 +471,13 @@ fn grouped_loads(l: u64, s: u64, b: u32) -> Vec<u32> {
 type Targets = Vec<Vec<u32>>;
 
 impl Plan {
-    /// Loads of the switches of one stripe taking `l` uplinks: front-first up to a full
-    /// block's loads where the tier's blocks have a full size (`full`), else `ceil(l / d)`
-    /// switches evenly.
+    /// Loads of the switches of one stripe taking `l` uplinks: spread over a full block's
+    /// switches as a full block spreads them where the tier's blocks have a full size
+    /// (`full`, `partial_loads`), else `ceil(l / d)` switches evenly.
     fn stripe_loads(&self, tier: u32, l: u64, full: Option<&[u32]>) -> Vec<u32> {
         if let Some(f) = full {
             if l <= f.iter().map(|&x| x as u64).sum::<u64>() {
-                return front_first_loads(l, f);
+                return partial_loads(l, f);
             }
         }
         let d = self.down[tier as usize].max(1) as u64;
@@ -630,9 +630,10 @@ impl Plan {
     /// The stripe loads of a full block at each tier whose blocks have a full size: below
     /// a scope's top, `down[j]` full blocks of the tier below; an island's top, a full
     /// island; between the islands and the site top, `down[j]` full islands' tops. `None`
-    /// at the top of a site or rail, which has no full size. A partly filled block fills
-    /// its switches front-first up to these loads, so the loads a block's switches pass up
-    /// only grow as it fills, and a full block is built as before.
+    /// at the top of a site or rail, which has no full size. A partly filled block spreads
+    /// its uplinks over these switches as a full block does (`partial_loads`), so the
+    /// loads a block's switches pass up only grow as it fills, and a full block is built as
+    /// before.
     fn targets(&self) -> Vec<Option<Targets>> {
         let mut out: Vec<Option<Targets>> = vec![None; self.tiers as usize + 1];
         if self.tiers == 0 {
@@ -825,7 +826,8 @@ impl Ctx<'_> {
             // Each lower switch's uplinks round-robin over the stripe, continuing where the
             // last one stopped and passing over switches already at their load: in a full
             // block (even loads) no switch is passed over and the loads differ by at most
-            // one; in a partly filled one the front switches fill first.
+            // one; a partly filled one's loads are even too (`partial_loads`), so its lower
+            // switches are cabled as in a full block.
             let mut room = stripe.clone();
             let mut off = 0usize;
             for (b, u) in chunk.iter().zip(&ups) {

@@ -1408,23 +1408,27 @@ fn a_flow_all_to_all_is_monotone_in_size() {
 /// NIC), so each domain crossing is 8 flows of one NIC's load each, from one leaf to one
 /// leaf.
 ///
-/// - 4,608 H100 (576 DGX): pod 4 holds 64 DGX on 16 leaves, so 16 spines, each leaf with a
-///   2-cable bundle to each, wired to core stripes 0-15. The crossing pod 4 -> pod 0 (node
-///   575 -> node 0, destination ports 0-7) can take 8 distinct spines, hence 8 stripes
-///   and 8 distinct spine -> leaf 0 cables: no fabric link carries more than a NIC does.
-///   Counting d-mod-k by cable (`q % 32` over 16 bundles of 2) sent ports 2k and 2k+1
-///   through the same spine: 2 NIC loads on 4 spine -> leaf 0 cables, and the ring took
-///   38.5 ms against the analytical 22.4 (22.6 ms now).
-/// - 4,160 H100 (520 DGX): pod 4 holds 8 DGX on 2 leaves and 2 spines (16 cables from each
-///   leaf to each), wired to stripes 0 and 1 only. Node 519 -> node 0 reaches leaf 0 only
-///   through pod 0's spines 0 and 1, one cable each: 8 flows on 2 cables, 4 NIC loads per
-///   cable at best; node 511 (leaf 127) -> node 512 likewise leaves leaf 127 over its 2
-///   cables to spines 0 and 1. By cable, all 8 destination ports (`q % 32` < 16) went
-///   through the first spine and one core: 8 NIC loads on spine 130 -> leaf 0 (67.0 ms;
-///   41.4 ms now).
+/// - 4,608 H100 (576 DGX): pod 4 holds 64 DGX on 16 leaves. Its spines filled front-first
+///   (16 spines, each leaf with a 2-cable bundle to each, wired to core stripes 0-15), the
+///   crossing pod 4 -> pod 0 (node 575 -> node 0, destination ports 0-7) could take 8
+///   distinct spines, hence 8 stripes and 8 distinct spine -> leaf 0 cables. Counting
+///   d-mod-k by cable (`q % 32` over 16 bundles of 2) sent ports 2k and 2k+1 through the
+///   same spine: 2 NIC loads on 4 spine -> leaf 0 cables, and the ring took 38.5 ms
+///   against the analytical 22.4 (22.6 ms with d-mod-k by bundle).
+/// - 4,160 H100 (520 DGX): pod 4 holds 8 DGX on 2 leaves. Its spines filled front-first:
+///   2 spines (16 cables from each leaf to each), wired to stripes 0 and 1 only. Node 519
+///   -> node 0 reached leaf 0 only through pod 0's spines 0 and 1, one cable each: 8 flows
+///   on 2 cables, 4 NIC loads per cable at best; node 511 (leaf 127) -> node 512 likewise
+///   left leaf 127 over its 2 cables to spines 0 and 1 (by cable, 8 NIC loads on spine 130
+///   -> leaf 0: 67.0 ms; by bundle 4: 41.4 ms on Simple, and on LL, which the tuner takes
+///   at 1 GiB, 69.5 ms against the analytical 21.96 ms).
+///
+/// A partial pod is now cabled as a full one (each leaf one cable to each of the 32
+/// spines, every core stripe reached), so no fabric cable carries more than a NIC does and
+/// the flow ring is the analytical one in both.
 #[test]
 fn destination_routing_spreads_flows_into_and_out_of_a_partial_pod() {
-    for (count, most) in [(4608u64, 1.0), (4160, 4.0)] {
+    for count in [4608u64, 4160] {
         let c = build(
             "partial-pod.yaml",
             &format!(
@@ -1451,17 +1455,33 @@ fn destination_routing_spreads_flows_into_and_out_of_a_partial_pod() {
         };
         let ratio = busiest(LinkKind::Fabric) / busiest(LinkKind::Nic);
         assert!(
-            (ratio - most).abs() < 1e-6,
-            "{count} GPUs: the busiest fabric cable carries {ratio} NIC loads, {most} at best"
+            (ratio - 1.0).abs() < 1e-6,
+            "{count} GPUs: the busiest fabric cable carries {ratio} NIC loads, 1 at best"
+        );
+        // The flow ring is the analytical one, on the protocol the model picks (LL).
+        let ranks: Vec<u32> = (0..count as u32).collect();
+        let group = myriad_collective::RankGroup::new(&ranks, &c.levels);
+        let choice =
+            myriad_netsim::flow_choice_for(Op::AllReduce, Algorithm::Ring, GIB, &group, &c.levels);
+        let (f, _) = time_collective(
+            &net,
+            Op::AllReduce,
+            choice,
+            GIB,
+            &ranks,
+            &SimOptions::default(),
+        )
+        .unwrap();
+        let (a, _) =
+            myriad_collective::time_group(Op::AllReduce, Algorithm::Ring, GIB, &group, &c.levels)
+                .unwrap();
+        assert!(
+            (f.time_s / a.time_s - 1.0).abs() < 0.01,
+            "{count} GPUs: flow {} s, analytical {} s",
+            f.time_s,
+            a.time_s
         );
     }
-    // Where the routing spreads the flows, the flow ring is the analytical one.
-    let c = build(
-        "partial-pod.yaml",
-        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 4608\n  scale_up: hgx-h100\n  scale_out:\n    fabric: infiniband-ndr\n    topology: fat-tree\n",
-    );
-    let (f, a) = both(&c, Op::AllReduce, GIB, 4608, 1);
-    assert!(f / a < 1.03, "flow {f} s, analytical {a} s");
 }
 
 /// NCCL's tree runs on any set of nodes, so the tuner weighs it on an uneven group too:
@@ -1697,8 +1717,10 @@ fn a_two_rank_tree_agrees_in_both_backends() {
 /// chunk that finishes last travels 2(n − 1) consecutive hops of the loop, which is all of
 /// it twice but its two cheapest consecutive hops. The analytical model charged the open
 /// chain (one crossing a pass: 8 B took 314.7 µs), the flow backend the mean hop times the
-/// steps (7/8 of the loop a pass: 517.4 µs); both now charge the chain, 594.7 and 587.9 µs
-/// (the flow's node hops take their routes' latency).
+/// steps (7/8 of the loop a pass: 517.4 µs); both now charge the chain, 587.0 and 587.9 µs
+/// (the flow's node hops take their routes' latency; the analytical in-site hops were a
+/// spine crossing, 594.7 µs, until the site level under one rail group was priced at its
+/// leaf: `collectives_under_one_leaf_pay_the_leaf_crossing_in_both_backends`).
 #[test]
 fn a_ring_across_two_sites_waits_on_both_dci_crossings_in_both_backends() {
     let c = build(
@@ -1789,6 +1811,81 @@ fn a_tree_across_two_sites_agrees_in_both_backends() {
                 "{alg:?} {bytes} B: flow {:.1} µs, analytical {:.1} µs",
                 f.time_s * 1e6,
                 a.time_s * 1e6
+            );
+        }
+    }
+}
+
+/// Rings and trees over DGX under one leaf price the leaf crossing in both backends: 256
+/// H100 over two sites (16 DGX a site, RoCE rail-optimized: every rail of a site on one
+/// leaf), one rank in each of 8 DGX of a site, or every GPU of 4 DGX. The hierarchy had no
+/// leaf level there (the rail group is the whole site), so the analytical model charged the
+/// site level's spine crossing, 6.07 µs a hop, where the flow backend routes each channel
+/// through its rail's leaf, 3.87 µs: 8 B ring 34.7 µs analytically against 24.0 µs, tree
+/// 17.8 against 13.1 (0.69 and 0.74). Both now match, and match the same group on 1,024
+/// H100 of the same fabric, whose hierarchy has the leaf level.
+#[test]
+fn collectives_under_one_leaf_pay_the_leaf_crossing_in_both_backends() {
+    let c = build(
+        "two-site-256.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 256\n  scale_up: hgx-h100\n  scale_out:\n    fabric: roce-400g\n    topology: rail-optimized\n  sites: 2\n  dci: {gbps_per_site: 102400, distance_km: 80}\n",
+    );
+    let large = build(
+        "rail-optimized-1024.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 1024\n  scale_up: hgx-h100\n  scale_out:\n    fabric: roce-400g\n    topology: rail-optimized\n",
+    );
+    assert!(large.levels.iter().any(|l| l.name == "leaf"));
+    let net = Network::from_cluster(&c);
+    let one_a_node: Vec<u32> = (0..8).map(|n| 8 * n).collect();
+    let whole_nodes: Vec<u32> = (0..32).collect();
+    for (ranks, alg, sizes) in [
+        (
+            &one_a_node,
+            Algorithm::Ring,
+            vec![8.0, 65536.0, 1024.0 * 1024.0],
+        ),
+        (&one_a_node, Algorithm::Tree, vec![8.0]),
+        (&whole_nodes, Algorithm::Tree, vec![8.0]),
+    ] {
+        let group = myriad_collective::RankGroup::new(ranks, &c.levels);
+        for bytes in sizes {
+            let choice =
+                myriad_netsim::flow_choice_for(Op::AllReduce, alg, bytes, &group, &c.levels);
+            let (f, _) = time_collective(
+                &net,
+                Op::AllReduce,
+                choice,
+                bytes,
+                ranks,
+                &SimOptions::default(),
+            )
+            .unwrap();
+            let (a, _) =
+                myriad_collective::time_group(Op::AllReduce, alg, bytes, &group, &c.levels)
+                    .unwrap();
+            let ratio = f.time_s / a.time_s;
+            assert!(
+                (ratio - 1.0).abs() < 0.01,
+                "{} ranks, {alg:?} {bytes} B: flow {:.2} µs, analytical {:.2} µs",
+                ranks.len(),
+                f.time_s * 1e6,
+                a.time_s * 1e6
+            );
+            let group_large = myriad_collective::RankGroup::new(ranks, &large.levels);
+            let (b, _) = myriad_collective::time_group(
+                Op::AllReduce,
+                alg,
+                bytes,
+                &group_large,
+                &large.levels,
+            )
+            .unwrap();
+            assert!(
+                (a.time_s / b.time_s - 1.0).abs() < 1e-9,
+                "{} ranks, {alg:?} {bytes} B: {:.2} µs on two sites of 128, {:.2} µs on 1,024",
+                ranks.len(),
+                a.time_s * 1e6,
+                b.time_s * 1e6
             );
         }
     }
