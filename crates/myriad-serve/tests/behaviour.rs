@@ -683,6 +683,55 @@ fn each_attention_rank_packs_its_own_prompts_into_its_own_budget() {
     );
 }
 
+/// Each framework places a new request on an attention-DP rank by its own rule
+/// (`DpPlacement`). Four prompts of 100, 1,000, 200 and 300 tokens arrive together at an
+/// instance of two ranks with 1,000 prompt tokens a rank and no chunking.
+/// TensorRT-LLM (`_balance_requests_across_ranks`) caps each rank at two and hands them out
+/// longest first to the rank with the fewest tokens: 1,000 then 300 and 200 (rank 1 has
+/// fewer tokens) then 100 (rank 1 is full), so rank 0 holds 1,000 + 100 and runs the 100
+/// in a second iteration. SGLang's round robin (0, 1, 0, 1) and vLLM's lowest
+/// `4 × waiting + running` (the same turns) leave 1,000 + 300 on rank 1: two iterations as
+/// well. Placing each at admission on the rank with the most free cache (no framework's
+/// rule) put 100, 200 and 300 on rank 0 beside the 1,000 on rank 1: one iteration.
+#[test]
+fn each_framework_places_requests_on_attention_ranks_by_its_own_rule() {
+    let run = |placement: myriad_serve::DpPlacement| {
+        let d = Deployment::Aggregated(RoleSpec {
+            max_tokens: 2_000,
+            chunked_prefill: false,
+            policy: SchedulePolicy {
+                dp_placement: placement,
+                ..SchedulePolicy::default()
+            },
+            ..role(llama3_8b_h100_dp2(), 1, 64)
+        });
+        let reqs = [
+            (0.0, 100, 20),
+            (0.0, 1000, 20),
+            (0.0, 200, 20),
+            (0.0, 300, 20),
+        ];
+        let rep = myriad_serve::simulate_requests(&d, &reqs, 0.0, &NO_SLO);
+        assert_eq!(rep.completed, 4);
+        rep.iteration_mix.with_prompts.iterations
+    };
+    use myriad_serve::DpPlacement::*;
+    assert_eq!(run(MostFreeKv), 1);
+    assert_eq!(run(FewestTokens), 2);
+    assert_eq!(run(RoundRobin), 2);
+    assert_eq!(run(LeastLoaded), 2);
+    assert_eq!(
+        myriad_serve::framework("tensorrt-llm").dp_placement,
+        FewestTokens
+    );
+    assert_eq!(myriad_serve::framework("sglang").dp_placement, RoundRobin);
+    assert_eq!(
+        myriad_serve::framework("sglang").dp_placement_prefill,
+        BootstrapRoom
+    );
+    assert_eq!(myriad_serve::framework("vllm").dp_placement, LeastLoaded);
+}
+
 #[test]
 fn decode_step_grows_with_context_as_kv_traffic_predicts() {
     // Llama 3 8B on one H100, bf16 weights and KV cache, no framework overhead. One decode
@@ -1815,12 +1864,14 @@ fn prefill_first_scheduling_stalls_decodes_and_rounds_delay_prompts() {
         decode_steps_per_round: 1,
         adp_balance_timeout_iters: 0,
         adp_balance_batching_wait_iters: 0,
+        ..SchedulePolicy::default()
     });
     let rounds = run(SchedulePolicy {
         prefill_first: true,
         decode_steps_per_round: 8,
         adp_balance_timeout_iters: 0,
         adp_balance_batching_wait_iters: 0,
+        ..SchedulePolicy::default()
     });
     for r in [&mixed, &first, &rounds] {
         eprintln!(
