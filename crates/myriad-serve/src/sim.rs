@@ -223,8 +223,8 @@ pub struct SchedulePolicy {
     pub decode_steps_per_round: u32,
     /// TensorRT-LLM's ADP balance, context wait (`attention_dp_config: enable_balance`,
     /// `timeout_iters`; TensorRT-LLM tech blog 10): with attention data parallelism and
-    /// running decodes, new prompts are held until there is one for every attention rank,
-    /// or until they have been held this many iterations, so that the ranks run their
+    /// every rank decoding, new prompts are held until every attention rank has one of its
+    /// own (and a free batch slot), or until they have been held this many iterations, so that the ranks run their
     /// prompts in the same iteration instead of one rank stalling the others at every MoE
     /// layer. 0 (TensorRT-LLM's default, `enable_balance: false`): no holding.
     pub adp_balance_timeout_iters: u32,
@@ -975,33 +975,50 @@ impl Sim<'_> {
             }
             inst.round_left -= 1;
         }
-        // ADP balance (TensorRT-LLM's `should_wait_for_context_batching`): while fewer new
-        // prompts wait than there are attention ranks, hold them; the iteration whose count
-        // reaches the timeout runs them. Once every rank has one, hold them the batching
-        // wait more iterations, then run them. A prompt already started (chunked) always
-        // continues.
+        // ADP balance (TensorRT-LLM's `_balance_adp_requests` in pyexecutor/py_executor.py,
+        // with `attention_dp_config.enable_balance`): the ranks exchange how many prompts
+        // and decodes each schedules. While not every rank has a prompt (or some rank has
+        // no free batch slot), the prompts are held; the iteration whose count reaches the
+        // timeout runs them, and so does any iteration in which some rank has no decodes
+        // (the count restarting). Once every rank has a prompt and a free slot the count
+        // restarts and, every rank also decoding, the prompts wait the batching wait more
+        // iterations, then run. A prompt already started (chunked) always continues.
         if allow_prefill
             && policy.adp_balance_timeout_iters > 0
             && ranks > 1
             && dec > 0.0
             && !inst.prefill.is_empty()
         {
+            // Every rank's own prompts, not the count of waiting prompts: eight prompts
+            // on seven ranks leave one rank without.
+            let per_rank = spec.max_batch.div_ceil(ranks);
+            inst.blocked.iter_mut().for_each(|b| *b = false);
+            for &(r, _) in inst.prefill.iter() {
+                inst.blocked[self.reqs[r as usize].rank as usize] = true;
+            }
+            let every_prompt = inst.blocked.iter().all(|&b| b);
+            let every_decode = inst.rank_running.iter().all(|&n| n > 0);
+            let every_free = inst.rank_running.iter().all(|&n| n < per_rank);
             if started {
                 inst.held = 0;
-            } else if inst.prefill.len() < ranks as usize {
+            } else if every_prompt && every_free {
+                inst.held = 0;
+                if every_decode {
+                    if inst.batch_held < policy.adp_balance_batching_wait_iters {
+                        inst.batch_held += 1;
+                        allow_prefill = false;
+                    } else {
+                        inst.batch_held = 0;
+                    }
+                }
+            } else if !every_decode {
+                inst.held = 0;
+            } else {
                 inst.held += 1;
                 if inst.held < policy.adp_balance_timeout_iters {
                     allow_prefill = false;
                 } else {
                     inst.held = 0;
-                }
-            } else {
-                inst.held = 0;
-                if inst.batch_held < policy.adp_balance_batching_wait_iters {
-                    inst.batch_held += 1;
-                    allow_prefill = false;
-                } else {
-                    inst.batch_held = 0;
                 }
             }
         } else if dec == 0.0 {
