@@ -224,7 +224,9 @@ pub struct SchedulePolicy {
     /// TensorRT-LLM's ADP balance, context wait (`attention_dp_config: enable_balance`,
     /// `timeout_iters`; TensorRT-LLM tech blog 10): with attention data parallelism and
     /// every rank decoding, new prompts are held until every attention rank has one of its
-    /// own (and a free batch slot), or until they have been held this many iterations, so that the ranks run their
+    /// own (and a free batch slot), or until a count of iterations reaches this many (it
+    /// runs in every iteration in which every rank decodes and not every rank has a prompt,
+    /// prompts waiting or not, and restarts at the timeout), so that the ranks run their
     /// prompts in the same iteration instead of one rank stalling the others at every MoE
     /// layer. 0 (TensorRT-LLM's default, `enable_balance: false`): no holding.
     pub adp_balance_timeout_iters: u32,
@@ -944,13 +946,6 @@ impl Sim<'_> {
                 self.insts[i].prefill.push_back((r, c));
             }
         }
-        // A prompt has started once a chunk past its cached prefix ran (a prefix-cache hit
-        // is not a started prefill: it held no ADP-balance wait).
-        let started = spec.policy.adp_balance_timeout_iters > 0
-            && self.insts[i]
-                .prefill
-                .iter()
-                .any(|&(r, done)| done > self.cached(self.reqs[r as usize].input));
         let inst = &mut self.insts[i];
         let policy = spec.policy;
         if inst.running == 0 {
@@ -982,13 +977,12 @@ impl Sim<'_> {
         // timeout runs them, and so does any iteration in which some rank has no decodes
         // (the count restarting). Once every rank has a prompt and a free slot the count
         // restarts and, every rank also decoding, the prompts wait the batching wait more
-        // iterations, then run. A prompt already started (chunked) always continues.
-        if allow_prefill
-            && policy.adp_balance_timeout_iters > 0
-            && ranks > 1
-            && dec > 0.0
-            && !inst.prefill.is_empty()
-        {
+        // iterations, then run. The count is of iterations, not of a prompt's wait: it
+        // grows in every iteration in which every rank decodes and not every rank has a
+        // prompt, none waiting included, so a new prompt waits out what is left of it.
+        // Every prompt is held, a chunked one already started included (TensorRT-LLM
+        // drops all the context requests its scheduler chose).
+        if allow_prefill && policy.adp_balance_timeout_iters > 0 && ranks > 1 {
             // Every rank's own prompts, not the count of waiting prompts: eight prompts
             // on seven ranks leave one rank without.
             let per_rank = spec.max_batch.div_ceil(ranks);
@@ -997,11 +991,9 @@ impl Sim<'_> {
                 inst.blocked[self.reqs[r as usize].rank as usize] = true;
             }
             let every_prompt = inst.blocked.iter().all(|&b| b);
-            let every_decode = inst.rank_running.iter().all(|&n| n > 0);
+            let every_decode = dec > 0.0 && inst.rank_running.iter().all(|&n| n > 0);
             let every_free = inst.rank_running.iter().all(|&n| n < per_rank);
-            if started {
-                inst.held = 0;
-            } else if every_prompt && every_free {
+            if every_prompt && every_free {
                 inst.held = 0;
                 if every_decode {
                     if inst.batch_held < policy.adp_balance_batching_wait_iters {
@@ -1021,11 +1013,6 @@ impl Sim<'_> {
                     inst.held = 0;
                 }
             }
-        } else if dec == 0.0 {
-            // No decodes running: the prompts run at once, and their count restarts
-            // (TensorRT-LLM resets it when not every rank has generation requests), so
-            // later prompts are held their full timeout.
-            inst.held = 0;
         }
         let mut budget = (spec.max_tokens as f64 - dec * (1.0 + draft)).max(0.0);
         let per_rank_budget =

@@ -3379,6 +3379,35 @@ fn adp_balance_waits_for_a_prompt_on_every_rank() {
     );
 }
 
+/// TensorRT-LLM's ADP-balance count is of iterations, not of one prompt's wait: it grows in
+/// every iteration in which every rank decodes and not every rank has a prompt, none
+/// waiting included, and restarts when it reaches the timeout (`_balance_adp_requests`:
+/// `adp_ctx_waiting_iters_count += 1` whatever the ranks' context counts). Two ranks
+/// each decode a long request from the start. A prompt C arrives about 130 iterations in,
+/// so it waits out the remaining ~70 of the 200-iteration timeout, not all 200. (The count
+/// used to start with C, so C waited the whole timeout.)
+#[test]
+fn adp_balance_count_runs_whether_or_not_a_prompt_waits() {
+    let run = |timeout: u32| {
+        let mut r = role(llama3_8b_h100_dp2(), 1, 64);
+        r.policy = SchedulePolicy {
+            adp_balance_timeout_iters: timeout,
+            adp_balance_batching_wait_iters: 0,
+            ..SchedulePolicy::default()
+        };
+        let reqs = [(0.0, 100, 4000), (0.0, 100, 4000), (0.8, 100, 10)];
+        let rep = myriad_serve::simulate_requests(&Deployment::Aggregated(r), &reqs, 0.0, &NO_SLO);
+        assert_eq!(rep.completed, 3);
+        rep
+    };
+    let (off, held) = (run(0), run(200));
+    // C's wait, in decode steps (the TTFTs are sorted: A's and B's first).
+    let step = off.tpot.mean;
+    let waited = (held.ttft.p99 - off.ttft.p99) / step;
+    eprintln!("step {:.2} ms, C waited {waited:.1} steps", step * 1e3);
+    assert!(waited > 20.0 && waited < 150.0, "{waited}");
+}
+
 /// Guards the routing of KV caches to decode instances: requests whose prompts finish
 /// together go to the least-loaded decode instance counting the transfers already on
 /// their way to it. Before, a decode instance's load counted only the requests that had
