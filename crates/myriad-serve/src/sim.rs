@@ -493,6 +493,8 @@ struct Inst {
     /// Requests placed on a rank and not yet admitted there, one line per rank (placements
     /// other than `DpPlacement::MostFreeKv`, which places at admission).
     rank_wait: Vec<VecDeque<u32>>,
+    /// Requests in all of `rank_wait`.
+    rank_waiting: usize,
     /// Requests on each rank (in its line, prefilling, decoding or in transfer to it) and
     /// the sum of their prompt lengths: TensorRT-LLM's active requests and tokens per rank.
     rank_active: Vec<u32>,
@@ -530,7 +532,7 @@ impl Inst {
     /// prefill instance whose cache is full of prompts waiting for decode room is not idle).
     fn load(&self) -> usize {
         self.waiting.len()
-            + self.rank_wait.iter().map(VecDeque::len).sum::<usize>()
+            + self.rank_waiting
             + self.prefill.len()
             + self.running as usize
             + self.incoming
@@ -727,6 +729,7 @@ impl Sim<'_> {
                     let Reverse((tokens, n, k)) = heap.pop().expect("the cap leaves room");
                     self.join_rank(i, r, k);
                     self.insts[i].rank_wait[k].push_back(r);
+                    self.insts[i].rank_waiting += 1;
                     let (tokens, n) = (tokens + self.reqs[r as usize].input as u64, n + 1);
                     if n < cap {
                         heap.push(Reverse((tokens, n, k)));
@@ -753,6 +756,7 @@ impl Sim<'_> {
                     self.insts[i].placed += 1;
                     self.join_rank(i, r, k);
                     self.insts[i].rank_wait[k].push_back(r);
+                    self.insts[i].rank_waiting += 1;
                 }
             }
         }
@@ -869,6 +873,7 @@ impl Sim<'_> {
                         break;
                     }
                     self.insts[i].rank_wait[k].pop_front();
+                    self.insts[i].rank_waiting -= 1;
                     self.kv_change(i, k as u32, need);
                     if role == Role::Decode {
                         self.send_kv(r, i, t);
@@ -1409,6 +1414,7 @@ fn run(
                 rank_room: vec![0.0; s.model.par.attention_dp.max(1) as usize],
                 blocked: vec![false; s.model.par.attention_dp.max(1) as usize],
                 rank_wait: vec![VecDeque::new(); s.model.par.attention_dp.max(1) as usize],
+                rank_waiting: 0,
                 rank_active: vec![0; s.model.par.attention_dp.max(1) as usize],
                 rank_prompt_sum: vec![0.0; s.model.par.attention_dp.max(1) as usize],
                 placed: 0,
