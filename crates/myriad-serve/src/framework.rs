@@ -7,6 +7,47 @@
 
 use serde::Serialize;
 
+/// How a framework gives a new request its attention-DP rank. Each rank has its own
+/// scheduler, batch limit (`max_batch / attention_dp`) and share of the KV cache, so once
+/// placed a request waits in its rank's line until that rank can hold it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub enum DpPlacement {
+    /// At admission, the rank with the most free KV cache; a request that rank cannot yet
+    /// hold waits at the head of its line. No framework's rule: the placement of callers
+    /// that name no framework.
+    #[default]
+    MostFreeKv,
+    /// TensorRT-LLM's PyTorch executor, whether or not `attention_dp_config.enable_balance`
+    /// is set (`ExecutorRequestQueue._fetch_new_requests_attention_dp`,
+    /// `_schedule_attention_dp_requests` and `_balance_requests_across_ranks` in
+    /// tensorrt_llm/_torch/pyexecutor/executor_request_queue.py; `DefaultADPRouter` in
+    /// pyexecutor/scheduler/adp_router.py since): every executor iteration it takes waiting
+    /// requests, FIFO, up to `attention_dp × max_num_active_requests` active ones, caps
+    /// every rank at `max(ceil((active + new) / ranks), the fullest rank's active)` requests
+    /// and hands the new ones out longest prompt first (`sorted(…, reverse=True)`), each to
+    /// the rank at the top of a min-heap on (active prompt tokens, active requests, rank);
+    /// a rank's active tokens are the prompt lengths (`py_orig_prompt_len`) of all its
+    /// active requests, queued for its cache, prefilling or decoding. No KV check: the
+    /// rank's own capacity scheduler admits them.
+    FewestTokens,
+    /// SGLang's data-parallel controller, `load_balance_method` `round_robin` (its default
+    /// without disaggregation and on decode instances: `auto` resolves to it in
+    /// `ServerArgs._handle_load_balance_method`): each request, as it arrives, to the next
+    /// rank in turn (`round_robin_scheduler`, python/sglang/srt/managers/
+    /// data_parallel_controller.py), whatever the ranks hold.
+    RoundRobin,
+    /// SGLang's prefill instances (`auto` resolves to `follow_bootstrap_room`): the rank is
+    /// the request's `bootstrap_room` modulo the ranks, a random 63-bit id the router draws
+    /// per request; here a hash of the request's index stands for it.
+    BootstrapRoom,
+    /// vLLM's data-parallel load balancer (`DPLBAsyncMPClient.get_core_engine_for_request`,
+    /// vllm/v1/engine/core_client.py): each request, as it arrives, to the engine with the
+    /// lowest `4 × waiting + running`, the first such from rank 0, and that engine's
+    /// waiting count raised at once (the coordinator's counts, refreshed every 100 ms, are
+    /// taken as current here).
+    LeastLoaded,
+}
+
 /// Defaults of one serving framework.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Framework {
@@ -62,6 +103,10 @@ pub struct Framework {
     /// for better communication bandwidth utilization", about 3x the BF16 all-gather's
     /// speed at kernel level.
     pub moe_allgather_unless_wide_mnnvl: bool,
+    /// How a new request gets its attention-DP rank (aggregated and decode instances).
+    pub dp_placement: DpPlacement,
+    /// The same on a disaggregated prefill instance.
+    pub dp_placement_prefill: DpPlacement,
     pub source: &'static str,
 }
 
@@ -80,6 +125,8 @@ pub const TRTLLM: Framework = Framework {
     sliding_window_kv: false,
     adp_pads_fp4_moe: true,
     moe_allgather_unless_wide_mnnvl: true,
+    dp_placement: DpPlacement::FewestTokens,
+    dp_placement_prefill: DpPlacement::FewestTokens,
     source: "TensorRT-LLM: kv_cache_free_gpu_mem_fraction 0.9 (KvCacheConfig default); max_num_tokens 8192 and max_batch_size 2048 (BuildConfig defaults); trtllm-bench replaces both with its calc_engine_setting heuristic when ISL/OSL are known (validate.rs). Iteration overhead 0.3 ms: an assumption, not a measurement — the PyTorch backend's overlap scheduler prepares iteration n+1 while the GPU runs n, leaving the sampling/bookkeeping hand-off (a few hundred microseconds of Python per step) exposed. Host per sequence 29.4 us: TensorRT-LLM PR #10273 (Dec 2025) measured the PyTorch executor's host_step_time at 45.11 ms per iteration for gpt-oss-120b on GB200 (attention DP 2, max_batch_size 1536 per rank, 3,072 concurrent 1k/1k requests), a configuration it calls host-bound (Myriad's GPU step there: 28 ms); 45.11 ms / 1536 = 29.4 us per running sequence per iteration, the loop's Python per-request work (input preparation, sampling, responses; the scheduler itself 4.4%). Measured on a Grace host behind trtllm-serve (a client at 3,072 concurrent requests) and taken for x86 hosts and for trtllm-bench's in-process runs as well; where the latter skip per-token response work the figure may overstate them. Sliding window: KV not bounded - 'the memory allocation for the kv cache still relies on the buffer's maximum value' (docs/source/features/long-sequence.md) and since PR #6768 (Aug 2025) sliding-window blocks are written linearly for the whole sequence, so admission reserves full-length KV for every layer. Attention: the same doc says each token 'will only attend to the past N tokens', 'dramatically reducing the amount of computation and memory' (the kernels read only the last N cached tokens), so windowed layers are costed over their window. This moves gpt-oss-120b on H200 within -25..+15% but gpt-oss-20b on H100 to +25..+97%: the 20b rows' excess is not understood (docs/serving.md) and is left visible rather than hidden by costing the window as full attention",
 };
 
@@ -98,6 +145,8 @@ pub const VLLM: Framework = Framework {
     sliding_window_kv: true,
     adp_pads_fp4_moe: false,
     moe_allgather_unless_wide_mnnvl: false,
+    dp_placement: DpPlacement::LeastLoaded,
+    dp_placement_prefill: DpPlacement::LeastLoaded,
     source: "vLLM: gpu_memory_utilization 0.9; V1 engine defaults max_num_batched_tokens 8192 and max_num_seqs 1024 on large GPUs. Iteration overhead 1 ms: an assumption — vLLM's V1 redesign (2025) names host scheduling and sampling as the bottleneck it reduced; without measurements here 1 ms per step is taken. Sliding window exploited: the hybrid KV-cache manager gives sliding-window layers only their window (vLLM v0.10+), and the Triton unified-attention kernel prunes out-of-window tiles (vLLM PR #24390, Sep 2025, measured on gpt-oss)",
 };
 
@@ -116,6 +165,8 @@ pub const SGLANG: Framework = Framework {
     sliding_window_kv: false,
     adp_pads_fp4_moe: false,
     moe_allgather_unless_wide_mnnvl: false,
+    dp_placement: DpPlacement::RoundRobin,
+    dp_placement_prefill: DpPlacement::BootstrapRoom,
     source: "SGLang: mem_fraction_static about 0.85-0.88 on 80-192 GB GPUs; chunked_prefill_size up to 16384; two-batch overlap for large-EP DeepSeek deployments (LMSYS blog 2025-05-05). Iteration overhead 0.5 ms: an assumption — the zero-overhead (overlap) scheduler hides batch preparation, leaving sampling and synchronisation. Sliding window: its attention backends take the window (gpt-oss needs it for correctness; the kernels skip out-of-window tiles), so windowed layers are costed over it; the KV cache is not bounded to the window: python/sglang/srt/mem_cache/swa_memory_pool.py (SWAKVPool, commit 00381c02) keeps windowed layers in a second pool sized as a ratio of the full pool (swa_full_tokens_ratio) rather than per sequence, so admission is counted against whole sequences as before",
 };
 

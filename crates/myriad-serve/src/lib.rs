@@ -33,7 +33,7 @@ use myriad_scenario::serving::{LengthDistKind, LengthSpec, RoleSpec as RoleIn, S
 use myriad_scenario::{Precision, Scenario};
 use serde::Serialize;
 
-pub use framework::{framework, Framework};
+pub use framework::{framework, DpPlacement, Framework};
 pub use model::{
     Batch, BusiestRank, InstanceModel, IterMemo, IterTime, MoeStages, Parallel, Precisions,
     Speculative,
@@ -167,7 +167,14 @@ pub fn role(
             .saturating_mul(par.pp),
         chunked_prefill: chunked,
         kv_tokens,
-        policy: Default::default(),
+        policy: SchedulePolicy {
+            dp_placement: if path == "prefill" {
+                fw.dp_placement_prefill
+            } else {
+                fw.dp_placement
+            },
+            ..Default::default()
+        },
     })
 }
 
@@ -240,6 +247,7 @@ pub fn setup(
                 adp_balance_batching_wait_iters: sv
                     .adp_balance_batching_wait_iters
                     .unwrap_or(ADP_BALANCE_BATCHING_WAIT_ITERS),
+                dp_placement: fw.dp_placement,
             };
             Deployment::Aggregated(spec_r)
         }

@@ -10,8 +10,8 @@
 //! disaggregation): FCFS admission while the KV cache can hold the request's prompt and
 //! output (reserved at admission, so no preemption; requests wait while it is full; under
 //! attention data parallelism each rank has its own share of the cache and admits its own
-//! line: a request goes to the rank with the most free room, and one that rank cannot hold
-//! yet waits at the head of that rank's line, holding up no other rank) and
+//! line: a request is placed on a rank by the framework's rule, `DpPlacement`, and one that
+//! rank cannot hold yet waits at the head of that rank's line, holding up no other rank) and
 //! the running sequences stay under `max_batch`; every iteration decodes all running
 //! sequences and fills the rest of the token budget with prompt chunks (whole prompts when
 //! chunking is off). Disaggregated: prefill instances only prefill (a prompt goes to the
@@ -34,6 +34,7 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+use crate::framework::DpPlacement;
 use crate::model::{Batch, BusiestRank, InstanceModel, IterMemo};
 
 /// A length distribution (tokens), clipped to `[min, max]` where given.
@@ -222,8 +223,10 @@ pub struct SchedulePolicy {
     pub decode_steps_per_round: u32,
     /// TensorRT-LLM's ADP balance, context wait (`attention_dp_config: enable_balance`,
     /// `timeout_iters`; TensorRT-LLM tech blog 10): with attention data parallelism and
-    /// running decodes, new prompts are held until there is one for every attention rank,
-    /// or until they have been held this many iterations, so that the ranks run their
+    /// every rank decoding, new prompts are held until every attention rank has one of its
+    /// own (and a free batch slot), or until a count of iterations reaches this many (it
+    /// runs in every iteration in which every rank decodes and not every rank has a prompt,
+    /// prompts waiting or not, and restarts at the timeout), so that the ranks run their
     /// prompts in the same iteration instead of one rank stalling the others at every MoE
     /// layer. 0 (TensorRT-LLM's default, `enable_balance: false`): no holding.
     pub adp_balance_timeout_iters: u32,
@@ -232,6 +235,9 @@ pub struct SchedulePolicy {
     /// iterations more to gather a larger context batch (`should_wait_for_context_batching`
     /// in its scheduler: the count resets when they run). Only with the context wait on.
     pub adp_balance_batching_wait_iters: u32,
+    /// How a new request gets its attention-DP rank: the framework's rule (`DpPlacement`;
+    /// default: the rank with the most free KV cache, no framework's).
+    pub dp_placement: DpPlacement,
 }
 
 /// Aggregated or prefill/decode disaggregated.
@@ -484,6 +490,17 @@ struct Inst {
     /// Ranks whose line is held by a waiting request their cache cannot yet hold (scratch
     /// of an admission pass).
     blocked: Vec<bool>,
+    /// Requests placed on a rank and not yet admitted there, one line per rank (placements
+    /// other than `DpPlacement::MostFreeKv`, which places at admission).
+    rank_wait: Vec<VecDeque<u32>>,
+    /// Requests in all of `rank_wait`.
+    rank_waiting: usize,
+    /// Requests on each rank (in its line, prefilling, decoding or in transfer to it) and
+    /// the sum of their prompt lengths: TensorRT-LLM's active requests and tokens per rank.
+    rank_active: Vec<u32>,
+    rank_prompt_sum: Vec<f64>,
+    /// Requests placed so far (round robin's counter).
+    placed: u64,
     busy: bool,
     /// Prompts completed by the iteration in flight (anywhere in the queue: with attention
     /// DP a prompt gets one rank's share, and a short one behind it can finish first).
@@ -515,6 +532,7 @@ impl Inst {
     /// prefill instance whose cache is full of prompts waiting for decode room is not idle).
     fn load(&self) -> usize {
         self.waiting.len()
+            + self.rank_waiting
             + self.prefill.len()
             + self.running as usize
             + self.incoming
@@ -597,6 +615,150 @@ impl Sim<'_> {
         self.kv_total_used += d;
         if self.kv_total_cap > 0.0 {
             self.kv_peak = self.kv_peak.max(self.kv_total_used / self.kv_total_cap);
+        }
+    }
+
+    /// Request `r` joins attention-DP rank `k` of instance `i`: its rank's count and
+    /// prompt tokens grow (it holds its place there until it leaves the instance).
+    fn join_rank(&mut self, i: usize, r: u32, k: usize) {
+        let input = self.reqs[r as usize].input as f64;
+        let inst = &mut self.insts[i];
+        if inst.role == Role::Prefill {
+            self.reqs[r as usize].src_rank = k as u32;
+        } else {
+            self.reqs[r as usize].rank = k as u32;
+        }
+        inst.rank_active[k] += 1;
+        inst.rank_prompt_sum[k] += input;
+    }
+
+    /// Request `r` leaves instance `i` (finished there, or passed on to a decode instance).
+    fn leave_rank(&mut self, i: usize, r: u32) {
+        let q = self.reqs[r as usize];
+        let inst = &mut self.insts[i];
+        let k = if inst.role == Role::Prefill {
+            q.src_rank
+        } else {
+            q.rank
+        } as usize;
+        inst.rank_active[k] -= 1;
+        inst.rank_prompt_sum[k] -= q.input as f64;
+    }
+
+    /// Whether request `r` can never run on instance `i`: its cache is larger than one
+    /// attention-DP rank's share, or (a prefill instance) no decode rank could hold its
+    /// whole context (it would be prefilled, its tokens counted, and then rejected at the
+    /// decode instance).
+    fn unfit(&self, i: usize, r: u32) -> bool {
+        let spec = self.specs[self.insts[i].spec];
+        let role = self.insts[i].role;
+        let q = self.reqs[r as usize];
+        let ranks = spec.model.par.attention_dp.max(1);
+        let need = match role {
+            Role::Prefill => spec.model.kv_need(q.input as f64),
+            _ => spec.model.kv_need(q.input as f64 + q.output as f64),
+        };
+        let never_decodes = role == Role::Prefill && q.output > 1 && {
+            let d = self.specs[1];
+            d.model.kv_need(q.input as f64 + q.output as f64)
+                > d.kv_tokens / d.model.par.attention_dp.max(1) as f64
+        };
+        need > spec.kv_tokens / ranks as f64 || never_decodes
+    }
+
+    /// Turns away request `r` (`unfit`) at instance `i`, already out of its queues.
+    fn reject(&mut self, i: usize, r: u32) {
+        self.rejected += 1;
+        self.in_system -= 1.0;
+        if self.insts[i].role == Role::Decode {
+            // Its cache, held on the prefill instance, is dropped there.
+            let q = self.reqs[r as usize];
+            let src = q.src as usize;
+            let held = self.specs[self.insts[src].spec]
+                .model
+                .kv_need(q.input as f64);
+            self.kv_change(src, q.src_rank, -held);
+            self.insts[src].outgoing -= 1;
+        }
+    }
+
+    /// Places instance `i`'s waiting requests on its attention-DP ranks by the framework's
+    /// rule (`DpPlacement`, other than `MostFreeKv`), each into its rank's line. Requests
+    /// that can never run are turned away here.
+    fn place(&mut self, i: usize, placement: DpPlacement) {
+        let spec = self.specs[self.insts[i].spec];
+        let ranks = spec.model.par.attention_dp.max(1) as usize;
+        // TensorRT-LLM fetches up to its active-request capacity, every rank's
+        // `max_num_active_requests` (here `max_batch`, over all ranks) less the requests
+        // active on them; the routers that place on arrival take every request.
+        let active: u32 = self.insts[i].rank_active.iter().sum();
+        let take = match placement {
+            DpPlacement::FewestTokens => (spec.max_batch as usize).saturating_sub(active as usize),
+            _ => usize::MAX,
+        };
+        let mut new: Vec<u32> = Vec::new();
+        while new.len() < take {
+            let Some(r) = self.insts[i].waiting.pop_front() else {
+                break;
+            };
+            if self.unfit(i, r) {
+                self.reject(i, r);
+            } else {
+                new.push(r);
+            }
+        }
+        if new.is_empty() {
+            return;
+        }
+        match placement {
+            DpPlacement::FewestTokens => {
+                // `_balance_requests_across_ranks`: a min-heap of (tokens, requests, rank)
+                // over the ranks below the cap, the new requests longest prompt first
+                // (a stable sort, as Python's), each to the top rank, which goes back on
+                // the heap while below the cap.
+                let inst = &self.insts[i];
+                let total = active as usize + new.len();
+                let cap = (total.div_ceil(ranks) as u32)
+                    .max(inst.rank_active.iter().copied().max().unwrap_or(0));
+                let mut heap: BinaryHeap<Reverse<(u64, u32, usize)>> = (0..ranks)
+                    .filter(|&k| inst.rank_active[k] < cap)
+                    .map(|k| Reverse((inst.rank_prompt_sum[k] as u64, inst.rank_active[k], k)))
+                    .collect();
+                new.sort_by_key(|&r| Reverse(self.reqs[r as usize].input));
+                for r in new {
+                    let Reverse((tokens, n, k)) = heap.pop().expect("the cap leaves room");
+                    self.join_rank(i, r, k);
+                    self.insts[i].rank_wait[k].push_back(r);
+                    self.insts[i].rank_waiting += 1;
+                    let (tokens, n) = (tokens + self.reqs[r as usize].input as u64, n + 1);
+                    if n < cap {
+                        heap.push(Reverse((tokens, n, k)));
+                    }
+                }
+            }
+            _ => {
+                for r in new {
+                    let inst = &self.insts[i];
+                    let k = match placement {
+                        DpPlacement::RoundRobin => (inst.placed % ranks as u64) as usize,
+                        DpPlacement::BootstrapRoom => {
+                            (splitmix64(r as u64) % ranks as u64) as usize
+                        }
+                        _ => {
+                            // vLLM: the lowest 4 × waiting + running, the first from rank 0.
+                            let score = |k: usize| {
+                                let waiting = inst.rank_wait[k].len() as u64;
+                                4 * waiting + (inst.rank_active[k] as u64 - waiting)
+                            };
+                            (0..ranks).min_by_key(|&k| (score(k), k)).expect("a rank")
+                        }
+                    };
+                    self.insts[i].placed += 1;
+                    self.join_rank(i, r, k);
+                    self.insts[i].rank_wait[k].push_back(r);
+                    self.insts[i].rank_waiting += 1;
+                }
+            }
         }
     }
 
@@ -686,10 +848,46 @@ impl Sim<'_> {
         // go to the other ranks (the frameworks queue a request at one rank, whose own
         // scheduler admits it; one rank's cache is its own, whatever room the others have).
         // With one rank: plain FCFS. At most `ranks` waiting requests are passed over.
+        let placement = spec.policy.dp_placement;
+        let placed = ranks > 1 && placement != DpPlacement::MostFreeKv;
+        if placed {
+            // The framework places each request on a rank first (`DpPlacement`); each
+            // rank then admits its own line, FCFS, while its cache can hold the head and
+            // it runs fewer than its share of `max_batch`.
+            self.place(i, placement);
+            let share = cap / ranks as f64;
+            let per_rank = spec.max_batch.div_ceil(ranks);
+            for k in 0..ranks as usize {
+                loop {
+                    let inst = &self.insts[i];
+                    let Some(&r) = inst.rank_wait[k].front() else {
+                        break;
+                    };
+                    let admitted = inst.rank_active[k] - inst.rank_wait[k].len() as u32;
+                    let q = self.reqs[r as usize];
+                    let need = match role {
+                        Role::Prefill => spec.model.kv_need(q.input as f64),
+                        _ => spec.model.kv_need(q.input as f64 + q.output as f64),
+                    };
+                    if admitted >= per_rank || inst.rank_kv[k] + need > share {
+                        break;
+                    }
+                    self.insts[i].rank_wait[k].pop_front();
+                    self.insts[i].rank_waiting -= 1;
+                    self.kv_change(i, k as u32, need);
+                    if role == Role::Decode {
+                        self.send_kv(r, i, t);
+                    } else {
+                        let c = self.cached(q.input);
+                        self.insts[i].prefill.push_back((r, c));
+                    }
+                }
+            }
+        }
         let mut pos = 0usize;
         let mut blocked = 0u32;
         self.insts[i].blocked.iter_mut().for_each(|b| *b = false);
-        while blocked < ranks {
+        while blocked < ranks && !placed {
             let inst = &self.insts[i];
             let Some(&r) = inst.waiting.get(pos) else {
                 break;
@@ -745,11 +943,7 @@ impl Sim<'_> {
             }
             self.insts[i].waiting.remove(pos);
             self.kv_change(i, k as u32, need);
-            if role == Role::Prefill {
-                self.reqs[r as usize].src_rank = k as u32;
-            } else {
-                self.reqs[r as usize].rank = k as u32;
-            }
+            self.join_rank(i, r, k);
             if role == Role::Decode {
                 self.send_kv(r, i, t);
             } else {
@@ -757,13 +951,6 @@ impl Sim<'_> {
                 self.insts[i].prefill.push_back((r, c));
             }
         }
-        // A prompt has started once a chunk past its cached prefix ran (a prefix-cache hit
-        // is not a started prefill: it held no ADP-balance wait).
-        let started = spec.policy.adp_balance_timeout_iters > 0
-            && self.insts[i]
-                .prefill
-                .iter()
-                .any(|&(r, done)| done > self.cached(self.reqs[r as usize].input));
         let inst = &mut self.insts[i];
         let policy = spec.policy;
         if inst.running == 0 {
@@ -788,40 +975,49 @@ impl Sim<'_> {
             }
             inst.round_left -= 1;
         }
-        // ADP balance (TensorRT-LLM's `should_wait_for_context_batching`): while fewer new
-        // prompts wait than there are attention ranks, hold them; the iteration whose count
-        // reaches the timeout runs them. Once every rank has one, hold them the batching
-        // wait more iterations, then run them. A prompt already started (chunked) always
-        // continues.
-        if allow_prefill
-            && policy.adp_balance_timeout_iters > 0
-            && ranks > 1
-            && dec > 0.0
-            && !inst.prefill.is_empty()
-        {
-            if started {
+        // ADP balance (TensorRT-LLM's `_balance_adp_requests` in pyexecutor/py_executor.py,
+        // with `attention_dp_config.enable_balance`): the ranks exchange how many prompts
+        // and decodes each schedules. While not every rank has a prompt (or some rank has
+        // no free batch slot), the prompts are held; the iteration whose count reaches the
+        // timeout runs them, and so does any iteration in which some rank has no decodes
+        // (the count restarting). Once every rank has a prompt and a free slot the count
+        // restarts and, every rank also decoding, the prompts wait the batching wait more
+        // iterations, then run. The count is of iterations, not of a prompt's wait: it
+        // grows in every iteration in which every rank decodes and not every rank has a
+        // prompt, none waiting included, so a new prompt waits out what is left of it.
+        // Every prompt is held, a chunked one already started included (TensorRT-LLM
+        // drops all the context requests its scheduler chose).
+        if allow_prefill && policy.adp_balance_timeout_iters > 0 && ranks > 1 {
+            // Every rank's own prompts, not the count of waiting prompts: eight prompts
+            // on seven ranks leave one rank without.
+            let per_rank = spec.max_batch.div_ceil(ranks);
+            inst.blocked.iter_mut().for_each(|b| *b = false);
+            for &(r, _) in inst.prefill.iter() {
+                inst.blocked[self.reqs[r as usize].rank as usize] = true;
+            }
+            let every_prompt = inst.blocked.iter().all(|&b| b);
+            let every_decode = dec > 0.0 && inst.rank_running.iter().all(|&n| n > 0);
+            let every_free = inst.rank_running.iter().all(|&n| n < per_rank);
+            if every_prompt && every_free {
                 inst.held = 0;
-            } else if inst.prefill.len() < ranks as usize {
+                if every_decode {
+                    if inst.batch_held < policy.adp_balance_batching_wait_iters {
+                        inst.batch_held += 1;
+                        allow_prefill = false;
+                    } else {
+                        inst.batch_held = 0;
+                    }
+                }
+            } else if !every_decode {
+                inst.held = 0;
+            } else {
                 inst.held += 1;
                 if inst.held < policy.adp_balance_timeout_iters {
                     allow_prefill = false;
                 } else {
                     inst.held = 0;
                 }
-            } else {
-                inst.held = 0;
-                if inst.batch_held < policy.adp_balance_batching_wait_iters {
-                    inst.batch_held += 1;
-                    allow_prefill = false;
-                } else {
-                    inst.batch_held = 0;
-                }
             }
-        } else if dec == 0.0 {
-            // No decodes running: the prompts run at once, and their count restarts
-            // (TensorRT-LLM resets it when not every rank has generation requests), so
-            // later prompts are held their full timeout.
-            inst.held = 0;
         }
         let mut budget = (spec.max_tokens as f64 - dec * (1.0 + draft)).max(0.0);
         let per_rank_budget =
@@ -992,6 +1188,7 @@ impl Sim<'_> {
                         // were never its output: they count as none.
                         self.out_tokens -= (reached - ctx).max(0.0);
                         self.kv_change(i, q.rank, -spec.model.kv_need(ctx));
+                        self.leave_rank(i, r);
                         self.complete(r, t);
                     }
                     _ => break,
@@ -1022,6 +1219,9 @@ impl Sim<'_> {
         let mut routed: Vec<usize> = Vec::new();
         for r in finished {
             let q = self.reqs[r as usize];
+            if role == Role::Prefill || q.output <= 1 {
+                self.leave_rank(i, r);
+            }
             self.in_tokens += q.input as f64;
             self.out_tokens += 1.0;
             match role {
@@ -1213,6 +1413,11 @@ fn run(
                 rank_prompt_tokens: vec![0.0; s.model.par.attention_dp.max(1) as usize],
                 rank_room: vec![0.0; s.model.par.attention_dp.max(1) as usize],
                 blocked: vec![false; s.model.par.attention_dp.max(1) as usize],
+                rank_wait: vec![VecDeque::new(); s.model.par.attention_dp.max(1) as usize],
+                rank_waiting: 0,
+                rank_active: vec![0; s.model.par.attention_dp.max(1) as usize],
+                rank_prompt_sum: vec![0.0; s.model.par.attention_dp.max(1) as usize],
+                placed: 0,
                 busy: false,
                 done_front: 0,
                 decoding: 0.0,
@@ -1469,4 +1674,13 @@ mod tests {
         assert_eq!((one.p50, one.p99), (7.0, 7.0));
         assert_eq!(percentiles(&mut []), Percentiles::default());
     }
+}
+
+/// A fixed 64-bit mix of `x` (splitmix64's finaliser): a pseudo-random but reproducible
+/// stand-in for an id a router draws at random.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }

@@ -1242,6 +1242,7 @@ fn predict_inner(
         },
         adp_balance_timeout_iters: adp_timeout,
         adp_balance_batching_wait_iters: adp_batching_wait,
+        dp_placement: fw.dp_placement,
     };
     if policy.adp_balance_timeout_iters > 0 {
         notes.push(format!(

@@ -683,6 +683,55 @@ fn each_attention_rank_packs_its_own_prompts_into_its_own_budget() {
     );
 }
 
+/// Each framework places a new request on an attention-DP rank by its own rule
+/// (`DpPlacement`). Four prompts of 100, 1,000, 200 and 300 tokens arrive together at an
+/// instance of two ranks with 1,000 prompt tokens a rank and no chunking.
+/// TensorRT-LLM (`_balance_requests_across_ranks`) caps each rank at two and hands them out
+/// longest first to the rank with the fewest tokens: 1,000 then 300 and 200 (rank 1 has
+/// fewer tokens) then 100 (rank 1 is full), so rank 0 holds 1,000 + 100 and runs the 100
+/// in a second iteration. SGLang's round robin (0, 1, 0, 1) and vLLM's lowest
+/// `4 × waiting + running` (the same turns) leave 1,000 + 300 on rank 1: two iterations as
+/// well. Placing each at admission on the rank with the most free cache (no framework's
+/// rule) put 100, 200 and 300 on rank 0 beside the 1,000 on rank 1: one iteration.
+#[test]
+fn each_framework_places_requests_on_attention_ranks_by_its_own_rule() {
+    let run = |placement: myriad_serve::DpPlacement| {
+        let d = Deployment::Aggregated(RoleSpec {
+            max_tokens: 2_000,
+            chunked_prefill: false,
+            policy: SchedulePolicy {
+                dp_placement: placement,
+                ..SchedulePolicy::default()
+            },
+            ..role(llama3_8b_h100_dp2(), 1, 64)
+        });
+        let reqs = [
+            (0.0, 100, 20),
+            (0.0, 1000, 20),
+            (0.0, 200, 20),
+            (0.0, 300, 20),
+        ];
+        let rep = myriad_serve::simulate_requests(&d, &reqs, 0.0, &NO_SLO);
+        assert_eq!(rep.completed, 4);
+        rep.iteration_mix.with_prompts.iterations
+    };
+    use myriad_serve::DpPlacement::*;
+    assert_eq!(run(MostFreeKv), 1);
+    assert_eq!(run(FewestTokens), 2);
+    assert_eq!(run(RoundRobin), 2);
+    assert_eq!(run(LeastLoaded), 2);
+    assert_eq!(
+        myriad_serve::framework("tensorrt-llm").dp_placement,
+        FewestTokens
+    );
+    assert_eq!(myriad_serve::framework("sglang").dp_placement, RoundRobin);
+    assert_eq!(
+        myriad_serve::framework("sglang").dp_placement_prefill,
+        BootstrapRoom
+    );
+    assert_eq!(myriad_serve::framework("vllm").dp_placement, LeastLoaded);
+}
+
 #[test]
 fn decode_step_grows_with_context_as_kv_traffic_predicts() {
     // Llama 3 8B on one H100, bf16 weights and KV cache, no framework overhead. One decode
@@ -1815,12 +1864,14 @@ fn prefill_first_scheduling_stalls_decodes_and_rounds_delay_prompts() {
         decode_steps_per_round: 1,
         adp_balance_timeout_iters: 0,
         adp_balance_batching_wait_iters: 0,
+        ..SchedulePolicy::default()
     });
     let rounds = run(SchedulePolicy {
         prefill_first: true,
         decode_steps_per_round: 8,
         adp_balance_timeout_iters: 0,
         adp_balance_batching_wait_iters: 0,
+        ..SchedulePolicy::default()
     });
     for r in [&mixed, &first, &rounds] {
         eprintln!(
@@ -3249,41 +3300,112 @@ fn a_min_above_the_default_max_is_an_error_not_a_panic() {
     assert!(e.contains("serving.output.min: 13"), "{e}");
 }
 
-/// Guards the ADP-balance context wait's count: prompts that run because no decodes are
-/// running restart it, as TensorRT-LLM resets `adp_ctx_waiting_iters_count` when not every
-/// rank has generation requests. Before, the count they had reached carried over, so the
-/// next prompt held behind running decodes was released that many iterations early. Here
-/// (attention DP 2, timeout 20) B is held 19 iterations behind A's decodes and then runs
-/// when A finishes; C, arriving while B decodes, must also be held about 20 iterations
-/// (it was released at once: its TTFT one iteration instead of B's twenty).
+/// The ADP-balance context wait holds prompts only while every attention rank decodes:
+/// TensorRT-LLM runs them at once, and restarts its count, when not every rank has
+/// generation requests (`_balance_adp_requests`: `timeout_reached or not
+/// all_ranks_have_gen_requests`). Two ranks, A decoding a long output on rank 0; B arrives
+/// and goes to rank 1, which decodes nothing, so it runs at once with the balance on (a
+/// timeout of 200) as with it off. (Any decode anywhere held it: B waited the whole
+/// timeout behind A's decodes.)
 #[test]
-fn adp_balance_wait_restarts_after_prompts_run_without_decodes() {
-    let m = try_model(
-        ("h100-sxm", 8),
-        "llama3-8b",
-        Parallel::new(1, 2, 1),
-        (Precision::Bf16, Precision::Bf16, Precision::Bf16),
-        0.0,
-        false,
-        None,
-    )
-    .unwrap();
-    let mut r = role(m, 1, 64);
-    r.policy = SchedulePolicy {
-        adp_balance_timeout_iters: 20,
-        adp_balance_batching_wait_iters: 0,
-        ..SchedulePolicy::default()
+fn adp_balance_holds_nothing_while_a_rank_has_no_decodes() {
+    let m = || {
+        try_model(
+            ("h100-sxm", 8),
+            "llama3-8b",
+            Parallel::new(1, 2, 1),
+            (Precision::Bf16, Precision::Bf16, Precision::Bf16),
+            0.0,
+            false,
+            None,
+        )
+        .unwrap()
     };
-    let reqs = [(0.0, 100, 20), (1e-6, 100, 2000), (0.5, 100, 10)];
-    let rep = myriad_serve::simulate_requests(&Deployment::Aggregated(r), &reqs, 0.0, &NO_SLO);
-    assert_eq!(rep.completed, 3);
-    // TTFTs sorted: A's (no wait), then B's and C's (each about 20 iterations).
-    assert!(
-        rep.ttft.p50 > 0.5 * rep.ttft.p99,
-        "TTFT p50 {:.2} ms against max {:.2} ms",
-        rep.ttft.p50 * 1e3,
-        rep.ttft.p99 * 1e3
+    let run = |timeout: u32| {
+        let mut r = role(m(), 1, 64);
+        r.policy = SchedulePolicy {
+            adp_balance_timeout_iters: timeout,
+            adp_balance_batching_wait_iters: 0,
+            ..SchedulePolicy::default()
+        };
+        let reqs = [(0.0, 100, 2000), (0.1, 100, 20)];
+        let rep = myriad_serve::simulate_requests(&Deployment::Aggregated(r), &reqs, 0.0, &NO_SLO);
+        assert_eq!(rep.completed, 2);
+        rep
+    };
+    let (off, held) = (run(0), run(200));
+    assert_eq!(off.ttft.p99, held.ttft.p99);
+    assert_eq!(off.tpot.mean, held.tpot.mean);
+}
+
+/// TensorRT-LLM's ADP balance waits until every attention rank has a prompt of its own
+/// (`_balance_adp_requests`: `all(num_ctx > 0 for num_ctx in all_ranks_num_scheduled_context_requests)`),
+/// not until there are as many waiting prompts as ranks. Two ranks, each decoding a long
+/// request (A on rank 0, the 5,000-token B on rank 1); then two short prompts arrive, both
+/// placed on rank 0 (the one with more free cache). Rank 1 has none, so they are held to
+/// the timeout (200 iterations), not run at once because two prompts wait for two ranks.
+#[test]
+fn adp_balance_waits_for_a_prompt_on_every_rank() {
+    let run = |timeout: u32| {
+        let mut r = role(llama3_8b_h100_dp2(), 1, 64);
+        r.policy = SchedulePolicy {
+            adp_balance_timeout_iters: timeout,
+            adp_balance_batching_wait_iters: 0,
+            ..SchedulePolicy::default()
+        };
+        let reqs = [
+            (0.0, 100, 2000),
+            (0.0, 5000, 2000),
+            (0.5, 100, 10),
+            (0.5, 100, 10),
+        ];
+        let rep = myriad_serve::simulate_requests(&Deployment::Aggregated(r), &reqs, 0.0, &NO_SLO);
+        assert_eq!(rep.completed, 4);
+        rep
+    };
+    let (off, held) = (run(0), run(200));
+    eprintln!(
+        "TTFT p99 {:.1} -> {:.1} ms, step {:.2} ms",
+        off.ttft.p99 * 1e3,
+        held.ttft.p99 * 1e3,
+        off.tpot.mean * 1e3
     );
+    assert!(
+        held.ttft.p99 > 100.0 * off.tpot.mean && held.ttft.p99 > 4.0 * off.ttft.p99,
+        "TTFT p99 {} -> {} (step {})",
+        off.ttft.p99,
+        held.ttft.p99,
+        off.tpot.mean
+    );
+}
+
+/// TensorRT-LLM's ADP-balance count is of iterations, not of one prompt's wait: it grows in
+/// every iteration in which every rank decodes and not every rank has a prompt, none
+/// waiting included, and restarts when it reaches the timeout (`_balance_adp_requests`:
+/// `adp_ctx_waiting_iters_count += 1` whatever the ranks' context counts). Two ranks
+/// each decode a long request from the start. A prompt C arrives about 130 iterations in,
+/// so it waits out the remaining ~70 of the 200-iteration timeout, not all 200. (The count
+/// used to start with C, so C waited the whole timeout.)
+#[test]
+fn adp_balance_count_runs_whether_or_not_a_prompt_waits() {
+    let run = |timeout: u32| {
+        let mut r = role(llama3_8b_h100_dp2(), 1, 64);
+        r.policy = SchedulePolicy {
+            adp_balance_timeout_iters: timeout,
+            adp_balance_batching_wait_iters: 0,
+            ..SchedulePolicy::default()
+        };
+        let reqs = [(0.0, 100, 4000), (0.0, 100, 4000), (0.8, 100, 10)];
+        let rep = myriad_serve::simulate_requests(&Deployment::Aggregated(r), &reqs, 0.0, &NO_SLO);
+        assert_eq!(rep.completed, 3);
+        rep
+    };
+    let (off, held) = (run(0), run(200));
+    // C's wait, in decode steps (the TTFTs are sorted: A's and B's first).
+    let step = off.tpot.mean;
+    let waited = (held.ttft.p99 - off.ttft.p99) / step;
+    eprintln!("step {:.2} ms, C waited {waited:.1} steps", step * 1e3);
+    assert!(waited > 20.0 && waited < 150.0, "{waited}");
 }
 
 /// Guards the routing of KV caches to decode instances: requests whose prompts finish
