@@ -1890,3 +1890,44 @@ fn collectives_under_one_leaf_pay_the_leaf_crossing_in_both_backends() {
         }
     }
 }
+
+/// Rings over whole DGX on a rail-optimized fabric price NCCL's PXN hop in both backends:
+/// a channel enters each node at member `c` (through NIC `c`, on rail `c`) and leaves it
+/// from member `c − 1`, which sends through member `c`'s NIC to the next node's member `c`
+/// (NCCL's PXN keeps the send on the receiver's rail), so every domain crossing first
+/// takes the NVLink hop to the rail GPU. The flow backend routed it; the analytical levels
+/// did not count it: ranks 0-31 of 1,024 H100 (RoCE), all-reduce 8 B 59.24 µs in the flow
+/// backend against 53.64 µs analytically (1.10), 16 MiB on LL128 245.9 against 231.5.
+/// One rank per node is on its peers' rail already and pays no such hop in either.
+#[test]
+fn rings_over_whole_nodes_pay_the_pxn_hop_in_both_backends() {
+    let c = build(
+        "rail-optimized-1024.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 1024\n  scale_up: hgx-h100\n  scale_out:\n    fabric: roce-400g\n    topology: rail-optimized\n",
+    );
+    let net = Network::from_cluster(&c);
+    for (op, n, stride) in [
+        (Op::AllReduce, 32, 1),
+        (Op::AllGather, 32, 1),
+        (Op::ReduceScatter, 16, 1),
+        (Op::AllReduce, 4, 8),
+    ] {
+        for bytes in [8.0, 65536.0, 16.0 * 1024.0 * 1024.0] {
+            let (f, a) = both_on(&net, &c, op, Algorithm::Ring, bytes, n, stride);
+            let ratio = f.time_s / a.time_s;
+            assert!(
+                (ratio - 1.0).abs() < 0.01,
+                "{op:?} {n} ranks at stride {stride}, {bytes} B: flow {:.2} µs, analytical {:.2} µs",
+                f.time_s * 1e6,
+                a.time_s * 1e6
+            );
+        }
+    }
+    // The hop is the domain's latency at each crossing of a scale-out level, on rail
+    // fabrics only.
+    assert!(c.levels[1..]
+        .iter()
+        .all(|l| l.pxn_us == c.levels[0].latency_us));
+    assert_eq!(c.levels[0].pxn_us, 0.0);
+    assert!(superpod().levels.iter().all(|l| l.pxn_us == 0.0));
+}
