@@ -1512,8 +1512,13 @@ fn sendrecv_cost(c: &Ctx) -> Cost {
         }
         p_next = p;
     }
+    // The pair that crosses leaves its domain from a member off the receiver's rail
+    // (the last member sends to the next domain's first): on rail fabrics NCCL's PXN
+    // sends it through the receiver's rail NIC, over the scale-up fabric first.
+    let top = &c.levels[c.sh.top];
+    let pxn = if c.spans[0] > 1 { top.pxn_us } else { 0.0 };
     Cost {
-        steps_us: c.levels[c.sh.top].latency_us,
+        steps_us: top.latency_us + pxn,
         fixed_us: 0.0,
         wire_us: c.bytes * worst,
         bytes_per_rank: c.bytes,

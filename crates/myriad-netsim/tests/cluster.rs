@@ -1931,3 +1931,29 @@ fn rings_over_whole_nodes_pay_the_pxn_hop_in_both_backends() {
     assert_eq!(c.levels[0].pxn_us, 0.0);
     assert!(superpod().levels.iter().all(|l| l.pxn_us == 0.0));
 }
+
+/// A send-recv whose crossing pair is off the receiver's rail (rank 7 to rank 8 of two
+/// DGX) pays PXN's scale-up hop in both backends on a rail-optimized fabric: NCCL sends it
+/// through the NIC of rank 8's rail twin, GPU 0 of the first DGX, over NVLink first. 1,024
+/// H100 on RoCE, 8 B over ranks 0-31: flow 7.05 µs against 6.35 µs analytically before.
+/// One rank per node (0, 8, …) is on its peers' rail and pays no hop in either.
+#[test]
+fn send_recv_off_the_rail_pays_the_pxn_hop_in_both_backends() {
+    let c = build(
+        "rail-optimized-1024.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 1024\n  scale_up: hgx-h100\n  scale_out:\n    fabric: roce-400g\n    topology: rail-optimized\n",
+    );
+    let net = Network::from_cluster(&c);
+    for (n, stride) in [(32u64, 1u64), (16, 1), (4, 8)] {
+        for bytes in [8.0, 65536.0, 16.0 * 1024.0 * 1024.0] {
+            let (f, a) = both_on(&net, &c, Op::SendRecv, Algorithm::Auto, bytes, n, stride);
+            let ratio = f.time_s / a.time_s;
+            assert!(
+                (ratio - 1.0).abs() < 0.01,
+                "{n} ranks at stride {stride}, {bytes} B: flow {:.2} µs, analytical {:.2} µs",
+                f.time_s * 1e6,
+                a.time_s * 1e6
+            );
+        }
+    }
+}
