@@ -1490,8 +1490,13 @@ fn alltoall_cost(c: &Ctx) -> Cost {
         p_next = p;
     }
     let sent = (n - 1.0) / n * s;
+    // With several members per domain most peers across domains are off the sender's
+    // rail: on rail fabrics NCCL's PXN sends to them through the NIC on the receiver's
+    // rail, over the scale-up fabric first, and the slowest flow pays that hop.
+    let top = &c.levels[c.sh.top];
+    let pxn = if c.spans[0] > 1 { top.pxn_us } else { 0.0 };
     Cost {
-        steps_us: c.levels[c.sh.top].latency_us + peer_lat / P2P_CONCURRENCY,
+        steps_us: top.latency_us + pxn + peer_lat / P2P_CONCURRENCY,
         fixed_us: 0.0,
         wire_us: s * worst,
         bytes_per_rank: sent,
