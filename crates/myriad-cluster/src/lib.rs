@@ -108,6 +108,19 @@ pub struct Level {
     pub efficiency: f64,
     /// In-network reduction available at this level (NVLS, SHARP).
     pub in_network_reduction: bool,
+    /// Extra latency of a crossing at this level whose sender is not on the receiver's
+    /// rail, microseconds: on `rail-optimized` and `rail-only` fabrics NCCL's PXN sends
+    /// through the NIC of the receiver's rail twin in the sender's domain, so the data
+    /// first crosses the scale-up fabric to it (the domain's latency; a ring over several
+    /// members of each domain leaves every domain from a member off the next one's entry
+    /// rail). 0 on the scale-up level and on other fabrics, where the sender's own NIC
+    /// sends.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pxn_us: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// A build error: the scenario field path and what is wrong, with the numbers.
@@ -1296,7 +1309,14 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
         latency_us: su.latency_us,
         efficiency: su.collective_efficiency,
         in_network_reduction: su.in_network_reduction,
+        pxn_us: 0.0,
     }];
+    // NCCL's PXN hop to the rail twin, on the fabrics whose NIC i stays on rail i.
+    let pxn_us = if matches!(x.kind, TopologyKind::RailOptimized | TopologyKind::RailOnly) {
+        su.latency_us
+    } else {
+        0.0
+    };
     if x.tiers == 0 {
         return out;
     }
@@ -1405,6 +1425,7 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
             latency_us: l,
             efficiency: f.link_efficiency,
             in_network_reduction: inr,
+            pxn_us,
         });
     }
     if let Some((gbps_site, dci_lat)) = x.dci {
@@ -1426,6 +1447,7 @@ fn levels(x: &LevelInputs) -> Vec<Level> {
                 latency_us: prev.latency_us + dci_lat,
                 efficiency: f.link_efficiency,
                 in_network_reduction: false,
+                pxn_us,
             });
         }
     }

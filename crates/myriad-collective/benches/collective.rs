@@ -16,6 +16,7 @@ fn levels() -> Vec<Level> {
         latency_us: lat,
         efficiency: eff,
         in_network_reduction: inr,
+        pxn_us: 0.0,
     };
     vec![
         l("domain", 8, 450.0, 2.0, 0.8, true),

@@ -51,9 +51,9 @@
 //! // One DGX H100 (hgx-h100 catalog numbers) on an NDR fabric of 16 nodes.
 //! let levels = vec![
 //!     Level { name: "domain".into(), size: 8, gbps_per_accelerator: 450.0, latency_us: 2.0,
-//!             efficiency: 0.80, in_network_reduction: true },
+//!             efficiency: 0.80, in_network_reduction: true, pxn_us: 0.0 },
 //!     Level { name: "cluster".into(), size: 128, gbps_per_accelerator: 50.0, latency_us: 2.0,
-//!             efficiency: 0.94, in_network_reduction: false },
+//!             efficiency: 0.94, in_network_reduction: false, pxn_us: 0.0 },
 //! ];
 //! let tp = GroupSpan::new(vec![8, 1]);
 //! let r = time(Op::AllReduce, Algorithm::Auto, 8.0 * 1024.0 * 1024.0 * 1024.0, &tp, &levels)?;
@@ -108,7 +108,10 @@ pub enum Algorithm {
     /// limits the ring, with each unit's `m_i` NICs sharing its crossings. Steps are
     /// charged at the latency of the level each one crosses (as NCCL's tuner does: intra-
     /// node steps at NVLink latency, inter-node steps at network latency), not all at the
-    /// slowest level's.
+    /// slowest level's. With several members in each domain, a crossing on a rail fabric
+    /// also pays the level's `pxn_us`: each channel enters a domain at one member (through
+    /// that member's NIC, on its rail) and leaves it from another, which sends through the
+    /// NIC on the next domain's entry rail over the scale-up fabric (NCCL's PXN).
     Ring,
     /// NCCL's double binary tree (all-reduce only): a chain inside the domain, two
     /// complementary binary trees across domains, reduce up then broadcast down, pipelined.
@@ -1079,7 +1082,15 @@ impl RingLat {
             if hops <= 0.0 {
                 continue;
             }
-            let lat = levels[i].latency_us;
+            // A loop over several members of each domain leaves every domain from a
+            // member off the rail of the next domain's entry member: on rail fabrics each
+            // crossing first takes PXN's scale-up hop to the rail twin (`Level::pxn_us`).
+            let pxn = if from == 0 && spans[0] > 1 {
+                levels[i].pxn_us
+            } else {
+                0.0
+            };
+            let lat = levels[i].latency_us + pxn;
             min1 = min1.min(lat);
             match low {
                 None => low = Some(i),
@@ -1479,8 +1490,13 @@ fn alltoall_cost(c: &Ctx) -> Cost {
         p_next = p;
     }
     let sent = (n - 1.0) / n * s;
+    // With several members per domain most peers across domains are off the sender's
+    // rail: on rail fabrics NCCL's PXN sends to them through the NIC on the receiver's
+    // rail, over the scale-up fabric first, and the slowest flow pays that hop.
+    let top = &c.levels[c.sh.top];
+    let pxn = if c.spans[0] > 1 { top.pxn_us } else { 0.0 };
     Cost {
-        steps_us: c.levels[c.sh.top].latency_us + peer_lat / P2P_CONCURRENCY,
+        steps_us: top.latency_us + pxn + peer_lat / P2P_CONCURRENCY,
         fixed_us: 0.0,
         wire_us: s * worst,
         bytes_per_rank: sent,
@@ -1501,8 +1517,13 @@ fn sendrecv_cost(c: &Ctx) -> Cost {
         }
         p_next = p;
     }
+    // The pair that crosses leaves its domain from a member off the receiver's rail
+    // (the last member sends to the next domain's first): on rail fabrics NCCL's PXN
+    // sends it through the receiver's rail NIC, over the scale-up fabric first.
+    let top = &c.levels[c.sh.top];
+    let pxn = if c.spans[0] > 1 { top.pxn_us } else { 0.0 };
     Cost {
-        steps_us: c.levels[c.sh.top].latency_us,
+        steps_us: top.latency_us + pxn,
         fixed_us: 0.0,
         wire_us: c.bytes * worst,
         bytes_per_rank: c.bytes,
@@ -1636,6 +1657,7 @@ mod tests {
             latency_us: lat,
             efficiency: eff,
             in_network_reduction: false,
+            pxn_us: 0.0,
         }
     }
 

@@ -84,6 +84,7 @@ fn dgx1_four_nics_aggregate() {
             latency_us: 2.0,
             efficiency: 0.8,
             in_network_reduction: false,
+            pxn_us: 0.0,
         },
         Level {
             name: "cluster".into(),
@@ -92,6 +93,7 @@ fn dgx1_four_nics_aggregate() {
             latency_us: 2.0,
             efficiency: one_nic / 12.5,
             in_network_reduction: false,
+            pxn_us: 0.0,
         },
     ];
     let g = GroupSpan::new(vec![8, 16]);

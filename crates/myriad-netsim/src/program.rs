@@ -65,7 +65,9 @@
 //! - **Send-recv**: rank `i` sends `S` to rank `i + 1` (nccl-tests `sendrecv`).
 
 use crate::net::Network;
-use myriad_collective::{Algorithm, Op, NVLS_BANDWIDTH_FACTOR, NVLS_FIXED_US, P2P_CONCURRENCY};
+use myriad_collective::{
+    Algorithm, Op, NVLS_BANDWIDTH_FACTOR, NVLS_FIXED_US, P2P_CONCURRENCY, TREE_BANDWIDTH_FACTOR,
+};
 
 /// One flow (or `weight` identical parallel flows) of a phase.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -923,7 +925,8 @@ fn build_variant(
                 for j in 0..s0 {
                     for &(tree, c, q) in &edges {
                         let (a, b) = (r[runs[c].0 + j], r[runs[q].0 + j]);
-                        let half = shard / 2.0 / TREE_CHUNKS as f64;
+                        // At the trees' rate (`TREE_BANDWIDTH_FACTOR`), as in `Tree`.
+                        let half = shard / 2.0 / TREE_CHUNKS as f64 / TREE_BANDWIDTH_FACTOR;
                         flows.push(FlowSpec::new(a, b, half, tree));
                         flows.push(FlowSpec::new(b, a, half, tree));
                     }
@@ -1021,7 +1024,11 @@ fn build_variant(
             let runs = domain_runs(&r, apd.max(1));
             let p1 = runs.len();
             let s0 = runs.iter().map(|x| x.1).max().unwrap_or(1);
-            let chunk = bytes / TREE_CHUNKS as f64;
+            // NCCL's trees reach `TREE_BANDWIDTH_FACTOR` of the links' rate (reduce and
+            // broadcast in one pipelined kernel; its tuner's tree derating), as the
+            // analytical model charges them: the bytes on the wire are inflated by it, as
+            // NVLS's are by its factor.
+            let chunk = bytes / TREE_CHUNKS as f64 / TREE_BANDWIDTH_FACTOR;
             let mut flows = Vec::new();
             // NCCL runs a tree per channel, each leaving the domain through its own NIC:
             // with m members per domain, m channels, channel c entering and leaving every

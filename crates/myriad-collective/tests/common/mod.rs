@@ -15,6 +15,7 @@ pub fn hgx_h100_domain() -> Level {
         latency_us: 2.0,
         efficiency: 0.80,
         in_network_reduction: true,
+        pxn_us: 0.0,
     }
 }
 
@@ -29,6 +30,7 @@ pub fn ndr_cluster(gpus: u64) -> Level {
         latency_us: 2.0,
         efficiency: 0.94,
         in_network_reduction: false,
+        pxn_us: 0.0,
     }
 }
 
