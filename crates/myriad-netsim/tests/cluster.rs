@@ -16,6 +16,14 @@ fn build(name: &str, text: &str) -> BuiltCluster {
     myriad_cluster::build(&s, cat).expect("cluster builds")
 }
 
+/// 1,024 H100 in HGX nodes on 400G RoCE, rail-optimized.
+fn rail_optimized_1024() -> BuiltCluster {
+    build(
+        "rail-optimized-1024.yaml",
+        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 1024\n  scale_up: hgx-h100\n  scale_out:\n    fabric: roce-400g\n    topology: rail-optimized\n",
+    )
+}
+
 fn superpod() -> BuiltCluster {
     build(
         "dgx-superpod-h100.yaml",
@@ -1905,10 +1913,7 @@ fn collectives_under_one_leaf_pay_the_leaf_crossing_in_both_backends() {
 /// One rank per node is on its peers' rail already and pays no such hop in either.
 #[test]
 fn rings_over_whole_nodes_pay_the_pxn_hop_in_both_backends() {
-    let c = build(
-        "rail-optimized-1024.yaml",
-        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 1024\n  scale_up: hgx-h100\n  scale_out:\n    fabric: roce-400g\n    topology: rail-optimized\n",
-    );
+    let c = rail_optimized_1024();
     let net = Network::from_cluster(&c);
     for (op, n, stride) in [
         (Op::AllReduce, 32, 1),
@@ -1943,10 +1948,7 @@ fn rings_over_whole_nodes_pay_the_pxn_hop_in_both_backends() {
 /// One rank per node (0, 8, …) is on its peers' rail and pays no hop in either.
 #[test]
 fn send_recv_off_the_rail_pays_the_pxn_hop_in_both_backends() {
-    let c = build(
-        "rail-optimized-1024.yaml",
-        "format: myriad/1\ncluster:\n  accelerator: h100-sxm\n  count: 1024\n  scale_up: hgx-h100\n  scale_out:\n    fabric: roce-400g\n    topology: rail-optimized\n",
-    );
+    let c = rail_optimized_1024();
     let net = Network::from_cluster(&c);
     for (n, stride) in [(32u64, 1u64), (16, 1), (4, 8)] {
         for bytes in [8.0, 65536.0, 16.0 * 1024.0 * 1024.0] {

@@ -910,17 +910,7 @@ impl Sim<'_> {
             };
             if need > cap / ranks as f64 || never_decodes {
                 self.insts[i].waiting.remove(pos);
-                self.rejected += 1;
-                self.in_system -= 1.0;
-                if role == Role::Decode {
-                    // Its cache, held on the prefill instance, is dropped there.
-                    let src = q.src as usize;
-                    let held = self.specs[self.insts[src].spec]
-                        .model
-                        .kv_need(q.input as f64);
-                    self.kv_change(src, q.src_rank, -held);
-                    self.insts[src].outgoing -= 1;
-                }
+                self.reject(i, r);
                 continue;
             }
             if active >= spec.max_batch as usize {
