@@ -487,11 +487,7 @@ fn tree_exact(
     steps += tree_outer_extra(&group.spans, levels, 0);
     let sent = tree_sent(bytes, m, p);
     let ev = if group.n <= 1 || bytes == 0.0 {
-        Eval {
-            time_us: 0.0,
-            protocol: Protocol::Simple,
-            bytes_per_rank: 0.0,
-        }
+        Eval::NOTHING
     } else {
         Cost {
             steps_us: 2.0 * steps,
@@ -554,11 +550,7 @@ fn ring_exact(
         _ => (lat.open, bytes),
     };
     let ev = if n <= 1.0 || bytes == 0.0 {
-        Eval {
-            time_us: 0.0,
-            protocol: Protocol::Simple,
-            bytes_per_rank: 0.0,
-        }
+        Eval::NOTHING
     } else {
         Cost {
             steps_us: steps,
@@ -797,6 +789,15 @@ struct Eval {
     bytes_per_rank: f64,
 }
 
+impl Eval {
+    /// Nothing moves: NCCL returns at once for a single rank or an empty message.
+    const NOTHING: Eval = Eval {
+        time_us: 0.0,
+        protocol: Protocol::Simple,
+        bytes_per_rank: 0.0,
+    };
+}
+
 /// An algorithm's cost before the protocol is chosen.
 #[derive(Debug, Clone, Copy)]
 struct Cost {
@@ -1025,12 +1026,7 @@ fn eval(op: Op, alg: Algorithm, c: &Ctx) -> Result<Eval, CollectiveError> {
         },
     };
     if c.sh.n <= 1.0 || c.bytes == 0.0 {
-        // Nothing moves: NCCL returns at once for a single rank or an empty message.
-        return Ok(Eval {
-            time_us: 0.0,
-            protocol: Protocol::Simple,
-            bytes_per_rank: 0.0,
-        });
+        return Ok(Eval::NOTHING);
     }
     Ok(cost.resolve())
 }
@@ -1356,14 +1352,7 @@ fn hierarchical_pick(op: Op, c: &Ctx) -> (Eval, HierarchicalVariant) {
     let (ring_lat, ring_x, _) = ring_terms(c.spans, c.levels, 1);
     let zero = c.sh.n <= 1.0 || s == 0.0;
     if zero {
-        return (
-            Eval {
-                time_us: 0.0,
-                protocol: Protocol::Simple,
-                bytes_per_rank: 0.0,
-            },
-            ring_ring,
-        );
+        return (Eval::NOTHING, ring_ring);
     }
     if op != Op::AllReduce {
         // All-gather: outer all-gather of the S/s0 shard across domains, then inner
