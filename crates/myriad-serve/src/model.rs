@@ -474,7 +474,11 @@ pub struct InstanceModel {
     small_bps: f64,
     /// Rate at which skinny GEMMs stream their weights (`efficiency.hbm_gemm`).
     gemm_stream_bps: f64,
-    attn_params: f64,
+    /// Attention weights one TP rank holds and reads (`Transformer::attention_params_per_rank`):
+    /// `attn_params / tp`, except what every rank holds whole: MLA's down projections and
+    /// latent norms (SGLang's `fused_qkv_a_proj_with_mqa` is a `ReplicatedLinear`, as
+    /// Megatron-Core's are duplicated), and K/V heads replicated where TP exceeds them.
+    attn_rank_params: f64,
     attn_gemms: f64,
     /// Attention weights applied after the core (MLA: the value half of `kv_b`, absorbed
     /// as `w_vc`, and `o_proj`; GQA: `o_proj`); the rest (query and key/value
@@ -651,7 +655,7 @@ impl InstanceModel {
             hbm_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm,
             small_bps: acc.hbm_tbps * 1e12 * acc.efficiency.small_kernel_hbm(),
             gemm_stream_bps: acc.hbm_tbps * 1e12 * acc.efficiency.hbm_gemm,
-            attn_params: model.attention_params(),
+            attn_rank_params: model.attention_params_per_rank(par.tp),
             attn_gemms,
             attn_post_params,
             attn_out_params,
@@ -889,9 +893,12 @@ impl InstanceModel {
         } else {
             2.0
         };
-        let attn = (self.attn_params - self.attn_out_params) * bytes_of(self.prec.attention)
-            + self.attn_out_params * bytes_of(self.prec.attention_out);
-        let mut w = share * (layers * attn / tp + dense_layers * self.dense_mlp_params / tp * bw)
+        // One rank's attention weights: the output projection split over TP, the rest as
+        // the rank holds it (`attn_rank_params`).
+        let out = self.attn_out_params / tp;
+        let attn = (self.attn_rank_params - out) * bytes_of(self.prec.attention)
+            + out * bytes_of(self.prec.attention_out);
+        let mut w = share * (layers * attn + dense_layers * self.dense_mlp_params / tp * bw)
             + embed * embeds;
         if let Some(moe) = &m.moe {
             w += share
@@ -1533,7 +1540,7 @@ impl InstanceModel {
         // before it. Each share is priced at its own precision (NVIDIA's DeepSeek-R1
         // NVFP4 v2 checkpoint quantises only `o_proj` of the attention), at the shape of
         // the whole block, so that one precision throughout gives one block's time.
-        let whole = |p: Precision| self.weight_gemm(p, t_r, self.attn_params / tp, self.attn_gemms);
+        let whole = |p: Precision| self.weight_gemm(p, t_r, self.attn_rank_params, self.attn_gemms);
         let attn_whole = whole(self.prec.attention);
         let out_whole = if self.prec.attention_out == self.prec.attention {
             attn_whole
@@ -1541,8 +1548,8 @@ impl InstanceModel {
             whole(self.prec.attention_out)
         };
         let (post_share, out_share) = (
-            self.attn_post_params / self.attn_params,
-            self.attn_out_params / self.attn_params,
+            self.attn_post_params / tp / self.attn_rank_params,
+            self.attn_out_params / tp / self.attn_rank_params,
         );
         let attn_pre_gemm = attn_whole * (1.0 - post_share);
         let attn_post_gemm = attn_whole * (post_share - out_share) + out_whole * out_share;

@@ -1135,7 +1135,11 @@ fn validation_mae_ratchet() {
         ("tpot_p50_ms", 2, 0.700),
         ("request_latency_mean_ms", 7, 0.430),
         ("per_user_output_tokens_per_s", 2, 0.110),
-        ("prefill_input_tokens_per_s_per_gpu", 4, 0.105),
+        // 0.105 -> 0.125 in session 45: every TP rank computes MLA's replicated down
+        // projections (SGLang's `fused_qkv_a_proj_with_mqa` is a `ReplicatedLinear`) for all
+        // its tokens; the Ant Group H20 row prefills at TP 8 on a compute-poor chip and goes
+        // from about -11% to -18.6% (the code, not a fit).
+        ("prefill_input_tokens_per_s_per_gpu", 4, 0.125),
     ] {
         let m = metric(name);
         assert_eq!(m.count, rows, "{name}: rows");
@@ -2683,6 +2687,37 @@ fn attention_precision_prices_only_the_attention_projections() {
     let save = b16.weight_bytes_per_gpu() - v2.weight_bytes_per_gpu();
     let want = layers * o_proj * (2.0 - 0.5625);
     assert!((save / want - 1.0).abs() < 1e-9, "{save} vs {want}");
+}
+
+/// Every TP rank holds MLA's down projections and latent norms whole (SGLang's
+/// `fused_qkv_a_proj_with_mqa` is a `ReplicatedLinear`), and the MoE router; the rest of an
+/// instance's weights split over TP (experts over expert TP, EP 1 here). So a rank's
+/// weights are `S/tp + R` and `R = 2·W(TP 2) − W(TP 1)` is, for DeepSeek-V3 in bf16,
+/// 61 layers × (7,168 × 1,536 + 7,168 × 576 + 2,048) × 2 bytes + 58 MoE layers × 7,168 ×
+/// 256 × 2 bytes. The attention GEMMs read what the rank holds: at TP 8 a decode step's
+/// attention projections take longer than an eighth of TP 1's.
+#[test]
+fn mla_down_projections_are_whole_on_every_tp_rank_in_serving() {
+    let cat = myriad_catalog::catalog();
+    let model = &cat.model("deepseek-v3").unwrap().model;
+    let bf16 = Precision::Bf16;
+    let at = |tp: u32| {
+        InstanceModel::new(
+            cat.accelerator("h200").unwrap(),
+            &levels("h200", 8),
+            model,
+            Parallel::new(tp, 1, 1),
+            Precisions::new(bf16, bf16, bf16),
+            0.0,
+            false,
+            None,
+        )
+        .unwrap()
+    };
+    let r = 2.0 * at(2).weight_bytes_per_gpu() - at(1).weight_bytes_per_gpu();
+    let want =
+        61.0 * (7168.0 * 1536.0 + 7168.0 * 576.0 + 2048.0) * 2.0 + 58.0 * 7168.0 * 256.0 * 2.0;
+    assert!((r / want - 1.0).abs() < 1e-9, "{r} vs {want}");
 }
 
 /// A DeepSeek row that names NVIDIA's NVFP4 checkpoint gets its layout (bf16 attention,
