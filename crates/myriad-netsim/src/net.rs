@@ -453,14 +453,9 @@ impl Router {
         // partial block), re-draw among the cables with a per-attempt hash, so that the
         // flows it displaces spread over the remaining uplinks instead of piling onto the
         // next one; finally every uplink in order (a route is found whenever one exists).
-        let mut tried = [0u64; 8];
-        let mut try_one = |i: usize, out: &mut Vec<u32>| -> bool {
-            if i < 512 {
-                if tried[i / 64] >> (i % 64) & 1 == 1 {
-                    return false;
-                }
-                tried[i / 64] |= 1 << (i % 64);
-            }
+        // Up through uplink `i` and on to the destination: the route is left in `out` where
+        // one exists, else `out` is as it was.
+        let via = |i: usize, out: &mut Vec<u32>| -> bool {
             let b = self.up_b[a + i];
             if !alive[2 * b as usize] {
                 return false;
@@ -473,6 +468,16 @@ impl Router {
             }
             out.truncate(base);
             false
+        };
+        let mut tried = [0u64; 8];
+        let mut try_one = |i: usize, out: &mut Vec<u32>| -> bool {
+            if i < 512 {
+                if tried[i / 64] >> (i % 64) & 1 == 1 {
+                    return false;
+                }
+                tried[i / 64] |= 1 << (i % 64);
+            }
+            via(i, out)
         };
         // Destination routing from a leaf to the spines above both ends: OpenSM's fat-tree
         // routing assigns each destination port one of its own leaf's uplinks (d-mod-k over
@@ -512,14 +517,8 @@ impl Router {
             // of the 8 flows from a full pod's leaf into a 2-leaf pod onto one of its
             // 2 usable uplinks.
             let leads = |i: usize, out: &mut Vec<u32>| -> bool {
-                let b = self.up_b[a + i];
-                if !alive[2 * b as usize] {
-                    return false;
-                }
                 let base = out.len();
-                out.push(2 * b);
-                let next = self.upper[b as usize] - self.endpoints;
-                let ok = self.up(alive, next, target, h, q, div, leaf_q, cq, dci_site, out);
+                let ok = via(i, out);
                 out.truncate(base);
                 ok
             };

@@ -2694,8 +2694,7 @@ fn attention_precision_prices_only_the_attention_projections() {
 /// instance's weights split over TP (experts over expert TP, EP 1 here). So a rank's
 /// weights are `S/tp + R` and `R = 2·W(TP 2) − W(TP 1)` is, for DeepSeek-V3 in bf16,
 /// 61 layers × (7,168 × 1,536 + 7,168 × 576 + 2,048) × 2 bytes + 58 MoE layers × 7,168 ×
-/// 256 × 2 bytes. The attention GEMMs read what the rank holds: at TP 8 a decode step's
-/// attention projections take longer than an eighth of TP 1's.
+/// 256 × 2 bytes.
 #[test]
 fn mla_down_projections_are_whole_on_every_tp_rank_in_serving() {
     let cat = myriad_catalog::catalog();
