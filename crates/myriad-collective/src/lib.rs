@@ -283,6 +283,16 @@ pub const TREE_BANDWIDTH_FACTOR: f64 = 0.9;
 /// round across channels). Uncalibrated.
 pub const P2P_CONCURRENCY: f64 = 8.0;
 
+/// The latency, µs, NCCL pays to issue one point-to-point peer of an all-to-all: the
+/// scale-up domain's for a peer in the sender's domain, else the nearest scale-out
+/// level's (NIC, one switch and its cables); a farther peer's extra hops are in flight
+/// while the next message is issued. Both backends charge it (`Network::peer_issue_latency`
+/// in the flow simulation). 0 where the hierarchy has no such level.
+pub fn peer_issue_latency_us(levels: &[Level], same_domain: bool) -> f64 {
+    let i = if same_domain { 0 } else { 1 };
+    levels.get(i).map_or(0.0, |l| l.latency_us)
+}
+
 /// How a group of ranks lies on the hierarchy. `spans[i]` is the number of distinct
 /// level-(i-1) units (accelerators for i = 0) that the group touches inside one level-i
 /// unit; `spans.len() == levels.len()` and the product of spans is the group size.
@@ -1463,11 +1473,7 @@ fn alltoall_cost(c: &Ctx) -> Cost {
         // latency below), not per peer: since the levels carry their cables' propagation
         // (4.3 µs of fibre across a three-tier pod boundary), charging them per peer priced
         // DeepEP's EP256 low-latency dispatch at 279 µs against its published 194.
-        let issue = if i == 0 {
-            l.latency_us
-        } else {
-            c.levels[1].latency_us
-        };
+        let issue = peer_issue_latency_us(&c.levels, i == 0);
         peer_lat += (n / p_next - n / p) * issue;
         if i == 0 {
             if c.spans[0] > 1 {

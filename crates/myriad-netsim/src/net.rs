@@ -686,7 +686,8 @@ impl Network {
             accelerators: acc,
             apd: su.accelerators_per_domain,
             su_lat: su.latency_us * 1e-6,
-            issue_lat: [0, 1].map(|i| c.levels.get(i).map_or(0.0, |l| l.latency_us * 1e-6)),
+            issue_lat: [true, false]
+                .map(|same| myriad_collective::peer_issue_latency_us(&c.levels, same) * 1e-6),
             in_network_reduction: su.in_network_reduction,
             router,
             qps: c.network.qps_per_connection.max(1),
