@@ -156,7 +156,7 @@ impl Transformer {
                 let one = self.mlp_params(m.expert_ffn_hidden);
                 (
                     m.experts as f64 * one,
-                    m.shared_experts as f64 * one + h * m.experts as f64,
+                    m.shared_experts as f64 * one + self.router_params(),
                     m.top_k as f64 * one,
                 )
             }

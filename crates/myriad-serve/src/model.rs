@@ -907,7 +907,7 @@ impl InstanceModel {
                     / self.par.etp() as f64
                     * be
                     + self.shared_params / tp * bw
-                    + m.hidden as f64 * moe.experts as f64 * 2.0);
+                    + m.router_params() * 2.0);
         }
         w
     }

@@ -444,10 +444,7 @@ pub fn trtllm_bench_param_count(t: &Transformer, prec: Precisions, algo: QuantAl
     let experts = moe_layers * p.experts_per_moe_layer;
     // Linear weights besides the routed experts (attention, dense MLPs, shared experts);
     // embeddings, norms and routers stay 16-bit in the published checkpoints.
-    let router = t
-        .moe
-        .as_ref()
-        .map_or(0.0, |m| t.hidden as f64 * m.experts as f64);
+    let router = t.router_params();
     let linear = t.layers as f64 * p.attention_per_layer
         + dense_layers * p.dense_mlp_per_layer
         + moe_layers * (p.moe_shared_per_layer - router);
